@@ -1,0 +1,152 @@
+"""Command line of the book: ``python -m mlmbook {build,chapters,results,clear-cache}``.
+
+Examples
+--------
+::
+
+    python -m mlmbook build                          # every chapter, full profile
+    python -m mlmbook build 1 --profile quick        # one chapter, quickly
+    python -m mlmbook build 1 -p model bert-base-uncased -p treebank en_ewt-ud-test.conllu
+    python -m mlmbook build --no-solutions --render-only   # student edition of the site
+    python -m mlmbook chapters
+    python -m mlmbook results 1
+    python -m mlmbook clear-cache
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from pathlib import Path
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m mlmbook",
+                                     description="Build and inspect the book "
+                                                 "'What Masked Language Models Know'.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    b = sub.add_parser("build", help="execute chapters and render the site",
+                       description="Execute chapters (papermill) and render the site "
+                                   "(jupyter-book) into _build/html.")
+    b.add_argument("chapters", nargs="*", metavar="CHAPTER",
+                   help="chapters to execute: 1, 01, 01_dependencies or the file name "
+                        "(default: all)")
+    b.add_argument("--profile", default="full", choices=("quick", "full"),
+                   help="quick: seconds per chapter (tests); full: the book (default)")
+    b.add_argument("-p", "--parameter", nargs=2, action="append", default=[],
+                   metavar=("NAME", "VALUE"),
+                   help="set a chapter parameter, e.g. -p model bert-base-uncased")
+    b.add_argument("--no-solutions", action="store_true",
+                   help="leave exercise solutions out of the rendered site")
+    b.add_argument("--render-only", action="store_true",
+                   help="execute nothing; render the notebooks executed earlier")
+    b.add_argument("--fail-fast", action="store_true",
+                   help="stop at the first failing chapter")
+    b.add_argument("--root", help="the book's root directory (default: found from here)")
+    b.add_argument("-v", "--verbose", action="store_true", help="show jupyter-book's output")
+
+    c = sub.add_parser("chapters", help="list the chapters")
+    c.add_argument("--root")
+
+    r = sub.add_parser("results", help="print the numbers chapters recorded")
+    r.add_argument("chapter", nargs="?", metavar="CHAPTER")
+    r.add_argument("--json", action="store_true", help="print JSON")
+    r.add_argument("--root")
+
+    sub.add_parser("clear-cache", help="delete the model cache ($MLMBOOK_CACHE, "
+                                       "default ~/.cache/mlmbook)")
+    return parser
+
+
+def _cmd_build(args) -> int:
+    from .build import build
+
+    if args.render_only and args.chapters:
+        raise SystemExit("mlmbook: error: --render-only takes no chapters")
+    index = build(root=args.root, chapters=args.chapters, profile=args.profile,
+                  parameters=[tuple(p) for p in args.parameter],
+                  solutions=not args.no_solutions, execute=not args.render_only,
+                  fail_fast=args.fail_fast, verbose=args.verbose)
+    print(index)
+    return 0
+
+
+def _cmd_chapters(args) -> int:
+    from .build import Layout, find_chapters, previous_run
+
+    layout = Layout.find(args.root)
+    for chapter in find_chapters(layout):
+        executed = layout.exec / f"{chapter.slug}.ipynb"
+        status = f"executed ({previous_run(executed)})" if executed.is_file() else "not executed"
+        print(f"{chapter.number:2d}  {chapter.slug:<22} {chapter.title}  [{status}]")
+    return 0
+
+
+def _format(value) -> str:
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return json.dumps(value) if not isinstance(value, str) else value
+
+
+def _cmd_results(args) -> int:
+    from .build import Layout, find_chapters, resolve_names
+
+    layout = Layout.find(args.root)
+    directory = layout.results
+    files = {p.stem: p for p in sorted(directory.glob("*.json"))} if directory.is_dir() else {}
+    if args.chapter:
+        known = sorted({c.slug for c in find_chapters(layout)} | set(files))
+        slugs = resolve_names([args.chapter], known)
+    else:
+        slugs = list(files)
+    data = {slug: json.loads(files[slug].read_text()) for slug in slugs if slug in files}
+    if args.json:
+        print(json.dumps(data, indent=2))
+    elif not data:
+        which = f" for {slugs[0]}" if args.chapter else ""
+        print(f"no results{which} yet in {directory}; run python -m mlmbook build")
+    for slug, values in ([] if args.json else data.items()):
+        print(slug)
+        width = max((len(k) for k in values), default=0)
+        for key, value in values.items():
+            print(f"  {key:<{width}}  {_format(value)}")
+    return 0
+
+
+def _cmd_clear_cache(args) -> int:
+    from .paths import cache_dir
+
+    path = cache_dir().resolve()
+    if path in (Path("/"), Path.home().resolve()) or path in Path.cwd().resolve().parents:
+        raise SystemExit(f"mlmbook: error: refusing to delete {path}; check MLMBOOK_CACHE")
+    if not path.exists():
+        print(f"nothing to delete: {path} does not exist")
+        return 0
+    size = sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+    shutil.rmtree(path)
+    print(f"deleted {path} ({size / 2**20:.1f} MiB)")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    from .build import BuildError, UsageError
+
+    args = _parser().parse_args(argv)
+    command = {"build": _cmd_build, "chapters": _cmd_chapters, "results": _cmd_results,
+               "clear-cache": _cmd_clear_cache}[args.command]
+    try:
+        return command(args)
+    except UsageError as err:
+        print(f"mlmbook: error: {err}", file=sys.stderr)
+        return 2
+    except BuildError as err:
+        print(f"mlmbook: {err}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,301 @@
+r"""Training the book's default masked LMs on the toy language, with an atomic on-disk cache.
+
+The default model is a small ``BertForMaskedLM`` with a real Hugging Face tokenizer (a
+``tokenizers`` WordLevel model saved so that ``AutoTokenizer.from_pretrained(dir)`` loads it),
+trained with BERT's recipe: 15 % of tokens are selected, of which 80 % become ``[MASK]``,
+10 % a random word and 10 % stay; the loss is the cross-entropy at selected positions.
+Fresh sentences are sampled from the grammar at every step (the language is infinite
+enough that the model never sees an epoch), and batches are bucketed by length.
+
+While training we track the *single-site* loss on held-out sentences, the quantity the
+truth lets us bound from below:
+
+.. math:: \mathcal{L}_{\text{MLM}} = -\frac{1}{N}\sum_{s}\sum_i \log q(x_i \mid x_{-i}) \;\ge\;
+          \mathcal{L}_{\text{Bayes}} = -\frac{1}{N}\sum_{s}\sum_i \log p(x_i \mid x_{-i}),
+
+whose gap is the mean KL(truth ‖ MLM) over positions of the held-out sentences.
+
+Models are cached under ``$MLMBOOK_CACHE`` (default ``~/.cache/mlmbook``) in a directory
+named by a hash of the grammar, the configuration and the seed.  Everything is written
+into a temporary directory that is renamed into place only when complete, with a manifest
+holding the weights' SHA-256, so an interrupted or corrupted entry never loads.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import random
+import shutil
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from .language import Grammar
+from .oracle import SPECIAL_TOKENS
+
+__all__ = ["TrainConfig", "PRESETS", "cache_dir", "load_or_train", "train", "make_tokenizer", "checkpoints"]
+
+VERSION = 1                       # bump to invalidate every cached model
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    hidden: int = 128
+    layers: int = 4
+    heads: int = 4
+    intermediate: int = 512
+    steps: int = 3000
+    batch: int = 128
+    lr: float = 1e-3
+    warmup: float = 0.06          # fraction of steps with linear warm-up, then linear decay
+    weight_decay: float = 0.01
+    mask_rate: float = 0.15
+    n_eval: int = 200             # held-out sentences for the single-site loss
+    eval_every: int = 250
+    checkpoints: tuple = (0.1, 0.3)   # extra snapshots (fractions of training), for chapter 3
+
+
+PRESETS = {
+    "quick": TrainConfig(hidden=64, layers=2, heads=2, intermediate=256, steps=400, batch=64, lr=2e-3,
+                         n_eval=100, eval_every=100),
+    "full": TrainConfig(),
+}
+
+
+def cache_dir() -> Path:
+    """Model cache root: ``$MLMBOOK_CACHE`` or ``~/.cache/mlmbook``."""
+    return Path(os.environ.get("MLMBOOK_CACHE", Path.home() / ".cache" / "mlmbook")).expanduser()
+
+
+def _key(grammar: Grammar, config: TrainConfig, seed: int, kind: str) -> str:
+    blob = json.dumps([VERSION, kind, grammar.fingerprint, asdict(config), seed], sort_keys=True).encode()
+    return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _verify(path: Path) -> str | None:
+    """None if the cache entry at ``path`` is complete and intact, else the reason it is not."""
+    manifest = path / "manifest.json"
+    if not manifest.exists():
+        return "no manifest (an interrupted write?)"
+    try:
+        info = json.loads(manifest.read_text())
+        for name, digest in info["sha256"].items():
+            if _sha256(path / name) != digest:
+                return f"{name} does not match its checksum"
+    except (OSError, ValueError, KeyError) as e:
+        return f"unreadable ({type(e).__name__})"
+    return None
+
+
+def make_tokenizer(grammar: Grammar):
+    """A real HF tokenizer over the grammar's words: ids = SPECIAL_TOKENS, then the vocabulary."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {t: i for i, t in enumerate(SPECIAL_TOKENS + list(grammar.vocab))}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    cls, sep = vocab["[CLS]"], vocab["[SEP]"]
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B [SEP]", special_tokens=[("[CLS]", cls), ("[SEP]", sep)])
+    return PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]",
+                                   sep_token="[SEP]", mask_token="[MASK]")
+
+
+def make_model(grammar: Grammar, config: TrainConfig, seed: int):
+    """A freshly initialised ``BertForMaskedLM`` sized by ``config``."""
+    from transformers import BertConfig, BertForMaskedLM
+
+    torch.manual_seed(seed)
+    cfg = BertConfig(vocab_size=len(SPECIAL_TOKENS) + len(grammar.vocab), hidden_size=config.hidden,
+                     num_hidden_layers=config.layers, num_attention_heads=config.heads,
+                     intermediate_size=config.intermediate, max_position_embeddings=grammar.max_length + 2,
+                     type_vocab_size=1, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+                     pad_token_id=0)
+    return BertForMaskedLM(cfg)
+
+
+# ---------------------------------------------------------------------------- data
+def batches(grammar: Grammar, config: TrainConfig, seed: int, pool: int = 16):
+    """Endless length-bucketed batches of token ids (with [CLS]/[SEP]) and attention masks."""
+    offset = len(SPECIAL_TOKENS)
+    gen = torch.Generator().manual_seed(seed)
+    for k in range(sys.maxsize):
+        sents = grammar.sample(pool * config.batch, seed=(seed * 1_000_003 + k) % (2**31))
+        sents.sort(key=len)
+        groups = [sents[i:i + config.batch] for i in range(0, len(sents), config.batch)]
+        for g in torch.randperm(len(groups), generator=gen).tolist():
+            group = groups[g]
+            n = max(len(s) for s in group) + 2
+            ids = torch.zeros(len(group), n, dtype=torch.long)
+            for r, s in enumerate(group):
+                ids[r, : len(s) + 2] = torch.tensor([2] + [offset + grammar.word_id[w] for w in s.words] + [3])
+            yield ids, (ids != 0).long()
+
+
+def mask_tokens(ids, config: TrainConfig, vocab_size: int, gen: torch.Generator):
+    """BERT's corruption: returns (inputs, labels) with labels -100 where nothing is predicted."""
+    offset = len(SPECIAL_TOKENS)
+    content = ids >= offset
+    selected = (torch.rand(ids.shape, generator=gen) < config.mask_rate) & content
+    labels = torch.where(selected, ids, torch.full_like(ids, -100))
+    roll = torch.rand(ids.shape, generator=gen)
+    inputs = ids.clone()
+    inputs[selected & (roll < 0.8)] = SPECIAL_TOKENS.index("[MASK]")
+    rand = selected & (roll >= 0.8) & (roll < 0.9)
+    inputs[rand] = torch.randint(offset, vocab_size, (int(rand.sum()),), generator=gen)
+    return inputs, labels
+
+
+# ---------------------------------------------------------------------------- evaluation
+class SingleSiteEval:
+    """Held-out single-site loss of a model, against the truth's (Bayes) and a unigram's."""
+
+    def __init__(self, grammar: Grammar, n: int, seed: int):
+        self.grammar = grammar
+        self.sentences = grammar.sample(n, seed=seed + 1_000_003)
+        offset = len(SPECIAL_TOKENS)
+        self.rows, self.pos, self.gold = [], [], []
+        for s in self.sentences:
+            ids = [offset + grammar.word_id[w] for w in s.words]
+            for i in range(len(ids)):
+                r = list(ids)
+                r[i] = SPECIAL_TOKENS.index("[MASK]")
+                self.rows.append(r), self.pos.append([i]), self.gold.append(ids[i])
+        truth = []
+        for s in self.sentences:
+            c = grammar.conditionals(s.words)
+            truth += [-math.log(c[i, grammar.word_id[w]]) for i, w in enumerate(s.words)]
+        self.bayes = float(np.mean(truth))
+        uni = grammar.unigram(20000, seed=seed + 7)
+        self.unigram = float(np.mean([-math.log(uni[g - offset]) for g in self.gold]))
+
+    def loss(self, lm) -> float:
+        """Mean -log q(x_i | x_-i) over every position of the held-out sentences."""
+        out = lm.logits_ragged(self.rows, self.pos)
+        return float(np.mean([-torch.log_softmax(o[0].double(), -1)[g].item() for o, g in zip(out, self.gold)]))
+
+
+class _Live:
+    """Adapter so the model being trained can be scored through the MaskedLM interface."""
+
+    def __init__(self, model, grammar):
+        from .oracle import MaskedLM
+
+        class Live(MaskedLM):
+            def _logits_chunk(inner, ids, positions):
+                B = ids.shape[0]
+                full = torch.cat([torch.full((B, 1), 2), ids, torch.full((B, 1), 3)], 1)
+                logits = model(input_ids=full).logits
+                return logits.gather(1, (positions + 1)[..., None].expand(-1, -1, logits.shape[-1]))
+        self.lm = Live()
+        self.lm.name, self.lm.vocab = "training", SPECIAL_TOKENS + list(grammar.vocab)
+        self.lm.mask_id, self.lm.special_ids = SPECIAL_TOKENS.index("[MASK]"), list(range(len(SPECIAL_TOKENS)))
+        self.lm.max_length = grammar.max_length
+
+
+# ---------------------------------------------------------------------------- training
+def train(grammar: Grammar, config: TrainConfig, seed: int, out: Path, progress: bool = True) -> dict:
+    """Train a model and write it (plus tokenizer, history, snapshots) into directory ``out``."""
+    from tqdm.auto import tqdm
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    torch.set_num_threads(max(1, os.cpu_count() or 1))
+    model = make_model(grammar, config, seed)
+    tokenizer = make_tokenizer(grammar)
+    evaluator = SingleSiteEval(grammar, config.n_eval, seed)
+    live = _Live(model, grammar).lm
+    opt = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    warm = max(1, int(config.warmup * config.steps))
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min((s + 1) / warm, max(0.0, (config.steps - s) / max(1, config.steps - warm))))
+    gen = torch.Generator().manual_seed(seed)
+    snapshots = {max(1, int(f * config.steps)) for f in config.checkpoints}
+    history = dict(bayes=evaluator.bayes, unigram=evaluator.unigram, steps=[], train_loss=[], eval_loss=[],
+                   tokens=[], seconds=[])
+    data = batches(grammar, config, seed)
+    tokens, running, t0 = 0, None, time.perf_counter()
+    bar = tqdm(range(1, config.steps + 1), desc=f"training {grammar.name} MLM", disable=not progress, mininterval=2)
+    for step in bar:
+        model.train()
+        ids, attn = next(data)
+        inputs, labels = mask_tokens(ids, config, model.config.vocab_size, gen)
+        loss = model(input_ids=inputs, attention_mask=attn, labels=labels).loss
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        sched.step()
+        tokens += int(attn.sum())
+        running = loss.item() if running is None else 0.95 * running + 0.05 * loss.item()
+        if step % config.eval_every == 0 or step == config.steps:
+            model.eval()
+            ev = evaluator.loss(live)
+            for k, v in (("steps", step), ("train_loss", running), ("eval_loss", ev), ("tokens", tokens),
+                         ("seconds", time.perf_counter() - t0)):
+                history[k].append(v)
+            bar.set_postfix(eval=f"{ev:.3f}", bayes=f"{evaluator.bayes:.3f}")
+        if step in snapshots:
+            model.save_pretrained(out / "checkpoints" / f"step_{step:06d}")
+            tokenizer.save_pretrained(out / "checkpoints" / f"step_{step:06d}")
+    model.eval()
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    history["train_seconds"] = time.perf_counter() - t0
+    history["tokens_per_second"] = tokens / history["train_seconds"]
+    (out / "history.json").write_text(json.dumps(history, indent=1))
+    return history
+
+
+def load_or_train(grammar: str | Grammar = "toy", preset: str | TrainConfig = "full", seed: int = 0,
+                  progress: bool = True) -> Path:
+    """Path of a trained model directory; trains (and caches atomically) on first use.
+
+    Parameters
+    ----------
+    grammar : "toy", "toy_topic", a YAML path, or a :class:`Grammar`
+    preset : "quick", "full" or a :class:`TrainConfig`
+    seed : int
+    """
+    g = grammar if isinstance(grammar, Grammar) else Grammar.load(grammar)
+    if isinstance(preset, str) and preset not in PRESETS:
+        raise ValueError(f"unknown training preset {preset!r}; use one of {', '.join(PRESETS)}")
+    config = PRESETS[preset] if isinstance(preset, str) else preset
+    root = cache_dir()
+    final = root / f"{g.name.replace('+', '_')}-{_key(g, config, seed, 'mlm')}"
+    if final.exists():
+        reason = _verify(final)
+        if reason is None:
+            return final
+        print(f"mlmbook: model cache entry {final} is corrupted ({reason}); deleting it and retraining", file=sys.stderr)
+        shutil.rmtree(final, ignore_errors=True)
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = root / f".partial-{final.name}-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        train(g, config, seed, tmp, progress=progress)
+        files = sorted(p.relative_to(tmp).as_posix() for p in tmp.rglob("*") if p.is_file())
+        manifest = dict(grammar=g.name, config=asdict(config), seed=seed, version=VERSION,
+                        sha256={f: _sha256(tmp / f) for f in files})
+        (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1))
+        os.replace(tmp, final)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return final
+
+
+def checkpoints(path: Path) -> list:
+    """Snapshot directories of a trained model, earliest first, then the final model itself."""
+    snaps = sorted((Path(path) / "checkpoints").glob("step_*"))
+    return snaps + [Path(path)]

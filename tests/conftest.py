@@ -1,0 +1,57 @@
+"""Shared fixtures: tiny models saved locally, so real-model code paths run without network."""
+import os
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")          # tests never download anything
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+
+
+def save_tiny_wordpiece_bert(path, corpus, vocab_size=120, seed=0):
+    """A randomly initialised 2-layer BERT with a WordPiece tokenizer trained on ``corpus``.
+
+    The vocabulary is so small that most words split into several pieces, which exercises
+    the subword paths of every estimator.
+    """
+    import torch
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+    from transformers import BertConfig, BertForMaskedLM, PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    tok.normalizer = normalizers.BertNormalizer(lowercase=True)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.decoder = decoders.WordPiece()
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    tok.train_from_iterator(corpus, trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=specials))
+    cls, sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
+    tok.post_processor = processors.TemplateProcessing(single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B [SEP]",
+                                                       special_tokens=[("[CLS]", cls), ("[SEP]", sep)])
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]",
+                                   sep_token="[SEP]", mask_token="[MASK]")
+    torch.manual_seed(seed)
+    model = BertForMaskedLM(BertConfig(vocab_size=tok.get_vocab_size(), hidden_size=32, num_hidden_layers=2,
+                                       num_attention_heads=2, intermediate_size=64, max_position_embeddings=64))
+    model.save_pretrained(path)
+    fast.save_pretrained(path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def wordpiece_bert(tmp_path_factory):
+    from mlmbook.language import Grammar
+    corpus = [s.text for s in Grammar.load("toy").sample(500, seed=0)]
+    corpus += ["the quick brown fox jumps over the lazy dog .", "i can't believe it's not butter !"] * 5
+    return str(save_tiny_wordpiece_bert(tmp_path_factory.mktemp("wp_bert"), corpus))
+
+
+@pytest.fixture(scope="session")
+def toy_bert(tmp_path_factory):
+    """An untrained BERT with the toy tokenizer (WordLevel over the toy vocabulary), saved locally."""
+    import torch
+    from mlmbook.language import Grammar
+    from mlmbook.train import TrainConfig, make_model, make_tokenizer
+    g = Grammar.load("toy")
+    path = tmp_path_factory.mktemp("toy_bert")
+    make_model(g, TrainConfig(hidden=32, layers=2, heads=2, intermediate=64), seed=0).save_pretrained(path)
+    make_tokenizer(g).save_pretrained(path)
+    return str(path)
