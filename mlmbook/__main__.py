@@ -41,6 +41,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="set a chapter parameter, e.g. -p model bert-base-uncased")
     b.add_argument("--no-solutions", action="store_true",
                    help="leave exercise solutions out of the rendered site")
+    b.add_argument("--no-render", action="store_true",
+                   help="execute only (into _build/exec and _build/results); render nothing")
     b.add_argument("--render-only", action="store_true",
                    help="execute nothing; render the notebooks executed earlier")
     b.add_argument("--fail-fast", action="store_true",
@@ -69,7 +71,7 @@ def _cmd_build(args) -> int:
     index = build(root=args.root, chapters=args.chapters, profile=args.profile,
                   parameters=[tuple(p) for p in args.parameter],
                   solutions=not args.no_solutions, execute=not args.render_only,
-                  fail_fast=args.fail_fast, verbose=args.verbose)
+                  fail_fast=args.fail_fast, verbose=args.verbose, render_site=not args.no_render)
     print(index)
     return 0
 
@@ -78,7 +80,10 @@ def _cmd_chapters(args) -> int:
     from .build import Layout, find_chapters, previous_run
 
     layout = Layout.find(args.root)
-    for chapter in find_chapters(layout):
+    chapters = find_chapters(layout)
+    if not chapters:
+        print(f"no chapters yet in {layout.book} (book/NN_slug.md files)")
+    for chapter in chapters:
         executed = layout.exec / f"{chapter.slug}.ipynb"
         status = f"executed ({previous_run(executed)})" if executed.is_file() else "not executed"
         print(f"{chapter.number:2d}  {chapter.slug:<22} {chapter.title}  [{status}]")

@@ -91,7 +91,8 @@ class Layout:
 
     @property
     def build(self) -> Path:
-        return self.root / "_build"
+        """``$MLMBOOK_BUILD`` if set (tests and parallel runs use their own), else ``<root>/_build``."""
+        return Path(os.environ["MLMBOOK_BUILD"]).resolve() if os.environ.get("MLMBOOK_BUILD") else self.root / "_build"
 
     @property
     def exec(self) -> Path:
@@ -124,11 +125,11 @@ class Layout:
         if root is not None:
             root = Path(root).resolve()
             if not (root / "_toc.yml").is_file():
-                raise BuildError(f"{root} is not a book: it has no _toc.yml")
+                raise UsageError(f"{root} is not a book: it has no _toc.yml")
             return cls(root)
         found = find_root() or find_root(Path(__file__).parent)
         if found is None:
-            raise BuildError("no book found here (no _toc.yml above the current directory); "
+            raise UsageError("no book found here (no _toc.yml above the current directory); "
                              "use --root")
         return cls(found)
 
@@ -140,14 +141,23 @@ def find_chapters(layout: Layout) -> list[Chapter]:
     return [Chapter(p) for p in sorted(layout.book.iterdir()) if CHAPTER_FILE.match(p.name)]
 
 
-def resolve_names(names: list[str], slugs: list[str], what: str = "chapter") -> list[str]:
+def _closest(key: str, slugs: list[str]) -> str | None:
+    """The slug closest to ``key``, compared with and without its number."""
+    close = difflib.get_close_matches(key, slugs, n=1)
+    if close:
+        return close[0]
+    bare = difflib.get_close_matches(key, [s[3:] for s in slugs], n=1)
+    return next((s for s in slugs if bare and s[3:] == bare[0]), None)
+
+
+def resolve_names(names: list[str], slugs: list[str]) -> list[str]:
     """Map user spellings (``1``, ``01``, ``01_dependencies``, ``dependencies``, a file name)
-    to slugs, keeping order and dropping repeats.
+    to chapter slugs, keeping order and dropping repeats.
 
     Raises
     ------
-    BuildError
-        One line naming the unknown chapter and listing the valid ones.
+    UsageError
+        One line naming the unknown chapter, a close match and the valid ones.
     """
     chosen = []
     for name in names:
@@ -159,11 +169,10 @@ def resolve_names(names: list[str], slugs: list[str], what: str = "chapter") -> 
         else:
             hits = [s for s in slugs if key in (s, s[3:])]
         if not hits:
-            valid = ", ".join(slugs) if slugs else "(none)"
-            close = difflib.get_close_matches(key, slugs, n=1) or [
-                s for s in slugs if s[3:] in difflib.get_close_matches(key, [t[3:] for t in slugs], n=1)]
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise UsageError(f"unknown {what} {name!r}{hint}; valid {what}s: {valid}")
+            close = _closest(key, slugs)
+            hint = f" (did you mean {close!r}?)" if close else ""
+            raise UsageError(f"unknown chapter {name!r}{hint}; "
+                             f"valid chapters: {', '.join(slugs) or '(none)'}")
         chosen += [h for h in hits if h not in chosen]
     return chosen
 
@@ -188,6 +197,7 @@ def read_notebook(chapter: Chapter):
 
 
 def parameters_cell_index(nb) -> int | None:
+    """Index of the first code cell tagged ``parameters`` (None if there is none)."""
     for index, cell in enumerate(nb.cells):
         if cell.cell_type == "code" and "parameters" in cell.metadata.get("tags", []):
             return index

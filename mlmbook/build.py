@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -156,7 +157,9 @@ def execute_chapter(layout: Layout, chapter: Chapter, parameters: dict[str, obje
     final = layout.exec / f"{chapter.slug}.ipynb"
     results = layout.results / f"{chapter.slug}.json"
     failed = layout.failed / f"{chapter.slug}.ipynb"
-    results.unlink(missing_ok=True)
+    previous = results.with_name(f".{results.name}.previous")
+    if results.exists():  # set aside: the chapter's results start empty
+        os.replace(results, previous)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{chapter.slug}.", suffix=".ipynb", dir=layout.exec)
     os.close(fd)
     tmp = Path(tmp_name)
@@ -170,21 +173,41 @@ def execute_chapter(layout: Layout, chapter: Chapter, parameters: dict[str, obje
             papermill.execute_notebook(nb, str(tmp), parameters=parameters, kernel_name=kernel,
                                        language="python", cwd=str(chapter.path.parent),
                                        progress_bar=progress)
-    except BaseException as err:
-        final.unlink(missing_ok=True)
-        results.unlink(missing_ok=True)
+    except KeyboardInterrupt:  # interrupted, not failed: keep the previous run as it was
+        tmp.unlink(missing_ok=True)
+        if previous.exists():
+            os.replace(previous, results)
+        raise
+    except Exception as err:
+        for stale in (final, results, previous):
+            stale.unlink(missing_ok=True)
         if tmp.exists() and tmp.stat().st_size:
             os.replace(tmp, failed)
         tmp.unlink(missing_ok=True)
-        if isinstance(err, KeyboardInterrupt):
-            raise
         raise _failure(chapter, nb, err, failed if failed.exists() else None) from None
     executed = nbformat.read(tmp, as_version=4)
     _prepare_for_render(executed, chapter, parameters)
     nbformat.write(executed, tmp)
     os.replace(tmp, final)
+    previous.unlink(missing_ok=True)
     failed.unlink(missing_ok=True)
+    if parameters == {"profile": "full"} and results.exists():
+        _keep_reference_results(layout, results)
     return final
+
+
+def _keep_reference_results(layout: Layout, results: Path) -> None:
+    """Copy a default full-profile run's numbers to ``<root>/results/full/`` (tracked in git).
+
+    These are the numbers the chapters' prose was written against; the tests assert the
+    prose's claims on them, so a change that moves a number past a claim fails the tests.
+    """
+    keep = layout.root / "results" / "full"
+    keep.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=keep, prefix=".", suffix=".json")
+    os.close(fd)
+    shutil.copyfile(results, tmp)
+    os.replace(tmp, keep / results.name)
 
 
 def _failure(chapter: Chapter, nb, err: BaseException, kept: Path | None) -> ChapterFailed:
@@ -223,7 +246,7 @@ def previous_run(path: Path) -> str:
 def build(root: str | os.PathLike | None = None, chapters: list[str] = (),
           profile: str = "full", parameters: list[tuple[str, str]] = (),
           solutions: bool = True, execute: bool = True, fail_fast: bool = False,
-          progress: bool | None = None, verbose: bool = False) -> Path:
+          progress: bool | None = None, verbose: bool = False, render_site: bool = True) -> Path:
     """Execute the requested chapters and render the site.
 
     Parameters
@@ -247,6 +270,8 @@ def build(root: str | os.PathLike | None = None, chapters: list[str] = (),
         Per-cell progress bars (default: when stderr is a terminal).
     verbose : bool
         Show jupyter-book's output.
+    render_site : bool
+        False stops after executing (``_build/exec``, ``_build/results``); nothing is rendered.
 
     Returns
     -------
@@ -285,6 +310,8 @@ def build(root: str | os.PathLike | None = None, chapters: list[str] = (),
     if failures:
         raise ChapterFailed(f"{len(failures)} chapter(s) failed; the site was not updated")
 
+    if not render_site:
+        return layout.exec
     executed_now = {c.slug for c, _ in plans}
     notebooks = {}
     for chapter in all_chapters:

@@ -130,6 +130,8 @@ def top2_rectangles(lm, ids, pairs) -> Rectangles:
     """
     pairs = np.asarray(pairs, dtype=np.int64).reshape(len(pairs), -1)
     if pairs.shape[1] == 2:
+        if np.ndim(ids) != 1:
+            raise ValueError("(i, j) pairs need one 1-D sentence; use (s, i, j) triples for several")
         ids, pairs = [ids], np.column_stack([np.zeros(len(pairs), np.int64), pairs])
     sents = _rows(ids)
     s, i, j = pairs.T

@@ -33,6 +33,10 @@ __all__ = [
 ]
 
 
+def _bar(n: int, progress: bool | None, desc: str):
+    return tqdm(range(n), disable=not (n >= 500 if progress is None else progress), desc=desc)
+
+
 def _draw(logits: torch.Tensor, u: torch.Tensor, T: float) -> torch.Tensor:
     """Inverse-CDF sample of softmax(logits / T) over a fixed token order, given uniforms u."""
     p = torch.softmax(logits.to(torch.float64) / T, dim=-1)
@@ -78,10 +82,13 @@ class GlauberSampler:
     def sites(self, n: int) -> torch.Tensor:
         return torch.tensor([i for i in range(n) if i not in self.frozen], dtype=torch.long)
 
-    def random_states(self, n_chains: int, template) -> torch.Tensor:
-        """(n_chains, n) states: ``template`` with free sites drawn uniformly from the candidates."""
+    def random_states(self, n_chains: int, template, pool=None) -> torch.Tensor:
+        """(n_chains, n) states: ``template`` with free sites drawn uniformly from ``pool``
+        (default: the candidates), using the sampler's generator."""
         x = torch.as_tensor(template, dtype=torch.long).repeat(n_chains, 1)
-        pool = self.candidates if self.candidates is not None else torch.arange(self.lm.V)
+        pool = self.candidates if pool is None else torch.as_tensor(pool, dtype=torch.long)
+        if pool is None:
+            raise ValueError("give a pool of token ids (or construct the sampler with candidates)")
         s = self.sites(x.shape[1])
         x[:, s] = pool[torch.randint(len(pool), (n_chains, len(s)), generator=self.generator)]
         return x
@@ -121,8 +128,7 @@ class GlauberSampler:
         x = torch.as_tensor(init, dtype=torch.long)
         x = x[None] if x.dim() == 1 else x
         out = [x]
-        for t in tqdm(range(n_steps), disable=not (n_steps >= 500 if progress is None else progress),
-                      desc="Glauber"):
+        for t in _bar(n_steps, progress, "Glauber"):
             x = self.step(x, t)
             if (t + 1) % record_every == 0:
                 out.append(x)
@@ -134,9 +140,11 @@ class GlauberSampler:
 
         Each pair uses one site choice and one uniform :math:`u` per step, and each copy takes
         the token where its CDF (over a fixed token order) first exceeds :math:`u`. Each copy is
-        marginally a Glauber chain; once a pair agrees everywhere, the two copies see identical
-        inputs and randomness and stay together. The coalescence time
-        :math:`\\tau = \\min\\{t : a_t = b_t\\}` bounds mixing: :math:`d(t) \\le P(\\tau > t)`.
+        marginally a Glauber chain (the same one ``run`` gives from the same seed); once a pair
+        agrees everywhere, both copies see identical inputs and randomness and stay together
+        (met pairs share one forward row, which also rules out float noise between batch rows).
+        The coalescence time :math:`\\tau = \\min\\{t : a_t = b_t\\}` bounds the distance to
+        stationarity: :math:`d(t) \\le \\max_{x,y} P_{x,y}(\\tau > t)` (Levin & Peres, Thm 5.4).
         Runs stop early once every pair has met (unless ``stop_when_met=False``).
         """
         a, b = (torch.as_tensor(v, dtype=torch.long) for v in (init_a, init_b))
@@ -144,13 +152,15 @@ class GlauberSampler:
         met = (a == b).all(dim=1)
         times = np.where(met.numpy(), 0, max_steps)
         ta, tb = ([a], [b]) if record_every else (None, None)
-        for t in tqdm(range(max_steps), disable=not (max_steps >= 500 if progress is None else progress),
-                      desc="coupling"):
+        for t in _bar(max_steps, progress, "coupling"):
             if stop_when_met and bool(met.all()):
                 break
             site, u = self._randomness(C, n, t)
-            both = self._update(torch.cat([a, b]), site.repeat(2), u.repeat(2))
-            a, b = both[:C], both[C:]
+            apart = torch.nonzero(~met).ravel()
+            both = self._update(torch.cat([a, b[apart]]), torch.cat([site, site[apart]]),
+                                torch.cat([u, u[apart]]))
+            a, b = both[:C], both[:C].clone()
+            b[apart] = both[C:]
             now = (a == b).all(dim=1)
             times[(now & ~met).numpy()] = t + 1
             met |= now
@@ -241,17 +251,19 @@ def state_index(states, V_subset, sites=None) -> np.ndarray:
     """Index in :func:`state_space` of each state (..., n); -1 if a free site is outside V_subset."""
     x = torch.as_tensor(states).numpy()
     sites = list(range(x.shape[-1])) if sites is None else list(sites)
-    lookup = {int(v): k for k, v in enumerate(np.asarray(V_subset))}
-    digits = np.vectorize(lambda v: lookup.get(int(v), -1))(x[..., sites])
+    V_subset = np.asarray(V_subset, dtype=np.int64)
+    table = np.full(max(V_subset.max(), x.max()) + 1, -1, dtype=np.int64)
+    table[V_subset] = np.arange(len(V_subset))
+    digits = table[x[..., sites]]
     idx = np.zeros(x.shape[:-1], dtype=np.int64)
     for d in range(len(sites)):
-        idx = idx * len(lookup) + digits[..., d]
+        idx = idx * len(V_subset) + digits[..., d]
     return np.where((digits < 0).any(axis=-1), -1, idx)
 
 
 def exact_transition_matrix(cond, n: int, V_subset, T: float = 1.0, scan: str = "random",
                             template=None, sites=None, mask_id: int | None = None,
-                            chunk: int = 8192) -> sp.csr_matrix:
+                            chunk: int = 8192, progress: bool | None = None) -> sp.csr_matrix:
     r"""Exact random-scan Glauber kernel on :math:`\mathcal{C}^{|\text{sites}|}`, as a sparse matrix.
 
     .. math::
@@ -262,7 +274,8 @@ def exact_transition_matrix(cond, n: int, V_subset, T: float = 1.0, scan: str = 
     ``cond`` is an oracle (``.logits``, ``.mask_id``) or a function with the signature of
     ``logits`` (then pass ``mask_id``). ``template`` fixes the non-free positions. Since
     :math:`\pi_{i,T}` ignores :math:`x_i`, only :math:`|\text{sites}|\cdot m^{|\text{sites}|-1}`
-    rows are queried, in chunks of ``chunk``. States are ordered as :func:`state_space`.
+    rows are queried, in chunks of ``chunk`` (a tqdm bar over the chunks when there are more
+    than 10, or as ``progress`` says). States are ordered as :func:`state_space`.
     Only random scan is built (a systematic sweep is the product of the site kernels and
     fills in); ``scan`` is there to say so.
     """
@@ -278,6 +291,9 @@ def exact_transition_matrix(cond, n: int, V_subset, T: float = 1.0, scan: str = 
     m, L, S = len(V_subset), len(sites), len(states)
     codes = np.arange(S).reshape((m,) * L)  # state index by digits
     rows, cols, vals = [], [], []
+    n_chunks = L * -(-(S // m) // chunk)
+    bar = tqdm(total=n_chunks, disable=not (n_chunks > 10 if progress is None else progress),
+               desc="transition matrix")
     for a, i in enumerate(sites):
         base = np.moveaxis(codes, a, -1)[..., 0].ravel()  # states with digit a = 0
         q = states[base].clone()
@@ -285,6 +301,7 @@ def exact_transition_matrix(cond, n: int, V_subset, T: float = 1.0, scan: str = 
         probs = []
         for c in range(0, len(q), chunk):
             lg = logits_fn(q[c:c + chunk], torch.full((len(q[c:c + chunk]), 1), i))[:, 0, :]
+            bar.update()
             probs.append(torch.softmax(lg.detach().cpu().double()[:, V_subset] / T, dim=-1).numpy())
         probs = np.concatenate(probs)  # (S/m, m): pi_i(v | x_-i)
         fam = np.moveaxis(codes, a, -1).reshape(-1, m)  # the m states of each family
@@ -292,24 +309,30 @@ def exact_transition_matrix(cond, n: int, V_subset, T: float = 1.0, scan: str = 
             rows.append(fam.ravel())
             cols.append(np.repeat(fam[:, v], m))
             vals.append(np.repeat(probs[:, v], m) / L)
+    bar.close()
     P = sp.coo_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(S, S))
     return P.tocsr()
 
 
-def stationary(P, tol: float = 1e-13) -> np.ndarray:
+def stationary(P, tol: float = 1e-13, dense_below: int = 2000) -> np.ndarray:
     r"""Stationary law :math:`\pi = \pi P` (assumes one closed class).
 
-    Solves the sparse linear system :math:`(P^\top - I)\pi = 0` with one equation replaced by
-    :math:`\sum\pi = 1` (SuperLU), then polishes with power steps until
-    :math:`\|\pi P - \pi\|_1 <` ``tol`` (at most 100).
+    Below ``dense_below`` states: a dense solve of :math:`(P^\top - I)\pi = 0` with one
+    equation replaced by :math:`\sum\pi = 1`. Above: the Perron eigenvector of :math:`P^\top`
+    by ARPACK (a sparse LU fills in badly on these Hamming-graph chains). Either way it is then
+    polished by power steps until :math:`\|\pi P - \pi\|_1 <` ``tol`` (at most 100).
     """
     P = sp.csr_matrix(P)
     S = P.shape[0]
-    A = (P.T - sp.identity(S, format="csr")).tolil()
-    A[0, :] = np.ones(S)
-    rhs = np.zeros(S)
-    rhs[0] = 1.0
-    pi = np.clip(spla.spsolve(A.tocsc(), rhs), 0, None)
+    if S < dense_below:
+        A = P.T.toarray() - np.eye(S)
+        A[0] = 1.0
+        pi = np.linalg.solve(A, np.eye(S)[0])
+    else:
+        _, vec = spla.eigs(P.T, k=1, which="LM", v0=np.full(S, 1.0 / S), tol=1e-14)
+        pi = np.real(vec[:, 0])
+        pi = pi * np.sign(pi.sum())
+    pi = np.clip(pi, 0, None)
     pi /= pi.sum()
     for _ in range(100):
         nxt = P.T @ pi
@@ -346,21 +369,18 @@ def spectral_gap(P, pi=None, reversible: bool | None = None, dense_below: int = 
     if reversible is None:
         reversible = is_reversible(P, pi)
     S = P.shape[0]
-    if reversible:
+    if reversible:  # D^{1/2} P D^{-1/2}, symmetrised against rounding; eigenvalue 1 has vector sqrt(pi)
         r = np.sqrt(pi)
         A = sp.diags(r) @ P @ sp.diags(1 / r)
-        A = (A + A.T) / 2  # exact in theory; removes rounding asymmetry
-        if S < dense_below:
-            ev = np.linalg.eigvalsh(A.toarray() - np.outer(r, r))
-        else:
-            op = spla.LinearOperator((S, S), matvec=lambda v: A @ v - r * (r @ v), dtype=np.float64)
-            ev = spla.eigsh(op, k=1, which="LM", return_eigenvectors=False)
+        A, left, right = (A + A.T) / 2, r, r
+    else:  # eigenvalue 1: right vector 1, left vector pi
+        A, left, right = P, np.ones(S), pi
+    if S < dense_below:
+        M = A.toarray() - np.outer(left, right)
+        ev = np.linalg.eigvalsh(M) if reversible else np.linalg.eigvals(M)
     else:
-        if S < dense_below:
-            ev = np.linalg.eigvals(P.toarray() - np.outer(np.ones(S), pi))
-        else:
-            op = spla.LinearOperator((S, S), matvec=lambda v: P @ v - pi @ v, dtype=np.float64)
-            ev = spla.eigs(op, k=1, which="LM", return_eigenvectors=False)
+        op = spla.LinearOperator((S, S), matvec=lambda v: A @ v - left * (right @ v), dtype=np.float64)
+        ev = (spla.eigsh if reversible else spla.eigs)(op, k=1, which="LM", return_eigenvectors=False)
     return float(1 - np.abs(ev).max())
 
 

@@ -113,6 +113,139 @@ def default_candidates(lm) -> np.ndarray:
     return np.setdiff1d(np.arange(lm.V), np.asarray(list(special), dtype=int))
 
 
+def _is_ids(x) -> bool:
+    if hasattr(x, "ndim"):
+        return x.ndim == 1
+    return isinstance(x, (list, tuple)) and all(isinstance(v, (int, np.integer)) for v in x)
+
+
+def _is_pair(x) -> bool:
+    return isinstance(x, (tuple, list)) and len(x) == 2 and _is_ids(x[0]) and _is_ids(x[1])
+
+
+def _candidate_pairs(candidates, n_queries, default):
+    """One ``(cand_a, cand_b)`` pair of int arrays per query, from ``None`` (``default``), one id
+    sequence (both positions), one pair, or a list with one of those per query."""
+    as_ids = lambda c: np.asarray(c, dtype=np.int64).reshape(-1)  # noqa: E731
+    if candidates is None:
+        return [(default, default)] * n_queries
+    if _is_pair(candidates):
+        return [(as_ids(candidates[0]), as_ids(candidates[1]))] * n_queries
+    if _is_ids(candidates):
+        return [(as_ids(candidates), as_ids(candidates))] * n_queries
+    if len(candidates) != n_queries:
+        raise ValueError(f"got {len(candidates)} candidate sets for {n_queries} queries")
+    return [_candidate_pairs(c, 1, default)[0] for c in candidates]
+
+
+def iter_pair_conditionals(lm, queries, candidates=None, max_floats: int = 2 ** 24, progress: bool = False):
+    r"""Query a masked LM for the conditionals of many pairs, batched across pairs and sentences.
+
+    For a query ``(ids, A, B)`` the rows are: :math:`K_B` copies with A masked and B set to
+    each candidate b (read at A), :math:`K_A` copies with B masked and A set to each candidate
+    a (read at B), and one with both masked (read at A and B). Rows of all queries with the
+    same sentence length go through **one** ``lm.logits`` call — the output layer only at
+    A and B — in chunks holding at most ``max_floats`` output scores.
+
+    Parameters
+    ----------
+    lm : MaskedLM
+    queries : sequence of ``(ids, A, B)``
+        ``ids``: token ids (no special tokens); ``A != B``: positions.
+    candidates : None, id array, ``(cand_a, cand_b)``, or a list with one of those per query
+        ``None``: every non-special token (:func:`default_candidates`).
+    max_floats : int
+        Memory bound of one call: rows × 2 × V.
+    progress : bool
+        Show a tqdm bar over queries.
+
+    Yields
+    ------
+    ``(k, PairConditionals)`` for every query ``k``, grouped by sentence length (not in order).
+
+    Notes
+    -----
+    A conditional given a value that the model's own both-masked marginal rules out
+    (probability exactly 0, as happens with exact oracles) is undefined and stored as
+    ``-inf`` (see the module docstring); a softmax MLM never has such values.
+    """
+    import torch
+
+    queries = [(torch.as_tensor(ids, dtype=torch.long).reshape(-1), int(A), int(B)) for ids, A, B in queries]
+    cands = _candidate_pairs(candidates, len(queries), default_candidates(lm))
+    for ids, A, B in queries:
+        if A == B or not (0 <= A < len(ids) and 0 <= B < len(ids)):
+            raise ValueError(f"positions A={A}, B={B} must differ and lie in [0, {len(ids)})")
+    by_length: dict = {}
+    for k, (ids, _, _) in enumerate(queries):
+        by_length.setdefault(len(ids), []).append(k)
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+        bar = tqdm(total=len(queries), desc="pair conditionals")
+    for group in by_length.values():
+        chunk, size = [], 0
+        for k in group + [None]:
+            rows = None if k is None else len(cands[k][0]) + len(cands[k][1]) + 1
+            if chunk and (k is None or (size + rows) * 2 * lm.V > max_floats):
+                yield from _query_chunk(lm, [(k2, *queries[k2], *cands[k2]) for k2 in chunk])
+                if bar is not None:
+                    bar.update(len(chunk))
+                chunk, size = [], 0
+            if k is not None:
+                chunk.append(k)
+                size += rows
+    if bar is not None:
+        bar.close()
+
+
+def _query_chunk(lm, items):
+    """One ``lm.logits`` call for queries of one length: ``items`` = (k, ids, A, B, cand_a, cand_b)."""
+    import torch
+
+    rows, positions, spans = [], [], []
+    for k, ids, A, B, ca, cb in items:
+        ka, kb = len(ca), len(cb)
+        block = ids.clone()
+        block[[A, B]] = lm.mask_id
+        block = block.repeat(kb + ka + 1, 1)
+        block[:kb, B] = torch.as_tensor(cb)
+        block[kb:kb + ka, A] = torch.as_tensor(ca)
+        rows.append(block)
+        positions.append(torch.tensor([[A, A]] * kb + [[B, B]] * ka + [[A, B]], dtype=torch.long))
+        spans.append(kb + ka + 1)
+    with torch.no_grad():
+        logits = lm.logits(torch.cat(rows), torch.cat(positions))          # (rows, 2, V)
+    start = 0
+    for (k, _, _, _, ca, cb), n in zip(items, spans):
+        L = logits[start:start + n]
+        start += n
+        ka, kb = len(ca), len(cb)
+        pc = PairConditionals.from_logits(
+            _np(L[:kb, 0][:, ca]).T, _np(L[kb:kb + ka, 0][:, cb]), _np(L[-1, 0, ca]), _np(L[-1, 1, cb]),
+            cand_a=np.asarray(ca), cand_b=np.asarray(cb))
+        yield k, _mark_undefined(pc)
+
+
+def _mark_undefined(pc: PairConditionals) -> PairConditionals:
+    """Conditionals given a value with zero both-masked probability are undefined (``-inf``)."""
+    dead_a, dead_b = np.isneginf(pc.log_a), np.isneginf(pc.log_b)
+    if dead_a.any() or dead_b.any():
+        for name in ("log_a_given_b", "logit_a_given_b"):
+            getattr(pc, name)[:, dead_b] = NEG_INF
+        for name in ("log_b_given_a", "logit_b_given_a"):
+            getattr(pc, name)[dead_a, :] = NEG_INF
+    return pc
+
+
+def pair_conditionals_batch(lm, queries, candidates=None, **kw) -> list:
+    """:func:`iter_pair_conditionals` collected into a list in query order."""
+    out = [None] * len(queries)
+    for k, pc in iter_pair_conditionals(lm, queries, candidates, **kw):
+        out[k] = pc
+    return out
+
+
 def pair_conditionals(lm, ids, A: int, B: int, candidates=None) -> PairConditionals:
     """Query a masked LM for the conditionals of positions A and B in ONE batched call.
 
@@ -120,29 +253,51 @@ def pair_conditionals(lm, ids, A: int, B: int, candidates=None) -> PairCondition
     mask B and set A to each candidate a (query B); the last row masks both (query A and B).
     ``positions`` holds only A or B (``[A, A]``, ``[B, B]``, ``[A, B]``), so the LM head runs only
     there. ``candidates``: ``None`` (all non-special ids), one id sequence for both positions,
-    or a pair ``(cand_a, cand_b)``.
+    or a pair ``(cand_a, cand_b)``. For many pairs use :func:`iter_pair_conditionals`.
+    """
+    return pair_conditionals_batch(lm, [(ids, A, B)], None if candidates is None else [candidates])[0]
+
+
+def topk_candidates(lm, queries, k: int = 50, gold: bool = True, max_floats: int = 2 ** 24) -> list:
+    r"""Top-K candidate sets for real vocabularies, from the both-masked marginals.
+
+    For each query ``(ids, A, B)`` mask both positions (one batched call per sentence length)
+    and keep the ``k`` likeliest non-special tokens at A and at B, most likely first. With
+    ``gold=True`` the tokens ``ids[A]``, ``ids[B]`` are forced in (replacing the last
+    candidate if missing), so metrics at the gold pair are defined. Every method's joint is
+    then a distribution over :math:`K \times K` pairs, renormalised over the candidates.
+
+    Returns
+    -------
+    list of ``(cand_a, cand_b)`` int arrays, one per query.
     """
     import torch
 
-    ids = torch.as_tensor(ids, dtype=torch.long).reshape(-1)
-    if candidates is None:
-        candidates = default_candidates(lm)
-    pair = isinstance(candidates, (tuple, list)) and len(candidates) == 2 and np.ndim(candidates[0]) == 1
-    cand_a, cand_b = (candidates if pair else (candidates, candidates))
-    cand_a, cand_b = (torch.as_tensor(np.asarray(c), dtype=torch.long).reshape(-1) for c in (cand_a, cand_b))
-    ka, kb = len(cand_a), len(cand_b)
-    rows = ids.clone()
-    rows[[A, B]] = lm.mask_id
-    rows = rows.repeat(kb + ka + 1, 1)
-    rows[:kb, B] = cand_b
-    rows[kb:kb + ka, A] = cand_a
-    positions = torch.tensor([[A, A]] * kb + [[B, B]] * ka + [[A, B]], dtype=torch.long)
-    with torch.no_grad():
-        logits = _np(lm.logits(rows, positions))  # (kb + ka + 1, 2, V)
-    ia, ib = cand_a.numpy(), cand_b.numpy()
-    return PairConditionals.from_logits(
-        logits[:kb, 0][:, ia].T, logits[kb:kb + ka, 0][:, ib], logits[-1, 0, ia], logits[-1, 1, ib],
-        cand_a=ia, cand_b=ib)
+    queries = [(torch.as_tensor(ids, dtype=torch.long).reshape(-1), int(A), int(B)) for ids, A, B in queries]
+    k = int(min(k, len(default_candidates(lm))))
+    out = [None] * len(queries)
+    by_length: dict = {}
+    for q, (ids, _, _) in enumerate(queries):
+        by_length.setdefault(len(ids), []).append(q)
+    step = max(1, max_floats // (2 * lm.V))
+    for group in by_length.values():
+        for s in range(0, len(group), step):
+            idx = group[s:s + step]
+            rows = torch.stack([queries[q][0].clone() for q in idx])
+            pos = torch.tensor([[queries[q][1], queries[q][2]] for q in idx], dtype=torch.long)
+            rows[torch.arange(len(idx))[:, None], pos] = lm.mask_id
+            logits = lm.logits(rows, pos)                                    # (n, 2, V)
+            top = torch.topk(logits, k, dim=-1).indices.numpy()
+            for r, q in enumerate(idx):
+                ids, A, B = queries[q]
+                pair = []
+                for side, position in ((0, A), (1, B)):
+                    c = top[r, side].copy()
+                    if gold and int(ids[position]) not in c:
+                        c[-1] = int(ids[position])
+                    pair.append(c.astype(np.int64))
+                out[q] = tuple(pair)
+    return out
 
 
 # --------------------------------------------------------------------------- joints

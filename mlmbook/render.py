@@ -49,15 +49,25 @@ def _filter_toc(node, available: set[str], dropped: list[str]):
     if "file" in node and str(node["file"]).rsplit(".", 1)[0] not in available:
         dropped.append(str(node["file"]))
         return None
-    out = {key: _filter_toc(value, available, dropped) if key in ("parts", "chapters",
-                                                                  "sections") else value
-           for key, value in node.items()}
+    out = dict(node)
     for key in ("parts", "chapters", "sections"):
-        if key in out and not out[key]:
-            if key in ("parts", "chapters") and "file" not in out and "root" not in out:
-                return None  # a part (caption only) with no chapters left
-            del out[key]
+        if key in out:
+            out[key] = _filter_toc(out[key], available, dropped)
+            if not out[key]:
+                if "file" not in out and "root" not in out:
+                    return None  # a part (a caption only) left without chapters
+                del out[key]
     return out
+
+
+def _toc_files(node) -> set[str]:
+    """Every document a TOC names (root and ``file`` entries), without suffixes."""
+    if isinstance(node, list):
+        return set().union(*(_toc_files(item) for item in node))
+    if not isinstance(node, dict):
+        return set()
+    found = {str(node[k]).rsplit(".", 1)[0] for k in ("root", "file") if k in node}
+    return found.union(*(_toc_files(v) for v in node.values() if isinstance(v, (list, dict))))
 
 
 def _copy_pages(layout: Layout, dest: Path, chapter_slugs: set[str]) -> None:
@@ -120,6 +130,10 @@ def stage(layout: Layout, notebooks: dict[str, Path], solutions: bool = True) ->
     dropped: list[str] = []
     toc = _filter_toc(toc, available, dropped)
     _dump_yaml(toc, dest / "_toc.yml")
+    in_toc = _toc_files(toc)
+    for slug in notebooks:
+        if f"{layout.book.name}/{slug}" not in in_toc:
+            say(f"note: {slug} is not in _toc.yml, so it is not in the site")
     for docname in dropped:
         slug = Path(docname).name
         why = ("not executed yet: run python -m mlmbook build " + slug[:2]

@@ -26,7 +26,6 @@ import hashlib
 import json
 import math
 import os
-import random
 import shutil
 import sys
 import time
@@ -62,9 +61,10 @@ class TrainConfig:
 
 
 PRESETS = {
-    "quick": TrainConfig(hidden=64, layers=2, heads=2, intermediate=256, steps=400, batch=64, lr=2e-3,
-                         n_eval=100, eval_every=100),
-    "full": TrainConfig(),
+    "quick": TrainConfig(hidden=64, layers=2, heads=2, intermediate=256, steps=1500, batch=64, lr=3e-3,
+                         n_eval=100, eval_every=250),
+    "full": TrainConfig(hidden=128, layers=2, heads=4, intermediate=512, steps=4000, batch=64, lr=2e-3,
+                        n_eval=200, eval_every=400),
 }
 
 
@@ -211,7 +211,8 @@ def train(grammar: Grammar, config: TrainConfig, seed: int, out: Path, progress:
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()
-    torch.set_num_threads(max(1, os.cpu_count() or 1))
+    if os.environ.get("MLMBOOK_THREADS"):               # e.g. 1 on a machine shared with other jobs
+        torch.set_num_threads(int(os.environ["MLMBOOK_THREADS"]))
     model = make_model(grammar, config, seed)
     tokenizer = make_tokenizer(grammar)
     evaluator = SingleSiteEval(grammar, config.n_eval, seed)
@@ -274,24 +275,39 @@ def load_or_train(grammar: str | Grammar = "toy", preset: str | TrainConfig = "f
     config = PRESETS[preset] if isinstance(preset, str) else preset
     root = cache_dir()
     final = root / f"{g.name.replace('+', '_')}-{_key(g, config, seed, 'mlm')}"
-    if final.exists():
-        reason = _verify(final)
-        if reason is None:
-            return final
-        print(f"mlmbook: model cache entry {final} is corrupted ({reason}); deleting it and retraining", file=sys.stderr)
-        shutil.rmtree(final, ignore_errors=True)
-    root.mkdir(parents=True, exist_ok=True)
-    tmp = root / f".partial-{final.name}-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    try:
-        train(g, config, seed, tmp, progress=progress)
-        files = sorted(p.relative_to(tmp).as_posix() for p in tmp.rglob("*") if p.is_file())
-        manifest = dict(grammar=g.name, config=asdict(config), seed=seed, version=VERSION,
-                        sha256={f: _sha256(tmp / f) for f in files})
-        (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1))
-        os.replace(tmp, final)
-    finally:
+    return _cached(final, lambda tmp: train(g, config, seed, tmp, progress=progress),
+                   dict(grammar=g.name, config=asdict(config), seed=seed, version=VERSION))
+
+
+def _cached(final: Path, make, info: dict) -> Path:
+    """Return ``final`` if it holds a verified entry, else build it with ``make(tmp_dir)``.
+
+    The entry is built in a temporary directory, checksummed into ``manifest.json`` (written
+    last) and renamed into place, so an interrupted run leaves nothing that loads.  A lock
+    file serialises processes that want the same entry: the second waits, then loads.
+    """
+    import fcntl
+
+    final.parent.mkdir(parents=True, exist_ok=True)
+    with open(final.parent / f".{final.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if final.exists():
+            reason = _verify(final)
+            if reason is None:
+                return final
+            print(f"mlmbook: model cache entry {final} is corrupted ({reason}); deleting it and retraining",
+                  file=sys.stderr)
+            shutil.rmtree(final, ignore_errors=True)
+        tmp = final.parent / f".partial-{final.name}-{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
+        try:
+            make(tmp)
+            files = sorted(p.relative_to(tmp).as_posix() for p in tmp.rglob("*") if p.is_file())
+            manifest = dict(info, sha256={f: _sha256(tmp / f) for f in files})
+            (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1))
+            os.replace(tmp, final)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
     return final
 
 

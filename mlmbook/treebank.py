@@ -29,6 +29,7 @@ from typing import Iterable, Iterator
 
 __all__ = [
     "TreebankError",
+    "TreebankNotFoundError",
     "Multiword",
     "Sentence",
     "read_conllu",
@@ -71,6 +72,10 @@ class TreebankError(ValueError):
         self.lineno = lineno
         where = "" if path is None else (f"{path}:{lineno}: " if lineno else f"{path}: ")
         super().__init__(where + message)
+
+
+class TreebankNotFoundError(TreebankError, FileNotFoundError):
+    """A treebank file could not be found (also a :class:`FileNotFoundError`)."""
 
 
 @dataclass
@@ -338,8 +343,9 @@ def find_treebank(name_or_path: str | os.PathLike) -> Path:
 
     Raises
     ------
-    TreebankError
-        One line naming the places searched and how to download UD English EWT.
+    TreebankNotFoundError
+        (a :class:`TreebankError` and a :class:`FileNotFoundError`) with a one-line message
+        naming the places searched and how to download UD English EWT.
     """
     path = Path(name_or_path)
     if path.is_file():
@@ -350,7 +356,7 @@ def find_treebank(name_or_path: str | os.PathLike) -> Path:
         if (folder / name).is_file():
             return folder / name
     where = ", ".join(str(d) for d in searched)
-    raise TreebankError(f"treebank {name!r} not found (looked in: {where}); {_DOWNLOAD_HINT}")
+    raise TreebankNotFoundError(f"treebank {name!r} not found (looked in: {where}); {_DOWNLOAD_HINT}")
 
 
 # ----------------------------------------------------------------------------- trees

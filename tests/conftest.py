@@ -55,3 +55,75 @@ def toy_bert(tmp_path_factory):
     make_model(g, TrainConfig(hidden=32, layers=2, heads=2, intermediate=64), seed=0).save_pretrained(path)
     make_tokenizer(g).save_pretrained(path)
     return str(path)
+
+
+# ---------------------------------------------------------------- executing the book
+def _with_build_dir(path, fn):
+    old = os.environ.get("MLMBOOK_BUILD")
+    os.environ["MLMBOOK_BUILD"] = str(path)
+    try:
+        return fn()
+    finally:
+        if old is None:
+            os.environ.pop("MLMBOOK_BUILD", None)
+        else:
+            os.environ["MLMBOOK_BUILD"] = old
+
+
+class BookRun:
+    """What a build left: the site's index, executed notebooks and recorded results."""
+
+    def __init__(self, build_dir, index):
+        from pathlib import Path
+        self.build_dir, self.index = Path(build_dir), index
+
+    def results(self, slug):
+        from mlmbook.record import load_results
+        return load_results(slug, self.build_dir / "results")
+
+    def notebook(self, slug):
+        import nbformat
+        return nbformat.read(self.build_dir / "exec" / f"{slug}.ipynb", as_version=4)
+
+
+@pytest.fixture(scope="session")
+def quick_book():
+    """The whole book executed and rendered once in the quick profile (warnings are errors).
+
+    Built into ``_build/quick`` so that it never clobbers a reader's full build.
+    """
+    from mlmbook.build import build
+    from mlmbook.paths import repo_root
+    out = repo_root() / "_build" / "quick"
+    index = _with_build_dir(out, lambda: build(profile="quick"))
+    return BookRun(out, index)
+
+
+@pytest.fixture(scope="session")
+def run_chapter(tmp_path_factory):
+    """Execute one chapter (quick profile, no rendering) with parameters into a fresh build dir."""
+    from mlmbook.build import build
+
+    def run(chapter, **params):
+        out = tmp_path_factory.mktemp(f"run_{chapter}")
+        _with_build_dir(out, lambda: build(chapters=[chapter], profile="quick",
+                                           parameters=[(k, str(v)) for k, v in params.items()], render_site=False))
+        return BookRun(out, None)
+    return run
+
+
+@pytest.fixture(scope="session")
+def full_results():
+    """The numbers of the last default full-profile build (``results/full/<slug>.json``, tracked).
+
+    The prose of each chapter was written against these; tests assert its claims on them.
+    Regenerate them with ``make book``.
+    """
+    import json
+    from mlmbook.paths import repo_root
+
+    def load(slug):
+        path = repo_root() / "results" / "full" / f"{slug}.json"
+        assert path.exists(), f"{path} is missing: run `make book` (full profile) to record it"
+        return json.loads(path.read_text())
+    return load

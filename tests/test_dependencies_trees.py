@@ -346,7 +346,7 @@ def test_dmv_on_ud_ewt_upos():
         if os.environ.get("CI") == "true":
             raise
         pytest.skip(f"UD English EWT not available here: {err}")
-    tags = [s.upos for s in sents]
+    tags = DMV.symbols(sents)
     gold = [edges_from_heads(s.heads) for s in sents]
     m = DMV()
     history = m.fit(tags, n_iter=20)
@@ -356,3 +356,17 @@ def test_dmv_on_ud_ewt_upos():
     # measured on EWT v2.15 test, 1,020 sentences of 2..10 words: DMV 0.555, chain 0.506
     assert score == pytest.approx(0.555, abs=0.01)
     assert score > chain
+
+
+def test_dmv_on_word_types_and_edge_cases():
+    data = toy_corpus(100, seed=8)
+    words = [[f"{t.lower()}{i % 3}" for i, t in enumerate(tags)] for tags, _ in data]
+    words.append(["det0", "zebra", "verb2"])  # a hapax
+    m = DMV(min_count=2)
+    history = m.fit(words, n_iter=5)
+    assert all(b >= a - 1e-8 * abs(a) for a, b in zip(history, history[1:]))
+    assert m.vocab[0] == DMV.UNK and "zebra" not in m.vocab and "det0" in m.vocab
+    assert m.log_likelihood(words) >= history[-1] - 1e-8 * abs(history[-1])
+    assert m.parse_many([[], ["det0"], words[0]])[:2] == [[], [-1]]
+    with pytest.raises(ValueError):
+        DMV.symbols([], unit="lemma")

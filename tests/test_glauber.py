@@ -5,7 +5,6 @@ import numpy as np
 import pytest
 import torch
 from scipy import stats
-from scipy.special import logsumexp
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _fake_oracles import JointOracle, PerturbedOracle, random_joint  # noqa: E402
@@ -105,7 +104,7 @@ def test_same_seed_same_chains_and_frozen_sites():
 def test_systematic_scan_visits_sites_in_order():
     lm = JointOracle(random_joint(4, 3, seed=6))
     s = G.GlauberSampler(lm, scan="systematic", frozen=[1], seed=0)
-    traj = s.run(s.random_states(50, [0, 0, 0, 0]), 9)
+    traj = s.run(s.random_states(50, [0, 0, 0, 0], pool=[0, 1, 2]), 9)
     sites = [0, 2, 3]
     for t in range(9):
         changed = (traj[t + 1] != traj[t]).any(dim=0)
@@ -114,21 +113,26 @@ def test_systematic_scan_visits_sites_in_order():
 
 def test_coupled_chains_meet_and_stay_together():
     lm = PerturbedOracle(random_joint(4, 3, seed=7))
-    s = G.GlauberSampler(lm, temperature=1.0, seed=3)
+    s = G.GlauberSampler(lm, temperature=1.0, seed=3, candidates=[0, 1, 2])
     a = s.random_states(64, [0, 0, 0, 0])
     b = s.random_states(64, [0, 0, 0, 0])
     b[0] = a[0]  # one pair starts together
-    res = s.coupled_run(a, b, max_steps=300, record_every=1, stop_when_met=False)
+    res = G.GlauberSampler(lm, seed=9, candidates=[0, 1, 2]).coupled_run(
+        a, b, max_steps=100, record_every=1, stop_when_met=False)
     assert res.times[0] == 0 and not res.censored[0]
     assert (~res.censored).mean() > 0.9
     same = (res.traj_a == res.traj_b).all(dim=-1).numpy()  # (R, C)
     for c in np.flatnonzero(~res.censored):
         tau = res.times[c]
         assert same[tau:, c].all() and (tau == 0 or not same[tau - 1, c])
-    # each copy alone is a Glauber chain: the coupled run of a pair (x, x) is the ordinary run
-    solo = G.GlauberSampler(lm, seed=9).run(a, 20)
-    pair = G.GlauberSampler(lm, seed=9).coupled_run(a, a.clone(), 20, record_every=1, stop_when_met=False)
-    assert torch.equal(pair.traj_a, solo) and torch.equal(pair.traj_b, solo)
+    # shared randomness: each copy is exactly the ordinary chain run from the same seed
+    for init, traj in ((a, res.traj_a), (b, res.traj_b)):
+        solo = G.GlauberSampler(lm, seed=9, candidates=[0, 1, 2]).run(init, 100)
+        assert torch.equal(traj, solo)
+    # without recording, stopping once all pairs met
+    quick = G.GlauberSampler(lm, seed=9, candidates=[0, 1, 2]).coupled_run(a, b, max_steps=100)
+    np.testing.assert_array_equal(quick.times, res.times)
+    assert quick.traj_a is None
 
 
 def test_hamming_autocorrelation():

@@ -66,7 +66,7 @@ def test_top_subspace_spans_the_right_vectors():
 
 
 def test_principal_angles_identical_orthogonal_and_known_angle():
-    d, Q = 8, rotation(8)
+    Q = rotation(8)
     e = Q.T  # rows of Q^T: a rotated orthonormal basis e[0..7]
     U1 = np.column_stack([e[0], e[1]])
     np.testing.assert_allclose(rank.principal_angles(U1, U1), [1, 1], atol=1e-12)

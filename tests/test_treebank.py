@@ -83,8 +83,9 @@ def test_find_treebank(monkeypatch, tmp_path):
     (tmp_path / "mine.conllu").write_text("1\ta\t_\tX\t_\t_\t0\troot\t_\t_\n\n")
     monkeypatch.setenv("MLMBOOK_DATA", str(tmp_path))
     assert find_treebank("mine.conllu") == tmp_path / "mine.conllu"
-    with pytest.raises(TreebankError) as err:
+    with pytest.raises(FileNotFoundError) as err:
         find_treebank("nowhere.conllu")
+    assert isinstance(err.value, TreebankError)
     msg = str(err.value)
     assert "\n" not in msg and "nowhere.conllu" in msg and "UD_English-EWT" in msg
     assert str(tmp_path) in msg

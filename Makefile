@@ -1,0 +1,41 @@
+# The book's entry points. Every target first makes sure .venv exists and has the
+# package installed; that set-up runs again only when pyproject.toml changes.
+#
+#   make book    the whole book, full profile  -> _build/html/index.html
+#   make quick   the whole book, quick profile
+#   make test    the test suite (unit tests + every chapter in the quick profile)
+#   make bench   time the profiles (writes benchmarks/results.md)
+#   make clean   remove build output (_build/); `make distclean` also removes .venv
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-$(shell cksum < pyproject.toml | cut -d' ' -f1)
+
+.PHONY: book quick test bench setup clean distclean
+
+book: $(STAMP)
+	$(PY) -m mlmbook build --profile full
+
+quick: $(STAMP)
+	$(PY) -m mlmbook build --profile quick
+
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+bench: $(STAMP)
+	$(PY) -m benchmarks
+
+setup: $(STAMP)
+
+$(STAMP):
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -e '.[test]'
+	@rm -f $(VENV)/.installed-*
+	@touch $@
+
+clean:
+	rm -rf _build .pytest_cache
+
+distclean: clean
+	rm -rf $(VENV)
