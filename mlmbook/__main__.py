@@ -1,4 +1,4 @@
-"""Command line of the book: ``python -m mlmbook {build,chapters,results,clear-cache}``.
+"""Command line of the book: ``python -m mlmbook {build,chapters,results,check-site,clear-cache}``.
 
 Examples
 --------
@@ -58,6 +58,9 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--json", action="store_true", help="print JSON")
     r.add_argument("--root")
 
+    c = sub.add_parser("check-site", help="load every page of a built site in headless Chromium "
+                                          "and report problems (saves screenshots)")
+    c.add_argument("html", nargs="?", default=None, help="the built site (default: _build/html)")
     sub.add_parser("clear-cache", help="delete the model cache ($MLMBOOK_CACHE, "
                                        "default ~/.cache/mlmbook)")
     return parser
@@ -136,13 +139,30 @@ def _cmd_clear_cache(args) -> int:
     return 0
 
 
+def _cmd_check_site(args) -> int:
+    from pathlib import Path
+
+    from .build import Layout
+    from .sitecheck import check_site
+
+    html = Path(args.html) if args.html else Layout.find(None).html
+    if not (html / "index.html").exists():
+        raise SystemExit(f"mlmbook: error: no site at {html}: build it first (make book)")
+    shots = html.parent / "screenshots"
+    problems = check_site(html, shots)
+    for p in problems:
+        print(p)
+    print(f"{len(problems)} problem(s); screenshots in {shots}")
+    return 1 if problems else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     from .build import BuildError, UsageError
 
     args = _parser().parse_args(argv)
     command = {"build": _cmd_build, "chapters": _cmd_chapters, "results": _cmd_results,
-               "clear-cache": _cmd_clear_cache}[args.command]
+               "clear-cache": _cmd_clear_cache, "check-site": _cmd_check_site}[args.command]
     try:
         return command(args)
     except UsageError as err:

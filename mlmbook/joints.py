@@ -221,8 +221,9 @@ def _query_chunk(lm, items):
         L = logits[start:start + n]
         start += n
         ka, kb = len(ca), len(cb)
+        ta, tb = torch.as_tensor(ca), torch.as_tensor(cb)
         pc = PairConditionals.from_logits(
-            _np(L[:kb, 0][:, ca]).T, _np(L[kb:kb + ka, 0][:, cb]), _np(L[-1, 0, ca]), _np(L[-1, 1, cb]),
+            _np(L[:kb, 0][:, ta]).T, _np(L[kb:kb + ka, 0][:, tb]), _np(L[-1, 0, ta]), _np(L[-1, 1, tb]),
             cand_a=np.asarray(ca), cand_b=np.asarray(cb))
         yield k, _mark_undefined(pc)
 
@@ -368,34 +369,50 @@ def ag_objective(pc: PairConditionals, joint) -> float:
     return float(d_a[def_b].sum() + d_b[def_a].sum())
 
 
-def ag(pc: PairConditionals, tol: float = 1e-12, max_iter: int = 10_000) -> AGResult:
+def ag(pc: PairConditionals, tol: float = 1e-10, max_iter: int = 10_000) -> AGResult:
     r"""Arnold–Gokhale joint: the p minimising :func:`ag_objective`, by the fixed point
 
     .. math:: p^{(t+1)}(a,b) \propto \frac{q(a\mid b) + q(b\mid a)}
               {1/p^{(t)}(a) + 1/p^{(t)}(b)}, \qquad p^{(0)} \text{ uniform},
 
     (the marginals of :math:`p^{(t)}` in the denominator; a term drops where its conditional is
-    undefined). It is a majorise–minimise step (the concave :math:`\log p(b)` in :math:`J` is
-    bounded by its tangent), so :math:`J` never increases. Zeros: after one step the support is
-    that of :math:`q(a\mid b)+q(b\mid a)`, so AG is restricted to the MLM's support. Stops when
-    the largest change of an entry is below ``tol``.
+    undefined). Where does it come from? Up to a constant,
+
+    .. math:: J(p) = -\sum_{a,b} \big(q(a\mid b)+q(b\mid a)\big)\log p(a,b)
+              + \sum_b \log p(b) + \sum_a \log p(a),
+
+    and setting the gradient to zero on the simplex gives exactly the fixed point. Each step is
+    a majorise–minimise step (the concave :math:`\log p(b)` is bounded by its tangent), so
+    :math:`J` never increases. Zeros: after one step the support is that of
+    :math:`q(a\mid b)+q(b\mid a)`, so AG is restricted to the MLM's support. Stops when the
+    largest change of an entry is below ``tol``; it converges linearly (a few hundred steps
+    for a 228 × 228 grid at the default ``tol``). Runs in probability space (float64).
     """
-    la, lb = pc.log_a_given_b, pc.log_b_given_a
-    log_num = np.logaddexp(la, lb)
-    def_b, def_a = np.isfinite(la).any(axis=0), np.isfinite(lb).any(axis=1)
-    log_p = np.full(pc.shape, -np.log(la.size))
-    trace, converged, it = [ag_objective(pc, np.exp(log_p))], False, 0
+    qa, qb = np.exp(pc.log_a_given_b), np.exp(pc.log_b_given_a)
+    num = qa + qb
+    def_b, def_a = qa.sum(axis=0) > 0, qb.sum(axis=1) > 0          # defined conditionals
+    with np.errstate(divide="ignore", invalid="ignore"):
+        const = np.sum(np.where(qa > 0, qa * np.log(qa), 0.0)) + np.sum(np.where(qb > 0, qb * np.log(qb), 0.0))
+
+    def objective(p):
+        if np.any((num > 0) & (p == 0)):
+            return np.inf
+        log_p = np.log(p, out=np.zeros_like(p), where=p > 0)
+        return float(const - np.sum(num * log_p)
+                     + np.log(p.sum(axis=0)[def_b]).sum() + np.log(p.sum(axis=1)[def_a]).sum())
+
+    p = np.full(num.shape, 1.0 / num.size)
+    trace, converged, it = [objective(p)], False, 0
     while it < max_iter and not converged:
-        inv_a = np.where(def_a, -logsumexp(log_p, axis=1), NEG_INF)  # log 1/p(a)
-        inv_b = np.where(def_b, -logsumexp(log_p, axis=0), NEG_INF)  # log 1/p(b)
-        log_den = np.logaddexp(inv_a[:, None], inv_b[None, :])
-        with np.errstate(invalid="ignore"):
-            new = np.where(np.isfinite(log_num), log_num - log_den, NEG_INF)
-        new = _log_normalise(np.where(np.isnan(new), NEG_INF, new))
-        converged = np.abs(np.exp(new) - np.exp(log_p)).max() < tol
-        log_p, it = new, it + 1
-        trace.append(ag_objective(pc, np.exp(log_p)))
-    return AGResult(np.exp(log_p), it, np.array(trace), bool(converged))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            inv_a = np.where(def_a, 1.0 / p.sum(axis=1), 0.0)
+            inv_b = np.where(def_b, 1.0 / p.sum(axis=0), 0.0)
+            new = np.where(num > 0, num / (inv_a[:, None] + inv_b[None, :]), 0.0)
+        new /= new.sum()
+        converged = np.abs(new - p).max() < tol
+        p, it = new, it + 1
+        trace.append(objective(p))
+    return AGResult(p, it, np.array(trace), bool(converged))
 
 
 def derive_all(pc: PairConditionals) -> dict[str, np.ndarray]:
@@ -509,3 +526,194 @@ def compatibility(pc: PairConditionals) -> float:
                        sparse.csr_matrix((ones, (np.arange(i.size), j)), shape=(i.size, kb))]).tocsr()
     uv = lsqr(X, r, atol=1e-15, btol=1e-15, iter_lim=10 * (ka + kb))[0]
     return float(np.mean((r - X @ uv) ** 2))
+
+
+def truth_conditional_kl(p_true, model) -> float:
+    r"""How far a model's two conditionals are from the true ones, in expectation under the truth:
+
+    .. math:: \tfrac12\Big[\mathbb{E}_{b\sim p(b)}\,\mathrm{KL}\big(p(\cdot\mid b)\,\|\,m(\cdot\mid b)\big)
+              + \mathbb{E}_{a\sim p(a)}\,\mathrm{KL}\big(p(\cdot\mid a)\,\|\,m(\cdot\mid a)\big)\Big].
+
+    ``model`` is a derived joint (its conditionals are computed) or a :class:`PairConditionals`
+    (the MLM's own conditionals). By the chain rule each expectation equals
+    :math:`\mathrm{KL}(p\|m)` minus the KL of the conditioning marginal, so for a joint it is at
+    most :func:`kl_joint`. ``inf`` where the model's conditional misses the truth's support.
+    """
+    P = _np(p_true)
+    P = P / P.sum()
+    truth = PairConditionals.from_joint(P)
+    m = model if isinstance(model, PairConditionals) else PairConditionals.from_joint(model)
+    support = P > 0
+    out = 0.0
+    for lt, lm_ in ((truth.log_a_given_b, m.log_a_given_b), (truth.log_b_given_a, m.log_b_given_a)):
+        with np.errstate(invalid="ignore"):
+            d = lt[support] - lm_[support]
+        out += 0.5 * float(np.sum(P[support] * np.where(np.isnan(d), np.inf, d)))
+    return out
+
+
+# --------------------------------------------------------------------------- the truth (toy world)
+
+def truth_joints(grammar, queries, candidates=None, offset: int = 5) -> list:
+    r"""Exact joints :math:`p(x_A=a, x_B=b \mid \text{rest})` of the toy language over candidate tokens.
+
+    Parameters
+    ----------
+    grammar : mlmbook.language.Grammar
+    queries : sequence of ``(words, A, B)``
+        A sentence (list of words) and two word positions.
+    candidates : None or a list of ``(cand_a, cand_b)`` token ids, one per query
+        Token ids of the toy tokenizer: grammar word ``w`` is token ``w + offset``
+        (``offset = len(mlmbook.oracle.SPECIAL_TOKENS)``). ``None``: every word, in
+        vocabulary order (the full grid, matching :func:`default_candidates` of a toy model).
+
+    Returns
+    -------
+    list of arrays ``[a, b]``, renormalised over the candidates; one
+    ``Grammar.pair_joints`` pass per sentence.
+    """
+    V = len(grammar.vocab)
+    everything = np.arange(V) + offset
+    cands = [(everything, everything)] * len(queries) if candidates is None else list(candidates)
+    by_sentence: dict = {}
+    for k, (words, A, B) in enumerate(queries):
+        by_sentence.setdefault(tuple(words), []).append(k)
+    out = [None] * len(queries)
+    for words, ks in by_sentence.items():
+        pairs = sorted({(int(queries[k][1]), int(queries[k][2])) for k in ks})
+        exact = dict(grammar.pair_joints(list(words), pairs))
+        for k in ks:
+            P = exact[(int(queries[k][1]), int(queries[k][2]))]
+            ia, ib = (np.asarray(c, dtype=np.int64) - offset for c in cands[k])
+            ok_a, ok_b = (ia >= 0) & (ia < V), (ib >= 0) & (ib < V)
+            sub = np.zeros((len(ia), len(ib)))
+            sub[np.ix_(ok_a, ok_b)] = P[np.ix_(ia[ok_a], ib[ok_b])]
+            if sub.sum() <= 0:
+                raise ValueError(f"the candidates of query {k} have no probability under the truth")
+            out[k] = sub / sub.sum()
+    return out
+
+
+# --------------------------------------------------------------------------- evaluation
+
+METHODS = {"naive": "MLM (independent)", "mrf": "MRF", "mrf_local": "MRF-local", "hcb": "HCB", "ag": "AG"}
+"""The joints of this module, keyed as in :func:`derive_all`, with the labels the book uses."""
+
+
+def gold_index(pc: PairConditionals, token_a: int, token_b: int) -> tuple:
+    """Indices of the gold tokens among the candidates (``ValueError`` if one is missing)."""
+    try:
+        return int(np.flatnonzero(pc.cand_a == token_a)[0]), int(np.flatnonzero(pc.cand_b == token_b)[0])
+    except IndexError:
+        raise ValueError(f"gold tokens ({token_a}, {token_b}) are not among the candidates") from None
+
+
+def _log_unary(joint, a, b) -> float:
+    """:math:`\\log p(a\\mid b) + \\log p(b\\mid a)` of a joint at ``(a, b)``."""
+    with np.errstate(divide="ignore"):
+        return float(2 * np.log(joint[a, b]) - np.log(joint[:, b].sum()) - np.log(joint[a, :].sum()))
+
+
+def evaluate_pair(pc: PairConditionals, gold, truth=None, joints: dict | None = None) -> dict:
+    r"""Every per-pair quantity the chapter aggregates, as a flat ``{"method.metric": float}``.
+
+    Parameters
+    ----------
+    pc : PairConditionals
+        The MLM's conditionals for the pair.
+    gold : (int, int)
+        Indices of the observed tokens among the candidates (:func:`gold_index`).
+    truth : array or None
+        The true joint over the same candidates (toy world only).
+    joints : dict or None
+        Precomputed :func:`derive_all` output (default: computed here).
+
+    Returns
+    -------
+    dict with, for each method ``m`` of :data:`METHODS`:
+
+    - ``m.logp_pair`` :math:`\log p_m(a,b)` and ``m.logp_unary``
+      :math:`\log p_m(a\mid b)+\log p_m(b\mid a)` at the gold pair (P-PPL and U-PPL);
+    - ``m.kl``, ``m.rkl``, ``m.jsd``: :func:`conditional_divergence` to the MLM's conditionals;
+    - with ``truth``: ``m.kl_truth`` :math:`\mathrm{KL}(p\|p_m)` and ``m.cond_kl_truth``
+      (:func:`truth_conditional_kl`);
+
+    and ``mlm.logp_unary`` (the MLM's own conditionals at the gold pair), ``compatibility``,
+    ``ag.iterations``, ``ag.objective``; with ``truth`` also ``mlm.cond_kl_truth``,
+    ``truth.logp_pair`` and ``truth.logp_unary``.
+    """
+    a, b = gold
+    if joints is None:
+        res = ag(pc)
+        joints = {"naive": naive(pc), "mrf": mrf(pc), "mrf_local": mrf_local(pc), "hcb": hcb(pc), "ag": res.joint}
+        out = {"ag.iterations": float(res.iterations), "ag.objective": float(res.objective[-1])}
+    else:
+        out = {}
+    for m, J in joints.items():
+        with np.errstate(divide="ignore"):
+            out[f"{m}.logp_pair"] = float(np.log(J[a, b]))
+        out[f"{m}.logp_unary"] = _log_unary(J, a, b)
+        for kind in ("kl", "rkl", "jsd"):
+            out[f"{m}.{kind}"] = conditional_divergence(J, pc, kind)
+        if truth is not None:
+            out[f"{m}.kl_truth"] = kl_joint(truth, J)
+            out[f"{m}.cond_kl_truth"] = truth_conditional_kl(truth, J)
+    out["mlm.logp_unary"] = float(pc.log_a_given_b[a, b] + pc.log_b_given_a[a, b])
+    out["compatibility"] = compatibility(pc)
+    if truth is not None:
+        out["mlm.cond_kl_truth"] = truth_conditional_kl(truth, pc)
+        with np.errstate(divide="ignore"):
+            out["truth.logp_pair"] = float(np.log(truth[a, b]))
+        out["truth.logp_unary"] = _log_unary(truth, a, b)
+    return out
+
+
+def stack(rows: list) -> dict:
+    """A list of :func:`evaluate_pair` dicts -> ``{key: array over pairs}`` (keys present in all)."""
+    keys = [k for k in rows[0] if all(k in r for r in rows)]
+    return {k: np.array([r[k] for r in rows], dtype=float) for k in keys}
+
+
+def ppl(log_probs, axis=-1):
+    r"""Per-token perplexity of pairs: :math:`\exp(-\overline{\log p}/2)` (P-PPL, U-PPL)."""
+    return np.exp(-np.mean(log_probs, axis=axis) / 2)
+
+
+def bootstrap(stat, *samples, n_boot: int = 1000, level: float = 0.95, seed=0) -> tuple:
+    r"""Percentile bootstrap interval of ``stat(*samples)``, resampling pairs (rows) jointly.
+
+    ``stat`` reduces over the last axis (e.g. ``lambda x: x.mean(-1)``, :func:`ppl`, or a
+    difference of two such for a *paired* comparison); ``samples`` are arrays of equal length N.
+    Returns ``(estimate, low, high)``.
+    """
+    xs = [np.asarray(x, dtype=float) for x in samples]
+    n = len(xs[0])
+    idx = np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
+    boots = np.asarray(stat(*[x[idx] for x in xs]), dtype=float)
+    lo, hi = np.quantile(boots, [(1 - level) / 2, (1 + level) / 2])
+    return float(stat(*xs)), float(lo), float(hi)
+
+
+AGGREGATE = {"p_ppl": ("logp_pair", ppl), "u_ppl": ("logp_unary", ppl),
+             "kl": ("kl", lambda x: x.mean(-1)), "rkl": ("rkl", lambda x: x.mean(-1)),
+             "jsd": ("jsd", lambda x: x.mean(-1)), "kl_truth": ("kl_truth", lambda x: x.mean(-1)),
+             "cond_kl_truth": ("cond_kl_truth", lambda x: x.mean(-1))}
+"""Corpus metric -> (per-pair field, statistic over pairs)."""
+
+
+def summarize(per_pair: dict, n_boot: int = 1000, level: float = 0.95, seed=0) -> dict:
+    """Corpus metrics with bootstrap intervals: ``{row: {metric: (estimate, low, high)}}``.
+
+    Rows are the methods, ``mlm`` (the MLM's own conditionals) and ``truth`` where their fields
+    exist in ``per_pair`` (from :func:`stack`); metrics are those of :data:`AGGREGATE`.
+    """
+    table = {}
+    for row in list(METHODS) + ["mlm", "truth"]:
+        cells = {}
+        for metric, (field_, stat) in AGGREGATE.items():
+            x = per_pair.get(f"{row}.{field_}")
+            if x is not None:
+                cells[metric] = bootstrap(stat, x, n_boot=n_boot, level=level, seed=seed)
+        if cells:
+            table[row] = cells
+    return table

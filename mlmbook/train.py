@@ -298,8 +298,9 @@ def _cached(final: Path, make, info: dict) -> Path:
             print(f"mlmbook: model cache entry {final} is corrupted ({reason}); deleting it and retraining",
                   file=sys.stderr)
             shutil.rmtree(final, ignore_errors=True)
+        for stale in final.parent.glob(f".partial-{final.name}-*"):   # left by a killed run (we hold the lock)
+            shutil.rmtree(stale, ignore_errors=True)
         tmp = final.parent / f".partial-{final.name}-{os.getpid()}"
-        shutil.rmtree(tmp, ignore_errors=True)
         try:
             make(tmp)
             files = sorted(p.relative_to(tmp).as_posix() for p in tmp.rglob("*") if p.is_file())

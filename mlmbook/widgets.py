@@ -26,12 +26,16 @@ def explore(draw, **controls):
     -------
     The ``ipywidgets`` container (or ``None`` if ipywidgets is unavailable).
     """
+    from IPython.display import HTML, display
+
     defaults = {k: v[1] for k, v in controls.items()}
     draw(**defaults)
     plt.show()
+    setting = ", ".join(f"{k} = {v!r}" for k, v in defaults.items())
+    display(HTML(f'<p class="mlmbook-explorer-note"><i>Explorer at its default setting ({setting}). '
+                 f'Run this notebook in Jupyter to move the controls below.</i></p>'))
     try:
         import ipywidgets as w
-        from IPython.display import display
     except ImportError:                      # static only
         return None
     made = {}
@@ -48,6 +52,5 @@ def explore(draw, **controls):
     out = w.interactive_output(lambda **kw: (draw(**kw), plt.show()), made)
     box = w.VBox([w.HBox(list(made.values())), out])
     box.layout.display = "flex"
-    display(w.HTML("<i>Live explorer (runs in Jupyter; the figure above is its default setting):</i>"))
     display(box)
     return box
