@@ -27,7 +27,7 @@ from pathlib import Path
 from .book import (PROFILES, BuildError, Chapter, ChapterFailed, Layout, UsageError,
                    find_chapters, parameters_cell_index, plan_parameters, read_notebook,
                    resolve_chapters, resolve_names, say)
-from .render import render, stage
+from .render import render, stage, write_notebooks_branch
 
 __all__ = ["build", "execute_chapter", "ensure_kernel", "previous_run",
            "BuildError", "UsageError", "ChapterFailed", "Layout", "find_chapters",
@@ -324,4 +324,6 @@ def build(root: str | os.PathLike | None = None, chapters: list[str] = (),
             say(f"note: reusing {chapter.slug} executed earlier ({previous_run(path)}){stale}")
         notebooks[chapter.slug] = path
     say("rendering the site")
-    return render(layout, stage(layout, notebooks, solutions=solutions), verbose=verbose)
+    index = render(layout, stage(layout, notebooks, solutions=solutions), verbose=verbose)
+    write_notebooks_branch(layout, notebooks)
+    return index

@@ -24,8 +24,9 @@ import torch
 
 __all__ = [
     "rectangle_delta", "rectangle_deltas", "top2_rectangles", "noise_floor",
-    "order_inconsistency", "ensemble_versions", "combine", "disagreement_rate",
-    "Rectangles", "OrderInconsistency", "Versions", "FLOAT32_NOISE_FLOOR",
+    "order_inconsistency", "ensemble_versions", "ensemble_versions_many", "combine",
+    "ensemble_curve", "disagreement_rate", "chain_rule_grids", "probe_pairs", "PairProbes",
+    "Rectangles", "OrderInconsistency", "Versions", "Curve", "FLOAT32_NOISE_FLOOR",
 ]
 
 #: |Δ| below this is rounding, not inconsistency, for float32 logits: Δ adds eight log-probabilities,
@@ -41,7 +42,7 @@ def _rows(ids) -> list[torch.Tensor]:
 
 def _logq(lm, rows: list[torch.Tensor], positions) -> np.ndarray:
     """log-softmax of ``lm.logits`` in float64, (R, k, V); rows grouped by length."""
-    positions = torch.as_tensor(np.asarray(positions), dtype=torch.long).reshape(len(rows), -1)
+    positions = torch.as_tensor(np.array(positions, dtype=np.int64), dtype=torch.long).reshape(len(rows), -1)
     out = np.empty((len(rows), positions.shape[1], lm.V))
     lengths = np.array([len(r) for r in rows])
     for n in np.unique(lengths):
@@ -195,6 +196,91 @@ def order_inconsistency(lm, ids, i, j) -> OrderInconsistency:
     return OrderInconsistency(2 * np.tanh(d / 2), d, fwd, bwd)
 
 
+def chain_rule_grids(lm, ids, i: int, j: int, a_ids, b_ids):
+    r"""The pair distribution of positions :math:`(i, j)` read through the chain rule both ways.
+
+    .. math::
+        \log p_\to(a, b) = \log q(x_i=a \mid \text{both masked}) + \log q(x_j=b \mid x_i=a), \qquad
+        \log p_\leftarrow(a, b) = \log q(x_j=b \mid \text{both masked}) + \log q(x_i=a \mid x_j=b),
+
+    for every :math:`a` in ``a_ids`` and :math:`b` in ``b_ids`` (the rest of ``ids`` is the
+    context). For a coherent joint both grids equal :math:`\log p(x_i=a, x_j=b \mid \text{rest})`;
+    :func:`order_inconsistency` is one cell of them, :func:`rectangle_deltas` a :math:`2\times2`
+    block. One ``lm.logits`` call with :math:`1 + |A| + |B|` rows.
+
+    Returns
+    -------
+    (log_fwd, log_bwd) : two numpy arrays of shape (len(a_ids), len(b_ids)).
+    """
+    row = torch.as_tensor(ids, dtype=torch.long)
+    a_ids, b_ids = np.asarray(a_ids, dtype=np.int64), np.asarray(b_ids, dtype=np.int64)
+    m = lm.mask_id
+    batch = ([_with(row, i=(i, m), j=(j, m))] + [_with(row, i=(i, a), j=(j, m)) for a in a_ids]
+             + [_with(row, i=(i, m), j=(j, b)) for b in b_ids])
+    pos = [(i, j)] + [(j, j)] * len(a_ids) + [(i, i)] * len(b_ids)
+    lq = _logq(lm, batch, pos)
+    qi, qj = lq[0, 0, a_ids], lq[0, 1, b_ids]                         # both masked
+    qj_given_a = lq[1:1 + len(a_ids), 0][:, b_ids]                     # (A, B)
+    qi_given_b = lq[1 + len(a_ids):, 0][:, a_ids].T                   # (A, B)
+    return qi[:, None] + qj_given_a, qj[None, :] + qi_given_b
+
+
+def _slices(n_items: int, rows_per_item: int, V: int, rows_per_call: int | None):
+    """Item slices so that one call holds about ``rows_per_call`` rows (default: ~4M logits)."""
+    rows_per_call = rows_per_call or max(rows_per_item, (1 << 22) // max(V, 1))
+    step = max(1, rows_per_call // rows_per_item)
+    return [slice(s, s + step) for s in range(0, n_items, step)]
+
+
+class PairProbes(NamedTuple):
+    rect: Rectangles
+    order: OrderInconsistency
+
+
+def probe_pairs(lm, ids, pairs, rectangles: Rectangles | None = None, rows_per_call: int | None = None,
+                progress: bool = False, desc: str = "pairs") -> PairProbes:
+    r"""Rectangle test and order inconsistency for many pairs of positions in many sentences.
+
+    Parameters
+    ----------
+    ids : list of S 1-D sentences (token ids, nothing masked)
+    pairs : array_like (P, 3) of (sentence, i, j)
+    rectangles : Rectangles, optional
+        Test these rectangles (one per pair; e.g. another model's top-2) instead of each pair's
+        own top-2 rectangle (:func:`top2_rectangles`).
+    rows_per_call : int, optional
+        Rows per ``lm.logits`` call (default: about four million logits per call, so memory
+        stays bounded for a 30k-token vocabulary).
+    progress : bool
+        Show a progress bar over the calls.
+
+    Returns
+    -------
+    PairProbes(rect, order): :class:`Rectangles` (Δ and the rectangle's tokens) and
+    :class:`OrderInconsistency` of the observed pair, one entry per pair.
+    """
+    from tqdm.auto import tqdm
+
+    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 3)
+    sents = _rows(ids)
+    m = lm.mask_id
+    rects, orders = [], []
+    for sl in tqdm(_slices(len(pairs), 8, lm.V, rows_per_call), desc=desc, disable=not progress):
+        s, i, j = pairs[sl].T
+        if rectangles is None:
+            rects.append(top2_rectangles(lm, sents, pairs[sl]))
+        else:
+            r = Rectangles(*(np.asarray(f)[sl] for f in rectangles))
+            both = [_with(sents[t], i=(i[k], m), j=(j[k], m)) for k, t in enumerate(s)]
+            rects.append(r._replace(delta=rectangle_deltas(lm, both, i, j, r.a, r.a2, r.b, r.b2)))
+        orders.append(order_inconsistency(lm, [sents[t] for t in s], i, j))
+    if not rects:
+        empty = np.zeros(0)
+        return PairProbes(Rectangles(*[empty] * 5), OrderInconsistency(*[empty] * 4))
+    return PairProbes(Rectangles(*map(np.concatenate, zip(*rects))),
+                      OrderInconsistency(*map(np.concatenate, zip(*orders))))
+
+
 class Versions(NamedTuple):
     candidates: np.ndarray  # (C,) token ids the versions are distributions over
     probs: np.ndarray       # (1 + |K|, C); row 0 = direct conditional, row 1 + m = via aux[m]
@@ -230,52 +316,133 @@ def ensemble_versions(lm, ids, t: int, aux=None, candidates=None) -> Versions:
     candidates : None, int or array_like of token ids
         The support of the versions. None: every token with a finite version-0 logit;
         an int K: the top-K of version 0 plus the gold token; an array: exactly those ids.
-        Costs 1 + |K|(1 + C) rows in one ``lm.logits`` call.
+        Costs 1 + |K|(1 + C) rows in two ``lm.logits`` calls (the direct conditional, then
+        every route); :func:`ensemble_versions_many` does the same for many targets at once.
     """
-    row = torch.as_tensor(ids, dtype=torch.long)
+    return ensemble_versions_many(lm, [ids], [t], None if aux is None else [aux],
+                                  candidates if candidates is None or np.ndim(candidates) == 0 else [candidates])[0]
+
+
+def ensemble_versions_many(lm, ids, targets, aux=None, candidates=None, rows_per_call: int | None = None,
+                           progress: bool = False) -> list:
+    r""":func:`ensemble_versions` for many (sentence, target) items, batched.
+
+    All direct conditionals go through one ``lm.logits`` call per sentence length, then all
+    routes of all items through another, so the cost is two batched passes instead of
+    :math:`2N` small ones. The result is the same as calling :func:`ensemble_versions` per item.
+
+    Parameters
+    ----------
+    ids : LongTensor (N, n) or list of N 1-D sentences (one per item; repeat a sentence for
+        several targets in it)
+    targets : array_like (N,) of target positions
+    aux : None or list of N arrays of auxiliary positions (default: every other unmasked position)
+    candidates : None, an int (shared), or a list of N arrays of token ids
+    rows_per_call : int, optional
+        Items are processed in groups of about this many rows (default: about four million
+        logits per call), so memory stays bounded for large vocabularies.
+    progress : bool
+        Show a progress bar over the groups.
+
+    Returns
+    -------
+    list of :class:`Versions`, one per item.
+    """
+    from tqdm.auto import tqdm
+
+    rows = _rows(ids)
+    N = len(rows)
+    targets = np.array(np.broadcast_to(np.asarray(targets, dtype=np.int64), (N,)))
     m = lm.mask_id
     if aux is None:
-        aux = [k for k in range(len(row)) if k != t and int(row[k]) != m]
-    aux = np.asarray(aux, dtype=np.int64)
-    direct = _logq(lm, [_with(row, t=(t, m))], [t])[0, 0]
-    if candidates is None:
-        cand = np.flatnonzero(np.isfinite(direct))
-    elif np.ndim(candidates) == 0:
-        cand = np.argsort(-direct, kind="stable")[: int(candidates)]
-        if int(row[t]) != m and int(row[t]) not in cand:
-            cand = np.append(cand, int(row[t]))
-    else:
-        cand = np.asarray(candidates, dtype=np.int64)
+        aux = [[k for k in range(len(r)) if k != t and int(r[k]) != m] for r, t in zip(rows, targets)]
+    aux = [np.asarray(a, dtype=np.int64).reshape(-1) for a in aux]
+    per_item = candidates if isinstance(candidates, (list, tuple)) else [candidates] * N
+    width = lm.V if candidates is None else (int(candidates) + 1 if np.ndim(candidates) == 0
+                                             else max(len(c) for c in candidates))
+    rows_per_item = 1 + int(np.mean([len(a) for a in aux] or [0])) * (1 + width)
+    out = []
+    for sl in tqdm(_slices(N, rows_per_item, lm.V, rows_per_call), desc="versions", disable=not progress):
+        out += _versions(lm, rows[sl], targets[sl], aux[sl], per_item[sl])
+    return out
+
+
+def _versions(lm, rows, targets, aux, per_item) -> list:
+    """The work of :func:`ensemble_versions_many` for one group of items (two ``_logq`` passes)."""
+    m = lm.mask_id
+    direct = _logq(lm, [_with(r, t=(t, m)) for r, t in zip(rows, targets)], targets[:, None])[:, 0]
+    cands = []
+    for r, t, d, c in zip(rows, targets, direct, per_item):
+        if c is None:
+            cand = np.flatnonzero(np.isfinite(d))
+        elif np.ndim(c) == 0:
+            cand = np.argsort(-d, kind="stable")[: int(c)]
+            if int(r[t]) != m and int(r[t]) not in cand:
+                cand = np.append(cand, int(r[t]))
+        else:
+            cand = np.asarray(c, dtype=np.int64)
+        cands.append(cand)
     batch, pos = [], []
-    for k in aux:
-        batch.append(_with(row, t=(t, m), k=(k, m)))
-        pos.append(t)
-        for c in cand:
-            batch.append(_with(row, t=(t, c), k=(k, m)))
-            pos.append(k)
-    lq = _logq(lm, batch, pos)[:, 0, :].reshape(len(aux), 1 + len(cand), -1) if len(aux) else None
-    logs = [direct[cand]]
-    for a, k in enumerate(aux):
-        logs.append(lq[a, 0, cand] + lq[a, 1:, int(row[k])])
-    logs = np.stack(logs)
-    logs = logs - logs.max(axis=1, keepdims=True)
-    probs = np.exp(logs)
-    return Versions(cand, probs / probs.sum(axis=1, keepdims=True), aux)
+    for r, t, a, cand in zip(rows, targets, aux, cands):
+        for k in a:
+            batch.append(_with(r, t=(t, m), k=(k, m)))
+            pos.append(t)
+            for c in cand:
+                batch.append(_with(r, t=(t, c), k=(k, m)))
+                pos.append(k)
+    lq = _logq(lm, batch, pos)[:, 0, :] if batch else None
+    out, start = [], 0
+    for r, d, a, cand in zip(rows, direct, aux, cands):
+        logs = [d[cand]]
+        for k in a:
+            block = lq[start:start + 1 + len(cand)]
+            logs.append(block[0, cand] + block[1:, int(r[k])])
+            start += 1 + len(cand)
+        logs = np.stack(logs)
+        logs = logs - logs.max(axis=1, keepdims=True)
+        probs = np.exp(logs)
+        out.append(Versions(cand, probs / probs.sum(axis=1, keepdims=True), a))
+    return out
 
 
-def combine(probs, how: str = "mean") -> np.ndarray:
-    r"""Combine versions (..., m, C) into one distribution (..., C).
+class Curve(NamedTuple):
+    correct: np.ndarray   # (N, M) 1.0 if the ensemble of the first m versions puts its top on the gold token
+    log_loss: np.ndarray  # (N, M) -log of the ensemble's probability of the gold token (nats)
 
-    ``"mean"``: :math:`\bar q(c) = \frac1m\sum_v q_v(c)`.
-    ``"max"``: max-pooling, :math:`\bar q(c) \propto \max_v q_v(c)` (renormalised).
+
+def ensemble_curve(versions, gold, how: str = "mean", max_versions: int | None = None) -> Curve:
+    r"""Accuracy and log-loss of the ensemble of the first :math:`m` versions, for every :math:`m`.
+
+    For item :math:`n` with versions :math:`q_1, \dots, q_{M_n}` (version 1 = the direct
+    conditional) and gold token :math:`g_n`, the ensemble of size :math:`m` is
+    :math:`\bar q^{(m)} = \text{combine}(q_1, \dots, q_m)` (:func:`combine`), scored by
+    :math:`\mathbb 1[\arg\max_c \bar q^{(m)}(c) = g_n]` and :math:`-\log \bar q^{(m)}(g_n)`.
+    Column :math:`m-1` of the result is the ensemble of size :math:`m`; column 0 is the single
+    direct conditional.
+
+    Parameters
+    ----------
+    versions : list of :class:`Versions`
+    gold : array_like (N,) of gold token ids (a gold id outside an item's candidates scores
+        0 and an infinite log-loss)
+    how : "mean" or "max"
+    max_versions : int, optional
+        M, the number of columns (default: the most versions any item has). Items with fewer
+        versions get NaN in the columns they cannot fill.
     """
-    probs = np.asarray(probs, dtype=np.float64)
-    if how == "mean":
-        return probs.mean(axis=-2)
-    if how == "max":
-        top = probs.max(axis=-2)
-        return top / top.sum(axis=-1, keepdims=True)
-    raise ValueError(f"how must be 'mean' or 'max', not {how!r}")
+    M = max_versions or max(len(v.probs) for v in versions)
+    correct = np.full((len(versions), M), np.nan)
+    loss = np.full((len(versions), M), np.nan)
+    for n, (v, g) in enumerate(zip(versions, np.asarray(gold).reshape(-1))):
+        hit = np.flatnonzero(v.candidates == int(g))
+        for m in range(1, min(M, len(v.probs)) + 1):
+            q = combine(v.probs[:m], how)
+            if len(hit):
+                correct[n, m - 1] = float(np.argmax(q) == hit[0])
+                loss[n, m - 1] = -np.log(q[hit[0]]) if q[hit[0]] > 0 else np.inf
+            else:
+                correct[n, m - 1], loss[n, m - 1] = 0.0, np.inf
+    return Curve(correct, loss)
 
 
 def disagreement_rate(probs, reference: int | None = 0, atol: float = 1e-9) -> float:

@@ -98,7 +98,8 @@ def check_site(html: Path, screenshots: Path | None = None, chapters_need_explor
                 continue
             page.wait_for_timeout(150)
             problems += [f"{rel}: {p}" for p in _page_problems(page, rel, base, chapters_need_explorer)]
-            own = [t for kind, t, where in console if kind == "error" and (not where or where.startswith(base))]
+            own = [t for kind, t, where in console if kind == "error" and (not where or where.startswith(base))
+                   and not where.endswith("/favicon.ico")]       # the browser's own request, not the book's
             problems += [f"{rel}: console error: {t[:200]}" for t in own]
             if screenshots:
                 page.screenshot(path=str(Path(screenshots) / (rel.replace("/", "__")[:-5] + ".png")), full_page=True)

@@ -260,7 +260,7 @@ def train(grammar: Grammar, config: TrainConfig, seed: int, out: Path, progress:
 
 
 def load_or_train(grammar: str | Grammar = "toy", preset: str | TrainConfig = "full", seed: int = 0,
-                  progress: bool = True) -> Path:
+                  progress: bool = True, kind: str = "mlm") -> Path:
     """Path of a trained model directory; trains (and caches atomically) on first use.
 
     Parameters
@@ -268,12 +268,23 @@ def load_or_train(grammar: str | Grammar = "toy", preset: str | TrainConfig = "f
     grammar : "toy", "toy_topic", a YAML path, or a :class:`Grammar`
     preset : "quick", "full" or a :class:`TrainConfig`
     seed : int
+    kind : "mlm" (default) or "maelm"
+        ``"maelm"`` trains the MAE-LM of :mod:`mlmbook.maelm` (chapter 4) on the same data,
+        steps and initial encoder weights as the MLM of the same preset and seed; load it
+        with :func:`mlmbook.maelm.load` / :func:`mlmbook.maelm.load_encoder`.
     """
+    if kind not in ("mlm", "maelm"):
+        raise ValueError(f"unknown model kind {kind!r}; use 'mlm' or 'maelm'")
     g = grammar if isinstance(grammar, Grammar) else Grammar.load(grammar)
     if isinstance(preset, str) and preset not in PRESETS:
         raise ValueError(f"unknown training preset {preset!r}; use one of {', '.join(PRESETS)}")
     config = PRESETS[preset] if isinstance(preset, str) else preset
     root = cache_dir()
+    if kind == "maelm":
+        from . import maelm
+        final = root / f"{g.name.replace('+', '_')}-maelm-{_key(g, config, seed, 'maelm')}"
+        return _cached(final, lambda tmp: maelm.train(g, config, seed, tmp, progress=progress),
+                       dict(grammar=g.name, kind="maelm", config=asdict(config), seed=seed, version=VERSION))
     final = root / f"{g.name.replace('+', '_')}-{_key(g, config, seed, 'mlm')}"
     return _cached(final, lambda tmp: train(g, config, seed, tmp, progress=progress),
                    dict(grammar=g.name, config=asdict(config), seed=seed, version=VERSION))

@@ -1,0 +1,325 @@
+r"""MAE-LM: masked language modelling with ``[MASK]`` kept out of the encoder.
+
+Meng et al. (2023) observe that an MLM sees ``[MASK]`` in every pretraining input but never
+downstream, and that pretraining spends some of the encoder's dimensions on it. Their
+remedy borrows the masked-autoencoder layout: the *encoder* reads only the real tokens,
+and a shallow *decoder*, used in pretraining only, fills in the masked positions::
+
+    corrupted    [CLS] the dogs [MASK] near the river [MASK] . [SEP]
+    encoder in   [CLS] the dogs        near the river        . [SEP]   positions 0 1 2 _ 4 5 6 _ 8 9
+    decoder in    h0   h1   h2    m     h4  h5   h6     m    h8  h9     m = a learned [MASK] vector
+    loss               -log q(x3 | ...)  and  -log q(x7 | ...)
+
+The encoder keeps every real token's *original* position id, so it knows where the gaps
+are without ever seeing a token for them. With :math:`S` the selected positions,
+:math:`M \subseteq S` those replaced by ``[MASK]`` and :math:`h = \mathrm{Enc}(x_{-M})`,
+
+.. math::
+    \mathcal{L}_{\text{MAE-LM}} = -\sum_{i \in S} \log
+        \operatorname{softmax}\big(E\,g(\mathrm{Dec}(z)_i) + b\big)_{x_i},
+    \qquad z_j = \begin{cases} m & j \in M \\ h_j & j \notin M \end{cases}
+
+where :math:`E` is the encoder's input embedding matrix (tied output weights, as in BERT)
+and :math:`g` BERT's prediction-head transform. Downstream, only the encoder is kept.
+
+For a controlled comparison, :func:`make_maelm` starts from *the same initial weights* as
+the book's default MLM (:func:`mlmbook.train.make_model` with the same seed): the encoder is
+that model's Transformer body and the output head is its head. :func:`train` then sees the
+same sentences and the same corruption (BERT's 80/10/10 over 15 % of the tokens) in the same
+order, for the same number of steps. The only differences are architectural: ``[MASK]``
+positions are dropped from the encoder (randomly replaced and kept tokens are real tokens
+and stay), and a ``decoder_layers``-layer bidirectional Transformer (default 1) of the same
+width is added for pretraining.
+
+Use :func:`mlmbook.train.load_or_train` with ``kind="maelm"`` to train and cache a model,
+:func:`load` to get it back behind the book's :class:`~mlmbook.oracle.MaskedLM` interface
+(it *is* a masked LM: encoder plus decoder predict masked tokens), and
+:func:`load_encoder` for the Hugging Face ``BertModel`` that downstream tasks use.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from .oracle import SPECIAL_TOKENS, MaskedLM
+
+__all__ = ["MAELM", "MAEMaskedLM", "drop_masked", "make_maelm", "train", "load", "load_encoder"]
+
+PAD, CLS, SEP, MASK = (SPECIAL_TOKENS.index(t) for t in ("[PAD]", "[CLS]", "[SEP]", "[MASK]"))
+
+
+def drop_masked(inputs: torch.Tensor, keep: torch.Tensor):
+    """Pack the kept tokens of each row to the left, remembering where they came from.
+
+    Parameters
+    ----------
+    inputs : LongTensor (B, n)
+        Token ids.
+    keep : BoolTensor (B, n)
+        Which tokens the encoder may see (real tokens that are not padding).
+
+    Returns
+    -------
+    ids : LongTensor (B, m)
+        The kept tokens in their original order, padded with ``[PAD]``; ``m`` is the largest
+        number kept in a row. No dropped id (in particular no ``[MASK]``) survives.
+    positions : LongTensor (B, m)
+        Their original positions (0 at padding), used as the encoder's position ids.
+    attention : LongTensor (B, m)
+        1 at kept tokens, 0 at padding.
+    """
+    order = torch.argsort((~keep).to(torch.int8), dim=1, stable=True)   # kept positions first, in order
+    m = max(int(keep.sum(1).max()), 1)
+    positions = order[:, :m]
+    attention = keep.gather(1, positions)
+    ids = torch.where(attention, inputs.gather(1, positions), torch.full_like(positions, PAD))
+    return ids, torch.where(attention, positions, torch.zeros_like(positions)), attention.long()
+
+
+class MAELM(nn.Module):
+    """Encoder over real tokens + shallow decoder over all positions + tied output head.
+
+    Parameters
+    ----------
+    encoder : transformers.BertModel
+        The encoder (the part kept for downstream use).
+    head : transformers BertPredictionHeadTransform
+        The transform :math:`g` applied before the tied output layer.
+    bias : nn.Parameter (V,)
+        Output bias.
+    decoder_layers : int
+        Depth of the decoder (Meng et al. use a shallow one; 1 here by default).
+    """
+
+    def __init__(self, encoder, head, bias, decoder_layers: int = 1):
+        super().__init__()
+        cfg = encoder.config
+        d = cfg.hidden_size
+        self.encoder, self.head, self.bias = encoder, head, bias
+        self.mask_embedding = nn.Parameter(torch.randn(d) * cfg.initializer_range)
+        self.decoder_positions = nn.Embedding(cfg.max_position_embeddings, d)
+        nn.init.normal_(self.decoder_positions.weight, std=cfg.initializer_range)
+        self.decoder_norm = nn.LayerNorm(d, eps=cfg.layer_norm_eps)
+        self.decoder = nn.ModuleList(
+            nn.TransformerEncoderLayer(d, cfg.num_attention_heads, cfg.intermediate_size, dropout=0.0,
+                                       activation="gelu", batch_first=True, layer_norm_eps=cfg.layer_norm_eps)
+            for _ in range(decoder_layers))
+
+    # ------------------------------------------------------------------ the three stages
+    def encode(self, inputs, attention_mask, all_layers: bool = False):
+        """Run the encoder on the real tokens only and put its outputs back in place.
+
+        Returns ``(states, keep)``: ``states`` is the last layer (B, n, d) — or, with
+        ``all_layers``, a tuple of every layer (embeddings first) — with zeros where the
+        encoder saw nothing; ``keep`` (B, n) marks the positions it saw.
+        """
+        keep = attention_mask.bool() & (inputs != MASK)
+        ids, pos, attn = drop_masked(inputs, keep)
+        out = self.encoder(input_ids=ids, attention_mask=attn, position_ids=pos, output_hidden_states=all_layers)
+        layers = out.hidden_states if all_layers else (out.last_hidden_state,)
+        B, n = inputs.shape
+        slot = torch.where(attn.bool(), pos, torch.full_like(pos, n))      # padding goes to a spare column
+        index = slot[..., None].expand(-1, -1, layers[0].shape[-1])
+        placed = tuple(h.new_zeros(B, n + 1, h.shape[-1]).scatter(1, index, h)[:, :n] for h in layers)
+        return (placed if all_layers else placed[0]), keep
+
+    def decode(self, states, keep, attention_mask, all_layers: bool = False):
+        """Fill the gaps with the [MASK] vector, add positions, run the decoder layers."""
+        n = states.shape[1]
+        z = torch.where(keep[..., None], states, self.mask_embedding.to(states.dtype))
+        h = self.decoder_norm(z + self.decoder_positions(torch.arange(n, device=states.device)))
+        padding = ~attention_mask.bool()
+        out = [h]
+        for layer in self.decoder:
+            h = layer(h, src_key_padding_mask=padding)
+            out.append(h)
+        return tuple(out) if all_layers else h
+
+    def logits(self, h):
+        """Vocabulary scores from decoder states: :math:`E\\,g(h) + b`."""
+        return self.head(h) @ self.encoder.embeddings.word_embeddings.weight.T + self.bias
+
+    def forward(self, inputs, attention_mask, labels):
+        """Mean cross-entropy at the selected positions (``labels != -100``)."""
+        states, keep = self.encode(inputs, attention_mask)
+        h = self.decode(states, keep, attention_mask)
+        selected = labels != -100
+        return nn.functional.cross_entropy(self.logits(h[selected]), labels[selected])
+
+
+def make_maelm(grammar, config, seed: int, decoder_layers: int = 1) -> MAELM:
+    """An MAE-LM whose encoder and head start from the default MLM's initial weights."""
+    from .train import make_model
+
+    mlm = make_model(grammar, config, seed)                 # seeds torch, so the decoder init is fixed too
+    p = mlm.cls.predictions
+    return MAELM(mlm.bert, p.transform, p.bias, decoder_layers)
+
+
+def parameter_counts(model: MAELM) -> dict:
+    """Parameters of the encoder (kept downstream), the decoder and the output head."""
+    count = lambda ps: int(sum(p.numel() for p in ps))  # noqa: E731
+    enc = count(model.encoder.parameters())
+    head = count(model.head.parameters()) + model.bias.numel()
+    return dict(encoder=enc, head=head, decoder=count(model.parameters()) - enc - head)
+
+
+# ---------------------------------------------------------------------------- as a MaskedLM
+class MAEMaskedLM(MaskedLM):
+    """A trained MAE-LM behind the book's masked-LM interface, plus its representations.
+
+    ``logits`` runs encoder and decoder (the decoder predicts every queried position);
+    :meth:`hidden_states` gives the encoder's layers and :meth:`decoder_states` the
+    decoder's, both over content tokens (no ``[CLS]``/``[SEP]``).
+    """
+
+    def __init__(self, model: MAELM, vocab, name: str = "MAE-LM", tokenizer=None):
+        self.model = model.eval()
+        self.name, self.vocab, self.tokenizer = name, list(vocab), tokenizer
+        self.mask_id, self.special_ids = MASK, list(range(len(SPECIAL_TOKENS)))
+        self.max_length = model.encoder.config.max_position_embeddings - 2
+        self._word_id = {w: i for i, w in enumerate(self.vocab)}
+
+    def _full(self, ids):
+        B = ids.shape[0]
+        full = torch.cat([torch.full((B, 1), CLS), ids, torch.full((B, 1), SEP)], 1)
+        return full, torch.ones_like(full)
+
+    def _logits_chunk(self, ids, positions):
+        full, attn = self._full(ids)
+        h = self.model.decode(*self.model.encode(full, attn), attn)
+        picked = h.gather(1, (positions + 1)[..., None].expand(-1, -1, h.shape[-1]))
+        return self.model.logits(picked).float()
+
+    def encode_words(self, words):
+        try:
+            ids = [self._word_id[w] for w in words]
+        except KeyError as e:
+            raise ValueError(f"word {e.args[0]!r} is not in the toy vocabulary") from None
+        return ids, [[p] for p in range(len(ids))]
+
+    def hidden_states(self, ids) -> tuple:
+        """Encoder layers (embeddings first), each (B, n, d); zero at ``[MASK]`` positions,
+        which the encoder never sees."""
+        full, attn = self._full(torch.as_tensor(ids, dtype=torch.long))
+        with torch.inference_mode():
+            layers, _ = self.model.encode(full, attn, all_layers=True)
+        return tuple(h[:, 1:-1].float().clone() for h in layers)
+
+    def decoder_states(self, ids) -> tuple:
+        """Decoder input (after its LayerNorm) and each decoder layer's output, (B, n, d)."""
+        full, attn = self._full(torch.as_tensor(ids, dtype=torch.long))
+        with torch.inference_mode():
+            out = self.model.decode(*self.model.encode(full, attn), attn, all_layers=True)
+        return tuple(h[:, 1:-1].float().clone() for h in out)
+
+
+# ---------------------------------------------------------------------------- training
+def train(grammar, config, seed: int, out: Path, progress: bool = True, decoder_layers: int = 1) -> dict:
+    """Train an MAE-LM exactly like the default MLM and save it into directory ``out``.
+
+    Same initial encoder weights, the same batches and corruption in the same order, the
+    same optimiser and schedule (:mod:`mlmbook.train`); held-out single-site loss is tracked
+    the same way. Writes ``encoder/`` (a Hugging Face ``BertModel`` + tokenizer),
+    ``maelm.safetensors`` (decoder and head), ``maelm.json`` and ``history.json``.
+    """
+    from tqdm.auto import tqdm
+
+    from .train import SingleSiteEval, batches, make_tokenizer, mask_tokens
+
+    if os.environ.get("MLMBOOK_THREADS"):
+        torch.set_num_threads(int(os.environ["MLMBOOK_THREADS"]))
+    model = make_maelm(grammar, config, seed, decoder_layers)
+    vocab_size = model.encoder.config.vocab_size
+    evaluator = SingleSiteEval(grammar, config.n_eval, seed)
+    live = MAEMaskedLM(model, SPECIAL_TOKENS + list(grammar.vocab), name="training")
+    opt = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    warm = max(1, int(config.warmup * config.steps))
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min((s + 1) / warm, max(0.0, (config.steps - s) / max(1, config.steps - warm))))
+    gen = torch.Generator().manual_seed(seed)
+    history = dict(bayes=evaluator.bayes, unigram=evaluator.unigram, steps=[], train_loss=[], eval_loss=[],
+                   tokens=[], seconds=[], parameters=parameter_counts(model), decoder_layers=decoder_layers)
+    data = batches(grammar, config, seed)
+    tokens, running, t0 = 0, None, time.perf_counter()
+    bar = tqdm(range(1, config.steps + 1), desc=f"training {grammar.name} MAE-LM", disable=not progress,
+               mininterval=2)
+    for step in bar:
+        model.train()
+        ids, attn = next(data)
+        inputs, labels = mask_tokens(ids, config, vocab_size, gen)
+        loss = model(inputs, attn, labels)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        sched.step()
+        tokens += int(attn.sum())
+        running = loss.item() if running is None else 0.95 * running + 0.05 * loss.item()
+        if step % config.eval_every == 0 or step == config.steps:
+            model.eval()
+            ev = evaluator.loss(live)
+            for k, v in (("steps", step), ("train_loss", running), ("eval_loss", ev), ("tokens", tokens),
+                         ("seconds", time.perf_counter() - t0)):
+                history[k].append(v)
+            bar.set_postfix(eval=f"{ev:.3f}", bayes=f"{evaluator.bayes:.3f}")
+    model.eval()
+    history["train_seconds"] = time.perf_counter() - t0
+    history["tokens_per_second"] = tokens / history["train_seconds"]
+    save(model, make_tokenizer(grammar), out)
+    (Path(out) / "history.json").write_text(json.dumps(history, indent=1))
+    return history
+
+
+def save(model: MAELM, tokenizer, out) -> None:
+    """Write the encoder as a Hugging Face model and the pretraining-only parts beside it."""
+    from safetensors.torch import save_file
+
+    out = Path(out)
+    model.encoder.save_pretrained(out / "encoder")
+    tokenizer.save_pretrained(out / "encoder")
+    rest = {k: v.detach().contiguous() for k, v in model.state_dict().items() if not k.startswith("encoder.")}
+    save_file(rest, out / "maelm.safetensors")
+    (out / "maelm.json").write_text(json.dumps(dict(decoder_layers=len(model.decoder), mask_id=MASK)))
+
+
+def load_encoder(path):
+    """The trained MAE-LM encoder: a ``transformers.BertModel`` (what downstream tasks use)."""
+    from transformers import BertModel
+
+    return BertModel.from_pretrained(Path(path) / "encoder", add_pooling_layer=False).eval()
+
+
+def load(path, name: str = "MAE-LM") -> MAEMaskedLM:
+    """A trained MAE-LM (encoder + decoder) from a directory written by :func:`train`."""
+    from safetensors.torch import load_file
+    from transformers import AutoTokenizer, BertConfig
+    from transformers.models.bert.modeling_bert import BertPredictionHeadTransform
+
+    path = Path(path)
+    if not (path / "maelm.json").exists():
+        raise FileNotFoundError(f"{path} is not an MAE-LM directory (no maelm.json); "
+                                f"train one with mlmbook.train.load_or_train(..., kind='maelm')")
+    info = json.loads((path / "maelm.json").read_text())
+    encoder = load_encoder(path)
+    cfg: BertConfig = encoder.config
+    model = MAELM(encoder, BertPredictionHeadTransform(cfg), nn.Parameter(torch.zeros(cfg.vocab_size)),
+                  info["decoder_layers"])
+    missing, unexpected = model.load_state_dict(load_file(path / "maelm.safetensors"), strict=False)
+    missing = [k for k in missing if not k.startswith("encoder.")]
+    if missing or unexpected:
+        raise ValueError(f"{path}: MAE-LM weights do not match the model (missing {missing}, unexpected {unexpected})")
+    tok = AutoTokenizer.from_pretrained(path / "encoder")
+    vocab = [t for t, _ in sorted(tok.get_vocab().items(), key=lambda kv: kv[1])]
+    return MAEMaskedLM(model, vocab, name=name, tokenizer=tok)
+
+
+def as_numpy(states, rows_mask) -> list:
+    """Stack the rows selected by a boolean mask (B, n) from every layer: list of (N, d) arrays."""
+    return [h[rows_mask].numpy().astype(np.float64) for h in states]
