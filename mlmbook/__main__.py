@@ -171,6 +171,10 @@ def main(argv: list[str] | None = None) -> int:
     except BuildError as err:
         print(f"mlmbook: {err}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print("mlmbook: interrupted; nothing half-written was kept (previous results and site are "
+              "unchanged) — run the same command again to finish", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

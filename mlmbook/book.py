@@ -352,4 +352,11 @@ def plan_parameters(chapters: list[Chapter], raw: list[tuple[str, str]],
         values = check_parameters(f"chapter {chapter.slug}" if len(chapters) > 1 else where,
                                   defaults[chapter.slug], mine)
         plans.append((chapter, {"profile": profile, **values}))
+    models = {v["model"] for _, v in plans if isinstance(v.get("model"), str)}
+    for name in sorted(models - {"toy", "truth", "toy_topic", "truth_topic"}):
+        from .oracle import ModelLoadError, check_masked_lm
+        try:
+            check_masked_lm(name)           # before any chapter starts: a bad model fails fast
+        except ModelLoadError as err:
+            raise UsageError(str(err)) from None
     return plans

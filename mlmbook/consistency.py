@@ -405,6 +405,21 @@ def _versions(lm, rows, targets, aux, per_item) -> list:
     return out
 
 
+def combine(probs, how: str = "mean") -> np.ndarray:
+    r"""Combine versions (..., m, C) into one distribution (..., C).
+
+    ``"mean"``: :math:`\bar q(c) = \frac1m\sum_v q_v(c)`.
+    ``"max"``: max-pooling, :math:`\bar q(c) \propto \max_v q_v(c)` (renormalised).
+    """
+    probs = np.asarray(probs, dtype=np.float64)
+    if how == "mean":
+        return probs.mean(axis=-2)
+    if how == "max":
+        top = probs.max(axis=-2)
+        return top / top.sum(axis=-1, keepdims=True)
+    raise ValueError(f"how must be 'mean' or 'max', not {how!r}")
+
+
 class Curve(NamedTuple):
     correct: np.ndarray   # (N, M) 1.0 if the ensemble of the first m versions puts its top on the gold token
     log_loss: np.ndarray  # (N, M) -log of the ensemble's probability of the gold token (nats)

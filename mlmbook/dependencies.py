@@ -242,6 +242,27 @@ def gibbs_limit(log_a_given_b, log_b_given_a, log_b=None) -> tuple[float, float,
 # -- conditional mutual information: the grid --
 
 
+def _grid_limit(a_rows, b_rows, cp, cq, log_start) -> tuple[float, float]:
+    """:func:`gibbs_limit` from grid rows over (possibly restricted) candidate sets.
+
+    ``a_rows[k]`` is :math:`\log q(x_p = \cdot \mid x_q = c_q[k], r)` over the whole
+    vocabulary, ``b_rows[k]`` is :math:`\log q(x_q = \cdot \mid x_p = c_p[k], r)`. The chain's
+    long-run law :math:`\mu_b` is computed on the candidates (conditionals renormalised
+    there); the mutual informations use the conditionals over the whole vocabulary, so that
+    restricting the candidates only restricts which values are *conditioned on*. With every
+    token a candidate this is exactly :func:`gibbs_limit`.
+    """
+    la, lb = a_rows[:, cp].T, b_rows[:, cq]                         # [a, b] on candidates
+    A = np.exp(la - logsumexp(la, axis=0, keepdims=True))
+    B = np.exp(lb - logsumexp(lb, axis=1, keepdims=True))
+    start = np.exp(log_start - logsumexp(log_start))
+    mu_b = _long_run(A.T @ B, start)
+    mu_a = A @ mu_b
+    I_p = mutual_information(np.exp(a_rows).T * mu_b[None, :])      # (V, K_q)
+    I_q = mutual_information(mu_a[:, None] * np.exp(b_rows))        # (K_p, V)
+    return I_p, I_q
+
+
 def _candidates(logp: np.ndarray, allowed: np.ndarray, top_mass, max_candidates):
     """Token ids to enumerate at one position, from its both-masked log-marginal ``logp``."""
     lp = logp[allowed]
@@ -336,11 +357,9 @@ def cmi_grid(lm, sentences, keep=None, window: int | None = WINDOW, top_mass: fl
         at = 0
         for job in batch:
             cp, cq = cand[job]
-            a_given_b = lp[at:at + len(cq)][:, cp].T          # [a, b]
-            at += len(cq)
-            b_given_a = lp[at:at + len(cp)][:, cq]            # [a, b]
-            at += len(cp)
-            score[job] = gibbs_limit(a_given_b, b_given_a, start[job])[:2]
+            a_rows, b_rows = lp[at:at + len(cq)], lp[at + len(cq):at + len(cq) + len(cp)]
+            at += len(cq) + len(cp)
+            score[job] = _grid_limit(a_rows, b_rows, cp, cq, start[job])
         out.rows += len(ids)
     out.pairs = len(jobs)
     out.mean_candidates = float(np.mean([len(c) for cs in cand.values() for c in cs])) if cand else 0.0

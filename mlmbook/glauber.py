@@ -27,9 +27,10 @@ import torch
 from tqdm.auto import tqdm
 
 __all__ = [
-    "GlauberSampler", "Coupling", "hamming_autocorrelation", "basin_occupancy", "escape_times",
-    "state_space", "state_index", "exact_transition_matrix", "stationary", "spectral_gap",
-    "relaxation_time", "tv", "kl", "is_reversible",
+    "GlauberSampler", "Coupling", "censored_quantile", "hamming_autocorrelation", "basin_occupancy",
+    "escape_times", "Frame", "state_space", "state_index", "exact_transition_matrix", "critical_depth",
+    "stationary", "spectral_gap", "relaxation_time", "tv", "kl", "is_reversible",
+    "truth_log_probs", "topic_posterior", "hysteresis_labels",
 ]
 
 
@@ -37,12 +38,19 @@ def _bar(n: int, progress: bool | None, desc: str):
     return tqdm(range(n), disable=not (n >= 500 if progress is None else progress), desc=desc)
 
 
-def _draw(logits: torch.Tensor, u: torch.Tensor, T: float) -> torch.Tensor:
-    """Inverse-CDF sample of softmax(logits / T) over a fixed token order, given uniforms u."""
-    p = torch.softmax(logits.to(torch.float64) / T, dim=-1)
+def _draw(logits: torch.Tensor, u: torch.Tensor, T) -> torch.Tensor:
+    """Inverse-CDF sample of softmax(logits / T) over a fixed token order, given uniforms u.
+
+    ``T`` is a float or a (C,) tensor (one temperature per row). Rows without mass (every
+    logit -inf) return -1.
+    """
+    T = torch.as_tensor(T, dtype=torch.float64)
+    T = T[:, None] if T.dim() == 1 else T
+    p = torch.softmax(logits.to(torch.float64) / T, dim=-1).nan_to_num_(0.0)
     cdf = torch.cumsum(p, dim=-1)
     idx = torch.searchsorted(cdf, (u * cdf[:, -1]).unsqueeze(1), right=True).squeeze(1)
-    return idx.clamp_(max=p.shape[1] - 1)
+    idx = idx.clamp_(max=p.shape[1] - 1)
+    return torch.where(cdf[:, -1] > 0, idx, torch.full_like(idx, -1))
 
 
 class Coupling(NamedTuple):
@@ -55,45 +63,76 @@ class Coupling(NamedTuple):
 
 
 class GlauberSampler:
-    """Many Glauber chains at once, driven by a seeded ``torch.Generator``.
+    r"""Many Glauber chains at once, driven by a seeded ``torch.Generator``.
 
     Parameters
     ----------
     lm : oracle with ``logits(ids, positions)`` and ``mask_id`` (docs/INTERFACES.md)
-    temperature : float > 0
+    temperature : float > 0, or a sequence of them, one per chain (then every state batch
+        given to the sampler must have that many chains); chains at several temperatures
+        then share each forward pass
     scan : ``"random"`` (site uniform over the free sites, independently per chain) or
         ``"systematic"`` (all chains visit the free sites in order, cyclically)
     frozen : positions never resampled (e.g. the final ".")
-    candidates : token ids to sample from (default: the whole vocabulary)
+    candidates : token ids to sample from (default: the whole vocabulary): one sequence shared
+        by every site, or a dict ``{position: ids}`` of per-site sets (positions not in it use
+        the whole vocabulary); the conditional is renormalised over the set
     seed : seed of the generator; same seed, same oracle → same chains
+
+    Notes
+    -----
+    A chain whose conditional has no mass on its candidate set (possible only for an exact
+    oracle that forbids every candidate in that context) keeps its current token.
     """
 
-    def __init__(self, lm, temperature: float = 1.0, scan: str = "random", frozen=None,
+    def __init__(self, lm, temperature=1.0, scan: str = "random", frozen=None,
                  candidates=None, seed: int = 0):
-        if temperature <= 0:
-            raise ValueError("temperature must be positive")
+        T = torch.as_tensor(temperature, dtype=torch.float64)
+        if T.dim() > 1 or (T <= 0).any():
+            raise ValueError("temperature must be positive (a float or one per chain)")
         if scan not in ("random", "systematic"):
             raise ValueError("scan must be 'random' or 'systematic'")
-        self.lm, self.T, self.scan = lm, float(temperature), scan
+        self.lm, self.scan = lm, scan
+        self.T = float(T) if T.dim() == 0 else T
         self.frozen = sorted(set(int(f) for f in (frozen or ())))
-        self.candidates = None if candidates is None else torch.as_tensor(candidates, dtype=torch.long)
+        self.per_site = isinstance(candidates, dict)
+        if self.per_site:
+            self.candidates = {int(k): torch.as_tensor(v, dtype=torch.long) for k, v in candidates.items()}
+        else:
+            self.candidates = None if candidates is None else torch.as_tensor(candidates, dtype=torch.long)
         self.generator = torch.Generator().manual_seed(seed)
 
     def sites(self, n: int) -> torch.Tensor:
         return torch.tensor([i for i in range(n) if i not in self.frozen], dtype=torch.long)
 
+    def temperatures(self, C: int) -> torch.Tensor:
+        """(C,) temperature of each chain."""
+        if isinstance(self.T, float):
+            return torch.full((C,), self.T, dtype=torch.float64)
+        if len(self.T) != C:
+            raise ValueError(f"{len(self.T)} temperatures given for {C} chains")
+        return self.T
+
     def random_states(self, n_chains: int, template, pool=None) -> torch.Tensor:
         """(n_chains, n) states: ``template`` with free sites drawn uniformly from ``pool``
-        (default: the candidates), using the sampler's generator."""
+        (default: the candidates, per site if they are per site), using the sampler's generator."""
         x = torch.as_tensor(template, dtype=torch.long).repeat(n_chains, 1)
+        s = self.sites(x.shape[1])
+        if pool is None and self.per_site:
+            for i in s.tolist():
+                p = self.candidates.get(i)
+                if p is None:
+                    raise ValueError(f"site {i} has no candidate set; give a pool")
+                x[:, i] = p[torch.randint(len(p), (n_chains,), generator=self.generator)]
+            return x
         pool = self.candidates if pool is None else torch.as_tensor(pool, dtype=torch.long)
         if pool is None:
             raise ValueError("give a pool of token ids (or construct the sampler with candidates)")
-        s = self.sites(x.shape[1])
         x[:, s] = pool[torch.randint(len(pool), (n_chains, len(s)), generator=self.generator)]
         return x
 
-    def _randomness(self, C: int, n: int, t: int):
+    def draw(self, C: int, n: int, t: int = 0):
+        """The randomness of step ``t`` for C chains of length n: (sites (C,), uniforms (C,))."""
         s = self.sites(n)
         if self.scan == "random":
             site = s[torch.randint(len(s), (C,), generator=self.generator)]
@@ -101,23 +140,44 @@ class GlauberSampler:
             site = s[t % len(s)].repeat(C)
         return site, torch.rand(C, generator=self.generator, dtype=torch.float64)
 
-    def _update(self, x: torch.Tensor, site: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+    _randomness = draw
+
+    def update(self, x: torch.Tensor, site: torch.Tensor, u: torch.Tensor, T=None) -> torch.Tensor:
+        r"""One step with given randomness: row ``c`` resamples ``site[c]`` by inverse CDF at ``u[c]``.
+
+        All rows go through one ``lm.logits`` call (the LM head only at the updated site).
+        ``T``: (C,) temperatures (default :meth:`temperatures`). Returns the new states.
+        """
         rows = torch.arange(len(x))
+        T = self.temperatures(len(x)) if T is None else T
         q = x.clone()
         q[rows, site] = self.lm.mask_id
         logits = self.lm.logits(q, site[:, None])[:, 0, :].detach().cpu()
-        if self.candidates is not None:
-            tok = self.candidates[_draw(logits[:, self.candidates], u, self.T)]
+        if self.candidates is None:
+            tok = _draw(logits, u, T)
+        elif not self.per_site:
+            k = _draw(logits[:, self.candidates], u, T)
+            tok = torch.where(k >= 0, self.candidates[k.clamp(min=0)], k)
         else:
-            tok = _draw(logits, u, self.T)
+            allowed = torch.ones(len(x), logits.shape[1], dtype=torch.bool)
+            for i, ids in self.candidates.items():
+                hit = site == i
+                if hit.any():
+                    row = torch.zeros(logits.shape[1], dtype=torch.bool)
+                    row[ids] = True
+                    allowed[hit] = row
+            tok = _draw(logits.masked_fill(~allowed, float("-inf")), u, T)
         x = x.clone()
-        x[rows, site] = tok
+        x[rows, site] = torch.where(tok >= 0, tok, x[rows, site])
         return x
+
+    def _update(self, x, site, u, T=None):
+        return self.update(x, site, u, T)
 
     def step(self, x: torch.Tensor, t: int = 0) -> torch.Tensor:
         """One step of every chain in ``x`` (C, n); ``t`` is the step index (systematic scan)."""
-        site, u = self._randomness(*x.shape, t)
-        return self._update(x, site, u)
+        site, u = self.draw(*x.shape, t)
+        return self.update(x, site, u)
 
     def run(self, init, n_steps: int, record_every: int = 1, progress: bool | None = None) -> torch.Tensor:
         """Run the chains from ``init`` (C, n) for ``n_steps`` steps.
@@ -135,7 +195,8 @@ class GlauberSampler:
         return torch.stack(out)
 
     def coupled_run(self, init_a, init_b, max_steps: int, record_every: int | None = None,
-                    stop_when_met: bool = True, progress: bool | None = None) -> Coupling:
+                    stop_when_met: bool = True, freeze_met: bool = False,
+                    progress: bool | None = None) -> Coupling:
         """Grand coupling of pairs of chains: same site and same uniform for both copies.
 
         Each pair uses one site choice and one uniform :math:`u` per step, and each copy takes
@@ -146,21 +207,31 @@ class GlauberSampler:
         The coalescence time :math:`\\tau = \\min\\{t : a_t = b_t\\}` bounds the distance to
         stationarity: :math:`d(t) \\le \\max_{x,y} P_{x,y}(\\tau > t)` (Levin & Peres, Thm 5.4).
         Runs stop early once every pair has met (unless ``stop_when_met=False``).
+        ``freeze_met=True`` stops simulating pairs once they have met (their randomness is still
+        drawn, so the other pairs are unchanged): the right choice when only the times are
+        wanted; ``final_a``/``final_b`` then hold each met pair's meeting state.
         """
         a, b = (torch.as_tensor(v, dtype=torch.long) for v in (init_a, init_b))
         C, n = a.shape
+        temps = self.temperatures(C)
         met = (a == b).all(dim=1)
         times = np.where(met.numpy(), 0, max_steps)
         ta, tb = ([a], [b]) if record_every else (None, None)
         for t in _bar(max_steps, progress, "coupling"):
             if stop_when_met and bool(met.all()):
                 break
-            site, u = self._randomness(C, n, t)
+            site, u = self.draw(C, n, t)
             apart = torch.nonzero(~met).ravel()
-            both = self._update(torch.cat([a, b[apart]]), torch.cat([site, site[apart]]),
-                                torch.cat([u, u[apart]]))
-            a, b = both[:C], both[:C].clone()
-            b[apart] = both[C:]
+            if freeze_met:
+                both = self.update(torch.cat([a[apart], b[apart]]), site[apart].repeat(2), u[apart].repeat(2),
+                                   temps[apart].repeat(2))
+                a, b = a.clone(), b.clone()
+                a[apart], b[apart] = both[:len(apart)], both[len(apart):]
+            else:
+                both = self.update(torch.cat([a, b[apart]]), torch.cat([site, site[apart]]),
+                                   torch.cat([u, u[apart]]), torch.cat([temps, temps[apart]]))
+                a, b = both[:C], both[:C].clone()
+                b[apart] = both[C:]
             now = (a == b).all(dim=1)
             times[(now & ~met).numpy()] = t + 1
             met |= now
@@ -169,6 +240,16 @@ class GlauberSampler:
                 tb.append(b)
         return Coupling(times, ~met.numpy(), a, b,
                         torch.stack(ta) if ta else None, torch.stack(tb) if tb else None)
+
+
+def censored_quantile(times, censored, q: float = 0.5) -> float:
+    r"""Quantile of times some of which are right-censored (only known to exceed their value).
+
+    Censored entries count as :math:`+\infty`, which is exact for any quantile that falls
+    among the uncensored times; if it falls among the censored ones the answer is ``inf``.
+    """
+    t = np.where(np.asarray(censored, bool), np.inf, np.asarray(times, float))
+    return float(np.quantile(t, q, method="inverted_cdf")) if len(t) else float("nan")
 
 
 class Autocorrelation(NamedTuple):
@@ -233,32 +314,151 @@ def escape_times(traj, basin_fn=None, record_every: int = 1, vectorized: bool = 
 
 # ---------------------------------------------------------------- exact small-state analysis
 
+class Frame:
+    r"""A small state space for exact analysis: a template sentence whose free sites range
+    over candidate sets,
+
+    .. math:: \mathcal X = \{x : x_i \in \mathcal C_i \text{ for } i \in \text{sites},\;
+              x_j = \text{template}_j \text{ otherwise}\}, \qquad |\mathcal X| = \prod_i |\mathcal C_i| .
+
+    States are numbered lexicographically by the index of each site's token in its candidate
+    list (the last site fastest); :meth:`states` lists them in that order.
+
+    Parameters
+    ----------
+    template : sequence of token ids (n,)
+    sites : the free positions
+    candidates : one sequence of token ids per site
+    """
+
+    def __init__(self, template, sites, candidates):
+        self.template = torch.as_tensor(template, dtype=torch.long).clone()
+        self.sites = [int(s) for s in sites]
+        self.candidates = [torch.as_tensor(c, dtype=torch.long) for c in candidates]
+        if len(self.candidates) != len(self.sites) or len(set(self.sites)) != len(self.sites):
+            raise ValueError("give one candidate set per distinct site")
+        if any(len(set(c.tolist())) != len(c) or len(c) == 0 for c in self.candidates):
+            raise ValueError("candidate sets must be non-empty and without repeats")
+
+    @classmethod
+    def shared(cls, n: int, V_subset, template=None, sites=None) -> "Frame":
+        """Every site ranges over the same ``V_subset`` (all n positions free by default)."""
+        sites = list(range(n)) if sites is None else [int(s) for s in sites]
+        if template is None and len(sites) < n:
+            raise ValueError("a template is needed to fix the positions outside `sites`")
+        template = torch.zeros(n, dtype=torch.long) if template is None else template
+        return cls(template, sites, [V_subset] * len(sites))
+
+    @property
+    def sizes(self) -> tuple:
+        return tuple(len(c) for c in self.candidates)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.sizes))
+
+    def _codes(self) -> np.ndarray:
+        return np.arange(self.size).reshape(self.sizes)
+
+    def states(self) -> torch.Tensor:
+        """All states (S, n), in frame order."""
+        grid = np.indices(self.sizes).reshape(len(self.sites), -1)        # (L, S), last site fastest
+        x = self.template.repeat(self.size, 1)
+        for a, (i, c) in enumerate(zip(self.sites, self.candidates)):
+            x[:, i] = c[torch.as_tensor(grid[a])]
+        return x
+
+    def index(self, states) -> np.ndarray:
+        """Frame index of each state (..., n); -1 where a site holds a non-candidate
+        (positions outside ``sites`` are not checked)."""
+        x = torch.as_tensor(states).numpy()
+        idx = np.zeros(x.shape[:-1], dtype=np.int64)
+        bad = np.zeros(x.shape[:-1], dtype=bool)
+        for i, c in zip(self.sites, self.candidates):
+            c = c.numpy()
+            table = np.full(max(c.max(), x[..., i].max()) + 1, -1, dtype=np.int64)
+            table[c] = np.arange(len(c))
+            d = table[x[..., i]]
+            bad |= d < 0
+            idx = idx * len(c) + d
+        return np.where(bad, -1, idx)
+
+    def families(self, a: int) -> np.ndarray:
+        """(S / m_a, m_a): the states that differ only at site number ``a`` — the "lines"
+        through which a Glauber update of that site moves."""
+        return np.moveaxis(self._codes(), a, -1).reshape(-1, self.sizes[a])
+
+    def conditional_logits(self, cond, mask_id: int | None = None, chunk: int = 8192,
+                           progress: bool | None = None) -> list:
+        r"""The oracle's logits over each site's candidates, for every context of the frame.
+
+        Since :math:`\pi_i(\cdot \mid x_{-i})` ignores :math:`x_i`, one masked row per family
+        suffices: :math:`\sum_a S/m_a` rows in all, in chunks of ``chunk`` rows (a tqdm bar
+        when there are more than 10 chunks, or as ``progress`` says). Returns one float64
+        array (S / m_a, m_a) per site, rows in the order of :meth:`families`. Temperature is
+        applied later (:meth:`kernel`), so one pass serves every temperature.
+        """
+        logits_fn = cond.logits if hasattr(cond, "logits") else cond
+        mask_id = getattr(cond, "mask_id", None) if mask_id is None else mask_id
+        if mask_id is None:
+            raise ValueError("pass mask_id when cond is a plain function")
+        states = self.states()
+        n_chunks = sum(-(-(self.size // m) // chunk) for m in self.sizes)
+        bar = tqdm(total=n_chunks, disable=not (n_chunks > 10 if progress is None else progress),
+                   desc="frame conditionals")
+        out = []
+        for a, (i, cand) in enumerate(zip(self.sites, self.candidates)):
+            q = states[self.families(a)[:, 0]].clone()
+            q[:, i] = mask_id
+            parts = []
+            for c in range(0, len(q), chunk):
+                rows = q[c:c + chunk]
+                lg = logits_fn(rows, torch.full((len(rows), 1), i))[:, 0, :]
+                parts.append(lg.detach().cpu().double()[:, cand].numpy())
+                bar.update()
+            out.append(np.concatenate(parts))
+        bar.close()
+        return out
+
+    def kernel(self, site_logits, T: float = 1.0) -> sp.csr_matrix:
+        r"""Random-scan Glauber kernel at temperature T from :meth:`conditional_logits`:
+
+        .. math::
+            P(x, x') = \frac1L\sum_{i} [x'_{-i} = x_{-i}]\; \pi_{i,T}(x'_i \mid x_{-i}),
+            \qquad \pi_{i,T}(v \mid x_{-i}) \propto e^{\ell_i(v \mid x_{-i})/T},\; v \in \mathcal C_i .
+
+        A context where every candidate has logit :math:`-\infty` (an exact oracle that forbids
+        them all) gets the uniform distribution over the candidates; such states have
+        probability 0 under any coherent joint and are transient.
+        """
+        L, S = len(self.sites), self.size
+        rows, cols, vals = [], [], []
+        for a, lg in enumerate(site_logits):
+            z = lg / T
+            top = z.max(axis=1, keepdims=True)
+            with np.errstate(invalid="ignore"):
+                w = np.exp(z - np.where(np.isfinite(top), top, 0))
+            w[~np.isfinite(top[:, 0])] = 1.0
+            probs = w / w.sum(axis=1, keepdims=True)                        # (F, m)
+            fam = self.families(a)
+            m = fam.shape[1]
+            rows.append(np.repeat(fam, m, axis=1).ravel())                  # from member u ...
+            cols.append(np.tile(fam, (1, m)).ravel())                       # ... to member v
+            vals.append(np.repeat(probs[:, None, :], m, axis=1).ravel() / L)
+        P = sp.coo_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(S, S))
+        return P.tocsr()
+
+
 def state_space(n: int, V_subset, template=None, sites=None) -> torch.Tensor:
     """All |V_subset|^|sites| states (S, n), in the order of :func:`exact_transition_matrix`
     (lexicographic in the order of ``V_subset``, last free site fastest)."""
-    V_subset = torch.as_tensor(V_subset, dtype=torch.long)
-    sites = list(range(n)) if sites is None else [int(s) for s in sites]
-    if template is None and len(sites) < n:
-        raise ValueError("a template is needed to fix the positions outside `sites`")
-    x = (torch.zeros(n, dtype=torch.long) if template is None else torch.as_tensor(template, dtype=torch.long)).clone()
-    grid = torch.tensor(list(itertools.product(range(len(V_subset)), repeat=len(sites))), dtype=torch.long)
-    states = x.repeat(len(grid), 1)
-    states[:, sites] = V_subset[grid]
-    return states
+    return Frame.shared(n, V_subset, template, sites).states()
 
 
 def state_index(states, V_subset, sites=None) -> np.ndarray:
     """Index in :func:`state_space` of each state (..., n); -1 if a free site is outside V_subset."""
-    x = torch.as_tensor(states).numpy()
-    sites = list(range(x.shape[-1])) if sites is None else list(sites)
-    V_subset = np.asarray(V_subset, dtype=np.int64)
-    table = np.full(max(V_subset.max(), x.max()) + 1, -1, dtype=np.int64)
-    table[V_subset] = np.arange(len(V_subset))
-    digits = table[x[..., sites]]
-    idx = np.zeros(x.shape[:-1], dtype=np.int64)
-    for d in range(len(sites)):
-        idx = idx * len(V_subset) + digits[..., d]
-    return np.where((digits < 0).any(axis=-1), -1, idx)
+    x = torch.as_tensor(states)
+    return Frame.shared(x.shape[-1], V_subset, x.reshape(-1, x.shape[-1])[0], sites).index(x)
 
 
 def exact_transition_matrix(cond, n: int, V_subset, T: float = 1.0, scan: str = "random",
@@ -272,49 +472,67 @@ def exact_transition_matrix(cond, n: int, V_subset, T: float = 1.0, scan: str = 
 
     with :math:`\pi_{i,T}` the tempered conditional restricted to ``V_subset`` (renormalised).
     ``cond`` is an oracle (``.logits``, ``.mask_id``) or a function with the signature of
-    ``logits`` (then pass ``mask_id``). ``template`` fixes the non-free positions. Since
-    :math:`\pi_{i,T}` ignores :math:`x_i`, only :math:`|\text{sites}|\cdot m^{|\text{sites}|-1}`
-    rows are queried, in chunks of ``chunk`` (a tqdm bar over the chunks when there are more
-    than 10, or as ``progress`` says). States are ordered as :func:`state_space`.
+    ``logits`` (then pass ``mask_id``). ``template`` fixes the non-free positions. States are
+    ordered as :func:`state_space`. A shortcut for
+    ``Frame.shared(...).kernel(frame.conditional_logits(cond), T)``; use :class:`Frame` for
+    per-site candidate sets, or to reuse one oracle pass across temperatures.
     Only random scan is built (a systematic sweep is the product of the site kernels and
     fills in); ``scan`` is there to say so.
     """
     if scan != "random":
         raise NotImplementedError("only the random-scan kernel is built exactly")
-    logits_fn = cond.logits if hasattr(cond, "logits") else cond
-    mask_id = getattr(cond, "mask_id", None) if mask_id is None else mask_id
-    if mask_id is None:
-        raise ValueError("pass mask_id when cond is a plain function")
-    V_subset = torch.as_tensor(V_subset, dtype=torch.long)
-    sites = list(range(n)) if sites is None else [int(s) for s in sites]
-    states = state_space(n, V_subset, template, sites)
-    m, L, S = len(V_subset), len(sites), len(states)
-    codes = np.arange(S).reshape((m,) * L)  # state index by digits
-    rows, cols, vals = [], [], []
-    n_chunks = L * -(-(S // m) // chunk)
-    bar = tqdm(total=n_chunks, disable=not (n_chunks > 10 if progress is None else progress),
-               desc="transition matrix")
-    for a, i in enumerate(sites):
-        base = np.moveaxis(codes, a, -1)[..., 0].ravel()  # states with digit a = 0
-        q = states[base].clone()
-        q[:, i] = mask_id
-        probs = []
-        for c in range(0, len(q), chunk):
-            lg = logits_fn(q[c:c + chunk], torch.full((len(q[c:c + chunk]), 1), i))[:, 0, :]
-            bar.update()
-            probs.append(torch.softmax(lg.detach().cpu().double()[:, V_subset] / T, dim=-1).numpy())
-        probs = np.concatenate(probs)  # (S/m, m): pi_i(v | x_-i)
-        fam = np.moveaxis(codes, a, -1).reshape(-1, m)  # the m states of each family
-        for v in range(m):  # every state of a family jumps to member v with prob probs[:, v] / L
-            rows.append(fam.ravel())
-            cols.append(np.repeat(fam[:, v], m))
-            vals.append(np.repeat(probs[:, v], m) / L)
-    bar.close()
-    P = sp.coo_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(S, S))
-    return P.tocsr()
+    frame = Frame.shared(n, V_subset, template, sites)
+    return frame.kernel(frame.conditional_logits(cond, mask_id, chunk, progress), T)
 
 
-def stationary(P, tol: float = 1e-13, dense_below: int = 2000) -> np.ndarray:
+def critical_depth(log_p, frame: Frame) -> float:
+    r"""Critical depth :math:`\Gamma` of the energy landscape :math:`E = -\log p` for heat-bath
+    Glauber dynamics on a :class:`Frame`.
+
+    At temperature :math:`T` the Gibbs sampler of :math:`p^{1/T}` moves between neighbours
+    :math:`x, y` (one site apart, on the line :math:`\ell` of states that differ only there)
+    with flow :math:`\pi_T(x)P(x,y) \asymp e^{-h(x,y)/T}`, where
+    :math:`h(x, y) = E(x) + E(y) - \min_{z \in \ell} E(z)`. The depth of a local minimum
+    is the least possible maximum of :math:`h` along a path to a state of lower energy, minus
+    its own energy; :math:`\Gamma` is the largest depth over all minima but the ground state.
+    As :math:`T \to 0` the spectral gap behaves like :math:`e^{-\Gamma/T}` (Holley & Stroock;
+    Catoni), so :math:`\log t_\text{rel} \approx \Gamma / T`: the Arrhenius law. Computed by
+    Kruskal's algorithm over the moves sorted by height; states with :math:`p = 0` are left out.
+    ``log_p``: (S,) log-probabilities of the frame's states, in frame order.
+    """
+    E = -np.asarray(log_p, dtype=np.float64)
+    hs, us, vs = [], [], []
+    for a in range(len(frame.sites)):
+        fam = frame.families(a)
+        e = E[fam]                                                          # (F, m)
+        low = e.min(axis=1, keepdims=True)
+        iu, iv = np.triu_indices(fam.shape[1], 1)
+        h = e[:, iu] + e[:, iv] - low
+        ok = np.isfinite(h)
+        hs.append(h[ok]), us.append(fam[:, iu][ok]), vs.append(fam[:, iv][ok])
+    h, u, v = (np.concatenate(z) for z in (hs, us, vs))
+    parent = np.arange(len(E))
+    lowest = E.copy()                                                      # energy of each component's minimum
+
+    def root(x):
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    depth = 0.0
+    for k in np.argsort(h, kind="stable"):
+        ru, rv = root(u[k]), root(v[k])
+        if ru == rv:
+            continue
+        if lowest[ru] > lowest[rv]:
+            ru, rv = rv, ru                                                # ru holds the lower minimum
+        depth = max(depth, h[k] - lowest[rv])
+        parent[rv] = ru
+    return float(depth)
+
+
+def stationary(P, tol: float = 1e-13, dense_below: int = 300) -> np.ndarray:
     r"""Stationary law :math:`\pi = \pi P` (assumes one closed class).
 
     Below ``dense_below`` states: a dense solve of :math:`(P^\top - I)\pi = 0` with one
@@ -349,7 +567,7 @@ def is_reversible(P, pi, tol: float = 1e-9) -> bool:
     return bool(abs(F - F.T).max() <= tol * abs(F).max())
 
 
-def spectral_gap(P, pi=None, reversible: bool | None = None, dense_below: int = 2000) -> float:
+def spectral_gap(P, pi=None, reversible: bool | None = None, dense_below: int = 300) -> float:
     r"""Absolute spectral gap :math:`\gamma_* = 1 - \max\{|\lambda| : \lambda \ne 1\}`.
 
     For a reversible chain, :math:`P` is self-adjoint in :math:`L^2(\pi)`; its eigenvalues are
@@ -402,3 +620,82 @@ def kl(p, q) -> float:
     if np.any(q[s] <= 0):
         return float("inf")
     return float((p[s] * np.log(p[s] / q[s])).sum())
+
+
+# ---------------------------------------------------------------- the truth's view of chain states
+
+def _word_rows(grammar, states, offset: int):
+    x = torch.as_tensor(states, dtype=torch.long)
+    x = x.reshape(-1, x.shape[-1])
+    words = x - offset
+    bad = ((words < 0) | (words >= len(grammar.vocab))).any(dim=1)
+    return words.clamp(0, len(grammar.vocab) - 1), bad
+
+
+def _topic_inside(grammar, words: torch.Tensor, chunk: int) -> torch.Tensor:
+    """(B, T) prior-weighted inside score of every row of word ids, per topic."""
+    pcfg = grammar.pcfg
+    E = torch.as_tensor(pcfg.emissions, dtype=torch.float64)            # (T, N, V)
+    prior = torch.as_tensor(pcfg.topic_prior, dtype=torch.float64)
+    n = words.shape[1]
+    out = []
+    for c in range(0, len(words), chunk):
+        leaves = E[:, :, words[c:c + chunk]].permute(2, 0, 3, 1)         # (B, T, n, N)
+        B, T = leaves.shape[:2]
+        Z = pcfg.inside(leaves.reshape(B * T, n, -1))[n][:, 0, pcfg.start].reshape(B, T)
+        out.append(Z * prior)
+    return torch.cat(out) if out else torch.zeros(0, len(prior), dtype=torch.float64)
+
+
+def truth_log_probs(grammar, states, offset: int = 5, chunk: int = 256) -> np.ndarray:
+    r"""Exact :math:`\log p(x)` under the toy language of each state (..., n) of token ids.
+
+    Token id = ``offset`` + word id (the toy tokenizer puts 5 special tokens first);
+    :math:`-\infty` for sentences the grammar cannot produce and for rows holding a special
+    token. Batched inside passes (``chunk`` rows each); the same number as
+    ``grammar.log_prob(words)``.
+    """
+    x = torch.as_tensor(states)
+    words, bad = _word_rows(grammar, x, offset)
+    n = words.shape[1]
+    if n > grammar.max_length:
+        return np.full(x.shape[:-1], -np.inf)
+    Z = _topic_inside(grammar, words, chunk).sum(dim=1).numpy()
+    with np.errstate(divide="ignore"):
+        lp = np.log(Z) - np.log(grammar.length_probs.sum())
+    lp[bad.numpy() | (Z <= 0)] = -np.inf
+    return lp.reshape(x.shape[:-1])
+
+
+def topic_posterior(grammar, states, offset: int = 5, chunk: int = 256) -> np.ndarray:
+    r"""Exact posterior of the latent topic, :math:`p(t \mid x) \propto \pi_t\, Z_t(x)`, for a
+    grammar with topics (``Grammar.load("toy", topic=True)``): array (..., T).
+
+    :math:`Z_t(x)` is the inside score of the sentence under topic :math:`t`'s emissions.
+    Rows the grammar cannot produce (or holding special tokens) get NaN.
+    """
+    x = torch.as_tensor(states)
+    words, bad = _word_rows(grammar, x, offset)
+    Zt = _topic_inside(grammar, words, chunk).numpy()
+    tot = Zt.sum(axis=1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        post = Zt / tot
+    post[bad.numpy() | (tot[:, 0] <= 0)] = np.nan
+    return post.reshape(*x.shape[:-1], Zt.shape[1])
+
+
+def hysteresis_labels(score, low: float, high: float) -> np.ndarray:
+    r"""Basin labels along trajectories from a probe score (R, C): 1 once the score reaches
+    ``high``, 0 once it falls to ``low``, unchanged in between (and where the score is NaN).
+
+    The dead zone keeps a chain that wanders into neutral states from counting as having
+    left its basin; an *escape* is a hit on the other side. The label at time 0 is taken from
+    the nearer threshold when the start lies in the dead zone.
+    """
+    s = np.asarray(score, dtype=np.float64)
+    lab = np.empty(s.shape, dtype=np.int64)
+    cur = np.where(np.nan_to_num(s[0], nan=(low + high) / 2) >= (low + high) / 2, 1, 0)
+    for r in range(len(s)):
+        cur = np.where(s[r] >= high, 1, np.where(s[r] <= low, 0, cur))
+        lab[r] = cur
+    return lab

@@ -418,6 +418,53 @@ def ag(pc: PairConditionals, tol: float = 1e-10, max_iter: int = 10_000, trace: 
     return AGResult(p, it, np.array(objectives), bool(converged))
 
 
+def support_blocks(pc: PairConditionals) -> tuple:
+    r"""Connected blocks of the conditionals' support.
+
+    Join a and b when both :math:`q(a\mid b) > 0` and :math:`q(b\mid a) > 0`; the connected
+    components of that bipartite graph are the blocks. Conditionals only ever compare
+    probabilities *within* a block, so even compatible conditionals determine the joint only up
+    to one weight per block (Arnold & Press 1989). A softmax MLM has a single block; an exact
+    oracle with forbidden combinations can have several.
+
+    Returns
+    -------
+    (n_blocks, labels_a, labels_b): block index of every candidate, -1 if it has no support.
+    """
+    from scipy.sparse.csgraph import connected_components
+
+    S = np.isfinite(pc.log_a_given_b) & np.isfinite(pc.log_b_given_a)
+    ka, kb = S.shape
+    graph = sparse.bmat([[None, sparse.csr_matrix(S)], [sparse.csr_matrix(S.T), None]])
+    _, labels = connected_components(graph, directed=False)
+    la, lb = labels[:ka].copy(), labels[ka:].copy()
+    la[~S.any(axis=1)], lb[~S.any(axis=0)] = -1, -1
+    used = np.unique(np.concatenate([la[la >= 0], lb[lb >= 0]]))
+    remap = {old: new for new, old in enumerate(used)}
+    la = np.array([remap.get(x, -1) for x in la])
+    lb = np.array([remap.get(x, -1) for x in lb])
+    return len(used), la, lb
+
+
+def match_blocks(joint, pc: PairConditionals) -> np.ndarray:
+    r"""Give each support block of ``joint`` the mass the both-masked marginal assigns to it,
+    :math:`\sum_{a \in \text{block}} q(a)` — the one thing the conditionals cannot say
+    (:func:`support_blocks`). A no-op with a single block."""
+    n, la, _ = support_blocks(pc)
+    J = _np(joint).copy()
+    if n <= 1:
+        return J
+    qa = np.exp(pc.log_a)
+    target = np.array([qa[la == k].sum() for k in range(n)])
+    target /= target.sum()
+    for k in range(n):
+        rows = la == k
+        mass = J[rows].sum()
+        if mass > 0:
+            J[rows] *= target[k] / mass
+    return J / J.sum()
+
+
 def derive_all(pc: PairConditionals) -> dict[str, np.ndarray]:
     """Every method's joint, keyed ``naive, mrf, mrf_local, hcb, ag``."""
     return {"naive": naive(pc), "mrf": mrf(pc), "mrf_local": mrf_local(pc),

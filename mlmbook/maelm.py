@@ -49,7 +49,7 @@ from torch import nn
 
 from .oracle import SPECIAL_TOKENS, MaskedLM
 
-__all__ = ["MAELM", "MAEMaskedLM", "drop_masked", "make_maelm", "train", "load", "load_encoder"]
+__all__ = ["MAELM", "DecoderLayer", "MAEMaskedLM", "drop_masked", "make_maelm", "train", "load", "load_encoder"]
 
 PAD, CLS, SEP, MASK = (SPECIAL_TOKENS.index(t) for t in ("[PAD]", "[CLS]", "[SEP]", "[MASK]"))
 
@@ -82,6 +82,41 @@ def drop_masked(inputs: torch.Tensor, keep: torch.Tensor):
     return ids, torch.where(attention, positions, torch.zeros_like(positions)), attention.long()
 
 
+class DecoderLayer(nn.Module):
+    """One post-LayerNorm Transformer block, as in BERT, that can be evaluated at chosen positions.
+
+    Every position's keys and values are computed, but queries, the feed-forward network and
+    the residual path only where ``wanted`` says: the outputs there are exactly those of the
+    full layer. The loss needs the last decoder layer only at the ~15 % selected positions,
+    which keeps MAE-LM's extra pretraining cost small.
+    """
+
+    def __init__(self, d: int, heads: int, ffn: int, eps: float):
+        super().__init__()
+        self.heads = heads
+        self.q, self.k, self.v, self.o = (nn.Linear(d, d) for _ in range(4))
+        self.ff = nn.Sequential(nn.Linear(d, ffn), nn.GELU(), nn.Linear(ffn, d))
+        self.norm1, self.norm2 = nn.LayerNorm(d, eps=eps), nn.LayerNorm(d, eps=eps)
+
+    def forward(self, h, padding, wanted=None):
+        """``h`` (B, n, d), ``padding`` (B, n) True at padding, ``wanted`` (B, n) bool or None.
+
+        Returns (B, n, d), or (N, d) for the N wanted positions in row-major order.
+        """
+        B, n, d = h.shape
+        split = lambda t: t.unflatten(-1, (self.heads, d // self.heads)).transpose(-3, -2)  # noqa: E731
+        k, v = split(self.k(h)), split(self.v(h))                 # (B, heads, n, d_head)
+        allowed = ~padding[:, None, None, :]                       # (B, 1, 1, n)
+        x = h
+        if wanted is not None:                                     # one query per wanted position
+            rows = wanted.nonzero()[:, 0]
+            x, k, v, allowed = h[wanted][:, None], k[rows], v[rows], allowed[rows]
+        a = nn.functional.scaled_dot_product_attention(split(self.q(x)), k, v, attn_mask=allowed)
+        x = self.norm1(x + self.o(a.transpose(-3, -2).flatten(-2)))
+        x = self.norm2(x + self.ff(x))
+        return x if wanted is None else x[:, 0]
+
+
 class MAELM(nn.Module):
     """Encoder over real tokens + shallow decoder over all positions + tied output head.
 
@@ -94,7 +129,8 @@ class MAELM(nn.Module):
     bias : nn.Parameter (V,)
         Output bias.
     decoder_layers : int
-        Depth of the decoder (Meng et al. use a shallow one; 1 here by default).
+        Depth of the decoder (Meng et al. use a shallow one; 1 here by default). Each layer
+        has the width, heads and feed-forward size of an encoder layer.
     """
 
     def __init__(self, encoder, head, bias, decoder_layers: int = 1):
@@ -102,14 +138,17 @@ class MAELM(nn.Module):
         cfg = encoder.config
         d = cfg.hidden_size
         self.encoder, self.head, self.bias = encoder, head, bias
-        self.mask_embedding = nn.Parameter(torch.randn(d) * cfg.initializer_range)
+        self.mask_embedding = nn.Parameter(torch.zeros(d))
         self.decoder_positions = nn.Embedding(cfg.max_position_embeddings, d)
-        nn.init.normal_(self.decoder_positions.weight, std=cfg.initializer_range)
         self.decoder_norm = nn.LayerNorm(d, eps=cfg.layer_norm_eps)
-        self.decoder = nn.ModuleList(
-            nn.TransformerEncoderLayer(d, cfg.num_attention_heads, cfg.intermediate_size, dropout=0.0,
-                                       activation="gelu", batch_first=True, layer_norm_eps=cfg.layer_norm_eps)
-            for _ in range(decoder_layers))
+        self.decoder = nn.ModuleList(DecoderLayer(d, cfg.num_attention_heads, cfg.intermediate_size,
+                                                  cfg.layer_norm_eps) for _ in range(decoder_layers))
+        for module in [self.decoder_positions, *self.decoder.modules()]:   # BERT's initialisation
+            if isinstance(module, (nn.Linear, nn.Embedding)):
+                nn.init.normal_(module.weight, std=cfg.initializer_range)
+            if isinstance(module, nn.Linear):
+                nn.init.zeros_(module.bias)
+        nn.init.normal_(self.mask_embedding, std=cfg.initializer_range)
 
     # ------------------------------------------------------------------ the three stages
     def encode(self, inputs, attention_mask, all_layers: bool = False):
@@ -129,15 +168,20 @@ class MAELM(nn.Module):
         placed = tuple(h.new_zeros(B, n + 1, h.shape[-1]).scatter(1, index, h)[:, :n] for h in layers)
         return (placed if all_layers else placed[0]), keep
 
-    def decode(self, states, keep, attention_mask, all_layers: bool = False):
-        """Fill the gaps with the [MASK] vector, add positions, run the decoder layers."""
+    def decode(self, states, keep, attention_mask, wanted=None, all_layers: bool = False):
+        """Fill the gaps with the [MASK] vector, add positions, run the decoder layers.
+
+        ``wanted`` (B, n) bool restricts the *last* layer to those positions (see
+        :class:`DecoderLayer`); with ``all_layers`` the decoder input and every layer's
+        output are returned.
+        """
         n = states.shape[1]
         z = torch.where(keep[..., None], states, self.mask_embedding.to(states.dtype))
         h = self.decoder_norm(z + self.decoder_positions(torch.arange(n, device=states.device)))
         padding = ~attention_mask.bool()
         out = [h]
-        for layer in self.decoder:
-            h = layer(h, src_key_padding_mask=padding)
+        for i, layer in enumerate(self.decoder):
+            h = layer(h, padding, wanted if i == len(self.decoder) - 1 else None)
             out.append(h)
         return tuple(out) if all_layers else h
 
@@ -147,10 +191,9 @@ class MAELM(nn.Module):
 
     def forward(self, inputs, attention_mask, labels):
         """Mean cross-entropy at the selected positions (``labels != -100``)."""
-        states, keep = self.encode(inputs, attention_mask)
-        h = self.decode(states, keep, attention_mask)
         selected = labels != -100
-        return nn.functional.cross_entropy(self.logits(h[selected]), labels[selected])
+        h = self.decode(*self.encode(inputs, attention_mask), attention_mask, wanted=selected)
+        return nn.functional.cross_entropy(self.logits(h), labels[selected])
 
 
 def make_maelm(grammar, config, seed: int, decoder_layers: int = 1) -> MAELM:

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-__all__ = ["MaskedLM", "HFMaskedLM", "TruthOracle", "load_mlm", "ModelLoadError", "SPECIAL_TOKENS"]
+__all__ = ["MaskedLM", "HFMaskedLM", "TruthOracle", "load_mlm", "check_masked_lm", "ModelLoadError", "SPECIAL_TOKENS"]
 
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
@@ -260,6 +260,36 @@ class TruthOracle(MaskedLM):
         except KeyError as e:
             raise ValueError(f"word {e.args[0]!r} is not in the toy vocabulary") from None
         return ids, [[p] for p in range(len(ids))]
+
+
+def check_masked_lm(name_or_path: str) -> None:
+    """Fail fast (:class:`ModelLoadError`) unless ``name_or_path`` can be loaded as a masked LM.
+
+    Reads only the configuration and the tokenizer (no weights): is the model there (locally
+    or in the Hugging Face cache), is its architecture a masked LM, has its tokenizer a mask token?
+    """
+    from transformers import AutoConfig, AutoTokenizer
+    from transformers.models.auto.modeling_auto import MODEL_FOR_MASKED_LM_MAPPING_NAMES
+
+    local = Path(name_or_path).expanduser()
+    if str(name_or_path).startswith((".", "/", "~")) and not local.exists():
+        raise ModelLoadError(f"model path {name_or_path!r} does not exist; give a directory written by "
+                             f"save_pretrained() or a Hugging Face model name such as bert-base-uncased")
+    src = str(local) if local.exists() else str(name_or_path)
+    kw = {"local_files_only": True} if os.environ.get("HF_HUB_OFFLINE", "") in ("1", "true") and not local.exists() else {}
+    try:
+        config = AutoConfig.from_pretrained(src, **kw)
+        tok = AutoTokenizer.from_pretrained(src, **kw)
+    except (OSError, ValueError):
+        raise ModelLoadError(
+            f"cannot load model {name_or_path!r}: not a local directory and not in the Hugging Face cache "
+            f"(offline?) — download it once with network or pass a local path") from None
+    if config.model_type not in MODEL_FOR_MASKED_LM_MAPPING_NAMES:
+        raise ModelLoadError(f"{name_or_path!r} is a {config.model_type} model, not a masked language model; "
+                             f"use an encoder such as bert-base-uncased or roberta-base")
+    if tok.mask_token_id is None:
+        raise ModelLoadError(f"the tokenizer of {name_or_path!r} has no mask token, so it cannot be queried as a "
+                             f"masked LM; use a model trained with [MASK] (BERT, RoBERTa, ...)")
 
 
 def load_mlm(name: str = "toy", profile: str = "full", seed: int = 0, **kw) -> MaskedLM:

@@ -281,3 +281,32 @@ def test_record_in_memory_and_to_file(tmp_path, monkeypatch):
         mlmbook.record("c", object())
     with pytest.raises(ValueError):
         mlmbook.record("bad key", 1)
+
+
+def test_interrupted_build_then_rebuild(copy_of_built):
+    """Ctrl-C while a chapter executes: a one-line message, the previous executed notebook,
+    results and site stay as they were, no temporary file is left; a rebuild then works."""
+    import signal
+    import time
+
+    root = copy_of_built
+    build = root / "_build"
+    before = {name: tree_digest(build / name) for name in ("html", "exec", "results")}
+    env = {k: v for k, v in os.environ.items() if k not in ("MLMBOOK_ROOT", "MLMBOOK_BUILD")}
+    proc = subprocess.Popen([sys.executable, "-m", "mlmbook", "build", "1", "--root", str(root),
+                             "--profile", "quick", "-p", "wait", "60"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            start_new_session=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and not list((build / "exec").glob(".01_fail.*")):
+        time.sleep(0.2)
+    time.sleep(3)                                     # the kernel is now inside time.sleep(60)
+    os.killpg(proc.pid, signal.SIGINT)               # Ctrl-C reaches the whole process group
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130
+    assert err.strip().splitlines()[-1].startswith("mlmbook: interrupted"), err
+    assert not list((build / "exec").glob(".*.ipynb")), "a temporary notebook was left behind"
+    after = {name: tree_digest(build / name) for name in ("html", "exec", "results")}
+    assert after == before
+    again = run_cli("build", "1", "--root", str(root), "--profile", "quick")
+    assert again.returncode == 0, again.stderr
