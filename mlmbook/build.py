@@ -196,6 +196,27 @@ def execute_chapter(layout: Layout, chapter: Chapter, parameters: dict[str, obje
     return final
 
 
+def _keep_timings(layout: Layout, profile: str, chapters: dict, render_s: float, total_s: float,
+                  trained: list) -> None:
+    """Record a whole-book build's wall times in ``<root>/results/timings/<profile>-<cache>.json``.
+
+    ``cache`` is ``uncached`` when the run trained models (new cache entries appeared),
+    else ``cached``. The Performance appendix compares these with the budgets.
+    """
+    import platform
+
+    state = "uncached" if trained else "cached"
+    keep = layout.root / "results" / "timings"
+    keep.mkdir(parents=True, exist_ok=True)
+    record = dict(profile=profile, cache=state, total_seconds=round(total_s, 1), render_seconds=round(render_s, 1),
+                  chapters={k: round(v, 1) for k, v in chapters.items()}, trained=trained,
+                  cpus=os.cpu_count(), machine=platform.machine(), when=time.strftime("%Y-%m-%d %H:%M"))
+    fd, tmp = tempfile.mkstemp(dir=keep, prefix=".", suffix=".json")
+    with os.fdopen(fd, "w") as f:
+        json.dump(record, f, indent=1)
+    os.replace(tmp, keep / f"{profile}-{state}.json")
+
+
 def _keep_reference_results(layout: Layout, results: Path) -> None:
     """Copy a default full-profile run's numbers to ``<root>/results/full/`` (tracked in git).
 
@@ -294,6 +315,10 @@ def build(root: str | os.PathLike | None = None, chapters: list[str] = (),
     plans = plan_parameters(selected, list(parameters), profile)  # all checked up front
 
     failures = []
+    from .paths import cache_dir
+    cache_before = set(cache_dir().glob("*")) if cache_dir().exists() else set()
+    t_book = time.perf_counter()
+    timings = {}
     for chapter, values in plans:
         shown = ", ".join(f"{k}={v!r}" for k, v in values.items())
         say(f"executing {chapter.slug} ({shown})")
@@ -306,9 +331,11 @@ def build(root: str | os.PathLike | None = None, chapters: list[str] = (),
             if fail_fast:
                 break
             continue
-        say(f"  done in {time.perf_counter() - start:.0f} s")
+        timings[chapter.slug] = time.perf_counter() - start
+        say(f"  done in {timings[chapter.slug]:.0f} s")
     if failures:
         raise ChapterFailed(f"{len(failures)} chapter(s) failed; the site was not updated")
+    trained = sorted(p.name for p in (set(cache_dir().glob("*")) if cache_dir().exists() else set()) - cache_before)
 
     if not render_site:
         return layout.exec
@@ -324,6 +351,10 @@ def build(root: str | os.PathLike | None = None, chapters: list[str] = (),
             say(f"note: reusing {chapter.slug} executed earlier ({previous_run(path)}){stale}")
         notebooks[chapter.slug] = path
     say("rendering the site")
+    t_render = time.perf_counter()
     index = render(layout, stage(layout, notebooks, solutions=solutions), verbose=verbose)
     write_notebooks_branch(layout, notebooks)
+    whole_book = len(plans) == len(all_chapters) and all(v == {"profile": profile} for _, v in plans)
+    if whole_book and plans:
+        _keep_timings(layout, profile, timings, time.perf_counter() - t_render, time.perf_counter() - t_book, trained)
     return index

@@ -1,0 +1,98 @@
+"""``python -m benchmarks``: measure, print a table, and write ``benchmarks/results.md``.
+
+The Performance appendix of the book includes ``benchmarks/results.md``. Chapter
+benchmarks (``benchmarks/chN.py`` with a ``run() -> dict``) are included when present; the
+book's wall times come from the timings the last whole-book builds recorded in
+``results/timings/`` (a full uncached build takes longer than this command may).
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+BUDGETS = {("quick", "uncached"): 300, ("quick", "cached"): 300, ("full", "uncached"): 900, ("full", "cached"): 360}
+
+
+def fmt(v):
+    if isinstance(v, float):
+        return f"{v:.3g}" if abs(v) < 1000 else f"{v:,.0f}"
+    return str(v)
+
+
+def main() -> int:
+    t0 = time.perf_counter()
+    import torch
+
+    from benchmarks import core
+
+    lines = [f"Measured {time.strftime('%Y-%m-%d %H:%M')} on {platform.machine()} with {os.cpu_count()} CPU cores, "
+             f"torch {torch.__version__} ({torch.get_num_threads()} threads), no GPU. "
+             f"Each timing is a median of repeated runs; each figure is a ratio measured in the same run.", ""]
+    print("measuring the core estimators ...", file=sys.stderr)
+    c = core.run()
+    lines += ["## The limit and the estimators", "",
+              "| measure | value | goal |", "|---|---|---|",
+              f"| raw batched forward pass, full toy model (tokens/s, batch {c['limit_batch']}) | {fmt(c['limit_tokens_per_s'])} | the limit |",
+              f"| masked single-site conditionals, fraction of the limit | {fmt(c['conditionals_fraction'])} | ≥ 0.8 |",
+              f"| pseudo-log-likelihood (mixed lengths), fraction of the limit | {fmt(c['pll_fraction'])} | ≥ 0.8 |",
+              f"| Glauber site updates, 256 chains (updates/s) | {fmt(c['glauber_updates_per_s'])} | |",
+              f"| Glauber site updates, fraction of the limit | {fmt(c['glauber_fraction'])} | ≥ 0.8 |",
+              "", "| batched against one item at a time (same outputs to 1e-5) | speed-up | goal |", "|---|---|---|",
+              f"| masked conditionals | {fmt(c['conditionals_speedup'])}× | ≥ 5× |",
+              f"| pseudo-log-likelihood | {fmt(c['pll_speedup'])}× | ≥ 5× |",
+              f"| Glauber chains | {fmt(c['glauber_speedup'])}× | ≥ 5× |",
+              "", "## Training", "", "| measure | value |", "|---|---|",
+              f"| tokens/s with length bucketing | {fmt(c['train_bucketed_tokens_per_s'])} |",
+              f"| tokens/s without | {fmt(c['train_unbucketed_tokens_per_s'])} |",
+              f"| bucketing speed-up | {fmt(c['bucketing_speedup'])}× |"]
+    hist = _full_history()
+    if hist:
+        lines.append(f"| full preset: {hist['steps'][-1]} steps, trained in (s) | {fmt(hist['train_seconds'])} |")
+    for k in range(1, 6):
+        try:
+            mod = importlib.import_module(f"benchmarks.ch{k}")
+        except ImportError:
+            continue
+        print(f"measuring chapter {k} ...", file=sys.stderr)
+        res = mod.run()
+        lines += ["", f"## Chapter {k}", "", "| measure | value |", "|---|---|"]
+        lines += [f"| {name} | {fmt(v)} |" for name, v in res.items()]
+    lines += ["", "## The book", "", "| profile | models | wall time (s) | budget (s) | within | recorded |",
+              "|---|---|---|---|---|---|"]
+    for (profile, cache), budget in BUDGETS.items():
+        path = ROOT / "results" / "timings" / f"{profile}-{cache}.json"
+        if path.exists():
+            t = json.loads(path.read_text())
+            lines.append(f"| {profile} | {cache} | {t['total_seconds']:.0f} | {budget} | "
+                         f"{'yes' if t['total_seconds'] <= budget else 'NO'} | {t['when']} |")
+        else:
+            lines.append(f"| {profile} | {cache} | not recorded yet | {budget} | | |")
+    per = ROOT / "results" / "timings" / "full-cached.json"
+    if per.exists():
+        t = json.loads(per.read_text())
+        lines += ["", "Per chapter, full profile, models cached: " +
+                  ", ".join(f"{k} {v:.0f} s" for k, v in t["chapters"].items()) + f"; rendering {t['render_seconds']:.0f} s."]
+    lines += ["", f"(`make bench` itself took {time.perf_counter() - t0:.0f} s.)"]
+    text = "\n".join(lines) + "\n"
+    (HERE / "results.md").write_text(text)
+    print(text)
+    return 0
+
+
+def _full_history():
+    from mlmbook.language import Grammar
+    from mlmbook.train import PRESETS, _key, cache_dir
+    g = Grammar.load("toy")
+    path = cache_dir() / f"toy-{_key(g, PRESETS['full'], 0, 'mlm')}" / "history.json"
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+if __name__ == "__main__":
+    sys.exit(main())
