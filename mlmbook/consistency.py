@@ -12,7 +12,13 @@ guarantee that one joint distribution :math:`p` produced all the answers (Young 
 For every coherent joint (e.g. the truth oracle) all three vanish, up to float rounding.
 All functions take an oracle with ``lm.logits(ids (B,n), positions (B,k)) -> (B,k,V)`` and
 ``lm.mask_id`` (see docs/INTERFACES.md); ``ids`` may be a 2-D LongTensor or a list of 1-D
-sentences of different lengths (grouped by length, one ``lm.logits`` call per length).
+sentences of different lengths (grouped by length, one ``lm.logits`` call per length, each
+distinct query sent once).
+
+For a corpus: :func:`probe_pairs` runs the rectangle test and the order inconsistency for many
+(sentence, i, j) pairs in bounded-memory groups; :func:`ensemble_versions_many` builds the
+versions for many targets at once and :func:`ensemble_curve` scores ensembles of growing size;
+:func:`chain_rule_grids` gives the whole pair distribution in both chain-rule orders.
 """
 
 from __future__ import annotations
@@ -41,15 +47,21 @@ def _rows(ids) -> list[torch.Tensor]:
 
 
 def _logq(lm, rows: list[torch.Tensor], positions) -> np.ndarray:
-    """log-softmax of ``lm.logits`` in float64, (R, k, V); rows grouped by length."""
+    """log-softmax of ``lm.logits`` in float64, (R, k, V).
+
+    Rows are grouped by length (one ``lm.logits`` call per length) and identical queries
+    (same row, same positions) are sent once: the probes of many pairs in one sentence share
+    many rows (e.g. the sentence with only ``j`` masked).
+    """
     positions = torch.as_tensor(np.array(positions, dtype=np.int64), dtype=torch.long).reshape(len(rows), -1)
     out = np.empty((len(rows), positions.shape[1], lm.V))
     lengths = np.array([len(r) for r in rows])
     for n in np.unique(lengths):
         idx = np.flatnonzero(lengths == n)
-        batch = torch.stack([rows[i] for i in idx])
-        logits = lm.logits(batch, positions[idx]).detach().to("cpu", torch.float64)
-        out[idx] = torch.log_softmax(logits, dim=-1).numpy()
+        queries = torch.cat([torch.stack([rows[i] for i in idx]), positions[idx]], dim=1)
+        unique, inverse = torch.unique(queries, dim=0, return_inverse=True)
+        logits = lm.logits(unique[:, :n], unique[:, n:]).detach().to("cpu", torch.float64)
+        out[idx] = torch.log_softmax(logits, dim=-1).numpy()[inverse.numpy()]
     return out
 
 
@@ -315,7 +327,8 @@ def ensemble_versions(lm, ids, t: int, aux=None, candidates=None) -> Versions:
         Auxiliary positions K; default every other unmasked position.
     candidates : None, int or array_like of token ids
         The support of the versions. None: every token with a finite version-0 logit;
-        an int K: the top-K of version 0 plus the gold token; an array: exactly those ids.
+        an int K: the top-K of version 0 (among tokens with a finite logit) plus the gold
+        token; an array: exactly those ids.
         Costs 1 + |K|(1 + C) rows in two ``lm.logits`` calls (the direct conditional, then
         every route); :func:`ensemble_versions_many` does the same for many targets at once.
     """
@@ -337,7 +350,8 @@ def ensemble_versions_many(lm, ids, targets, aux=None, candidates=None, rows_per
         several targets in it)
     targets : array_like (N,) of target positions
     aux : None or list of N arrays of auxiliary positions (default: every other unmasked position)
-    candidates : None, an int (shared), or a list of N arrays of token ids
+    candidates : None, an int or an array of token ids (shared by all items), or a list of N
+        of those (one per item); see :func:`ensemble_versions`
     rows_per_call : int, optional
         Items are processed in groups of about this many rows (default: about four million
         logits per call), so memory stays bounded for large vocabularies.
@@ -357,9 +371,10 @@ def ensemble_versions_many(lm, ids, targets, aux=None, candidates=None, rows_per
     if aux is None:
         aux = [[k for k in range(len(r)) if k != t and int(r[k]) != m] for r, t in zip(rows, targets)]
     aux = [np.asarray(a, dtype=np.int64).reshape(-1) for a in aux]
-    per_item = candidates if isinstance(candidates, (list, tuple)) else [candidates] * N
-    width = lm.V if candidates is None else (int(candidates) + 1 if np.ndim(candidates) == 0
-                                             else max(len(c) for c in candidates))
+    per_item = list(candidates) if isinstance(candidates, (list, tuple)) else [candidates] * N
+    if len(per_item) != N:
+        raise ValueError(f"candidates: one array per item ({N}), got {len(per_item)}")
+    width = max(lm.V if c is None else int(c) + 1 if np.ndim(c) == 0 else len(c) for c in per_item) if N else 1
     rows_per_item = 1 + int(np.mean([len(a) for a in aux] or [0])) * (1 + width)
     out = []
     for sl in tqdm(_slices(N, rows_per_item, lm.V, rows_per_call), desc="versions", disable=not progress):
@@ -376,7 +391,8 @@ def _versions(lm, rows, targets, aux, per_item) -> list:
         if c is None:
             cand = np.flatnonzero(np.isfinite(d))
         elif np.ndim(c) == 0:
-            cand = np.argsort(-d, kind="stable")[: int(c)]
+            cand = np.argsort(-d, kind="stable")
+            cand = cand[np.isfinite(d[cand])][: int(c)]
             if int(r[t]) != m and int(r[t]) not in cand:
                 cand = np.append(cand, int(r[t]))
         else:

@@ -40,7 +40,7 @@ from scipy.special import logsumexp
 
 __all__ = [
     "WINDOW", "cmi_grid", "cmi_gibbs", "gibbs_limit", "mutual_information", "cpmi", "truth_cmi",
-    "pieces_to_words", "CMIGrid",
+    "pieces_to_words", "CMIGrid", "uuas_difference", "grid_rows", "decode",
     "symmetrize", "maximum_spanning_tree", "eisner", "tree_from_scores", "edges_from_heads",
     "uuas", "uuas_counts", "sentence_uuas", "bootstrap_ci",
     "adjacent_edges", "random_tree_edges", "random_projective_tree", "prufer_to_edges",
@@ -175,11 +175,11 @@ def mutual_information(P) -> np.ndarray:
 
 
 def _long_run(K: np.ndarray, start: np.ndarray, tol: float = 1e-13) -> np.ndarray:
-    """Long-run distribution of the Markov chain with kernel ``K`` started from ``start``.
+    r"""Long-run distribution of the Markov chain with kernel ``K`` started from ``start``.
 
     A strictly positive kernel has a unique stationary distribution: solve
-    :math:`\\mu (K - I) = 0,\\ \\sum \\mu = 1`. A kernel with zeros (exact oracles) may be
-    reducible, and then the limit depends on the start: iterate :math:`\\mu K^{2^m}` by
+    :math:`\mu (K - I) = 0,\ \sum \mu = 1`. A kernel with zeros (exact oracles) may be
+    reducible, and then the limit depends on the start: iterate :math:`\mu K^{2^m}` by
     repeated squaring until it stops moving.
     """
     n = len(K)
@@ -242,8 +242,8 @@ def gibbs_limit(log_a_given_b, log_b_given_a, log_b=None) -> tuple[float, float,
 # -- conditional mutual information: the grid --
 
 
-def _grid_limit(a_rows, b_rows, cp, cq, log_start) -> tuple[float, float]:
-    """:func:`gibbs_limit` from grid rows over (possibly restricted) candidate sets.
+def _grid_limit(a_rows, b_rows, cp, cq, log_start):
+    r""":func:`gibbs_limit` from grid rows over (possibly restricted) candidate sets.
 
     ``a_rows[k]`` is :math:`\log q(x_p = \cdot \mid x_q = c_q[k], r)` over the whole
     vocabulary, ``b_rows[k]`` is :math:`\log q(x_q = \cdot \mid x_p = c_p[k], r)`. The chain's
@@ -251,6 +251,9 @@ def _grid_limit(a_rows, b_rows, cp, cq, log_start) -> tuple[float, float]:
     there); the mutual informations use the conditionals over the whole vocabulary, so that
     restricting the candidates only restricts which values are *conditioned on*. With every
     token a candidate this is exactly :func:`gibbs_limit`.
+
+    Returns ``(I_p, I_q, pi_p, tv)``: ``pi_p`` (V, K_q) and the total variation distance
+    between the chain's law of :math:`x_q` and the start (the both-masked marginal).
     """
     la, lb = a_rows[:, cp].T, b_rows[:, cq]                         # [a, b] on candidates
     A = np.exp(la - logsumexp(la, axis=0, keepdims=True))
@@ -258,9 +261,10 @@ def _grid_limit(a_rows, b_rows, cp, cq, log_start) -> tuple[float, float]:
     start = np.exp(log_start - logsumexp(log_start))
     mu_b = _long_run(A.T @ B, start)
     mu_a = A @ mu_b
-    I_p = mutual_information(np.exp(a_rows).T * mu_b[None, :])      # (V, K_q)
+    pi_p = np.exp(a_rows).T * mu_b[None, :]                          # (V, K_q)
+    I_p = mutual_information(pi_p)
     I_q = mutual_information(mu_a[:, None] * np.exp(b_rows))        # (K_p, V)
-    return I_p, I_q
+    return I_p, I_q, pi_p, 0.5 * float(np.abs(mu_b - start).sum())
 
 
 def _candidates(logp: np.ndarray, allowed: np.ndarray, top_mass, max_candidates):
@@ -277,19 +281,38 @@ def _candidates(logp: np.ndarray, allowed: np.ndarray, top_mass, max_candidates)
 
 
 class CMIGrid(list):
-    """Word-level CMI matrices (a list), with what the computation cost and left out.
+    """Word-level CMI matrices (a list), with what the computation cost and found on the way.
 
-    Attributes: ``rows`` (sentences fed to the model), ``pairs`` (piece pairs scored),
-    ``mean_candidates`` (words enumerated per position), ``max_left_out`` (largest
-    both-masked probability mass outside a candidate set; 0 for the full vocabulary).
+    Attributes
+    ----------
+    rows : int
+        Rows (sentences with some positions masked or set) fed to the model.
+    pairs : int
+        Piece pairs scored.
+    mean_candidates : float
+        Values enumerated per position (``V`` minus special tokens for the full grid).
+    max_left_out : float
+        Largest both-masked probability mass outside a candidate set (0 for the full grid).
+    tv_to_marginal : list of float
+        Per pair, the total variation distance between the chain's long-run law of
+        :math:`x_q` and the MLM's own prediction for :math:`x_q` with both positions masked
+        (0 for a model whose conditionals are compatible, when started from its marginal).
+    joints : dict
+        Only with ``keep_joints=True``: ``(sentence, p, q) -> (pi_p, candidates of q)``,
+        ``pi_p[a, k]`` the chain's joint of :math:`x_p = a` (token id) and
+        :math:`x_q = c_q[k]`.
     """
 
-    rows = pairs = 0
-    mean_candidates = max_left_out = 0.0
+    def __init__(self):
+        super().__init__()
+        self.rows = self.pairs = 0
+        self.mean_candidates = self.max_left_out = 0.0
+        self.tv_to_marginal, self.joints = [], {}
 
 
 def cmi_grid(lm, sentences, keep=None, window: int | None = WINDOW, top_mass: float | None = None,
-             max_candidates: int | None = None, progress: bool = False) -> CMIGrid:
+             max_candidates: int | None = None, keep_joints: bool = False,
+             progress: bool = False) -> CMIGrid:
     r"""Zhang & Hashimoto's conditional mutual information, computed by enumeration.
 
     For each pair of pieces :math:`p < q` within ``window`` (of two different kept words) and
@@ -299,12 +322,15 @@ def cmi_grid(lm, sentences, keep=None, window: int | None = WINDOW, top_mass: fl
     marginals with both masked (1 row). :func:`gibbs_limit` then gives, exactly, the value that
     the paper's Gibbs estimator (:func:`cmi_gibbs`) converges to, in both directions.
 
-    Candidates: by default the whole vocabulary (special tokens excluded, and words the model
+    Candidates: by default the whole vocabulary (special tokens excluded, and tokens the model
     gives probability 0 with both positions masked), ``2V + 1`` rows per pair. For a large
     vocabulary that is infeasible; ``top_mass`` keeps, at each position, the fewest tokens
     holding that much of the both-masked marginal (and at most ``max_candidates``): the *top-K
-    restricted grid*. The chain is then run on the restricted grid with renormalised
-    conditionals; the result's ``max_left_out`` reports the largest mass left out.
+    restricted grid*. The chain then runs on the candidates with renormalised conditionals,
+    while the informations use each queried conditional over the whole vocabulary. It is an
+    approximation, and not a safe one: an MLM's chain may spend much of its time on values its
+    both-masked marginal thinks unlikely (see ``tv_to_marginal``), so check it against the full
+    grid on a few sentences before trusting it.
 
     Batching: one both-masked row per pair for every pair of every sentence, then the grid
     rows of many pairs of equal-length sentences together, in as few :meth:`lm.log_probs`
@@ -314,7 +340,8 @@ def cmi_grid(lm, sentences, keep=None, window: int | None = WINDOW, top_mass: fl
     -------
     CMIGrid
         One ``(len(keep), len(keep))`` matrix per sentence, ``M[a, b]`` = information about word
-        ``a`` carried by word ``b`` (mean over piece pairs, :func:`pieces_to_words`).
+        ``a`` carried by word ``b`` (mean over piece pairs, :func:`pieces_to_words`), plus the
+        diagnostics listed there.
     """
     keep = [None] * len(sentences) if keep is None else keep
     enc = [_Encoded(lm, s, k) for s, k in zip(sentences, keep)]
@@ -359,12 +386,24 @@ def cmi_grid(lm, sentences, keep=None, window: int | None = WINDOW, top_mass: fl
             cp, cq = cand[job]
             a_rows, b_rows = lp[at:at + len(cq)], lp[at + len(cq):at + len(cq) + len(cp)]
             at += len(cq) + len(cp)
-            score[job] = _grid_limit(a_rows, b_rows, cp, cq, start[job])
+            I_p, I_q, pi_p, tv = _grid_limit(a_rows, b_rows, cp, cq, start[job])
+            score[job] = (I_p, I_q)
+            out.tv_to_marginal.append(tv)
+            if keep_joints:
+                out.joints[job] = (pi_p, cq)
         out.rows += len(ids)
     out.pairs = len(jobs)
     out.mean_candidates = float(np.mean([len(c) for cs in cand.values() for c in cs])) if cand else 0.0
     out.extend(_to_words(enc, jobs, score))
     return out
+
+
+def grid_rows(lm, sentences, keep=None, window: int | None = WINDOW) -> int:
+    """Forward passes :func:`cmi_grid` needs with the full vocabulary: ``2K + 1`` per piece pair,
+    ``K`` the number of non-special tokens. Use it to size a corpus before running the grid."""
+    keep = [None] * len(sentences) if keep is None else keep
+    K = len(_non_special(lm))
+    return sum(len(_Encoded(lm, s, k).piece_pairs(window)) for s, k in zip(sentences, keep)) * (2 * K + 1)
 
 
 def _to_words(enc, jobs, score) -> list[np.ndarray]:
@@ -475,7 +514,9 @@ def cpmi(lm, sentences, keep=None, progress: bool = False) -> list:
 
     the ``k``-th factor querying piece ``k`` with pieces ``k..m`` masked and ``1..k-1``
     revealed. This is exact for a model whose conditionals are compatible; for an MLM it is one
-    well-defined choice among several (another order gives another number).
+    well-defined choice among several (another order gives another number). A piece that is a
+    special token (``[UNK]``, which the interface never predicts) is left out of the product;
+    a word with no other piece gets CPMI 0.
 
     Batching: the ``m_a (1 + n_keep - 1)`` rows of every word of every sentence go through a few
     length-bucketed :meth:`lm.log_probs` calls.
@@ -486,11 +527,14 @@ def cpmi(lm, sentences, keep=None, progress: bool = False) -> list:
     """
     keep = [None] * len(sentences) if keep is None else keep
     enc = [_Encoded(lm, s, k) for s, k in zip(sentences, keep)]
+    unpredictable = set(getattr(lm, "special_ids", [])) | {lm.mask_id}
     rows = []   # (sentence, a, b or -1, token row, query position, target id)
     for s, e in enumerate(enc):
         for a in e.keep:
             for b in [-1] + [b for b in e.keep if b != a]:
                 for k, piece in enumerate(e.pieces[a]):
+                    if e.ids[piece] in unpredictable:     # e.g. [UNK]: the model never predicts it
+                        continue
                     r = list(e.ids)
                     for p in e.pieces[a][k:] + (e.pieces[b] if b >= 0 else []):
                         r[p] = lm.mask_id
@@ -542,6 +586,55 @@ def truth_cmi(grammar, sentences, keep=None, window: int | None = WINDOW,
                 M[where[i], where[j]] = M[where[j], where[i]] = mutual_information(joint)
         mats.append(M)
     return mats
+
+
+# -- from a score matrix to a tree --
+
+
+def decode(M, how: str = "max", projective: bool = False, neighbour_bonus: float = 1e-6) -> set[Edge]:
+    r"""The tree a score matrix implies: symmetrise, break ties toward neighbours, decode.
+
+    .. math:: S = \operatorname{sym}(M) + \epsilon\, [\, |i - j| = 1 \,]
+
+    then :func:`tree_from_scores` (maximum spanning tree, or Eisner's best projective tree).
+    The small bonus :math:`\epsilon` only matters between equal scores — frequent for exact
+    distributions, whose CMI is exactly 0 for many pairs — and prefers the adjacent pair,
+    as Zhang & Hashimoto's evaluation does.
+    """
+    S = symmetrize(M, how)
+    n = len(S)
+    if n > 1:
+        i = np.arange(n - 1)
+        S[i, i + 1] += neighbour_bonus
+        S[i + 1, i] += neighbour_bonus
+    return tree_from_scores(S, projective=projective)
+
+
+# -- comparing two parsers on the same sentences --
+
+
+def uuas_difference(correct_a, correct_b, total, n_boot: int = 2000, seed=0,
+                    level: float = 0.95) -> tuple[float, float, float]:
+    r"""Difference of two parsers' corpus UUAS on the same sentences, with a paired bootstrap.
+
+    .. math:: \Delta = \frac{\sum_k (c^A_k - c^B_k)}{\sum_k g_k}
+
+    for per-sentence correct-edge counts :math:`c^A_k, c^B_k` and gold-edge counts
+    :math:`g_k` (from :func:`uuas_counts`). Each bootstrap replicate draws sentences with
+    replacement, *the same draw for both parsers*, so that sentence difficulty, shared by
+    both, cancels; the interval is the percentile interval of the replicates.
+
+    Returns
+    -------
+    (diff, lo, hi)
+    """
+    ca, cb, g = (np.asarray(x, dtype=float) for x in (correct_a, correct_b, total))
+    if not (ca.shape == cb.shape == g.shape) or ca.ndim != 1 or len(g) == 0:
+        raise ValueError("need three equal-length, non-empty 1-d arrays")
+    idx = np.random.default_rng(seed).integers(0, len(g), size=(n_boot, len(g)))
+    reps = (ca[idx] - cb[idx]).sum(axis=1) / np.maximum(g[idx].sum(axis=1), 1)
+    lo, hi = np.quantile(reps, [(1 - level) / 2, (1 + level) / 2])
+    return float((ca - cb).sum() / g.sum()), float(lo), float(hi)
 
 
 # --- trees from score matrices ---
@@ -609,7 +702,7 @@ def maximum_spanning_tree(S) -> set[Edge]:
     for _ in range(n - 1):
         outside = np.flatnonzero(~in_tree)
         j = outside[np.argmax(best[outside])]
-        edges.add(_edge(j, link[j]))
+        edges.add(_edge(int(j), int(link[j])))
         in_tree[j] = True
         better = (S[j] > best) & ~in_tree
         best[better], link[better] = S[j][better], j

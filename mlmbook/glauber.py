@@ -28,9 +28,9 @@ from tqdm.auto import tqdm
 
 __all__ = [
     "GlauberSampler", "Coupling", "censored_quantile", "hamming_autocorrelation", "basin_occupancy",
-    "escape_times", "Frame", "state_space", "state_index", "exact_transition_matrix", "critical_depth",
+    "escape_times", "influence", "Frame", "state_space", "state_index", "exact_transition_matrix", "critical_depth",
     "stationary", "spectral_gap", "relaxation_time", "tv", "kl", "is_reversible",
-    "truth_log_probs", "topic_posterior", "hysteresis_labels",
+    "truth_log_probs", "topic_posterior", "topic_word_log_odds", "topic_log_odds", "hysteresis_labels",
 ]
 
 
@@ -38,19 +38,31 @@ def _bar(n: int, progress: bool | None, desc: str):
     return tqdm(range(n), disable=not (n >= 500 if progress is None else progress), desc=desc)
 
 
-def _draw(logits: torch.Tensor, u: torch.Tensor, T) -> torch.Tensor:
-    """Inverse-CDF sample of softmax(logits / T) over a fixed token order, given uniforms u.
+def _tempered(logits: torch.Tensor, T, allowed: torch.Tensor | None = None) -> torch.Tensor:
+    """Row-wise softmax(logits / T) (float64), restricted to ``allowed`` (C, V) tokens.
 
     ``T`` is a float or a (C,) tensor (one temperature per row). Rows without mass (every
-    logit -inf) return -1.
+    allowed logit -inf) are all zero.
     """
+    z = logits.to(torch.float64)
+    if allowed is not None:
+        z = z.masked_fill(~allowed, float("-inf"))
     T = torch.as_tensor(T, dtype=torch.float64)
     T = T[:, None] if T.dim() == 1 else T
-    p = torch.softmax(logits.to(torch.float64) / T, dim=-1).nan_to_num_(0.0)
+    return torch.softmax(z / T, dim=-1).nan_to_num_(0.0)
+
+
+def _inverse_cdf(p: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+    """Token where each row's CDF (over token-id order) first exceeds u·total; -1 for rows without mass."""
     cdf = torch.cumsum(p, dim=-1)
     idx = torch.searchsorted(cdf, (u * cdf[:, -1]).unsqueeze(1), right=True).squeeze(1)
     idx = idx.clamp_(max=p.shape[1] - 1)
     return torch.where(cdf[:, -1] > 0, idx, torch.full_like(idx, -1))
+
+
+def _draw(logits: torch.Tensor, u: torch.Tensor, T) -> torch.Tensor:
+    """Inverse-CDF sample of softmax(logits / T) given uniforms u (-1 for rows without mass)."""
+    return _inverse_cdf(_tempered(logits, T), u)
 
 
 class Coupling(NamedTuple):
@@ -69,8 +81,8 @@ class GlauberSampler:
     ----------
     lm : oracle with ``logits(ids, positions)`` and ``mask_id`` (docs/INTERFACES.md)
     temperature : float > 0, or a sequence of them, one per chain (then every state batch
-        given to the sampler must have that many chains); chains at several temperatures
-        then share each forward pass
+        given to the sampler must have that many chains): chains at several temperatures
+        share each forward pass
     scan : ``"random"`` (site uniform over the free sites, independently per chain) or
         ``"systematic"`` (all chains visit the free sites in order, cyclically)
     frozen : positions never resampled (e.g. the final ".")
@@ -81,6 +93,7 @@ class GlauberSampler:
 
     Notes
     -----
+    Tokens are drawn by inverse CDF over token-id order from one uniform per chain and step.
     A chain whose conditional has no mass on its candidate set (possible only for an exact
     oracle that forbids every candidate in that context) keeps its current token.
     """
@@ -101,6 +114,7 @@ class GlauberSampler:
         else:
             self.candidates = None if candidates is None else torch.as_tensor(candidates, dtype=torch.long)
         self.generator = torch.Generator().manual_seed(seed)
+        self._coupling_generator = torch.Generator().manual_seed(seed + 104_729)
 
     def sites(self, n: int) -> torch.Tensor:
         return torch.tensor([i for i in range(n) if i not in self.frozen], dtype=torch.long)
@@ -120,9 +134,9 @@ class GlauberSampler:
         s = self.sites(x.shape[1])
         if pool is None and self.per_site:
             for i in s.tolist():
-                p = self.candidates.get(i)
-                if p is None:
+                if i not in self.candidates:
                     raise ValueError(f"site {i} has no candidate set; give a pool")
+                p = self.candidates[i]
                 x[:, i] = p[torch.randint(len(p), (n_chains,), generator=self.generator)]
             return x
         pool = self.candidates if pool is None else torch.as_tensor(pool, dtype=torch.long)
@@ -142,37 +156,42 @@ class GlauberSampler:
 
     _randomness = draw
 
-    def update(self, x: torch.Tensor, site: torch.Tensor, u: torch.Tensor, T=None) -> torch.Tensor:
-        r"""One step with given randomness: row ``c`` resamples ``site[c]`` by inverse CDF at ``u[c]``.
+    def _allowed(self, site: torch.Tensor, V: int) -> torch.Tensor | None:
+        if self.candidates is None:
+            return None
+        if not self.per_site:
+            row = torch.zeros(V, dtype=torch.bool)
+            row[self.candidates] = True
+            return row.expand(len(site), V)
+        allowed = torch.ones(len(site), V, dtype=torch.bool)
+        for i, ids in self.candidates.items():
+            hit = site == i
+            if hit.any():
+                row = torch.zeros(V, dtype=torch.bool)
+                row[ids] = True
+                allowed[hit] = row
+        return allowed
 
-        All rows go through one ``lm.logits`` call (the LM head only at the updated site).
-        ``T``: (C,) temperatures (default :meth:`temperatures`). Returns the new states.
+    def probs(self, x: torch.Tensor, site: torch.Tensor, T=None) -> torch.Tensor:
+        r"""(C, V) tempered conditionals :math:`\pi_{i,T}(\cdot \mid x_{-i})` at ``site[c]`` of each row.
+
+        One ``lm.logits`` call for all rows, the LM head only at the masked site.
         """
         rows = torch.arange(len(x))
-        T = self.temperatures(len(x)) if T is None else T
         q = x.clone()
         q[rows, site] = self.lm.mask_id
         logits = self.lm.logits(q, site[:, None])[:, 0, :].detach().cpu()
-        if self.candidates is None:
-            tok = _draw(logits, u, T)
-        elif not self.per_site:
-            k = _draw(logits[:, self.candidates], u, T)
-            tok = torch.where(k >= 0, self.candidates[k.clamp(min=0)], k)
-        else:
-            allowed = torch.ones(len(x), logits.shape[1], dtype=torch.bool)
-            for i, ids in self.candidates.items():
-                hit = site == i
-                if hit.any():
-                    row = torch.zeros(logits.shape[1], dtype=torch.bool)
-                    row[ids] = True
-                    allowed[hit] = row
-            tok = _draw(logits.masked_fill(~allowed, float("-inf")), u, T)
+        T = self.temperatures(len(x)) if T is None else T
+        return _tempered(logits, T, self._allowed(site, logits.shape[1]))
+
+    def update(self, x: torch.Tensor, site: torch.Tensor, u: torch.Tensor, T=None) -> torch.Tensor:
+        """One step with given randomness: row ``c`` resamples ``site[c]`` by inverse CDF at
+        ``u[c]``; ``T``: (C,) temperatures (default :meth:`temperatures`). Returns new states."""
+        tok = _inverse_cdf(self.probs(x, site, T), u)
+        rows = torch.arange(len(x))
         x = x.clone()
         x[rows, site] = torch.where(tok >= 0, tok, x[rows, site])
         return x
-
-    def _update(self, x, site, u, T=None):
-        return self.update(x, site, u, T)
 
     def step(self, x: torch.Tensor, t: int = 0) -> torch.Tensor:
         """One step of every chain in ``x`` (C, n); ``t`` is the step index (systematic scan)."""
@@ -195,22 +214,33 @@ class GlauberSampler:
         return torch.stack(out)
 
     def coupled_run(self, init_a, init_b, max_steps: int, record_every: int | None = None,
-                    stop_when_met: bool = True, freeze_met: bool = False,
+                    stop_when_met: bool = True, freeze_met: bool = False, coupling: str = "cdf",
                     progress: bool | None = None) -> Coupling:
-        """Grand coupling of pairs of chains: same site and same uniform for both copies.
+        r"""Couple pairs of chains: both copies of a pair update the same site at every step.
 
-        Each pair uses one site choice and one uniform :math:`u` per step, and each copy takes
-        the token where its CDF (over a fixed token order) first exceeds :math:`u`. Each copy is
-        marginally a Glauber chain (the same one ``run`` gives from the same seed); once a pair
-        agrees everywhere, both copies see identical inputs and randomness and stay together
-        (met pairs share one forward row, which also rules out float noise between batch rows).
-        The coalescence time :math:`\\tau = \\min\\{t : a_t = b_t\\}` bounds the distance to
-        stationarity: :math:`d(t) \\le \\max_{x,y} P_{x,y}(\\tau > t)` (Levin & Peres, Thm 5.4).
-        Runs stop early once every pair has met (unless ``stop_when_met=False``).
-        ``freeze_met=True`` stops simulating pairs once they have met (their randomness is still
-        drawn, so the other pairs are unchanged): the right choice when only the times are
-        wanted; ``final_a``/``final_b`` then hold each met pair's meeting state.
+        ``coupling="cdf"`` (the grand coupling): both copies use the same uniform :math:`u`
+        and take the token where their own CDF (over token-id order) first exceeds it.
+        ``coupling="maximal"``: copy a draws :math:`X \sim p_a` by inverse CDF at :math:`u`
+        (exactly as :meth:`run` would), and copy b keeps :math:`Y = X` with probability
+        :math:`\min(1, p_b(X)/p_a(X))`, else draws from the residual
+        :math:`(p_b - p_a)_+`; then :math:`P(X = Y) = 1 - \|p_a - p_b\|_\mathrm{TV}`, the most
+        any coupling of the two updates can achieve (Levin & Peres, Prop. 4.7). Far better
+        at coalescing over a large vocabulary, where two slightly different CDFs rarely pick
+        the same token. Its extra uniforms come from a second generator, so copy a is always
+        the chain :meth:`run` gives from the same seed and start.
+
+        Either way each copy is marginally a Glauber chain and a pair that agrees everywhere
+        stays together (met pairs share one forward row, which also rules out float noise
+        between batch rows). The coalescence time :math:`\tau = \min\{t : a_t = b_t\}` bounds
+        the distance to stationarity: :math:`d(t) \le \max_{x,y} P_{x,y}(\tau > t)` (Levin &
+        Peres, Thm 5.4). Runs stop early once every pair has met (unless
+        ``stop_when_met=False``). ``freeze_met=True`` stops simulating pairs once they have met
+        (their randomness is still drawn, so the other pairs are unchanged): the right choice
+        when only the times are wanted; ``final_a``/``final_b`` then hold each met pair's
+        meeting state.
         """
+        if coupling not in ("cdf", "maximal"):
+            raise ValueError("coupling must be 'cdf' or 'maximal'")
         a, b = (torch.as_tensor(v, dtype=torch.long) for v in (init_a, init_b))
         C, n = a.shape
         temps = self.temperatures(C)
@@ -221,17 +251,31 @@ class GlauberSampler:
             if stop_when_met and bool(met.all()):
                 break
             site, u = self.draw(C, n, t)
+            u2 = torch.rand(2, C, generator=self._coupling_generator, dtype=torch.float64)
             apart = torch.nonzero(~met).ravel()
-            if freeze_met:
-                both = self.update(torch.cat([a[apart], b[apart]]), site[apart].repeat(2), u[apart].repeat(2),
-                                   temps[apart].repeat(2))
-                a, b = a.clone(), b.clone()
-                a[apart], b[apart] = both[:len(apart)], both[len(apart):]
+            run_a = apart if freeze_met else torch.arange(C)           # copy-a rows simulated
+            k = len(run_a)
+            p = self.probs(torch.cat([a[run_a], b[apart]]), torch.cat([site[run_a], site[apart]]),
+                           torch.cat([temps[run_a], temps[apart]]))
+            pa = p[:k]
+            xa = _inverse_cdf(pa, u[run_a])
+            if coupling == "cdf":
+                xb = _inverse_cdf(p[k:], u[apart])
             else:
-                both = self.update(torch.cat([a, b[apart]]), torch.cat([site, site[apart]]),
-                                   torch.cat([u, u[apart]]), torch.cat([temps, temps[apart]]))
-                a, b = both[:C], both[:C].clone()
-                b[apart] = both[C:]
+                pos = torch.searchsorted(run_a, apart)                  # row of each apart pair in pa
+                pa_, pb = pa[pos], p[k:]
+                x = xa[pos]
+                xc = x.clamp(min=0)
+                keep = u2[0, apart] * pa_.gather(1, xc[:, None])[:, 0] <= pb.gather(1, xc[:, None])[:, 0]
+                resid = _inverse_cdf((pb - pa_).clamp_(min=0), u2[1, apart])
+                xb = torch.where(keep | (resid < 0), x, resid)
+                xb = torch.where(x < 0, _inverse_cdf(pb, u[apart]), xb)
+            a_new, b_new = a.clone(), b.clone()
+            a_new[run_a, site[run_a]] = torch.where(xa >= 0, xa, a[run_a, site[run_a]])
+            if not freeze_met:
+                b_new[met] = a_new[met]                                  # met pairs move together
+            b_new[apart, site[apart]] = torch.where(xb >= 0, xb, b[apart, site[apart]])
+            a, b = a_new, b_new
             now = (a == b).all(dim=1)
             times[(now & ~met).numpy()] = t + 1
             met |= now
@@ -250,6 +294,75 @@ def censored_quantile(times, censored, q: float = 0.5) -> float:
     """
     t = np.where(np.asarray(censored, bool), np.inf, np.asarray(times, float))
     return float(np.quantile(t, q, method="inverted_cdf")) if len(t) else float("nan")
+
+
+def influence(lm, ids, temperatures, frozen=(), alternatives: int = 2, substitutes: str = "top",
+              seed: int = 0, progress: bool = False) -> np.ndarray:
+    r"""Estimated Dobrushin influence of one token on the rest of the sentence, per temperature.
+
+    For a sentence :math:`x`, a free site :math:`j` and a substitute :math:`v` for
+    :math:`x_j` (the ``alternatives`` most likely other tokens of :math:`q(\cdot \mid x_{-j})`),
+
+    .. math::
+        c_j(x, v) = \sum_{i \ne j} \big\|\pi_{i,T}(\cdot \mid x_{-i}) -
+                    \pi_{i,T}(\cdot \mid x^{j \leftarrow v}_{-i})\big\|_\mathrm{TV},
+
+    the total change that swapping one token makes to the other sites' tempered conditionals.
+    If :math:`\alpha = \sup_{x, j, v} c_j(x, v) < 1` (Dobrushin's condition), path coupling
+    shows that random-scan Glauber dynamics contracts the Hamming distance by a factor
+    :math:`1 - (1-\alpha)/n` per step and mixes in :math:`O(n \log n)` steps
+    (Levin & Peres, ch. 14). This function returns the *sampled* version,
+    :math:`\hat\alpha(x) = \max_j \operatorname{mean}_v c_j(x, v)` per sentence: a
+    typical-case estimate (a lower bound on the supremum), not a certificate.
+
+    Parameters
+    ----------
+    ids : LongTensor (S, n) of sentences (token ids)
+    temperatures : sequence of T; one oracle pass serves all of them
+    frozen : positions that are never resampled (not sources or targets)
+
+    Returns
+    -------
+    numpy.ndarray (S, len(temperatures))
+    """
+    ids = torch.as_tensor(ids, dtype=torch.long)
+    S, n = ids.shape
+    free = [i for i in range(n) if i not in set(frozen)]
+    Ts = torch.as_tensor(np.asarray(temperatures, dtype=np.float64))
+    out = np.zeros((S, len(Ts)))
+    m = lm.mask_id
+    gen = torch.Generator().manual_seed(seed)
+    for s in tqdm(range(S), disable=not progress, desc="influence"):
+        x = ids[s]
+        base = x.repeat(len(free), 1)
+        base[torch.arange(len(free)), torch.tensor(free)] = m
+        lg0 = lm.logits(base, torch.tensor(free)[:, None])[:, 0].double()          # (F, V) at T = 1
+        rows, pos, src = [], [], []
+        for a, j in enumerate(free):
+            if substitutes == "top":
+                top = torch.argsort(lg0[a], descending=True)
+            else:
+                top = torch.randperm(lm.V, generator=gen)
+                top = top[torch.isfinite(lg0[a, top])]
+            subs = [int(v) for v in top[: alternatives + 1] if int(v) != int(x[j])][:alternatives]
+            for v in subs:
+                for b, i in enumerate(free):
+                    if i != j:
+                        r = x.clone()
+                        r[j], r[i] = v, m
+                        rows.append(r), pos.append(i), src.append((a, b))
+        lg = lm.logits(torch.stack(rows), torch.tensor(pos)[:, None])[:, 0].double()
+        a_idx = torch.tensor([a for a, _ in src])
+        b_idx = torch.tensor([b for _, b in src])
+        for k, T in enumerate(Ts):
+            p0 = torch.softmax(lg0 / T, dim=-1).nan_to_num(0.0)
+            p1 = torch.softmax(lg / T, dim=-1).nan_to_num(0.0)
+            tv_ = 0.5 * (p1 - p0[b_idx]).abs().sum(dim=-1)                              # one per row
+            col = torch.zeros(len(free)).double().index_add_(0, a_idx, tv_)
+            cnt = torch.zeros(len(free)).double().index_add_(0, a_idx, torch.ones_like(tv_))
+            c = col / cnt.clamp(min=1) * (len(free) - 1)                                   # mean over v of the sum over i
+            out[s, k] = float(c.max())
+    return out
 
 
 class Autocorrelation(NamedTuple):
@@ -485,7 +598,7 @@ def exact_transition_matrix(cond, n: int, V_subset, T: float = 1.0, scan: str = 
     return frame.kernel(frame.conditional_logits(cond, mask_id, chunk, progress), T)
 
 
-def critical_depth(log_p, frame: Frame) -> float:
+def critical_depth(log_p, frame: Frame, return_trap: bool = False):
     r"""Critical depth :math:`\Gamma` of the energy landscape :math:`E = -\log p` for heat-bath
     Glauber dynamics on a :class:`Frame`.
 
@@ -498,7 +611,18 @@ def critical_depth(log_p, frame: Frame) -> float:
     As :math:`T \to 0` the spectral gap behaves like :math:`e^{-\Gamma/T}` (Holley & Stroock;
     Catoni), so :math:`\log t_\text{rel} \approx \Gamma / T`: the Arrhenius law. Computed by
     Kruskal's algorithm over the moves sorted by height; states with :math:`p = 0` are left out.
-    ``log_p``: (S,) log-probabilities of the frame's states, in frame order.
+
+    Parameters
+    ----------
+    log_p : (S,) log-probabilities of the frame's states, in frame order
+    frame : :class:`Frame` (or any object with ``sites`` and ``families(a)``)
+    return_trap : also return the deepest trap: the index of its minimum and the move
+        ``(x, y)`` (state indices) at the top of its cheapest way out
+
+    Returns
+    -------
+    float, or ``(depth, minimum, (x, y))`` with ``return_trap`` (``minimum`` is -1 when
+    there is a single well)
     """
     E = -np.asarray(log_p, dtype=np.float64)
     hs, us, vs = [], [], []
@@ -507,12 +631,13 @@ def critical_depth(log_p, frame: Frame) -> float:
         e = E[fam]                                                          # (F, m)
         low = e.min(axis=1, keepdims=True)
         iu, iv = np.triu_indices(fam.shape[1], 1)
-        h = e[:, iu] + e[:, iv] - low
+        with np.errstate(invalid="ignore"):                                # inf - inf on forbidden lines
+            h = e[:, iu] + e[:, iv] - low
         ok = np.isfinite(h)
         hs.append(h[ok]), us.append(fam[:, iu][ok]), vs.append(fam[:, iv][ok])
     h, u, v = (np.concatenate(z) for z in (hs, us, vs))
     parent = np.arange(len(E))
-    lowest = E.copy()                                                      # energy of each component's minimum
+    bottom = np.arange(len(E))                                             # each component's lowest state
 
     def root(x):
         while parent[x] != x:
@@ -520,16 +645,17 @@ def critical_depth(log_p, frame: Frame) -> float:
             x = parent[x]
         return x
 
-    depth = 0.0
+    depth, trap = 0.0, (-1, (-1, -1))
     for k in np.argsort(h, kind="stable"):
         ru, rv = root(u[k]), root(v[k])
         if ru == rv:
             continue
-        if lowest[ru] > lowest[rv]:
+        if E[bottom[ru]] > E[bottom[rv]]:
             ru, rv = rv, ru                                                # ru holds the lower minimum
-        depth = max(depth, h[k] - lowest[rv])
+        if h[k] - E[bottom[rv]] > depth:
+            depth, trap = float(h[k] - E[bottom[rv]]), (int(bottom[rv]), (int(u[k]), int(v[k])))
         parent[rv] = ru
-    return float(depth)
+    return (depth, *trap) if return_trap else depth
 
 
 def stationary(P, tol: float = 1e-13, dense_below: int = 300) -> np.ndarray:
@@ -682,6 +808,36 @@ def topic_posterior(grammar, states, offset: int = 5, chunk: int = 256) -> np.nd
         post = Zt / tot
     post[bad.numpy() | (tot[:, 0] <= 0)] = np.nan
     return post.reshape(*x.shape[:-1], Zt.shape[1])
+
+
+def topic_word_log_odds(grammar, offset: int = 5, V: int | None = None) -> np.ndarray:
+    r"""Per-token lexical evidence for topic 0 over topic 1 (a grammar with two topics):
+
+    .. math:: w(v) = \log \frac{\sum_A E_0(A \to v)}{\sum_A E_1(A \to v)},
+
+    summing each word's emission probabilities over the preterminals that can emit it. Array
+    over token ids (``offset`` + word id; 0 for the special tokens and beyond ``V``).
+    """
+    E = np.asarray(grammar.pcfg.emissions, dtype=np.float64)
+    if E.shape[0] != 2:
+        raise ValueError("the lexical topic probe needs a grammar with exactly two topics")
+    w = np.log(E[0].sum(axis=0)) - np.log(E[1].sum(axis=0))
+    out = np.zeros(max(V or 0, offset + len(w)))
+    out[offset:offset + len(w)] = w
+    return out
+
+
+def topic_log_odds(grammar, states, offset: int = 5) -> np.ndarray:
+    r"""Lexical topic probe :math:`\lambda(x) = \sum_i w(x_i)` (:func:`topic_word_log_odds`)
+    of each state (..., n): positive leans to topic 0, negative to topic 1.
+
+    Unlike the exact posterior (:func:`topic_posterior`) it is defined for every string,
+    grammatical or not — what a probe along an MLM's chains needs. It is the posterior
+    log-odds of a model that emits each word independently given the topic.
+    """
+    x = torch.as_tensor(states).numpy()
+    w = topic_word_log_odds(grammar, offset, V=int(x.max()) + 1)
+    return w[x].sum(axis=-1)
 
 
 def hysteresis_labels(score, low: float, high: float) -> np.ndarray:

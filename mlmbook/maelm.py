@@ -43,13 +43,13 @@ import os
 import time
 from pathlib import Path
 
-import numpy as np
 import torch
 from torch import nn
 
 from .oracle import SPECIAL_TOKENS, MaskedLM
 
-__all__ = ["MAELM", "DecoderLayer", "MAEMaskedLM", "drop_masked", "make_maelm", "train", "load", "load_encoder"]
+__all__ = ["MAELM", "DecoderLayer", "MAEMaskedLM", "drop_masked", "make_maelm", "parameter_counts", "train", "save",
+           "load", "load_encoder"]
 
 PAD, CLS, SEP, MASK = (SPECIAL_TOKENS.index(t) for t in ("[PAD]", "[CLS]", "[SEP]", "[MASK]"))
 
@@ -335,7 +335,9 @@ def save(model: MAELM, tokenizer, out) -> None:
 def load_encoder(path):
     """The trained MAE-LM encoder: a ``transformers.BertModel`` (what downstream tasks use)."""
     from transformers import BertModel
+    from transformers.utils import logging as hf_logging
 
+    hf_logging.disable_progress_bar()
     return BertModel.from_pretrained(Path(path) / "encoder", add_pooling_layer=False).eval()
 
 
@@ -344,6 +346,9 @@ def load(path, name: str = "MAE-LM") -> MAEMaskedLM:
     from safetensors.torch import load_file
     from transformers import AutoTokenizer, BertConfig
     from transformers.models.bert.modeling_bert import BertPredictionHeadTransform
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
 
     path = Path(path)
     if not (path / "maelm.json").exists():
@@ -362,7 +367,3 @@ def load(path, name: str = "MAE-LM") -> MAEMaskedLM:
     vocab = [t for t, _ in sorted(tok.get_vocab().items(), key=lambda kv: kv[1])]
     return MAEMaskedLM(model, vocab, name=name, tokenizer=tok)
 
-
-def as_numpy(states, rows_mask) -> list:
-    """Stack the rows selected by a boolean mask (B, n) from every layer: list of (N, d) arrays."""
-    return [h[rows_mask].numpy().astype(np.float64) for h in states]

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = [
-    "singular_values", "effective_rank_mass", "effective_rank_entropy", "top_subspace",
+    "singular_values", "cumulative_energy", "effective_rank_mass", "effective_rank_entropy", "top_subspace",
     "principal_angles", "subspace_overlap", "DEFAULT_EPS",
 ]
 
@@ -39,6 +39,19 @@ def _as_matrix(H, center: bool) -> np.ndarray:
 def singular_values(H, center: bool = False) -> np.ndarray:
     """Singular values of ``H`` (optionally column-centred), in decreasing order."""
     return np.linalg.svd(_as_matrix(H, center), compute_uv=False)
+
+
+def cumulative_energy(H, center: bool = False) -> np.ndarray:
+    r"""Fraction of the squared singular-value mass in the top :math:`k` directions, :math:`k = 1, 2, \dots`
+
+    .. math:: c_k = \frac{\sum_{i\le k}\sigma_i^2}{\sum_i \sigma_i^2}.
+
+    :func:`effective_rank_mass` is the first :math:`k` with :math:`c_k \ge 1-\varepsilon`;
+    plotting :math:`c_k` shows that rank for every :math:`\varepsilon` at once.
+    """
+    s2 = singular_values(H, center) ** 2
+    total = s2.sum()
+    return np.cumsum(s2) / total if total > 0 else np.zeros_like(s2)
 
 
 def effective_rank_mass(H, eps: float = DEFAULT_EPS, center: bool = False) -> int:

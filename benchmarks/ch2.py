@@ -1,0 +1,79 @@
+"""Chapter 2 benchmark: the cost of one pair, forward passes and derivations separately.
+
+For ``n_pairs`` random pairs of positions in toy sentences of 8–15 tokens, the full-profile
+default MLM and the full toy vocabulary (a 228 × 228 grid, 2V + 1 = 457 model rows per
+pair), time
+
+* the forward passes: all pairs batched through ``joints.iter_pair_conditionals`` (the
+  chapter's path: one ``lm.logits`` call per sentence length), and each pair on its own
+  (``joints.pair_conditionals``), which must give the same conditionals;
+* each derivation (independent, MRF, MRF-local, HCB, AG) and the metrics, per pair;
+* the exact true joint (``Grammar.pair_joints``), per pair.
+
+Wall-clock and CPU seconds are both reported; on a machine shared with other work the CPU
+seconds are the better guide.
+
+    python -m benchmarks.ch2            # prints the figures as JSON
+"""
+from __future__ import annotations
+
+import json
+import time
+
+import numpy as np
+
+
+def _timed(fn):
+    t0, c0 = time.perf_counter(), time.process_time()
+    out = fn()
+    return out, time.perf_counter() - t0, time.process_time() - c0
+
+
+def run(n_pairs: int = 8, profile: str = "full", seed: int = 0) -> dict:
+    """Time per pair of every stage of chapter 2 at the toy vocabulary; returns the figures."""
+    from mlmbook import joints as J
+    from mlmbook.language import Grammar
+    from mlmbook.oracle import load_mlm
+
+    grammar = Grammar.load("toy")
+    lm = load_mlm("toy", profile=profile, seed=seed)
+    rng = np.random.default_rng(seed)
+    sents = [s for s in grammar.sample(20 * n_pairs, seed=seed) if len(s) >= 8][:n_pairs]
+    items = []
+    for s in sents:
+        ids, _ = lm.encode_words(s.words)
+        a, b = sorted(rng.choice(len(s) - 1, size=2, replace=False))
+        items.append((s.words, ids, int(a), int(b)))
+    queries = [(ids, a, b) for _, ids, a, b in items]
+    out = {"model": lm.name, "pairs timed": n_pairs, "vocabulary (grid side)": len(J.default_candidates(lm)),
+           "model rows per pair": 2 * len(J.default_candidates(lm)) + 1,
+           "mean sentence length (tokens)": float(np.mean([len(w) for w, *_ in items]))}
+
+    pcs, wall, cpu = _timed(lambda: J.pair_conditionals_batch(lm, queries))
+    out["forward passes, batched over pairs: wall s per pair"] = wall / n_pairs
+    out["forward passes, batched over pairs: CPU s per pair"] = cpu / n_pairs
+    single, wall1, cpu1 = _timed(lambda: [J.pair_conditionals(lm, *q) for q in queries])
+    out["forward passes, one pair per call: wall s per pair"] = wall1 / n_pairs
+    diff = max(float(np.abs(x.log_a_given_b - y.log_a_given_b).max()) for x, y in zip(pcs, single))
+    out["batched vs one pair per call: max |difference| of log q"] = diff
+
+    methods = {"naive": J.naive, "mrf": J.mrf, "mrf_local": J.mrf_local, "hcb": J.hcb,
+               "ag": J.ag}
+    for name, fn in methods.items():
+        res, wall, cpu = _timed(lambda: [fn(pc) for pc in pcs])
+        out[f"derivation {J.METHODS[name]}: CPU ms per pair"] = 1000 * cpu / n_pairs
+        if name == "ag":
+            out["AG iterations per pair (median)"] = float(np.median([r.iterations for r in res]))
+    joints = [J.derive_all(pc) for pc in pcs]
+    gold = [J.gold_index(pc, ids[a], ids[b]) for pc, (_, ids, a, b) in zip(pcs, items)]
+    truths, wall, cpu = _timed(lambda: J.truth_joints(grammar, [(w, a, b) for w, _, a, b in items]))
+    out["true joint (inside-outside): CPU ms per pair"] = 1000 * cpu / n_pairs
+    _, wall, cpu = _timed(lambda: [J.evaluate_pair(pc, g, P, joints=jt) for pc, g, P, jt in zip(pcs, gold, truths, joints)])
+    out["metrics of all methods (given the joints): CPU ms per pair"] = 1000 * cpu / n_pairs
+    _, wall, cpu = _timed(lambda: [J.evaluate_pair(pc, g, P) for pc, g, P in zip(pcs, gold, truths)])
+    out["derivations + metrics (evaluate_pair): CPU ms per pair"] = 1000 * cpu / n_pairs
+    return out
+
+
+if __name__ == "__main__":
+    print(json.dumps(run(), indent=2))

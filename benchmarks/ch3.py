@@ -1,0 +1,90 @@
+"""Chapter 3 benchmark: the consistency probes, batched against one query at a time.
+
+For ``n_sentences`` toy sentences and the full-profile default MLM, time per sentence
+
+* the rectangle test and the order inconsistency of every pair of word positions
+  (``consistency.probe_pairs``: about eight model rows per pair, a few batched calls), and
+* the Ensemble of Conditionals for one target per sentence with five auxiliary positions and
+  20 candidates (``consistency.ensemble_versions_many``: 111 rows per target),
+
+once as the chapter runs them and once through :class:`OneAtATime`, a wrapper that sends
+every row to the model in a call of its own — the same functions, the same rows, so the
+outputs must agree up to float32 batching noise. Wall-clock and CPU seconds are both
+reported; on a machine shared with other work the CPU seconds are the better guide.
+
+    python -m benchmarks.ch3            # prints the figures as JSON
+"""
+from __future__ import annotations
+
+import json
+import time
+
+import numpy as np
+import torch
+
+
+class OneAtATime:
+    """A masked LM whose ``logits`` answers each row in a separate call (the naive loop)."""
+
+    def __init__(self, lm):
+        self.lm, self.mask_id, self.V, self.special_ids = lm, lm.mask_id, lm.V, lm.special_ids
+
+    def logits(self, ids, positions):
+        ids, positions = torch.as_tensor(ids), torch.as_tensor(positions)
+        return torch.cat([self.lm.logits(ids[b:b + 1], positions[b:b + 1]) for b in range(len(ids))])
+
+
+def _timed(fn):
+    t0, c0 = time.perf_counter(), time.process_time()
+    out = fn()
+    return out, time.perf_counter() - t0, time.process_time() - c0
+
+
+def run(n_sentences: int = 6, profile: str = "full", seed: int = 0) -> dict:
+    """Per-sentence cost of the chapter's probes, batched and one query at a time."""
+    from mlmbook import consistency as C
+    from mlmbook.language import Grammar
+    from mlmbook.oracle import load_mlm
+
+    grammar = Grammar.load("toy")
+    lm = load_mlm("toy", profile=profile, seed=seed)
+    rng = np.random.default_rng(seed)
+    sents = [s for s in grammar.sample(20 * n_sentences, seed=seed + 77) if len(s) >= 7][:n_sentences]
+    ids = [torch.tensor(lm.encode_words(s.words)[0]) for s in sents]
+    pairs = np.array([(k, i, j) for k, s in enumerate(sents)
+                      for i in range(len(s) - 1) for j in range(i + 1, len(s) - 1)])
+    targets = [int(rng.integers(len(s) - 1)) for s in sents]
+    aux = [sorted((k for k in range(len(s) - 1) if k != t), key=lambda k: (abs(k - t), k))[:5]
+           for s, t in zip(sents, targets)]
+    naive = OneAtATime(lm)
+    out = {"model": lm.name, "sentences timed": n_sentences, "pairs per sentence": len(pairs) / n_sentences,
+           "mean sentence length (tokens)": float(np.mean([len(s) for s in sents]))}
+
+    C.probe_pairs(lm, ids, pairs[:10])                                     # warm-up
+    fast, wall, cpu = _timed(lambda: C.probe_pairs(lm, ids, pairs))
+    slow, wall1, cpu1 = _timed(lambda: C.probe_pairs(naive, ids, pairs))
+    out["Δ + order inconsistency, batched: wall s per sentence"] = wall / n_sentences
+    out["Δ + order inconsistency, batched: CPU s per sentence"] = cpu / n_sentences
+    out["Δ + order inconsistency, one row per call: wall s per sentence"] = wall1 / n_sentences
+    out["Δ + order inconsistency, one row per call: CPU s per sentence"] = cpu1 / n_sentences
+    out["Δ + order inconsistency: speed-up of batching (CPU)"] = cpu1 / cpu
+    out["Δ + order inconsistency: max |difference| (nats)"] = float(max(
+        np.abs(fast.rect.delta - slow.rect.delta).max(),
+        np.abs(fast.order.abs_log_ratio - slow.order.abs_log_ratio).max()))
+    out["Δ: same rectangles chosen"] = bool(all((a == b).all() for a, b in zip(fast.rect[1:], slow.rect[1:])))
+
+    run_eoc = lambda m: C.ensemble_versions_many(m, ids, targets, aux, candidates=20)  # noqa: E731
+    fast_v, wall, cpu = _timed(lambda: run_eoc(lm))
+    slow_v, wall1, cpu1 = _timed(lambda: run_eoc(naive))
+    out["ensemble of conditionals, batched: wall s per sentence"] = wall / n_sentences
+    out["ensemble of conditionals, batched: CPU s per sentence"] = cpu / n_sentences
+    out["ensemble of conditionals, one row per call: wall s per sentence"] = wall1 / n_sentences
+    out["ensemble of conditionals, one row per call: CPU s per sentence"] = cpu1 / n_sentences
+    out["ensemble of conditionals: speed-up of batching (CPU)"] = cpu1 / cpu
+    out["ensemble of conditionals: max |difference| of version probabilities"] = float(max(
+        np.abs(a.probs - b.probs).max() for a, b in zip(fast_v, slow_v)))
+    return out
+
+
+if __name__ == "__main__":
+    print(json.dumps(run(), indent=1, ensure_ascii=False))
