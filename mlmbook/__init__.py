@@ -14,8 +14,8 @@ __version__ = "0.1.0"
 __all__ = ["record", "__version__"]
 
 _LAZY_SUBMODULES = {
-    "build", "consistency", "dependencies", "glauber", "joints", "language", "oracle",
-    "paths", "plotting", "rank", "train", "treebank", "widgets",
+    "build", "compare", "consistency", "dependencies", "glauber", "joints", "language", "maelm",
+    "oracle", "paths", "pcfg", "plotting", "probes", "rank", "sitecheck", "train", "treebank", "widgets",
 }
 
 

@@ -165,6 +165,9 @@ def execute_chapter(layout: Layout, chapter: Chapter, parameters: dict[str, obje
     tmp = Path(tmp_name)
     jupyter_path = os.pathsep.join(p for p in (str(layout.kernels),
                                                os.environ.get("JUPYTER_PATH")) if p)
+    threads = os.environ.get("MLMBOOK_THREADS")
+    if threads:  # a machine shared with other jobs: oversubscribed BLAS threads are ~10x slower
+        os.environ.update(OMP_NUM_THREADS=threads, OPENBLAS_NUM_THREADS=threads, MKL_NUM_THREADS=threads)
     env = dict(MLMBOOK_CHAPTER=chapter.slug, MLMBOOK_RESULTS=str(layout.results),
                MLMBOOK_ROOT=str(layout.root), JUPYTER_PATH=jupyter_path,
                PYDEVD_DISABLE_FILE_VALIDATION="1")
@@ -172,7 +175,7 @@ def execute_chapter(layout: Layout, chapter: Chapter, parameters: dict[str, obje
         with _environment(**env):
             papermill.execute_notebook(nb, str(tmp), parameters=parameters, kernel_name=kernel,
                                        language="python", cwd=str(chapter.path.parent),
-                                       progress_bar=progress)
+                                       progress_bar=progress, execution_timeout=CELL_TIMEOUT)
     except KeyboardInterrupt:  # interrupted, not failed: keep the previous run as it was
         tmp.unlink(missing_ok=True)
         if previous.exists():
@@ -194,6 +197,9 @@ def execute_chapter(layout: Layout, chapter: Chapter, parameters: dict[str, obje
     if parameters == {"profile": "full"} and results.exists():
         _keep_reference_results(layout, results)
     return final
+
+
+CELL_TIMEOUT = int(os.environ.get("MLMBOOK_CELL_TIMEOUT", 1200))   # seconds; a stuck cell fails the chapter
 
 
 def _keep_timings(layout: Layout, profile: str, chapters: dict, render_s: float, total_s: float,

@@ -13,6 +13,17 @@ candidate set (renormalised over it). If the conditionals come from a joint :mat
 stationary and the random-scan chain is reversible. For an MLM neither is guaranteed; the
 chain still has a stationary law :math:`\pi` if it is irreducible, and how fast it gets there
 is what chapter 5 measures. One *step* updates one site per chain; a *sweep* is n steps.
+
+The module has four parts:
+
+* sampling: :class:`GlauberSampler` (many chains, one forward pass per step, per-chain
+  temperatures, shared or per-site candidates), couplings (:meth:`GlauberSampler.coupled_run`,
+  grand or maximal) and :func:`influence` (a sampled Dobrushin coefficient);
+* trajectories: :func:`hamming_autocorrelation`, basins and :func:`escape_times`;
+* exact analysis on a small :class:`Frame`: the transition matrix, :func:`stationary`,
+  :func:`spectral_gap`, :func:`critical_depth` (the Arrhenius slope), :func:`tv`, :func:`kl`;
+* the toy truth's view of chain states: :func:`truth_log_probs`, :func:`topic_posterior`,
+  :func:`topic_log_odds`.
 """
 
 from __future__ import annotations

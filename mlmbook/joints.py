@@ -370,7 +370,7 @@ def ag_objective(pc: PairConditionals, joint) -> float:
     return float(d_a[def_b].sum() + d_b[def_a].sum())
 
 
-def ag(pc: PairConditionals, tol: float = 1e-8, max_iter: int = 20_000) -> AGResult:
+def ag(pc: PairConditionals, tol: float = 1e-9, max_iter: int = 20_000) -> AGResult:
     r"""Arnold–Gokhale joint: the p minimising :func:`ag_objective`, by the fixed point
 
     .. math:: p^{(t+1)}(a,b) \propto \frac{q(a\mid b) + q(b\mid a)}
@@ -394,7 +394,9 @@ def ag(pc: PairConditionals, tol: float = 1e-8, max_iter: int = 20_000) -> AGRes
     We accelerate it with SQUAREM (Varadhan & Roland 2008) on the log-marginals — two updates,
     an extrapolation, one more update — and keep an extrapolated point only if its objective
     is no larger than that of the plain update, so :math:`J` still never increases. Stops when
-    no marginal changes by more than ``tol`` in log (relative) terms between cycles.
+    no entry of the joint moves by more than ``tol`` from one cycle to the next; at the
+    default, log-probabilities and KLs of the toy models' joints are within about 1e-5 of the
+    limit (a few hundred updates for a 228 × 228 grid).
 
     Returns
     -------
@@ -412,7 +414,6 @@ def ag(pc: PairConditionals, tol: float = 1e-8, max_iter: int = 20_000) -> AGRes
         const = entropy_part - xlogx(num)
     ka, kb = num.shape
     den, u = np.empty_like(num), np.empty_like(num)
-
     support = num > 0
 
     def update(pa, pb, objective=True):
@@ -438,12 +439,16 @@ def ag(pc: PairConditionals, tol: float = 1e-8, max_iter: int = 20_000) -> AGRes
     p0 = np.full(num.shape, 1.0 / num.size)
     objectives = [_ag_objective_at(num, def_a, def_b, entropy_part, p0)]
     pa, pb = np.full(ka, 1.0 / ka), np.full(kb, 1.0 / kb)
+    joint, previous = np.empty_like(num), p0.copy()
     it, converged = 0, False
     while it < max_iter and not converged:
         pa1, pb1, _ = update(pa, pb, objective=False)
         pa2, pb2, J1 = update(pa1, pb1)
         it += 2
         objectives.append(J1)
+        np.divide(u, u.sum(), out=joint)                            # this cycle's plain iterate
+        converged = bool(np.abs(joint - previous).max() < tol)
+        joint, previous = previous, joint
         l0, l1, l2 = log_state(pa, pb), log_state(pa1, pb1), log_state(pa2, pb2)
         ok = np.isfinite(l0) & np.isfinite(l1) & np.isfinite(l2)      # zero marginals stay zero
         l0, l1, l2 = (np.where(ok, x, 0.0) for x in (l0, l1, l2))
@@ -459,9 +464,6 @@ def ag(pc: PairConditionals, tol: float = 1e-8, max_iter: int = 20_000) -> AGRes
             if Jx <= J1:                                            # never let J increase
                 objectives.append(Jx)
                 new_a, new_b = na, nb
-        ln = log_state(new_a, new_b)
-        change = np.abs(np.where(ok & np.isfinite(ln), ln, 0.0) - l0)
-        converged = bool(change.max() < tol)
         pa, pb = new_a, new_b
     _, _, J = update(pa, pb)
     objectives.append(J)

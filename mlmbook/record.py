@@ -136,3 +136,14 @@ def record(key: str, value):
 def recorded() -> dict:
     """Return a copy of everything recorded in this process."""
     return dict(_RESULTS)
+
+
+def not_measured(*keys: str, value=float("nan")) -> None:
+    """Glue placeholders (``nan`` or e.g. ``"n/a"``) for numbers this run could not measure.
+
+    With a real model a chapter skips its truth comparisons; their numbers are *not recorded*
+    (tests never see them), but the prose still cites them, so the page needs something under
+    each name to render.
+    """
+    for key in keys:
+        _glue(key, value)

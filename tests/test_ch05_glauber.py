@@ -270,7 +270,7 @@ def _check_common(r):
     kind = ("unseen" if len(seen) < 2 else "stable" if max(seen) / min(seen) <= 1.25
             else "levelling" if seen[-1] / seen[-2] <= 1.2 else "rising")
     assert r["threshold_kind"] == kind
-    words = {"unseen": "too few", "stable": "stays put", "levelling": "levels off", "rising": "keeps rising"}
+    words = {"unseen": "too few", "stable": "stays put", "levelling": "may settle", "rising": "keeps rising"}
     assert words[kind] in r["transition_verdict"]
 
 
