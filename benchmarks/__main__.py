@@ -64,6 +64,14 @@ def main() -> int:
         res = mod.run()
         lines += ["", f"## Chapter {k}", "", "| measure | value |", "|---|---|"]
         lines += [f"| {name} | {fmt(v)} |" for name, v in res.items()]
+    print("measuring scale (bert-base shape) ...", file=sys.stderr)
+    from benchmarks import scale
+    sc = scale.run()
+    lines += ["", "## Scale on paper: bert-base-uncased", "",
+              "CPU: measured on a randomly initialised model of bert-base-uncased's shape (weights do not change "
+              "the cost). GPU: an **estimate** from FLOPs, not a measurement (no GPU was available).", "",
+              "| measure | value |", "|---|---|"]
+    lines += [f"| {name} | {fmt(v)} |" for name, v in sc.items()]
     lines += ["", "## The book", "", "| profile | models | wall time (s) | budget (s) | within | recorded |",
               "|---|---|---|---|---|---|"]
     for (profile, cache), budget in BUDGETS.items():

@@ -6,12 +6,15 @@ pair), time
 
 * the forward passes: all pairs batched through ``joints.iter_pair_conditionals`` (the
   chapter's path: one ``lm.logits`` call per sentence length), and each pair on its own
-  (``joints.pair_conditionals``), which must give the same conditionals;
+  (``joints.pair_conditionals``), which must give the same conditionals — on the full grid
+  (457 rows per pair, already a full batch) and with top-20 candidates (41 rows per pair,
+  where batching across pairs pays);
 * each derivation (independent, MRF, MRF-local, HCB, AG) and the metrics, per pair;
 * the exact true joint (``Grammar.pair_joints``), per pair.
 
-Wall-clock and CPU seconds are both reported; on a machine shared with other work the CPU
-seconds are the better guide.
+Each figure is the median of three runs, after one warm-up pass. Wall-clock and CPU seconds
+are both reported; on a machine shared with other work the CPU seconds are the better guide
+(torch's two threads make CPU seconds exceed wall seconds for the forward passes).
 
     python -m benchmarks.ch2            # prints the figures as JSON
 """
@@ -23,10 +26,15 @@ import time
 import numpy as np
 
 
-def _timed(fn):
-    t0, c0 = time.perf_counter(), time.process_time()
-    out = fn()
-    return out, time.perf_counter() - t0, time.process_time() - c0
+def _timed(fn, repeats: int = 3):
+    """``fn()``'s result and its median wall-clock and CPU seconds over ``repeats`` runs."""
+    walls, cpus = [], []
+    for _ in range(repeats):
+        t0, c0 = time.perf_counter(), time.process_time()
+        out = fn()
+        walls.append(time.perf_counter() - t0)
+        cpus.append(time.process_time() - c0)
+    return out, float(np.median(walls)), float(np.median(cpus))
 
 
 def run(n_pairs: int = 8, profile: str = "full", seed: int = 0) -> dict:
@@ -49,13 +57,21 @@ def run(n_pairs: int = 8, profile: str = "full", seed: int = 0) -> dict:
            "model rows per pair": 2 * len(J.default_candidates(lm)) + 1,
            "mean sentence length (tokens)": float(np.mean([len(w) for w, *_ in items]))}
 
+    J.pair_conditionals(lm, *queries[0])                                  # warm up the model
     pcs, wall, cpu = _timed(lambda: J.pair_conditionals_batch(lm, queries))
     out["forward passes, batched over pairs: wall s per pair"] = wall / n_pairs
     out["forward passes, batched over pairs: CPU s per pair"] = cpu / n_pairs
     single, wall1, cpu1 = _timed(lambda: [J.pair_conditionals(lm, *q) for q in queries])
     out["forward passes, one pair per call: wall s per pair"] = wall1 / n_pairs
+    out["forward passes, one pair per call: CPU s per pair"] = cpu1 / n_pairs
     diff = max(float(np.abs(x.log_a_given_b - y.log_a_given_b).max()) for x, y in zip(pcs, single))
     out["batched vs one pair per call: max |difference| of log q"] = diff
+
+    cands = J.topk_candidates(lm, queries, k=20)                        # few rows per pair: batching pays
+    _, wall, _ = _timed(lambda: J.pair_conditionals_batch(lm, queries, cands))
+    _, wall1, _ = _timed(lambda: [J.pair_conditionals(lm, *q, c) for q, c in zip(queries, cands)])
+    out["top-20 candidates (41 rows per pair), batched: wall ms per pair"] = 1000 * wall / n_pairs
+    out["top-20 candidates, one pair per call: wall ms per pair"] = 1000 * wall1 / n_pairs
 
     methods = {"naive": J.naive, "mrf": J.mrf, "mrf_local": J.mrf_local, "hcb": J.hcb,
                "ag": J.ag}

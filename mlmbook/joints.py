@@ -11,6 +11,18 @@ Zeros. Exact oracles contain zeros (impossible words), and a conditional given a
 value is undefined; it is stored as a row/column of ``-inf`` (NaNs are turned into ``-inf``).
 Each method keeps the zeros its formula implies and never returns NaN; a method whose
 joint would have no support at all raises ``ValueError``.
+
+The module, in reading order:
+
+* querying a model: :func:`pair_conditionals` (one pair), :func:`iter_pair_conditionals`
+  (many pairs and sentences, batched), :func:`topk_candidates` (real vocabularies);
+* the joints: :func:`naive`, :func:`mrf`, :func:`mrf_local`, :func:`hcb`, :func:`ag`
+  (:func:`derive_all`), and :func:`support_blocks` / :func:`match_blocks` for exact zeros;
+* metrics: :func:`conditional_divergence`, :func:`conditional_divergences`, :func:`compatibility`,
+  :func:`kl_joint`, :func:`truth_conditional_kl`, :func:`pair_ppl`, :func:`unary_ppl`;
+* the toy world's truth: :func:`truth_joints`;
+* a chapter's bookkeeping: :func:`evaluate_pair`, :func:`stack`, :func:`summarize`,
+  :func:`bootstrap`.
 """
 from __future__ import annotations
 
@@ -113,6 +125,8 @@ def default_candidates(lm) -> np.ndarray:
                    if i == lm.mask_id or (len(t) > 2 and t[0] + t[-1] in ("[]", "<>"))]
     return np.setdiff1d(np.arange(lm.V), np.asarray(list(special), dtype=int))
 
+
+# --------------------------------------------------------------------------- querying a model
 
 def _is_ids(x) -> bool:
     if hasattr(x, "ndim"):

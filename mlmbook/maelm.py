@@ -39,8 +39,6 @@ Use :func:`mlmbook.train.load_or_train` with ``kind="maelm"`` to train and cache
 from __future__ import annotations
 
 import json
-import os
-import time
 from pathlib import Path
 
 import torch
@@ -272,49 +270,13 @@ def train(grammar, config, seed: int, out: Path, progress: bool = True, decoder_
     the same way. Writes ``encoder/`` (a Hugging Face ``BertModel`` + tokenizer),
     ``maelm.safetensors`` (decoder and head), ``maelm.json`` and ``history.json``.
     """
-    from tqdm.auto import tqdm
+    from .train import fit, make_tokenizer
 
-    from .train import SingleSiteEval, batches, make_tokenizer, mask_tokens
-
-    if os.environ.get("MLMBOOK_THREADS"):
-        torch.set_num_threads(int(os.environ["MLMBOOK_THREADS"]))
     model = make_maelm(grammar, config, seed, decoder_layers)
-    vocab_size = model.encoder.config.vocab_size
-    evaluator = SingleSiteEval(grammar, config.n_eval, seed)
     live = MAEMaskedLM(model, SPECIAL_TOKENS + list(grammar.vocab), name="training")
-    opt = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
-    warm = max(1, int(config.warmup * config.steps))
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min((s + 1) / warm, max(0.0, (config.steps - s) / max(1, config.steps - warm))))
-    gen = torch.Generator().manual_seed(seed)
-    history = dict(bayes=evaluator.bayes, unigram=evaluator.unigram, steps=[], train_loss=[], eval_loss=[],
-                   tokens=[], seconds=[], parameters=parameter_counts(model), decoder_layers=decoder_layers)
-    data = batches(grammar, config, seed)
-    tokens, running, t0 = 0, None, time.perf_counter()
-    bar = tqdm(range(1, config.steps + 1), desc=f"training {grammar.name} MAE-LM", disable=not progress,
-               mininterval=2)
-    for step in bar:
-        model.train()
-        ids, attn = next(data)
-        inputs, labels = mask_tokens(ids, config, vocab_size, gen)
-        loss = model(inputs, attn, labels)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        sched.step()
-        tokens += int(attn.sum())
-        running = loss.item() if running is None else 0.95 * running + 0.05 * loss.item()
-        if step % config.eval_every == 0 or step == config.steps:
-            model.eval()
-            ev = evaluator.loss(live)
-            for k, v in (("steps", step), ("train_loss", running), ("eval_loss", ev), ("tokens", tokens),
-                         ("seconds", time.perf_counter() - t0)):
-                history[k].append(v)
-            bar.set_postfix(eval=f"{ev:.3f}", bayes=f"{evaluator.bayes:.3f}")
-    model.eval()
-    history["train_seconds"] = time.perf_counter() - t0
-    history["tokens_per_second"] = tokens / history["train_seconds"]
+    history = fit(model, lambda m, x, a, y: m(x, a, y), grammar, config, seed, live,
+                  f"training {grammar.name} MAE-LM", progress,
+                  parameters=parameter_counts(model), decoder_layers=decoder_layers)
     save(model, make_tokenizer(grammar), out)
     (Path(out) / "history.json").write_text(json.dumps(history, indent=1))
     return history

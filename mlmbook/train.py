@@ -205,34 +205,36 @@ class _Live:
 
 
 # ---------------------------------------------------------------------------- training
-def train(grammar: Grammar, config: TrainConfig, seed: int, out: Path, progress: bool = True) -> dict:
-    """Train a model and write it (plus tokenizer, history, snapshots) into directory ``out``."""
-    from tqdm.auto import tqdm
-    from transformers.utils import logging as hf_logging
+def fit(model, loss_of, grammar: Grammar, config: TrainConfig, seed: int, live, desc: str,
+        progress: bool = True, on_step=None, **extra) -> dict:
+    """The training loop shared by the MLM and MAE-LM: same data, corruption, optimiser, schedule.
 
-    hf_logging.disable_progress_bar()
+    ``loss_of(model, inputs, attention_mask, labels)`` returns the loss of one corrupted batch;
+    ``live`` is the model behind the :class:`~mlmbook.oracle.MaskedLM` interface, scored on
+    held-out sentences every ``config.eval_every`` steps; ``on_step(step)`` runs after each
+    step (snapshots). Returns the history (losses, tokens, seconds) with ``extra`` merged in.
+    """
+    from tqdm.auto import tqdm
+
     if os.environ.get("MLMBOOK_THREADS"):               # e.g. 1 on a machine shared with other jobs
         torch.set_num_threads(int(os.environ["MLMBOOK_THREADS"]))
-    model = make_model(grammar, config, seed)
-    tokenizer = make_tokenizer(grammar)
     evaluator = SingleSiteEval(grammar, config.n_eval, seed)
-    live = _Live(model, grammar).lm
     opt = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     warm = max(1, int(config.warmup * config.steps))
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda s: min((s + 1) / warm, max(0.0, (config.steps - s) / max(1, config.steps - warm))))
     gen = torch.Generator().manual_seed(seed)
-    snapshots = {max(1, int(f * config.steps)) for f in config.checkpoints}
+    vocab_size = len(SPECIAL_TOKENS) + len(grammar.vocab)
     history = dict(bayes=evaluator.bayes, unigram=evaluator.unigram, steps=[], train_loss=[], eval_loss=[],
-                   tokens=[], seconds=[])
+                   tokens=[], seconds=[], **extra)
     data = batches(grammar, config, seed)
     tokens, running, t0 = 0, None, time.perf_counter()
-    bar = tqdm(range(1, config.steps + 1), desc=f"training {grammar.name} MLM", disable=not progress, mininterval=2)
+    bar = tqdm(range(1, config.steps + 1), desc=desc, disable=not progress, mininterval=2)
     for step in bar:
         model.train()
         ids, attn = next(data)
-        inputs, labels = mask_tokens(ids, config, model.config.vocab_size, gen)
-        loss = model(input_ids=inputs, attention_mask=attn, labels=labels).loss
+        inputs, labels = mask_tokens(ids, config, vocab_size, gen)
+        loss = loss_of(model, inputs, attn, labels)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -247,14 +249,32 @@ def train(grammar: Grammar, config: TrainConfig, seed: int, out: Path, progress:
                          ("seconds", time.perf_counter() - t0)):
                 history[k].append(v)
             bar.set_postfix(eval=f"{ev:.3f}", bayes=f"{evaluator.bayes:.3f}")
+        if on_step:
+            on_step(step)
+    model.eval()
+    history["train_seconds"] = time.perf_counter() - t0
+    history["tokens_per_second"] = tokens / history["train_seconds"]
+    return history
+
+
+def train(grammar: Grammar, config: TrainConfig, seed: int, out: Path, progress: bool = True) -> dict:
+    """Train the default MLM and write it (plus tokenizer, history, snapshots) into directory ``out``."""
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    model = make_model(grammar, config, seed)
+    tokenizer = make_tokenizer(grammar)
+    snapshots = {max(1, int(f * config.steps)) for f in config.checkpoints}
+
+    def snapshot(step):
         if step in snapshots:
             model.save_pretrained(out / "checkpoints" / f"step_{step:06d}")
             tokenizer.save_pretrained(out / "checkpoints" / f"step_{step:06d}")
-    model.eval()
+
+    history = fit(model, lambda m, x, a, y: m(input_ids=x, attention_mask=a, labels=y).loss, grammar, config, seed,
+                  _Live(model, grammar).lm, f"training {grammar.name} MLM", progress, on_step=snapshot)
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
-    history["train_seconds"] = time.perf_counter() - t0
-    history["tokens_per_second"] = tokens / history["train_seconds"]
     (out / "history.json").write_text(json.dumps(history, indent=1))
     return history
 

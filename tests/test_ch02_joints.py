@@ -195,11 +195,8 @@ def test_evaluate_pair_and_summaries():
 
 # --------------------------------------------------------------------------- the chapter
 
-@pytest.mark.slow
-def test_chapter_quick(quick_book):
-    r = quick_book.results(SLUG)
-    assert r, "chapter 2 recorded nothing"
-    assert r["n_pairs"] == 16 and r["n_sentences"] == 16
+def check_claims(r):
+    """Every claim the chapter's prose makes, checked against its recorded numbers."""
     # warm-up: HCB and AG exact for compatible conditionals, MRF-local not
     assert r["warmup_err_hcb"] < 1e-9 and r["warmup_err_ag"] < 1e-6 and r["warmup_err_mrf_local"] > 1e-3
     assert r["warmup_compatibility"] < 1e-20
@@ -223,8 +220,11 @@ def test_chapter_quick(quick_book):
         # AG minimises the KL to the MLM's conditionals: "the closest method by KL is AG"
         assert r[f"{kind}_best_kl"] == "AG"
         assert all(r[f"{kind}_ag_kl"] <= r[f"{kind}_{m}_kl"] for m in methods)
+        for metric in ("rkl", "jsd"):
+            assert r[f"{kind}_best_{metric}"] == J.METHODS[min(methods, key=lambda m: r[f"{kind}_{m}_{metric}"])]
         # every verdict word agrees with its recorded paired interval
-        for name in ("ag_vs_mrf_p_ppl", "ag_vs_mrf_local_p_ppl", "ag_vs_mlm_u_ppl", "ag_vs_mlm_truth"):
+        for name in ("ag_vs_mrf_p_ppl", "ag_vs_mrf_local_p_ppl", "ag_vs_hcb_p_ppl", "ag_vs_mlm_u_ppl",
+                     "ag_vs_mlm_truth"):
             lo, hi = r[f"{kind}_{name}_diff_ci"]
             assert lo <= r[f"{kind}_{name}_diff"] <= hi
             expected = "lower than" if hi < 0 else "higher than" if lo > 0 else "not distinguishable from"
@@ -234,8 +234,9 @@ def test_chapter_quick(quick_book):
         assert np.isclose(diff, r[f"{kind}_ag_vs_mlm_truth_diff"], atol=1e-9)
         assert 0 <= r[f"{kind}_ag_better_fraction"] <= 1
     best = [r[f"{kind}_best_p_ppl"] == "AG" for kind in ("adjacent", "random")]
-    assert r["agrees_with_paper"] == ("agrees" if all(best) else "agrees on adjacent pairs only" if best[0]
-                                      else "agrees on random pairs only" if best[1] else "does not agree")
+    assert r["agrees_with_paper"] == (
+        "agrees with the paper" if all(best) else "agrees with the paper on adjacent pairs only" if best[0]
+        else "agrees with the paper on random pairs only" if best[1] else "does not agree with the paper")
     # top-K: the candidates hold most of the truth; the ranking sentence matches the numbers
     assert 0.5 < r["topk_truth_mass"] <= 1 and r["topk_k"] == 50
     order_k = sorted(methods, key=lambda m: r[f"topk_{m}_p_ppl"])
@@ -244,6 +245,21 @@ def test_chapter_quick(quick_book):
     assert r["topk_same_ranking"] == ("the same as" if order_k == order_full else "different from")
     falls = [r[f"topk_{m}_p_ppl"] < r[f"random_{m}_p_ppl"] for m in methods]
     assert r["topk_ppl_change"] == ("fall" if all(falls) else "rise" if not any(falls) else "move both ways")
+
+
+@pytest.mark.slow
+def test_chapter_quick(quick_book):
+    r = quick_book.results(SLUG)
+    assert r, "chapter 2 recorded nothing"
+    assert r["profile"] == "quick" and r["n_pairs"] == 16 and r["n_sentences"] == 16
+    check_claims(r)
+
+
+def test_chapter_full_profile_claims(full_results):
+    """The prose was written against the last default full-profile build: its claims hold there."""
+    r = full_results(SLUG)
+    assert r["profile"] == "full" and r["n_pairs"] >= 50
+    check_claims(r)
 
 
 @pytest.mark.slow
