@@ -341,7 +341,8 @@ def build(root: str | os.PathLike | None = None, chapters: list[str] = (),
         say(f"  done in {timings[chapter.slug]:.0f} s")
     if failures:
         raise ChapterFailed(f"{len(failures)} chapter(s) failed; the site was not updated")
-    trained = sorted(p.name for p in (set(cache_dir().glob("*")) if cache_dir().exists() else set()) - cache_before)
+    trained = sorted(p.name for p in (set(cache_dir().glob("*")) if cache_dir().exists() else set()) - cache_before
+                     if not p.name.startswith("."))
 
     if not render_site:
         return layout.exec
