@@ -63,11 +63,7 @@ def run(n_sentences: int = 6, profile: str = "full", seed: int = 0) -> dict:
     C.probe_pairs(lm, ids, pairs[:10])                                     # warm-up
     fast, wall, cpu = _timed(lambda: C.probe_pairs(lm, ids, pairs))
     slow, wall1, cpu1 = _timed(lambda: C.probe_pairs(naive, ids, pairs))
-    out["Δ + order inconsistency, batched: wall s per sentence"] = wall / n_sentences
-    out["Δ + order inconsistency, batched: CPU s per sentence"] = cpu / n_sentences
-    out["Δ + order inconsistency, one row per call: wall s per sentence"] = wall1 / n_sentences
-    out["Δ + order inconsistency, one row per call: CPU s per sentence"] = cpu1 / n_sentences
-    out["Δ + order inconsistency: speed-up of batching (CPU)"] = cpu1 / cpu
+    out.update(_timing_rows("Δ + order inconsistency", wall, cpu, wall1, cpu1, n_sentences))
     out["Δ + order inconsistency: max |difference| (nats)"] = float(max(
         np.abs(fast.rect.delta - slow.rect.delta).max(),
         np.abs(fast.order.abs_log_ratio - slow.order.abs_log_ratio).max()))
@@ -76,11 +72,7 @@ def run(n_sentences: int = 6, profile: str = "full", seed: int = 0) -> dict:
     run_eoc = lambda m: C.ensemble_versions_many(m, ids, targets, aux, candidates=20)  # noqa: E731
     fast_v, wall, cpu = _timed(lambda: run_eoc(lm))
     slow_v, wall1, cpu1 = _timed(lambda: run_eoc(naive))
-    out["ensemble of conditionals, batched: wall s per sentence"] = wall / n_sentences
-    out["ensemble of conditionals, batched: CPU s per sentence"] = cpu / n_sentences
-    out["ensemble of conditionals, one row per call: wall s per sentence"] = wall1 / n_sentences
-    out["ensemble of conditionals, one row per call: CPU s per sentence"] = cpu1 / n_sentences
-    out["ensemble of conditionals: speed-up of batching (CPU)"] = cpu1 / cpu
+    out.update(_timing_rows("ensemble of conditionals", wall, cpu, wall1, cpu1, n_sentences))
     out["ensemble of conditionals: max |difference| of version probabilities"] = float(max(
         np.abs(a.probs - b.probs).max() for a, b in zip(fast_v, slow_v)))
     return out
@@ -88,3 +80,11 @@ def run(n_sentences: int = 6, profile: str = "full", seed: int = 0) -> dict:
 
 if __name__ == "__main__":
     print(json.dumps(run(), indent=1, ensure_ascii=False))
+
+
+def _timing_rows(name, wall, cpu, wall1, cpu1, n):
+    """Per-sentence wall/CPU seconds, batched and one row per call, and the CPU speed-up."""
+    return {f"{name}, batched: wall s per sentence": wall / n, f"{name}, batched: CPU s per sentence": cpu / n,
+            f"{name}, one row per call: wall s per sentence": wall1 / n,
+            f"{name}, one row per call: CPU s per sentence": cpu1 / n,
+            f"{name}: speed-up of batching (CPU)": cpu1 / cpu}
