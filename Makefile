@@ -5,6 +5,9 @@
 #   make quick   the whole book, quick profile
 #   make test    the test suite (unit tests + every chapter in the quick profile)
 #   make bench   time the profiles (writes benchmarks/results.md)
+#   make reference  rebuild the whole book (full profile) and update the committed reference
+#                results (results/full/, results/timings/): the only target that changes
+#                tracked files besides `make bench`
 #   make clean   remove build output (_build/); `make distclean` also removes .venv
 
 PYTHON ?= python3
@@ -12,7 +15,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cksum < pyproject.toml | cut -d' ' -f1)
 
-.PHONY: book quick test bench setup clean distclean
+.PHONY: book quick test bench reference setup clean distclean
 
 book: $(STAMP)
 	$(PY) -m mlmbook build --profile full
@@ -25,6 +28,9 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m benchmarks
+
+reference: $(STAMP)
+	$(PY) -m mlmbook build --profile full --update-reference
 
 setup: $(STAMP)
 

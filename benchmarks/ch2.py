@@ -10,11 +10,16 @@ pair), time
   (457 rows per pair, already a full batch) and with top-20 candidates (41 rows per pair,
   where batching across pairs pays);
 * each derivation (independent, MRF, MRF-local, HCB, AG) and the metrics, per pair;
-* the exact true joint (``Grammar.pair_joints``), per pair.
+* the exact true joint (``Grammar.pair_joints``), per pair;
+* AG to the same tolerance (every log-probability of the joint within 1e-5 of the fixed point),
+  plain iteration against the default solver (SQUAREM then Newton in log space) and SQUAREM
+  alone with its own stopping rule: updates, seconds and the error reached (:func:`ag_solvers`).
 
 Each figure is the median of three runs, after one warm-up pass. Wall-clock and CPU seconds
 are both reported; on a machine shared with other work the CPU seconds are the better guide
 (torch's two threads make CPU seconds exceed wall seconds for the forward passes).
+
+Also the regime map's cost per rung of the model ladder (:func:`regime_map_cost`).
 
     python -m benchmarks.ch2            # prints the figures as JSON
 """
@@ -40,8 +45,8 @@ def _timed(fn, repeats: int = 3):
 def run(n_pairs: int = 8, profile: str = "full", seed: int = 0) -> dict:
     """Time per pair of every stage of chapter 2 at the toy vocabulary; returns the figures."""
     from mlmbook import joints as J
-    from mlmbook.language import Grammar
-    from mlmbook.oracle import load_mlm
+    from mlmbook.toy import Grammar
+    from mlmbook.models import load_mlm
 
     grammar = Grammar.load("toy")
     lm = load_mlm("toy", profile=profile, seed=seed)
@@ -88,8 +93,76 @@ def run(n_pairs: int = 8, profile: str = "full", seed: int = 0) -> dict:
     out["metrics of all methods (given the joints): CPU ms per pair"] = 1000 * cpu / n_pairs
     _, wall, cpu = _timed(lambda: [J.evaluate_pair(pc, g, P) for pc, g, P in zip(pcs, gold, truths)])
     out["derivations + metrics (evaluate_pair): CPU ms per pair"] = 1000 * cpu / n_pairs
+    out.update(ag_solvers(pcs))
+    return out
+
+
+def ag_solvers(pcs, tol_log: float = 1e-5, max_plain: int = 200_000) -> dict:
+    """Updates and seconds to reach ``tol_log`` (max |log p - log p*| over the support), plain vs accelerated.
+
+    The reference p* is the default solver at ``tol=1e-12`` (it agrees with 200 000 plain updates
+    to ~1e-10 on these grids). Plain iteration is run update by update until it is within
+    ``tol_log`` of p*; the accelerated solvers are timed with their own stopping rules and their
+    error is reported.
+    """
+    from mlmbook import joints as J
+
+    def err(P, ref):
+        S = ref > 0
+        with np.errstate(divide="ignore"):
+            return float(np.abs(np.log(P[S]) - np.log(ref[S])).max())
+
+    rows = {"plain": [], "default (Newton)": [], "squarem": []}
+    for pc in pcs:
+        ref = J.ag(pc, tol=1e-12).joint
+        num = np.exp(pc.log_a_given_b) + np.exp(pc.log_b_given_a)
+        pa, pb = np.full(num.shape[0], 1 / num.shape[0]), np.full(num.shape[1], 1 / num.shape[1])
+        t0, n = time.process_time(), 0
+        while n < max_plain:
+            u = num / (1 / pa[:, None] + 1 / pb[None, :])
+            pa, pb, n = u.sum(1) / u.sum(), u.sum(0) / u.sum(), n + 1
+            if n % 50 == 0 and err(u / u.sum(), ref) <= tol_log:
+                break
+        rows["plain"].append((n, time.process_time() - t0, err(u / u.sum(), ref)))
+        for name, method in (("default (Newton)", "newton"), ("squarem", "squarem")):
+            t0 = time.process_time()
+            res = J.ag(pc, method=method, tol=1e-8 if method == "newton" else 1e-6)
+            rows[name].append((res.iterations, time.process_time() - t0, err(res.joint, ref)))
+    out = {}
+    for name, r in rows.items():
+        r = np.array(r)
+        out[f"AG {name}: updates per pair (median)"] = float(np.median(r[:, 0]))
+        out[f"AG {name}: CPU s per pair (median)"] = float(np.median(r[:, 1]))
+        out[f"AG {name}: max log-prob error (worst pair)"] = float(r[:, 2].max())
+    p, d = np.array(rows["plain"]), np.array(rows["default (Newton)"])
+    out["AG plain / default: updates (median ratio)"] = float(np.median(p[:, 0] / d[:, 0]))
+    out["AG plain / default: CPU seconds (median ratio)"] = float(np.median(p[:, 1] / d[:, 1]))
+    return out
+
+
+def regime_map_cost(profile: str = "quick", n_pairs: int = 12, seed: int = 0) -> dict:
+    """CPU seconds of the chapter's regime map per rung (models already cached): loading the rung,
+    its KL to the truth (cached after the first build) and ``joints.rung_pairs`` on ``n_pairs`` pairs."""
+    from mlmbook import joints as J
+    from mlmbook.models import ladder, load_mlm
+    from mlmbook.toy import Grammar
+
+    grammar = Grammar.load("toy")
+    lm = load_mlm("toy", profile=profile, seed=seed)
+    sents = [s.words for s in grammar.sample(4 * n_pairs, seed=seed)]
+    items = J.choose_pairs(lm, sents, n_pairs, np.random.default_rng(seed))[:n_pairs]
+    queries = [(it["ids"], it["A"], it["B"]) for it in items]
+    truths = J.truth_joints(grammar, [(it["words"], it["wa"], it["wb"]) for it in items])
+    out = {"profile": profile, "pairs per rung": len(queries)}
+    for rung in ladder.rungs(profile) + ladder.seed_rungs(profile)[1:]:
+        c0 = time.process_time()
+        J.rung_pairs(ladder.load(rung), queries, truths)
+        out[f"{rung.name} seed {rung.seed}: CPU s"] = time.process_time() - c0 + 0.0
+        ladder.kl_to_truth(rung)
+    out["all rungs: CPU s"] = sum(v for k, v in out.items() if k.endswith("CPU s"))
     return out
 
 
 if __name__ == "__main__":
     print(json.dumps(run(), indent=2))
+    print(json.dumps(regime_map_cost(), indent=2))

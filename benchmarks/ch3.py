@@ -29,9 +29,10 @@ class OneAtATime:
     def __init__(self, lm):
         self.lm, self.mask_id, self.V, self.special_ids = lm, lm.mask_id, lm.V, lm.special_ids
 
-    def logits(self, ids, positions):
+    def logits(self, ids, positions, keep_special: bool = False):
         ids, positions = torch.as_tensor(ids), torch.as_tensor(positions)
-        return torch.cat([self.lm.logits(ids[b:b + 1], positions[b:b + 1]) for b in range(len(ids))])
+        return torch.cat([self.lm.logits(ids[b:b + 1], positions[b:b + 1], keep_special)
+                          for b in range(len(ids))])
 
 
 def _timed(fn):
@@ -43,8 +44,8 @@ def _timed(fn):
 def run(n_sentences: int = 6, profile: str = "full", seed: int = 0) -> dict:
     """Per-sentence cost of the chapter's probes, batched and one query at a time."""
     from mlmbook import consistency as C
-    from mlmbook.language import Grammar
-    from mlmbook.oracle import load_mlm
+    from mlmbook.toy import Grammar
+    from mlmbook.models import load_mlm
 
     grammar = Grammar.load("toy")
     lm = load_mlm("toy", profile=profile, seed=seed)

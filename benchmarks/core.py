@@ -12,8 +12,8 @@ import time
 import numpy as np
 import torch
 
-from mlmbook.language import Grammar
-from mlmbook.oracle import load_mlm
+from mlmbook.toy import Grammar
+from mlmbook.models import load_mlm
 
 
 def median_time(fn, repeats=5, warmup=1):
@@ -55,14 +55,14 @@ def rows_for(lm, sentences):
 def raw_forward(lm, rows, positions, batch):
     """The limit: the bare encoder on the same rows in batches of ``batch``, output layer at the
     queried position only — no oracle bookkeeping. Returns a callable."""
-    full = torch.cat([torch.full((rows.shape[0], 1), 2), rows, torch.full((rows.shape[0], 1), 3)], 1)
-    pos = positions[:, 0] + 1
+    full = lm.wrap(rows)
+    pos = positions[:, 0] + (full.shape[1] - rows.shape[1]) // 2
 
     def run():
         with torch.inference_mode():
             for s in range(0, full.shape[0], batch):
-                h = lm._base(input_ids=full[s:s + batch]).last_hidden_state
-                lm._head(h[torch.arange(h.shape[0]), pos[s:s + batch]])
+                h = lm.encoder(input_ids=full[s:s + batch]).last_hidden_state
+                lm.head(h[torch.arange(h.shape[0]), pos[s:s + batch]])
     return run
 
 
@@ -138,7 +138,7 @@ def run(profile="full", repeats=5):
 
 
 def training_bucketing(g, steps=25):
-    from mlmbook.train import PRESETS, batches, make_model, mask_tokens
+    from mlmbook.models.train import PRESETS, batches, make_model, mask_tokens
     cfg = PRESETS["full"]
     res = {}
     for label, pool in (("bucketed", 16), ("unbucketed", 1)):

@@ -21,6 +21,8 @@ import shutil
 import sys
 from pathlib import Path
 
+from .profiles import PROFILES
+
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m mlmbook",
@@ -34,7 +36,7 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("chapters", nargs="*", metavar="CHAPTER",
                    help="chapters to execute: 1, 01, 01_dependencies or the file name "
                         "(default: all)")
-    b.add_argument("--profile", default="full", choices=("quick", "full"),
+    b.add_argument("--profile", default="full", choices=PROFILES,
                    help="quick: seconds per chapter (tests); full: the book (default)")
     b.add_argument("-p", "--parameter", nargs=2, action="append", default=[],
                    metavar=("NAME", "VALUE"),
@@ -47,6 +49,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="execute nothing; render the notebooks executed earlier")
     b.add_argument("--fail-fast", action="store_true",
                    help="stop at the first failing chapter")
+    b.add_argument("--update-reference", action="store_true",
+                   help="also copy the results (and a whole-book build's timings) to the committed "
+                        "results/ folder; only with --profile full and no -p parameters")
     b.add_argument("--root", help="the book's root directory (default: found from here)")
     b.add_argument("-v", "--verbose", action="store_true", help="show jupyter-book's output")
 
@@ -67,20 +72,21 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _cmd_build(args) -> int:
-    from .build import build
+    from .pipeline.execute import build
 
     if args.render_only and args.chapters:
         raise SystemExit("mlmbook: error: --render-only takes no chapters")
     index = build(root=args.root, chapters=args.chapters, profile=args.profile,
                   parameters=[tuple(p) for p in args.parameter],
                   solutions=not args.no_solutions, execute=not args.render_only,
-                  fail_fast=args.fail_fast, verbose=args.verbose, render_site=not args.no_render)
+                  fail_fast=args.fail_fast, verbose=args.verbose, render_site=not args.no_render,
+                  update_reference=args.update_reference)
     print(index)
     return 0
 
 
 def _cmd_chapters(args) -> int:
-    from .build import Layout, find_chapters, previous_run
+    from .pipeline.execute import Layout, find_chapters, previous_run
 
     layout = Layout.find(args.root)
     chapters = find_chapters(layout)
@@ -100,17 +106,27 @@ def _format(value) -> str:
 
 
 def _cmd_results(args) -> int:
-    from .build import Layout, find_chapters, resolve_names
+    from .pipeline.execute import RUNNING, Layout, find_chapters, resolve_names
+    from .pipeline.record import load_not_measured, load_results
 
     layout = Layout.find(args.root)
     directory = layout.results
-    files = {p.stem: p for p in sorted(directory.glob("*.json"))} if directory.is_dir() else {}
+    # only completed chapters: the build moves a results file here when its chapter finished
+    files = {p.stem: p for p in sorted(directory.glob("*.json"))
+             if not p.name.startswith(".")} if directory.is_dir() else {}
+    unfinished = {p.stem for p in (directory / RUNNING).glob("*.json")} if directory.is_dir() else set()
     if args.chapter:
         known = sorted({c.slug for c in find_chapters(layout)} | set(files))
         slugs = resolve_names([args.chapter], known)
     else:
         slugs = list(files)
-    data = {slug: json.loads(files[slug].read_text()) for slug in slugs if slug in files}
+    data = {slug: load_results(slug, directory) for slug in slugs if slug in files}
+    missing = {slug: load_not_measured(slug, directory) for slug in data}
+    for slug in slugs if args.chapter else sorted(unfinished):
+        if slug in unfinished:
+            print(f"note: {slug} is executing or was interrupted; its partial results are not shown"
+                  + (" (the numbers below are from its last complete run)" if slug in data else ""),
+                  file=sys.stderr)
     if args.json:
         print(json.dumps(data, indent=2))
     elif not data:
@@ -118,9 +134,11 @@ def _cmd_results(args) -> int:
         print(f"no results{which} yet in {directory}; run python -m mlmbook build")
     for slug, values in ([] if args.json else data.items()):
         print(slug)
-        width = max((len(k) for k in values), default=0)
+        width = max((len(k) for k in [*values, *missing[slug]]), default=0)
         for key, value in values.items():
             print(f"  {key:<{width}}  {_format(value)}")
+        for key, sentence in missing[slug].items():
+            print(f"  {key:<{width}}  ({sentence})")
     return 0
 
 
@@ -142,8 +160,8 @@ def _cmd_clear_cache(args) -> int:
 def _cmd_check_site(args) -> int:
     from pathlib import Path
 
-    from .build import Layout
-    from .sitecheck import check_site
+    from .pipeline.execute import Layout
+    from .pipeline.sitecheck import check_site
 
     html = Path(args.html) if args.html else Layout.find(None).html
     if not (html / "index.html").exists():
@@ -158,7 +176,7 @@ def _cmd_check_site(args) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
-    from .build import BuildError, UsageError
+    from .pipeline.execute import BuildError, UsageError
 
     args = _parser().parse_args(argv)
     command = {"build": _cmd_build, "chapters": _cmd_chapters, "results": _cmd_results,

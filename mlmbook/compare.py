@@ -12,34 +12,28 @@ the default MLM learned the language.
 from __future__ import annotations
 
 import numpy as np
-import torch
 
-__all__ = ["single_site_log_probs", "kl_to_truth"]
+from . import queries
+from .toy.vocab import N_SPECIAL
+
+__all__ = ["single_site_log_probs", "kl_to_truth", "kl_unigram_to_truth"]
 
 
 def single_site_log_probs(lm, sentences) -> list:
     """For each sentence (list of words), log q(. | x_-i) at every position: list of (n, V) arrays.
 
-    All masked variants of all sentences go through one length-bucketed batched call, with
-    the output layer applied only at the masked position.  Word-level: requires one piece per
-    word (the toy tokenizer); for subword models use :meth:`MaskedLM.pll`-style piece logic.
+    One call of the query engine (:func:`mlmbook.queries.single_site`). Word-level: requires
+    one piece per word (the toy tokenizer).
     """
-    rows, pos, owner = [], [], []
-    for s, words in enumerate(sentences):
-        ids, pieces = lm.encode_words(words)
+    for words in sentences:
+        ids, _ = lm.encode_words(list(words))
         if len(ids) != len(words):
-            raise ValueError(f"{lm.name} splits words into pieces; single-site word conditionals need a word-level model")
-        for i in range(len(ids)):
-            r = list(ids)
-            r[i] = lm.mask_id
-            rows.append(r), pos.append([i]), owner.append(s)
-    out = [[] for _ in sentences]
-    for lp, s in zip(lm.logits_ragged(rows, pos), owner):
-        out[s].append(torch.log_softmax(lp[0].double(), -1).numpy())
-    return [np.stack(o) for o in out]
+            raise ValueError(f"{lm.name} splits words into pieces; single-site word conditionals need a "
+                             f"word-level model")
+    return queries.single_site(lm, sentences)
 
 
-def kl_to_truth(grammar, lm, sentences, offset: int = 5) -> list:
+def kl_to_truth(grammar, lm, sentences, offset: int = N_SPECIAL) -> list:
     """Per-position KL(truth || model) for each sentence: list of (n,) arrays (nats).
 
     ``offset`` maps grammar word ids to the model's token ids (the toy tokenizer puts five
@@ -52,5 +46,28 @@ def kl_to_truth(grammar, lm, sentences, offset: int = 5) -> list:
         lq = lq[:, offset:offset + p.shape[1]]
         with np.errstate(divide="ignore", invalid="ignore"):
             terms = np.where(p > 0, p * (np.log(np.where(p > 0, p, 1.0)) - lq), 0.0)
+        out.append(terms.sum(1))
+    return out
+
+
+def kl_unigram_to_truth(grammar, sentences, unigram) -> list:
+    """Per-position KL(truth || unigram) for each sentence: the baseline of a model that ignores context.
+
+    Parameters
+    ----------
+    grammar : mlmbook.toy.Grammar
+    sentences : list of list of str
+    unigram : (Vw,) array
+        Word frequencies over the grammar's vocabulary (``grammar.unigram(n)``).
+
+    Returns
+    -------
+    list of (n,) arrays, nats
+    """
+    out = []
+    for words in sentences:
+        p = grammar.conditionals(words)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            terms = np.where(p > 0, p * np.log(np.where(p > 0, p, 1.0) / unigram), 0.0)
         out.append(terms.sum(1))
     return out

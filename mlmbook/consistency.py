@@ -23,10 +23,15 @@ versions for many targets at once and :func:`ensemble_curve` scores ensembles of
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import TYPE_CHECKING, Callable, NamedTuple
 
 import numpy as np
 import torch
+
+from . import queries
+
+if TYPE_CHECKING:
+    from .models.base import MaskedLM
 
 __all__ = [
     "rectangle_delta", "rectangle_deltas", "top2_rectangles", "noise_floor",
@@ -40,39 +45,41 @@ __all__ = [
 FLOAT32_NOISE_FLOOR = 1e-4
 
 
-def _rows(ids) -> list[torch.Tensor]:
-    if isinstance(ids, torch.Tensor) and ids.dim() == 2:
-        return list(ids.long())
-    return [torch.as_tensor(r, dtype=torch.long) for r in ids]
+def _rows(ids) -> list[np.ndarray]:
+    """Sentences as int64 arrays (from a 2-D tensor/array or a list of 1-D sentences)."""
+    if isinstance(ids, torch.Tensor):
+        ids = ids.detach().cpu().numpy()
+    return [np.asarray(r, dtype=np.int64).reshape(-1) for r in ids]
 
 
-def _logq(lm, rows: list[torch.Tensor], positions) -> np.ndarray:
-    """log-softmax of ``lm.logits`` in float64, (R, k, V).
-
-    Rows are grouped by length (one ``lm.logits`` call per length) and identical queries
-    (same row, same positions) are sent once: the probes of many pairs in one sentence share
-    many rows (e.g. the sentence with only ``j`` masked).
-    """
-    positions = torch.as_tensor(np.array(positions, dtype=np.int64), dtype=torch.long).reshape(len(rows), -1)
-    out = np.empty((len(rows), positions.shape[1], lm.V))
-    lengths = np.array([len(r) for r in rows])
-    for n in np.unique(lengths):
-        idx = np.flatnonzero(lengths == n)
-        queries = torch.cat([torch.stack([rows[i] for i in idx]), positions[idx]], dim=1)
-        unique, inverse = torch.unique(queries, dim=0, return_inverse=True)
-        logits = lm.logits(unique[:, :n], unique[:, n:]).detach().to("cpu", torch.float64)
-        out[idx] = torch.log_softmax(logits, dim=-1).numpy()[inverse.numpy()]
+def _with(row, *sets) -> list[int]:
+    """``row`` as a list of ints with ``row[pos] = val`` for each ``(pos, val)`` in ``sets``."""
+    out = [int(v) for v in row]
+    for pos, val in sets:
+        out[int(pos)] = int(val)
     return out
 
 
-def _with(row: torch.Tensor, **sets) -> torch.Tensor:
-    row = row.clone()
-    for pos, val in sets.values():
-        row[int(pos)] = int(val)
-    return row
+def _each(lm: MaskedLM, rows, positions, fn: Callable, **kw) -> list:
+    """``fn(b, logq_b)`` for every query ``b``: a thin reduction over :func:`mlmbook.queries.iter_log_probs`.
+
+    ``logq_b`` (float64, ``(k, V)``) is the log-softmax at the ``k`` queried positions of row ``b``;
+    only what ``fn`` keeps stays in memory, so the engine's one budget bounds the rest.
+    """
+    out: list = [None] * len(rows)
+    for idx, arr in queries.iter_log_probs(lm, rows, positions, **kw):
+        for b, a in zip(idx, arr):
+            out[b] = fn(b, a)
+    return out
 
 
-def rectangle_deltas(lm, ids, i, j, a, a2, b, b2) -> np.ndarray:
+def _pick(lm: MaskedLM, rows, positions, cols, tokens, **kw) -> np.ndarray:
+    """``logq_b[cols[b], tokens[b]]`` for every query ``b`` (equal-length picks): array (R, m)."""
+    got = _each(lm, rows, positions, lambda b, a: a[cols[b], tokens[b]], **kw)
+    return np.array(got, dtype=np.float64).reshape(len(rows), -1)
+
+
+def rectangle_deltas(lm: MaskedLM, ids, i, j, a, a2, b, b2, show_progress: bool = False) -> np.ndarray:
     r"""Rectangle test for many rectangles at once; one row of every argument per rectangle.
 
     With :math:`q(a\mid b) = q(x_i=a \mid x_j=b, x_{\text{rest}})` and
@@ -97,26 +104,28 @@ def rectangle_deltas(lm, ids, i, j, a, a2, b, b2) -> np.ndarray:
     Returns
     -------
     numpy.ndarray (R,)
-        Δ per rectangle (natural log). Uses one ``lm.logits`` call with 4R rows.
+        Δ per rectangle (natural log), from 4R masked queries sent through
+        :func:`mlmbook.queries.iter_log_probs` (one model call per sentence length within the budget).
     """
     rows = _rows(ids)
     R = len(rows)
     i, j, a, a2, b, b2 = (np.broadcast_to(np.asarray(v, dtype=np.int64), (R,)) for v in (i, j, a, a2, b, b2))
     m = lm.mask_id
-    batch, pos = [], []
+    batch, pos, toks = [], [], []
     for r in range(R):
-        batch += [_with(rows[r], i=(i[r], m), j=(j[r], b[r])), _with(rows[r], i=(i[r], m), j=(j[r], b2[r])),
-                  _with(rows[r], i=(i[r], a[r]), j=(j[r], m)), _with(rows[r], i=(i[r], a2[r]), j=(j[r], m))]
-        pos += [i[r], i[r], j[r], j[r]]
-    lq = _logq(lm, batch, pos)[:, 0, :].reshape(R, 4, -1)
-    k = np.arange(R)
-    qi_b, qi_b2, qj_a, qj_a2 = lq[:, 0], lq[:, 1], lq[:, 2], lq[:, 3]
-    left = qi_b[k, a] + qi_b2[k, a2] - qi_b[k, a2] - qi_b2[k, a]
-    right = qj_a[k, b] + qj_a2[k, b2] - qj_a[k, b2] - qj_a2[k, b]
+        batch += [_with(rows[r], (i[r], m), (j[r], b[r])), _with(rows[r], (i[r], m), (j[r], b2[r])),
+                  _with(rows[r], (i[r], a[r]), (j[r], m)), _with(rows[r], (i[r], a2[r]), (j[r], m))]
+        pos += [[i[r]], [i[r]], [j[r]], [j[r]]]
+        toks += [[a[r], a2[r]]] * 2 + [[b[r], b2[r]]] * 2
+    lq = _pick(lm, batch, pos, [[0, 0]] * len(batch), toks, show_progress=show_progress,
+               desc="rectangles").reshape(R, 4, 2)
+    qi_b, qi_b2, qj_a, qj_a2 = lq[:, 0], lq[:, 1], lq[:, 2], lq[:, 3]      # [:, 0] = a (b), [:, 1] = a' (b')
+    left = qi_b[:, 0] + qi_b2[:, 1] - qi_b[:, 1] - qi_b2[:, 0]
+    right = qj_a[:, 0] + qj_a2[:, 1] - qj_a[:, 1] - qj_a2[:, 0]
     return left - right
 
 
-def rectangle_delta(lm, ids, i: int, j: int, a: int, a2: int, b: int, b2: int) -> float:
+def rectangle_delta(lm: MaskedLM, ids, i: int, j: int, a: int, a2: int, b: int, b2: int) -> float:
     """Δ of one rectangle in one sentence ``ids`` (1-D); see :func:`rectangle_deltas`."""
     return float(rectangle_deltas(lm, [ids], i, j, a, a2, b, b2)[0])
 
@@ -129,12 +138,12 @@ class Rectangles(NamedTuple):
     b2: np.ndarray
 
 
-def top2_rectangles(lm, ids, pairs) -> Rectangles:
+def top2_rectangles(lm: MaskedLM, ids, pairs, show_progress: bool = False) -> Rectangles:
     r"""Δ for the most plausible rectangle of each pair of positions.
 
     For each pair :math:`(i, j)`, mask both, take :math:`\{a, a'\}` = the top two of
     :math:`q(x_i \mid \text{both masked})` and :math:`\{b, b'\}` likewise for :math:`x_j`,
-    then compute Δ of that rectangle (:func:`rectangle_deltas`). Two ``lm.logits`` calls in all.
+    then compute Δ of that rectangle (:func:`rectangle_deltas`): two passes of the query engine.
 
     Parameters
     ----------
@@ -148,11 +157,14 @@ def top2_rectangles(lm, ids, pairs) -> Rectangles:
         ids, pairs = [ids], np.column_stack([np.zeros(len(pairs), np.int64), pairs])
     sents = _rows(ids)
     s, i, j = pairs.T
-    rows = [_with(sents[t], i=(i[r], lm.mask_id), j=(j[r], lm.mask_id)) for r, t in enumerate(s)]
-    lq = _logq(lm, rows, np.column_stack([i, j]))
-    top_i = np.argsort(-lq[:, 0], axis=-1, kind="stable")[:, :2]
-    top_j = np.argsort(-lq[:, 1], axis=-1, kind="stable")[:, :2]
-    delta = rectangle_deltas(lm, rows, i, j, top_i[:, 0], top_i[:, 1], top_j[:, 0], top_j[:, 1])
+    rows = [_with(sents[t], (i[r], lm.mask_id), (j[r], lm.mask_id)) for r, t in enumerate(s)]
+    top = _each(lm, rows, np.column_stack([i, j]).tolist(),
+                lambda b, a: np.argsort(-a, axis=-1, kind="stable")[:, :2],
+                show_progress=show_progress, desc="top-2 rectangles")
+    top = np.array(top, dtype=np.int64).reshape(len(rows), 2, 2)
+    top_i, top_j = top[:, 0], top[:, 1]
+    delta = rectangle_deltas(lm, rows, i, j, top_i[:, 0], top_i[:, 1], top_j[:, 0], top_j[:, 1],
+                             show_progress=show_progress)
     return Rectangles(delta, top_i[:, 0], top_i[:, 1], top_j[:, 0], top_j[:, 1])
 
 
@@ -176,7 +188,7 @@ class OrderInconsistency(NamedTuple):
     log_bwd: np.ndarray       # log p←
 
 
-def order_inconsistency(lm, ids, i, j) -> OrderInconsistency:
+def order_inconsistency(lm: MaskedLM, ids, i, j, show_progress: bool = False) -> OrderInconsistency:
     r"""Do the two chain-rule orders agree on the observed pair :math:`(x_i, x_j)`?
 
     .. math::
@@ -187,7 +199,8 @@ def order_inconsistency(lm, ids, i, j) -> OrderInconsistency:
     :math:`p(x_i, x_j \mid x_{\text{rest}})`. Returns the relative difference
     :math:`|p_\to-p_\leftarrow| / \tfrac12(p_\to+p_\leftarrow) = 2\tanh(|\log p_\to/p_\leftarrow|/2)`
     (at most 2) and :math:`|\log(p_\to/p_\leftarrow)|`, per row of ``ids`` (one row per
-    (sentence, pair); ``i``, ``j`` broadcast). One ``lm.logits`` call with 3R rows.
+    (sentence, pair); ``i``, ``j`` broadcast). 3R masked queries in one engine pass (identical
+    ones, e.g. "only :math:`x_j` masked" shared by pairs with the same :math:`j`, are sent once).
     """
     rows = _rows(ids)
     R = len(rows)
@@ -195,20 +208,20 @@ def order_inconsistency(lm, ids, i, j) -> OrderInconsistency:
     xi = np.array([int(rows[r][i[r]]) for r in range(R)])
     xj = np.array([int(rows[r][j[r]]) for r in range(R)])
     m = lm.mask_id
-    batch, pos = [], []
+    batch, pos, cols, toks = [], [], [], []
     for r in range(R):
-        batch += [_with(rows[r], i=(i[r], m), j=(j[r], m)), _with(rows[r], j=(j[r], m)),
-                  _with(rows[r], i=(i[r], m))]
-        pos += [(i[r], j[r]), (j[r], j[r]), (i[r], i[r])]
-    lq = _logq(lm, batch, pos).reshape(R, 3, 2, -1)
-    k = np.arange(R)
-    fwd = lq[k, 0, 0, xi] + lq[k, 1, 0, xj]
-    bwd = lq[k, 0, 1, xj] + lq[k, 2, 0, xi]
+        batch += [_with(rows[r], (i[r], m), (j[r], m)), _with(rows[r], (j[r], m)), _with(rows[r], (i[r], m))]
+        pos += [[i[r], j[r]], [j[r], j[r]], [i[r], i[r]]]            # k = 2 everywhere: one group per length
+        cols += [[0, 1], [0, 0], [0, 0]]
+        toks += [[xi[r], xj[r]], [xj[r], xj[r]], [xi[r], xi[r]]]
+    lq = _pick(lm, batch, pos, cols, toks, show_progress=show_progress, desc="order test").reshape(R, 3, 2)
+    fwd = lq[:, 0, 0] + lq[:, 1, 0]             # q(x_i | both masked) q(x_j | x_i)
+    bwd = lq[:, 0, 1] + lq[:, 2, 0]             # q(x_j | both masked) q(x_i | x_j)
     d = np.abs(fwd - bwd)
     return OrderInconsistency(2 * np.tanh(d / 2), d, fwd, bwd)
 
 
-def chain_rule_grids(lm, ids, i: int, j: int, a_ids, b_ids):
+def chain_rule_grids(lm: MaskedLM, ids, i: int, j: int, a_ids, b_ids) -> tuple[np.ndarray, np.ndarray]:
     r"""The pair distribution of positions :math:`(i, j)` read through the chain rule both ways.
 
     .. math::
@@ -218,30 +231,23 @@ def chain_rule_grids(lm, ids, i: int, j: int, a_ids, b_ids):
     for every :math:`a` in ``a_ids`` and :math:`b` in ``b_ids`` (the rest of ``ids`` is the
     context). For a coherent joint both grids equal :math:`\log p(x_i=a, x_j=b \mid \text{rest})`;
     :func:`order_inconsistency` is one cell of them, :func:`rectangle_deltas` a :math:`2\times2`
-    block. One ``lm.logits`` call with :math:`1 + |A| + |B|` rows.
+    block. :math:`1 + |A| + |B|` masked queries in one engine pass.
 
     Returns
     -------
     (log_fwd, log_bwd) : two numpy arrays of shape (len(a_ids), len(b_ids)).
     """
-    row = torch.as_tensor(ids, dtype=torch.long)
+    row = _rows([ids])[0]
     a_ids, b_ids = np.asarray(a_ids, dtype=np.int64), np.asarray(b_ids, dtype=np.int64)
     m = lm.mask_id
-    batch = ([_with(row, i=(i, m), j=(j, m))] + [_with(row, i=(i, a), j=(j, m)) for a in a_ids]
-             + [_with(row, i=(i, m), j=(j, b)) for b in b_ids])
-    pos = [(i, j)] + [(j, j)] * len(a_ids) + [(i, i)] * len(b_ids)
-    lq = _logq(lm, batch, pos)
+    batch = ([_with(row, (i, m), (j, m))] + [_with(row, (i, a), (j, m)) for a in a_ids]
+             + [_with(row, (i, m), (j, b)) for b in b_ids])
+    pos = [[i, j]] + [[j, j]] * len(a_ids) + [[i, i]] * len(b_ids)
+    lq = np.stack(queries.log_probs(lm, batch, pos))
     qi, qj = lq[0, 0, a_ids], lq[0, 1, b_ids]                         # both masked
     qj_given_a = lq[1:1 + len(a_ids), 0][:, b_ids]                     # (A, B)
     qi_given_b = lq[1 + len(a_ids):, 0][:, a_ids].T                   # (A, B)
     return qi[:, None] + qj_given_a, qj[None, :] + qi_given_b
-
-
-def _slices(n_items: int, rows_per_item: int, V: int, rows_per_call: int | None):
-    """Item slices so that one call holds about ``rows_per_call`` rows (default: ~4M logits)."""
-    rows_per_call = rows_per_call or max(rows_per_item, (1 << 22) // max(V, 1))
-    step = max(1, rows_per_call // rows_per_item)
-    return [slice(s, s + step) for s in range(0, n_items, step)]
 
 
 class PairProbes(NamedTuple):
@@ -249,48 +255,46 @@ class PairProbes(NamedTuple):
     order: OrderInconsistency
 
 
-def probe_pairs(lm, ids, pairs, rectangles: Rectangles | None = None, rows_per_call: int | None = None,
-                progress: bool = False, desc: str = "pairs") -> PairProbes:
+def probe_pairs(lm: MaskedLM, ids, pairs, rectangles: Rectangles | None = None, progress: bool = False,
+                desc: str = "pairs") -> PairProbes:
     r"""Rectangle test and order inconsistency for many pairs of positions in many sentences.
+
+    All queries go through :mod:`mlmbook.queries` (length groups, de-duplication, one memory
+    budget ``$MLMBOOK_QUERY_BUDGET``); only the few log-probabilities each probe needs are kept.
 
     Parameters
     ----------
+    lm : MaskedLM
     ids : list of S 1-D sentences (token ids, nothing masked)
     pairs : array_like (P, 3) of (sentence, i, j)
     rectangles : Rectangles, optional
         Test these rectangles (one per pair; e.g. another model's top-2) instead of each pair's
         own top-2 rectangle (:func:`top2_rectangles`).
-    rows_per_call : int, optional
-        Rows per ``lm.logits`` call (default: about four million logits per call, so memory
-        stays bounded for a 30k-token vocabulary).
     progress : bool
-        Show a progress bar over the calls.
+        Show progress bars over the queries.
+    desc : str
+        Unused label kept for callers (the bars name their stage).
 
     Returns
     -------
-    PairProbes(rect, order): :class:`Rectangles` (Δ and the rectangle's tokens) and
-    :class:`OrderInconsistency` of the observed pair, one entry per pair.
+    PairProbes
+        :class:`Rectangles` (Δ and the rectangle's tokens) and :class:`OrderInconsistency` of the
+        observed pair, one entry per pair.
     """
-    from tqdm.auto import tqdm
-
     pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 3)
-    sents = _rows(ids)
-    m = lm.mask_id
-    rects, orders = [], []
-    for sl in tqdm(_slices(len(pairs), 8, lm.V, rows_per_call), desc=desc, disable=not progress):
-        s, i, j = pairs[sl].T
-        if rectangles is None:
-            rects.append(top2_rectangles(lm, sents, pairs[sl]))
-        else:
-            r = Rectangles(*(np.asarray(f)[sl] for f in rectangles))
-            both = [_with(sents[t], i=(i[k], m), j=(j[k], m)) for k, t in enumerate(s)]
-            rects.append(r._replace(delta=rectangle_deltas(lm, both, i, j, r.a, r.a2, r.b, r.b2)))
-        orders.append(order_inconsistency(lm, [sents[t] for t in s], i, j))
-    if not rects:
+    if len(pairs) == 0:
         empty = np.zeros(0)
         return PairProbes(Rectangles(*[empty] * 5), OrderInconsistency(*[empty] * 4))
-    return PairProbes(Rectangles(*map(np.concatenate, zip(*rects))),
-                      OrderInconsistency(*map(np.concatenate, zip(*orders))))
+    sents = _rows(ids)
+    s, i, j = pairs.T
+    if rectangles is None:
+        rect = top2_rectangles(lm, sents, pairs, show_progress=progress)
+    else:
+        r = Rectangles(*(np.asarray(f) for f in rectangles))
+        both = [_with(sents[t], (i[k], lm.mask_id), (j[k], lm.mask_id)) for k, t in enumerate(s)]
+        rect = r._replace(delta=rectangle_deltas(lm, both, i, j, r.a, r.a2, r.b, r.b2, show_progress=progress))
+    order = order_inconsistency(lm, [sents[t] for t in s], i, j, show_progress=progress)
+    return PairProbes(rect, order)
 
 
 class Versions(NamedTuple):
@@ -299,7 +303,7 @@ class Versions(NamedTuple):
     aux: np.ndarray         # (|K|,) auxiliary positions
 
 
-def ensemble_versions(lm, ids, t: int, aux=None, candidates=None) -> Versions:
+def ensemble_versions(lm: MaskedLM, ids, t: int, aux=None, candidates=None) -> Versions:
     r"""Versions of :math:`q(x_t \mid x_{\text{rest}})` reached through different masking routes.
 
     Version 0 is the direct conditional, only :math:`t` masked. Version :math:`k` masks an
@@ -329,41 +333,38 @@ def ensemble_versions(lm, ids, t: int, aux=None, candidates=None) -> Versions:
         The support of the versions. None: every token with a finite version-0 logit;
         an int K: the top-K of version 0 (among tokens with a finite logit) plus the gold
         token; an array: exactly those ids.
-        Costs 1 + |K|(1 + C) rows in two ``lm.logits`` calls (the direct conditional, then
+        Costs 1 + |K|(1 + C) masked queries in two engine passes (the direct conditional, then
         every route); :func:`ensemble_versions_many` does the same for many targets at once.
     """
     return ensemble_versions_many(lm, [ids], [t], None if aux is None else [aux],
                                   candidates if candidates is None or np.ndim(candidates) == 0 else [candidates])[0]
 
 
-def ensemble_versions_many(lm, ids, targets, aux=None, candidates=None, rows_per_call: int | None = None,
+def ensemble_versions_many(lm: MaskedLM, ids, targets, aux=None, candidates=None,
                            progress: bool = False) -> list:
     r""":func:`ensemble_versions` for many (sentence, target) items, batched.
 
-    All direct conditionals go through one ``lm.logits`` call per sentence length, then all
-    routes of all items through another, so the cost is two batched passes instead of
-    :math:`2N` small ones. The result is the same as calling :func:`ensemble_versions` per item.
+    All direct conditionals go through one pass of :mod:`mlmbook.queries`, then all routes of
+    all items through another (length groups, de-duplication, one memory budget), so the cost is
+    two batched passes instead of :math:`2N` small ones. The result is the same as calling
+    :func:`ensemble_versions` per item.
 
     Parameters
     ----------
+    lm : MaskedLM
     ids : LongTensor (N, n) or list of N 1-D sentences (one per item; repeat a sentence for
         several targets in it)
     targets : array_like (N,) of target positions
     aux : None or list of N arrays of auxiliary positions (default: every other unmasked position)
     candidates : None, an int or an array of token ids (shared by all items), or a list of N
         of those (one per item); see :func:`ensemble_versions`
-    rows_per_call : int, optional
-        Items are processed in groups of about this many rows (default: about four million
-        logits per call), so memory stays bounded for large vocabularies.
     progress : bool
-        Show a progress bar over the groups.
+        Show progress bars over the queries.
 
     Returns
     -------
     list of :class:`Versions`, one per item.
     """
-    from tqdm.auto import tqdm
-
     rows = _rows(ids)
     N = len(rows)
     targets = np.array(np.broadcast_to(np.asarray(targets, dtype=np.int64), (N,)))
@@ -374,45 +375,39 @@ def ensemble_versions_many(lm, ids, targets, aux=None, candidates=None, rows_per
     per_item = list(candidates) if isinstance(candidates, (list, tuple)) else [candidates] * N
     if len(per_item) != N:
         raise ValueError(f"candidates: one array per item ({N}), got {len(per_item)}")
-    width = max(lm.V if c is None else int(c) + 1 if np.ndim(c) == 0 else len(c) for c in per_item) if N else 1
-    rows_per_item = 1 + int(np.mean([len(a) for a in aux] or [0])) * (1 + width)
-    out = []
-    for sl in tqdm(_slices(N, rows_per_item, lm.V, rows_per_call), desc="versions", disable=not progress):
-        out += _versions(lm, rows[sl], targets[sl], aux[sl], per_item[sl])
-    return out
 
-
-def _versions(lm, rows, targets, aux, per_item) -> list:
-    """The work of :func:`ensemble_versions_many` for one group of items (two ``_logq`` passes)."""
-    m = lm.mask_id
-    direct = _logq(lm, [_with(r, t=(t, m)) for r, t in zip(rows, targets)], targets[:, None])[:, 0]
-    cands = []
-    for r, t, d, c in zip(rows, targets, direct, per_item):
+    def pick_candidates(n: int, lq: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        d, c, gold = lq[0], per_item[n], int(rows[n][targets[n]])
         if c is None:
             cand = np.flatnonzero(np.isfinite(d))
         elif np.ndim(c) == 0:
             cand = np.argsort(-d, kind="stable")
             cand = cand[np.isfinite(d[cand])][: int(c)]
-            if int(r[t]) != m and int(r[t]) not in cand:
-                cand = np.append(cand, int(r[t]))
+            if gold != m and gold not in cand:
+                cand = np.append(cand, gold)
         else:
             cand = np.asarray(c, dtype=np.int64)
-        cands.append(cand)
-    batch, pos = [], []
-    for r, t, a, cand in zip(rows, targets, aux, cands):
+        return cand, d[cand]
+
+    direct = _each(lm, [_with(r, (t, m)) for r, t in zip(rows, targets)], targets[:, None].tolist(),
+                   pick_candidates, show_progress=progress, desc="direct conditionals")
+    batch, pos, want = [], [], []          # want[q]: the token ids query q must return
+    for r, t, a, (cand, _) in zip(rows, targets, aux, direct):
         for k in a:
-            batch.append(_with(r, t=(t, m), k=(k, m)))
-            pos.append(t)
+            batch.append(_with(r, (t, m), (k, m)))
+            pos.append([t])
+            want.append(cand)
             for c in cand:
-                batch.append(_with(r, t=(t, c), k=(k, m)))
-                pos.append(k)
-    lq = _logq(lm, batch, pos)[:, 0, :] if batch else None
+                batch.append(_with(r, (t, c), (k, m)))
+                pos.append([k])
+                want.append([int(r[k])])
+    lq = _each(lm, batch, pos, lambda q, a: a[0, want[q]], show_progress=progress, desc="routes")
     out, start = [], 0
-    for r, d, a, cand in zip(rows, direct, aux, cands):
-        logs = [d[cand]]
+    for r, a, (cand, d) in zip(rows, aux, direct):
+        logs = [d]
         for k in a:
             block = lq[start:start + 1 + len(cand)]
-            logs.append(block[0, cand] + block[1:, int(r[k])])
+            logs.append(block[0] + np.array([x[0] for x in block[1:]]).reshape(len(cand)))
             start += 1 + len(cand)
         logs = np.stack(logs)
         logs = logs - logs.max(axis=1, keepdims=True)

@@ -1,15 +1,25 @@
-"""Where mlmbook keeps things: the repository, the model cache, data and build output.
+"""Where mlmbook keeps things, and every ``MLMBOOK_*`` environment variable, in one place.
 
-Every location can be overridden by an environment variable, so that a chapter
-executed by the build, a test and a reader's own notebook all agree.
+A chapter executed by the build, a test and a reader's own notebook agree because they all
+read their locations and settings through this module.
 
-=================  ==========================================  =========================
-variable           meaning                                     default
-=================  ==========================================  =========================
-``MLMBOOK_ROOT``   the book's repository (``_toc.yml``, book/)  found from the cwd
-``MLMBOOK_CACHE``  trained models and other derived files      ``~/.cache/mlmbook``
-``MLMBOOK_DATA``   treebanks and other input data              ``<root>/data``
-=================  ==========================================  =========================
+==========================  ===============================================  ==============================
+variable                    meaning                                          default
+==========================  ===============================================  ==============================
+``MLMBOOK_ROOT``            the book's repository (``_toc.yml``, ``book/``)  found from the cwd
+``MLMBOOK_CACHE``           trained models and other derived files           ``~/.cache/mlmbook``
+``MLMBOOK_DATA``            treebanks and other input data                   ``<root>/data``
+``MLMBOOK_BUILD``           build output (site, executed notebooks, results)  ``<root>/_build``
+``MLMBOOK_THREADS``         torch intra-op threads (0: torch's own choice)    see :mod:`mlmbook.threads`
+``MLMBOOK_QUERY_BUDGET``    output scores per model call                     ``16777216``
+``MLMBOOK_CELL_TIMEOUT``    seconds a chapter cell may run before it fails   ``1200``
+``MLMBOOK_CHAPTER``         set by the build: the chapter being executed     —
+``MLMBOOK_RESULTS``         set by the build: where recorded numbers go      —
+``HF_HUB_OFFLINE``          (Hugging Face's) never reach the Hub             off
+==========================  ===============================================  ==============================
+
+An empty variable counts as unset. Data files are searched in ``$MLMBOOK_DATA``, then
+``<root>/data``, then ``<root>/../shared/data`` (see :func:`data_dirs`).
 """
 
 from __future__ import annotations
@@ -17,9 +27,44 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["cache_dir", "data_dir", "repo_root", "find_root"]
+from .errors import UsageError
+
+__all__ = ["cache_dir", "data_dir", "data_dirs", "repo_root", "find_root", "build_dir", "env_str", "env_int",
+           "env_flag", "hf_offline"]
 
 
+# ----------------------------------------------------------------------------- variables
+def env_str(name: str) -> str | None:
+    """The value of ``$name``, or None when it is unset or empty."""
+    value = os.environ.get(name, "").strip()
+    return value or None
+
+
+def env_int(name: str, default: int, minimum: int = 0) -> int:
+    """``$name`` as an integer ≥ ``minimum`` (``default`` when unset); a bad value is a one-line error."""
+    value = env_str(name)
+    if value is None:
+        return default
+    try:
+        number = int(value)
+    except ValueError:
+        raise UsageError(f"{name}={value!r} is not an integer; unset it or give a whole number") from None
+    if number < minimum:
+        raise UsageError(f"{name}={number} is below its minimum of {minimum}")
+    return number
+
+
+def env_flag(name: str) -> bool:
+    """``$name`` as a boolean: ``1``, ``true``, ``yes``, ``on`` (any case) are true."""
+    return (env_str(name) or "").lower() in ("1", "true", "yes", "on")
+
+
+def hf_offline() -> bool:
+    """Whether Hugging Face must not reach the Hub (``HF_HUB_OFFLINE``, parsed as a flag)."""
+    return env_flag("HF_HUB_OFFLINE")
+
+
+# ----------------------------------------------------------------------------- locations
 def _is_book_root(path: Path) -> bool:
     return (path / "_toc.yml").is_file() and (path / "book").is_dir()
 
@@ -57,7 +102,7 @@ def repo_root() -> Path:
     pathlib.Path
         The root; it may lack a ``_toc.yml`` when mlmbook was installed from a wheel.
     """
-    env = os.environ.get("MLMBOOK_ROOT")
+    env = env_str("MLMBOOK_ROOT")
     if env:
         return Path(env).expanduser().resolve()
     found = find_root() or find_root(Path(__file__).parent)
@@ -69,11 +114,35 @@ def cache_dir() -> Path:
 
     The directory is not created here; writers create what they need.
     """
-    env = os.environ.get("MLMBOOK_CACHE")
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "mlmbook"
+    env = env_str("MLMBOOK_CACHE")
+    return Path(env).expanduser().resolve() if env else Path.home() / ".cache" / "mlmbook"
 
 
 def data_dir() -> Path:
     """Return the data directory (``$MLMBOOK_DATA``, default ``<repo root>/data``)."""
-    env = os.environ.get("MLMBOOK_DATA")
+    env = env_str("MLMBOOK_DATA")
     return Path(env).expanduser() if env else repo_root() / "data"
+
+
+def data_dirs(subdir: str | None = None) -> list[Path]:
+    """Folders searched for a data file, in order.
+
+    ``$MLMBOOK_DATA``, ``<root>/data`` and ``<root>/../shared/data`` (the project's shared
+    folder, where it exists), each followed by its ``subdir`` when one is given.
+    """
+    bases = []
+    env = env_str("MLMBOOK_DATA")
+    if env:
+        bases.append(Path(env).expanduser())
+    root = repo_root()
+    bases += [root / "data", root.parent / "shared" / "data"]
+    out = []
+    for b in bases:
+        out += [b, b / subdir] if subdir else [b]
+    return out
+
+
+def build_dir(root: Path | None = None) -> Path:
+    """Build output: ``$MLMBOOK_BUILD`` if set (tests and parallel runs use their own), else ``<root>/_build``."""
+    env = env_str("MLMBOOK_BUILD")
+    return Path(env).expanduser().resolve() if env else (root or repo_root()) / "_build"

@@ -23,13 +23,23 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
+from scipy.stats import t as student_t
 from torch import nn
 
+from .rank import effective_rank_entropy, effective_rank_mass
+from .stats import ratio_bootstrap
+
+if TYPE_CHECKING:
+    from .models.base import MaskedLM
+
 __all__ = ["collect_states", "token_labels", "PROBE_TASKS", "fit_probe", "probe_accuracy",
-           "flip_agreement", "agreement_task", "finetune_classifier", "mean_sd"]
+           "flip_agreement", "agreement_task", "finetune_classifier", "mean_sd",
+           "LADDER_PROBES", "rung_measures", "seed_interval", "ladder_gaps", "ladder_value",
+           "clear_verdict"]
 
 UPOS_TAGS = ["DET", "ADJ", "NOUN", "PROPN", "VERB", "ADP", "ADV", "PUNCT"]
 
@@ -50,8 +60,8 @@ def collect_states(states_fn, rows, masked=None, mask_id=None, chunk: int = 256)
     ----------
     states_fn : callable
         ``ids (B, n) -> tuple of (B, n, d)`` per layer, over content tokens — e.g.
-        :meth:`mlmbook.oracle.HFMaskedLM.hidden_states` or
-        :meth:`mlmbook.maelm.MAEMaskedLM.hidden_states`.
+        :meth:`mlmbook.models.HFMaskedLM.hidden_states` or
+        :meth:`mlmbook.models.maelm.MAEMaskedLM.hidden_states`.
     rows : list of list of int
         Token ids of each sentence, without special tokens.
     masked : list of list of bool, optional
@@ -309,3 +319,153 @@ def finetune_classifier(encoder, train_rows, train_labels, test_rows, test_label
     with torch.no_grad():
         pred = torch.cat([scores(test_rows[s:s + 256]).argmax(1) for s in range(0, len(test_rows), 256)])
     return float((pred.numpy() == np.asarray(test_labels)).mean())
+
+
+# ---------------------------------------------------------------------------- one rung of the ladder
+#: The probes measured on every rung of the ladder (a cheap subset of :data:`PROBE_TASKS`).
+LADDER_PROBES = ("number", "head_offset")
+
+
+def rung_measures(lm: MaskedLM, sentences, n_rows: int, mask_rate: float = 0.15, n_boot: int = 200,
+                  seed: int = 0) -> dict:
+    """Last-layer effective ranks and probe accuracies of one model, with per-replicate values.
+
+    The same ``sentences`` and ``seed`` give the same masks, probe split and bootstrap draws
+    for every model, so two models' replicates can be subtracted (a paired bootstrap).
+
+    Parameters
+    ----------
+    lm : MaskedLM
+        An MLM, or an MAE-LM (then its ``[MASK]`` rows come from :meth:`decoder_states`).
+    sentences : list of Sentence
+        Toy sentences with gold annotation.
+    n_rows : int
+        Rows of every matrix whose rank is taken (ranks depend on the row count).
+    n_boot : int
+        Bootstrap replicates over sentences.
+
+    Returns
+    -------
+    dict
+        ``rank`` / ``boot_rank``: ``{(tokens, kind): value / array (n_boot,)}`` for tokens in
+        ``real`` (clean input) and ``mask`` and kind in ``entropy`` / ``mass``;
+        ``probe`` / ``probe_counts``: per task the held-out accuracy and the (correct, total)
+        counts per test sentence, for :func:`mlmbook.stats.ratio_bootstrap`.
+    """
+    rows = [lm.encode_words(s.words)[0] for s in sentences]
+    rng = np.random.default_rng(seed)
+    masked = [rng.random(len(r)) < mask_rate for r in rows]
+    clean = collect_states(lm.hidden_states, rows)
+    states_fn = getattr(lm, "decoder_states", lm.hidden_states)
+    noisy = collect_states(states_fn, rows, masked, mask_id=lm.mask_id)
+    mats = {"real": (clean["real"][-1], clean["real_index"][:, 0]),
+            "mask": (noisy["mask"][-1], noisy["mask_index"][:, 0])}
+    out: dict = {"rank": {}, "boot_rank": {}, "probe": {}, "probe_counts": {}}
+    draws = np.random.default_rng(seed + 1).integers(0, len(rows), size=(n_boot, len(rows)))
+    for tokens, (H, sent_of) in mats.items():
+        by_sent = [np.flatnonzero(sent_of == s) for s in range(len(rows))]
+
+        def ranks(picked, H=H, by_sent=by_sent):
+            idx = np.concatenate([by_sent[s] for s in picked])
+            idx = np.random.default_rng(seed + 2).permutation(idx)[:n_rows]
+            return effective_rank_entropy(H[idx]), effective_rank_mass(H[idx])
+
+        e, m = ranks(range(len(rows)))
+        out["rank"][tokens, "entropy"], out["rank"][tokens, "mass"] = e, m
+        boot = np.array([ranks(d) for d in draws])
+        out["boot_rank"][tokens, "entropy"], out["boot_rank"][tokens, "mass"] = boot[:, 0], boot[:, 1]
+    X, where = clean["real"][-1], clean["real_index"]
+    train = np.random.default_rng(seed + 3).permutation(len(rows))[: len(rows) // 2]
+    is_train = np.isin(where[:, 0], train)
+    labels = [token_labels(s) for s in sentences]
+    for task in LADDER_PROBES:
+        y = np.array([labels[s][task][p] for s, p in where])
+        use = y >= 0
+        probe = fit_probe(X[use & is_train], y[use & is_train], len(PROBE_TASKS[task]))
+        test = use & ~is_train
+        hit = probe.predict(X[test]) == y[test]
+        test_sents = where[test, 0]
+        sents = np.unique(test_sents)
+        correct = np.array([hit[test_sents == s].sum() for s in sents], dtype=float)
+        total = np.array([(test_sents == s).sum() for s in sents], dtype=float)
+        out["probe"][task] = float(hit.mean())
+        out["probe_counts"][task] = (correct, total)
+    return out
+
+
+def seed_interval(values, level: float = 0.95) -> tuple:
+    """Mean and Student-t interval over training seeds: ``(mean, low, high)``."""
+    v = np.asarray(values, dtype=float)
+    half = student_t.ppf(0.5 + level / 2, len(v) - 1) * v.std(ddof=1) / np.sqrt(len(v))
+    return float(v.mean()), float(v.mean() - half), float(v.mean() + half)
+
+
+def clear_verdict(low: float, high: float, above: str, below: str) -> str:
+    """``above`` / ``below`` when an interval excludes zero on that side, else "no clear difference"."""
+    return above if low > 0 else below if high < 0 else "no clear difference"
+
+
+def _interval(estimate, boots, level=0.95):
+    """Percentile interval of bootstrap replicates shifted so that their mean is the estimate.
+
+    A replicate repeats some sentences, and repeated rows lower an effective rank: the raw
+    replicates are biased low. The shift removes that bias; the interval is then widened, if
+    need be, to contain the estimate.
+    """
+    a = (1 - level) / 2
+    boots = np.asarray(boots, dtype=float)
+    boots = boots - (boots.mean() - estimate)
+    lo, hi = float(np.quantile(boots, a)), float(np.quantile(boots, 1 - a))
+    return float(estimate), min(lo, float(estimate)), max(hi, float(estimate))
+
+
+def _contain(est, lo, hi):
+    return float(est), min(float(lo), float(est)), max(float(hi), float(est))
+
+
+def ladder_gaps(a: dict, b: dict, width: int, seeds_a=None, seeds_b=None) -> dict:
+    """MAE-LM minus MLM at one size: ranks (as fractions of ``width``) and probe accuracies.
+
+    ``a`` and ``b`` are :func:`rung_measures` of the MLM and MAE-LM (same sentences and seed:
+    the bootstrap is paired). With ``seeds_a`` / ``seeds_b`` (the measures of every training
+    seed, in the same order) the interval is the Student-t interval over the per-seed gaps,
+    widened to contain the paired bootstrap interval of the first seed.
+
+    Returns
+    -------
+    dict
+        ``{quantity: (estimate, low, high)}`` for ``rank_<tokens>_<kind>`` and ``probe_<task>``.
+    """
+    out = {}
+    for key in a["rank"]:
+        est = (b["rank"][key] - a["rank"][key]) / width
+        out[f"rank_{key[0]}_{key[1]}"] = _interval(est, (b["boot_rank"][key] - a["boot_rank"][key]) / width)
+    for task in LADDER_PROBES:
+        (ca, ta), (cb, _) = a["probe_counts"][task], b["probe_counts"][task]
+        out[f"probe_{task}"] = _contain(*ratio_bootstrap(cb, ta, minus=ca))
+    if seeds_a is not None:
+        for q, (_, lo, hi) in list(out.items()):
+            per_seed = [ladder_gaps(x, y, width)[q][0] for x, y in zip(seeds_a, seeds_b)]
+            mean, s_lo, s_hi = seed_interval(per_seed)
+            out[q] = (mean, min(lo, s_lo), max(hi, s_hi))
+    return out
+
+
+def ladder_value(measures: list, quantity: str, width: int = 1) -> tuple:
+    """One model's quantity with its interval: ``(estimate, low, high)``.
+
+    ``quantity`` is ``"rank_<tokens>_<kind>"`` (divided by ``width``) or ``"probe_<task>"``.
+    ``measures`` holds the :func:`rung_measures` of one or more training seeds; with several,
+    the Student-t interval over seeds widened to contain the first seed's bootstrap interval.
+    """
+    def one(m):
+        if quantity.startswith("rank_"):
+            key = tuple(quantity.split("_")[1:])
+            return _interval(m["rank"][key] / width, m["boot_rank"][key] / width)
+        return _contain(*ratio_bootstrap(*m["probe_counts"][quantity[len("probe_"):]]))
+
+    est, lo, hi = one(measures[0])
+    if len(measures) > 1:
+        est, s_lo, s_hi = seed_interval([one(m)[0] for m in measures])
+        lo, hi = min(lo, s_lo), max(hi, s_hi)
+    return est, lo, hi

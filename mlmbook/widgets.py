@@ -1,54 +1,103 @@
 """Explorers: ipywidgets controls that also leave a static figure for the printed site.
 
-:func:`explore` draws the figure once at the default setting (so the executed notebook —
-and the static site built from it — shows it), then shows the live controls, which redraw
-the figure when the notebook runs in Jupyter.
+:func:`explore` draws the figure once at the default setting and shows it as *one* output:
+the image with a sentence under it that says what the static figure shows (a chapter gives
+that output a number and a caption through the cell's ``mystnb: figure:`` metadata). When
+the notebook runs in Jupyter the live controls follow and redraw the figure. When the book
+build executes the notebook (``$MLMBOOK_CHAPTER`` is set) no controls are shown: a static
+page has nothing to move, and a second output would become a second figure.
 """
 from __future__ import annotations
 
+import base64
+import html
+import io
+from typing import Callable
+
 import matplotlib.pyplot as plt
 
-__all__ = ["explore"]
+from .paths import env_str
+
+__all__ = ["explore", "static_note"]
 
 
-def explore(draw, **controls):
-    """Show ``draw(**defaults)`` as a static figure, then an interactive version.
+def static_note(setting: dict, shows: str | None = None) -> str:
+    """The sentence under an explorer's static figure (plain text).
+
+    Parameters
+    ----------
+    setting : dict
+        The controls' default values, e.g. ``{"sentence": 0, "position": 2}``.
+    shows : str, optional
+        What the figure shows at that setting, e.g. "the exact conditional of the masked word
+        beside the model's"; a chapter should always say it.
+    """
+    at = ", ".join(f"{k} = {v!r}" for k, v in setting.items())
+    what = f"The figure shows {shows} at {at}." if shows else f"The figure shows the explorer at {at}."
+    return f"{what} Run this notebook in Jupyter to change {' and '.join(setting)} and redraw it."
+
+
+def _figure_html(fig, note: str) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", bbox_inches="tight")
+    png = base64.b64encode(buf.getvalue()).decode("ascii")
+    return (f'<img src="data:image/png;base64,{png}" alt="{html.escape(note)}" style="max-width:100%"/>'
+            f'<p class="mlmbook-explorer-note"><i>{html.escape(note)}</i></p>')
+
+
+def _building() -> bool:
+    return env_str("MLMBOOK_CHAPTER") is not None
+
+
+def _controls(controls: dict) -> dict:
+    import ipywidgets as w
+
+    made = {}
+    for name, (spec, default) in controls.items():
+        if isinstance(spec, w.Widget):
+            spec.value = default
+            made[name] = spec
+        elif (isinstance(spec, (list, tuple)) and len(spec) == 3
+              and all(isinstance(x, (int, float)) for x in spec)):
+            cls = w.IntSlider if all(isinstance(x, int) for x in spec) else w.FloatSlider
+            made[name] = cls(min=spec[0], max=spec[1], step=spec[2], value=default, description=name,
+                             continuous_update=False)
+        else:
+            made[name] = w.Dropdown(options=list(spec), value=default, description=name)
+    return made
+
+
+def explore(draw: Callable, shows: str | None = None, **controls):
+    """Show ``draw(**defaults)`` as a static figure, then (in Jupyter) an interactive version.
 
     Parameters
     ----------
     draw : callable
         Draws one figure (creating it with ``plt.subplots``) from keyword arguments.
+    shows : str, optional
+        What the static figure shows, for the sentence under it (:func:`static_note`).
     **controls
         ``name=(widget or ipywidgets abbreviation, default)``; e.g.
         ``temperature=((0.2, 3.0, 0.1), 1.0)`` or ``sentence=(list_of_options, 0)``.
 
     Returns
     -------
-    The ``ipywidgets`` container (or ``None`` if ipywidgets is unavailable).
+    The ``ipywidgets`` container, or ``None`` under the book build or without ipywidgets.
     """
     from IPython.display import HTML, display
 
     defaults = {k: v[1] for k, v in controls.items()}
     draw(**defaults)
-    plt.show()
-    setting = ", ".join(f"{k} = {v!r}" for k, v in defaults.items())
-    display(HTML(f'<p class="mlmbook-explorer-note"><i>Explorer at its default setting ({setting}). '
-                 f'Run this notebook in Jupyter to move the controls below.</i></p>'))
+    fig = plt.gcf()
+    display(HTML(_figure_html(fig, static_note(defaults, shows))))
+    plt.close(fig)
+    if _building():
+        return None
     try:
         import ipywidgets as w
     except ImportError:                      # static only
         return None
-    made = {}
-    for name, (spec, default) in controls.items():
-        if isinstance(spec, w.Widget):
-            spec.value = default
-            made[name] = spec
-        elif isinstance(spec, (list, tuple)) and len(spec) == 3 and all(isinstance(x, (int, float)) for x in spec):
-            cls = w.IntSlider if all(isinstance(x, int) for x in spec) else w.FloatSlider
-            made[name] = cls(min=spec[0], max=spec[1], step=spec[2], value=default, description=name,
-                             continuous_update=False)
-        else:
-            made[name] = w.Dropdown(options=list(spec), value=default, description=name)
+    made = _controls(controls)
     out = w.interactive_output(lambda **kw: (draw(**kw), plt.show()), made)
     box = w.VBox([w.HBox(list(made.values())), out])
     box.layout.display = "flex"

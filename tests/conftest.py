@@ -38,7 +38,7 @@ def save_tiny_wordpiece_bert(path, corpus, vocab_size=120, seed=0):
 
 @pytest.fixture(scope="session")
 def wordpiece_bert(tmp_path_factory):
-    from mlmbook.language import Grammar
+    from mlmbook.toy import Grammar
     corpus = [s.text for s in Grammar.load("toy").sample(500, seed=0)]
     corpus += ["the quick brown fox jumps over the lazy dog .", "i can't believe it's not butter !"] * 5
     return str(save_tiny_wordpiece_bert(tmp_path_factory.mktemp("wp_bert"), corpus))
@@ -47,9 +47,8 @@ def wordpiece_bert(tmp_path_factory):
 @pytest.fixture(scope="session")
 def toy_bert(tmp_path_factory):
     """An untrained BERT with the toy tokenizer (WordLevel over the toy vocabulary), saved locally."""
-    import torch
-    from mlmbook.language import Grammar
-    from mlmbook.train import TrainConfig, make_model, make_tokenizer
+    from mlmbook.toy import Grammar
+    from mlmbook.models.train import TrainConfig, make_model, make_tokenizer
     g = Grammar.load("toy")
     path = tmp_path_factory.mktemp("toy_bert")
     make_model(g, TrainConfig(hidden=32, layers=2, heads=2, intermediate=64), seed=0).save_pretrained(path)
@@ -78,8 +77,13 @@ class BookRun:
         self.build_dir, self.index = Path(build_dir), index
 
     def results(self, slug):
-        from mlmbook.record import load_results
+        from mlmbook.pipeline.record import load_results
         return load_results(slug, self.build_dir / "results")
+
+    def not_measured(self, slug):
+        """Keys the chapter declared with ``mlmbook.not_measured`` (key -> the sentence shown)."""
+        from mlmbook.pipeline.record import load_not_measured
+        return load_not_measured(slug, self.build_dir / "results")
 
     def notebook(self, slug):
         import nbformat
@@ -92,7 +96,7 @@ def quick_book():
 
     Built into ``_build/quick`` so that it never clobbers a reader's full build.
     """
-    from mlmbook.build import build
+    from mlmbook.pipeline.execute import build
     from mlmbook.paths import repo_root
     out = repo_root() / "_build" / "quick"
     index = _with_build_dir(out, lambda: build(profile="quick"))
@@ -102,7 +106,7 @@ def quick_book():
 @pytest.fixture(scope="session")
 def run_chapter(tmp_path_factory):
     """Execute one chapter (quick profile, no rendering) with parameters into a fresh build dir."""
-    from mlmbook.build import build
+    from mlmbook.pipeline.execute import build
 
     def run(chapter, **params):
         out = tmp_path_factory.mktemp(f"run_{chapter}")
@@ -117,13 +121,27 @@ def full_results():
     """The numbers of the last default full-profile build (``results/full/<slug>.json``, tracked).
 
     The prose of each chapter was written against these; tests assert its claims on them.
-    Regenerate them with ``make book``.
+    A build never changes them; regenerate them on purpose with ``make reference``
+    (``python -m mlmbook build --profile full --update-reference``).
     """
     import json
     from mlmbook.paths import repo_root
 
     def load(slug):
         path = repo_root() / "results" / "full" / f"{slug}.json"
-        assert path.exists(), f"{path} is missing: run `make book` (full profile) to record it"
+        assert path.exists(), f"{path} is missing: run `make reference` to record it"
         return json.loads(path.read_text())
     return load
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    """Debian's Chromium for the browser checks: skipped with the reason where absent, never under CI=true."""
+    from mlmbook.errors import BrowserMissing
+    from mlmbook.pipeline.sitecheck import find_chromium
+    try:
+        return find_chromium()
+    except BrowserMissing as e:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{e} (CI must run the browser check)")
+        pytest.skip(str(e))

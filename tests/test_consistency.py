@@ -1,16 +1,14 @@
 import itertools
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 from scipy.special import logsumexp
 
-sys.path.insert(0, str(Path(__file__).parent))
-from _fake_oracles import JointOracle, PerturbedOracle, random_joint  # noqa: E402
+from tests.fakes import JointOracle, PerturbedOracle, random_joint
 
-from mlmbook import consistency as C  # noqa: E402
+from mlmbook import consistency as C
+
 
 V = 4
 M = V  # mask id of the fake oracles
@@ -147,3 +145,93 @@ def test_disagreement_rate():
     tie = np.array([[0.5, 0.5], [0.5 - 1e-12, 0.5 + 1e-12]])       # float noise on an exact tie
     assert C.disagreement_rate(tie) == 0.0
     assert C.disagreement_rate([v, np.array([[1.0, 0.0], [1.0, 0.0]])]) == pytest.approx(0.25)
+
+
+def test_independent_pair_passes_rectangle_but_not_order_test():
+    """Issue 16: under independence the rectangle test passes trivially, the order test need not.
+
+    A model whose conditionals at i ignore x_j (and vice versa) but whose two-mask prediction at i
+    differs from its one-mask prediction: every Δ is 0, the order inconsistency is not.
+    """
+    rng = np.random.default_rng(3)
+    one_mask = {0: np.log(rng.dirichlet(np.ones(V))), 1: np.log(rng.dirichlet(np.ones(V)))}
+    two_mask = {0: np.log(rng.dirichlet(np.ones(V))), 1: one_mask[1]}
+
+    class Independent:
+        mask_id, V = M, V + 1
+
+        def logits(self, ids, positions, keep_special=False):
+            ids, positions = torch.as_tensor(ids), torch.as_tensor(positions)
+            out = torch.full(tuple(positions.shape) + (self.V,), -np.inf, dtype=torch.float64)
+            for b in range(len(ids)):
+                both = bool((ids[b, :2] == M).all())
+                for c, q in enumerate(positions[b].tolist()):
+                    out[b, c, :V] = torch.from_numpy((two_mask if both else one_mask)[q])
+            return out
+
+    lm = Independent()
+    row = [1, 2, 3]
+    for a, a2, b, b2 in [(0, 1, 2, 3), (3, 1, 0, 2)]:
+        assert abs(C.rectangle_delta(lm, row, 0, 1, a, a2, b, b2)) < 1e-12
+    order = C.order_inconsistency(lm, [row], 0, 1)
+    expected = abs(two_mask[0][1] - one_mask[0][1])           # q(x_0 | both) vs q(x_0 | x_1): differ
+    assert order.abs_log_ratio[0] == pytest.approx(expected) and expected > 1e-3
+
+
+# ---------------------------------------------------------------- the regime map's estimators (chapter 3)
+def _exact_conditional(logp, row, t):
+    """p(x_t | rest) of a small joint, by enumeration."""
+    idx = [int(x) for x in row]
+    idx[t] = slice(None)
+    lp = logp[tuple(idx)]
+    return np.exp(lp - logsumexp(lp))
+
+
+def test_regime_measures_by_brute_force():
+    from mlmbook import consistency_regime as R
+
+    logp = random_joint(4, V, seed=5)
+    ids = [torch.tensor([0, 1, 2, 3]), torch.tensor([3, 2, 1, 0]), torch.tensor([1, 1, 0, 2])]
+    pairs = np.array([(s, i, j) for s in range(3) for i in range(4) for j in range(i + 1, 4)])
+    targets, aux = [0, 2, 3], [[1, 2], [1, 3], [2]]
+    truth_p = [_exact_conditional(logp, r, t) for r, t in zip(ids, targets)]
+    # a coherent model that is the truth: no inconsistency, no headroom, nothing for the ensemble to do
+    same = R.rung_measures(JointOracle(logp), ids, pairs, ids, targets, aux, truth_p, candidates=3)
+    assert same["abs_delta"].max() < 1e-9 and same["order"].max() < 1e-9
+    np.testing.assert_allclose(same["single"], same["bayes"], atol=1e-9)
+    np.testing.assert_allclose(same["ens"], same["single"], atol=1e-9)
+    # an inconsistent model: every per-target number by hand
+    lm = PerturbedOracle(logp, scale=1.0)
+    m = R.rung_measures(lm, ids, pairs, ids, targets, aux, truth_p, candidates=3)
+    assert (m["abs_delta"] > 1e-6).all()
+    for n, (row, t) in enumerate(zip(ids, targets)):
+        v = C.ensemble_versions(lm, row, t, aux[n], candidates=3)
+        hit = list(v.candidates).index(int(row[t]))
+        q = truth_p[n][v.candidates] / truth_p[n][v.candidates].sum()
+        assert m["bayes"][n] == pytest.approx(-np.log(q[hit]))
+        assert m["hit_bayes"][n] == float(np.argmax(q) == hit)
+        assert m["single"][n] == pytest.approx(-np.log(v.probs[0, hit]))
+        assert m["ens"][n] == pytest.approx(-np.log(v.probs[:, hit].mean()))
+        assert m["alone"][n] == pytest.approx(-np.log(v.probs[1:, hit]).mean())
+    s = R.summarise(m)
+    frac = (m["single"] - m["ens"]).sum() / (m["single"] - m["bayes"]).sum()
+    assert s["loss_frac"][0] == pytest.approx(frac)
+    assert s["delta"][0] == pytest.approx(np.median(m["abs_delta"]))
+    for est, lo, hi in s.values():
+        assert lo <= est + 1e-12 and est <= hi + 1e-12
+
+
+def test_regime_verdict_and_tracking():
+    from mlmbook import consistency_regime as R
+
+    assert R.verdict((0.1, 0.02, 0.2)) == "helps" and R.verdict((-0.1, -0.2, -0.01)) == "hurts"
+    assert R.verdict((0.0, 0.0, 0.0)) == "indistinguishable" and R.verdict((0.1, -0.1, 0.3), "a", "b") == \
+        "indistinguishable"
+    rng = np.random.default_rng(0)
+    rungs = []
+    for k in range(4):                       # more inconsistency, larger share of the headroom closed
+        single = rng.uniform(1, 2, 200)
+        rungs.append(dict(order=np.full(50, 0.1 * (k + 1)), single=single, bayes=single - 1.0,
+                          ens=single - 0.1 * (k + 1)))
+    rho, lo, hi = R.tracking(rungs, n_boot=50)
+    assert rho == pytest.approx(1.0) and lo == pytest.approx(1.0)

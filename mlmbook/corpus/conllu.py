@@ -1,0 +1,390 @@
+"""Reading dependency treebanks in the CoNLL-U format.
+
+A CoNLL-U file (https://universaldependencies.org/format.html) holds one sentence
+per block of lines, blocks separated by one blank line. A block is
+
+* comment lines ``# key = value`` (``# sent_id = ...`` and ``# text = ...`` matter here),
+* one line per *syntactic word*, ten tab-separated fields
+  ``ID FORM LEMMA UPOS XPOS FEATS HEAD DEPREL DEPS MISC`` with integer ``ID`` 1, 2, ...,
+* *multiword-token* lines with a range ID such as ``3-4 don't``: one surface token
+  that is split into the syntactic words 3 (``do``) and 4 (``n't``),
+* *empty nodes* with a decimal ID such as ``8.1``, used only by enhanced dependencies.
+
+The basic tree is the ``HEAD`` column of the syntactic words. In this package a sentence
+stores it 0-based: ``heads[i]`` is the index of word ``i``'s head and ``-1`` marks the root,
+the same convention as the toy language (:class:`mlmbook.corpus.Sentence`). Multiword tokens are kept (in
+``Sentence.multiword``) so the surface text can be rebuilt, but they are not words of the
+tree; empty nodes are skipped.
+
+A malformed file raises :class:`TreebankError` whose message is one line,
+``path:lineno: what is wrong (expected ...)``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+from ..errors import TreebankError, TreebankNotFoundError
+from ..paths import data_dirs
+from .sentence import Multiword, Sentence, filter_length, remove_punct
+
+__all__ = [
+    "TreebankError",
+    "TreebankNotFoundError",
+    "read_conllu",
+    "iter_conllu",
+    "find_treebank",
+    "load_treebank",
+    "load_sentences",
+    "LoadedTreebank",
+    "parse_feats",
+]
+
+_EWT_DIR = "ud_english_ewt"
+_EWT_FILES = {
+    "train": "en_ewt-ud-train.conllu",
+    "dev": "en_ewt-ud-dev.conllu",
+    "test": "en_ewt-ud-test.conllu",
+}
+_DOWNLOAD_HINT = (
+    "download UD English EWT (e.g. git clone --depth 1 "
+    "https://github.com/UniversalDependencies/UD_English-EWT) and put its .conllu files in "
+    "$MLMBOOK_DATA or $MLMBOOK_DATA/ud_english_ewt"
+)
+
+
+def parse_feats(text: str) -> dict[str, str]:
+    """A FEATS field as a dict: ``"Number=Sing|Person=3"`` -> ``{"Number": "Sing", "Person": "3"}``; ``"_"`` -> ``{}``."""
+    if text in ("_", ""):
+        return {}
+    return dict(kv.partition("=")[::2] for kv in text.split("|"))
+
+
+def _parse_int(text: str) -> int | None:
+    return int(text) if text.isascii() and text.isdigit() else None
+
+
+class _Block:
+    """The lines of one sentence while it is being read."""
+
+    def __init__(self) -> None:
+        self.comments: list[tuple[int, str]] = []
+        self.rows: list[tuple[int, list[str]]] = []       # syntactic words
+        self.ranges: list[tuple[int, int, int, str]] = []  # lineno, start, end, form
+        self.first_line: int | None = None
+
+    def empty(self) -> bool:
+        return self.first_line is None
+
+
+def _check_word_line(cols: list[str], lineno: int, block: _Block, path) -> None:
+    """Validate the ID of a line and file it as word, multiword range, or empty node."""
+    wid = cols[0]
+    n_words = len(block.rows)
+    if "-" in wid:
+        a, _, b = wid.partition("-")
+        start, end = _parse_int(a), _parse_int(b)
+        if start is None or end is None:
+            raise TreebankError(f"invalid range ID {wid!r} (expected two integers like 3-4)",
+                                path, lineno)
+        if not start < end:
+            raise TreebankError(f"empty range {wid!r} (expected start < end, like 3-4)",
+                                path, lineno)
+        if start != n_words + 1:
+            raise TreebankError(f"range {wid!r} out of sequence (expected it to start at "
+                                f"word {n_words + 1})", path, lineno)
+        if block.ranges and block.ranges[-1][2] >= start:
+            raise TreebankError(f"range {wid!r} overlaps the previous range (expected "
+                                f"disjoint ranges)", path, lineno)
+        block.ranges.append((lineno, start, end, cols[1]))
+    elif "." in wid:
+        a, _, b = wid.partition(".")
+        major, minor = _parse_int(a), _parse_int(b)
+        if major is None or minor is None or minor == 0:
+            raise TreebankError(f"invalid empty-node ID {wid!r} (expected a decimal like 8.1)",
+                                path, lineno)
+        if major != n_words:
+            raise TreebankError(f"empty node {wid!r} out of sequence (expected "
+                                f"{n_words}.N after word {n_words})", path, lineno)
+    else:
+        num = _parse_int(wid)
+        if num is None:
+            raise TreebankError(f"invalid ID {wid!r} (expected an integer, a range like 3-4 "
+                                f"or an empty node like 8.1)", path, lineno)
+        if num != n_words + 1:
+            hint = "; missing blank line between sentences?" if num == 1 else ""
+            raise TreebankError(f"word ID {num} out of sequence (expected {n_words + 1}{hint})",
+                                path, lineno)
+        for name, value in (("FORM", cols[1]), ("UPOS", cols[3]), ("HEAD", cols[6]),
+                            ("DEPREL", cols[7])):
+            if value == "":
+                raise TreebankError(f"empty {name} field (expected a value or '_')",
+                                    path, lineno)
+        block.rows.append((lineno, cols))
+
+
+def _finish(block: _Block, path) -> Sentence:
+    """Turn a completed block into a :class:`Sentence`, checking the tree."""
+    if not block.rows:
+        raise TreebankError("sentence has no words (expected at least one word line before "
+                            "the blank line)", path, block.first_line)
+    n = len(block.rows)
+    heads: list[int] = []
+    for lineno, cols in block.rows:
+        head = _parse_int(cols[6])
+        if head is None:
+            raise TreebankError(f"invalid HEAD {cols[6]!r} (expected an integer 0..{n})",
+                                path, lineno)
+        if head > n:
+            raise TreebankError(f"HEAD {head} out of range (expected 0..{n})", path, lineno)
+        if head == int(cols[0]):
+            raise TreebankError(f"word {head} is its own head (expected another word or 0)",
+                                path, lineno)
+        heads.append(head - 1)
+    roots = [i for i, h in enumerate(heads) if h == -1]
+    if len(roots) != 1:
+        lineno = block.rows[roots[1]][0] if roots else block.rows[0][0]
+        found = "no root" if not roots else f"{len(roots)} roots"
+        raise TreebankError(f"{found} in the sentence (expected exactly one word with HEAD 0)",
+                            path, lineno)
+    _check_acyclic(heads, block, path)
+    for lineno, start, end, _ in block.ranges:
+        if end > n:
+            raise TreebankError(f"range {start}-{end} goes past the last word (expected an "
+                                f"end <= {n})", path, lineno)
+    meta = {}
+    for _, line in block.comments:
+        key, eq, value = line[1:].partition("=")
+        if eq:
+            meta[key.strip()] = value.strip()
+    cols = [c for _, c in block.rows]
+    return Sentence(
+        words=[c[1] for c in cols], upos=[c[3] for c in cols], heads=heads,
+        deprels=[c[7] for c in cols], lemmas=[c[2] for c in cols], xpos=[c[4] for c in cols],
+        feats=[parse_feats(c[5]) for c in cols],
+        multiword=[Multiword(s - 1, e - 1, f) for _, s, e, f in block.ranges],
+        sent_id=meta.get("sent_id"), text=meta.get("text"), meta=meta,
+        source=f"{path}:{block.first_line}", source_index=list(range(n)))
+
+
+def _check_acyclic(heads: list[int], block: _Block, path) -> None:
+    """Raise if following heads from some word never reaches the root."""
+    state = [0] * len(heads)  # 0 unseen, 1 on current path, 2 reaches the root
+    for start in range(len(heads)):
+        path_nodes, i = [], start
+        while i != -1 and state[i] == 0:
+            state[i] = 1
+            path_nodes.append(i)
+            i = heads[i]
+        if i != -1 and state[i] == 1:
+            lineno, cols = block.rows[i]
+            raise TreebankError(f"cycle through word {cols[0]} (expected every word to "
+                                f"reach the root by following HEAD)", path, lineno)
+        for j in path_nodes:
+            state[j] = 2
+
+
+def iter_conllu(path: str | os.PathLike) -> Iterator[Sentence]:
+    """Yield the sentences of a CoNLL-U file one by one (see :func:`read_conllu`)."""
+    block = _Block()
+    with open(path, "rb") as fh:
+        for lineno, data in enumerate(fh, start=1):
+            line = _decode(data, path, lineno).rstrip("\n").rstrip("\r")
+            if lineno == 1:
+                line = line.lstrip("\ufeff")
+            if line == "":
+                if not block.empty():
+                    yield _finish(block, path)
+                    block = _Block()
+                continue
+            if line.strip() == "":
+                raise TreebankError("line holds only whitespace (expected an empty line)",
+                                    path, lineno)
+            if block.first_line is None:
+                block.first_line = lineno
+            if line.startswith("#"):
+                if block.rows or block.ranges:
+                    raise TreebankError("comment inside a sentence (expected a blank line "
+                                        "before the next sentence's comments)", path, lineno)
+                block.comments.append((lineno, line))
+                continue
+            cols = line.split("\t")
+            if len(cols) != 10:
+                raise TreebankError(f"{len(cols)} tab-separated columns (expected 10)",
+                                    path, lineno)
+            _check_word_line(cols, lineno, block, path)
+    if not block.empty():  # tolerated: a last sentence without its final blank line
+        yield _finish(block, path)
+
+
+def _decode(data: bytes, path, lineno: int) -> str:
+    """One line of the file as text; a byte that is not UTF-8 is a :class:`TreebankError` at its line."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise TreebankError(f"not UTF-8 text (byte 0x{data[err.start]:02x} at column {err.start + 1}; expected "
+                            f"UTF-8, as CoNLL-U requires: convert the file, e.g. iconv -f latin1 -t utf-8)",
+                            path, lineno) from None
+
+
+def read_conllu(path: str | os.PathLike) -> list[Sentence]:
+    """Read every sentence of a CoNLL-U file.
+
+    Parameters
+    ----------
+    path : a ``.conllu`` file (UTF-8).
+
+    Returns
+    -------
+    list of :class:`Sentence`, in file order.
+
+    Raises
+    ------
+    TreebankError
+        On the first malformed line, with message ``path:lineno: problem (expected ...)``.
+        Checked: 10 tab-separated columns; IDs are integers 1, 2, ... in order, ranges
+        ``a-b`` (a < b, starting at the next word, ending inside the sentence) or empty
+        nodes ``k.m`` after word k; HEAD an integer in 0..n, not the word itself; exactly
+        one root; no cycles; no comment after a sentence's word lines (a missing blank
+        line between sentences); no whitespace-only lines; no sentence without words;
+        UTF-8 text. A missing blank line at the very end of the file is tolerated. An
+        empty file reads as ``[]`` (:func:`load_sentences` refuses it).
+    """
+    return list(iter_conllu(path))
+
+
+# ----------------------------------------------------------------------------- locating
+
+
+def find_treebank(name_or_path: str | os.PathLike) -> Path:
+    """Resolve a treebank file.
+
+    ``name_or_path`` is an existing path, a file name, or one of the short names
+    ``"train"``, ``"dev"``, ``"test"`` for UD English EWT (``en_ewt-ud-<split>.conllu``).
+    A file name is looked up, in order, in ``$MLMBOOK_DATA``, ``$MLMBOOK_DATA/ud_english_ewt``,
+    ``<repo>/data/ud_english_ewt`` and ``<repo>/../shared/data/ud_english_ewt``.
+
+    Raises
+    ------
+    TreebankNotFoundError
+        (a :class:`TreebankError` and a :class:`FileNotFoundError`) with a one-line message
+        naming the places searched and how to download UD English EWT.
+    """
+    if not isinstance(name_or_path, (str, os.PathLike)):
+        raise TreebankError(f"a treebank is a file name or path, not {name_or_path!r} "
+                            f"({type(name_or_path).__name__}); e.g. -p treebank en_ewt-ud-test.conllu")
+    path = Path(name_or_path)
+    if path.is_file():
+        return path
+    name = _EWT_FILES.get(str(name_or_path), str(name_or_path))
+    searched = data_dirs(_EWT_DIR)
+    for folder in searched:
+        if (folder / name).is_file():
+            return folder / name
+    where = ", ".join(str(d) for d in searched)
+    raise TreebankNotFoundError(f"treebank {name!r} not found (looked in: {where}); {_DOWNLOAD_HINT}")
+
+
+def load_treebank(name_or_path: str | os.PathLike, *, drop_punct: bool = True,
+                  max_len: int | None = None, min_len: int = 2) -> list[Sentence]:
+    """Find, read and prepare a treebank in one call.
+
+    ``load_treebank("test", max_len=10)`` is UD English EWT test with punctuation removed
+    and 2..10 words per sentence. See :func:`load_sentences` for the version chapters use
+    (it refuses an unusable file and counts what it dropped).
+    """
+    sents = read_conllu(find_treebank(name_or_path))
+    if drop_punct:
+        sents = [remove_punct(s) for s in sents]
+    if max_len is not None:
+        sents = filter_length(sents, max_len, min_len)
+    return sents
+
+
+@dataclass
+class LoadedTreebank:
+    """The sentences a chapter uses from a treebank, and what was left out.
+
+    Attributes
+    ----------
+    sentences : list of Sentence
+        Kept sentences (punctuation removed when asked), in file order.
+    path : pathlib.Path
+        The file read.
+    n_read : int
+        Sentences in the file.
+    n_dropped : int
+        Sentences left out for their length (``n_read - len(sentences)`` before ``limit``).
+    min_len, max_len : int or None
+        The length window, in words.
+    """
+
+    sentences: list[Sentence]
+    path: Path
+    n_read: int
+    n_dropped: int
+    min_len: int
+    max_len: int | None
+    n_cut: int = field(default=0)
+
+    @property
+    def name(self) -> str:
+        """The file name, for prose: ``en_ewt-ud-test.conllu``."""
+        return self.path.name
+
+    def summary(self) -> str:
+        """One line for the page: ``kept 1020 of 2077 sentences of FILE (1057 outside 2–10 words)``."""
+        window = f"{self.min_len}–{self.max_len}" if self.max_len is not None else f"at least {self.min_len}"
+        text = (f"kept {len(self.sentences)} of {self.n_read} sentences of {self.name} "
+                f"({self.n_dropped} outside {window} words")
+        if self.n_cut:
+            text += f"; {self.n_cut} more beyond the first {len(self.sentences)}"
+        return text + ")"
+
+
+def load_sentences(name_or_path: str | os.PathLike, *, min_len: int = 2, max_len: int | None = None,
+                   drop_punct: bool = True, limit: int | None = None) -> LoadedTreebank:
+    """Load the sentences of a treebank a chapter will use, refusing an unusable file.
+
+    Parameters
+    ----------
+    name_or_path : str or path-like
+        As for :func:`find_treebank` (``"test"``, a file name in the data folders, a path).
+    min_len, max_len : int
+        Keep sentences of ``min_len..max_len`` words (after punctuation removal when
+        ``drop_punct``); ``max_len=None`` keeps every length from ``min_len``.
+    drop_punct : bool
+        Remove punctuation first (:func:`remove_punct`).
+    limit : int, optional
+        Keep at most this many of the sentences that fit (the first ones).
+
+    Returns
+    -------
+    LoadedTreebank
+        ``.sentences`` and the counts; print ``.summary()`` so the page says how many were
+        dropped.
+
+    Raises
+    ------
+    TreebankError
+        One line: the file cannot be found or read (``file:line:`` for a malformed or
+        non-UTF-8 line), or ``no sentence of N–M words in FILE`` when nothing fits.
+    """
+    path = find_treebank(name_or_path)
+    read = read_conllu(path)
+    sents = [remove_punct(s) for s in read] if drop_punct else list(read)
+    upper = max_len if max_len is not None else max((len(s) for s in sents), default=0)
+    kept = filter_length(sents, upper, min_len)
+    if not kept:
+        window = f"{min_len}–{max_len}" if max_len is not None else f"at least {min_len}"
+        what = "no sentence at all" if not read else f"no sentence of {window} words"
+        raise TreebankError(f"{what} in {path} ({len(read)} sentences read"
+                            f"{', punctuation removed' if drop_punct and read else ''}); "
+                            f"give a treebank with such sentences (e.g. -p treebank en_ewt-ud-test.conllu)")
+    cut = 0
+    if limit is not None and len(kept) > limit:
+        cut, kept = len(kept) - limit, kept[:limit]
+    return LoadedTreebank(kept, Path(path), len(read), len(sents) - len(kept) - cut, min_len, max_len, cut)

@@ -1,0 +1,82 @@
+"""Baseline trees: the adjacent chain, uniformly random trees, uniformly random projective trees."""
+from __future__ import annotations
+
+import heapq
+from functools import lru_cache
+from typing import Sequence
+
+import numpy as np
+from scipy.special import logsumexp
+
+from ..corpus.sentence import Edge, edges_from_heads
+from .trees import _edge, _projective_backtrace, _projective_chart
+
+__all__ = ["adjacent_edges", "prufer_to_edges", "random_tree_edges", "random_projective_tree"]
+
+
+def adjacent_edges(n: int) -> set[Edge]:
+    """The chain ``0-1-2-...-(n-1)``: every word attached to its neighbour."""
+    return {(i, i + 1) for i in range(n - 1)}
+
+
+def prufer_to_edges(seq: Sequence[int], n: int) -> set[Edge]:
+    """Decode a Prüfer sequence (length ``n-2``, entries in ``0..n-1``) into tree edges.
+
+    Repeatedly join the smallest current leaf to the next entry of the sequence; the last two
+    remaining words form the final edge. This is a bijection between the :math:`n^{n-2}`
+    sequences and the labelled trees on ``n`` nodes (Cayley's formula).
+    """
+    if n < 2:
+        return set()
+    degree = [1] * n
+    for x in seq:
+        degree[x] += 1
+    leaves = [i for i in range(n) if degree[i] == 1]
+    heapq.heapify(leaves)
+    edges = set()
+    for x in seq:
+        leaf = heapq.heappop(leaves)
+        edges.add(_edge(leaf, x))
+        degree[x] -= 1
+        if degree[x] == 1:
+            heapq.heappush(leaves, x)
+    edges.add(_edge(heapq.heappop(leaves), heapq.heappop(leaves)))
+    return edges
+
+
+def random_tree_edges(n: int, rng=None) -> set[Edge]:
+    """A uniformly random labelled (non-projective) spanning tree on ``n`` words.
+
+    Draws a uniform Prüfer sequence and decodes it, so each of the :math:`n^{n-2}` trees has
+    probability :math:`n^{-(n-2)}`. ``rng``: a ``numpy.random.Generator`` or a seed.
+    """
+    rng = np.random.default_rng(rng)
+    return prufer_to_edges(rng.integers(0, n, size=max(n - 2, 0)).tolist(), n)
+
+
+@lru_cache(maxsize=64)
+def _uniform_projective_chart(n: int):
+    """Log-counts of projective trees per span, with the root forced onto word 0."""
+    root = np.full(n, -np.inf)
+    root[0] = 0.0
+    return _projective_chart(np.zeros((n, n)), root, logsumexp)
+
+
+def random_projective_tree(n: int, rng=None) -> set[Edge]:
+    """A uniformly random *non-crossing* (projective) undirected spanning tree on ``n`` words.
+
+    Non-crossing trees correspond one to one to projective dependency trees rooted at word 0
+    (see :func:`eisner`), so we sample those: the sum-product version of Eisner's chart with
+    all arc scores 0 counts the trees of every span, and a top-down pass picks each split with
+    probability proportional to its count. There are 1, 1, 3, 12, 55, 273, ... such trees.
+    """
+    rng = np.random.default_rng(rng)
+    if n < 2:
+        return set()
+    chart = _uniform_projective_chart(n)
+
+    def sample(logw: np.ndarray) -> int:  # index k with probability exp(logw[k]) / sum
+        cum = np.cumsum(np.exp(logw - logw.max()))
+        return min(int(np.searchsorted(cum, rng.random() * cum[-1], side="right")), len(cum) - 1)
+
+    return edges_from_heads(_projective_backtrace(chart, sample))

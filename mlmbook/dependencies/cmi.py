@@ -1,0 +1,364 @@
+r"""Zhang & Hashimoto's conditional mutual information, computed exactly by enumeration.
+
+For a pair of positions :math:`p, q` and the rest :math:`r` of a sentence, an MLM gives two
+conditionals, :math:`q(x_p \mid x_q = b, r)` and :math:`q(x_q \mid x_p = a, r)`. The two-site
+Gibbs chain that alternates them settles into a joint; its mutual information is what the
+paper's sampler (:mod:`mlmbook.dependencies.gibbs`) estimates, and :func:`gibbs_limit` computes
+it exactly from the two tables. :func:`cmi_grid` fills the tables for every pair of every
+sentence — over the whole vocabulary, or over a top-``K`` candidate set per position with the
+mass it leaves out and a bound on the error that can cause — and :func:`truth_cmi` gives the
+same quantity for the toy language's exact joints.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+from scipy.special import logsumexp
+
+from .. import queries
+from ..stats import mutual_information
+from .pieces import WINDOW, encode_all, non_special, to_words
+
+if TYPE_CHECKING:
+    from ..models.base import MaskedLM
+    from ..toy import Grammar
+
+__all__ = ["gibbs_limit", "CMIGrid", "cmi_grid", "grid_rows", "truth_cmi", "left_out_bound"]
+
+
+def _long_run(K: np.ndarray, start: np.ndarray, tol: float = 1e-13) -> np.ndarray:
+    r"""Long-run distribution of the Markov chain with kernel ``K`` started from ``start``.
+
+    A strictly positive kernel has a unique stationary distribution: solve
+    :math:`\mu (K - I) = 0,\ \sum \mu = 1`. A kernel with zeros (exact oracles) may be
+    reducible, and then the limit depends on the start: iterate :math:`\mu K^{2^m}` by
+    repeated squaring until it stops moving.
+    """
+    n = len(K)
+    if (K > 0).all():
+        M = K.T - np.eye(n)
+        M[-1] = 1.0
+        rhs = np.zeros(n)
+        rhs[-1] = 1.0
+        mu = np.clip(np.linalg.solve(M, rhs), 0.0, None)
+        return mu / mu.sum()
+    prev = start @ K
+    for _ in range(64):
+        K = K @ K
+        K /= K.sum(axis=1, keepdims=True)
+        cur = start @ K
+        if np.abs(cur - prev).sum() < tol:
+            break
+        prev = cur
+    return cur / cur.sum()
+
+
+def gibbs_limit(log_a_given_b, log_b_given_a, log_b=None) -> tuple[float, float, np.ndarray]:
+    r"""Exact long-run value of Zhang & Hashimoto's Gibbs estimator of CMI for one pair.
+
+    Tables are laid out ``[a, b]`` over candidate sets (renormalised here):
+    ``log_a_given_b[a, b]`` :math:`= \log q(x_p = a \mid x_q = b, r)` (columns sum to one),
+    ``log_b_given_a[a, b]`` :math:`= \log q(x_q = b \mid x_p = a, r)` (rows sum to one),
+    ``log_b`` the MLM's marginal of :math:`x_q` with both positions masked (the chain's start).
+
+    The two-site chain alternates :math:`a \sim q(\cdot \mid b)`, :math:`b \sim q(\cdot \mid a)`.
+    Its ``b``-part is a Markov chain with kernel :math:`K = A^\top B`; with :math:`\mu_b` its
+    long-run distribution, a fresh draw of ``a`` and the ``b`` it was drawn from are
+    distributed as :math:`\pi_p(a, b) = q(a \mid b)\, \mu_b(b)`, and the estimator (the
+    average of :math:`\log q(a \mid b) - \log \hat q(a)` with the Rao–Blackwellised marginal
+    :math:`\hat q(a) = \operatorname{avg}_t q(a \mid b_t)`) converges to the mutual
+    information of :math:`\pi_p`. Likewise for ``b`` with
+    :math:`\pi_q(a, b) = \mu_a(a)\, q(b \mid a)`, :math:`\mu_a = A \mu_b`. If the
+    conditionals are compatible (the truth), both joints equal the true
+    :math:`p(x_p, x_q \mid r)` whenever the chain starts from its true marginal.
+
+    Returns
+    -------
+    (I_p, I_q, pi_p)
+        The information in ``x_q`` about ``x_p`` (from ``p``'s conditionals), the reverse,
+        and the joint :math:`\pi_p`.
+    """
+    la = np.asarray(log_a_given_b, dtype=float)
+    lb = np.asarray(log_b_given_a, dtype=float)
+    A = np.exp(la - logsumexp(la, axis=0, keepdims=True))
+    B = np.exp(lb - logsumexp(lb, axis=1, keepdims=True))
+    if log_b is None:
+        start = np.full(A.shape[1], 1.0 / A.shape[1])
+    else:
+        start = np.exp(np.asarray(log_b, dtype=float) - logsumexp(log_b))
+    mu_b = _long_run(A.T @ B, start)
+    pi_p = A * mu_b[None, :]
+    pi_q = (A @ mu_b)[:, None] * B
+    return mutual_information(pi_p), mutual_information(pi_q), pi_p
+
+
+def left_out_bound(eps: float, n_values: int) -> float:
+    r"""Largest change in a mutual information that leaving out mass ``eps`` of one variable can make.
+
+    With :math:`Z = [\,Y \in C\,]`, :math:`P(Z = 0) = \varepsilon`, the chain rule gives
+    :math:`I(X;Y) = I(X;Z) + (1-\varepsilon)\, I(X;Y \mid Z=1) + \varepsilon\, I(X;Y \mid Z=0)`,
+    and :math:`0 \le I(X;Z) \le h(\varepsilon)`, :math:`0 \le I(X;Y \mid Z) \le \log N`. Hence
+
+    .. math:: |I(X;Y) - I(X;Y \mid Y \in C)| \;\le\; h(\varepsilon) + \varepsilon \log N,
+
+    :math:`h` the binary entropy (nats), :math:`N` the number of values ``n_values``.
+    """
+    eps = float(min(max(eps, 0.0), 1.0))
+    if eps < 1e-12:
+        return 0.0
+    h = -eps * np.log(eps) - (1 - eps) * np.log1p(-eps) if eps < 1 else 0.0
+    return float(h + eps * np.log(max(n_values, 1)))
+
+
+def _grid_limit(a_rows, b_rows, cp, cq, log_start):
+    r""":func:`gibbs_limit` from grid rows over (possibly restricted) candidate sets.
+
+    ``a_rows[k]`` is :math:`\log q(x_p = \cdot \mid x_q = c_q[k], r)` over the whole
+    vocabulary, ``b_rows[k]`` is :math:`\log q(x_q = \cdot \mid x_p = c_p[k], r)`. The chain's
+    long-run law :math:`\mu_b` is computed on the candidates (conditionals renormalised
+    there); the mutual informations use the conditionals over the whole vocabulary, so that
+    restricting the candidates only restricts which values are *conditioned on*. With every
+    token a candidate this is exactly :func:`gibbs_limit`.
+
+    Returns ``(I_p, I_q, pi_p, tv, escape_q, escape_p)``: ``pi_p`` (V, K_q); the total
+    variation distance between the chain's law of :math:`x_q` and the start (the both-masked
+    marginal); the probability that one step of the *unrestricted* chain from the restricted
+    chain's law lands outside the candidates of ``q`` (resp. ``p``).
+    """
+    la, lb = a_rows[:, cp].T, b_rows[:, cq]                         # [a, b] on candidates
+    A = np.exp(la - logsumexp(la, axis=0, keepdims=True))
+    B = np.exp(lb - logsumexp(lb, axis=1, keepdims=True))
+    start = np.exp(log_start - logsumexp(log_start))
+    mu_b = _long_run(A.T @ B, start)
+    mu_a = A @ mu_b
+    pi_p = np.exp(a_rows).T * mu_b[None, :]                          # (V, K_q)
+    I_p = mutual_information(pi_p)
+    I_q = mutual_information(mu_a[:, None] * np.exp(b_rows))        # (K_p, V)
+    escape_q = float(mu_a @ (1 - np.exp(logsumexp(b_rows[:, cq], axis=1))))
+    escape_p = float(mu_b @ (1 - np.exp(logsumexp(a_rows[:, cp], axis=1))))
+    return I_p, I_q, pi_p, 0.5 * float(np.abs(mu_b - start).sum()), escape_q, escape_p
+
+
+def _candidates(logp: np.ndarray, allowed: np.ndarray, top_mass, max_candidates):
+    """Token ids to enumerate at one position, from its both-masked log-marginal ``logp``."""
+    lp = logp[allowed]
+    order = np.argsort(-lp)
+    order = order[np.isfinite(lp[order])]
+    if top_mass is not None:
+        cum = np.cumsum(np.exp(lp[order] - logsumexp(lp[order])))
+        order = order[: int(np.searchsorted(cum, top_mass)) + 1]
+    if max_candidates is not None:
+        order = order[:max_candidates]
+    return allowed[order]
+
+
+class CMIGrid(list):
+    """Word-level CMI matrices (a list), with what the computation cost and found on the way.
+
+    Attributes
+    ----------
+    rows : int
+        Rows (sentences with some positions masked or set) fed to the model.
+    pairs : int
+        Piece pairs scored.
+    jobs : list of (sentence, p, q)
+        The piece pairs, in the order of the per-pair lists below.
+    mean_candidates : float
+        Values enumerated per position (``V`` minus special tokens for the full grid).
+    left_out : list of float
+        Per pair, the probability mass outside the candidate sets: the largest of the
+        both-masked mass outside each position's candidates and the chance that one step of the
+        unrestricted chain leaves them (0 for the full grid).
+    error_bound : list of float
+        Per pair, :func:`left_out_bound` of ``left_out`` over the vocabulary: how far, at most,
+        the pair's CMI (either direction) can be from the full grid's, *if* the restricted
+        chain's law is the full chain's law on the candidates (the escape probability in
+        ``left_out`` is there to check that it nearly is).
+    max_left_out, max_error_bound : float
+        The largest of each over all pairs.
+    tv_to_marginal : list of float
+        Per pair, the total variation distance between the chain's long-run law of
+        :math:`x_q` and the MLM's own prediction for :math:`x_q` with both positions masked
+        (0 for a model whose conditionals are compatible, when started from its marginal).
+    joints : dict
+        Only with ``keep_joints=True``: ``(sentence, p, q) -> (pi_p, candidates of q)``,
+        ``pi_p[a, k]`` the chain's joint of :math:`x_p = a` (token id) and
+        :math:`x_q = c_q[k]`.
+    """
+
+    def __init__(self):
+        super().__init__()
+        self.rows = self.pairs = 0
+        self.mean_candidates = self.max_left_out = self.max_error_bound = 0.0
+        self.jobs, self.left_out, self.error_bound = [], [], []
+        self.tv_to_marginal, self.joints = [], {}
+
+
+def _grid_rows(enc, job, cp, cq, mask_id):
+    """The ``K_q`` rows "mask p, set q = b" then the ``K_p`` rows "mask q, set p = a"."""
+    s, p, q = job
+    base = np.asarray(enc[s].ids)
+    rows, pos = [], []
+    for query, other, values in ((p, q, cq), (q, p, cp)):
+        R = np.repeat(base[None], len(values), 0)
+        R[:, query] = mask_id
+        R[:, other] = values
+        rows += R.tolist()
+        pos += [[query]] * len(values)
+    return rows, pos
+
+
+def cmi_grid(lm: "MaskedLM", sentences, keep=None, window: int | None = WINDOW,
+             top_mass: float | None = None, max_candidates: int | None = None,
+             keep_joints: bool = False, progress: bool = False) -> CMIGrid:
+    r"""Zhang & Hashimoto's conditional mutual information, computed by enumeration.
+
+    For each pair of pieces :math:`p < q` within ``window`` (of two different kept words) and
+    the rest :math:`r` of the sentence, the MLM is queried on the whole grid:
+    :math:`q(x_p \mid x_q = b, r)` for every candidate ``b`` (``K_q`` rows: mask ``p``, set
+    ``q``), :math:`q(x_q \mid x_p = a, r)` for every candidate ``a`` (``K_p`` rows), and both
+    marginals with both masked (1 row). :func:`gibbs_limit` then gives, exactly, the value that
+    the paper's Gibbs estimator (:func:`mlmbook.dependencies.cmi_gibbs`) converges to, in both
+    directions.
+
+    Candidates: by default the whole vocabulary (special tokens excluded, and tokens the model
+    gives probability 0 with both positions masked), ``2V + 1`` rows per pair. For a real
+    vocabulary that is infeasible; ``max_candidates=K`` keeps at each position the MLM's own
+    top ``K`` given the rest (its prediction with both positions masked), ``2K + 1`` rows per
+    pair, and ``top_mass`` the fewest tokens holding that much of that prediction (both may be
+    given). The chain then runs on the candidates with renormalised conditionals, while the
+    informations use each queried conditional over the whole vocabulary. Per pair, the grid
+    reports the mass left outside the candidates and a bound on the error it can cause
+    (:class:`CMIGrid`); with ``K = V`` the result is the full grid's.
+
+    Batching: all model queries go through :mod:`mlmbook.queries`; the grid's rows are sent a
+    slice of pairs at a time so that the answers held at once stay within
+    :func:`mlmbook.queries.budget`.
+
+    Parameters
+    ----------
+    lm : MaskedLM
+    sentences : list of list of str
+    keep : list of list of int, optional
+        Per sentence, the words to score (default all).
+    window : int or None
+        Largest distance between two scored pieces (None: every pair).
+    top_mass, max_candidates : optional
+        The restricted grid, see above.
+    keep_joints : bool
+        Keep each pair's chain joint in ``.joints``.
+    progress : bool
+        Show progress bars.
+
+    Returns
+    -------
+    CMIGrid
+        One ``(len(keep), len(keep))`` matrix per sentence, ``M[a, b]`` = information about word
+        ``a`` carried by word ``b`` (mean over piece pairs, :func:`pieces_to_words`), plus the
+        diagnostics listed there.
+    """
+    enc = encode_all(lm, sentences, keep)
+    jobs = [(s, p, q) for s, e in enumerate(enc) for p, q in e.piece_pairs(window)]
+    allowed = non_special(lm)
+    n_words = len(allowed)
+    out = CMIGrid()
+    out.jobs = list(jobs)
+    # 1. both positions masked: the marginals, the candidates and the chain's start
+    both = []
+    for s, p, q in jobs:
+        r = list(enc[s].ids)
+        r[p] = r[q] = lm.mask_id
+        both.append(r)
+    cand, start, masked_out = {}, {}, {}
+    for idx, lp in queries.iter_log_probs(lm, both, [[p, q] for _, p, q in jobs], show_progress=progress,
+                                          desc="CMI grid: marginals"):
+        for b, (lpp, lpq) in zip(idx, lp):
+            cp = _candidates(lpp, allowed, top_mass, max_candidates)
+            cq = _candidates(lpq, allowed, top_mass, max_candidates)
+            cand[jobs[b]], start[jobs[b]] = (cp, cq), lpq[cq]
+            masked_out[jobs[b]] = (1 - np.exp(logsumexp(lpp[cp])), 1 - np.exp(logsumexp(lpq[cq])))
+    out.rows += len(jobs)
+    # 2. the grid, a slice of pairs at a time (pairs of equal-length sentences together)
+    cap = max(1, queries.budget() // lm.V)
+    order = sorted(jobs, key=lambda j: len(enc[j[0]].ids))
+    slices, cur, size = [], [], 0
+    for job in order:
+        k = sum(len(c) for c in cand[job])
+        if cur and size + k > cap:
+            slices.append(cur)
+            cur, size = [], 0
+        cur.append(job)
+        size += k
+    if cur:
+        slices.append(cur)
+    found = {}
+    for batch in queries.progress(slices, len(slices), "CMI grid", progress):
+        rows, pos, first = [], [], []
+        for job in batch:
+            first.append(len(rows))
+            r, p = _grid_rows(enc, job, *cand[job], lm.mask_id)
+            rows += r
+            pos += p
+        lp = np.empty((len(rows), lm.V))
+        for idx, arr in queries.iter_log_probs(lm, rows, pos):
+            lp[idx] = arr[:, 0]
+        for job, at in zip(batch, first):
+            cp, cq = cand[job]
+            a_rows, b_rows = lp[at:at + len(cq)], lp[at + len(cq):at + len(cq) + len(cp)]
+            I_p, I_q, pi_p, tv, esc_q, esc_p = _grid_limit(a_rows, b_rows, cp, cq, start[job])
+            eps = max(*masked_out[job], esc_q, esc_p, 0.0)
+            found[job] = (I_p, I_q, tv, eps)
+            if keep_joints:
+                out.joints[job] = (pi_p, cq)
+        out.rows += len(rows)
+    out.pairs = len(jobs)
+    out.tv_to_marginal = [found[j][2] for j in jobs]
+    out.left_out = [found[j][3] if found[j][3] > 1e-12 else 0.0 for j in jobs]
+    out.error_bound = [left_out_bound(e, n_words) for e in out.left_out]
+    out.max_left_out = max(out.left_out, default=0.0)
+    out.max_error_bound = max(out.error_bound, default=0.0)
+    out.mean_candidates = float(np.mean([len(c) for cs in cand.values() for c in cs])) if cand else 0.0
+    out.extend(to_words(enc, jobs, {j: found[j][:2] for j in jobs}))
+    return out
+
+
+def grid_rows(lm: "MaskedLM", sentences, keep=None, window: int | None = WINDOW,
+              max_candidates: int | None = None) -> int:
+    """Forward passes :func:`cmi_grid` needs: ``2K + 1`` per piece pair, ``K`` the number of
+    non-special tokens (or ``max_candidates`` if smaller). Use it to size a corpus first."""
+    K = len(non_special(lm))
+    if max_candidates is not None:
+        K = min(K, max_candidates)
+    return sum(len(e.piece_pairs(window)) for e in encode_all(lm, sentences, keep)) * (2 * K + 1)
+
+
+def truth_cmi(grammar: "Grammar", sentences, keep=None, window: int | None = WINDOW,
+              progress: bool = False) -> list:
+    r"""The conditional mutual information of the toy language itself, from exact joints.
+
+    .. math:: I(x_a; x_b \mid r) = \sum_{u, v} p(u, v \mid r) \log
+              \frac{p(u, v \mid r)}{p(u \mid r)\, p(v \mid r)}
+
+    with :math:`p(x_a, x_b \mid r)` from :meth:`mlmbook.toy.Grammar.pair_joints` (one
+    batched inside–outside pass per first position). This is what :func:`cmi_grid` returns
+    for a model whose conditionals are the truth's; a tree read off it is the best any
+    CMI-based parser could do on this language. Symmetric; pairs beyond ``window`` get 0.
+
+    Returns
+    -------
+    list of ndarray (len(keep), len(keep))
+    """
+    keep = [None] * len(sentences) if keep is None else keep
+    mats = []
+    for words, kp in queries.progress(zip(sentences, keep), len(sentences), "truth CMI", progress):
+        kp = list(range(len(words))) if kp is None else list(kp)
+        pairs = [(kp[a], kp[b]) for a in range(len(kp)) for b in range(a + 1, len(kp))
+                 if window is None or kp[b] - kp[a] <= window]
+        where = {w: a for a, w in enumerate(kp)}
+        M = np.zeros((len(kp), len(kp)))
+        if pairs:
+            for (i, j), joint in grammar.pair_joints(list(words), pairs):
+                M[where[i], where[j]] = M[where[j], where[i]] = mutual_information(joint)
+        mats.append(M)
+    return mats

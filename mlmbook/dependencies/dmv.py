@@ -1,0 +1,327 @@
+r"""The dependency model with valence (Klein & Manning 2004), trained by EM: the classic
+unsupervised parser chapter 1 holds the MLM's trees against."""
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from .trees import _spans
+
+__all__ = ["DMV", "LEFT", "RIGHT", "FIRST", "LATER"]
+
+LEFT, RIGHT = 0, 1   # direction of a dependent from its head
+FIRST, LATER = 0, 1  # valence: head has no dependent yet on that side / has at least one
+
+
+def _bincount_rows(T: np.ndarray, X: np.ndarray, K: int) -> np.ndarray:
+    """Sum the rows ``X[b, i, :]`` into bins ``T[b, i]``: returns (K, X.shape[-1])."""
+    m = X.shape[-1]
+    flat = (T[..., None] * m + np.arange(m)).ravel()
+    return np.bincount(flat, X.ravel(), minlength=K * m).reshape(K, m)
+
+
+class DMV:
+    r"""Dependency model with valence (Klein & Manning 2004), trained by EM.
+
+    Generative story over symbols (POS tags, or word types) :math:`x_1..x_n`: a ROOT picks
+    the head symbol with :math:`p_{\text{root}}(a)`; each head :math:`h` then, independently on
+    each side :math:`\text{dir}`, repeatedly decides to stop, :math:`p_{\text{stop}}(h, \text{dir},
+    v)`, or to continue and draw the next dependent (nearest first)
+    :math:`p_{\text{choose}}(a \mid h, \text{dir})`, where the valence :math:`v` records whether
+    :math:`h` already has a dependent on that side; each dependent recursively generates its own.
+    Trees are projective.
+
+    E-step: inside–outside on a split-head chart (Eisner-style; spans ``[s, t]``, batched over
+    sentences of equal length). Each item is the total probability of the partial derivations
+    it stands for:
+
+    * ``OR[s,t]`` open right half of head ``s`` (dependents up to ``t``, not yet stopped),
+      ``OR[s,s] = 1``; ``CR = OR * stop(s, R, v)``, ``PR = OR * (1 - stop(s, R, v))`` with
+      ``v = FIRST`` iff ``t == s``;
+    * ``IR[s,t] = choose(t | s, R) * sum_{r=s}^{t-1} PR[s,r] * CL[r+1,t]`` (arc ``s -> t``);
+    * ``OR[s,t] = sum_{d=s+1}^{t} IR[s,d] * CR[d,t]``;
+    * mirror images ``OL, CL, PL, IL`` for left halves (head at ``t``);
+    * :math:`Z = \sum_r p_{\text{root}}(x_r)\, CL[0,r]\, CR[r,n-1] = p(x)`.
+
+    The outside pass propagates :math:`\partial \log Z / \partial \text{item}` through the same
+    recursions in reverse; the expected count of a parameter used by an item is
+    ``item * d(log Z)/d(item)``. M-step: normalise the expected counts (a context with zero
+    count keeps its value, so the likelihood never decreases). Initialiser: Klein & Manning's
+    harmonic completion (see :meth:`harmonic_counts`). Computed in probability space, fine for
+    sentences up to ~60 tags. Parameters are dense arrays, ``choose`` is ``(K, 2, K)`` for
+    ``K`` symbols. Cost: 20 EM iterations on the 2,658 UD EWT dev+test sentences of 2..15
+    words take about 1 s on one CPU core.
+
+    Attributes after :meth:`fit`: ``vocab`` (``vocab[0] == "<unk>"``), ``root`` (K,),
+    ``choose[head, dir, dependent]``, ``stop[head, dir, valence]``.
+
+    Parameters
+    ----------
+    min_count : symbols seen fewer times in training become ``"<unk>"`` (useful for word types).
+    """
+
+    UNK = "<unk>"
+
+    def __init__(self, min_count: int = 1):
+        self.min_count = min_count
+        self.vocab: list[str] = []
+
+    # .. symbols and parameters
+
+    @staticmethod
+    def symbols(sentences, unit: str = "upos") -> list[list[str]]:
+        """Symbol sequences to train on: UPOS tags (``unit="upos"``) or lower-cased word
+        types (``unit="word"``; pair with ``min_count`` to bound the vocabulary)."""
+        if unit == "upos":
+            return [list(s.upos) for s in sentences]
+        if unit == "word":
+            return [[w.lower() for w in s.words] for s in sentences]
+        raise ValueError(f"unit must be 'upos' or 'word', got {unit!r}")
+
+    def _build_vocab(self, seqs: list[list[str]]) -> None:
+        freq: dict[str, int] = defaultdict(int)
+        for seq in seqs:
+            for x in seq:
+                freq[x] += 1
+        self.vocab = [self.UNK] + sorted(x for x, c in freq.items() if c >= self.min_count)
+        self.index = {x: i for i, x in enumerate(self.vocab)}
+        K = len(self.vocab)
+        self.root = np.full(K, 1.0 / K)
+        self.choose = np.full((K, 2, K), 1.0 / K)   # [head, dir, dependent]
+        self.stop = np.full((K, 2, 2), 0.5)         # [head, dir, valence]
+
+    def _batches(self, seqs) -> dict[int, np.ndarray]:
+        """Symbol ids grouped by sentence length: ``{n: array (B, n)}``."""
+        groups: dict[int, list[list[int]]] = defaultdict(list)
+        for seq in seqs:
+            if len(seq):
+                groups[len(seq)].append([self.index.get(x, 0) for x in seq])
+        return {n: np.array(g, dtype=int) for n, g in sorted(groups.items())}
+
+    def _tables(self, T: np.ndarray, floor: float = 0.0):
+        """Parameters laid out per sentence of the batch ``T`` (B, n).
+
+        ``arcR[b,s,t] = choose(x_t | x_s, R)``, ``arcL[b,s,t] = choose(x_s | x_t, L)`` (s < t),
+        ``stop[b,h,dir,valence]``, ``cont = 1 - stop``, ``root[b,h]``; ``floor`` is added for
+        decoding sentences with unseen symbols.
+        """
+        arcR = self.choose[T[:, :, None], RIGHT, T[:, None, :]] + floor
+        arcL = self.choose[T[:, None, :], LEFT, T[:, :, None]] + floor
+        stop = np.clip(self.stop[T], floor, 1 - floor)  # (B, n, dir, valence)
+        return arcR, arcL, stop, 1 - stop, self.root[T] + floor
+
+    # .. inside and outside
+
+    def _inside(self, T: np.ndarray, reduce=np.sum, floor: float = 0.0):
+        B, n = T.shape
+        arcR, arcL, stop, cont, root = self._tables(T, floor)
+        ch = {k: np.zeros((B, n, n)) for k in ("OR", "OL", "CR", "CL", "PR", "PL", "IR", "IL")}
+        OR, OL, CR, CL, PR, PL, IR, IL = ch.values()
+        i = np.arange(n)
+        OR[:, i, i] = OL[:, i, i] = 1.0
+        CR[:, i, i], PR[:, i, i] = stop[:, :, RIGHT, FIRST], cont[:, :, RIGHT, FIRST]
+        CL[:, i, i], PL[:, i, i] = stop[:, :, LEFT, FIRST], cont[:, :, LEFT, FIRST]
+        for w in range(1, n):
+            s, t, r = _spans(n, w)
+            S_, T_ = s[:, None], t[:, None]
+            IR[:, s, t] = arcR[:, s, t] * reduce(PR[:, S_, r] * CL[:, r + 1, T_], axis=-1)
+            IL[:, s, t] = arcL[:, s, t] * reduce(CR[:, S_, r] * PL[:, r + 1, T_], axis=-1)
+            OR[:, s, t] = reduce(IR[:, S_, r + 1] * CR[:, r + 1, T_], axis=-1)
+            OL[:, s, t] = reduce(CL[:, S_, r] * IL[:, r, T_], axis=-1)
+            CR[:, s, t] = OR[:, s, t] * stop[:, s, RIGHT, LATER]
+            PR[:, s, t] = OR[:, s, t] * cont[:, s, RIGHT, LATER]
+            CL[:, s, t] = OL[:, s, t] * stop[:, t, LEFT, LATER]
+            PL[:, s, t] = OL[:, s, t] * cont[:, t, LEFT, LATER]
+        top = root * CL[:, 0, :] * CR[:, :, n - 1]
+        return ch, top
+
+    def _outside(self, T: np.ndarray, ch: dict, top: np.ndarray) -> dict:
+        """Adjoints ``g[k] = d log Z / d ch[k]`` for every item (B sentences at once)."""
+        B, n = T.shape
+        arcR, arcL, stop, cont, root = self._tables(T)
+        OR, OL, CR, CL, PR, PL, IR, IL = ch.values()
+        g = {k: np.zeros_like(v) for k, v in ch.items()}
+        Z = top.sum(axis=1, keepdims=True)
+        g["CL"][:, 0, :] += root * CR[:, :, n - 1] / Z
+        g["CR"][:, :, n - 1] += root * CL[:, 0, :] / Z
+        for w in range(n - 1, 0, -1):
+            s, t, r = _spans(n, w)
+            S_, T_ = s[:, None], t[:, None]
+            # C = O * stop and P = O * (1 - stop), at valence LATER since t > s
+            gOR = (g["CR"][:, s, t] * stop[:, s, RIGHT, LATER]
+                   + g["PR"][:, s, t] * cont[:, s, RIGHT, LATER])[..., None]
+            gOL = (g["CL"][:, s, t] * stop[:, t, LEFT, LATER]
+                   + g["PL"][:, s, t] * cont[:, t, LEFT, LATER])[..., None]
+            # O[s,t] = sum_d I * C
+            g["IR"][:, S_, r + 1] += gOR * CR[:, r + 1, T_]
+            g["CR"][:, r + 1, T_] += gOR * IR[:, S_, r + 1]
+            g["CL"][:, S_, r] += gOL * IL[:, r, T_]
+            g["IL"][:, r, T_] += gOL * CL[:, S_, r]
+            # I[s,t] = arc * sum_r P * C
+            a = (g["IR"][:, s, t] * arcR[:, s, t])[..., None]
+            g["PR"][:, S_, r] += a * CL[:, r + 1, T_]
+            g["CL"][:, r + 1, T_] += a * PR[:, S_, r]
+            a = (g["IL"][:, s, t] * arcL[:, s, t])[..., None]
+            g["CR"][:, S_, r] += a * PL[:, r + 1, T_]
+            g["PL"][:, r + 1, T_] += a * CR[:, S_, r]
+        return g
+
+    def expected_counts(self, T: np.ndarray):
+        """Posterior expected counts for a batch ``T`` (B, n) of equal-length sentences.
+
+        Returns ``(log_Z (B,), root (B,n), arc (B,n,n) with arc[b,h,d] = E[h -> d],
+        stop (B,n,2,2), cont (B,n,2,2))``.
+        """
+        ch, top = self._inside(T)
+        Z = top.sum(axis=1)
+        if not np.all(Z > 0):
+            raise FloatingPointError("a sentence has probability 0 (underflow or impossible)")
+        g = self._outside(T, ch, top)
+        E = {k: ch[k] * g[k] for k in ch}
+        upper = np.triu(np.ones((T.shape[1], T.shape[1])), 1)
+        arc = E["IR"] + E["IL"].transpose(0, 2, 1)
+        stop, cont = np.zeros(T.shape + (2, 2)), np.zeros(T.shape + (2, 2))
+        for X, C in ((stop, "C"), (cont, "P")):
+            X[:, :, RIGHT, FIRST] = np.diagonal(E[C + "R"], axis1=1, axis2=2)
+            X[:, :, LEFT, FIRST] = np.diagonal(E[C + "L"], axis1=1, axis2=2)
+            X[:, :, RIGHT, LATER] = (E[C + "R"] * upper).sum(axis=2)  # head s, over t > s
+            X[:, :, LEFT, LATER] = (E[C + "L"] * upper).sum(axis=1)   # head t, over s < t
+        return np.log(Z), top / Z[:, None], arc, stop, cont
+
+    # .. EM
+
+    def _accumulate(self, counts, T, root, arc, stop, cont) -> None:
+        K = len(self.vocab)
+        counts["root"] += np.bincount(T.ravel(), root.ravel(), minlength=K)
+        H, D = np.broadcast_arrays(T[:, :, None], T[:, None, :])
+        direction = (np.arange(T.shape[1])[None, :] > np.arange(T.shape[1])[:, None]).astype(int)
+        flat = (H * 2 + direction) * K + D  # index of (head, dir, dependent) in choose
+        counts["choose"] += np.bincount(flat.ravel(), arc.ravel(),
+                                        minlength=2 * K * K).reshape(K, 2, K)
+        for name, X in (("stop", stop), ("cont", cont)):
+            counts[name] += _bincount_rows(T, X.reshape(*T.shape, 4), K).reshape(K, 2, 2)
+
+    def _zero_counts(self) -> dict:
+        K = len(self.vocab)
+        return {"root": np.zeros(K), "choose": np.zeros((K, 2, K)),
+                "stop": np.zeros((K, 2, 2)), "cont": np.zeros((K, 2, 2))}
+
+    def harmonic_counts(self, batches: dict) -> dict:
+        r"""Klein & Manning's harmonic initial counts (an E-step with a made-up posterior).
+
+        Each word is the root with probability :math:`1/n`, and otherwise takes head
+        :math:`h` with probability proportional to :math:`1/|h-d|`. A head's expected number
+        of dependents on one side, :math:`E`, sets its valence counts as if it had
+        :math:`E` dependents: continue-first :math:`\min(1,E)`, stop-first
+        :math:`1-\min(1,E)`, continue-later :math:`\max(E-1, 0)`, stop-later :math:`\min(1,E)`.
+        """
+        counts = self._zero_counts()
+        for n, T in batches.items():
+            B = len(T)
+            i = np.arange(n)
+            dist = np.abs(i[:, None] - i[None, :]).astype(float)
+            harm = np.where(dist > 0, 1.0 / np.maximum(dist, 1), 0.0)     # [h, d]
+            post = (1 - 1 / n) * harm / np.maximum(harm.sum(axis=0, keepdims=True), 1e-300)
+            arc = np.broadcast_to(post, (B, n, n))
+            E = np.stack([np.tril(post, -1).sum(axis=1), np.triu(post, 1).sum(axis=1)], axis=-1)
+            stop, cont = np.zeros((n, 2, 2)), np.zeros((n, 2, 2))
+            cont[:, :, FIRST], stop[:, :, FIRST] = np.minimum(1, E), 1 - np.minimum(1, E)
+            cont[:, :, LATER], stop[:, :, LATER] = np.maximum(E - 1, 0), np.minimum(1, E)
+            self._accumulate(counts, T, np.full((B, n), 1 / n), arc,
+                             np.broadcast_to(stop, (B, n, 2, 2)),
+                             np.broadcast_to(cont, (B, n, 2, 2)))
+        return counts
+
+    def _m_step(self, counts: dict) -> None:
+        def normalise(c, total, old):
+            return np.where(total > 0, c / np.where(total > 0, total, 1), old)
+
+        self.root = normalise(counts["root"], counts["root"].sum(), self.root)
+        self.choose = normalise(counts["choose"], counts["choose"].sum(-1, keepdims=True),
+                                self.choose)
+        self.stop = normalise(counts["stop"], counts["stop"] + counts["cont"], self.stop)
+
+    def fit(self, tag_sequences: Iterable[Sequence[str]], n_iter: int = 20) -> list[float]:
+        """Harmonic initialisation, then ``n_iter`` EM iterations.
+
+        Returns the corpus log-likelihood :math:`\\sum \\log p(x)` computed in each E-step
+        (i.e. of the parameters before that iteration's M-step); it never decreases.
+        """
+        seqs = [list(x) for x in tag_sequences]
+        self._build_vocab(seqs)
+        batches = self._batches(seqs)
+        self._m_step(self.harmonic_counts(batches))
+        history = []
+        for _ in range(n_iter):
+            counts, ll = self._zero_counts(), 0.0
+            for T in batches.values():
+                logZ, root, arc, stop, cont = self.expected_counts(T)
+                ll += float(logZ.sum())
+                self._accumulate(counts, T, root, arc, stop, cont)
+            history.append(ll)
+            self._m_step(counts)
+        return history
+
+    def log_likelihood(self, tag_sequences) -> float:
+        """:math:`\\sum_x \\log p(x)` under the current parameters."""
+        total = 0.0
+        for T in self._batches([list(x) for x in tag_sequences]).values():
+            _, top = self._inside(T)
+            total += float(np.log(top.sum(axis=1)).sum())
+        return total
+
+    # .. Viterbi
+
+    def parse_many(self, tag_sequences) -> list[list[int]]:
+        """Viterbi trees (heads, ``-1`` root) of many sentences, batched by length."""
+        seqs = [list(x) for x in tag_sequences]
+        out: list[list[int] | None] = [None] * len(seqs)
+        by_len: dict[int, list[int]] = defaultdict(list)
+        for k, seq in enumerate(seqs):
+            by_len[len(seq)].append(k)
+        for n, ks in by_len.items():
+            if n == 0:
+                for k in ks:
+                    out[k] = []
+                continue
+            T = np.array([[self.index.get(x, 0) for x in seqs[k]] for k in ks], dtype=int)
+            ch, top = self._inside(T, reduce=np.max)
+            if not np.all(top.max(axis=1) > 0):  # unseen symbols: decode with floored parameters
+                ch, top = self._inside(T, reduce=np.max, floor=1e-12)
+            for b, k in enumerate(ks):
+                out[k] = self._backtrace(ch, top, b)
+        return out
+
+    def parse(self, tags: Sequence[str]) -> list[int]:
+        """Viterbi (most probable) tree of one sentence, as heads with ``-1`` for the root."""
+        return self.parse_many([tags])[0]
+
+    @staticmethod
+    def _backtrace(ch: dict, top: np.ndarray, b: int) -> list[int]:
+        OR, OL, CR, CL, PR, PL, IR, IL = (v[b] for v in ch.values())
+        n = top.shape[1]
+        heads = [-1] * n
+        r = int(np.argmax(top[b]))
+        stack = [("L", 0, r), ("R", r, n - 1)]  # "R"/"L": a (complete or continuing) half
+        while stack:
+            kind, s, t = stack.pop()
+            if s == t:
+                continue
+            ks = np.arange(s, t)
+            if kind == "R":
+                m = s + 1 + int(np.argmax(IR[s, ks + 1] * CR[ks + 1, t]))
+                stack += [("IR", s, m), ("R", m, t)]
+            elif kind == "L":
+                m = s + int(np.argmax(CL[s, ks] * IL[ks, t]))
+                stack += [("L", s, m), ("IL", m, t)]
+            elif kind == "IR":
+                heads[t] = s
+                m = s + int(np.argmax(PR[s, ks] * CL[ks + 1, t]))
+                stack += [("R", s, m), ("L", m + 1, t)]
+            else:
+                heads[s] = t
+                m = s + int(np.argmax(CR[s, ks] * PL[ks + 1, t]))
+                stack += [("R", s, m), ("L", m + 1, t)]
+        return heads

@@ -1,0 +1,253 @@
+r"""From a score matrix to a tree, and a tree to a score.
+
+Conventions
+-----------
+* ``n`` words are numbered ``0..n-1``; a tree is a list ``heads`` with ``heads[d]`` the head
+  of word ``d`` and ``-1`` for the root (as in :class:`mlmbook.corpus.Sentence`).
+* An *edge* is an unordered pair stored as a tuple ``(i, j)`` with ``i < j``; a tree's
+  edge set is what UUAS compares (:func:`mlmbook.corpus.edges_from_heads`). The root arc is
+  not an edge.
+* A score matrix ``S`` is ``(n, n)``; ``S[h, d]`` scores the arc ``h -> d``. Undirected
+  decoders want it symmetric (see :func:`symmetrize`); the diagonal is ignored.
+* Punctuation is removed *before* scores are decoded and trees compared
+  (:func:`mlmbook.corpus.remove_punct`), as in both papers.
+"""
+from __future__ import annotations
+
+from typing import Callable, Iterable, Sequence
+
+import numpy as np
+
+from ..corpus.sentence import Edge, edges_from_heads
+
+__all__ = ["decode", "symmetrize", "maximum_spanning_tree", "eisner", "tree_from_scores",
+           "uuas", "uuas_counts", "sentence_uuas"]
+
+
+def _edge(i: int, j: int) -> Edge:
+    return (i, j) if i < j else (j, i)
+
+
+def decode(M, how: str = "max", projective: bool = False, neighbour_bonus: float = 1e-6) -> set[Edge]:
+    r"""The tree a score matrix implies: symmetrise, break ties toward neighbours, decode.
+
+    .. math:: S = \operatorname{sym}(M) + \epsilon\, [\, |i - j| = 1 \,]
+
+    then :func:`tree_from_scores` (maximum spanning tree, or Eisner's best projective tree).
+    The small bonus :math:`\epsilon` only matters between equal scores — frequent for exact
+    distributions, whose CMI is exactly 0 for many pairs — and prefers the adjacent pair,
+    as Zhang & Hashimoto's evaluation does.
+    """
+    S = symmetrize(M, how)
+    n = len(S)
+    if n > 1:
+        i = np.arange(n - 1)
+        S[i, i + 1] += neighbour_bonus
+        S[i + 1, i] += neighbour_bonus
+    return tree_from_scores(S, projective=projective)
+
+
+
+def _square(M) -> np.ndarray:
+    M = np.asarray(M, dtype=float)
+    if M.ndim != 2 or M.shape[0] != M.shape[1]:
+        raise ValueError(f"score matrix must be square (n, n), got shape {M.shape}")
+    if np.isnan(M[~np.eye(len(M), dtype=bool)]).any():
+        raise ValueError("score matrix has NaN off the diagonal")
+    return M
+
+
+def symmetrize(M, how: str = "max") -> np.ndarray:
+    r"""Make a pairwise score matrix symmetric.
+
+    .. math::
+        S_{ij} = \max(M_{ij}, M_{ji}) \ (\text{"max"}),\quad
+        \tfrac12 (M_{ij} + M_{ji}) \ (\text{"mean"}),\quad
+        M_{ij} + M_{ji} \ (\text{"sum"}).
+
+    "mean" and "sum" give the same trees; "max" keeps the stronger direction, as
+    Hoover et al. (2021) do for CPMI. The diagonal is carried along and ignored by decoders.
+    """
+    M = _square(M)
+    if how == "max":
+        return np.maximum(M, M.T)
+    if how == "mean":
+        return (M + M.T) / 2
+    if how == "sum":
+        return M + M.T
+    raise ValueError(f"how must be 'max', 'mean' or 'sum', got {how!r}")
+
+
+def maximum_spanning_tree(S) -> set[Edge]:
+    r"""Maximum spanning tree of the complete graph with symmetric edge weights ``S``.
+
+    Returns the edge set :math:`T` maximising :math:`\sum_{(i,j) \in T} S_{ij}` over all
+    :math:`n^{n-2}` spanning trees (undirected, non-projective: edges may cross). Prim's
+    algorithm: grow the tree from word 0, each step adding the heaviest edge leaving it;
+    :math:`O(n^2)`. ``-inf`` weights are allowed (used only if unavoidable).
+    """
+    S = _square(S)
+    if not np.allclose(S, S.T, equal_nan=True):
+        raise ValueError("maximum_spanning_tree needs a symmetric matrix; call symmetrize() first")
+    n = len(S)
+    if n < 2:
+        return set()
+    in_tree = np.zeros(n, dtype=bool)
+    in_tree[0] = True
+    best, link = S[0].copy(), np.zeros(n, dtype=int)  # best edge from each word into the tree
+    edges = set()
+    for _ in range(n - 1):
+        outside = np.flatnonzero(~in_tree)
+        j = outside[np.argmax(best[outside])]
+        edges.add(_edge(int(j), int(link[j])))
+        in_tree[j] = True
+        better = (S[j] > best) & ~in_tree
+        best[better], link[better] = S[j][better], j
+    return edges
+
+
+def _spans(n: int, width: int):
+    """All spans ``[s, t]`` of a width, and their split points ``r = s .. t-1`` as (ns, width)."""
+    s = np.arange(n - width)
+    return s, s + width, s[:, None] + np.arange(width)
+
+
+def _projective_chart(S: np.ndarray, root: np.ndarray, reduce: Callable):
+    r"""Eisner's (1996) chart over a semiring given by ``reduce`` (max or logsumexp).
+
+    Items over spans ``[s, t]`` (additive scores):
+
+    * ``CR[s,t]`` complete, head ``s``, covering its right dependents' subtrees up to ``t``;
+    * ``CL[s,t]`` complete, head ``t``, leftwards;
+    * ``IR[s,t]`` incomplete: arc ``s -> t`` plus what lies between;
+    * ``IL[s,t]`` incomplete: arc ``t -> s``.
+
+    .. math::
+        I^{R}_{st} = S_{st} + \bigoplus_{r=s}^{t-1} (C^{R}_{sr} + C^{L}_{r+1,t}),\quad
+        I^{L}_{st} = S_{ts} + \bigoplus_{r=s}^{t-1} (C^{R}_{sr} + C^{L}_{r+1,t}),
+
+        C^{R}_{st} = \bigoplus_{r=s+1}^{t} (I^{R}_{sr} + C^{R}_{rt}),\quad
+        C^{L}_{st} = \bigoplus_{r=s}^{t-1} (C^{L}_{sr} + I^{L}_{rt}),
+
+    and a single root word ``r`` scores ``root[r] + CL[0,r] + CR[r,n-1]`` (returned as ``top``).
+    """
+    n = len(S)
+    CR, CL, IR, IL = (np.full((n, n), -np.inf) for _ in range(4))
+    CR[np.diag_indices(n)] = CL[np.diag_indices(n)] = 0.0
+    for w in range(1, n):
+        s, t, r = _spans(n, w)
+        S_, T_ = s[:, None], t[:, None]
+        inner = reduce(CR[S_, r] + CL[r + 1, T_], axis=1)
+        IR[s, t] = S[s, t] + inner
+        IL[s, t] = S[t, s] + inner
+        CR[s, t] = reduce(IR[S_, r + 1] + CR[r + 1, T_], axis=1)
+        CL[s, t] = reduce(CL[S_, r] + IL[r, T_], axis=1)
+    top = root + CL[0, :] + CR[:, n - 1]
+    return CR, CL, IR, IL, top
+
+
+def _projective_backtrace(chart, pick: Callable[[np.ndarray], int]) -> list[int]:
+    """Read heads out of a chart, choosing each split with ``pick`` (argmax or a sampler)."""
+    CR, CL, IR, IL, top = chart
+    n = len(top)
+    heads = [-1] * n
+    r = pick(top)
+    stack = [("CL", 0, r), ("CR", r, n - 1)]
+    while stack:
+        kind, s, t = stack.pop()
+        if s == t:
+            continue
+        ks = np.arange(s, t)
+        if kind == "CR":
+            m = s + 1 + pick(IR[s, ks + 1] + CR[ks + 1, t])
+            stack += [("IR", s, m), ("CR", m, t)]
+        elif kind == "CL":
+            m = s + pick(CL[s, ks] + IL[ks, t])
+            stack += [("CL", s, m), ("IL", m, t)]
+        else:
+            if kind == "IR":
+                heads[t] = s
+            else:
+                heads[s] = t
+            m = s + pick(CR[s, ks] + CL[ks + 1, t])
+            stack += [("CR", s, m), ("CL", m + 1, t)]
+    return heads
+
+
+def eisner(S, root_scores=None) -> list[int]:
+    r"""Best projective dependency tree under arc scores ``S`` (Eisner 1996), :math:`O(n^3)`.
+
+    Maximises :math:`\text{root}_r + \sum_{d \ne r} S_{h(d), d}` over projective trees with
+    exactly one root word ``r`` (projective: each word's subtree is a contiguous span, i.e. no
+    two arcs cross and no arc passes over the root). ``S[h, d]`` may be asymmetric.
+    ``root_scores`` defaults to zeros: **the root arc carries no score**.
+
+    Undirected use. For a symmetric ``S`` with zero root scores the score of a tree is the sum
+    of its undirected edge weights, whatever the direction. An undirected tree whose edges do
+    not cross (drawn above the words) becomes a projective directed tree when rooted at word 0
+    (word 0 is never under an edge), and every projective tree's edges do not cross. Hence the
+    returned tree's edges form the best *non-crossing* spanning tree; where the root attaches
+    is an arbitrary tie-break (an uncovered word) and does not affect the edges or the score.
+
+    Returns
+    -------
+    heads : list of int, ``-1`` for the root.
+    """
+    S = _square(S)
+    n = len(S)
+    if n == 0:
+        return []
+    root = np.zeros(n) if root_scores is None else np.asarray(root_scores, dtype=float)
+    chart = _projective_chart(S, root, np.max)
+    return _projective_backtrace(chart, lambda v: int(np.argmax(v)))
+
+
+def tree_from_scores(S, projective: bool = False) -> set[Edge]:
+    """Edges of the best undirected tree for a symmetric score matrix.
+
+    ``projective=False``: maximum spanning tree (Zhang & Hashimoto 2021; Hoover et al. 2021);
+    ``projective=True``: best non-crossing tree via :func:`eisner`.
+    """
+    return edges_from_heads(eisner(S)) if projective else maximum_spanning_tree(S)
+
+
+def _as_edges(edges: Iterable[Sequence[int]]) -> set[Edge]:
+    return {_edge(int(i), int(j)) for i, j in edges}
+
+
+def uuas_counts(pred_edges_list, gold_edges_list) -> tuple[np.ndarray, np.ndarray]:
+    """Per sentence: number of gold edges also predicted, and number of gold edges.
+
+    Edges are unordered pairs (either orientation accepted).
+    """
+    pred_edges_list, gold_edges_list = list(pred_edges_list), list(gold_edges_list)
+    if len(pred_edges_list) != len(gold_edges_list):
+        raise ValueError(f"{len(pred_edges_list)} predicted vs {len(gold_edges_list)} gold trees")
+    correct, total = [], []
+    for pred, gold in zip(pred_edges_list, gold_edges_list):
+        gold = _as_edges(gold)
+        correct.append(len(_as_edges(pred) & gold))
+        total.append(len(gold))
+    return np.array(correct, dtype=int), np.array(total, dtype=int)
+
+
+def uuas(pred_edges_list, gold_edges_list) -> float:
+    r"""Corpus unlabelled undirected attachment score.
+
+    .. math::
+        \text{UUAS} = \frac{\sum_k |P_k \cap G_k|}{\sum_k |G_k|}
+
+    over sentences ``k`` with predicted and gold undirected edge sets ``P_k``, ``G_k``. When
+    both are spanning trees of the same words, ``|P_k| = |G_k| = n_k - 1`` and UUAS is both
+    precision and recall. Remove punctuation from the gold trees before computing the scores
+    (:func:`mlmbook.corpus.remove_punct`). Returns NaN when there is no gold edge.
+    """
+    correct, total = uuas_counts(pred_edges_list, gold_edges_list)
+    return float(correct.sum() / total.sum()) if total.sum() else float("nan")
+
+
+def sentence_uuas(pred_edges_list, gold_edges_list) -> np.ndarray:
+    """UUAS of each sentence separately (NaN for a sentence without gold edges)."""
+    correct, total = uuas_counts(pred_edges_list, gold_edges_list)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(total > 0, correct / np.maximum(total, 1), np.nan)

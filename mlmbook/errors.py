@@ -1,0 +1,77 @@
+"""Every error mlmbook raises on purpose: one base class, one line of cause and remedy each.
+
+A reader catches :class:`MLMBookError` to tell "my input was wrong" (the message says what
+to do) from a bug (any other exception). Errors about a file carry ``path`` and ``lineno``
+and start their message with ``file:line:``.
+
+=======================  =================================================================
+class                    raised when
+=======================  =================================================================
+``ModelLoadError``       a model or tokenizer cannot be used as a masked LM
+``TreebankError``        a CoNLL-U file is malformed, unusable, or not found
+``GrammarError``         a grammar file is malformed (rules that do not sum to one, ...)
+``DataFitError``         the model does not know the words of the chosen sentences
+``BuildError``           the book's build: bad chapter, bad parameter, rendering failed
+=======================  =================================================================
+"""
+from __future__ import annotations
+
+import os
+
+__all__ = ["MLMBookError", "ModelLoadError", "TreebankError", "TreebankNotFoundError", "GrammarError",
+           "DataFitError", "BuildError", "UsageError", "ChapterFailed", "BrowserMissing"]
+
+
+class MLMBookError(Exception):
+    """Base of every deliberate mlmbook error; the message is one line with cause and remedy."""
+
+
+class _Located(MLMBookError):
+    """An error about a place in a file: the message starts with ``path:lineno:``."""
+
+    def __init__(self, message: str, path: str | os.PathLike | None = None, lineno: int | None = None):
+        self.path = None if path is None else str(path)
+        self.lineno = lineno
+        where = "" if path is None else (f"{path}:{lineno}: " if lineno else f"{path}: ")
+        super().__init__(where + message)
+
+
+class ModelLoadError(MLMBookError, RuntimeError):
+    """A model or tokenizer could not be used; the message says why and what to do."""
+
+
+class TreebankError(_Located, ValueError):
+    """A CoNLL-U file is malformed or unusable, or a treebank cannot be found.
+
+    Attributes
+    ----------
+    path, lineno : where the problem is (``lineno`` is 1-based; ``None`` if not a line).
+    """
+
+
+class TreebankNotFoundError(TreebankError, FileNotFoundError):
+    """A treebank file could not be found (also a :class:`FileNotFoundError`)."""
+
+
+class GrammarError(_Located, ValueError):
+    """A grammar file is malformed: unknown symbol, rules that do not sum to one, bad field."""
+
+
+class DataFitError(MLMBookError, ValueError):
+    """A model and a treebank do not fit: too many of the sentences' tokens are unknown to the model."""
+
+
+class BuildError(MLMBookError):
+    """A one-line, user-facing error of the build (bad chapter, bad parameter, rendering failed)."""
+
+
+class UsageError(BuildError):
+    """A bad command-line argument: unknown chapter or parameter, wrong type."""
+
+
+class ChapterFailed(BuildError):
+    """A chapter raised while executing; the message names the chapter and the cell."""
+
+
+class BrowserMissing(MLMBookError, RuntimeError):
+    """No Chromium to drive the site check; the message says how to install one."""

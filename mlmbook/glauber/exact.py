@@ -1,0 +1,423 @@
+r"""Exact analysis of Glauber dynamics on a small state space (a :class:`Frame`).
+
+The transition matrix, :func:`stationary`, :func:`spectral_gap`, :func:`critical_depth` (the
+Arrhenius slope of the low-temperature relaxation time), :func:`basin_barrier` (the same
+height between two given sets of states) and :func:`hitting_times` (exact mean escape times).
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import TYPE_CHECKING
+
+import numpy as np
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+import torch
+
+from .. import queries
+
+if TYPE_CHECKING:
+    pass
+
+__all__ = ["Frame", "state_space", "state_index", "exact_transition_matrix", "critical_depth", "basin_barrier",
+           "hitting_times", "simulate_escapes", "stationary", "spectral_gap", "relaxation_time", "is_reversible"]
+
+class Frame:
+    r"""A small state space for exact analysis: a template sentence whose free sites range
+    over candidate sets,
+
+    .. math:: \mathcal X = \{x : x_i \in \mathcal C_i \text{ for } i \in \text{sites},\;
+              x_j = \text{template}_j \text{ otherwise}\}, \qquad |\mathcal X| = \prod_i |\mathcal C_i| .
+
+    States are numbered lexicographically by the index of each site's token in its candidate
+    list (the last site fastest); :meth:`states` lists them in that order.
+
+    Parameters
+    ----------
+    template : sequence of token ids (n,)
+    sites : the free positions
+    candidates : one sequence of token ids per site
+    """
+
+    def __init__(self, template, sites, candidates):
+        self.template = torch.as_tensor(template, dtype=torch.long).clone()
+        self.sites = [int(s) for s in sites]
+        self.candidates = [torch.as_tensor(c, dtype=torch.long) for c in candidates]
+        if len(self.candidates) != len(self.sites) or len(set(self.sites)) != len(self.sites):
+            raise ValueError("give one candidate set per distinct site")
+        if any(len(set(c.tolist())) != len(c) or len(c) == 0 for c in self.candidates):
+            raise ValueError("candidate sets must be non-empty and without repeats")
+
+    @classmethod
+    def shared(cls, n: int, V_subset, template=None, sites=None) -> "Frame":
+        """Every site ranges over the same ``V_subset`` (all n positions free by default)."""
+        sites = list(range(n)) if sites is None else [int(s) for s in sites]
+        if template is None and len(sites) < n:
+            raise ValueError("a template is needed to fix the positions outside `sites`")
+        template = torch.zeros(n, dtype=torch.long) if template is None else template
+        return cls(template, sites, [V_subset] * len(sites))
+
+    @property
+    def sizes(self) -> tuple:
+        return tuple(len(c) for c in self.candidates)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.sizes))
+
+    def _codes(self) -> np.ndarray:
+        return np.arange(self.size).reshape(self.sizes)
+
+    def states(self) -> torch.Tensor:
+        """All states (S, n), in frame order."""
+        grid = np.indices(self.sizes).reshape(len(self.sites), -1)        # (L, S), last site fastest
+        x = self.template.repeat(self.size, 1)
+        for a, (i, c) in enumerate(zip(self.sites, self.candidates)):
+            x[:, i] = c[torch.as_tensor(grid[a])]
+        return x
+
+    def index(self, states) -> np.ndarray:
+        """Frame index of each state (..., n); -1 where a site holds a non-candidate
+        (positions outside ``sites`` are not checked)."""
+        x = torch.as_tensor(states).numpy()
+        idx = np.zeros(x.shape[:-1], dtype=np.int64)
+        bad = np.zeros(x.shape[:-1], dtype=bool)
+        for i, c in zip(self.sites, self.candidates):
+            c = c.numpy()
+            table = np.full(max(c.max(), x[..., i].max()) + 1, -1, dtype=np.int64)
+            table[c] = np.arange(len(c))
+            d = table[x[..., i]]
+            bad |= d < 0
+            idx = idx * len(c) + d
+        return np.where(bad, -1, idx)
+
+    def families(self, a: int) -> np.ndarray:
+        """(S / m_a, m_a): the states that differ only at site number ``a`` — the "lines"
+        through which a Glauber update of that site moves."""
+        return np.moveaxis(self._codes(), a, -1).reshape(-1, self.sizes[a])
+
+    def conditional_logits(self, cond, mask_id: int | None = None,
+                           progress: bool | None = None) -> list[np.ndarray]:
+        r"""The oracle's log-scores over each site's candidates, for every context of the frame.
+
+        Since :math:`\pi_i(\cdot \mid x_{-i})` ignores :math:`x_i`, one masked row per family
+        suffices: :math:`\sum_a S/m_a` rows in all. A :class:`~mlmbook.models.base.MaskedLM`
+        is asked through :func:`mlmbook.queries.iter_log_probs` (its budget, its batching; a
+        tqdm bar as ``progress`` says, by default above 20,000 rows) and answers
+        log-probabilities; a plain function with the signature of ``logits`` (then pass
+        ``mask_id``) is called once per site and answers logits. Either differs from the
+        logits by a constant per row, which the tempered softmax of :meth:`kernel` ignores,
+        so one pass serves every temperature.
+
+        Returns
+        -------
+        list of ndarray
+            One float64 array (S / m_a, m_a) per site, rows in the order of :meth:`families`.
+        """
+        engine = hasattr(cond, "logits") and "keep_special" in inspect.signature(cond.logits).parameters
+        mask_id = getattr(cond, "mask_id", None) if mask_id is None else mask_id
+        if mask_id is None:
+            raise ValueError("pass mask_id when cond is a plain function")
+        states = self.states()
+        queries_ = []
+        for a, i in enumerate(self.sites):
+            q = states[self.families(a)[:, 0]].clone()
+            q[:, i] = mask_id
+            queries_.append(q)
+        if not engine:                                   # a plain function (tests' small oracles)
+            fn = cond.logits if hasattr(cond, "logits") else cond
+            return [fn(q, torch.full((len(q), 1), i))[:, 0, :].detach().cpu().double()[:, c].numpy()
+                    for q, i, c in zip(queries_, self.sites, self.candidates)]
+        rows = torch.cat(queries_)
+        positions = [[i] for q, i in zip(queries_, self.sites) for _ in range(len(q))]
+        site_of = np.repeat(np.arange(len(self.sites)), [len(q) for q in queries_])
+        start = np.cumsum([0] + [len(q) for q in queries_])
+        out = [np.empty((len(q), len(c))) for q, c in zip(queries_, self.candidates)]
+        show = len(rows) > 20_000 if progress is None else progress
+        for idx, lp in queries.iter_log_probs(cond, rows.tolist(), positions, dedupe=False, show_progress=show,
+                                              desc="frame conditionals"):
+            idx = np.asarray(idx)
+            for a in np.unique(site_of[idx]):
+                sel = site_of[idx] == a
+                out[a][idx[sel] - start[a]] = lp[sel, 0][:, self.candidates[a].numpy()]
+        return out
+
+    def kernel(self, site_logits, T: float = 1.0) -> sp.csr_matrix:
+        r"""Random-scan Glauber kernel at temperature T from :meth:`conditional_logits`:
+
+        .. math::
+            P(x, x') = \frac1L\sum_{i} [x'_{-i} = x_{-i}]\; \pi_{i,T}(x'_i \mid x_{-i}),
+            \qquad \pi_{i,T}(v \mid x_{-i}) \propto e^{\ell_i(v \mid x_{-i})/T},\; v \in \mathcal C_i .
+
+        A context where every candidate has logit :math:`-\infty` (an exact oracle that forbids
+        them all) gets the uniform distribution over the candidates; such states have
+        probability 0 under any coherent joint and are transient.
+        """
+        L, S = len(self.sites), self.size
+        rows, cols, vals = [], [], []
+        for a, lg in enumerate(site_logits):
+            z = lg / T
+            top = z.max(axis=1, keepdims=True)
+            with np.errstate(invalid="ignore"):
+                w = np.exp(z - np.where(np.isfinite(top), top, 0))
+            w[~np.isfinite(top[:, 0])] = 1.0
+            probs = w / w.sum(axis=1, keepdims=True)                        # (F, m)
+            fam = self.families(a)
+            m = fam.shape[1]
+            rows.append(np.repeat(fam, m, axis=1).ravel())                  # from member u ...
+            cols.append(np.tile(fam, (1, m)).ravel())                       # ... to member v
+            vals.append(np.repeat(probs[:, None, :], m, axis=1).ravel() / L)
+        P = sp.coo_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(S, S))
+        return P.tocsr()
+
+
+def state_space(n: int, V_subset, template=None, sites=None) -> torch.Tensor:
+    """All |V_subset|^|sites| states (S, n), in the order of :func:`exact_transition_matrix`
+    (lexicographic in the order of ``V_subset``, last free site fastest)."""
+    return Frame.shared(n, V_subset, template, sites).states()
+
+
+def state_index(states, V_subset, sites=None) -> np.ndarray:
+    """Index in :func:`state_space` of each state (..., n); -1 if a free site is outside V_subset."""
+    x = torch.as_tensor(states)
+    return Frame.shared(x.shape[-1], V_subset, x.reshape(-1, x.shape[-1])[0], sites).index(x)
+
+
+def exact_transition_matrix(cond, n: int, V_subset, T: float = 1.0, scan: str = "random",
+                            template=None, sites=None, mask_id: int | None = None,
+                            progress: bool | None = None) -> sp.csr_matrix:
+    r"""Exact random-scan Glauber kernel on :math:`\mathcal{C}^{|\text{sites}|}`, as a sparse matrix.
+
+    .. math::
+        P(x, x') = \frac1{|\text{sites}|}\sum_{i \in \text{sites}} [x'_{-i} = x_{-i}]\,
+                   \pi_{i,T}(x'_i \mid x_{-i}),
+
+    with :math:`\pi_{i,T}` the tempered conditional restricted to ``V_subset`` (renormalised).
+    ``cond`` is an oracle (``.logits``, ``.mask_id``) or a function with the signature of
+    ``logits`` (then pass ``mask_id``). ``template`` fixes the non-free positions. States are
+    ordered as :func:`state_space`. A shortcut for
+    ``Frame.shared(...).kernel(frame.conditional_logits(cond), T)``; use :class:`Frame` for
+    per-site candidate sets, or to reuse one oracle pass across temperatures.
+    Only random scan is built (a systematic sweep is the product of the site kernels and
+    fills in); ``scan`` is there to say so.
+    """
+    if scan != "random":
+        raise NotImplementedError("only the random-scan kernel is built exactly")
+    frame = Frame.shared(n, V_subset, template, sites)
+    return frame.kernel(frame.conditional_logits(cond, mask_id, progress), T)
+
+
+def critical_depth(log_p, frame: Frame, return_trap: bool = False):
+    r"""Critical depth :math:`\Gamma` of the energy landscape :math:`E = -\log p` for heat-bath
+    Glauber dynamics on a :class:`Frame`.
+
+    At temperature :math:`T` the Gibbs sampler of :math:`p^{1/T}` moves between neighbours
+    :math:`x, y` (one site apart, on the line :math:`\ell` of states that differ only there)
+    with flow :math:`\pi_T(x)P(x,y) \asymp e^{-h(x,y)/T}`, where
+    :math:`h(x, y) = E(x) + E(y) - \min_{z \in \ell} E(z)`. The depth of a local minimum
+    is the least possible maximum of :math:`h` along a path to a state of lower energy, minus
+    its own energy; :math:`\Gamma` is the largest depth over all minima but the ground state.
+    As :math:`T \to 0` the spectral gap behaves like :math:`e^{-\Gamma/T}` (Holley & Stroock;
+    Catoni), so :math:`\log t_\text{rel} \approx \Gamma / T`: the Arrhenius law. Computed by
+    Kruskal's algorithm over the moves sorted by height; states with :math:`p = 0` are left out.
+
+    Parameters
+    ----------
+    log_p : (S,) log-probabilities of the frame's states, in frame order
+    frame : :class:`Frame` (or any object with ``sites`` and ``families(a)``)
+    return_trap : also return the deepest trap: the index of its minimum and the move
+        ``(x, y)`` (state indices) at the top of its cheapest way out
+
+    Returns
+    -------
+    float, or ``(depth, minimum, (x, y))`` with ``return_trap`` (``minimum`` is -1 when
+    there is a single well)
+    """
+    E, (h, u, v) = _moves(log_p, frame)
+    parent = np.arange(len(E))
+    bottom = np.arange(len(E))                                             # each component's lowest state
+    depth, trap = 0.0, (-1, (-1, -1))
+    for k in np.argsort(h, kind="stable"):
+        ru, rv = _root(parent, u[k]), _root(parent, v[k])
+        if ru == rv:
+            continue
+        if E[bottom[ru]] > E[bottom[rv]]:
+            ru, rv = rv, ru                                                # ru holds the lower minimum
+        if h[k] - E[bottom[rv]] > depth:
+            depth, trap = float(h[k] - E[bottom[rv]]), (int(bottom[rv]), (int(u[k]), int(v[k])))
+        parent[rv] = ru
+    return (depth, *trap) if return_trap else depth
+
+
+def basin_barrier(log_p, frame: Frame, source: int, target) -> float:
+    r"""Height of the cheapest way from state ``source`` into the set ``target``, above ``source``:
+
+    .. math:: \Gamma(s \to B) = \min_{\text{paths } s \to B}\; \max_{(x,y) \in \text{path}} h(x, y) \;-\; E(s),
+
+    with the heat-bath heights :math:`h` of :func:`critical_depth`. As :math:`T \to 0` the mean
+    time for the tempered Gibbs sampler started at a local minimum :math:`s` to reach :math:`B`
+    grows like :math:`e^{\Gamma(s\to B)/T}` when :math:`s` is the bottom of its basin
+    (the Arrhenius law of the escape). ``inf`` if no path reaches ``target``.
+    """
+    E, (h, u, v) = _moves(log_p, frame)
+    tgt = np.zeros(len(E), bool)
+    tgt[np.asarray(sorted(target) if isinstance(target, (set, frozenset)) else target, dtype=np.int64)] = True
+    if tgt[source]:
+        return 0.0
+    parent = np.arange(len(E))
+    hit = tgt.copy()                                                      # per root: holds a target state
+    for k in np.argsort(h, kind="stable"):
+        ru, rv = _root(parent, u[k]), _root(parent, v[k])
+        if ru == rv:
+            continue
+        parent[rv] = ru
+        hit[ru] |= hit[rv]
+        if hit[_root(parent, source)]:
+            return float(h[k] - E[source])
+    return float("inf")
+
+
+def _root(parent: np.ndarray, x: int) -> int:
+    while parent[x] != x:
+        parent[x] = parent[parent[x]]
+        x = parent[x]
+    return x
+
+
+def _moves(log_p, frame):
+    """Energies and every single-site move ``(h, u, v)`` between states of positive probability."""
+    E = -np.asarray(log_p, dtype=np.float64)
+    hs, us, vs = [], [], []
+    for a in range(len(frame.sites)):
+        fam = frame.families(a)
+        e = E[fam]                                                          # (F, m)
+        low = e.min(axis=1, keepdims=True)
+        iu, iv = np.triu_indices(fam.shape[1], 1)
+        with np.errstate(invalid="ignore"):                                # inf - inf on forbidden lines
+            h = e[:, iu] + e[:, iv] - low
+        ok = np.isfinite(h)
+        hs.append(h[ok]), us.append(fam[:, iu][ok]), vs.append(fam[:, iv][ok])
+    return E, tuple(np.concatenate(z) for z in (hs, us, vs))
+
+
+def hitting_times(P, target) -> np.ndarray:
+    r"""Exact mean hitting times :math:`k(x) = \mathbb E_x[\min\{t \ge 0 : X_t \in B\}]` of the set
+    ``target`` = :math:`B`, in steps, from every state: :math:`k = 0` on :math:`B` and
+    :math:`(I - P_{B^cB^c})\,k_{B^c} = \mathbf 1` (one sparse solve). States that cannot
+    reach :math:`B` make the system singular; keep them out of ``P`` first.
+    """
+    P = sp.csr_matrix(P)
+    S = P.shape[0]
+    out = np.zeros(S)
+    rest = np.setdiff1d(np.arange(S), np.asarray(target, dtype=np.int64))
+    A = sp.identity(len(rest), format="csc") - P[rest][:, rest].tocsc()
+    out[rest] = spla.spsolve(A, np.ones(len(rest)))
+    return out
+
+
+def simulate_escapes(P, start: int, target, n_chains: int, max_steps: int,
+                     seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    r"""Run ``n_chains`` copies of the chain ``P`` from state ``start`` until each enters ``target``
+    (at most ``max_steps`` steps): ``(times, censored)``, times in steps, and for a chain that
+    never arrived the cap with ``censored`` True. Vectorised inverse-CDF sampling of the CSR rows.
+    """
+    P = sp.csr_matrix(P)
+    P.sort_indices()
+    cum = np.cumsum(P.data)
+    before = np.concatenate([[0.0], cum])[P.indptr[:-1]]
+    total = cum[P.indptr[1:] - 1] - before
+    tgt = np.zeros(P.shape[0], bool)
+    tgt[np.asarray(target, dtype=np.int64)] = True
+    rng = np.random.default_rng(seed)
+    x = np.full(n_chains, int(start))
+    times = np.full(n_chains, max_steps, dtype=np.int64)
+    live = ~tgt[x]
+    times[~live] = 0
+    for t in range(max_steps):
+        if not live.any():
+            break
+        r = x[live]
+        k = np.searchsorted(cum, before[r] + rng.random(len(r)) * total[r], side="right")
+        x[live] = P.indices[np.minimum(k, P.indptr[r + 1] - 1)]
+        arrived = live & tgt[x]
+        times[arrived] = t + 1
+        live &= ~arrived
+    return times.astype(np.float64), live.copy()
+
+
+def stationary(P, tol: float = 1e-13, dense_below: int = 300) -> np.ndarray:
+    r"""Stationary law :math:`\pi = \pi P` (assumes one closed class).
+
+    Below ``dense_below`` states: a dense solve of :math:`(P^\top - I)\pi = 0` with one
+    equation replaced by :math:`\sum\pi = 1`. Above: the Perron eigenvector of :math:`P^\top`
+    by ARPACK (a sparse LU fills in badly on these Hamming-graph chains). Either way it is then
+    polished by power steps until :math:`\|\pi P - \pi\|_1 <` ``tol`` (at most 100).
+    """
+    P = sp.csr_matrix(P)
+    S = P.shape[0]
+    if S < dense_below:
+        A = P.T.toarray() - np.eye(S)
+        A[0] = 1.0
+        pi = np.linalg.solve(A, np.eye(S)[0])
+    else:
+        _, vec = spla.eigs(P.T, k=1, which="LM", v0=np.full(S, 1.0 / S), tol=1e-14)
+        pi = np.real(vec[:, 0])
+        pi = pi * np.sign(pi.sum())
+    pi = np.clip(pi, 0, None)
+    pi /= pi.sum()
+    for _ in range(100):
+        nxt = P.T @ pi
+        done = np.abs(nxt - pi).sum() < tol
+        pi = nxt / nxt.sum()
+        if done:
+            break
+    return pi
+
+
+def is_reversible(P, pi, tol: float = 1e-9) -> bool:
+    r"""Detailed balance :math:`\pi(x)P(x,y) = \pi(y)P(y,x)`, to ``tol`` relative to the largest flow."""
+    F = sp.diags(np.asarray(pi)) @ sp.csr_matrix(P)
+    return bool(abs(F - F.T).max() <= tol * abs(F).max())
+
+
+def spectral_gap(P, pi=None, reversible: bool | None = None, dense_below: int = 300) -> float:
+    r"""Absolute spectral gap :math:`\gamma_* = 1 - \max\{|\lambda| : \lambda \ne 1\}`.
+
+    For a reversible chain, :math:`P` is self-adjoint in :math:`L^2(\pi)`; its eigenvalues are
+    those of the symmetric :math:`D^{1/2} P D^{-1/2}` (:math:`D=\operatorname{diag}\pi`), and
+    :math:`t_\text{rel} = 1/\gamma_*` is Levin & Peres' relaxation time, with
+    :math:`(t_\text{rel}-1)\log\frac1{2\varepsilon} \le t_\text{mix}(\varepsilon) \le
+    t_\text{rel}\log\frac1{\varepsilon\,\pi_\min}`. (Random-scan Gibbs has eigenvalues in
+    [0, 1], so :math:`\gamma_* = 1-\lambda_2`.) For a non-reversible chain (an incoherent MLM),
+    :math:`1-|\lambda_2|` with :math:`|\lambda_2|` the second-largest eigenvalue modulus of
+    :math:`P`: it gives the asymptotic rate :math:`\|\mu P^t - \pi\| \approx |\lambda_2|^t` but
+    no longer two-sided mixing-time bounds. Eigenvalue 1 is deflated
+    (:math:`P - \mathbf 1\pi^\top`), so the answer is the top modulus of what remains; dense
+    below ``dense_below`` states, ARPACK above.
+    """
+    P = sp.csr_matrix(P)
+    pi = stationary(P) if pi is None else np.asarray(pi, dtype=np.float64)
+    if reversible is None:
+        reversible = is_reversible(P, pi)
+    S = P.shape[0]
+    if reversible:  # D^{1/2} P D^{-1/2}, symmetrised against rounding; eigenvalue 1 has vector sqrt(pi)
+        r = np.sqrt(pi)
+        A = sp.diags(r) @ P @ sp.diags(1 / r)
+        A, left, right = (A + A.T) / 2, r, r
+    else:  # eigenvalue 1: right vector 1, left vector pi
+        A, left, right = P, np.ones(S), pi
+    if S < dense_below:
+        M = A.toarray() - np.outer(left, right)
+        ev = np.linalg.eigvalsh(M) if reversible else np.linalg.eigvals(M)
+    else:
+        op = spla.LinearOperator((S, S), matvec=lambda v: A @ v - left * (right @ v), dtype=np.float64)
+        ev = (spla.eigsh if reversible else spla.eigs)(op, k=1, which="LM", return_eigenvectors=False)
+    return float(1 - np.abs(ev).max())
+
+
+def relaxation_time(P, pi=None) -> float:
+    """:math:`1/\\gamma_*` with :math:`\\gamma_*` from :func:`spectral_gap` (inf if the gap is 0)."""
+    gap = spectral_gap(P, pi)
+    return float("inf") if gap <= 0 else 1.0 / gap
+

@@ -1,0 +1,312 @@
+r"""An MLM's view of two masked positions: :class:`PairConditionals`, and how to query it.
+
+For two masked positions A and B of a sentence (the rest, fixed, is left out of the notation)
+an MLM gives the conditionals :math:`q(a \mid b)`, :math:`q(b \mid a)` and the both-masked
+marginals :math:`q(a)`, :math:`q(b)`, over candidate sets of sizes :math:`K_A, K_B`. Every
+table is laid out like the joint, ``[a, b]``; probabilities are renormalised over the
+candidates; arrays are numpy float64 (torch tensors are accepted).
+
+Zeros. Exact oracles contain zeros (impossible words), and a conditional given an impossible
+value is undefined; it is stored as a row/column of ``-inf`` (NaNs are turned into ``-inf``).
+
+The model is queried through :func:`mlmbook.queries.iter_log_probs`, the book's one batched
+engine: the rows of a pair are :math:`K_B` copies of the sentence with A masked and B set to
+each candidate (read at A), :math:`K_A` copies with B masked and A set to each candidate (read
+at B), and one with both masked (read at A and B).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Iterator, Sequence
+
+import numpy as np
+import torch
+from scipy.special import logsumexp
+
+from .. import queries as Q
+
+if TYPE_CHECKING:
+    from ..models.base import MaskedLM
+
+NEG_INF = -np.inf
+
+__all__ = ["PairConditionals", "default_candidates", "iter_pair_conditionals", "pair_conditionals_batch",
+           "pair_conditionals", "topk_candidates", "gold_index"]
+
+
+def _np(x) -> np.ndarray:
+    """numpy float64 copy of an array or a torch tensor."""
+    if hasattr(x, "detach"):
+        x = x.detach().cpu().double().numpy()
+    return np.array(x, dtype=np.float64)
+
+
+def _log_normalise(x, axis=None) -> np.ndarray:
+    """``x - logsumexp(x, axis)``; an all ``-inf`` slice (undefined) stays ``-inf``, never NaN."""
+    x = np.where(np.isnan(x), NEG_INF, x)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = x - logsumexp(x, axis=axis, keepdims=True)
+    return np.where(np.isnan(out), NEG_INF, out)
+
+
+def joint_from_log(log_p) -> np.ndarray:
+    """Normalise an unnormalised log joint and return probabilities (``ValueError`` if all zero)."""
+    if not np.isfinite(log_p).any():
+        raise ValueError("the derived joint has no support (all entries are zero)")
+    return np.exp(_log_normalise(log_p))
+
+
+@dataclass
+class PairConditionals:
+    r"""The MLM's view of two masked positions A, B, in log space, laid out ``[a, b]``.
+
+    Attributes
+    ----------
+    log_a_given_b : (K_A, K_B) :math:`\log q(x_A=a \mid x_B=b)`; each column sums to 1 in prob.
+    log_b_given_a : (K_A, K_B) :math:`\log q(x_B=b \mid x_A=a)`; each row sums to 1 in prob.
+    log_a, log_b : (K_A,), (K_B,) log of the marginals with both positions masked.
+    logit_a_given_b, logit_b_given_a : raw (unnormalised) logits, same layout, used by
+        :func:`~mlmbook.joints.mrf`; default to the log-probabilities (then ``mrf == mrf_local``).
+    cand_a, cand_b : token ids of the candidates (``None`` when not built from a model).
+
+    Inputs are renormalised over the candidates, so unnormalised log-scores are accepted.
+    """
+
+    log_a_given_b: np.ndarray
+    log_b_given_a: np.ndarray
+    log_a: np.ndarray
+    log_b: np.ndarray
+    logit_a_given_b: np.ndarray | None = None
+    logit_b_given_a: np.ndarray | None = None
+    cand_a: np.ndarray | None = field(default=None, repr=False)
+    cand_b: np.ndarray | None = field(default=None, repr=False)
+
+    def __post_init__(self):
+        for name, axis in [("log_a_given_b", 0), ("log_b_given_a", 1), ("log_a", 0), ("log_b", 0)]:
+            setattr(self, name, _log_normalise(_np(getattr(self, name)), axis=axis))
+        for name, fallback in [("logit_a_given_b", self.log_a_given_b),
+                               ("logit_b_given_a", self.log_b_given_a)]:
+            raw = getattr(self, name)
+            setattr(self, name, fallback if raw is None else np.nan_to_num(_np(raw), nan=NEG_INF))
+
+    @classmethod
+    def from_logits(cls, logit_a_given_b, logit_b_given_a, logit_a, logit_b, **kw) -> "PairConditionals":
+        """Build from raw logits (kept for :func:`~mlmbook.joints.mrf`) over the candidate sets."""
+        return cls(logit_a_given_b, logit_b_given_a, logit_a, logit_b,
+                   logit_a_given_b=logit_a_given_b, logit_b_given_a=logit_b_given_a, **kw)
+
+    @classmethod
+    def from_joint(cls, P) -> "PairConditionals":
+        r"""The conditionals and marginals of a joint ``P[a, b]`` (compatible by construction):
+        :math:`q(a\mid b) = P_{ab}/P_{\cdot b}`, :math:`q(b\mid a) = P_{ab}/P_{a\cdot}`."""
+        with np.errstate(divide="ignore"):
+            log_p = np.log(_np(P))
+        return cls(log_p, log_p, logsumexp(log_p, axis=1), logsumexp(log_p, axis=0))
+
+    @property
+    def shape(self) -> tuple:
+        return self.log_a_given_b.shape
+
+    def swap(self) -> "PairConditionals":
+        """The same conditionals with the roles of A and B exchanged (all tables transposed)."""
+        return PairConditionals(self.log_b_given_a.T, self.log_a_given_b.T, self.log_b, self.log_a,
+                                self.logit_b_given_a.T, self.logit_a_given_b.T, self.cand_b, self.cand_a)
+
+
+def divergences(mlm: PairConditionals, derived: PairConditionals, div, worst=np.inf) -> list:
+    """``div(mlm, derived)`` per conditioning value: ``[(D over a given each b, MLM-defined b's),
+    (D over b given each a, MLM-defined a's)]``. Where the derived conditional is undefined (the
+    joint gives the conditioning value probability 0) the divergence is ``worst``."""
+    out = []
+    for m, d, ax in [(mlm.log_a_given_b, derived.log_a_given_b, 0),
+                     (mlm.log_b_given_a, derived.log_b_given_a, 1)]:
+        vals = np.where(np.isfinite(d).any(axis=ax), div(np.exp(m), np.exp(d), axis=ax), worst)
+        out.append((vals, np.isfinite(m).any(axis=ax)))
+    return out
+
+
+def default_candidates(lm: "MaskedLM") -> np.ndarray:
+    """All token ids except special tokens (``lm.special_ids`` if the oracle has it, else the
+    mask and tokens spelled like ``[CLS]`` or ``<s>``)."""
+    special = getattr(lm, "special_ids", None)
+    if special is None:
+        special = [i for i, t in enumerate(lm.vocab)
+                   if i == lm.mask_id or (len(t) > 2 and t[0] + t[-1] in ("[]", "<>"))]
+    return np.setdiff1d(np.arange(lm.V), np.asarray(list(special), dtype=int))
+
+
+def gold_index(pc: PairConditionals, token_a: int, token_b: int) -> tuple[int, int]:
+    """Indices of the gold tokens among the candidates (``ValueError`` if one is missing)."""
+    try:
+        return int(np.flatnonzero(pc.cand_a == token_a)[0]), int(np.flatnonzero(pc.cand_b == token_b)[0])
+    except IndexError:
+        raise ValueError(f"gold tokens ({token_a}, {token_b}) are not among the candidates") from None
+
+
+# --------------------------------------------------------------------------- querying a model
+
+def _is_ids(x) -> bool:
+    if hasattr(x, "ndim"):
+        return x.ndim == 1
+    return isinstance(x, (list, tuple)) and all(isinstance(v, (int, np.integer)) for v in x)
+
+
+def _is_pair(x) -> bool:
+    return isinstance(x, (tuple, list)) and len(x) == 2 and _is_ids(x[0]) and _is_ids(x[1])
+
+
+def _candidate_pairs(candidates, n_queries: int, default) -> list:
+    """One ``(cand_a, cand_b)`` pair of int arrays per query, from ``None`` (``default``), one id
+    sequence (both positions), one pair, or a list with one of those per query."""
+    as_ids = lambda c: np.asarray(c, dtype=np.int64).reshape(-1)  # noqa: E731
+    if candidates is None:
+        return [(default, default)] * n_queries
+    if _is_pair(candidates):
+        return [(as_ids(candidates[0]), as_ids(candidates[1]))] * n_queries
+    if _is_ids(candidates):
+        return [(as_ids(candidates), as_ids(candidates))] * n_queries
+    if len(candidates) != n_queries:
+        raise ValueError(f"got {len(candidates)} candidate sets for {n_queries} queries")
+    return [_candidate_pairs(c, 1, default)[0] for c in candidates]
+
+
+def _as_queries(queries) -> list:
+    out = []
+    for ids, A, B in queries:
+        ids = [int(t) for t in torch.as_tensor(ids, dtype=torch.long).reshape(-1).tolist()]
+        A, B = int(A), int(B)
+        if A == B or not (0 <= A < len(ids) and 0 <= B < len(ids)):
+            raise ValueError(f"positions A={A}, B={B} must differ and lie in [0, {len(ids)})")
+        out.append((ids, A, B))
+    return out
+
+
+def iter_pair_conditionals(lm: "MaskedLM", queries: Sequence, candidates=None,
+                           progress: bool = False) -> Iterator[tuple[int, PairConditionals]]:
+    r"""Query a masked LM for the conditionals of many pairs, batched across pairs and sentences.
+
+    For a query ``(ids, A, B)`` the rows are: :math:`K_B` copies with A masked and B set to
+    each candidate b (read at A), :math:`K_A` copies with B masked and A set to each candidate
+    a (read at B), and one with both masked (read at A and B). All rows of all queries go to
+    :func:`mlmbook.queries.iter_log_probs` (length groups, de-duplication, one memory budget,
+    the output layer only at A and B; raw scores, special tokens excluded); a pair is yielded as soon as its
+    rows are in.
+
+    Parameters
+    ----------
+    lm : MaskedLM
+    queries : sequence of ``(ids, A, B)``
+        ``ids``: token ids (no special tokens); ``A != B``: positions.
+    candidates : None, id array, ``(cand_a, cand_b)``, or a list with one of those per query
+        ``None``: every non-special token (:func:`default_candidates`).
+    progress : bool
+        Show a tqdm bar over model rows.
+
+    Yields
+    ------
+    ``(k, PairConditionals)`` for every query ``k``, grouped by sentence length (not in order).
+
+    Notes
+    -----
+    A conditional given a value that the model's own both-masked marginal rules out
+    (probability exactly 0, as happens with exact oracles) is undefined and stored as
+    ``-inf``; a softmax MLM never has such values.
+    """
+    queries = _as_queries(queries)
+    cands = _candidate_pairs(candidates, len(queries), default_candidates(lm))
+    rows, positions, owner = [], [], []          # owner[r] = (query, role, index)
+    for k, (ids, A, B) in enumerate(queries):
+        ca, cb = cands[k]
+        both = list(ids)
+        both[A] = both[B] = lm.mask_id
+        for j, b in enumerate(cb.tolist()):
+            r = list(both)
+            r[B] = b
+            rows.append(r), positions.append([A]), owner.append((k, 0, j))
+        for i, a in enumerate(ca.tolist()):
+            r = list(both)
+            r[A] = a
+            rows.append(r), positions.append([B]), owner.append((k, 1, i))
+        rows.append(both), positions.append([A, B]), owner.append((k, 2, 0))
+    tables = {}
+    missing = [len(ca) + len(cb) + 1 for ca, cb in cands]
+    for idx, logits in Q.iter_log_probs(lm, rows, positions, raw=True, show_progress=progress,
+                                        desc="pair conditionals"):
+        for r, row in zip(idx, logits):
+            k, role, j = owner[r]
+            ca, cb = cands[k]
+            if k not in tables:
+                tables[k] = [np.empty((len(ca), len(cb))), np.empty((len(ca), len(cb))), None, None]
+            t = tables[k]
+            if role == 0:
+                t[0][:, j] = row[0, ca]
+            elif role == 1:
+                t[1][j, :] = row[0, cb]
+            else:
+                t[2], t[3] = row[0, ca], row[1, cb]
+            missing[k] -= 1
+            if missing[k] == 0:
+                la, lb, a, b = tables.pop(k)
+                pc = PairConditionals.from_logits(la, lb, a, b, cand_a=np.asarray(ca), cand_b=np.asarray(cb))
+                yield k, _mark_undefined(pc)
+
+
+def _mark_undefined(pc: PairConditionals) -> PairConditionals:
+    """Conditionals given a value with zero both-masked probability are undefined (``-inf``)."""
+    dead_a, dead_b = np.isneginf(pc.log_a), np.isneginf(pc.log_b)
+    if dead_a.any() or dead_b.any():
+        for name in ("log_a_given_b", "logit_a_given_b"):
+            getattr(pc, name)[:, dead_b] = NEG_INF
+        for name in ("log_b_given_a", "logit_b_given_a"):
+            getattr(pc, name)[dead_a, :] = NEG_INF
+    return pc
+
+
+def pair_conditionals_batch(lm: "MaskedLM", queries: Sequence, candidates=None, **kw) -> list[PairConditionals]:
+    """:func:`iter_pair_conditionals` collected into a list in query order."""
+    out = [None] * len(queries)
+    for k, pc in iter_pair_conditionals(lm, queries, candidates, **kw):
+        out[k] = pc
+    return out
+
+
+def pair_conditionals(lm: "MaskedLM", ids, A: int, B: int, candidates=None) -> PairConditionals:
+    """Query a masked LM for the conditionals of positions A and B (:func:`iter_pair_conditionals`
+    for one pair). ``candidates``: ``None`` (all non-special ids), one id sequence for both
+    positions, or a pair ``(cand_a, cand_b)``."""
+    return pair_conditionals_batch(lm, [(ids, A, B)], None if candidates is None else [candidates])[0]
+
+
+def topk_candidates(lm: "MaskedLM", queries: Sequence, k: int = 50, gold: bool = True) -> list[tuple]:
+    r"""Top-K candidate sets for real vocabularies, from the both-masked marginals.
+
+    For each query ``(ids, A, B)`` mask both positions (through :func:`mlmbook.queries.iter_log_probs`)
+    and keep the ``k`` likeliest non-special tokens at A and at B, most likely first. With
+    ``gold=True`` the tokens ``ids[A]``, ``ids[B]`` are forced in (replacing the last
+    candidate if missing), so metrics at the gold pair are defined. Every method's joint is
+    then a distribution over :math:`K \times K` pairs, renormalised over the candidates.
+
+    Returns
+    -------
+    list of ``(cand_a, cand_b)`` int arrays, one per query.
+    """
+    queries = _as_queries(queries)
+    k = int(min(k, len(default_candidates(lm))))
+    rows = []
+    for ids, A, B in queries:
+        r = list(ids)
+        r[A] = r[B] = lm.mask_id
+        rows.append(r)
+    out = [None] * len(queries)
+    for idx, arr in Q.iter_log_probs(lm, rows, [[A, B] for _, A, B in queries]):
+        top = torch.topk(torch.from_numpy(arr), k, dim=-1).indices.numpy()       # (n, 2, k)
+        for r, q in enumerate(idx):
+            ids, A, B = queries[q]
+            pair = []
+            for side, position in ((0, A), (1, B)):
+                c = top[r, side].copy()
+                if gold and int(ids[position]) not in c:
+                    c[-1] = int(ids[position])
+                pair.append(c.astype(np.int64))
+            out[q] = tuple(pair)
+    return out

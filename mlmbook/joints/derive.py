@@ -1,0 +1,118 @@
+r"""Joints of two masked tokens from an MLM's conditionals: the independent product, two MRFs,
+Hammersley–Clifford–Besag (HCB), and the support blocks that exact zeros create.
+
+Torroba Hennigen & Kim (2023), *Deriving Language Models from Masked Language Models*. Each
+method keeps the zeros its formula implies and never returns NaN; a method whose joint would
+have no support at all raises ``ValueError``. The Arnold–Gokhale joint is in :mod:`.ag`.
+"""
+from __future__ import annotations
+
+import numpy as np
+from scipy import sparse
+from scipy.sparse.csgraph import connected_components
+
+from .ag import ag
+from .conditionals import NEG_INF, PairConditionals, _np, joint_from_log
+
+__all__ = ["METHODS", "naive", "mrf", "mrf_local", "default_pivot", "hcb", "support_blocks", "match_blocks",
+           "derive_all"]
+
+METHODS = {"naive": "MLM (independent)", "mrf": "MRF", "mrf_local": "MRF-local", "hcb": "HCB", "ag": "AG"}
+"""The joints of this package, keyed as in :func:`derive_all`, with the labels the book uses."""
+
+
+def naive(pc: PairConditionals) -> np.ndarray:
+    r"""Independent joint :math:`p(a,b) = q(a)\,q(b)` from the both-masked marginals."""
+    return joint_from_log(pc.log_a[:, None] + pc.log_b[None, :])
+
+
+def mrf(pc: PairConditionals) -> np.ndarray:
+    r"""Pairwise MRF on raw logits: :math:`\log p(a,b) = f_A(a;b) + f_B(b;a) - \log Z`,
+    :math:`f` the MLM's unnormalised logit of a token with the other position filled in."""
+    return joint_from_log(pc.logit_a_given_b + pc.logit_b_given_a)
+
+
+def mrf_local(pc: PairConditionals) -> np.ndarray:
+    r"""MRF on locally normalised potentials: :math:`p(a,b) \propto q(a\mid b)\,q(b\mid a)`.
+    Not exact even for compatible conditionals: it equals :math:`p(a,b)^2/(p(a)p(b))` renormalised."""
+    return joint_from_log(pc.log_a_given_b + pc.log_b_given_a)
+
+
+def default_pivot(pc: PairConditionals) -> int:
+    r"""The pivot :math:`a^\star = \arg\max_a q(a)` of the both-masked marginal (the paper's
+    ``hcb-both``): the A value the MLM finds likeliest, so the ratios are well supported."""
+    return int(np.argmax(pc.log_a))
+
+
+def hcb(pc: PairConditionals, pivot: int | None = None) -> np.ndarray:
+    r"""Hammersley–Clifford–Besag joint with pivot :math:`(a^\star, b^\star)`.
+
+    Besag's identity, changing B first and then A:
+
+    .. math:: \frac{p(a,b)}{p(a^\star,b^\star)}
+              = \frac{q(b\mid a^\star)}{q(b^\star\mid a^\star)}\cdot\frac{q(a\mid b)}{q(a^\star\mid b)},
+       \qquad p(a,b) \propto q(b\mid a^\star)\,\frac{q(a\mid b)}{q(a^\star\mid b)}.
+
+    :math:`b^\star` only enters the constant, so ``pivot`` is the index :math:`a^\star`
+    (default :func:`default_pivot`); to pivot on B use ``hcb(pc.swap(), b_star).T``.
+    Exact for compatible conditionals whenever every b with :math:`p(b)>0` has
+    :math:`p(a^\star,b)>0`. Zeros: columns with :math:`q(b\mid a^\star)=0` or
+    :math:`q(a^\star\mid b)=0` get zero mass (HCB only sees b's reachable from the pivot).
+    """
+    a_star = default_pivot(pc) if pivot is None else int(pivot)
+    lb, la_star = pc.log_b_given_a[a_star], pc.log_a_given_b[a_star]
+    ok = np.isfinite(lb) & np.isfinite(la_star)
+    col = np.full(lb.shape, NEG_INF)
+    col[ok] = lb[ok] - la_star[ok]
+    return joint_from_log(pc.log_a_given_b + col[None, :])
+
+
+def support_blocks(pc: PairConditionals) -> tuple[int, np.ndarray, np.ndarray]:
+    r"""Connected blocks of the conditionals' support.
+
+    Join a and b when both :math:`q(a\mid b) > 0` and :math:`q(b\mid a) > 0`; the connected
+    components of that bipartite graph are the blocks. Conditionals only ever compare
+    probabilities *within* a block, so even compatible conditionals determine the joint only up
+    to one weight per block (Arnold & Press 1989). A softmax MLM has a single block; an exact
+    oracle with forbidden combinations can have several.
+
+    Returns
+    -------
+    (n_blocks, labels_a, labels_b): block index of every candidate, -1 if it has no support.
+    """
+    S = np.isfinite(pc.log_a_given_b) & np.isfinite(pc.log_b_given_a)
+    ka, kb = S.shape
+    graph = sparse.bmat([[None, sparse.csr_matrix(S)], [sparse.csr_matrix(S.T), None]])
+    _, labels = connected_components(graph, directed=False)
+    la, lb = labels[:ka].copy(), labels[ka:].copy()
+    la[~S.any(axis=1)], lb[~S.any(axis=0)] = -1, -1
+    used = np.unique(np.concatenate([la[la >= 0], lb[lb >= 0]]))
+    remap = {old: new for new, old in enumerate(used)}
+    la = np.array([remap.get(x, -1) for x in la])
+    lb = np.array([remap.get(x, -1) for x in lb])
+    return len(used), la, lb
+
+
+def match_blocks(joint, pc: PairConditionals) -> np.ndarray:
+    r"""Give each support block of ``joint`` the mass the both-masked marginal assigns to it,
+    :math:`\sum_{a \in \text{block}} q(a)` — the one thing the conditionals cannot say
+    (:func:`support_blocks`). A no-op with a single block."""
+    n, la, _ = support_blocks(pc)
+    J = _np(joint).copy()
+    if n <= 1:
+        return J
+    qa = np.exp(pc.log_a)
+    target = np.array([qa[la == k].sum() for k in range(n)])
+    target /= target.sum()
+    for k in range(n):
+        rows = la == k
+        mass = J[rows].sum()
+        if mass > 0:
+            J[rows] *= target[k] / mass
+    return J / J.sum()
+
+
+def derive_all(pc: PairConditionals) -> dict[str, np.ndarray]:
+    """Every method's joint, keyed ``naive, mrf, mrf_local, hcb, ag``."""
+    return {"naive": naive(pc), "mrf": mrf(pc), "mrf_local": mrf_local(pc),
+            "hcb": hcb(pc), "ag": ag(pc).joint}

@@ -1,0 +1,267 @@
+r"""How good is a derived joint: divergences, perplexities, and the chapter's per-pair bookkeeping.
+
+* against the MLM: :func:`conditional_divergence`, :func:`conditional_divergences`,
+  :func:`compatibility` (of the MLM's own conditionals);
+* against the truth (toy world): :func:`kl_joint`, :func:`tv_joint`, :func:`truth_conditional_kl`;
+* at the observed words: :func:`pair_ppl`, :func:`unary_ppl`;
+* a chapter's bookkeeping: :func:`evaluate_pair`, :func:`stack`, :func:`summarize`.
+
+Divergences and the bootstrap are those of :mod:`mlmbook.stats`.
+"""
+from __future__ import annotations
+
+import numpy as np
+from scipy import sparse
+from scipy.sparse.linalg import lsqr
+
+from ..stats import bootstrap, jsd, kl, ppl, tv
+from .ag import ag
+from .conditionals import PairConditionals, _np, divergences
+from .derive import METHODS, hcb, mrf, mrf_local, naive
+
+__all__ = ["conditional_divergence", "conditional_divergences", "compatibility", "kl_joint", "tv_joint",
+           "truth_conditional_kl", "pair_ppl", "unary_ppl", "evaluate_pair", "stack", "AGGREGATE", "summarize"]
+
+
+def kl_joint(p_true, p_derived) -> float:
+    r""":math:`\mathrm{KL}(p_{\text{true}}\,\|\,p_{\text{derived}})` between two joints (nats)."""
+    return float(kl(np.ravel(_np(p_true)), np.ravel(_np(p_derived))))
+
+
+def tv_joint(p_true, p_derived) -> float:
+    r"""Total variation :math:`\tfrac12\sum_{a,b}|p_{\text{true}}(a,b)-p_{\text{derived}}(a,b)|` between
+    two joints: the share of the mass that sits in the wrong cells (:func:`mlmbook.stats.tv`)."""
+    return tv(_np(p_true), _np(p_derived))
+
+
+def conditional_divergence(joint, pc: PairConditionals, kind: str = "kl", at=None) -> float:
+    r"""Divergence between the derived joint's conditionals and the MLM's.
+
+    ``kind``: ``"kl"`` :math:`\mathrm{KL}(q_{\text{MLM}}\|p)`, ``"rkl"`` :math:`\mathrm{KL}(p\|q_{\text{MLM}})`
+    or ``"jsd"``. ``at=None``: unweighted mean over every conditioning value whose MLM conditional
+    is defined, both sides (the paper's *all* average); ``at=(a, b)``: mean of the two at the
+    gold pair, :math:`D(q(\cdot\mid b), p(\cdot\mid b))` and :math:`D(q(\cdot\mid a), p(\cdot\mid a))`.
+    A conditioning value the derived joint gives probability 0 counts as maximally divergent
+    (``inf`` for the KLs, :math:`\log 2` for JSD).
+    """
+    div = {"kl": kl, "rkl": lambda p, q, axis: kl(q, p, axis), "jsd": jsd}[kind]
+    worst = np.log(2) if kind == "jsd" else np.inf
+    (d_a, def_b), (d_b, def_a) = divergences(pc, PairConditionals.from_joint(joint), div, worst)
+    if at is None:
+        return float(np.mean(np.concatenate([d_a[def_b], d_b[def_a]])))
+    a, b = at
+    return float((d_a[b] + d_b[a]) / 2)
+
+
+def conditional_divergences(joint, pc: PairConditionals) -> dict[str, float]:
+    r"""``{"kl", "rkl", "jsd"}`` of :func:`conditional_divergence` (``at=None``) in one pass.
+
+    Same definitions and conventions, computed together in probability space (it is what
+    :func:`evaluate_pair` uses; a few times faster than three separate calls)."""
+    J = _np(joint)
+    parts = {"kl": [], "rkl": [], "jsd": []}
+    worst = {"kl": np.inf, "rkl": np.inf, "jsd": np.log(2)}
+    with np.errstate(all="ignore"):
+        for log_q, ax in ((pc.log_a_given_b, 0), (pc.log_b_given_a, 1)):
+            marg = J.sum(axis=ax, keepdims=True)
+            p, q = J / marg, np.exp(log_q)
+            log_p = np.log(p)
+            m = (p + q) / 2
+            log_m = np.log(m)
+            vals = {"kl": np.where(q > 0, q * (log_q - log_p), 0.0).sum(axis=ax),
+                    "rkl": np.where(p > 0, p * (log_p - log_q), 0.0).sum(axis=ax),
+                    "jsd": 0.5 * (np.where(q > 0, q * (log_q - log_m), 0.0)
+                                  + np.where(p > 0, p * (log_p - log_m), 0.0)).sum(axis=ax)}
+            defined_p, defined_q = marg.reshape(-1) > 0, np.isfinite(log_q).any(axis=ax)
+            for kind, v in vals.items():
+                parts[kind].append(np.where(defined_p, v, worst[kind])[defined_q])
+    return {kind: float(np.mean(np.concatenate(v))) for kind, v in parts.items()}
+
+
+def _log_pair(j, a, b) -> float:
+    with np.errstate(divide="ignore"):
+        return float(np.log(_np(j)[a, b]))
+
+
+def pair_ppl(items) -> float:
+    r"""Pair perplexity (P-PPL) over gold pairs, per token as in the paper:
+    :math:`\exp\big(-\tfrac{1}{2N}\sum_n \log p_n(a_n, b_n)\big)`; ``items``: ``(joint, a, b)``."""
+    items = list(items)
+    return float(np.exp(-sum(_log_pair(j, a, b) for j, a, b in items) / (2 * len(items))))
+
+
+def unary_ppl(items, unary: str = "conditional") -> float:
+    r"""Unary perplexity (U-PPL): :math:`\exp\big(-\tfrac{1}{2N}\sum_n [\log p_n(a_n\mid b_n)
+    + \log p_n(b_n\mid a_n)]\big)`, the paper's definition from the joint's conditionals.
+    ``unary="marginal"`` uses the joint's marginals :math:`p_n(a_n), p_n(b_n)` instead. An item's
+    first element may be a :class:`PairConditionals` (the MLM's own U-PPL baseline)."""
+    total, n = 0.0, 0
+    for j, a, b in items:
+        pc = j if isinstance(j, PairConditionals) else PairConditionals.from_joint(j)
+        if unary == "conditional":
+            total += pc.log_a_given_b[a, b] + pc.log_b_given_a[a, b]
+        else:
+            total += pc.log_a[a] + pc.log_b[b]
+        n += 1
+    return float(np.exp(-total / (2 * n)))
+
+
+def compatibility(pc: PairConditionals) -> float:
+    r"""Arnold–Press incompatibility: distance of the log ratio from a log-rank-one matrix.
+
+    Two positive conditionals come from one joint iff the ratio
+    :math:`q(a\mid b)/q(b\mid a) = p(a)/p(b)` factorises as :math:`u_a v_b` (Arnold & Press 1989).
+    We return :math:`\min_{u,v} \operatorname{mean}_{(a,b)\in S}\,(r_{ab} - u_a - v_b)^2`,
+    :math:`r = \log q(a\mid b) - \log q(b\mid a)`, a least-squares fit over the common support
+    S (both tables positive; for full support this is the double-centred r). It is 0 iff the
+    conditionals are compatible on S and is in squared nats. Entries where exactly one table is
+    zero (possible only with exact zeros) are not counted; see also ``ag(pc).objective[-1]``.
+    """
+    la, lb = pc.log_a_given_b, pc.log_b_given_a
+    support = np.isfinite(la) & np.isfinite(lb)
+    if support.all():                       # full support: the least-squares fit is double centring
+        r = la - lb
+        resid = r - r.mean(axis=1, keepdims=True) - r.mean(axis=0, keepdims=True) + r.mean()
+        return float(np.mean(resid ** 2))
+    i, j = np.nonzero(support)
+    if i.size == 0:
+        return 0.0
+    r = la[support] - lb[support]
+    ka, kb = pc.shape
+    ones = np.ones(i.size)
+    X = sparse.hstack([sparse.csr_matrix((ones, (np.arange(i.size), i)), shape=(i.size, ka)),
+                       sparse.csr_matrix((ones, (np.arange(i.size), j)), shape=(i.size, kb))]).tocsr()
+    uv = lsqr(X, r, atol=1e-15, btol=1e-15, iter_lim=10 * (ka + kb))[0]
+    return float(np.mean((r - X @ uv) ** 2))
+
+
+def truth_conditional_kl(p_true, model) -> float:
+    r"""How far a model's two conditionals are from the true ones, in expectation under the truth:
+
+    .. math:: \tfrac12\Big[\mathbb{E}_{b\sim p(b)}\,\mathrm{KL}\big(p(\cdot\mid b)\,\|\,m(\cdot\mid b)\big)
+              + \mathbb{E}_{a\sim p(a)}\,\mathrm{KL}\big(p(\cdot\mid a)\,\|\,m(\cdot\mid a)\big)\Big].
+
+    ``model`` is a derived joint (its conditionals are computed) or a :class:`PairConditionals`
+    (the MLM's own conditionals). By the chain rule each expectation equals
+    :math:`\mathrm{KL}(p\|m)` minus the KL of the conditioning marginal, so for a joint it is at
+    most :func:`kl_joint`. ``inf`` where the model's conditional misses the truth's support.
+    """
+    P = _np(p_true)
+    P = P / P.sum()
+    S = P > 0
+    w = P[S]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lP = np.log(w)
+        ia, ib = np.nonzero(S)
+        true_a = lP - np.log(P.sum(axis=0))[ib]                 # log p(a | b) on the support
+        true_b = lP - np.log(P.sum(axis=1))[ia]                 # log p(b | a)
+        if isinstance(model, PairConditionals):
+            model_a, model_b = model.log_a_given_b[S], model.log_b_given_a[S]
+        else:
+            M = _np(model)
+            lM = np.log(M[S])
+            model_a = lM - np.log(M.sum(axis=0))[ib]
+            model_b = lM - np.log(M.sum(axis=1))[ia]
+        out = 0.0
+        for t, m in ((true_a, model_a), (true_b, model_b)):
+            d = t - m
+            out += 0.5 * float(np.sum(w * np.where(np.isnan(d) | np.isneginf(m), np.inf, d)))
+    return out
+
+
+# --------------------------------------------------------------------------- a chapter's bookkeeping
+
+def _log_unary(joint, a, b) -> float:
+    """:math:`\\log p(a\\mid b) + \\log p(b\\mid a)` of a joint at ``(a, b)``."""
+    with np.errstate(divide="ignore"):
+        return float(2 * np.log(joint[a, b]) - np.log(joint[:, b].sum()) - np.log(joint[a, :].sum()))
+
+
+def evaluate_pair(pc: PairConditionals, gold, truth=None, joints: dict | None = None) -> dict[str, float]:
+    r"""Every per-pair quantity the chapter aggregates, as a flat ``{"method.metric": float}``.
+
+    Parameters
+    ----------
+    pc : PairConditionals
+        The MLM's conditionals for the pair.
+    gold : (int, int)
+        Indices of the observed tokens among the candidates (:func:`~mlmbook.joints.gold_index`).
+    truth : array or None
+        The true joint over the same candidates (toy world only).
+    joints : dict or None
+        Precomputed :func:`~mlmbook.joints.derive_all` output (default: computed here).
+
+    Returns
+    -------
+    dict with, for each method ``m`` of :data:`~mlmbook.joints.METHODS`:
+
+    - ``m.logp_pair`` :math:`\log p_m(a,b)` and ``m.logp_unary``
+      :math:`\log p_m(a\mid b)+\log p_m(b\mid a)` at the gold pair (P-PPL and U-PPL);
+    - ``m.kl``, ``m.rkl``, ``m.jsd``: :func:`conditional_divergence` to the MLM's conditionals;
+    - with ``truth``: ``m.kl_truth`` :math:`\mathrm{KL}(p\|p_m)`, ``m.tv_truth`` (:func:`tv_joint`)
+      and ``m.cond_kl_truth`` (:func:`truth_conditional_kl`);
+
+    and ``mlm.logp_unary`` (the MLM's own conditionals at the gold pair), ``compatibility``,
+    ``ag.iterations``, ``ag.objective``; with ``truth`` also ``mlm.cond_kl_truth``,
+    ``truth.logp_pair`` and ``truth.logp_unary``.
+    """
+    a, b = gold
+    if joints is None:
+        res = ag(pc)
+        joints = {"naive": naive(pc), "mrf": mrf(pc), "mrf_local": mrf_local(pc), "hcb": hcb(pc), "ag": res.joint}
+        out = {"ag.iterations": float(res.iterations), "ag.objective": float(res.objective[-1])}
+    else:
+        out = {}
+    for m, J in joints.items():
+        with np.errstate(divide="ignore"):
+            out[f"{m}.logp_pair"] = float(np.log(J[a, b]))
+        out[f"{m}.logp_unary"] = _log_unary(J, a, b)
+        for kind, value in conditional_divergences(J, pc).items():
+            out[f"{m}.{kind}"] = value
+        if truth is not None:
+            out[f"{m}.kl_truth"] = kl_joint(truth, J)
+            out[f"{m}.tv_truth"] = tv_joint(truth, J)
+            out[f"{m}.cond_kl_truth"] = truth_conditional_kl(truth, J)
+    out["mlm.logp_unary"] = float(pc.log_a_given_b[a, b] + pc.log_b_given_a[a, b])
+    out["compatibility"] = compatibility(pc)
+    if truth is not None:
+        out["mlm.cond_kl_truth"] = truth_conditional_kl(truth, pc)
+        with np.errstate(divide="ignore"):
+            out["truth.logp_pair"] = float(np.log(truth[a, b]))
+        out["truth.logp_unary"] = _log_unary(truth, a, b)
+    return out
+
+
+def stack(rows: list) -> dict[str, np.ndarray]:
+    """A list of :func:`evaluate_pair` dicts -> ``{key: array over pairs}`` (keys present in all)."""
+    keys = [k for k in rows[0] if all(k in r for r in rows)]
+    return {k: np.array([r[k] for r in rows], dtype=float) for k in keys}
+
+
+def _mean(x):
+    return x.mean(-1)
+
+
+AGGREGATE = {"p_ppl": ("logp_pair", ppl), "u_ppl": ("logp_unary", ppl),
+             "kl": ("kl", _mean), "rkl": ("rkl", _mean), "jsd": ("jsd", _mean),
+             "kl_truth": ("kl_truth", _mean), "tv_truth": ("tv_truth", _mean),
+             "cond_kl_truth": ("cond_kl_truth", _mean)}
+"""Corpus metric -> (per-pair field, statistic over pairs)."""
+
+
+def summarize(per_pair: dict, n_boot: int = 1000, level: float = 0.95, seed=0) -> dict:
+    """Corpus metrics with bootstrap intervals: ``{row: {metric: (estimate, low, high)}}``.
+
+    Rows are the methods, ``mlm`` (the MLM's own conditionals) and ``truth`` where their fields
+    exist in ``per_pair`` (from :func:`stack`); metrics are those of :data:`AGGREGATE`.
+    """
+    table = {}
+    for row in list(METHODS) + ["mlm", "truth"]:
+        cells = {}
+        for metric, (field_, stat) in AGGREGATE.items():
+            x = per_pair.get(f"{row}.{field_}")
+            if x is not None:
+                cells[metric] = bootstrap(stat, x, n_boot=n_boot, level=level, seed=seed)
+        if cells:
+            table[row] = cells
+    return table

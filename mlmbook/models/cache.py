@@ -1,0 +1,156 @@
+"""The model cache: train once, keep the result, never load a half-written entry.
+
+An entry is a directory under :func:`mlmbook.paths.cache_dir` named by a hash of everything
+that changes the weights — the grammar, the training configuration, the seed, the model kind
+and the number of torch threads used to train (float sums split across threads add in a
+different order, so 1 and 2 threads give different weights). Entries are built in a
+temporary directory, checksummed into ``manifest.json`` (written last) and renamed into
+place; a lock serialises processes that want the same entry. A corrupted entry is reported on
+the terminal and rebuilt.
+
+Chapters never open files inside an entry: :class:`CacheEntry` gives the training history
+and the snapshots.
+"""
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+from .. import threads
+from ..paths import cache_dir
+from ..toy.grammar import Grammar
+from . import maelm
+from .train import PRESETS, TrainConfig, train
+
+__all__ = ["VERSION", "CacheEntry", "load_or_train", "entry_key"]
+
+VERSION = 2                       # bump to invalidate every cached model (2: thread count in the key)
+
+KINDS = ("mlm", "maelm")
+
+
+def entry_key(grammar: Grammar, config: TrainConfig, seed: int, kind: str, n_threads: int) -> str:
+    """The hash that names a cache entry: everything that changes the trained weights."""
+    blob = json.dumps([VERSION, kind, grammar.fingerprint, asdict(config), seed, n_threads], sort_keys=True).encode()
+    return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _verify(path: Path) -> str | None:
+    """None if the cache entry at ``path`` is complete and intact, else the reason it is not."""
+    manifest = path / "manifest.json"
+    if not manifest.exists():
+        return "no manifest (an interrupted write?)"
+    try:
+        info = json.loads(manifest.read_text())
+        for name, digest in info["sha256"].items():
+            if _sha256(path / name) != digest:
+                return f"{name} does not match its checksum"
+    except (OSError, ValueError, KeyError) as e:
+        return f"unreadable ({type(e).__name__})"
+    return None
+
+
+def _report(message: str) -> None:
+    """A cache event the reader must see: on the terminal (the build's stderr) and in the chapter."""
+    print(f"mlmbook: {message}", file=sys.stderr, flush=True)
+    print(f"Note: {message}.")
+
+
+def _cached(final: Path, make, info: dict) -> Path:
+    """Return ``final`` if it holds a verified entry, else build it with ``make(tmp_dir)``."""
+    final.parent.mkdir(parents=True, exist_ok=True)
+    with open(final.parent / f".{final.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if final.exists():
+            reason = _verify(final)
+            if reason is None:
+                return final
+            _report(f"the cached model {final.name} was corrupted ({reason}); it is deleted and trained again")
+            shutil.rmtree(final, ignore_errors=True)
+        for stale in final.parent.glob(f".partial-{final.name}-*"):   # left by a killed run (we hold the lock)
+            shutil.rmtree(stale, ignore_errors=True)
+        tmp = final.parent / f".partial-{final.name}-{os.getpid()}"
+        try:
+            make(tmp)
+            files = sorted(p.relative_to(tmp).as_posix() for p in tmp.rglob("*") if p.is_file())
+            manifest = dict(info, sha256={f: _sha256(tmp / f) for f in files})
+            (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1))
+            os.replace(tmp, final)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return final
+
+
+class CacheEntry:
+    """A trained model in the cache: where it is, how it was trained, its snapshots.
+
+    Attributes
+    ----------
+    path : Path         the directory (load it with ``AutoModelForMaskedLM`` or :func:`~mlmbook.models.load_mlm`)
+    kind : str          ``"mlm"`` or ``"maelm"``
+    label : str         a reader-facing name such as ``"toy (full preset)"`` — never a path
+    """
+
+    def __init__(self, path: Path, kind: str, label: str):
+        self.path, self.kind, self.label = Path(path), kind, label
+
+    def __fspath__(self) -> str:
+        return str(self.path)
+
+    def __repr__(self) -> str:
+        return f"CacheEntry({self.label!r})"
+
+    @property
+    def info(self) -> dict:
+        """How the entry was trained: grammar, kind, configuration, seed, threads, version."""
+        return {k: v for k, v in json.loads((self.path / "manifest.json").read_text()).items() if k != "sha256"}
+
+    def history(self) -> dict:
+        """The training history: steps, train/eval losses, the Bayes and unigram losses, seconds."""
+        return json.loads((self.path / "history.json").read_text())
+
+    def checkpoints(self) -> list[Path]:
+        """Snapshot directories of the model, earliest first, then the final model itself."""
+        return sorted((self.path / "checkpoints").glob("step_*")) + [self.path]
+
+
+def load_or_train(grammar: str | Grammar = "toy", preset: str | TrainConfig = "full", seed: int = 0,
+                  progress: bool = True, kind: str = "mlm") -> CacheEntry:
+    """The cache entry of a trained toy model; trains (and caches atomically) on first use.
+
+    Parameters
+    ----------
+    grammar : "toy", "toy_topic", a YAML path, or a :class:`~mlmbook.toy.grammar.Grammar`
+    preset : a name of :data:`~mlmbook.models.train.PRESETS` or a :class:`~mlmbook.models.train.TrainConfig`
+    seed : int
+    kind : "mlm" (default) or "maelm"
+        ``"maelm"`` trains the MAE-LM of :mod:`mlmbook.models.maelm` (chapter 4) on the same
+        data, steps and initial encoder weights as the MLM of the same preset and seed.
+    """
+    if kind not in KINDS:
+        raise ValueError(f"unknown model kind {kind!r}; use 'mlm' or 'maelm'")
+    g = grammar if isinstance(grammar, Grammar) else Grammar.load(grammar)
+    if isinstance(preset, str) and preset not in PRESETS:
+        raise ValueError(f"unknown training preset {preset!r}; use one of {', '.join(PRESETS)}")
+    config = PRESETS[preset] if isinstance(preset, str) else preset
+    n_threads = threads.policy()
+    key = entry_key(g, config, seed, kind, n_threads)
+    stem = g.name.replace("+", "_") + ("-maelm" if kind == "maelm" else "")
+    final = cache_dir() / f"{stem}-{key}"
+    info = dict(grammar=g.name, kind=kind, config=asdict(config), seed=seed, threads=n_threads, version=VERSION)
+    make = (lambda tmp: maelm.train(g, config, seed, tmp, progress=progress)) if kind == "maelm" else \
+        (lambda tmp: train(g, config, seed, tmp, progress=progress))
+    path = _cached(final, make, info)
+    what = "MAE-LM" if kind == "maelm" else "MLM"
+    name = preset if isinstance(preset, str) else "custom"
+    return CacheEntry(path, kind, f"{g.name} {what} ({name} preset, seed {seed})")

@@ -1,0 +1,238 @@
+r"""Training the book's default masked LMs on the toy language, with an atomic on-disk cache.
+
+The default model is a small ``BertForMaskedLM`` with a real Hugging Face tokenizer (a
+``tokenizers`` WordLevel model saved so that ``AutoTokenizer.from_pretrained(dir)`` loads it),
+trained with BERT's recipe: 15 % of tokens are selected, of which 80 % become ``[MASK]``,
+10 % a random word and 10 % stay; the loss is the cross-entropy at selected positions.
+Fresh sentences are sampled from the grammar at every step (the language is infinite
+enough that the model never sees an epoch), and batches are bucketed by length.
+
+While training we track the *single-site* loss on held-out sentences, the quantity the
+truth lets us bound from below:
+
+.. math:: \mathcal{L}_{\text{MLM}} = -\frac{1}{N}\sum_{s}\sum_i \log q(x_i \mid x_{-i}) \;\ge\;
+          \mathcal{L}_{\text{Bayes}} = -\frac{1}{N}\sum_{s}\sum_i \log p(x_i \mid x_{-i}),
+
+whose gap is the mean KL(truth ‖ MLM) over positions of the held-out sentences.
+
+Trained models are cached by :mod:`mlmbook.models.cache`; this module only trains.
+"""
+from __future__ import annotations
+
+import json
+import math
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from .. import queries, threads
+from ..toy.grammar import Grammar
+from ..toy.vocab import MASK, SPECIAL_TOKENS, make_tokenizer
+from .base import MaskedLM
+
+__all__ = ["TrainConfig", "PRESETS", "preset_for", "make_model", "batches", "mask_tokens", "fit", "train"]
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    hidden: int = 128
+    layers: int = 4
+    heads: int = 4
+    intermediate: int = 512
+    steps: int = 3000
+    batch: int = 128
+    lr: float = 1e-3
+    warmup: float = 0.06          # fraction of steps with linear warm-up, then linear decay
+    weight_decay: float = 0.01
+    mask_rate: float = 0.15
+    n_eval: int = 200             # held-out sentences for the single-site loss
+    eval_every: int = 250
+    checkpoints: tuple = (0.1, 0.3)   # extra snapshots (fractions of training), for chapter 3
+
+
+PRESETS = {
+    "quick": TrainConfig(hidden=64, layers=2, heads=2, intermediate=256, steps=1500, batch=64, lr=3e-3,
+                         n_eval=100, eval_every=250),
+    "full": TrainConfig(hidden=128, layers=2, heads=4, intermediate=512, steps=4000, batch=64, lr=2e-3,
+                        n_eval=200, eval_every=400),
+    # the topic variant of chapter 5 (the quick profile uses "quick")
+    "topic_full": TrainConfig(hidden=128, layers=2, heads=4, intermediate=512, steps=2000, batch=64, lr=2e-3,
+                              n_eval=100, eval_every=500),
+}
+"""Training configurations by name: one per profile of :data:`mlmbook.profiles.PROFILES`, plus
+``topic_<profile>`` where the topic variant trains differently (see :func:`preset_for`)."""
+
+
+def preset_for(grammar_name: str, profile: str) -> str:
+    """The preset a toy model of ``grammar_name`` uses in ``profile``."""
+    topic = f"topic_{profile}"
+    return topic if grammar_name.endswith("topic") and topic in PRESETS else profile
+
+
+def make_model(grammar: Grammar, config: TrainConfig, seed: int):
+    """A freshly initialised ``BertForMaskedLM`` sized by ``config``."""
+    from transformers import BertConfig, BertForMaskedLM
+
+    torch.manual_seed(seed)
+    cfg = BertConfig(vocab_size=len(SPECIAL_TOKENS) + len(grammar.vocab), hidden_size=config.hidden,
+                     num_hidden_layers=config.layers, num_attention_heads=config.heads,
+                     intermediate_size=config.intermediate, max_position_embeddings=grammar.max_length + 2,
+                     type_vocab_size=1, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+                     pad_token_id=0)
+    return BertForMaskedLM(cfg)
+
+
+# ---------------------------------------------------------------------------- data
+def batches(grammar: Grammar, config: TrainConfig, seed: int, pool: int = 16):
+    """Endless length-bucketed batches of token ids (with [CLS]/[SEP]) and attention masks."""
+    offset = len(SPECIAL_TOKENS)
+    gen = torch.Generator().manual_seed(seed)
+    for k in range(sys.maxsize):
+        sents = grammar.sample(pool * config.batch, seed=(seed * 1_000_003 + k) % (2**31))
+        sents.sort(key=len)
+        groups = [sents[i:i + config.batch] for i in range(0, len(sents), config.batch)]
+        for g in torch.randperm(len(groups), generator=gen).tolist():
+            group = groups[g]
+            n = max(len(s) for s in group) + 2
+            ids = torch.zeros(len(group), n, dtype=torch.long)
+            for r, s in enumerate(group):
+                ids[r, : len(s) + 2] = torch.tensor([2] + [offset + grammar.word_id[w] for w in s.words] + [3])
+            yield ids, (ids != 0).long()
+
+
+def mask_tokens(ids, config: TrainConfig, vocab_size: int, gen: torch.Generator):
+    """BERT's corruption: returns (inputs, labels) with labels -100 where nothing is predicted."""
+    offset = len(SPECIAL_TOKENS)
+    content = ids >= offset
+    selected = (torch.rand(ids.shape, generator=gen) < config.mask_rate) & content
+    labels = torch.where(selected, ids, torch.full_like(ids, -100))
+    roll = torch.rand(ids.shape, generator=gen)
+    inputs = ids.clone()
+    inputs[selected & (roll < 0.8)] = MASK
+    rand = selected & (roll >= 0.8) & (roll < 0.9)
+    inputs[rand] = torch.randint(offset, vocab_size, (int(rand.sum()),), generator=gen)
+    return inputs, labels
+
+
+# ---------------------------------------------------------------------------- evaluation
+class SingleSiteEval:
+    """Held-out single-site loss of a model, against the truth's (Bayes) and a unigram's."""
+
+    def __init__(self, grammar: Grammar, n: int, seed: int):
+        self.grammar = grammar
+        self.sentences = grammar.sample(n, seed=seed + 1_000_003)
+        offset = len(SPECIAL_TOKENS)
+        self.gold = [offset + grammar.word_id[w] for s in self.sentences for w in s.words]
+        truth = []
+        for s in self.sentences:
+            c = grammar.conditionals(s.words)
+            truth += [-math.log(c[i, grammar.word_id[w]]) for i, w in enumerate(s.words)]
+        self.bayes = float(np.mean(truth))
+        uni = grammar.unigram(20000, seed=seed + 7)
+        self.unigram = float(np.mean([-math.log(uni[g - offset]) for g in self.gold]))
+
+    def loss(self, lm) -> float:
+        """Mean -log q(x_i | x_-i) over every position of the held-out sentences."""
+        out = np.concatenate(queries.single_site(lm, [s.words for s in self.sentences]))
+        return float(-np.mean(out[np.arange(len(self.gold)), self.gold]))
+
+
+class _Live(MaskedLM):
+    """The BERT being trained, behind the :class:`MaskedLM` interface (for the held-out loss)."""
+
+    def __init__(self, model, grammar):
+        self.model, self.grammar = model, grammar
+        self.name, self.vocab = "training", SPECIAL_TOKENS + list(grammar.vocab)
+        self.mask_id, self.special_ids = MASK, list(range(len(SPECIAL_TOKENS)))
+        self.max_length = grammar.max_length
+        self._offset = len(SPECIAL_TOKENS)
+
+    def _logits_chunk(self, ids, positions):
+        B = ids.shape[0]
+        full = torch.cat([torch.full((B, 1), 2), ids, torch.full((B, 1), 3)], 1)
+        logits = self.model(input_ids=full).logits
+        return logits.gather(1, (positions + 1)[..., None].expand(-1, -1, logits.shape[-1]))
+
+    def encode_words(self, words):
+        ids = [self._offset + self.grammar.word_id[w] for w in words]
+        return ids, [[p] for p in range(len(ids))]
+
+
+# ---------------------------------------------------------------------------- training
+def fit(model, loss_of, grammar: Grammar, config: TrainConfig, seed: int, live, desc: str,
+        progress: bool = True, on_step=None, **extra) -> dict:
+    """The training loop shared by the MLM and MAE-LM: same data, corruption, optimiser, schedule.
+
+    ``loss_of(model, inputs, attention_mask, labels)`` returns the loss of one corrupted batch;
+    ``live`` is the model behind the :class:`~mlmbook.models.base.MaskedLM` interface, scored on
+    held-out sentences every ``config.eval_every`` steps; ``on_step(step)`` runs after each
+    step (snapshots). Returns the history (losses, tokens, seconds) with ``extra`` merged in.
+    """
+    from tqdm.auto import tqdm
+
+    threads.apply()                                    # one thread: fast and bit-reproducible (mlmbook.threads)
+    evaluator = SingleSiteEval(grammar, config.n_eval, seed)
+    opt = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    warm = max(1, int(config.warmup * config.steps))
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min((s + 1) / warm, max(0.0, (config.steps - s) / max(1, config.steps - warm))))
+    gen = torch.Generator().manual_seed(seed)
+    vocab_size = len(SPECIAL_TOKENS) + len(grammar.vocab)
+    history = dict(bayes=evaluator.bayes, unigram=evaluator.unigram, steps=[], train_loss=[], eval_loss=[],
+                   tokens=[], seconds=[], **extra)
+    data = batches(grammar, config, seed)
+    tokens, running, t0 = 0, None, time.perf_counter()
+    bar = tqdm(range(1, config.steps + 1), desc=desc, disable=not progress, mininterval=2)
+    for step in bar:
+        model.train()
+        ids, attn = next(data)
+        inputs, labels = mask_tokens(ids, config, vocab_size, gen)
+        loss = loss_of(model, inputs, attn, labels)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        sched.step()
+        tokens += int(attn.sum())
+        running = loss.item() if running is None else 0.95 * running + 0.05 * loss.item()
+        if step % config.eval_every == 0 or step == config.steps:
+            model.eval()
+            ev = evaluator.loss(live)
+            for k, v in (("steps", step), ("train_loss", running), ("eval_loss", ev), ("tokens", tokens),
+                         ("seconds", time.perf_counter() - t0)):
+                history[k].append(v)
+            bar.set_postfix(eval=f"{ev:.3f}", bayes=f"{evaluator.bayes:.3f}")
+        if on_step:
+            on_step(step)
+    model.eval()
+    history["train_seconds"] = time.perf_counter() - t0
+    history["tokens_per_second"] = tokens / history["train_seconds"]
+    return history
+
+
+def train(grammar: Grammar, config: TrainConfig, seed: int, out: Path, progress: bool = True) -> dict:
+    """Train the default MLM and write it (plus tokenizer, history, snapshots) into directory ``out``."""
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    model = make_model(grammar, config, seed)
+    tokenizer = make_tokenizer(grammar)
+    snapshots = {max(1, int(f * config.steps)) for f in config.checkpoints}
+
+    def snapshot(step):
+        if step in snapshots:
+            model.save_pretrained(out / "checkpoints" / f"step_{step:06d}")
+            tokenizer.save_pretrained(out / "checkpoints" / f"step_{step:06d}")
+
+    history = fit(model, lambda m, x, a, y: m(input_ids=x, attention_mask=a, labels=y).loss, grammar, config, seed,
+                  _Live(model, grammar), f"training {grammar.name} MLM", progress, on_step=snapshot)
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    (out / "history.json").write_text(json.dumps(history, indent=1))
+    return history
+
+

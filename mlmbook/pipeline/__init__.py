@@ -1,0 +1,13 @@
+"""The book's pipeline: find chapters, execute them (papermill), render the site (jupyter-book), check it.
+
+==============  =================================================================
+module          idea
+==============  =================================================================
+``chapters``    chapter files, parameters, the build layout
+``execute``     executing chapters atomically, timings, the ``build`` command
+``site``        staging and rendering the site, the notebooks for launch buttons
+``solutions``   the student edition (solutions removed)
+``sitecheck``   the rendered site checked in headless Chromium
+``record``      numbers a chapter records for its prose and its tests
+==============  =================================================================
+"""

@@ -1,0 +1,385 @@
+"""What a chapter is: its source file, its parameters, and where a book's build goes.
+
+A book root holds ``_config.yml``, ``_toc.yml`` and ``book/``; the chapters are
+``book/NN_slug.md`` MyST-Markdown notebooks with one code cell tagged ``parameters``.
+The pipeline itself is in :mod:`mlmbook.build` (execution) and :mod:`mlmbook.render`
+(the site).
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import os
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import BuildError, ChapterFailed, UsageError
+from ..paths import build_dir, find_root
+from ..profiles import PROFILES
+
+__all__ = ["BuildError", "UsageError", "ChapterFailed", "Chapter", "Layout", "PROFILES",
+           "find_chapters", "resolve_names", "resolve_chapters", "read_notebook",
+           "parameters_cell_index", "parameter_defaults", "parse_value", "check_parameters",
+           "plan_parameters"]
+
+CHAPTER_FILE = re.compile(r"^(\d\d)_[A-Za-z0-9_-]+\.md$")
+_UNSET = object()  # a parameter whose default is not a literal
+
+
+@dataclass(frozen=True)
+class _Optional:
+    """A parameter whose default is None and whose annotation names its type (``n: int | None = None``)."""
+
+    kind: type
+
+
+def say(message: str) -> None:
+    """Print a progress or note line on stderr (stdout carries only results)."""
+    print(message, file=sys.stderr, flush=True)
+
+
+# --------------------------------------------------------------------------- chapters
+
+@dataclass(frozen=True)
+class Chapter:
+    """One chapter source, ``<root>/book/NN_slug.md``."""
+
+    path: Path
+
+    @property
+    def slug(self) -> str:
+        """``"01_dependencies"``."""
+        return self.path.stem
+
+    @property
+    def number(self) -> int:
+        return int(self.slug[:2])
+
+    @property
+    def docname(self) -> str:
+        """The name the TOC uses, ``"book/01_dependencies"``."""
+        return f"{self.path.parent.name}/{self.slug}"
+
+    @property
+    def title(self) -> str:
+        """The first level-1 heading of the chapter (the slug if there is none)."""
+        in_code = False
+        for line in self.path.read_text(encoding="utf-8").splitlines():
+            if line.lstrip().startswith(("```", "~~~")):
+                in_code = not in_code
+            elif not in_code and line.startswith("# "):
+                return line[2:].strip()
+        return self.slug
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where a book's sources and build products live."""
+
+    root: Path
+
+    @property
+    def book(self) -> Path:
+        return self.root / "book"
+
+    @property
+    def build(self) -> Path:
+        """``$MLMBOOK_BUILD`` if set (tests and parallel runs use their own), else ``<root>/_build``."""
+        return build_dir(self.root)
+
+    @property
+    def exec(self) -> Path:
+        return self.build / "exec"
+
+    @property
+    def results(self) -> Path:
+        return self.build / "results"
+
+    @property
+    def failed(self) -> Path:
+        return self.build / "failed"
+
+    @property
+    def stage(self) -> Path:
+        return self.build / "stage"
+
+    @property
+    def html(self) -> Path:
+        return self.build / "html"
+
+    @property
+    def kernels(self) -> Path:
+        """A private Jupyter data dir holding the kernelspec the build runs chapters with."""
+        return self.build / "jupyter"
+
+    @classmethod
+    def find(cls, root: str | os.PathLike | None = None) -> "Layout":
+        """The layout of ``root``, or of the book above the current directory."""
+        if root is not None:
+            root = Path(root).resolve()
+            if not (root / "_toc.yml").is_file():
+                raise UsageError(f"{root} is not a book: it has no _toc.yml")
+            return cls(root)
+        found = find_root() or find_root(Path(__file__).parent)
+        if found is None:
+            raise UsageError("no book found here (no _toc.yml above the current directory); "
+                             "use --root")
+        return cls(found)
+
+
+def find_chapters(layout: Layout) -> list[Chapter]:
+    """All chapter sources ``book/NN_slug.md``, in order."""
+    if not layout.book.is_dir():
+        return []
+    return [Chapter(p) for p in sorted(layout.book.iterdir()) if CHAPTER_FILE.match(p.name)]
+
+
+def _closest(key: str, slugs: list[str]) -> str | None:
+    """The slug closest to ``key``, compared with and without its number."""
+    close = difflib.get_close_matches(key, slugs, n=1)
+    if close:
+        return close[0]
+    bare = difflib.get_close_matches(key, [s[3:] for s in slugs], n=1)
+    return next((s for s in slugs if bare and s[3:] == bare[0]), None)
+
+
+def resolve_names(names: list[str], slugs: list[str]) -> list[str]:
+    """Map user spellings (``1``, ``01``, ``01_dependencies``, ``dependencies``, a file name)
+    to chapter slugs, keeping order and dropping repeats.
+
+    Raises
+    ------
+    UsageError
+        One line naming the unknown chapter, a close match and the valid ones.
+    """
+    chosen = []
+    for name in names:
+        key = Path(name).name
+        for suffix in (".md", ".ipynb", ".json"):
+            key = key.removesuffix(suffix)
+        if key.isdigit():
+            hits = [s for s in slugs if s[:2].isdigit() and int(s[:2]) == int(key)]
+        else:
+            hits = [s for s in slugs if key in (s, s[3:])]
+        if not hits:
+            close = _closest(key, slugs)
+            hint = f" (did you mean {close!r}?)" if close else ""
+            raise UsageError(f"unknown chapter {name!r}{hint}; "
+                             f"valid chapters: {', '.join(slugs) or '(none)'}")
+        chosen += [h for h in hits if h not in chosen]
+    return chosen
+
+
+def resolve_chapters(chapters: list[Chapter], names: list[str]) -> list[Chapter]:
+    """The chapters the user asked for (all of them when ``names`` is empty)."""
+    if not chapters:
+        raise UsageError("the book has no chapters (no book/NN_slug.md files)")
+    if not names:
+        return list(chapters)
+    by_slug = {c.slug: c for c in chapters}
+    return [by_slug[s] for s in resolve_names(names, list(by_slug))]
+
+
+# --------------------------------------------------------------------------- parameters
+
+def read_notebook(chapter: Chapter):
+    """Read a chapter source into a NotebookNode (jupytext)."""
+    import jupytext
+
+    return jupytext.read(chapter.path)
+
+
+def parameters_cell_index(nb) -> int | None:
+    """Index of the first code cell tagged ``parameters`` (None if there is none)."""
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type == "code" and "parameters" in cell.metadata.get("tags", []):
+            return index
+    return None
+
+
+def parameter_defaults(nb) -> dict[str, object]:
+    """The names and default values assigned in the notebook's ``parameters`` cell.
+
+    Defaults that are not Python literals are reported as unknown (any value accepted).
+    A ``None`` default annotated with a type (``n_sentences: int | None = None``) takes
+    values of that type; an unannotated ``None`` default takes a string (a name or a path).
+    """
+    index = parameters_cell_index(nb)
+    if index is None:
+        return {}
+    source = "\n".join(line for line in nb.cells[index].source.splitlines()
+                       if not line.lstrip().startswith(("%", "!")))
+    defaults = {}
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets, value = [node.target], node.value
+        else:
+            continue
+        for target in targets:
+            if isinstance(target, ast.Name):
+                try:
+                    defaults[target.id] = ast.literal_eval(value)
+                except ValueError:
+                    defaults[target.id] = _UNSET
+                if defaults[target.id] is None and isinstance(node, ast.AnnAssign):
+                    kind = _annotated_type(node.annotation)
+                    if kind is not None:
+                        defaults[target.id] = _Optional(kind)
+    return defaults
+
+
+def _annotated_type(annotation: ast.expr) -> type | None:
+    """``int`` for ``int``, ``int | None``, ``Optional[int]`` (likewise float, str, bool); else None."""
+    names = {n.id for n in ast.walk(annotation) if isinstance(n, ast.Name)}
+    names |= {n.value for n in ast.walk(annotation) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+    kinds = [k for k in (bool, int, float, str) if k.__name__ in names]
+    return kinds[0] if len(kinds) == 1 else None
+
+
+_TRUE, _FALSE = {"true", "1", "yes", "on"}, {"false", "0", "no", "off"}
+
+
+def parse_value(text: str, default: object) -> object:
+    """Parse a command-line value with the type of ``default``.
+
+    A ``None`` default means an optional name or path: ``none`` gives None, anything else
+    the text itself (so ``-p treebank 5`` is the file name ``"5"``, never an int).
+
+    Raises
+    ------
+    ValueError
+        With a short description of the expected type.
+    """
+    if default is None or isinstance(default, _Optional):
+        if text.strip().lower() in ("none", "null"):
+            return None
+        if default is None:
+            return text
+        zero = default.kind()
+        return parse_value(text, zero)
+    if isinstance(default, bool):
+        if text.lower() in _TRUE | _FALSE:
+            return text.lower() in _TRUE
+        raise ValueError("a bool (true or false)")
+    if isinstance(default, int):
+        try:
+            return int(text)
+        except ValueError:
+            raise ValueError("an int") from None
+    if isinstance(default, float):
+        try:
+            return float(text)
+        except ValueError:
+            raise ValueError("a float") from None
+    if isinstance(default, str):
+        return text
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        if isinstance(default, (list, tuple, dict)):
+            raise ValueError(f"a {type(default).__name__} literal such as "
+                             f"{default!r}") from None
+        return text  # a default that is not a literal: a bare word is a string
+    if isinstance(default, (list, tuple)) and isinstance(value, (list, tuple)):
+        return list(value)
+    if isinstance(default, dict) and not isinstance(value, dict):
+        raise ValueError(f"a dict literal such as {default!r}")
+    return value
+
+
+def check_parameters(where: str, defaults: dict[str, object],
+                     raw: list[tuple[str, str]]) -> dict[str, object]:
+    """Check ``-p NAME VALUE`` pairs against a chapter's parameters and convert them.
+
+    Parameters
+    ----------
+    where : str
+        How errors name the chapter(s), e.g. ``"chapter 01_dependencies"``.
+    defaults : dict
+        Parameter name → default value (:func:`parameter_defaults`).
+    raw : list of (str, str)
+        The command-line pairs.
+
+    Returns
+    -------
+    dict
+        Parameter name → value of the default's type.
+
+    Raises
+    ------
+    UsageError
+        Unknown name (with the closest valid one) or a value of the wrong type.
+    """
+    values = {}
+    for name, text in raw:
+        if name == "profile":
+            raise UsageError("set the profile with --profile quick|full, not -p profile")
+        if name not in defaults:
+            valid = ", ".join(defaults) or "(none: no parameters cell)"
+            close = difflib.get_close_matches(name, list(defaults), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise UsageError(f"unknown parameter {name!r} for {where}{hint}; "
+                             f"valid parameters: {valid}")
+        default = defaults[name]
+        try:
+            values[name] = parse_value(text, default)
+        except ValueError as err:
+            raise UsageError(f"parameter {name!r} of {where} expects {err}, "
+                             f"got {text!r}") from None
+    return values
+
+
+def plan_parameters(chapters: list[Chapter], raw: list[tuple[str, str]],
+                    profile: str) -> list[tuple[Chapter, dict[str, object]]]:
+    """The parameters each chapter will be executed with.
+
+    With one chapter every ``-p`` name must be one of its parameters. With several, a
+    name must belong to at least one of them and is passed to those that have it (the
+    others are named in a note), so ``-p model bert-base-uncased`` works for the book.
+
+    Raises
+    ------
+    UsageError
+        Unknown parameter, wrong type, or a parameters cell that is not valid Python.
+    """
+    defaults = {}
+    for chapter in chapters:
+        try:
+            defaults[chapter.slug] = parameter_defaults(read_notebook(chapter))
+        except SyntaxError as err:
+            raise UsageError(f"chapter {chapter.slug}: its parameters cell is not valid "
+                             f"Python ({err.msg}, line {err.lineno})") from None
+    union: dict[str, object] = {}
+    for values in defaults.values():
+        for name, default in values.items():
+            union.setdefault(name, default)
+    if len(chapters) == 1:
+        where = f"chapter {chapters[0].slug}"
+    else:
+        where = "the selected chapters"
+        check_parameters(where, union, [(n, v) for n, v in raw])  # unknown everywhere?
+    plans = []
+    for chapter in chapters:
+        mine = [(n, v) for n, v in raw if n in defaults[chapter.slug] or len(chapters) == 1]
+        skipped = sorted({n for n, _ in raw} - {n for n, _ in mine})
+        if skipped:
+            say(f"note: {chapter.slug} has no parameter {', '.join(skipped)}; not passed")
+        values = check_parameters(f"chapter {chapter.slug}" if len(chapters) > 1 else where,
+                                  defaults[chapter.slug], mine)
+        plans.append((chapter, {"profile": profile, **values}))
+    models = {v["model"] for _, v in plans if isinstance(v.get("model"), str)}
+    # imported here, not at the top, so that `python -m mlmbook chapters` does not load torch
+    from ..errors import ModelLoadError
+    from ..models.hf import check_masked_lm
+    from ..models.load import TOY_MODELS, TRUTH_MODELS
+    for name in sorted(models - set(TOY_MODELS) - set(TRUTH_MODELS)):
+        try:
+            check_masked_lm(name)           # before any chapter starts: a bad model fails fast
+        except ModelLoadError as err:
+            raise UsageError(str(err)) from None
+    return plans

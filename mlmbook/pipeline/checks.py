@@ -1,0 +1,218 @@
+"""Checks of an executed chapter before it is published, and clean-up after a killed run.
+
+:func:`check_executed` turns what would break or falsify the rendered page into a failed
+chapter with the names involved: a cell that never ran, a ``{glue:...}`` key the prose cites
+but the chapter never glued, a number slot that would show ``nan`` or a placeholder.
+:func:`relax_formats` lets a key declared with :func:`mlmbook.not_measured` show its
+sentence in a number slot. :func:`clean_leftovers` removes what a killed build left.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import re
+import shutil
+import time
+from pathlib import Path
+
+__all__ = ["glue_uses", "glued_values", "check_executed", "relax_formats", "clean_leftovers",
+           "unrun_cells", "last_started_cell"]
+
+_ROLE = re.compile(r"\{glue(?::(\w*))?\}`([^`]+)`")
+_DIRECTIVE = re.compile(r"^\s*(`{3,}|~{3,})\{glue(?::(\w*))?\}\s+(\S+)")
+_FENCE = re.compile(r"^\s*(`{3,}|~{3,})\s*(.*)$")
+_CODE_DIRECTIVES = ("{code", "{sourcecode", "{literalinclude")
+_NUMBER_TYPES = set("bcdoxXeEfFgGn%")
+_GLUE_PREFIX = "application/papermill.record/"
+
+
+def _prose_lines(text: str):
+    """Lines of markdown that are prose: not inside a code fence (directive fences are prose)."""
+    stack: list[tuple[str, bool]] = []  # (fence, is_code)
+    for line in text.splitlines():
+        m = _FENCE.match(line)
+        if m:
+            fence, info = m.group(1), m.group(2).strip()
+            if stack and not info and fence[0] == stack[-1][0][0] and len(fence) >= len(stack[-1][0]):
+                stack.pop()
+                continue
+            if not stack or not stack[-1][1]:
+                stack.append((fence, not info.startswith("{") or info.startswith(_CODE_DIRECTIVES)))
+                if info.startswith("{glue"):
+                    yield line
+                continue
+        if not any(code for _, code in stack):
+            yield line
+
+
+def glue_uses(nb) -> list[tuple[str, str | None]]:
+    """Every ``(key, format)`` the notebook's markdown cites with a ``{glue...}`` role or directive.
+
+    ``format`` is the format spec of a ``{glue:text}`key:spec``` role, else None. Keys of
+    another document (``path::key``) are left out.
+    """
+    uses = []
+    for cell in nb.cells:
+        if cell.cell_type != "markdown":
+            continue
+        for line in _prose_lines(cell.source):
+            d = _DIRECTIVE.match(line)
+            if d:
+                uses.append((d.group(3), None))
+                continue
+            for kind, text in _ROLE.findall(line):
+                key, fmt = text, None
+                if kind == "text" and ":" in text.replace("::", ""):
+                    key, fmt = text.rsplit(":", 1)
+                if "::" not in key:
+                    uses.append((key.strip(), fmt))
+    return uses
+
+
+def glued_values(nb) -> dict[str, str | None]:
+    """Key → the ``text/plain`` of what was glued (None when it has no text form); the last glue wins."""
+    values: dict[str, str | None] = {}
+    for cell in nb.cells:
+        for out in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            name = out.get("metadata", {}).get("scrapbook", {}).get("name")
+            if name is None:
+                continue
+            prefix = out["metadata"]["scrapbook"].get("mime_prefix", "")
+            values[name] = out.get("data", {}).get(prefix + "text/plain")
+    return values
+
+
+def _formats(text: str, fmt: str) -> bool:
+    """Whether ``text`` (a glued text/plain) formats with ``fmt`` as myst-nb would, to a finite number."""
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        value = text
+    try:
+        if fmt[-1] in "bcdoxX":
+            value = int(value)
+        else:
+            value = float(value)
+        format(value, fmt)
+    except (ValueError, TypeError, OverflowError):
+        return False
+    return math.isfinite(value)
+
+
+def unrun_cells(nb) -> list[int]:
+    """1-based numbers of the code cells that did not run to completion (papermill metadata)."""
+    numbers, code = [], 0
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        code += 1
+        meta = cell.metadata.get("papermill", {})
+        if "injected-parameters" in cell.metadata.get("tags", []):
+            code -= 1
+            continue
+        if meta.get("start_time") is None or meta.get("status") != "completed" or meta.get("exception"):
+            numbers.append(code)
+    return numbers
+
+
+def last_started_cell(nb) -> int | None:
+    """Index (in ``nb.cells``) of the last cell papermill started: the one running when a run stopped."""
+    started = [i for i, c in enumerate(nb.cells) if c.metadata.get("papermill", {}).get("start_time")]
+    return started[-1] if started else None
+
+
+def check_executed(nb, not_measured: dict[str, str] | None = None) -> list[str]:
+    """What is wrong with an executed chapter that papermill reported as a success.
+
+    Parameters
+    ----------
+    nb : NotebookNode
+        The executed notebook (with papermill's cell metadata and the glue outputs).
+    not_measured : dict, optional
+        Keys the chapter declared with :func:`mlmbook.not_measured` (key → sentence).
+
+    Returns
+    -------
+    list of str
+        One line per problem; empty when the chapter may be published.
+    """
+    problems = []
+    unrun = unrun_cells(nb)
+    if unrun:
+        problems.append(f"code cell(s) {', '.join(map(str, unrun))} did not run to completion")
+    glued = glued_values(nb)
+    not_measured = not_measured or {}
+    missing, unformattable = [], []
+    for key, fmt in glue_uses(nb):
+        if key not in glued:
+            missing.append(key)
+        elif fmt and fmt[-1] in _NUMBER_TYPES and key not in not_measured:
+            text = glued[key]
+            if text is None or not _formats(text, fmt):
+                unformattable.append(f"{key} = {text} (as :{fmt})")
+        elif glued[key] is not None and glued[key].strip("'\"").lower() in ("nan", "inf", "-inf", "n/a"):
+            unformattable.append(f"{key} = {glued[key]}")
+    if missing:
+        names = ", ".join(sorted(set(missing)))
+        problems.append(f"the prose cites glue key(s) never recorded: {names} "
+                        "(record them, or declare them with mlmbook.not_measured)")
+    if unformattable:
+        problems.append("number slot(s) without a finite number: " + "; ".join(sorted(set(unformattable)))
+                        + " (record a number, or declare the key with mlmbook.not_measured)")
+    return problems
+
+
+def relax_formats(nb, keys) -> int:
+    """Drop the number format of ``{glue:text}`key:fmt``` for ``keys`` (they hold sentences).
+
+    Returns the number of roles changed. Only markdown cells of the executed notebook change.
+    """
+    keys = set(keys)
+    if not keys:
+        return 0
+    changed = 0
+
+    def plain(m: re.Match) -> str:
+        nonlocal changed
+        kind, text = m.group(1), m.group(2)
+        if kind == "text" and ":" in text.replace("::", ""):
+            key = text.rsplit(":", 1)[0]
+            if key.strip() in keys:
+                changed += 1
+                return f"{{glue:text}}`{key}`"
+        return m.group(0)
+
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            cell.source = _ROLE.sub(plain, cell.source)
+    return changed
+
+
+def clean_leftovers(*folders: Path, older_than: float = 0.0) -> list[Path]:
+    """Remove what a killed run left in the build's folders; returns what was removed.
+
+    Leftovers are dot-files and dot-folders the pipeline writes before an atomic rename:
+    ``.NN_slug.<rand>.ipynb``, ``.NN_slug.<rand>.tmp``, ``.NN_slug.json.previous``, and the
+    results of a chapter that never completed (``_build/results/.running/``). ``older_than``
+    (seconds) spares files a concurrent build may be writing right now.
+    """
+    removed = []
+    now = time.time()
+    for folder in folders:
+        if not folder.is_dir():
+            continue
+        for path in folder.iterdir():
+            if not path.name.startswith(".") or path.name in (".", ".."):
+                continue
+            try:
+                if now - path.stat().st_mtime < older_than:
+                    continue
+                if path.is_dir():
+                    shutil.rmtree(path)
+                else:
+                    path.unlink()
+            except FileNotFoundError:
+                continue
+            removed.append(path)
+    return removed

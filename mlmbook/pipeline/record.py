@@ -1,0 +1,222 @@
+"""Recording a chapter's headline numbers.
+
+A chapter calls ``record("uuas", 0.61)``. The value is
+
+* kept in memory (:func:`recorded`),
+* written to ``$MLMBOOK_RESULTS/<chapter>.json`` when the build set ``MLMBOOK_RESULTS``
+  and ``MLMBOOK_CHAPTER`` (tests and ``python -m mlmbook results`` read these files),
+* glued with :func:`myst_nb.glue` (not displayed) when running inside a kernel, so the
+  prose can cite it: ``{glue:text}`uuas:.3f```.
+
+Under the build, ``$MLMBOOK_RESULTS`` is a private *running* folder: the build moves the
+file to ``_build/results/`` only when every cell ran, so ``python -m mlmbook results`` and
+the tests never see a half-written chapter.
+
+A quantity a run cannot measure (the truth's numbers with a real model) is declared with
+:func:`not_measured`: the page then shows a sentence that says so in place of the number
+(the build drops the number format of such a key), and the results file lists it under
+:data:`NOT_MEASURED_KEY`, so tests can tell "not measured" from "forgotten".
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import numbers
+import os
+import tempfile
+from pathlib import Path
+
+__all__ = ["record", "recorded", "load_results", "load_not_measured", "results_path", "not_measured",
+           "notice", "NOT_MEASURED", "NOT_MEASURED_KEY"]
+
+NOT_MEASURED = "not measured on this model"
+"""The sentence :func:`not_measured` glues by default."""
+
+NOT_MEASURED_KEY = "_not_measured"
+"""Reserved key of a results file: ``{key: sentence}`` of the quantities a run did not measure."""
+
+_RESULTS: dict[str, object] = {}
+
+
+def _plain(value):
+    """Convert numpy/torch scalars and arrays to plain JSON-compatible Python objects."""
+    if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):
+        value = value.tolist()  # numpy scalar or array, torch tensor
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        value = float(value)
+        if not math.isfinite(value):
+            raise ValueError(f"cannot record a non-finite number ({value})")
+        return value
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    raise TypeError(f"cannot record a value of type {type(value).__name__}; "
+                    "use a number, a string or a list of them")
+
+
+def results_path(chapter: str | None = None) -> Path | None:
+    """Return the results file of ``chapter`` (default ``$MLMBOOK_CHAPTER``), or None.
+
+    None means the environment does not say where results go (not under the build).
+    """
+    directory = os.environ.get("MLMBOOK_RESULTS")
+    chapter = chapter or os.environ.get("MLMBOOK_CHAPTER")
+    if not directory or not chapter:
+        return None
+    return Path(directory) / f"{chapter}.json"
+
+
+def load_results(chapter: str | None = None, directory: str | os.PathLike | None = None) -> dict:
+    """Read the recorded results of one chapter.
+
+    Parameters
+    ----------
+    chapter : str, optional
+        Chapter slug such as ``"01_dependencies"`` (default ``$MLMBOOK_CHAPTER``).
+    directory : path-like, optional
+        Results directory (default ``$MLMBOOK_RESULTS``).
+
+    Returns
+    -------
+    dict
+        Key → value; empty when nothing was recorded. The keys declared with
+        :func:`not_measured` are not in it (see :func:`load_not_measured`).
+    """
+    data = _read(chapter, directory)
+    data.pop(NOT_MEASURED_KEY, None)
+    return data
+
+
+def load_not_measured(chapter: str | None = None, directory: str | os.PathLike | None = None) -> dict:
+    """The quantities one chapter declared with :func:`not_measured`: key → the sentence shown."""
+    return dict(_read(chapter, directory).get(NOT_MEASURED_KEY, {}))
+
+
+def _read(chapter: str | None, directory: str | os.PathLike | None) -> dict:
+    if directory is not None:
+        path = Path(directory) / f"{chapter}.json"
+    else:
+        path = results_path(chapter)
+    if path is None or not path.is_file():
+        return {}
+    return json.loads(path.read_text())
+
+
+def _write_atomic(path: Path, data: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(data, f, indent=2, sort_keys=True)
+            f.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _glue(key: str, value) -> None:
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    if get_ipython() is None:
+        return
+    from myst_nb import glue
+
+    glue(key, value, display=False)
+
+
+def record(key: str, value):
+    """Record one headline number (or string, or list) of the running chapter.
+
+    Parameters
+    ----------
+    key : str
+        Name the prose and the tests use, e.g. ``"uuas"``; letters, digits, ``_``, ``-``, ``.``.
+    value : number, str, bool, or list/dict of those
+        numpy and torch scalars/arrays are converted to plain Python values.
+
+    Returns
+    -------
+    object
+        The stored (plain) value, so ``x = record("x", compute())`` reads naturally.
+    """
+    _check_key(key)
+    value = _plain(value)
+    _RESULTS[key] = value
+    path = results_path()
+    if path is not None:
+        data = _read(path.stem, path.parent)
+        data[key] = value
+        if key in data.get(NOT_MEASURED_KEY, {}):
+            del data[NOT_MEASURED_KEY][key]
+        _write_atomic(path, data)
+    _glue(key, value)
+    return value
+
+
+def _check_key(key) -> None:
+    if not isinstance(key, str) or not key or key.startswith("_") or any(c in key for c in " :/\\`"):
+        raise ValueError(f"invalid result key {key!r}: no leading '_', no spaces, ':', '/', '\\' or '`'")
+
+
+def recorded() -> dict:
+    """Return a copy of everything recorded in this process."""
+    return dict(_RESULTS)
+
+
+def not_measured(*keys: str, sentence: str = NOT_MEASURED, value=None) -> None:
+    """Declare quantities this run could not measure; the page shows ``sentence`` in their place.
+
+    With a real model a chapter skips its truth comparisons. Their numbers are *not recorded*
+    (tests never see them); each key is glued to ``sentence`` instead, and after execution
+    the build drops the number format of every ``{glue:text}`key:.3f``` whose key holds a
+    sentence, so the page reads e.g. "… gives not measured on this model …" rather than
+    failing to render or showing ``nan``. The keys are listed in the results file under
+    :data:`NOT_MEASURED_KEY` (:func:`load_not_measured`).
+
+    Parameters
+    ----------
+    *keys : str
+        The names the prose cites.
+    sentence : str
+        What the page shows for each of them (a phrase that reads well in the prose's slot).
+    value : str, optional
+        Older spelling of ``sentence``; a placeholder such as ``"n/a"`` or a non-finite
+        number is replaced by ``sentence``.
+    """
+    if isinstance(value, str) and value.strip().lower() not in ("", "n/a", "na", "nan"):
+        sentence = value
+    if not isinstance(sentence, str) or not sentence.strip():
+        raise ValueError("not_measured needs a sentence to show, e.g. 'not measured on this model'")
+    path = results_path()
+    data = _read(path.stem, path.parent) if path is not None else {}
+    for key in keys:
+        _check_key(key)
+        _RESULTS.pop(key, None)
+        data.pop(key, None)
+        data.setdefault(NOT_MEASURED_KEY, {})[key] = sentence
+        _glue(key, sentence)
+    if path is not None and keys:
+        _write_atomic(path, data)
+
+
+def notice(message: str) -> None:
+    """Print a one-line notice on the page (the cell's stderr) *and* on the build's terminal.
+
+    Inside a kernel ``sys.stderr`` is the cell's output; the kernel process's own stderr
+    (``sys.__stderr__``) is the terminal the build runs in.
+    """
+    import sys
+
+    print(message, file=sys.stderr, flush=True)
+    terminal = sys.__stderr__
+    if terminal is not None and terminal is not sys.stderr:
+        print(message, file=terminal, flush=True)

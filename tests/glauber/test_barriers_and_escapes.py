@@ -1,0 +1,141 @@
+"""Critical depth and basin barriers against brute force over paths; censored escape rates and
+Arrhenius fits on chains whose rates are known."""
+import itertools
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import torch
+
+from mlmbook import glauber as G
+
+
+def _frame(sizes):
+    return G.Frame(torch.zeros(len(sizes), dtype=torch.long), range(len(sizes)), [list(range(m)) for m in sizes])
+
+
+def _neighbours(frame, E):
+    """Single-site moves with their heat-bath heights h(x, y) = E(x) + E(y) - min over the line."""
+    nb = {}
+    for a in range(len(frame.sites)):
+        for fam in frame.families(a):
+            low = E[fam].min()
+            for x, y in itertools.permutations(fam, 2):
+                if np.isfinite(E[x]) and np.isfinite(E[y]):
+                    nb.setdefault(int(x), []).append((int(y), E[x] + E[y] - low))
+    return nb
+
+
+def _minimax(nb, s, targets):
+    """min over simple paths s -> targets of the max height along the path, by enumerating paths."""
+    best = np.inf
+
+    def walk(x, seen, top):
+        nonlocal best
+        if top >= best:
+            return
+        if x in targets:
+            best = top
+            return
+        for y, h in nb.get(x, []):
+            if y not in seen:
+                walk(y, seen | {y}, max(top, h))
+
+    walk(s, {s}, -np.inf)
+    return best
+
+
+@pytest.mark.parametrize("sizes,seed", [((3, 3), 0), ((2, 3, 2), 1), ((3, 2, 2), 2), ((2, 2, 2, 2), 3)])
+def test_critical_depth_and_barrier_match_brute_force_over_paths(sizes, seed):
+    frame = _frame(sizes)
+    rng = np.random.default_rng(seed)
+    logp = rng.normal(0, 2, frame.size)
+    logp[rng.random(frame.size) < 0.15] = -np.inf                      # a few forbidden states
+    logp[0] = 3.0                                                       # keep a finite ground state
+    E = -logp
+    nb = _neighbours(frame, E)
+    ok = np.flatnonzero(np.isfinite(E))
+    # depth of x: cheapest climb to any strictly lower state; Γ = the largest depth but the ground state's
+    depths = []
+    for x in ok:
+        lower = {int(y) for y in ok if E[y] < E[x]}
+        if lower:
+            depths.append(_minimax(nb, int(x), lower) - E[x])
+    finite = [d for d in depths if np.isfinite(d)]
+    want = max([0.0] + finite)
+    assert G.critical_depth(logp, frame) == pytest.approx(want, abs=1e-12)
+    s, target = int(ok[np.argmax(E[ok])]), {0}
+    assert G.basin_barrier(logp, frame, s, target) == pytest.approx(_minimax(nb, s, target) - E[s], abs=1e-12)
+
+
+def test_hitting_times_of_a_two_state_chain():
+    r = 0.03
+    P = sp.csr_matrix(np.array([[1 - r, r], [0.5, 0.5]]))
+    assert G.hitting_times(P, [1])[0] == pytest.approx(1 / r)
+
+
+def test_escape_rate_recovers_a_known_rate_with_censoring():
+    """A two-state chain leaves state 0 with probability r per step: escape times are geometric
+    with mean 1/r. Runs cut at a cap (censoring) must not bias the estimate; ignoring the
+    censored runs would (their long waits are the ones dropped)."""
+    r, cap, C = 0.01, 120, 4000
+    rng = np.random.default_rng(0)
+    t = rng.geometric(r, C).astype(float)
+    cens = t > cap
+    t = np.minimum(t, cap)
+    assert cens.mean() > 0.2                                              # censoring really bites
+    est = G.escape_rate(t, cens)
+    assert est.low < 1 / r < est.high
+    assert abs(est.mean - 1 / r) < 0.1 / r
+    assert t[~cens].mean() < 0.6 / r                                      # the naive mean is far off
+    none = G.escape_rate([50.0, 50.0], [True, True])
+    assert none.mean == np.inf and none.high == np.inf and none.low > 0
+
+
+def test_arrhenius_fit_recovers_the_slope_and_says_when_it_cannot():
+    gamma, c = 2.0, 0.5
+    inv_T = np.array([1.0, 1.5, 2.0, 2.5])
+    rng = np.random.default_rng(1)
+    hits = 0
+    for rep in range(40):
+        mean = np.exp(c + gamma * inv_T)
+        t = rng.exponential(mean[:, None], (4, 60))
+        cap = 3 * mean.min()
+        cens = t > cap
+        t = np.minimum(t, cap)
+        fit = G.arrhenius_fit(inv_T, (~cens).sum(1), t.sum(1))
+        hits += fit.low <= gamma <= fit.high
+    assert hits >= 34                                                     # ~95 % coverage (38 expected)
+    flat = G.arrhenius_fit([1.0, 2.0], [0, 0], [100.0, 100.0])
+    assert np.isnan(flat.slope)
+
+
+def test_loglog_slope_and_the_indistinguishable_verdict():
+    rng = np.random.default_rng(2)
+    x = np.array([4.0, 8.0, 16.0, 32.0])
+    times = [x_ * rng.exponential(1.0, 40) * 5 for x_ in x]               # beta = 1 exactly in law
+    fit = G.loglog_slope(x, times, [np.zeros(40, bool)] * 4, n_boot=300)
+    assert fit.low < 1.0 < fit.high
+    assert G.side_of(fit, 1.0) == "indistinguishable"
+    assert G.side_of(G.SlopeFit(1.0, 0.9, 1.1), 1.25) == "below"
+    assert G.side_of(G.SlopeFit(1.6, 1.3, 1.9), 1.25) == "above"
+    cens = [np.zeros(40, bool)] * 3 + [np.ones(40, bool)]
+    assert G.loglog_slope(x, times, cens, n_boot=50).slope == np.inf
+
+
+def test_tail_bound_needs_enough_met_pairs():
+    t = np.arange(1, 15, dtype=float)
+    assert G.tail_bound(t, np.zeros(14, bool)) == 14.0                    # all 14 met: the largest time
+    assert G.tail_bound(t, np.arange(14) == 13) == np.inf                 # one censored of 14: not below 1/4
+    many = np.arange(1, 201, dtype=float)
+    b = G.tail_bound(many, np.zeros(200, bool))
+    assert 150 <= b < 200
+
+
+def test_simulated_escapes_of_a_two_state_chain_match_the_exact_hitting_time():
+    r = 0.02
+    P = sp.csr_matrix(np.array([[1 - r, r], [0.3, 0.7]]))
+    t, c = G.simulate_escapes(P, 0, [1], n_chains=3000, max_steps=60, seed=0)
+    assert c.mean() > 0.2 and (t[c] == 60).all() and (t[~c] <= 60).all()
+    est = G.escape_rate(t, c)
+    assert est.low < G.hitting_times(P, [1])[0] < est.high

@@ -1,0 +1,151 @@
+import numpy as np
+import pytest
+import torch
+from scipy import stats
+
+from tests.fakes import JointOracle, PerturbedOracle, random_joint  # noqa: E402
+
+from mlmbook import glauber as G  # noqa: E402
+from mlmbook.stats import tv  # noqa: E402
+
+
+def test_exact_matrix_of_coherent_joint_has_it_as_stationary_reversible_law():
+    joint = random_joint(3, 3, seed=0)
+    lm = JointOracle(joint)
+    P = G.exact_transition_matrix(lm, 3, [0, 1, 2], T=1.0)
+    assert P.shape == (27, 27)
+    np.testing.assert_allclose(np.asarray(P.sum(axis=1)).ravel(), 1.0, atol=1e-12)
+    pi = G.stationary(P)
+    np.testing.assert_allclose(pi, np.exp(joint).ravel(), atol=1e-9)  # state order = joint.ravel()
+    assert G.is_reversible(P, pi)
+    gap = G.spectral_gap(P, pi)
+    assert 0 < gap <= 1
+    assert G.spectral_gap(P, pi, dense_below=0) == pytest.approx(gap, abs=1e-8)  # ARPACK path
+    assert G.relaxation_time(P) == pytest.approx(1 / gap, rel=1e-6)
+
+
+def test_exact_matrix_on_a_vocabulary_subset_and_with_a_frozen_position():
+    joint = random_joint(4, 4, seed=1)
+    lm = JointOracle(joint)
+    V_subset = [0, 2, 3]
+    # position 3 frozen at word 1; sites 0..2 range over V_subset
+    P = G.exact_transition_matrix(lm, 4, V_subset, template=[0, 0, 0, 1], sites=[0, 1, 2])
+    target = np.exp(joint[np.ix_(V_subset, V_subset, V_subset, [1])][..., 0]).ravel()
+    pi = G.stationary(P)
+    np.testing.assert_allclose(pi, target / target.sum(), atol=1e-9)
+    assert G.is_reversible(P, pi)
+    states = G.state_space(4, V_subset, template=[0, 0, 0, 1], sites=[0, 1, 2])
+    assert states.shape == (27, 4) and bool((states[:, 3] == 1).all())
+    np.testing.assert_array_equal(G.state_index(states, V_subset, sites=[0, 1, 2]), np.arange(27))
+
+
+def test_exact_matrix_of_incoherent_oracle_and_tempering():
+    lm = PerturbedOracle(random_joint(3, 3, seed=2), scale=1.0)
+    P = G.exact_transition_matrix(lm.logits, 3, [0, 1, 2], T=0.5, mask_id=lm.mask_id)
+    pi = G.stationary(P)
+    np.testing.assert_allclose(P.T @ pi, pi, atol=1e-12)
+    assert not G.is_reversible(P, pi)
+    gap = G.spectral_gap(P, pi)
+    assert 0 < gap < 1
+    assert G.spectral_gap(P, pi, dense_below=0) == pytest.approx(gap, abs=1e-8)
+
+
+@pytest.mark.parametrize("T, candidates", [(1.0, None), (0.7, [0, 2, 3])])
+def test_sampler_matches_exact_law(T, candidates):
+    """Chains started at one state; after t steps their law is exactly delta_x0 P^t.
+
+    Test: Pearson chi-square goodness of fit of the N = 4000 independent chains' final states
+    against N * (delta P^t) (cells with expected count < 5 pooled), p-value > 1e-3 at a fixed
+    seed, and TV(empirical, exact) below sqrt(S / N), which exceeds the expected TV
+    (<= 0.5 * sqrt(S / N)) by a factor two.
+    """
+    Vw = 3 if candidates is None else 4
+    lm = JointOracle(random_joint(3, Vw, seed=4))
+    V_subset = list(range(Vw)) if candidates is None else candidates
+    P = G.exact_transition_matrix(lm, 3, V_subset, T=T)
+    N, t = 4000, 6
+    x0 = torch.tensor([V_subset[0]] * 3)
+    sampler = G.GlauberSampler(lm, temperature=T, candidates=candidates, seed=11)
+    traj = sampler.run(x0.repeat(N, 1), t, record_every=t)
+    idx = G.state_index(traj[-1], V_subset)
+    assert (idx >= 0).all()
+    law = np.zeros(P.shape[0])
+    law[G.state_index(x0[None], V_subset)[0]] = 1.0
+    for _ in range(t):
+        law = P.T @ law
+    counts = np.bincount(idx, minlength=len(law))
+    expected = N * law
+    small = expected < 5
+    obs = np.append(counts[~small], counts[small].sum())
+    exp = np.append(expected[~small], expected[small].sum())
+    keep = exp > 0
+    assert stats.chisquare(obs[keep], exp[keep]).pvalue > 1e-3
+    assert tv(counts / N, law) < np.sqrt(len(law) / N)
+
+
+def test_same_seed_same_chains_and_frozen_sites():
+    lm = PerturbedOracle(random_joint(4, 3, seed=5))
+    init = torch.tensor([[0, 1, 2, 1]] * 8)
+    runs = [G.GlauberSampler(lm, temperature=0.8, frozen=[3], seed=s).run(init, 40) for s in (7, 7, 8)]
+    assert torch.equal(runs[0], runs[1]) and not torch.equal(runs[0], runs[2])
+    assert runs[0].shape == (41, 8, 4) and bool((runs[0][:, :, 3] == 1).all())
+
+
+def test_systematic_scan_visits_sites_in_order():
+    lm = JointOracle(random_joint(4, 3, seed=6))
+    s = G.GlauberSampler(lm, scan="systematic", frozen=[1], seed=0)
+    traj = s.run(s.random_states(50, [0, 0, 0, 0], pool=[0, 1, 2]), 9)
+    sites = [0, 2, 3]
+    for t in range(9):
+        changed = (traj[t + 1] != traj[t]).any(dim=0)
+        assert set(torch.nonzero(changed).ravel().tolist()) <= {sites[t % 3]}
+
+
+def test_coupled_chains_meet_and_stay_together():
+    lm = PerturbedOracle(random_joint(4, 3, seed=7))
+    s = G.GlauberSampler(lm, temperature=1.0, seed=3, candidates=[0, 1, 2])
+    a = s.random_states(64, [0, 0, 0, 0])
+    b = s.random_states(64, [0, 0, 0, 0])
+    b[0] = a[0]  # one pair starts together
+    res = G.GlauberSampler(lm, seed=9, candidates=[0, 1, 2]).coupled_run(
+        a, b, max_steps=100, record_every=1, stop_when_met=False)
+    assert res.times[0] == 0 and not res.censored[0]
+    assert (~res.censored).mean() > 0.9
+    same = (res.traj_a == res.traj_b).all(dim=-1).numpy()  # (R, C)
+    for c in np.flatnonzero(~res.censored):
+        tau = res.times[c]
+        assert same[tau:, c].all() and (tau == 0 or not same[tau - 1, c])
+    # shared randomness: each copy is exactly the ordinary chain run from the same seed
+    for init, traj in ((a, res.traj_a), (b, res.traj_b)):
+        solo = G.GlauberSampler(lm, seed=9, candidates=[0, 1, 2]).run(init, 100)
+        assert torch.equal(traj, solo)
+    # without recording, stopping once all pairs met
+    quick = G.GlauberSampler(lm, seed=9, candidates=[0, 1, 2]).coupled_run(a, b, max_steps=100)
+    np.testing.assert_array_equal(quick.times, res.times)
+    assert quick.traj_a is None
+
+
+def test_hamming_autocorrelation():
+    rng = np.random.default_rng(0)
+    const = torch.tensor(rng.integers(0, 5, size=(1, 30, 6))).repeat(20, 1, 1)
+    ac = G.hamming_autocorrelation(const)
+    np.testing.assert_allclose(ac.overlap, 1.0)
+    iid = torch.tensor(rng.integers(0, 5, size=(200, 30, 6)))
+    ac = G.hamming_autocorrelation(iid, max_lag=5)
+    assert ac.rho[0] == pytest.approx(1.0)
+    assert np.abs(ac.rho[1:]).max() < 0.02 and ac.overlap[1:] == pytest.approx(0.2, abs=0.01)
+
+
+def test_basins_and_escape_times():
+    # basin = whether the first token is 0; chain 0 leaves at recorded index 2, chain 1 at 3,
+    # chain 2 never leaves
+    first = np.array([[0, 1, 0], [0, 1, 0], [1, 1, 0], [1, 0, 0]])
+    traj = torch.tensor(np.stack([first, np.zeros_like(first)], axis=-1))  # (R=4, C=3, n=2)
+    occ = G.basin_occupancy(traj, lambda s: int(s[0] == 0))
+    np.testing.assert_array_equal(occ.labels, (first == 0).astype(int))
+    np.testing.assert_allclose(occ.fractions[:, list(occ.basins).index(1)], [2 / 3, 2 / 3, 1 / 3, 2 / 3])
+    times, censored = G.escape_times(traj, lambda s: int(s[0] == 0), record_every=5)
+    np.testing.assert_array_equal(times, [10, 15, 15])
+    np.testing.assert_array_equal(censored, [False, False, True])
+    vec = G.escape_times(traj, lambda S: (S[:, 0] == 0).numpy(), vectorized=True)
+    np.testing.assert_array_equal(vec[0], [2, 3, 3])

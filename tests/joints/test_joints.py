@@ -1,0 +1,195 @@
+"""Tests for mlmbook.joints (chapter 2: joints from an MLM's conditionals)."""
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+from mlmbook import joints as J
+from mlmbook import stats
+
+
+def random_joint(K, seed, zeros=0.0, full_row=None):
+    rng = np.random.default_rng(seed)
+    P = rng.dirichlet(np.ones(K * K)).reshape(K, K) + 1e-3
+    if zeros:
+        P[rng.random((K, K)) < zeros] = 0.0
+        if full_row is not None:  # keep the pivot row in the support of every column
+            P[full_row] = rng.random(K) + 0.1
+    return P / P.sum()
+
+
+def perturbed(P, seed, eps=0.3):
+    """Conditionals of P with independent multiplicative noise: incompatible."""
+    rng = np.random.default_rng(seed)
+    pc = J.PairConditionals.from_joint(P)
+    return J.PairConditionals(pc.log_a_given_b + eps * rng.standard_normal(P.shape),
+                              pc.log_b_given_a + eps * rng.standard_normal(P.shape), pc.log_a, pc.log_b)
+
+
+ALL_METHODS = [J.naive, J.mrf, J.mrf_local, J.hcb, lambda pc: J.ag(pc).joint]
+
+
+@pytest.mark.parametrize("K,seed", [(3, 0), (6, 1), (12, 2)])
+def test_hcb_and_ag_recover_compatible_joint(K, seed):
+    P = random_joint(K, seed)
+    pc = J.PairConditionals.from_joint(P)
+    assert np.abs(J.hcb(pc) - P).max() < 1e-6
+    for pivot in range(K):
+        assert np.abs(J.hcb(pc, pivot) - P).max() < 1e-6
+    assert np.abs(J.hcb(pc.swap(), 1).T - P).max() < 1e-6
+    res = J.ag(pc)
+    assert res.converged and np.abs(res.joint - P).max() < 1e-6
+    assert res.objective[-1] < 1e-9
+    assert np.abs(J.mrf_local(pc) - P).max() > 1e-3
+    # MRF on log-probabilities is MRF-local; naive is the product of marginals
+    assert np.allclose(J.mrf(pc), J.mrf_local(pc))
+    assert np.allclose(J.naive(pc), np.outer(P.sum(1), P.sum(0)))
+
+
+def test_mrf_uses_raw_logits():
+    rng = np.random.default_rng(3)
+    la, lb = rng.standard_normal((2, 4, 5))
+    pc = J.PairConditionals.from_logits(la, lb, np.zeros(4), np.zeros(5))
+    expected = np.exp(la + lb) / np.exp(la + lb).sum()
+    assert np.allclose(J.mrf(pc), expected)
+    assert np.allclose(np.exp(pc.log_a_given_b).sum(0), 1) and np.allclose(np.exp(pc.log_b_given_a).sum(1), 1)
+    assert not np.allclose(J.mrf(pc), J.mrf_local(pc))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_ag_objective_never_increases_and_joints_sum_to_one(seed):
+    P = random_joint(7, seed)
+    pc = perturbed(P, seed)
+    res = J.ag(pc, tol=1e-10)
+    assert res.converged and len(res.objective) >= 2 and res.iterations >= len(res.objective) - 2
+    assert np.all(np.diff(res.objective) <= 1e-12)
+    assert res.objective[-1] > 0
+    # the AG joint beats the other joints on its own objective
+    for f in ALL_METHODS:
+        joint = f(pc)
+        assert joint.shape == P.shape and abs(joint.sum() - 1) < 1e-12 and np.all(joint >= 0)
+        assert J.ag_objective(pc, joint) >= res.objective[-1] - 1e-9
+
+
+def test_compatibility():
+    for seed in range(3):
+        P = random_joint(8, seed)
+        assert J.compatibility(J.PairConditionals.from_joint(P)) < 1e-9
+        assert J.compatibility(perturbed(P, seed)) > 1e-3
+        assert J.compatibility(perturbed(P, seed, eps=1e-3)) > 0
+    P = random_joint(8, 5, zeros=0.3, full_row=0)
+    assert J.compatibility(J.PairConditionals.from_joint(P)) < 1e-9
+
+
+def test_zeros_never_give_nan():
+    K = 8
+    P = random_joint(K, 4, zeros=0.4, full_row=2)
+    P[:, 5] = 0.0  # an impossible value of B: its conditional q(. | b=5) is undefined
+    P /= P.sum()
+    pc = J.PairConditionals.from_joint(P)
+    assert np.all(np.isneginf(pc.log_a_given_b[:, 5]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        joints = {name: f(pc) for name, f in zip(["naive", "mrf", "mrf_local", "hcb", "ag"], ALL_METHODS)}
+        items = [(P, 2, 0), (P, 2, 1)]
+        for name, joint in joints.items():
+            assert not np.isnan(joint).any() and abs(joint.sum() - 1) < 1e-12, name
+            for kind in ["kl", "rkl", "jsd"]:
+                assert not np.isnan(J.conditional_divergence(joint, pc, kind))
+                assert not np.isnan(J.conditional_divergence(joint, pc, kind, at=(2, 0)))
+            assert not np.isnan(J.kl_joint(P, joint))
+            assert not np.isnan(J.pair_ppl([(joint, a, b) for _, a, b in items]))
+            assert not np.isnan(J.unary_ppl([(joint, a, b) for _, a, b in items]))
+        assert not np.isnan(J.compatibility(pc))
+    # pivot whose row covers every possible b: HCB exact; AG (restricted to the support) exact
+    assert np.abs(joints["hcb"] - P).max() < 1e-6
+    assert np.abs(joints["ag"] - P).max() < 1e-6
+    assert np.all(joints["mrf_local"][P == 0] == 0)
+    # a pivot with zeros in its row: HCB drops the b's it cannot reach, still a distribution
+    bad = int(np.argmax((P == 0).sum(1)))
+    h = J.hcb(pc, bad)
+    assert np.all(h[:, P[bad] == 0] == 0) and abs(h.sum() - 1) < 1e-12
+    assert J.kl_joint(P, h) == np.inf and J.conditional_divergence(h, pc, "kl") == np.inf
+    assert J.conditional_divergence(h, pc, "jsd") <= np.log(2)
+
+
+def test_metrics():
+    P = random_joint(5, 7)
+    pc = J.PairConditionals.from_joint(P)
+    items = [(P, 0, 1), (P, 3, 2)]
+    assert np.isclose(J.pair_ppl(items), np.exp(-(np.log(P[0, 1]) + np.log(P[3, 2])) / 4))
+    ua = P / P.sum(0, keepdims=True)
+    ub = P / P.sum(1, keepdims=True)
+    expected = np.exp(-sum(np.log(ua[a, b]) + np.log(ub[a, b]) for _, a, b in items) / 4)
+    assert np.isclose(J.unary_ppl(items), expected)
+    assert np.isclose(J.unary_ppl([(pc, a, b) for _, a, b in items]), expected)
+    m = np.exp(-sum(np.log(P.sum(1)[a]) + np.log(P.sum(0)[b]) for _, a, b in items) / 4)
+    assert np.isclose(J.unary_ppl(items, unary="marginal"), m)
+    for kind in ["kl", "rkl", "jsd"]:
+        assert abs(J.conditional_divergence(P, pc, kind)) < 1e-12
+        assert J.conditional_divergence(J.naive(pc), pc, kind) > 0
+    p, q = np.array([0.5, 0.5, 0.0]), np.array([0.25, 0.25, 0.5])
+    assert np.isclose(stats.kl(p, q), np.log(2)) and stats.kl(q, p) == np.inf
+    assert 0 < stats.jsd(q, p) <= np.log(2) and np.isclose(stats.jsd(p, p), 0)
+    assert J.kl_joint(P, P) == 0 and J.kl_joint(P, J.naive(pc)) > 0
+
+
+class FakeOracle:
+    """Exact conditionals of a known joint over 3-token sentences; vocabulary = words + [MASK]."""
+
+    def __init__(self, P):
+        self.P = P
+        m = P.shape[0]
+        self.vocab = [f"w{i}" for i in range(m)] + ["[MASK]"]
+        self.V, self.mask_id, self.calls = m + 1, m, []
+
+    def logits(self, ids, positions, keep_special=False):
+        self.calls.append((tuple(ids.shape), tuple(positions.shape)))
+        out = torch.full((*positions.shape, self.V), -np.inf, dtype=torch.float64)
+        for r in range(ids.shape[0]):
+            idx = tuple(slice(None) if t == self.mask_id else t for t in ids[r].tolist())
+            for k, pos in enumerate(positions[r].tolist()):
+                sub = self.P[idx]  # axes: the masked positions, in order
+                axis = [i for i, t in enumerate(ids[r].tolist()) if t == self.mask_id].index(pos)
+                marg = sub.sum(axis=tuple(i for i in range(sub.ndim) if i != axis))
+                with np.errstate(divide="ignore"):
+                    out[r, k, :-1] = torch.from_numpy(np.log(marg / marg.sum()))
+        return out
+
+
+@pytest.mark.parametrize("zeros", [0.0, 0.3])
+def test_pair_conditionals_on_fake_oracle(zeros):
+    m = 5
+    rng = np.random.default_rng(11)
+    P = rng.dirichlet(np.ones(m ** 3)).reshape(m, m, m) + 1e-3
+    if zeros:
+        P[rng.random(P.shape) < zeros] = 0
+        P[:, 1, :][0] = 1.0  # keep the sentence (0, 1, 3) possible
+        P[0, 1, 3] = 1.0
+    P /= P.sum()
+    lm = FakeOracle(P)
+    ids = torch.tensor([0, 1, 3])
+    pc = J.pair_conditionals(lm, ids, 0, 2)
+    # through the query engine: one call for the 2m one-position rows, one for the both-masked row
+    assert sorted(lm.calls) == [((1, 3), (1, 2)), ((2 * m, 3), (2 * m, 1))]
+    truth = J.PairConditionals.from_joint(P[:, 1, :])
+    for name in ["log_a_given_b", "log_b_given_a", "log_a", "log_b"]:
+        got, want = getattr(pc, name), getattr(truth, name)
+        assert np.array_equal(np.isinf(got), np.isinf(want))
+        assert np.allclose(got[np.isfinite(want)], want[np.isfinite(want)], atol=1e-12)
+    assert list(pc.cand_a) == list(range(m)) and list(pc.cand_b) == list(range(m))
+    assert np.abs(J.ag(pc).joint - P[:, 1, :] / P[:, 1, :].sum()).max() < 1e-5
+
+
+def test_pair_conditionals_with_candidate_subsets():
+    m = 6
+    P = np.random.default_rng(12).dirichlet(np.ones(m ** 3)).reshape(m, m, m)
+    lm = FakeOracle(P)
+    ca, cb = np.array([4, 0, 2]), np.array([1, 5])
+    pc = J.pair_conditionals(lm, torch.tensor([4, 3, 1]), 0, 2, candidates=(ca, cb))
+    assert sorted(lm.calls) == [((1, 3), (1, 2)), ((len(ca) + len(cb), 3), (len(ca) + len(cb), 1))]
+    sub = J.PairConditionals.from_joint(P[:, 3, :][np.ix_(ca, cb)])
+    assert np.allclose(pc.log_a_given_b, sub.log_a_given_b, atol=1e-6)
+    assert np.allclose(pc.log_b_given_a, sub.log_b_given_a, atol=1e-6)
+    assert pc.shape == (3, 2) and J.hcb(pc).shape == (3, 2)

@@ -1,0 +1,31 @@
+"""The quick-profile site in a real browser: pages, figures, explorers, TOC links, console.
+
+Needs Debian's Chromium (``.ci/run`` installs it); on a reader's machine without one the
+check is skipped with a one-line reason — never under ``CI=true``.
+"""
+import shutil
+
+
+from mlmbook.pipeline.sitecheck import check_site
+
+
+
+
+def test_every_page_loads_clean(quick_book, chromium):
+    html = quick_book.build_dir / "html"
+    problems = check_site(html, quick_book.build_dir / "screenshots")
+    assert problems == []
+    shots = list((quick_book.build_dir / "screenshots").glob("*.png"))
+    assert any(s.name.startswith("book__00_toy_world") for s in shots)
+
+
+def test_check_fails_when_a_figure_is_missing(quick_book, chromium, tmp_path):
+    """The check is not vacuous: remove one chapter image from a copy of the site and it complains."""
+    html = tmp_path / "html"
+    shutil.copytree(quick_book.build_dir / "html", html)
+    page = (html / "book" / "00_toy_world.html").read_text()
+    images = sorted((html / "_images").glob("*.png"))
+    victim = next(p for p in images if p.name in page)
+    victim.unlink()
+    problems = check_site(html, None)
+    assert any("00_toy_world" in p and "did not load" in p for p in problems), problems
