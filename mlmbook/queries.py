@@ -22,6 +22,7 @@ of :cite:t:`salazar2020masked`, with the softmax over the whole vocabulary by de
 """
 from __future__ import annotations
 
+import sys
 from typing import Iterator, Sequence
 
 import numpy as np
@@ -41,11 +42,15 @@ def budget() -> int:
 
 
 def progress(iterable, total: int | None = None, desc: str = "", show: bool | None = True):
-    """``iterable`` with a tqdm bar on the terminal when ``show`` (nothing otherwise)."""
+    """``iterable`` with a tqdm bar on the terminal when ``show`` (nothing otherwise).
+
+    A text bar on stderr, never a notebook widget: a widget would be an extra display output
+    of the cell (a figure cell would then carry two outputs), and the book's pages drop stderr.
+    """
     if not show:
         return iterable
-    from tqdm.auto import tqdm
-    return tqdm(iterable, total=total, desc=desc, mininterval=1, leave=False)
+    from tqdm.std import tqdm
+    return tqdm(iterable, total=total, desc=desc, mininterval=1, leave=False, file=sys.stderr)
 
 
 def _groups(rows, positions) -> dict:

