@@ -112,7 +112,7 @@ def run(profile="full", repeats=5):
             total = 0.0
             for i in range(len(ids)):
                 row = torch.tensor([[*ids[:i], lm.mask_id, *ids[i + 1:]]])
-                total += torch.log_softmax(lm.logits(row, torch.tensor([[i]]))[0, 0].double(), -1)[ids[i]].item()
+                total += torch.log_softmax(lm.logits(row, torch.tensor([[i]]), keep_special=True)[0, 0].double(), -1)[ids[i]].item()
             scores.append(total)
         return np.array(scores)
     assert np.allclose(lm.pll(mixed[:10]), pll_loop(mixed[:10]), atol=1e-4), "batched PLL differs from the loop"

@@ -97,7 +97,7 @@ def verdict(interval: Sequence[float], up: str = "helps", down: str = "hurts") -
     """``up`` when an ``(estimate, low, high)`` interval lies above zero, ``down`` below, else
     ``"indistinguishable"``."""
     _, lo, hi = interval
-    return up if lo > 0 else down if hi < 0 else "indistinguishable"
+    return stats.side_of_zero(lo, hi, up, down)
 
 
 def tracking(measures: Sequence[dict], x: str = "order", n_boot: int = 1000, seed: int = 0) -> tuple:

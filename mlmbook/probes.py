@@ -31,7 +31,7 @@ from scipy.stats import t as student_t
 from torch import nn
 
 from .rank import effective_rank_entropy, effective_rank_mass
-from .stats import ratio_bootstrap
+from .stats import ratio_bootstrap, side_of_zero
 
 if TYPE_CHECKING:
     from .models.base import MaskedLM
@@ -402,7 +402,7 @@ def seed_interval(values, level: float = 0.95) -> tuple:
 
 def clear_verdict(low: float, high: float, above: str, below: str) -> str:
     """``above`` / ``below`` when an interval excludes zero on that side, else "no clear difference"."""
-    return above if low > 0 else below if high < 0 else "no clear difference"
+    return side_of_zero(low, high, above, below, "no clear difference")
 
 
 def _interval(estimate, boots, level=0.95):

@@ -19,7 +19,7 @@ from typing import Callable
 
 import numpy as np
 
-__all__ = ["kl", "jsd", "tv", "mutual_information", "bootstrap", "ratio_bootstrap", "ppl"]
+__all__ = ["kl", "jsd", "tv", "mutual_information", "bootstrap", "ratio_bootstrap", "ppl", "side_of_zero"]
 
 
 def _np(x) -> np.ndarray:
@@ -152,3 +152,11 @@ def ratio_bootstrap(correct, total, minus=None, n_boot: int = 1000, level: float
     if np.isnan(reps).all():
         return estimate, estimate, estimate
     return (estimate, *_interval(reps, level))
+
+
+def side_of_zero(low: float, high: float, above: str = "above", below: str = "below",
+                 neither: str = "indistinguishable") -> str:
+    """The book's one rule for a verdict on a difference: ``above`` when its interval lies
+    entirely above 0, ``below`` when entirely below, else ``neither`` — never a verdict from a
+    point estimate alone."""
+    return above if low > 0 else below if high < 0 else neither

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
-from ..stats import ratio_bootstrap
+from ..stats import ratio_bootstrap, side_of_zero
 from .cmi import cmi_grid
 from .cpmi import cpmi
 from .trees import decode, uuas_counts
@@ -63,7 +63,7 @@ def verdict(lo99: float, hi99: float, n: int, min_sentences: int = 5) -> str:
     least ``min_sentences`` sentences), else ``"statistically indistinguishable from"``."""
     if n < min_sentences:
         return LEVEL
-    return ABOVE if lo99 > 0 else BELOW if hi99 < 0 else LEVEL
+    return side_of_zero(lo99, hi99, ABOVE, BELOW, LEVEL)
 
 
 @dataclass

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
-from ..stats import bootstrap
+from ..stats import bootstrap, side_of_zero
 from .conditionals import gold_index, iter_pair_conditionals
 from .metrics import evaluate_pair, stack
 
@@ -93,7 +93,7 @@ def verdict(interval: Sequence[float], below: str = "lower", above: str = "highe
     """Words for an interval ``(estimate, low, high)`` of a difference: ``below`` when it lies
     entirely below 0, ``above`` when entirely above, else ``neither``."""
     _, lo, hi = interval
-    return below if hi < 0 else above if lo > 0 else neither
+    return side_of_zero(lo, hi, above, below, neither)
 
 
 def gain_trend(first: dict, second: dict, n_boot: int = 1000, seed: int = 0) -> tuple[float, float, float]:
