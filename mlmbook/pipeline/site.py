@@ -124,16 +124,13 @@ def unlink_missing(text: str, labels: set[str], docs: set[str], note: str = "not
     return _XREF.sub(plain, text)
 
 
-def _unlink_dropped(dest: Path, layout: Layout, dropped_slugs: set[str]) -> None:
-    if not dropped_slugs:
-        return
+def _rewrite_prose(dest: Path, rewrite) -> None:
+    """Apply ``rewrite(text) -> text`` to every staged page and every notebook's markdown cells."""
     import nbformat
 
-    labels = set().union(*(_labels((layout.book / f"{s}.md").read_text(encoding="utf-8"))
-                           for s in dropped_slugs if (layout.book / f"{s}.md").is_file()))
     for page in (dest / "book").rglob("*.md"):
         text = page.read_text(encoding="utf-8")
-        new = unlink_missing(text, labels, dropped_slugs)
+        new = rewrite(text)
         if new != text:
             page.write_text(new, encoding="utf-8")
     for path in (dest / "book").rglob("*.ipynb"):
@@ -141,11 +138,19 @@ def _unlink_dropped(dest: Path, layout: Layout, dropped_slugs: set[str]) -> None
         changed = False
         for cell in nb.cells:
             if cell.cell_type == "markdown":
-                new = unlink_missing(cell.source, labels, dropped_slugs)
+                new = rewrite(cell.source)
                 changed |= new != cell.source
                 cell.source = new
         if changed:
             nbformat.write(nb, path)
+
+
+def _unlink_dropped(dest: Path, layout: Layout, dropped_slugs: set[str]) -> None:
+    if not dropped_slugs:
+        return
+    labels = set().union(*(_labels((layout.book / f"{s}.md").read_text(encoding="utf-8"))
+                           for s in dropped_slugs if (layout.book / f"{s}.md").is_file()))
+    _rewrite_prose(dest, lambda text: unlink_missing(text, labels, dropped_slugs))
 
 
 def undrawn_figures(nb) -> set[str]:
@@ -167,25 +172,9 @@ def undrawn_figures(nb) -> set[str]:
 
 
 def _unlink_undrawn(dest: Path, labels: set[str]) -> None:
-    if not labels:
-        return
-    import nbformat
-
-    for page in (dest / "book").rglob("*.md"):
-        text = page.read_text(encoding="utf-8")
-        new = unlink_missing(text, labels, set(), note="a figure that is not drawn for this model")
-        if new != text:
-            page.write_text(new, encoding="utf-8")
-    for path in (dest / "book").rglob("*.ipynb"):
-        nb = nbformat.read(path, as_version=4)
-        changed = False
-        for cell in nb.cells:
-            if cell.cell_type == "markdown":
-                new = unlink_missing(cell.source, labels, set(), note="a figure that is not drawn for this model")
-                changed |= new != cell.source
-                cell.source = new
-        if changed:
-            nbformat.write(nb, path)
+    if labels:
+        note = "a figure that is not drawn for this model"
+        _rewrite_prose(dest, lambda text: unlink_missing(text, labels, set(), note=note))
 
 
 def stage(layout: Layout, notebooks: dict[str, Path], solutions: bool = True) -> Path:
