@@ -72,6 +72,22 @@ def _median_times(fns: dict, repeats: int) -> dict:
     return {k: statistics.median(v) for k, v in times.items()}
 
 
+def blas_solve(n_threads: int | None, size: int = 228, repeats: int = 50) -> float:
+    """Median seconds of one ``np.linalg.solve`` of a ``size``-square system (the exact CMI
+    grid's and AG's inner step), with BLAS limited to ``n_threads`` (None: its own default)."""
+    from threadpoolctl import threadpool_limits
+    a = np.random.default_rng(0).random((size, size)) + size * np.eye(size)
+    b = np.ones(size)
+    with threadpool_limits(n_threads, user_api="blas"):
+        np.linalg.solve(a, b)
+        times = []
+        for _ in range(repeats):
+            t = time.perf_counter()
+            np.linalg.solve(a, b)
+            times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
 def run(profile: str = "full", n_sentences: int = 200, repeats: int = 5) -> dict:
     g = Grammar.load("toy")
     lm = load_mlm("toy", profile=profile)
@@ -88,6 +104,8 @@ def run(profile: str = "full", n_sentences: int = 200, repeats: int = 5) -> dict
                     t = _median_times({"mlmbook": lambda: queries.pll(lm, sents),
                                        "padded": lambda: padded_batch_pll(lm, sents)}, repeats)
                 cells.update({f"{label}_mlmbook_s": t["mlmbook"], f"{label}_padded_s": t["padded"]})
+            out[f"{load}_blas_policy_s"] = blas_solve(threads.policy())
+            out[f"{load}_blas_default_s"] = blas_solve(threads._DEFAULT)
         for k, v in cells.items():
             out[f"{load}_{k}"] = v
         out[f"{load}_speedup_vs_padded"] = cells["policy_padded_s"] / cells["policy_mlmbook_s"]
@@ -113,6 +131,13 @@ def table(r: dict) -> list[str]:
                      f"{f(r[f'{load}_default_mlmbook_s'])} | {f(r[f'{load}_policy_padded_s'])} | "
                      f"{f(r[f'{load}_default_padded_s'])} | {f(r[f'{load}_speedup_vs_padded'])}× | "
                      f"{f(r[f'{load}_policy_vs_default'])}× |")
+    lines += ["", "NumPy's BLAS follows the same policy (`threadpoolctl`): one 228×228 `np.linalg.solve`, "
+              "the inner step of the exact CMI grid and of AG's Newton solver (ms):", "",
+              "| machine | BLAS, policy | BLAS, its default | default / policy |", "|---|---|---|---|"]
+    for load in ("idle", "busy"):
+        p, d = r[f"{load}_blas_policy_s"], r[f"{load}_blas_default_s"]
+        lines.append(f"| {load if load == 'idle' else 'one busy process'} | {1e3 * p:.2f} | {1e3 * d:.2f} | "
+                     f"{d / p:.1f}× |")
     return lines
 
 

@@ -1,4 +1,4 @@
-"""Command line of the book: ``python -m mlmbook {build,chapters,results,check-site,clear-cache}``.
+"""Command line of the book: ``python -m mlmbook {build,cost,chapters,results,check-site,clear-cache}``.
 
 Examples
 --------
@@ -8,6 +8,7 @@ Examples
     python -m mlmbook build 1 --profile quick        # one chapter, quickly
     python -m mlmbook build 1 -p model bert-base-uncased -p treebank en_ewt-ud-test.conllu
     python -m mlmbook build --no-solutions --render-only   # student edition of the site
+    python -m mlmbook cost 1 2 -p model bert-base-uncased   # time estimate only
     python -m mlmbook chapters
     python -m mlmbook results 1
     python -m mlmbook clear-cache
@@ -55,6 +56,12 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--root", help="the book's root directory (default: found from here)")
     b.add_argument("-v", "--verbose", action="store_true", help="show jupyter-book's output")
 
+    e = sub.add_parser("cost", help="print the time estimate of a real-model build, without building")
+    e.add_argument("chapters", nargs="*", metavar="CHAPTER")
+    e.add_argument("--profile", default="full", choices=PROFILES)
+    e.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"))
+    e.add_argument("--root")
+
     c = sub.add_parser("chapters", help="list the chapters")
     c.add_argument("--root")
 
@@ -82,6 +89,14 @@ def _cmd_build(args) -> int:
                   fail_fast=args.fail_fast, verbose=args.verbose, render_site=not args.no_render,
                   update_reference=args.update_reference)
     print(index)
+    return 0
+
+
+def _cmd_cost(args) -> int:
+    from .pipeline.cost import estimate
+
+    lines = estimate(args.root, args.chapters, args.profile, [tuple(p) for p in args.parameter])
+    print("\n\n".join(lines) or "no estimate: the book's own toy models need none (give -p model M)")
     return 0
 
 
@@ -180,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
 
     args = _parser().parse_args(argv)
     command = {"build": _cmd_build, "chapters": _cmd_chapters, "results": _cmd_results,
-               "clear-cache": _cmd_clear_cache, "check-site": _cmd_check_site}[args.command]
+               "clear-cache": _cmd_clear_cache, "check-site": _cmd_check_site, "cost": _cmd_cost}[args.command]
     try:
         return command(args)
     except UsageError as err:

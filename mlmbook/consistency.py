@@ -10,10 +10,8 @@ guarantee that one joint distribution :math:`p` produced all the answers (Young 
 * the **Ensemble of Conditionals** — the same conditional reached by different masking routes.
 
 For every coherent joint (e.g. the truth oracle) all three vanish, up to float rounding.
-All functions take an oracle with ``lm.logits(ids (B,n), positions (B,k)) -> (B,k,V)`` and
-``lm.mask_id`` (see docs/INTERFACES.md); ``ids`` may be a 2-D LongTensor or a list of 1-D
-sentences of different lengths (grouped by length, one ``lm.logits`` call per length, each
-distinct query sent once).
+All functions take a :class:`~mlmbook.models.base.MaskedLM`; ``ids`` may be a 2-D LongTensor or
+a list of 1-D sentences of different lengths (queries go through :mod:`mlmbook.queries`).
 
 For a corpus: :func:`probe_pairs` runs the rectangle test and the order inconsistency for many
 (sentence, i, j) pairs in bounded-memory groups; :func:`ensemble_versions_many` builds the
@@ -63,8 +61,7 @@ def _with(row, *sets) -> list[int]:
 def _each(lm: MaskedLM, rows, positions, fn: Callable, **kw) -> list:
     """``fn(b, logq_b)`` for every query ``b``: a thin reduction over :func:`mlmbook.queries.iter_log_probs`.
 
-    ``logq_b`` (float64, ``(k, V)``) is the log-softmax at the ``k`` queried positions of row ``b``;
-    only what ``fn`` keeps stays in memory, so the engine's one budget bounds the rest.
+    ``logq_b`` (float64, ``(k, V)``): the log-softmax at row ``b``'s queried positions; only what ``fn`` keeps stays.
     """
     out: list = [None] * len(rows)
     for idx, arr in queries.iter_log_probs(lm, rows, positions, **kw):
@@ -104,8 +101,7 @@ def rectangle_deltas(lm: MaskedLM, ids, i, j, a, a2, b, b2, show_progress: bool 
     Returns
     -------
     numpy.ndarray (R,)
-        Δ per rectangle (natural log), from 4R masked queries sent through
-        :func:`mlmbook.queries.iter_log_probs` (one model call per sentence length within the budget).
+        Δ per rectangle (natural log), from 4R masked queries through :mod:`mlmbook.queries`.
     """
     rows = _rows(ids)
     R = len(rows)
@@ -117,8 +113,7 @@ def rectangle_deltas(lm: MaskedLM, ids, i, j, a, a2, b, b2, show_progress: bool 
                   _with(rows[r], (i[r], a[r]), (j[r], m)), _with(rows[r], (i[r], a2[r]), (j[r], m))]
         pos += [[i[r]], [i[r]], [j[r]], [j[r]]]
         toks += [[a[r], a2[r]]] * 2 + [[b[r], b2[r]]] * 2
-    lq = _pick(lm, batch, pos, [[0, 0]] * len(batch), toks, show_progress=show_progress,
-               desc="rectangles").reshape(R, 4, 2)
+    lq = _pick(lm, batch, pos, [[0, 0]] * len(batch), toks, show_progress=show_progress).reshape(R, 4, 2)
     qi_b, qi_b2, qj_a, qj_a2 = lq[:, 0], lq[:, 1], lq[:, 2], lq[:, 3]      # [:, 0] = a (b), [:, 1] = a' (b')
     left = qi_b[:, 0] + qi_b2[:, 1] - qi_b[:, 1] - qi_b2[:, 0]
     right = qj_a[:, 0] + qj_a2[:, 1] - qj_a[:, 1] - qj_a2[:, 0]
@@ -214,7 +209,7 @@ def order_inconsistency(lm: MaskedLM, ids, i, j, show_progress: bool = False) ->
         pos += [[i[r], j[r]], [j[r], j[r]], [i[r], i[r]]]            # k = 2 everywhere: one group per length
         cols += [[0, 1], [0, 0], [0, 0]]
         toks += [[xi[r], xj[r]], [xj[r], xj[r]], [xi[r], xi[r]]]
-    lq = _pick(lm, batch, pos, cols, toks, show_progress=show_progress, desc="order test").reshape(R, 3, 2)
+    lq = _pick(lm, batch, pos, cols, toks, show_progress=show_progress, desc="order").reshape(R, 3, 2)
     fwd = lq[:, 0, 0] + lq[:, 1, 0]             # q(x_i | both masked) q(x_j | x_i)
     bwd = lq[:, 0, 1] + lq[:, 2, 0]             # q(x_j | both masked) q(x_i | x_j)
     d = np.abs(fwd - bwd)
@@ -254,6 +249,10 @@ class PairProbes(NamedTuple):
     rect: Rectangles
     order: OrderInconsistency
 
+    def take(self, idx) -> PairProbes:
+        """The probes of the pairs ``idx`` (an index array or boolean mask over pairs)."""
+        return PairProbes(Rectangles(*(f[idx] for f in self.rect)), OrderInconsistency(*(f[idx] for f in self.order)))
+
 
 def probe_pairs(lm: MaskedLM, ids, pairs, rectangles: Rectangles | None = None, progress: bool = False,
                 desc: str = "pairs") -> PairProbes:
@@ -271,9 +270,7 @@ def probe_pairs(lm: MaskedLM, ids, pairs, rectangles: Rectangles | None = None, 
         Test these rectangles (one per pair; e.g. another model's top-2) instead of each pair's
         own top-2 rectangle (:func:`top2_rectangles`).
     progress : bool
-        Show progress bars over the queries.
-    desc : str
-        Unused label kept for callers (the bars name their stage).
+        Show progress bars over the queries (``desc`` is unused: the bars name their stage).
 
     Returns
     -------
@@ -333,8 +330,8 @@ def ensemble_versions(lm: MaskedLM, ids, t: int, aux=None, candidates=None) -> V
         The support of the versions. None: every token with a finite version-0 logit;
         an int K: the top-K of version 0 (among tokens with a finite logit) plus the gold
         token; an array: exactly those ids.
-        Costs 1 + |K|(1 + C) masked queries in two engine passes (the direct conditional, then
-        every route); :func:`ensemble_versions_many` does the same for many targets at once.
+        Costs 1 + |K|(1 + C) masked queries in three engine passes; :func:`ensemble_versions_many`
+        does the same for many targets at once.
     """
     return ensemble_versions_many(lm, [ids], [t], None if aux is None else [aux],
                                   candidates if candidates is None or np.ndim(candidates) == 0 else [candidates])[0]
@@ -345,8 +342,10 @@ def ensemble_versions_many(lm: MaskedLM, ids, targets, aux=None, candidates=None
     r""":func:`ensemble_versions` for many (sentence, target) items, batched.
 
     All direct conditionals go through one pass of :mod:`mlmbook.queries`, then all routes of
-    all items through another (length groups, de-duplication, one memory budget), so the cost is
-    two batched passes instead of :math:`2N` small ones. The result is the same as calling
+    all items through two more (length groups, one memory budget): the target-masked queries,
+    whose scores over the candidates are kept, and the candidate queries, of which only the
+    observed auxiliary token's score comes back. Three batched passes instead of :math:`3N`
+    small ones. The result is the same as calling
     :func:`ensemble_versions` per item.
 
     Parameters
@@ -391,27 +390,33 @@ def ensemble_versions_many(lm: MaskedLM, ids, targets, aux=None, candidates=None
 
     direct = _each(lm, [_with(r, (t, m)) for r, t in zip(rows, targets)], targets[:, None].tolist(),
                    pick_candidates, show_progress=progress, desc="direct conditionals")
-    batch, pos, want = [], [], []          # want[q]: the token ids query q must return
+    # per item a (|K|, 1 + C, n) block: row 0 masks t and k (read q(x_t = c | x_k masked)),
+    # rows 1.. set x_t = c and mask k (read only q(x_k = obs | x_t = c))
+    head_rows, head_pos, head_want, tail_rows, tail_pos, tail_want = [], [], [], [], [], []
     for r, t, a, (cand, _) in zip(rows, targets, aux, direct):
-        for k in a:
-            batch.append(_with(r, (t, m), (k, m)))
-            pos.append([t])
-            want.append(cand)
-            for c in cand:
-                batch.append(_with(r, (t, c), (k, m)))
-                pos.append([k])
-                want.append([int(r[k])])
-    lq = _each(lm, batch, pos, lambda q, a: a[0, want[q]], show_progress=progress, desc="routes")
-    out, start = [], 0
-    for r, a, (cand, d) in zip(rows, aux, direct):
-        logs = [d]
-        for k in a:
-            block = lq[start:start + 1 + len(cand)]
-            logs.append(block[0] + np.array([x[0] for x in block[1:]]).reshape(len(cand)))
-            start += 1 + len(cand)
-        logs = np.stack(logs)
-        logs = logs - logs.max(axis=1, keepdims=True)
-        probs = np.exp(logs)
+        block = np.tile(r, (len(a), 1 + len(cand), 1))
+        block[:, 0, t] = m
+        block[:, 1:, t] = cand
+        block[np.arange(len(a)), :, a] = m
+        head_rows += block[:, 0].tolist()
+        head_pos += [[int(t)]] * len(a)
+        head_want += [cand] * len(a)
+        tail_rows += block[:, 1:].reshape(-1, len(r)).tolist()
+        tail_pos += np.repeat(a, len(cand))[:, None].tolist()
+        tail_want += np.repeat(r[a], len(cand))[:, None].tolist()
+    head = _each(lm, head_rows, head_pos, lambda q, x: x[0, head_want[q]], show_progress=progress,
+                 desc="routes (target masked)")
+    tail = np.zeros(len(tail_rows))
+    for idx, x in queries.iter_log_probs(lm, tail_rows, tail_pos, targets=tail_want, show_progress=progress,
+                                         desc="routes (candidate set)"):
+        tail[idx] = x[:, 0]
+    out, h, start = [], 0, 0                  # the item's first head route and first tail row
+    for a, (cand, d) in zip(aux, direct):
+        K, n_c = len(a), len(cand)
+        routes = np.reshape(head[h:h + K], (K, n_c)) + tail[start:start + K * n_c].reshape(K, n_c)
+        h, start = h + K, start + K * n_c
+        logs = np.vstack([d[None], routes])
+        probs = np.exp(logs - logs.max(axis=1, keepdims=True))
         out.append(Versions(cand, probs / probs.sum(axis=1, keepdims=True), a))
     return out
 

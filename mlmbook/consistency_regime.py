@@ -28,7 +28,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
-from scipy.stats import spearmanr
+from scipy.stats import rankdata
 
 from . import consistency as C
 from . import stats
@@ -43,7 +43,8 @@ QUANTITIES = ("delta", "order", "loss_frac", "acc_frac", "alone_frac")
 
 
 def rung_measures(lm: MaskedLM, ids: Sequence, pairs: np.ndarray, eoc_ids: Sequence, targets: Sequence[int],
-                  aux: Sequence[Sequence[int]], truth_p: Sequence[np.ndarray], candidates: int = 20) -> dict:
+                  aux: Sequence[Sequence[int]], truth_p: Sequence[np.ndarray], candidates: int = 20,
+                  probes: C.PairProbes | None = None, versions: Sequence[C.Versions] | None = None) -> dict:
     """Per-pair and per-target measurements of one model.
 
     Parameters
@@ -53,14 +54,19 @@ def rung_measures(lm: MaskedLM, ids: Sequence, pairs: np.ndarray, eoc_ids: Seque
     eoc_ids, targets, aux : the EoC's sentences, target positions and auxiliary positions
     truth_p : one array per target, the exact conditional ``p(x_t = v | x_{-t})`` indexed by token id
     candidates : size of each version's support
+    probes, versions : optional, this model's :func:`~mlmbook.consistency.probe_pairs` of ``pairs`` and
+        :func:`~mlmbook.consistency.ensemble_versions_many` of the targets, when the caller has them
+        already (e.g. the chapter's own model): then they are used, not computed again
 
     Returns
     -------
     dict of 1-d arrays: ``abs_delta``, ``order`` (per pair); ``single``, ``ens``, ``alone``, ``bayes``
     (log-loss per target) and ``hit_single``, ``hit_ens``, ``hit_bayes`` (0/1 per target)
     """
-    probes = C.probe_pairs(lm, ids, pairs)
-    versions = C.ensemble_versions_many(lm, eoc_ids, targets, aux, candidates=candidates)
+    if probes is None:
+        probes = C.probe_pairs(lm, ids, pairs)
+    if versions is None:
+        versions = C.ensemble_versions_many(lm, eoc_ids, targets, aux, candidates=candidates)
     gold = np.array([int(r[t]) for r, t in zip(eoc_ids, targets)])
     cur = C.ensemble_curve(versions, gold, "mean")
     out = {k: [] for k in ("alone", "bayes", "hit_bayes")}
@@ -111,13 +117,15 @@ def tracking(measures: Sequence[dict], x: str = "order", n_boot: int = 1000, see
         s, e, b = (m[k] if it is None else m[k][it] for k in ("single", "ens", "bayes"))
         return xs.mean(), (s - e).sum() / (s - b).sum()
 
-    def rho(points):
-        a, b = np.array(points).T
-        return float(spearmanr(a, b)[0])
+    def rho(points):                    # Spearman = Pearson of the ranks, for (..., rungs, 2) points
+        r = rankdata(np.asarray(points, dtype=float), axis=-2)
+        r = r - r.mean(axis=-2, keepdims=True)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return (r[..., 0] * r[..., 1]).sum(-1) / np.sqrt((r ** 2).sum(-2).prod(-1))
 
-    est = rho([point(m) for m in measures])
-    boots = [rho([point(m, rng.integers(0, len(m[x]), len(m[x])), rng.integers(0, len(m["single"]),
-                                                                                 len(m["single"])))
-                  for m in measures]) for _ in range(n_boot)]
+    est = float(rho([point(m) for m in measures]))
+    boots = rho([[point(m, rng.integers(0, len(m[x]), len(m[x])), rng.integers(0, len(m["single"]),
+                                                                                  len(m["single"])))
+                  for m in measures] for _ in range(n_boot)])
     lo, hi = np.nanquantile(boots, [0.025, 0.975])
     return est, float(lo), float(hi)

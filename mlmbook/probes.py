@@ -30,7 +30,7 @@ import torch
 from scipy.stats import t as student_t
 from torch import nn
 
-from .rank import effective_rank_entropy, effective_rank_mass
+from .rank import DEFAULT_EPS, batch_singular_values, entropy_rank_of, mass_rank_of
 from .stats import ratio_bootstrap, side_of_zero
 
 if TYPE_CHECKING:
@@ -290,19 +290,21 @@ def finetune_classifier(encoder, train_rows, train_labels, test_rows, test_label
     params = list(enc.parameters()) + list(clf.parameters())
     opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.01)
 
-    def pad(rows):
-        n = max(len(r) for r in rows)
-        ids = torch.full((len(rows), n), pad_id, dtype=torch.long)
+    def pad(rows):                                # every row padded once, up front
+        ids = torch.full((len(rows), max(len(r) for r in rows)), pad_id, dtype=torch.long)
         for i, r in enumerate(rows):
             ids[i, :len(r)] = torch.tensor(r)
         return ids, (ids != pad_id).long()
 
-    def scores(rows):
-        ids, attn = pad(rows)
+    def scores(ids, attn):
+        n = int(attn.sum(1).max())                # the longest row of the batch: no wider
+        ids, attn = ids[:, :n], attn[:, :n]
         h = enc(input_ids=ids, attention_mask=attn).last_hidden_state
         pooled = (h * attn[..., None]).sum(1) / attn.sum(1, keepdim=True)
         return clf(pooled)
 
+    train_ids, train_attn = pad(train_rows)
+    test_ids, test_attn = pad(test_rows)
     gen = torch.Generator().manual_seed(seed)
     y = torch.as_tensor(np.asarray(train_labels), dtype=torch.long)
     total = epochs * -(-len(train_rows) // batch)
@@ -310,14 +312,15 @@ def finetune_classifier(encoder, train_rows, train_labels, test_rows, test_label
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min((s + 1) / warm, (total - s) / (total - warm + 1)))
     for _ in range(epochs):
         for b in torch.randperm(len(train_rows), generator=gen).split(batch):
-            loss = nn.functional.cross_entropy(scores([train_rows[i] for i in b]), y[b])
+            loss = nn.functional.cross_entropy(scores(train_ids[b], train_attn[b]), y[b])
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
             sched.step()
     enc.eval()
     with torch.no_grad():
-        pred = torch.cat([scores(test_rows[s:s + 256]).argmax(1) for s in range(0, len(test_rows), 256)])
+        pred = torch.cat([scores(test_ids[s:s + 256], test_attn[s:s + 256]).argmax(1)
+                          for s in range(0, len(test_rows), 256)])
     return float((pred.numpy() == np.asarray(test_labels)).mean())
 
 
@@ -327,7 +330,7 @@ LADDER_PROBES = ("number", "head_offset")
 
 
 def rung_measures(lm: MaskedLM, sentences, n_rows: int, mask_rate: float = 0.15, n_boot: int = 200,
-                  seed: int = 0) -> dict:
+                  seed: int = 0, states: dict | None = None) -> dict:
     """Last-layer effective ranks and probe accuracies of one model, with per-replicate values.
 
     The same ``sentences`` and ``seed`` give the same masks, probe split and bootstrap draws
@@ -343,6 +346,11 @@ def rung_measures(lm: MaskedLM, sentences, n_rows: int, mask_rate: float = 0.15,
         Rows of every matrix whose rank is taken (ranks depend on the row count).
     n_boot : int
         Bootstrap replicates over sentences.
+    states : dict, optional
+        The model's last-layer states of these sentences when the caller has them already (e.g.
+        the chapter's own models): ``real`` / ``real_index`` (clean input) and ``mask`` /
+        ``mask_index`` (masked with ``mask_rate`` by ``np.random.default_rng(seed)``, one draw per
+        sentence in order, as here), in the layout of :func:`collect_states` (last layer only).
 
     Returns
     -------
@@ -352,30 +360,31 @@ def rung_measures(lm: MaskedLM, sentences, n_rows: int, mask_rate: float = 0.15,
         ``probe`` / ``probe_counts``: per task the held-out accuracy and the (correct, total)
         counts per test sentence, for :func:`mlmbook.stats.ratio_bootstrap`.
     """
-    rows = [lm.encode_words(s.words)[0] for s in sentences]
-    rng = np.random.default_rng(seed)
-    masked = [rng.random(len(r)) < mask_rate for r in rows]
-    clean = collect_states(lm.hidden_states, rows)
-    states_fn = getattr(lm, "decoder_states", lm.hidden_states)
-    noisy = collect_states(states_fn, rows, masked, mask_id=lm.mask_id)
-    mats = {"real": (clean["real"][-1], clean["real_index"][:, 0]),
-            "mask": (noisy["mask"][-1], noisy["mask_index"][:, 0])}
+    if states is None:
+        rows = [lm.encode_words(s.words)[0] for s in sentences]
+        rng = np.random.default_rng(seed)
+        masked = [rng.random(len(r)) < mask_rate for r in rows]
+        clean = collect_states(lm.hidden_states, rows)
+        states_fn = getattr(lm, "decoder_states", lm.hidden_states)
+        noisy = collect_states(states_fn, rows, masked, mask_id=lm.mask_id)
+        states = {"real": clean["real"][-1], "real_index": clean["real_index"],
+                  "mask": noisy["mask"][-1], "mask_index": noisy["mask_index"]}
+    n_sents = len(sentences)
     out: dict = {"rank": {}, "boot_rank": {}, "probe": {}, "probe_counts": {}}
-    draws = np.random.default_rng(seed + 1).integers(0, len(rows), size=(n_boot, len(rows)))
-    for tokens, (H, sent_of) in mats.items():
-        by_sent = [np.flatnonzero(sent_of == s) for s in range(len(rows))]
+    draws = np.random.default_rng(seed + 1).integers(0, n_sents, size=(n_boot, n_sents))
+    for tokens in ("real", "mask"):
+        H, sent_of = states[tokens], states[f"{tokens}_index"][:, 0]
+        by_sent = [np.flatnonzero(sent_of == s) for s in range(n_sents)]
 
-        def ranks(picked, H=H, by_sent=by_sent):
+        def rows_of(picked, by_sent=by_sent):
             idx = np.concatenate([by_sent[s] for s in picked])
-            idx = np.random.default_rng(seed + 2).permutation(idx)[:n_rows]
-            return effective_rank_entropy(H[idx]), effective_rank_mass(H[idx])
+            return np.random.default_rng(seed + 2).permutation(idx)[:n_rows]
 
-        e, m = ranks(range(len(rows)))
-        out["rank"][tokens, "entropy"], out["rank"][tokens, "mass"] = e, m
-        boot = np.array([ranks(d) for d in draws])
-        out["boot_rank"][tokens, "entropy"], out["boot_rank"][tokens, "mass"] = boot[:, 0], boot[:, 1]
-    X, where = clean["real"][-1], clean["real_index"]
-    train = np.random.default_rng(seed + 3).permutation(len(rows))[: len(rows) // 2]
+        e, m = _ranks_of_rows(H, [rows_of(range(n_sents))] + [rows_of(d) for d in draws])
+        out["rank"][tokens, "entropy"], out["rank"][tokens, "mass"] = float(e[0]), int(m[0])
+        out["boot_rank"][tokens, "entropy"], out["boot_rank"][tokens, "mass"] = e[1:], m[1:].astype(float)
+    X, where = states["real"], states["real_index"]
+    train = np.random.default_rng(seed + 3).permutation(n_sents)[: n_sents // 2]
     is_train = np.isin(where[:, 0], train)
     labels = [token_labels(s) for s in sentences]
     for task in LADDER_PROBES:
@@ -391,6 +400,21 @@ def rung_measures(lm: MaskedLM, sentences, n_rows: int, mask_rate: float = 0.15,
         out["probe"][task] = float(hit.mean())
         out["probe_counts"][task] = (correct, total)
     return out
+
+
+def _ranks_of_rows(H, picks, chunk: int = 50) -> tuple:
+    """Entropy and ε-effective rank of ``H[p]`` for every row selection ``p`` in ``picks``: one SVD
+    per matrix, stacked by equal row count into few LAPACK calls."""
+    e, m = np.zeros(len(picks)), np.zeros(len(picks), dtype=int)
+    by_len: dict = {}
+    for k, p in enumerate(picks):
+        by_len.setdefault(len(p), []).append(k)
+    for ks in by_len.values():
+        for c in range(0, len(ks), chunk):
+            part = ks[c:c + chunk]
+            s = batch_singular_values(H[np.stack([picks[k] for k in part])])
+            e[part], m[part] = entropy_rank_of(s), mass_rank_of(s, DEFAULT_EPS)
+    return e, m
 
 
 def seed_interval(values, level: float = 0.95) -> tuple:

@@ -61,7 +61,8 @@ def _groups(rows, positions) -> dict:
 
 
 def iter_log_probs(lm, rows: Sequence, positions: Sequence, *, full_softmax: bool = False,
-                   raw: bool = False, dedupe: bool = True, show_progress: bool = False,
+                   raw: bool = False, dedupe: bool = True, targets: Sequence | None = None,
+                   show_progress: bool = False,
                    desc: str = "masked queries") -> Iterator[tuple[list[int], np.ndarray]]:
     r"""Log-probabilities at the queried positions of many rows, in batched chunks.
 
@@ -80,20 +81,27 @@ def iter_log_probs(lm, rows: Sequence, positions: Sequence, *, full_softmax: boo
         the conditionals needs. Special tokens still get ``-inf`` unless ``full_softmax``.
     dedupe : bool
         Send identical (row, positions) queries of a group once.
+    targets : sequence of int sequences, optional
+        One token id per queried position: then only the log-probability of that token is
+        returned, shape ``(k,)`` per row (what a PLL or a likelihood needs; no ``(k, V)`` copy).
     show_progress : bool
         A tqdm bar over rows.
 
     Yields
     ------
     (indices, array)
-        ``array[r]`` (float64, shape ``(k, V)``) answers row ``indices[r]``. Chunks come grouped
-        by length, not in input order; each holds at most :func:`budget` scores.
+        ``array[r]`` (float64, shape ``(k, V)``, or ``(k,)`` with ``targets``) answers row
+        ``indices[r]``. Chunks come grouped by length, not in input order; each holds at most
+        :func:`budget` scores.
     """
     cap = budget()
     bar = progress(None, total=len(rows), desc=desc, show=show_progress) if show_progress else None
     for (n, k), idx in _groups(rows, positions).items():
         if k == 0:                                          # nothing to read in these rows
-            yield idx, np.zeros((len(idx), 0, lm.V))
+            yield idx, np.zeros((len(idx), 0) if targets is not None else (len(idx), 0, lm.V))
+            continue
+        if targets is not None:                             # one answer per row: nothing to share
+            yield from _targeted(lm, rows, positions, targets, idx, k, cap, full_softmax, raw, bar)
             continue
         q = torch.tensor([list(rows[b]) + list(positions[b]) for b in idx], dtype=torch.long)
         if dedupe and len(idx) > 1:
@@ -115,6 +123,22 @@ def iter_log_probs(lm, rows: Sequence, positions: Sequence, *, full_softmax: boo
                 bar.update(len(which))
     if bar is not None:
         bar.close()
+
+
+def _targeted(lm, rows, positions, targets, idx, k, cap, full_softmax, raw, bar):
+    """The chunks of one length group when only the targets' scores are wanted."""
+    step = max(1, cap // (k * lm.V))
+    for s in range(0, len(idx), step):
+        chunk = idx[s:s + step]
+        out = lm.logits(torch.tensor([list(rows[b]) for b in chunk], dtype=torch.long),
+                        torch.tensor([list(positions[b]) for b in chunk], dtype=torch.long),
+                        keep_special=full_softmax).double()
+        if not raw:
+            out = torch.log_softmax(out, -1)
+        want = torch.tensor([list(targets[b]) for b in chunk], dtype=torch.long)[..., None]
+        yield chunk, out.gather(-1, want)[..., 0].numpy()
+        if bar is not None:
+            bar.update(len(chunk))
 
 
 def log_probs(lm, rows: Sequence, positions: Sequence, **kw) -> list[np.ndarray]:
@@ -184,7 +208,7 @@ def pll(lm, sentences, *, variant: str = "token", full_softmax: bool = True, **k
                     r[p] = lm.mask_id
                 rows.append(r), pos.append([t]), gold.append(ids[t]), owner.append(s)
     scores = np.zeros(len(sentences))
-    for idx, arr in iter_log_probs(lm, rows, pos, full_softmax=full_softmax, **{"dedupe": False, **kw}):
-        for r, a in zip(idx, arr):
-            scores[owner[r]] += a[0, gold[r]]
+    owner = np.asarray(owner, dtype=int)
+    for idx, arr in iter_log_probs(lm, rows, pos, full_softmax=full_softmax, targets=[[g] for g in gold], **kw):
+        np.add.at(scores, owner[idx], arr[:, 0])
     return scores

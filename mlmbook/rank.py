@@ -20,7 +20,7 @@ import numpy as np
 
 __all__ = [
     "singular_values", "cumulative_energy", "effective_rank_mass", "effective_rank_entropy", "top_subspace",
-    "principal_angles", "subspace_overlap", "DEFAULT_EPS",
+    "principal_angles", "subspace_overlap", "DEFAULT_EPS", "mass_rank_of", "entropy_rank_of", "batch_singular_values",
 ]
 
 #: Default ε of :func:`effective_rank_mass`: keep 90 % of the squared singular-value mass.
@@ -39,6 +39,35 @@ def _as_matrix(H, center: bool) -> np.ndarray:
 def singular_values(H, center: bool = False) -> np.ndarray:
     """Singular values of ``H`` (optionally column-centred), in decreasing order."""
     return np.linalg.svd(_as_matrix(H, center), compute_uv=False)
+
+
+def batch_singular_values(Hs) -> np.ndarray:
+    """Singular values of a stack of matrices ``(B, N, d)`` in one LAPACK call: ``(B, min(N, d))``."""
+    return np.linalg.svd(np.asarray(Hs, dtype=np.float64), compute_uv=False)
+
+
+def mass_rank_of(s, eps: float = DEFAULT_EPS):
+    """:func:`effective_rank_mass` from singular values ``s`` (decreasing; ``(..., r)``: one rank per row)."""
+    if not 0.0 <= eps < 1.0:
+        raise ValueError("eps must lie in [0, 1)")
+    s2 = np.asarray(s, dtype=np.float64) ** 2
+    cum = np.cumsum(s2, axis=-1)
+    total = s2.sum(-1, keepdims=True)
+    # a relative slack of 1e-12 so that a spectrum built to hit the threshold exactly counts
+    k = (cum < (1.0 - eps) * total * (1 - 1e-12)).sum(-1) + 1
+    k = np.where(total[..., 0] > 0, k, 0)
+    return int(k) if k.ndim == 0 else k
+
+
+def entropy_rank_of(s):
+    """:func:`effective_rank_entropy` from singular values ``s`` (``(..., r)``: one rank per row)."""
+    s = np.asarray(s, dtype=np.float64)
+    total = s.sum(-1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = np.where(s > 0, s / total, 1.0)              # p log p = 0 where s = 0
+        out = np.exp(-(p * np.log(p)).sum(-1))
+    out = np.where(total[..., 0] > 0, out, 0.0)
+    return float(out) if out.ndim == 0 else out
 
 
 def cumulative_energy(H, center: bool = False) -> np.ndarray:
@@ -83,13 +112,7 @@ def effective_rank_mass(H, eps: float = DEFAULT_EPS, center: bool = False) -> in
     """
     if not 0.0 <= eps < 1.0:
         raise ValueError("eps must lie in [0, 1)")
-    s2 = singular_values(H, center) ** 2
-    total = s2.sum()
-    if total <= 0:
-        return 0
-    cum = np.cumsum(s2)
-    # a relative slack of 1e-12 so that a spectrum built to hit the threshold exactly counts
-    return int(np.searchsorted(cum, (1.0 - eps) * total * (1 - 1e-12), side="left") + 1)
+    return mass_rank_of(singular_values(H, center), eps)
 
 
 def effective_rank_entropy(H, center: bool = False) -> float:
@@ -103,12 +126,7 @@ def effective_rank_entropy(H, center: bool = False) -> float:
     and varies continuously in between; no threshold is needed. (Roy & Vetterli normalise the
     singular values themselves, not their squares.)
     """
-    s = singular_values(H, center)
-    total = s.sum()
-    if total <= 0:
-        return 0.0
-    p = s[s > 0] / total
-    return float(np.exp(-(p * np.log(p)).sum()))
+    return entropy_rank_of(singular_values(H, center))
 
 
 def top_subspace(H, k: int, center: bool = False) -> np.ndarray:

@@ -111,7 +111,7 @@ def test_ensemble_versions_equal_direct_conditional_for_coherent_joint():
     lm = JointOracle(joint)
     sentence, t = [2, 0, 3, 1], 1
     res = C.ensemble_versions(lm, sentence, t)
-    assert lm.calls == 2  # direct conditional, then every route in one batch
+    assert lm.calls == 3  # direct conditionals, then the routes in two passes (target masked; candidates)
     assert res.probs.shape == (4, V) and list(res.aux) == [0, 2, 3]
     exact = np.exp(joint[2, :, 3, 1] - logsumexp(joint[2, :, 3, 1]))
     np.testing.assert_allclose(res.probs, np.broadcast_to(exact, res.probs.shape), atol=1e-9)

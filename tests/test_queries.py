@@ -73,7 +73,7 @@ def test_pll_word_l2r_on_a_wordpiece_model(wordpiece_bert):
     assert any(len(p) > 1 for w in sents for p in lm.encode_words(w)[1])       # the test needs split words
     l2r = queries.pll(lm, sents, variant="word_l2r")
     np.testing.assert_allclose(l2r, [_naive_pll(lm, w, variant="word_l2r") for w in sents], atol=1e-5)
-    assert not np.allclose(l2r, queries.pll(lm, sents))
+    assert np.abs(l2r - queries.pll(lm, sents)).max() > 1e-4     # differs beyond the 1e-5 agreement above
     single = [["the", "dog", "."]]
     if all(len(p) == 1 for p in lm.encode_words(single[0])[1]):
         np.testing.assert_allclose(queries.pll(lm, single, variant="word_l2r"), queries.pll(lm, single))

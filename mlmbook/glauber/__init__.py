@@ -8,7 +8,7 @@ module              idea
                     (a sampled Dobrushin coefficient)
 ``exact``           a small :class:`Frame`: exact transition matrix, :func:`stationary`,
                     :func:`spectral_gap`, :func:`critical_depth`, :func:`basin_barrier`,
-                    :func:`hitting_times`
+                    :func:`hitting_times`, :func:`escape_survival`
 ``trajectories``    reading chains: autocorrelation, basins, censored escape times and rates,
                     Arrhenius and growth-exponent fits with intervals, coupling tail bounds,
                     and the toy truth's view of states (log p, topic posterior, topic probe)
@@ -21,18 +21,20 @@ module              idea
 
 Divergences (``kl``, ``tv``) live in :mod:`mlmbook.stats`.
 """
-from .exact import (Frame, basin_barrier, critical_depth, exact_transition_matrix, hitting_times, is_reversible,
-                    relaxation_time, simulate_escapes, spectral_gap, state_index, state_space, stationary)
+from .exact import (Frame, basin_barrier, critical_depth, escape_survival, exact_transition_matrix, hitting_times,
+                    is_reversible, relaxation_time, simulate_escapes, spectral_gap, state_index, state_space, stationary)
 from .sampler import Coupling, GlauberSampler, influence
 from .trajectories import (EscapeRate, SlopeFit, arrhenius_fit, basin_occupancy, censored_quantile, escape_rate,
                            escape_times, hamming_autocorrelation, hysteresis_labels, loglog_slope, side_of, tail_bound,
-                           topic_log_odds, topic_posterior, topic_word_log_odds, truth_log_probs)
+                           topic_log_odds, topic_posterior, topic_word_log_odds, truth_log_probs,
+                           truth_topic_scores)
 
 __all__ = [
     "GlauberSampler", "Coupling", "influence",
     "Frame", "state_space", "state_index", "exact_transition_matrix", "critical_depth", "basin_barrier",
-    "hitting_times", "simulate_escapes", "stationary", "spectral_gap", "relaxation_time", "is_reversible",
+    "hitting_times", "escape_survival", "simulate_escapes", "stationary", "spectral_gap", "relaxation_time",
+    "is_reversible",
     "censored_quantile", "hamming_autocorrelation", "basin_occupancy", "escape_times", "hysteresis_labels",
-    "truth_log_probs", "topic_posterior", "topic_word_log_odds", "topic_log_odds",
+    "truth_log_probs", "topic_posterior", "truth_topic_scores", "topic_word_log_odds", "topic_log_odds",
     "EscapeRate", "escape_rate", "SlopeFit", "arrhenius_fit", "loglog_slope", "side_of", "tail_bound",
 ]

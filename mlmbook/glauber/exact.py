@@ -2,7 +2,8 @@ r"""Exact analysis of Glauber dynamics on a small state space (a :class:`Frame`)
 
 The transition matrix, :func:`stationary`, :func:`spectral_gap`, :func:`critical_depth` (the
 Arrhenius slope of the low-temperature relaxation time), :func:`basin_barrier` (the same
-height between two given sets of states) and :func:`hitting_times` (exact mean escape times).
+height between two given sets of states), :func:`hitting_times` (exact mean escape times) and
+:func:`escape_survival` (their exact law).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
     pass
 
 __all__ = ["Frame", "state_space", "state_index", "exact_transition_matrix", "critical_depth", "basin_barrier",
-           "hitting_times", "simulate_escapes", "stationary", "spectral_gap", "relaxation_time", "is_reversible"]
+           "hitting_times", "escape_survival", "simulate_escapes", "stationary", "spectral_gap", "relaxation_time", "is_reversible"]
 
 class Frame:
     r"""A small state space for exact analysis: a template sentence whose free sites range
@@ -313,6 +314,30 @@ def hitting_times(P, target) -> np.ndarray:
     rest = np.setdiff1d(np.arange(S), np.asarray(target, dtype=np.int64))
     A = sp.identity(len(rest), format="csc") - P[rest][:, rest].tocsc()
     out[rest] = spla.spsolve(A, np.ones(len(rest)))
+    return out
+
+
+def escape_survival(P, start: int, target, steps: int) -> np.ndarray:
+    r"""Exact law of the escape time :math:`\tau = \min\{t \ge 0 : X_t \in B\}` from ``start``:
+    :math:`P_s(\tau > t)` for :math:`t = 0, \dots,` ``steps`` (``steps`` + 1 values).
+
+    With :math:`Q = P_{B^cB^c}`, :math:`P_x(\tau > t) = (Q^t \mathbf 1)(x)`: one sparse
+    product per step. The capped moments follow, e.g.
+    :math:`\mathbb E\min(\tau, c) = \sum_{t<c} P(\tau > t)` and
+    :math:`\mathbb E\min(\tau, c)^2 = \sum_{t<c} (2t+1)\,P(\tau > t)`.
+    """
+    P = sp.csr_matrix(P)
+    tgt = np.zeros(P.shape[0], bool)
+    tgt[np.asarray(target, dtype=np.int64)] = True
+    if tgt[start]:
+        return np.zeros(steps + 1)
+    rest = np.flatnonzero(~tgt)
+    Q = P[rest][:, rest].tocsr()
+    s = int(np.searchsorted(rest, start))
+    u, out = np.ones(len(rest)), np.empty(steps + 1)
+    for t in range(steps + 1):
+        out[t] = u[s]
+        u = Q @ u
     return out
 
 

@@ -11,7 +11,7 @@ from scipy.optimize import brentq, minimize_scalar
 from scipy.stats import beta, chi2
 
 __all__ = ["censored_quantile", "hamming_autocorrelation", "basin_occupancy", "escape_times", "hysteresis_labels",
-           "truth_log_probs", "topic_posterior", "topic_word_log_odds", "topic_log_odds", "EscapeRate", "escape_rate",
+           "truth_log_probs", "topic_posterior", "truth_topic_scores", "topic_word_log_odds", "topic_log_odds", "EscapeRate", "escape_rate",
            "SlopeFit", "arrhenius_fit", "loglog_slope", "side_of", "tail_bound"]
 
 
@@ -129,6 +129,22 @@ def truth_log_probs(grammar, states, offset: int = 5, chunk: int = 256) -> np.nd
         lp = np.log(Z) - np.log(grammar.length_probs.sum())
     lp[bad.numpy() | (Z <= 0)] = -np.inf
     return lp.reshape(x.shape[:-1])
+
+
+def truth_topic_scores(grammar, states, offset: int = 5, chunk: int = 256) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`truth_log_probs` and :func:`topic_posterior` of the same states from one inside pass."""
+    x = torch.as_tensor(states)
+    words, bad = _word_rows(grammar, x, offset)
+    if words.shape[1] > grammar.max_length:
+        return truth_log_probs(grammar, x, offset, chunk), topic_posterior(grammar, x, offset, chunk)
+    Zt = _topic_inside(grammar, words, chunk).numpy()
+    tot = Zt.sum(axis=1)
+    bad = bad.numpy() | (tot <= 0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        lp = np.log(tot) - np.log(grammar.length_probs.sum())
+        post = Zt / tot[:, None]
+    lp[bad], post[bad] = -np.inf, np.nan
+    return lp.reshape(x.shape[:-1]), post.reshape(*x.shape[:-1], Zt.shape[1])
 
 
 def topic_posterior(grammar, states, offset: int = 5, chunk: int = 256) -> np.ndarray:

@@ -14,7 +14,7 @@ reading order:
 :mod:`.ag`           the Arnold–Gokhale joint :func:`ag` (accelerated, with an error bound)
 :mod:`.metrics`      divergences to the MLM and to the truth, perplexities, :func:`evaluate_pair`,
                      :func:`stack`, :func:`summarize`
-:mod:`.truth`        the toy world's exact joints, :func:`truth_joints`
+:mod:`.truth`        the toy world's exact joints, :func:`truth_joints`, :func:`restrict_joint`
 :mod:`.sampling`     the sample of pairs, :func:`choose_pairs`
 :mod:`.regime`       one rung of the model ladder: :func:`rung_pairs`, :func:`rung_point`,
                      :func:`verdict`, :func:`gain_trend`
@@ -32,11 +32,11 @@ from .metrics import (AGGREGATE, compatibility, conditional_divergence, conditio
                       unary_ppl)
 from .sampling import choose_pairs
 from .regime import LADDER_METHODS, gain_trend, rung_pairs, rung_point, verdict
-from .truth import truth_joints
+from .truth import restrict_joint, truth_joints
 
 __all__ = ["PairConditionals", "default_candidates", "gold_index", "iter_pair_conditionals", "pair_conditionals",
            "pair_conditionals_batch", "topk_candidates", "METHODS", "naive", "mrf", "mrf_local", "default_pivot",
            "hcb", "support_blocks", "match_blocks", "derive_all", "AGResult", "ag", "ag_objective",
            "compatibility", "conditional_divergence", "conditional_divergences", "kl_joint", "tv_joint",
            "truth_conditional_kl", "pair_ppl", "unary_ppl", "evaluate_pair", "stack", "AGGREGATE", "summarize",
-           "truth_joints", "LADDER_METHODS", "rung_pairs", "rung_point", "verdict", "gain_trend", "choose_pairs"]
+           "truth_joints", "restrict_joint", "LADDER_METHODS", "rung_pairs", "rung_point", "verdict", "gain_trend", "choose_pairs"]

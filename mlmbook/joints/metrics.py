@@ -177,7 +177,8 @@ def _log_unary(joint, a, b) -> float:
         return float(2 * np.log(joint[a, b]) - np.log(joint[:, b].sum()) - np.log(joint[a, :].sum()))
 
 
-def evaluate_pair(pc: PairConditionals, gold, truth=None, joints: dict | None = None) -> dict[str, float]:
+def evaluate_pair(pc: PairConditionals, gold, truth=None, joints: dict | None = None,
+                  to_mlm: bool = True) -> dict[str, float]:
     r"""Every per-pair quantity the chapter aggregates, as a flat ``{"method.metric": float}``.
 
     Parameters
@@ -189,7 +190,11 @@ def evaluate_pair(pc: PairConditionals, gold, truth=None, joints: dict | None = 
     truth : array or None
         The true joint over the same candidates (toy world only).
     joints : dict or None
-        Precomputed :func:`~mlmbook.joints.derive_all` output (default: computed here).
+        Precomputed :func:`~mlmbook.joints.derive_all` output, or a subset of its methods
+        (default: every method, computed here).
+    to_mlm : bool
+        Whether to compute the divergences to the MLM's conditionals (``m.kl``, ``m.rkl``,
+        ``m.jsd``, the costliest metric); the regime map does not need them.
 
     Returns
     -------
@@ -216,7 +221,7 @@ def evaluate_pair(pc: PairConditionals, gold, truth=None, joints: dict | None = 
         with np.errstate(divide="ignore"):
             out[f"{m}.logp_pair"] = float(np.log(J[a, b]))
         out[f"{m}.logp_unary"] = _log_unary(J, a, b)
-        for kind, value in conditional_divergences(J, pc).items():
+        for kind, value in (conditional_divergences(J, pc).items() if to_mlm else ()):
             out[f"{m}.{kind}"] = value
         if truth is not None:
             out[f"{m}.kl_truth"] = kl_joint(truth, J)

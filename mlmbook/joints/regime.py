@@ -25,7 +25,9 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 
 from ..stats import bootstrap, side_of_zero
+from .ag import ag
 from .conditionals import gold_index, iter_pair_conditionals
+from .derive import hcb, mrf, mrf_local
 from .metrics import evaluate_pair, stack
 
 if TYPE_CHECKING:
@@ -47,7 +49,10 @@ def _diff(x, y):
 
 
 def rung_pairs(lm: "MaskedLM", queries: Sequence, truths: Sequence) -> dict[str, np.ndarray]:
-    """Per-pair metrics of one model: :func:`~mlmbook.joints.evaluate_pair` on every query, stacked.
+    """Per-pair metrics of one model: :func:`~mlmbook.joints.evaluate_pair` on every query, stacked,
+    for the joints of :data:`LADDER_METHODS` and without the divergences to the MLM's conditionals
+    (what :func:`rung_point` reads; a row of the chapter's full :func:`~mlmbook.joints.evaluate_pair`
+    holds the same values under the same keys, so it can stand in for a rung measured already).
 
     Parameters
     ----------
@@ -65,7 +70,9 @@ def rung_pairs(lm: "MaskedLM", queries: Sequence, truths: Sequence) -> dict[str,
     rows = [None] * len(queries)
     for k, pc in iter_pair_conditionals(lm, queries):
         ids, a_pos, b_pos = queries[k]
-        rows[k] = evaluate_pair(pc, gold_index(pc, ids[a_pos], ids[b_pos]), truths[k])
+        joints = {"mrf": mrf(pc), "mrf_local": mrf_local(pc), "hcb": hcb(pc), "ag": ag(pc).joint}
+        rows[k] = evaluate_pair(pc, gold_index(pc, ids[a_pos], ids[b_pos]), truths[k], joints=joints,
+                                to_mlm=False)
     return stack(rows)
 
 

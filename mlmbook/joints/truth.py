@@ -8,7 +8,7 @@ import numpy as np
 from .. import threads
 from ..toy.vocab import N_SPECIAL
 
-__all__ = ["truth_joints"]
+__all__ = ["truth_joints", "restrict_joint"]
 
 
 def truth_joints(grammar, queries: Sequence, candidates=None, offset: int = N_SPECIAL) -> list[np.ndarray]:
@@ -42,12 +42,24 @@ def truth_joints(grammar, queries: Sequence, candidates=None, offset: int = N_SP
         with threads.using(threads.policy()):
             exact = dict(grammar.pair_joints(list(words), pairs))
         for k in ks:
-            P = exact[(int(queries[k][1]), int(queries[k][2]))]
-            ia, ib = (np.asarray(c, dtype=np.int64) - offset for c in cands[k])
-            ok_a, ok_b = (ia >= 0) & (ia < V), (ib >= 0) & (ib < V)
-            sub = np.zeros((len(ia), len(ib)))
-            sub[np.ix_(ok_a, ok_b)] = P[np.ix_(ia[ok_a], ib[ok_b])]
-            if sub.sum() <= 0:
-                raise ValueError(f"the candidates of query {k} have no probability under the truth")
-            out[k] = sub / sub.sum()
+            out[k] = restrict_joint(exact[(int(queries[k][1]), int(queries[k][2]))], *cands[k], offset=offset,
+                                    what=f"query {k}")
     return out
+
+
+def restrict_joint(P, cand_a, cand_b, offset: int = N_SPECIAL, what: str = "the query") -> np.ndarray:
+    """A joint over the full grid of words restricted to candidate token ids and renormalised.
+
+    ``P`` is a :func:`truth_joints` joint over the full grid (or ``Grammar.pair_joints``); tokens
+    outside the words (special tokens) get 0. The top-K comparison of chapter 2 uses it to reuse
+    full-grid truths instead of running inside-outside again.
+    """
+    P = np.asarray(P)
+    V = P.shape[0]
+    ia, ib = (np.asarray(c, dtype=np.int64) - offset for c in (cand_a, cand_b))
+    ok_a, ok_b = (ia >= 0) & (ia < V), (ib >= 0) & (ib < P.shape[1])
+    sub = np.zeros((len(ia), len(ib)))
+    sub[np.ix_(ok_a, ok_b)] = P[np.ix_(ia[ok_a], ib[ok_b])]
+    if sub.sum() <= 0:
+        raise ValueError(f"the candidates of {what} have no probability under the truth")
+    return sub / sub.sum()

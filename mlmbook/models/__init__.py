@@ -12,10 +12,11 @@ module              idea
 ``cache``           the atomic, locked model cache and :class:`CacheEntry`
 ``load``            :func:`load_mlm` by name
 ``ladder``          toy models from far from the truth to near it, each labelled by its KL to the truth
+``prepare``         train every toy model a build needs up front, one process per core
 ==================  ==============================================================
 """
 from ..errors import ModelLoadError
-from . import ladder
+from . import ladder, prepare
 from .base import MaskedLM
 from .cache import CacheEntry, load_or_train
 from .hf import HFMaskedLM, check_masked_lm
@@ -24,4 +25,4 @@ from .train import PRESETS, TrainConfig, preset_for
 from .truth import TruthOracle
 
 __all__ = ["MaskedLM", "HFMaskedLM", "TruthOracle", "CacheEntry", "load_or_train", "load_mlm", "check_masked_lm",
-           "PRESETS", "TrainConfig", "preset_for", "TOY_MODELS", "TRUTH_MODELS", "ModelLoadError", "ladder"]
+           "PRESETS", "TrainConfig", "preset_for", "TOY_MODELS", "TRUTH_MODELS", "ModelLoadError", "ladder", "prepare"]

@@ -28,7 +28,7 @@ from ..toy.grammar import Grammar
 from . import maelm
 from .train import PRESETS, TrainConfig, train
 
-__all__ = ["VERSION", "CacheEntry", "load_or_train", "entry_key"]
+__all__ = ["VERSION", "CacheEntry", "load_or_train", "is_cached", "entry_key"]
 
 VERSION = 2                       # bump to invalidate every cached model (2: thread count in the key)
 
@@ -39,6 +39,18 @@ def entry_key(grammar: Grammar, config: TrainConfig, seed: int, kind: str, n_thr
     """The hash that names a cache entry: everything that changes the trained weights."""
     blob = json.dumps([VERSION, kind, grammar.fingerprint, asdict(config), seed, n_threads], sort_keys=True).encode()
     return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def _entry_path(grammar: Grammar, config: TrainConfig, seed: int, kind: str) -> Path:
+    """Where the entry of a model trained under the current thread policy lives."""
+    key = entry_key(grammar, config, seed, kind, threads.policy())
+    return cache_dir() / f"{grammar.name.replace('+', '_')}{'-maelm' if kind == 'maelm' else ''}-{key}"
+
+
+def is_cached(grammar: Grammar, config: TrainConfig, seed: int = 0, kind: str = "mlm") -> bool:
+    """Whether :func:`load_or_train` would find this model in the cache (without training it)."""
+    path = _entry_path(grammar, config, seed, kind)
+    return path.exists() and _verify(path) is None
 
 
 def _sha256(path: Path) -> str:
@@ -144,9 +156,7 @@ def load_or_train(grammar: str | Grammar = "toy", preset: str | TrainConfig = "f
         raise ValueError(f"unknown training preset {preset!r}; use one of {', '.join(PRESETS)}")
     config = PRESETS[preset] if isinstance(preset, str) else preset
     n_threads = threads.policy()
-    key = entry_key(g, config, seed, kind, n_threads)
-    stem = g.name.replace("+", "_") + ("-maelm" if kind == "maelm" else "")
-    final = cache_dir() / f"{stem}-{key}"
+    final = _entry_path(g, config, seed, kind)
     info = dict(grammar=g.name, kind=kind, config=asdict(config), seed=seed, threads=n_threads, version=VERSION)
     make = (lambda tmp: maelm.train(g, config, seed, tmp, progress=progress)) if kind == "maelm" else \
         (lambda tmp: train(g, config, seed, tmp, progress=progress))

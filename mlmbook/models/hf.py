@@ -64,6 +64,8 @@ class HFMaskedLM(MaskedLM):
         threads.apply(large=getattr(model.config, "hidden_size", 0) >= threads.LARGE_HIDDEN)
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         self.model.to(self.device)
+        if self.device != "cpu":
+            self.max_tokens = 1 << 16                              # a GPU wants large batches
         self.mask_id = tok.mask_token_id
         vocab = tok.get_vocab()
         self.vocab = [None] * max(len(vocab), model.config.vocab_size)

@@ -38,7 +38,7 @@ from .cache import load_or_train
 from .hf import HFMaskedLM
 from .train import PRESETS, TrainConfig
 
-__all__ = ["Rung", "LADDERS", "SEEDS", "rungs", "seed_rungs", "load", "kl_to_truth", "KL_SENTENCES"]
+__all__ = ["Rung", "LADDERS", "SEEDS", "VERDICT_SEEDS", "rungs", "seed_rungs", "load", "kl_to_truth", "KL_SENTENCES"]
 
 LADDERS = {
     "quick": dict(sizes=(16, 32), steps=400),
@@ -49,6 +49,11 @@ The default model of the profile (:data:`~mlmbook.models.train.PRESETS`) is the 
 
 SEEDS = (0, 1, 2)
 """Training seeds of the smallest rung (:func:`seed_rungs`)."""
+
+VERDICT_SEEDS = {"quick": 3, "full": 1}
+"""Training seeds (0, 1, ...) of the default model that a chapter's verdicts must hold for. A
+quick model trains in about a minute, a full one in five and a half, so the full profile judges
+its one model (chapter 1 says so)."""
 
 KL_SENTENCES = 60
 """Held-out sentences on which a rung's KL to the truth is measured."""

@@ -32,6 +32,7 @@ from .chapters import (PROFILES, BuildError, Chapter, ChapterFailed, Layout, Usa
                    resolve_chapters, resolve_names, say)
 from ..paths import cache_dir, env_int
 from .checks import check_executed, clean_leftovers, last_started_cell, relax_formats
+from .cost import announce as announce_cost
 from .record import load_not_measured
 from .site import render, stage, write_notebooks_branch
 
@@ -414,6 +415,7 @@ def build(root: str | os.PathLike | None = None, chapters: list[str] = (),
         raise UsageError("--update-reference records the default full-profile numbers: use it with "
                          "--profile full, without -p parameters and without --render-only")
     plans = plan_parameters(selected, list(parameters), profile)  # all checked up front
+    announce_cost(plans)          # a real model: the time estimate per chapter, before anything runs
     if plans:  # what a killed build left: temporary notebooks, results of unfinished chapters
         clean_leftovers(layout.exec, layout.results)
 
@@ -421,6 +423,13 @@ def build(root: str | os.PathLike | None = None, chapters: list[str] = (),
     cache_before = set(cache_dir().glob("*")) if cache_dir().exists() else set()
     t_book = time.perf_counter()
     timings = {}
+    from ..models.load import TOY_MODELS                   # torch: imported only when building
+    from ..models.prepare import prepare as prepare_models
+    toy = [int(c.slug[:2]) for c, values in plans
+           if values.get("model", "toy") in TOY_MODELS and "seed" not in values and c.slug[:2].isdigit()]
+    if toy:                       # train the toy models they need, one process per core
+        if prepare_models(profile, toy, say=say):
+            timings["training"] = time.perf_counter() - t_book
     for chapter, values in plans:
         shown = ", ".join(f"{k}={v!r}" for k, v in values.items())
         say(f"executing {chapter.slug} ({shown})")

@@ -22,6 +22,7 @@ preterminal at ``i`` to each value ``A`` in a batch and read the gradient at ``j
 from __future__ import annotations
 
 import random
+from bisect import bisect_right
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -299,15 +300,8 @@ class PCFG:
 
 
 def _draw(cum, rng):
-    u = rng.random() * cum[-1]
-    lo, hi = 0, len(cum) - 1
-    while lo < hi:                          # first index with cum > u
-        mid = (lo + hi) // 2
-        if cum[mid] > u:
-            hi = mid
-        else:
-            lo = mid + 1
-    return lo
+    """The first index with ``cum[i] > u``, ``u`` uniform on ``[0, cum[-1])`` (callers clamp it)."""
+    return bisect_right(cum, rng.random() * cum[-1])
 
 
 def _normalise(num: torch.Tensor) -> torch.Tensor:

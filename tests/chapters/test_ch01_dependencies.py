@@ -15,13 +15,38 @@ SLUG = "01_dependencies"
 VERDICTS = ("above", "below", "statistically indistinguishable from")
 
 
+LEVEL = "statistically indistinguishable from"
+
+
 def _verdict_consistent(r, a, b):
-    """A verdict needs at least 5 sentences and the 99 % paired interval to exclude zero."""
-    verdict = r[f"{a}_vs_{b}"]
-    lo, hi, n = r[f"{a}_minus_{b}_lo99"], r[f"{a}_minus_{b}_hi99"], r[f"{a}_minus_{b}_n"]
+    """A verdict needs at least 5 sentences and the 99 % paired interval to exclude zero on the
+    same side for every training seed's model (a reference file from before the seeds were
+    recorded has one seed: its own interval)."""
+    verdict, n = r[f"{a}_vs_{b}"], r[f"{a}_minus_{b}_n"]
+    los = r.get(f"{a}_minus_{b}_lo99_seeds", [r[f"{a}_minus_{b}_lo99"]])
+    his = r.get(f"{a}_minus_{b}_hi99_seeds", [r[f"{a}_minus_{b}_hi99"]])
     if n < 5:
-        return verdict == "statistically indistinguishable from"
-    return verdict == ("above" if lo > 0 else "below" if hi < 0 else "statistically indistinguishable from")
+        return verdict == LEVEL
+    return verdict == ("above" if min(los) > 0 else "below" if max(his) < 0 else LEVEL)
+
+
+def _check_seeds(r, comparisons):
+    """Every verdict was taken over the recorded training seeds: the chapter's own seed first,
+    one difference and 99 % interval per seed, and a seed-0 verdict that is the one its
+    interval gives; a verdict other than "indistinguishable" only where all seeds agree."""
+    seeds = r["verdict_seeds"]
+    assert r["n_verdict_seeds"] == len(seeds) >= 1
+    for a, b in comparisons:
+        name = f"{a}_minus_{b}"
+        diffs, los, his = r[f"{name}_seeds"], r[f"{name}_lo99_seeds"], r[f"{name}_hi99_seeds"]
+        per_seed = r[f"{a}_vs_{b}_seed_verdicts"]
+        assert len(diffs) == len(los) == len(his) == len(per_seed) == len(seeds)
+        assert diffs[0] == pytest.approx(r[name]) and los[0] == pytest.approx(r[f"{name}_lo99"])
+        for d, lo, hi, v in zip(diffs, los, his, per_seed):
+            assert lo <= d <= hi
+            if r[f"{name}_n"] >= 5:
+                assert v == ("above" if lo > 0 else "below" if hi < 0 else LEVEL)
+        assert r[f"{a}_vs_{b}"] == (per_seed[0] if len(set(per_seed)) == 1 else LEVEL)
 
 
 def _markdown_outputs(nb):
@@ -47,6 +72,12 @@ def _check_claims(r):
             or r["n_grid"] < r["n_corpus"]
     for a, b in [("cpmi", "adjacent"), ("truth", "adjacent"), ("truth", "dmv")]:
         assert _verdict_consistent(r, a, b)
+    if "verdict_seeds" in r:        # recorded since the verdicts are taken across seeds
+        _check_seeds(r, [("mlm", "adjacent"), ("mlm", "dmv"), ("mlm", "cpmi"), ("mlm", "truth"),
+                         ("cpmi", "adjacent"), ("truth", "adjacent"), ("truth", "dmv")])
+        # truth, adjacent and DMV do not depend on the MLM: their comparisons agree across seeds
+        for name in ("truth_minus_adjacent", "truth_minus_dmv"):
+            assert len(set(r[f"{name}_seeds"])) == 1
     # the CPMI-vs-adjacent discussion: the chain's score is the share of neighbour edges, and
     # CPMI is above it exactly when it gains more longer edges than it loses neighbour ones
     assert r["gold_adjacent_share"] == pytest.approx(r["uuas_adjacent"])
@@ -73,27 +104,54 @@ def _check_claims(r):
 
 
 def _check_regime(r, nb=None):
-    """The regime map's verdicts (issue 14), from its recorded numbers."""
+    """The regime map's verdicts (issues 14 and 18), from its recorded numbers.
+
+    A rung trained with several seeds states a verdict only where every seed's 99 % interval
+    gives it; a rung trained once only where its 99 % interval clears zero by the margin, the
+    largest seed-to-seed UUAS spread of the same method on a rung with several seeds."""
     from mlmbook.dependencies import regime
     assert r["regime_n_sentences"] >= 5 and r["regime_n_seeds"] == 3
     rungs = r["regime_rungs"]
     assert rungs[0] == r["regime_lowest"] and rungs[-1] == r["regime_highest"]
+    assert r[f"regime_{rungs[-1]}_mlm_n_seeds"] == r["n_verdict_seeds"]   # the top rung is the chapter's model
     for m in ("mlm", "cpmi"):
-        kls = []
+        kls, spreads, single = [], [], []
         for name in rungs:
             k = f"regime_{name.replace('@', '_').replace('%', '')}_{m}"
             assert 0 <= r[f"{k}_lo"] <= r[f"{k}_uuas"] <= r[f"{k}_hi"] <= 1
             assert r[f"{k}_diff"] == pytest.approx(r[f"{k}_uuas"] - r["regime_truth_uuas"], abs=1e-9)
-            assert r[f"{k}_verdict"] == regime.verdict(r[f"{k}_diff_lo99"], r[f"{k}_diff_hi99"],
-                                                       r["regime_n_sentences"])
+            n_seeds, per_seed = r[f"{k}_n_seeds"], r[f"{k}_seed_verdicts"]
+            assert len(per_seed) == n_seeds
+            others = sorted(x for x in r if x.startswith(k.replace(f"_{m}", "_seed")) and
+                            x.endswith(f"_{m}_diff_lo99"))
+            assert len(others) == n_seeds - 1
+            los = [r[f"{k}_diff_lo99"]] + [r[x] for x in others]
+            his = [r[f"{k}_diff_hi99"]] + [r[x.replace("_lo99", "_hi99")] for x in others]
+            assert per_seed == [regime.verdict(lo, hi, r["regime_n_sentences"]) for lo, hi in zip(los, his)]
+            if n_seeds > 1:
+                uu = [r[f"{k}_uuas"]] + [r[x.replace("_diff_lo99", "_uuas")] for x in others]
+                spreads.append(max(uu) - min(uu))
+                assert r[f"{k}_verdict"] == (per_seed[0] if len(set(per_seed)) == 1 else LEVEL)
+                if r[f"{k}_verdict"] != LEVEL:                # "above"/"below" holds for every seed
+                    assert min(los) > 0 or max(his) < 0
+            else:
+                single.append(k)
             group = {"above": "above", "below": "below"}.get(r[f"{k}_verdict"], "level")
             assert name in r[f"regime_{m}_{group}"]
             kls.append(r[f"{k}_kl"])
+        margin = r[f"regime_margin_{m}"]
+        assert margin == pytest.approx(max(spreads))
+        for k in single:
+            assert r[f"{k}_verdict"] == regime.verdict(r[f"{k}_diff_lo99"] - margin, r[f"{k}_diff_hi99"] + margin,
+                                                       r["regime_n_sentences"])
         assert kls == sorted(kls, reverse=True)               # farthest from the truth first
         uu = r[f"regime_seed_{m}_uuas"]
         assert len(uu) == 3 and r[f"regime_seed_{m}_spread"] == pytest.approx(max(uu) - min(uu))
+        assert margin >= r[f"regime_seed_{m}_spread"] - 1e-12
     if nb is not None:                                         # the printed verdict is the recorded one
-        assert any(r["regime_text"].split("\n\n")[1][:80] in t for t in _markdown_outputs(nb))
+        shown = _markdown_outputs(nb)
+        assert any(r["regime_text"].split("\n\n")[1][:80] in t for t in shown)
+        assert any(f"clear zero by {r['regime_margin_mlm']:.3f}" in t for t in shown)
 
 
 def test_chapter_quick_profile(quick_book):
@@ -106,6 +164,16 @@ def test_chapter_quick_profile(quick_book):
     assert "grid was skipped" not in text                  # it ran
     _no_missing_numbers(nb)
     _check_regime(r, nb)
+    # the quick profile takes every verdict across three training seeds, and says so
+    assert r["verdict_seeds"] == [0, 1, 2] and r["n_verdict_seeds"] == 3
+    said = [t for t in _markdown_outputs(nb) if t.startswith("With 3 training seeds (0, 1, 2)")]
+    assert len(said) == 1
+    per_seed = {k: v for k, v in r.items() if k.endswith("_seed_verdicts") and not k.startswith("regime")}
+    lost = [k for k, v in per_seed.items() if len(set(v)) > 1]
+    assert ("did not survive a change of training seed" in said[0]) == bool(lost)
+    for k, v in per_seed.items():                      # a verdict that every seed gives is stated
+        if len(set(v)) == 1 and v[0] != LEVEL:
+            assert f"is {v[0]} " in said[0]
 
 
 def test_chapter_full_profile_claims(full_results):

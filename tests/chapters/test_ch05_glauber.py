@@ -304,6 +304,9 @@ def _check_toy(r):
         assert ("grow exponentially" in verdict) == (lo > 0)
         assert ("at the rate the barrier predicts" in verdict) == (lo > 0 and lo <= r["topic_gamma_wall"] <= hi)
     assert ("where the world has a barrier (" in r["topic_verdict"]) == r["escape_exponential_mlm"]
+    if "check_p" in r:                                         # references built before the sampler check lack it
+        assert r["check_p_min"] == min(r["check_p"].values()) and set(r["check_p"]) == {"plateau", "wall"}
+        assert ("do not agree" in r["check_text"]) == (r["check_p_min"] < 0.01)
     assert r["probe_agreement"] > 0.9
     lo, hi = (float(v.replace("∞", "inf")) for v in r["escape_interval_truth_plateau"].strip("[]").split(", "))
     assert r["plateau_flat"] == (lo <= 0 <= hi and r["topic_gamma_plateau"] < 0.1)

@@ -1,0 +1,250 @@
+r"""What a chapter will cost with a real model, estimated before it runs.
+
+.. math:: \text{seconds} \approx \sum_{\text{rows}} \text{tokens per row} \,/\, \text{tokens/s}
+
+The rows are the masked-query rows (forward passes) a chapter will send, counted from the
+size settings the chapter itself reads (its ``SIZES`` and constants, parsed from its code
+cells, so the count follows an edit of the chapter); tokens/s is measured on the spot with a
+couple of small forward passes of the model. Each ``rows_chN`` names its terms, so the
+estimate says which dominates. An approximation: work outside the model (decoding,
+bootstraps, inside–outside), de-duplication of identical rows and the quadratic part of
+attention are left out, and row lengths come from the chapter's corpus source, not always
+its exact selection of sentences.
+"""
+from __future__ import annotations
+
+import ast
+import math
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..errors import MLMBookError
+from . import chapters as ch
+
+if TYPE_CHECKING:
+    from ..models.base import MaskedLM
+
+__all__ = ["Work", "announce", "chapter_constants", "estimate", "paragraph", "report", "rows_for", "tokens_per_second"]
+
+SPECIALS = 2
+"""Tokens a model adds to every row ([CLS] and [SEP] for BERT)."""
+
+
+@dataclass
+class Work:
+    """Rows of forward passes a chapter sends, by term (name -> (rows, tokens))."""
+
+    terms: dict[str, tuple[int, int]] = field(default_factory=dict)
+    note: str = ""
+    rows = property(lambda self: sum(r for r, _ in self.terms.values()), doc="Rows in all.")
+    tokens = property(lambda self: sum(t for _, t in self.terms.values()), doc="Tokens in all.")
+
+    def add(self, name: str, rows: int, tokens_per_row: float) -> Work:
+        """Add ``rows`` rows of ``tokens_per_row`` tokens (plus :data:`SPECIALS`) to term ``name``."""
+        r, t = self.terms.get(name, (0, 0))
+        self.terms[name] = (r + int(rows), t + round(rows * (tokens_per_row + SPECIALS)))
+        return self
+
+
+def _value(node: ast.expr):
+    """A literal, ``dict(k=literal, ...)`` or ``<x>.record("key", literal)``; else ValueError."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict" and not node.args:
+        return {k.arg: _value(k.value) for k in node.keywords}
+    if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "record" and len(node.args) == 2:
+        return _value(node.args[1])
+    if isinstance(node, ast.Dict):
+        return {_value(k): _value(v) for k, v in zip(node.keys, node.values)}
+    return ast.literal_eval(node)
+
+
+def chapter_constants(chapter: ch.Chapter) -> dict[str, object]:
+    """Names assigned a literal at the top level of the chapter's code cells (the first assignment wins).
+
+    ``dict(...)`` of literals and ``mlmbook.record("key", literal)`` count as literals, so ``SIZES``
+    and constants such as ``N_AUX = mlmbook.record("eoc_aux", 5)`` are found.
+    """
+    found: dict[str, object] = {}
+    for cell in (c for c in ch.read_notebook(chapter).cells if c.cell_type == "code"):
+        try:
+            body = ast.parse("\n".join(ln for ln in cell.source.splitlines()
+                                       if not ln.lstrip().startswith(("%", "!")))).body
+        except SyntaxError:
+            continue
+        for node in body:
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                try:
+                    found.setdefault(node.targets[0].id, _value(node.value))
+                except (ValueError, TypeError, SyntaxError):
+                    pass
+    return found
+
+
+def _sentences(lm: MaskedLM, treebank, n: int, seed: int, min_words: int = 5, max_words: int = 14,
+               drop_punct: bool = False) -> list[list[int]]:
+    """Token ids of ``n`` sentences: a treebank's (when found) within the word limits, else the toy language's."""
+    from ..corpus import load_treebank
+    from ..toy import Grammar
+    words = None
+    try:
+        if treebank is not None:
+            words = [s.words for s in load_treebank(treebank, drop_punct=drop_punct, max_len=max_words,
+                                                    min_len=min_words)]
+            words = [words[k] for k in np.random.default_rng(seed).permutation(len(words))]
+    except (MLMBookError, FileNotFoundError):       # TreebankError
+        pass                                        # the chapters fall back to the toy language too
+    words = words or [s.words for s in Grammar.load("toy").sample(n, seed=seed)]
+    ids = (lm.encode_words(list(w))[0] for w in words)
+    return [r for r in ids if 0 < len(r) <= lm.max_length][:n]
+
+
+def cpmi_rows(lm: MaskedLM, e) -> int:
+    """Rows :func:`mlmbook.dependencies.cpmi` sends for one encoded sentence ``e``: ``m_a x n_keep`` per word."""
+    unpredictable = set(getattr(lm, "special_ids", [])) | {lm.mask_id}
+    return sum(len(e.keep) * sum(e.ids[p] not in unpredictable for p in e.pieces[a]) for a in e.keep)
+
+
+def rows_ch1(lm: MaskedLM, values: dict, c: dict) -> Work:
+    """Chapter 1: the exact CMI grid (``2K + 1`` rows per piece pair, on the sentences its row budget
+    affords), Gibbs (``2 x chains x steps`` rows per piece pair) and CPMI (:func:`cpmi_rows`), on the
+    chapter's own corpus. With a real vocabulary the grid affords no sentence: CPMI and Gibbs remain,
+    and Gibbs dominates (hundreds of rows per pair against ``n_keep`` per word for CPMI)."""
+    from ..corpus import find_treebank, read_conllu
+    from ..dependencies import grid_rows
+    from ..dependencies.pieces import encode_all
+    from ..toy import Grammar
+    size, seed, window, treebank = c["SIZES"][values["profile"]], values["seed"], values["window"], values["treebank"]
+    if treebank is None:
+        grammar = Grammar.load("toy")
+        pool, max_words = grammar.sample(20 * size["corpus"], seed=seed), grammar.max_length
+    else:
+        pool = read_conllu(find_treebank(treebank))
+        pool, max_words = [pool[k] for k in np.random.default_rng(seed).permutation(len(pool))], size["max_words"]
+    corpus = [s for s in pool if 3 <= sum(u != "PUNCT" for u in s.upos) <= max_words
+              and len(lm.encode_words(s.words)[0]) <= lm.max_length][: size["corpus"]]
+    words, keep = [s.words for s in corpus], [[i for i, u in enumerate(s.upos) if u != "PUNCT"] for s in corpus]
+    grid = np.cumsum([grid_rows(lm, [w], [k], window) for w, k in zip(words, keep)])
+    n_grid = int(np.searchsorted(grid, size["grid_rows"], side="right"))
+    work = Work()
+    for s, e in enumerate(encode_all(lm, words, keep)):
+        if s < n_grid:
+            work.add("exact CMI grid", grid[s] - (grid[s - 1] if s else 0), len(e.ids))
+        if s < size["gibbs"]:
+            work.add("Gibbs CMI", len(e.piece_pairs(window)) * 2 * size["chains"] * size["steps"], len(e.ids))
+        work.add("CPMI", cpmi_rows(lm, e), len(e.ids))
+    return work
+
+
+def rows_ch2(lm: MaskedLM, values: dict, c: dict) -> Work:
+    """Chapter 2: two pairs per sentence, each ``1 + 2(K + 1) + 1`` rows with top-K candidates (``2V + 1``
+    on the full grid): the candidates' size dominates. The showcase's few pairs are left out."""
+    n = c["SIZES"]["real"][values["profile"]]
+    full = values["candidates"] == "full" or (values["candidates"] == "auto" and lm.V <= 1000)
+    per_pair = 2 * lm.V + 1 if full else 2 * (values["top_k"] + 1) + 2
+    sents = _sentences(lm, values["treebank"] or "test", n, values["seed"], drop_punct=True)
+    return Work().add("pair conditionals", 2 * len(sents) * per_pair, float(np.mean([len(r) for r in sents])))
+
+
+def rows_ch3(lm: MaskedLM, values: dict, c: dict) -> Work:
+    """Chapter 3: 8 rows per pair of positions (top-2, rectangle, order; up to ``MAX_PAIRS`` pairs a
+    sentence), 4 per random rectangle (up to 300), and ``2 + N_AUX (C + 2)`` per ensemble target
+    (``C = N_CANDIDATES``): the ensemble dominates."""
+    size = c["SIZES"][values["profile"]]
+    sents = _sentences(lm, values["treebank"], size["sentences"] + size["eoc_items"], values["seed"])
+    pairs = sum(min(math.comb(len(r), 2), c["MAX_PAIRS"]) for r in sents[: size["sentences"]])
+    per_target, mean = 2 + c["N_AUX"] * (c["N_CANDIDATES"] + 2), float(np.mean([len(r) for r in sents]))
+    return (Work().add("rectangle and order tests", 8 * pairs, mean).add("random rectangles", 4 * min(300, pairs), mean)
+            .add("ensemble of conditionals", len(sents[size["sentences"]:]) * per_target, mean))
+
+
+def rows_ch4(lm: MaskedLM, values: dict, c: dict) -> Work:
+    """Chapter 4 (a real model runs the rank analysis only): each sentence twice, clean and 15 % masked."""
+    size = c["SIZES"][values["profile"]]
+    sents = _sentences(lm, values["treebank"], size["rank_sentences"], values["seed"] + 10_000, 1, 40)
+    return Work().add("hidden states", 2 * len(sents), float(np.mean([len(r) for r in sents])))
+
+
+def rows_for(chapter: ch.Chapter, lm: MaskedLM, values: dict) -> Work | None:
+    """The rows ``chapter`` will send to ``lm`` (whose tokenizer sets the row lengths).
+
+    ``values`` are the planned parameters (``profile``, any ``-p`` values; the others take their
+    defaults). None for a chapter whose real-model path is not modelled (chapter 5).
+    """
+    counters = {1: rows_ch1, 2: rows_ch2, 3: rows_ch3, 4: rows_ch4}
+    if chapter.number == 0:
+        return Work(note="a real model asks no masked queries here (the chapter is about the toy model)")
+    if chapter.number not in counters:
+        return None
+    values = {**ch.parameter_defaults(ch.read_notebook(chapter)), **values}
+    return counters[chapter.number](lm, values, chapter_constants(chapter))
+
+
+def tokens_per_second(lm: MaskedLM, rows: int = 16, length: int = 16, repeats: int = 2) -> float:
+    """The model's throughput in tokens/s (:data:`SPECIALS` included), measured now.
+
+    ``repeats`` timed :meth:`~mlmbook.models.base.MaskedLM.logits` calls on ``rows`` random rows
+    of ``length`` tokens, one masked query each, after one untimed warm-up call.
+    """
+    words = np.setdiff1d(np.arange(lm.V), list(getattr(lm, "special_ids", [])) + [lm.mask_id])
+    length = min(length, lm.max_length)
+    ids = np.random.default_rng(0).choice(words, (rows, length))
+    ids[:, 0] = lm.mask_id
+    positions = np.zeros((rows, 1), dtype=np.int64)
+    lm.logits(ids, positions)                                # warm-up
+    start = time.perf_counter()
+    for _ in range(repeats):
+        lm.logits(ids, positions)
+    return rows * (length + SPECIALS) * repeats / max(time.perf_counter() - start, 1e-9)
+
+
+def paragraph(slug: str, model: str, work: Work | None, rate: float) -> str:
+    """The printed estimate for one chapter (``rate`` in tokens/s)."""
+    if work is None:
+        return f"{slug} with {model}: no cost estimate (this chapter's real-model path is not modelled)."
+    if not work.rows:
+        return f"{slug} with {model}: {work.note or 'no masked queries'}."
+    s = work.tokens / rate
+    took = f"{s:.0f} s" if s < 120 else f"{s / 60:.1f} min" if s < 7200 else f"{s / 3600:.1f} h"
+    terms = sorted(work.terms.items(), key=lambda kv: -kv[1][1])
+    parts = ", ".join(f"{name} {r:,} rows ({t / work.tokens:.0%})" for name, (r, t) in terms)
+    return (f"{slug} with {model}: estimate {work.rows:,} masked-query rows x {work.tokens / work.rows:.1f} "
+            f"tokens per row / {rate:,.0f} tokens/s (measured just now) = about {took} of model time "
+            f"({s:.1f} s); by share of tokens: {parts}. Work outside the model is not counted.")
+
+
+def report(plans: list[tuple[ch.Chapter, dict]]) -> list[str]:
+    """One estimate paragraph per planned chapter whose model is not a toy model or oracle.
+
+    ``plans`` as :func:`mlmbook.pipeline.chapters.plan_parameters` returns them; each model is
+    loaded and timed once.
+    """
+    from ..models.load import TOY_MODELS, TRUTH_MODELS, load_mlm
+    out, loaded = [], {}
+    for chapter, values in plans:
+        model = values.get("model")
+        if not isinstance(model, str) or model in TOY_MODELS or model in TRUTH_MODELS:
+            continue
+        if model not in loaded:
+            lm = load_mlm(model)
+            loaded[model] = (lm, tokens_per_second(lm))
+        lm, rate = loaded[model]
+        out.append(paragraph(chapter.slug, model, rows_for(chapter, lm, values), rate))
+    return out
+
+
+def announce(plans: list[tuple[ch.Chapter, dict]]) -> None:
+    """Print :func:`report` on stderr before a build; a failure to estimate only prints why."""
+    try:
+        lines = report(plans)
+    except (MLMBookError, OSError, ValueError, KeyError, TypeError, RuntimeError) as err:   # advisory only
+        lines = [f"no cost estimate ({type(err).__name__}: {err})"]
+    for line in lines:
+        ch.say(line)
+
+
+def estimate(root, chapters: list[str], profile: str, parameters: list[tuple[str, str]]) -> list[str]:
+    """:func:`report` for ``python -m mlmbook cost``, the chapters and parameters checked as ``build`` does."""
+    selected = ch.resolve_chapters(ch.find_chapters(ch.Layout.find(root)), list(chapters))
+    return report(ch.plan_parameters(selected, list(parameters), profile))
