@@ -40,7 +40,11 @@ _RESULTS: dict[str, object] = {}
 
 
 def _plain(value):
-    """Convert numpy/torch scalars and arrays to plain JSON-compatible Python objects."""
+    """Convert numpy/torch scalars and arrays to plain JSON-compatible Python objects; an
+    :class:`~mlmbook.stats.Interval`, :class:`~mlmbook.stats.Verdict` or
+    :class:`~mlmbook.stats.Family` to its record (a dict with ``kind``)."""
+    if hasattr(value, "to_record"):
+        return value.to_record()
     if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):
         value = value.tolist()  # numpy scalar or array, torch tensor
     if isinstance(value, bool) or value is None or isinstance(value, str):
@@ -140,15 +144,20 @@ def record(key: str, value):
     ----------
     key : str
         Name the prose and the tests use, e.g. ``"uuas"``; letters, digits, ``_``, ``-``, ``.``.
-    value : number, str, bool, or list/dict of those
-        numpy and torch scalars/arrays are converted to plain Python values.
+    value : number, str, bool, or list/dict of those; an Interval, Verdict or Family
+        numpy and torch scalars/arrays are converted to plain Python values. A
+        :class:`~mlmbook.stats.Verdict` is stored whole (side, interval, level, family,
+        detectable effect: tests check it against the rule) and glued as its text.
 
     Returns
     -------
     object
-        The stored (plain) value, so ``x = record("x", compute())`` reads naturally.
+        The stored (plain) value, so ``x = record("x", compute())`` reads naturally (an
+        Interval, Verdict or Family is returned as itself).
     """
     _check_key(key)
+    original = value
+    shown = value.text() if hasattr(value, "text") and hasattr(value, "side") else None
     value = _plain(value)
     _RESULTS[key] = value
     path = results_path()
@@ -158,8 +167,8 @@ def record(key: str, value):
         if key in data.get(NOT_MEASURED_KEY, {}):
             del data[NOT_MEASURED_KEY][key]
         _write_atomic(path, data)
-    _glue(key, value)
-    return value
+    _glue(key, value if shown is None else shown)
+    return original if hasattr(original, "to_record") else value
 
 
 def _check_key(key) -> None:

@@ -36,6 +36,7 @@ import yaml
 
 from ..corpus.sentence import Sentence
 from ..errors import GrammarError
+from . import knobs as _knobs
 from .pcfg import PCFG, BinaryRule
 
 __all__ = ["Grammar", "compile_grammar", "GRAMMAR_DIR"]
@@ -237,14 +238,20 @@ class Grammar:
         The grammar schema (see ``mlmbook/grammars/toy.yaml``).
     topic : bool or str
         Use the latent-topic variant; a string names a ``topic_coherence`` setting of the schema.
+    knobs : dict, optional
+        Settings of the world's knobs (:mod:`mlmbook.toy.knobs`), e.g. ``{"selection": 0.5}``.
     """
 
-    def __init__(self, spec: dict, topic: bool | str = False):
+    def __init__(self, spec: dict, topic: bool | str = False, knobs: dict | None = None):
+        self.knobs = _knobs.check(knobs)
+        self.base_spec = spec
+        spec = _knobs.apply_spec(spec, self.knobs)
         self.spec = spec
-        self.name = spec.get("name", "grammar") + ("+topic" if topic else "") + (f":{topic}" if isinstance(topic, str) else "")
+        base = spec.get("name", "grammar") + ("+topic" if topic else "") + (f":{topic}" if isinstance(topic, str) else "")
+        self.name = _knobs.format_name(base, self.knobs)
         self.topic = topic
         self.coherence = coherence(spec, topic) if topic else None
-        self.pcfg = compile_grammar(spec, topic)
+        self.pcfg = _knobs.apply_pcfg(compile_grammar(spec, topic), self.knobs)
         self.vocab = list(self.pcfg.vocab)
         self.word_id = {w: k for k, w in enumerate(self.vocab)}
         self.max_length = int(spec["max_length"])
@@ -255,9 +262,12 @@ class Grammar:
         self._present = {"sg": {ws[0] for ws in forms}, "pl": {ws[1] for ws in forms}}
 
     @classmethod
-    def load(cls, name_or_path: str = "toy", topic: bool | str = False) -> "Grammar":
+    def load(cls, name_or_path: str = "toy", topic: bool | str = False, knobs: dict | None = None) -> "Grammar":
         """Load ``toy`` / ``tiny`` (shipped) or a YAML file path; ``toy_topic`` = ``toy`` with topics,
-        ``toy_topic:ridge`` = with the ``ridge`` setting of ``topic_coherence``."""
+        ``toy_topic:ridge`` = with the ``ridge`` setting of ``topic_coherence``; a name may end in knob
+        settings, ``toy[selection=0.5]`` (:mod:`mlmbook.toy.knobs`), merged with ``knobs``."""
+        name_or_path, named = _knobs.parse_name(name_or_path)
+        knobs = {**named, **(knobs or {})}
         if ":" in name_or_path and name_or_path.split(":", 1)[0].endswith("_topic"):
             name_or_path, topic = name_or_path.split(":", 1)
             name_or_path = name_or_path[: -len("_topic")]
@@ -269,7 +279,7 @@ class Grammar:
         if not path.exists():
             shipped = ", ".join(sorted(p.stem for p in GRAMMAR_DIR.glob("*.yaml")))
             raise FileNotFoundError(f"no grammar '{name_or_path}': use one of {shipped} or a path to a .yaml file")
-        return cls(yaml.safe_load(path.read_text()), topic=topic)
+        return cls(yaml.safe_load(path.read_text()), topic=topic, knobs=knobs)
 
     @property
     def fingerprint(self) -> str:
@@ -278,9 +288,9 @@ class Grammar:
         The ``topic_coherence`` table is left out (the plain grammar and the default topic
         variant do not read it, so their caches survive edits to it); a named setting adds its value.
         """
-        core = {k: v for k, v in self.spec.items() if k != "topic_coherence"}
+        core = {k: v for k, v in self.base_spec.items() if k != "topic_coherence"}
         variant = self.topic if self.coherence in (None, 1.0) else [True, {"neutral": self.coherence}]
-        blob = json.dumps([core, variant], sort_keys=True).encode()
+        blob = json.dumps([core, variant] + ([self.knobs] if self.knobs else []), sort_keys=True).encode()
         return hashlib.sha256(blob).hexdigest()[:16]
 
     def __repr__(self):

@@ -1,0 +1,399 @@
+r"""Intervals fit for their data — the first half of the book's one decision rule.
+
+Every estimate a chapter turns into a verdict comes with an :class:`Interval`: the estimate,
+its lower and upper ends at a stated level, the method, the number of units (sentences, pairs,
+seeds) and the standard error from which :mod:`mlmbook.stats.decide` computes the smallest
+effect the sample could have detected.
+
+=================================  ======================================================================
+constructor                        use it for
+=================================  ======================================================================
+:func:`bootstrap`                  any statistic of rows (a mean, a median, a paired difference); with
+                                   ``groups`` a *hierarchical* bootstrap: training seeds, then
+                                   sentences within each seed
+:func:`ratio`                      a ratio of sums over units, :math:`\sum_k c_k / \sum_k g_k` (corpus
+                                   UUAS), paired or not; 0/0 is *undefined*, never 0
+:func:`t_interval`                 the mean of a few values (n < 30, e.g. one number per training seed)
+:func:`proportion`                 k successes in n trials: Wilson, or Clopper–Pearson (``exact``)
+:func:`censored_median`            a median of waiting times capped at a horizon (Kaplan–Meier); a median
+                                   beyond the cap is a lower bound, never :math:`+\infty`
+:func:`undefined`                  a quantity that has no value (0/0), with the reason
+=================================  ======================================================================
+
+An :class:`Interval` unpacks as ``estimate, low, high``.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+from scipy.stats import beta as beta_dist
+from scipy.stats import norm
+from scipy.stats import t as student_t
+
+from .divergences import as_array
+
+__all__ = ["Interval", "bootstrap", "ratio", "t_interval", "proportion", "censored_median", "undefined",
+           "replicates_for", "LEVEL"]
+
+LEVEL = 0.95
+"""The level of an interval that no chapter's verdict family has set (figures' error bars)."""
+
+NAN = float("nan")
+
+
+@dataclass(frozen=True)
+class Interval:
+    r"""An estimate with an interval.
+
+    Attributes
+    ----------
+    estimate : float
+        The point estimate (``nan`` when :attr:`defined` is False).
+    low, high : float
+        The interval's ends; ``high`` may be ``inf`` where the data do not bound it.
+    level : float
+        Its coverage, e.g. 0.95.
+    method : str
+        How it was computed, in words (``"percentile bootstrap over 40 sentences"``).
+    n : int
+        Units behind it (sentences, pairs, runs; seeds for :func:`t_interval`).
+    se : float
+        Standard error of the estimate (``nan`` if unknown), for the detectable effect.
+    seeds : int
+        Training seeds the units come from (1 when there is one model).
+    lower_bound : bool
+        The estimate is only a lower bound (a censored median beyond the cap: "more than").
+    note : str
+        Why it is undefined or censored, in words; empty otherwise.
+    """
+
+    estimate: float
+    low: float
+    high: float
+    level: float = LEVEL
+    method: str = ""
+    n: int = 0
+    se: float = NAN
+    seeds: int = 1
+    lower_bound: bool = False
+    note: str = ""
+
+    def __iter__(self):
+        yield self.estimate
+        yield self.low
+        yield self.high
+
+    @property
+    def defined(self) -> bool:
+        """False for a quantity with no value (0/0): see :func:`undefined`."""
+        return not (math.isnan(self.estimate) and not self.lower_bound)
+
+    @property
+    def width(self) -> float:
+        return self.high - self.low
+
+    def shift(self, by: float) -> "Interval":
+        """The same interval moved by ``by`` (e.g. a value minus a known constant)."""
+        return _replace(self, estimate=self.estimate + by, low=self.low + by, high=self.high + by)
+
+    def scale(self, by: float) -> "Interval":
+        """The same interval multiplied by ``by > 0`` (e.g. a rank divided by a width)."""
+        if by <= 0:
+            raise ValueError("scale an interval by a positive number")
+        return _replace(self, estimate=self.estimate * by, low=self.low * by, high=self.high * by,
+                        se=self.se * by)
+
+    def format(self, digits: int = 3, unit: str = "", percent: bool = False) -> str:
+        """``"0.123 [0.101, 0.146]"`` (or ``"12.3 % [10.1, 14.6]"``, ``"more than 400"``, ``"undefined"``)."""
+        if not self.defined:
+            return "undefined" + (f" ({self.note})" if self.note else "")
+        f = (lambda x: f"{100 * x:.{max(digits - 2, 0)}f}") if percent else (lambda x: _num(x, digits))
+        u = " %" if percent else (f" {unit}" if unit else "")
+        if self.lower_bound:
+            return f"more than {f(self.estimate)}{u}"
+        return f"{f(self.estimate)}{u} [{f(self.low)}, {f(self.high)}]"
+
+    def to_record(self) -> dict:
+        """A plain dict for a results file (``kind: "interval"``); infinite ends become strings."""
+        return {"kind": "interval", **{k: _finite_or_text(v) for k, v in asdict(self).items()}}
+
+    @classmethod
+    def from_record(cls, d: dict) -> "Interval":
+        return cls(**{k: _text_to_float(v) if k in _FLOATS else v for k, v in d.items() if k != "kind"})
+
+
+_FLOATS = ("estimate", "low", "high", "level", "se")
+
+
+def _replace(iv: Interval, **kw) -> Interval:
+    return Interval(**{**asdict(iv), **kw})
+
+
+def _num(x: float, digits: int) -> str:
+    if not math.isfinite(x):
+        return "∞" if x > 0 else "−∞" if x < 0 else "undefined"
+    return f"{x:.{digits}f}"
+
+
+def _finite_or_text(v):
+    if isinstance(v, float) and not math.isfinite(v):
+        return "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")
+    return v
+
+
+def _text_to_float(v):
+    return float(v) if isinstance(v, str) else v
+
+
+# ---------------------------------------------------------------------------------- helpers
+def replicates_for(level: float) -> int:
+    """Bootstrap replicates for a percentile interval at ``level``: enough that each tail holds
+    at least 50 replicates (2,000 at 95 %; 40,000 at 99.75 %)."""
+    return int(max(2000, math.ceil(50 / ((1 - level) / 2))))
+
+
+def _percentile(reps: np.ndarray, level: float) -> tuple[float, float]:
+    reps = reps[np.isfinite(reps)]
+    lo, hi = np.quantile(reps, [(1 - level) / 2, (1 + level) / 2])
+    return float(lo), float(hi)
+
+
+def _draws(rng, n_units: int, n_boot: int, groups: np.ndarray | None, chunk: int):
+    """Yield index arrays ``(r, N)`` of bootstrap replicates, ``chunk`` replicates at a time.
+
+    Without ``groups``: rows drawn with replacement. With ``groups`` (a label per row, every
+    group the same size): groups drawn with replacement, then rows within each drawn group.
+    """
+    if groups is None:
+        for start in range(0, n_boot, chunk):
+            yield rng.integers(0, n_units, size=(min(chunk, n_boot - start), n_units))
+        return
+    labels, inverse = np.unique(groups, return_inverse=True)
+    members = [np.flatnonzero(inverse == g) for g in range(len(labels))]
+    m = len(members[0])
+    if any(len(x) != m for x in members):
+        raise ValueError("a hierarchical bootstrap needs the same number of rows in every group "
+                         "(e.g. the same sentences for every training seed)")
+    table = np.stack(members)                                    # (G, m) row indices by group
+    G = len(labels)
+    for start in range(0, n_boot, chunk):
+        r = min(chunk, n_boot - start)
+        pick = rng.integers(0, G, size=(r, G))                   # which groups
+        within = rng.integers(0, m, size=(r, G, m))              # which rows inside each
+        yield table[pick[..., None], within].reshape(r, G * m)
+
+
+def _groups_or_none(groups, n):
+    if groups is None:
+        return None, 1
+    g = np.asarray(groups)
+    if len(g) != n:
+        raise ValueError(f"groups has {len(g)} labels for {n} rows")
+    k = len(np.unique(g))
+    return (g if k > 1 else None), k
+
+
+# ---------------------------------------------------------------------------------- constructors
+def bootstrap(stat: Callable, *samples, level: float = LEVEL, n_boot: int | None = None, seed: int = 0,
+              groups=None, what: str = "rows") -> Interval:
+    r"""Percentile bootstrap interval of ``stat(*samples)``, resampling rows of all samples jointly.
+
+    ``stat`` reduces over the last axis (``lambda x: x.mean(-1)``, or a difference of two such
+    for a *paired* comparison: the same draw for every sample, so what the samples share
+    cancels). ``samples`` are arrays of equal length N.
+
+    Parameters
+    ----------
+    level : float
+        Coverage; a verdict family sets it (:attr:`mlmbook.stats.Family.level`).
+    n_boot : int, optional
+        Replicates (default :func:`replicates_for` the level).
+    groups : array_like (N,), optional
+        A label per row, e.g. the training seed of the model that produced it. The bootstrap
+        is then **hierarchical**: each replicate draws the groups with replacement, then the
+        rows within each drawn group, so the interval carries the spread between seeds as well
+        as between sentences.
+    what : str
+        What a row is, for :attr:`Interval.method` ("sentences", "pairs").
+    """
+    xs = [as_array(x) for x in samples]
+    n = len(xs[0])
+    if n == 0 or any(len(x) != n for x in xs):
+        raise ValueError("bootstrap needs non-empty samples of equal length")
+    g, k = _groups_or_none(groups, n)
+    n_boot = n_boot or replicates_for(level)
+    rng = np.random.default_rng(seed)
+    chunk = max(1, min(n_boot, 4_000_000 // max(n, 1)))
+    reps = np.concatenate([np.asarray(stat(*[x[idx] for x in xs]), dtype=float).reshape(-1)
+                           for idx in _draws(rng, n, n_boot, g, chunk)])
+    est = float(stat(*xs))
+    if not math.isfinite(est):
+        return undefined(f"the statistic has no value on these {n} {what}", n=n, level=level)
+    lo, hi = _percentile(reps, level)
+    how = "hierarchical bootstrap over seeds and " + what if g is not None else f"percentile bootstrap over {what}"
+    return Interval(est, min(lo, est), max(hi, est), level, how, n, float(np.nanstd(reps)), k)
+
+
+def ratio(correct, total, minus=None, level: float = LEVEL, n_boot: int | None = None, seed: int = 0,
+          groups=None, what: str = "sentences") -> Interval:
+    r"""A ratio of sums over units, with a (cluster) bootstrap over units.
+
+    .. math:: r = \frac{\sum_k c_k}{\sum_k g_k}
+       \qquad\text{or, paired,}\qquad
+       \Delta = \frac{\sum_k (c_k - c'_k)}{\sum_k g_k}
+
+    Each replicate draws the units with replacement — the same draw for ``correct`` and
+    ``minus`` — so that what two parsers share (a sentence's difficulty) cancels. For an
+    unpaired ratio of counts the interval is never narrower than the Wilson interval of the
+    pooled counts, so a perfect score (UUAS 1.0) does not get a zero-width interval.
+
+    Returns
+    -------
+    Interval
+        :func:`undefined` when the denominator sums to zero (0/0: e.g. no headroom left).
+    """
+    c, g = as_array(correct), as_array(total)
+    d = c if minus is None else c - as_array(minus)
+    if d.shape != g.shape or d.ndim != 1 or len(g) == 0:
+        raise ValueError("need equal-length, non-empty 1-d arrays")
+    if g.sum() == 0:
+        return undefined("the denominator is zero (0/0)", n=len(g), level=level)
+    grp, k = _groups_or_none(groups, len(g))
+    n_boot = n_boot or replicates_for(level)
+    rng = np.random.default_rng(seed)
+    chunk = max(1, min(n_boot, 4_000_000 // len(g)))
+    reps = []
+    with np.errstate(invalid="ignore", divide="ignore"):
+        for idx in _draws(rng, len(g), n_boot, grp, chunk):
+            reps.append(d[idx].sum(axis=1) / g[idx].sum(axis=1))
+    reps = np.concatenate(reps)
+    reps[~np.isfinite(reps)] = np.nan
+    est = float(d.sum() / g.sum())
+    lo, hi = _percentile(reps, level)
+    se = float(np.nanstd(reps))
+    how = ("hierarchical bootstrap over seeds and " if grp is not None else "percentile bootstrap over ") + what
+    if minus is None and _counts(c, g):
+        w = proportion(int(c.sum()), int(g.sum()), level=level)
+        lo, hi = min(lo, w.low), max(hi, w.high)
+        se = max(se, w.se)
+        how += ", never narrower than the Wilson interval of the pooled counts"
+    elif minus is not None and _counts(c, g):
+        se = max(se, _zero_event_se(int(g.sum()), level))
+    return Interval(est, min(lo, est), max(hi, est), level, how, len(g), se, k)
+
+
+def _counts(c, g) -> bool:
+    return bool(np.all(c == np.round(c)) and np.all(g == np.round(g)) and np.all((0 <= c) & (c <= g)))
+
+
+def _zero_event_se(n: int, level: float) -> float:
+    """A floor on a paired difference's standard error when no unit differs: the Wilson upper
+    end of 0 events in ``n`` trials, read as the effect detectable with 80 % power."""
+    z = norm.ppf(0.5 + level / 2)
+    return proportion(0, n, level=level).high / (z + norm.ppf(0.8))
+
+
+def t_interval(values, level: float = LEVEL, what: str = "seeds") -> Interval:
+    """Mean and Student-t interval of a few values (one per training seed, say).
+
+    With one value there is no spread to estimate: the interval is undefined.
+    """
+    v = as_array(values).ravel()
+    if len(v) < 2:
+        return undefined(f"one {what[:-1] if what.endswith('s') else what} gives no spread", n=len(v), level=level)
+    se = float(v.std(ddof=1) / math.sqrt(len(v)))
+    half = float(student_t.ppf(0.5 + level / 2, len(v) - 1)) * se
+    m = float(v.mean())
+    return Interval(m, m - half, m + half, level, f"Student t over {len(v)} {what}", len(v), se,
+                    len(v) if what == "seeds" else 1)
+
+
+def proportion(k: int, n: int, level: float = LEVEL, exact: bool = False) -> Interval:
+    """``k`` successes in ``n`` trials: the Wilson score interval, or Clopper–Pearson with ``exact``.
+
+    Neither has zero width at 0 % or 100 %.
+    """
+    if n <= 0:
+        return undefined("no trials (0/0)", n=0, level=level)
+    if not 0 <= k <= n:
+        raise ValueError(f"need 0 <= k <= n, got k={k}, n={n}")
+    p = k / n
+    a = 1 - level
+    if exact:
+        lo = 0.0 if k == 0 else float(beta_dist.ppf(a / 2, k, n - k + 1))
+        hi = 1.0 if k == n else float(beta_dist.ppf(1 - a / 2, k + 1, n - k))
+        how = "Clopper–Pearson"
+    else:
+        z = float(norm.ppf(1 - a / 2))
+        centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+        half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+        lo, hi, how = max(0.0, centre - half), min(1.0, centre + half), "Wilson"
+    se = max(math.sqrt(p * (1 - p) / n), (hi - lo) / (2 * float(norm.ppf(1 - a / 2))))
+    return Interval(p, min(lo, p), max(hi, p), level, f"{how} interval of {k}/{n}", n, se)
+
+
+def censored_median(times, censored, level: float = LEVEL, cap: float | None = None) -> Interval:
+    r"""Median of right-censored waiting times (Kaplan–Meier), with the interval of the times at
+    which the pointwise confidence band of the survival function :math:`S(t)` contains 1/2.
+
+    A run that never finished counts through the time it was watched. When more than half the
+    runs outlast the cap, the median is not observed: the result is a *lower bound*
+    (``lower_bound=True``, estimate = the cap, :meth:`Interval.format` gives "more than …"),
+    never :math:`+\infty`.
+
+    Parameters
+    ----------
+    times : array_like
+        Finish times; for a censored run, the time it was watched (the cap).
+    censored : array_like of bool
+    cap : float, optional
+        The horizon (default: the largest time).
+    """
+    t, c = as_array(times).ravel(), np.asarray(censored, dtype=bool).ravel()
+    if len(t) == 0:
+        return undefined("no runs", n=0, level=level)
+    cap = float(t.max() if cap is None else cap)
+    z = float(norm.ppf(0.5 + level / 2))
+    order = np.argsort(t, kind="stable")
+    t, c = t[order], c[order]
+    uniq = np.unique(t[~c])
+    S, var_sum, surv, low_band, high_band = 1.0, 0.0, [], [], []
+    for u in uniq:
+        at_risk = int((t >= u).sum())
+        d = int(((t == u) & ~c).sum())
+        S *= 1 - d / at_risk
+        if at_risk > d:
+            var_sum += d / (at_risk * (at_risk - d))
+        surv.append(S)
+        if 0 < S < 1:                                      # log-log band (Kalbfleisch–Prentice)
+            sd = math.sqrt(var_sum) / abs(math.log(S))
+            low_band.append(S ** math.exp(z * sd))
+            high_band.append(S ** math.exp(-z * sd))
+        else:
+            low_band.append(S)
+            high_band.append(S if S > 0 else 0.0)
+    surv, lo_b, hi_b = np.array(surv), np.array(low_band), np.array(high_band)
+    n = len(t)
+    method = f"Kaplan–Meier over {n} runs ({int(c.sum())} censored)"
+    reached = np.flatnonzero(surv <= 0.5)
+    # the times whose band contains 1/2: low end where the band's lower edge drops to 1/2,
+    # high end where its upper edge does (not reached: unbounded)
+    lo_idx = np.flatnonzero(lo_b <= 0.5)
+    hi_idx = np.flatnonzero(hi_b <= 0.5)
+    low = float(uniq[lo_idx[0]]) if len(lo_idx) else cap
+    high = float(uniq[hi_idx[0]]) if len(hi_idx) else float("inf")
+    if not len(reached):
+        return Interval(cap, min(low, cap), float("inf"), level, method, n, NAN, lower_bound=True,
+                        note=f"more than half of the {n} runs outlasted the cap of {cap:g}")
+    est = float(uniq[reached[0]])
+    return Interval(est, min(low, est), max(high, est), level, method, n,
+                    (max(high, est) - min(low, est)) / (2 * z) if math.isfinite(high) else NAN)
+
+
+def undefined(reason: str, n: int = 0, level: float = LEVEL) -> Interval:
+    """A quantity with no value (0/0, one seed's spread): no estimate, no verdict, the reason kept."""
+    return Interval(NAN, NAN, NAN, level, "undefined", n, NAN, note=reason)
+
