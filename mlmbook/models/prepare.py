@@ -18,7 +18,6 @@ import os
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass
 from multiprocessing import get_context
 
 from .. import threads
@@ -26,45 +25,13 @@ from ..paths import env_int
 from . import ladder
 from .cache import is_cached, load_or_train
 from .train import PRESETS, TrainConfig, preset_for
+from .zoo import Job
+from . import zoo
 
 __all__ = ["Job", "NEEDS", "needed", "missing", "prepare", "TOPIC_KNOBS"]
 
 TOPIC_KNOBS = ("plateau", "wall")
 """Topic worlds of chapter 5 whose MLM is trained (the ``topic`` knob of the toy grammar)."""
-
-
-@dataclass(frozen=True)
-class Job:
-    """One model to train: the toy grammar (with its topic knob), configuration, seed and kind."""
-
-    grammar: str
-    topic: str | None
-    config: TrainConfig
-    seed: int
-    kind: str = "mlm"
-
-    @property
-    def cost(self) -> float:
-        """A rough relative cost (steps × width), to start the longest trainings first."""
-        return self.config.steps * self.config.batch * self.config.hidden * (self.config.hidden + self.config.intermediate)
-
-    def describe(self) -> str:
-        """E.g. ``"MAE-LM, hidden 32, 1500 steps, seed 1"`` (with the topic world, if any)."""
-        what = "MAE-LM" if self.kind == "maelm" else "MLM"
-        world = f" on the {self.topic} topic world" if self.topic else ""
-        return f"{what}{world}, hidden {self.config.hidden}, {self.config.steps} steps, seed {self.seed}"
-
-    def grammar_object(self):
-        from ..toy.grammar import Grammar
-        return Grammar.load(self.grammar, topic=self.topic) if self.topic else Grammar.load(self.grammar)
-
-    def run(self) -> str:
-        """Train (or find) the model; returns :meth:`describe`."""
-        load_or_train(self.grammar_object(), preset=self.config, seed=self.seed, kind=self.kind, progress=False)
-        return self.describe()
-
-    def cached(self) -> bool:
-        return is_cached(self.grammar_object(), self.config, self.seed, self.kind)
 
 
 NEEDS = {0: (), 1: ("mlm", "seeds"), 2: ("mlm",), 3: ("mlm",), 4: ("mlm", "maelm"), 5: ("topic",)}
@@ -90,6 +57,7 @@ def needed(profile: str, chapters=tuple(NEEDS), extra_seeds: tuple[int, ...] = (
     if "topic" in wants:
         topic = PRESETS[preset_for("toy_topic", profile)]
         jobs += [Job("toy", knob, topic, 0) for knob in TOPIC_KNOBS]
+    jobs += zoo.needed(profile, [int(c) for c in chapters])
     unique = list(dict.fromkeys(jobs))
     return sorted(unique, key=lambda j: -j.cost)
 
