@@ -1,9 +1,10 @@
 """The model cache: train once, keep the result, never load a half-written entry.
 
 An entry is a directory under :func:`mlmbook.paths.cache_dir` named by a hash of everything
-that changes the weights — the grammar, the training configuration, the seed, the model kind
-and the number of torch threads used to train (float sums split across threads add in a
-different order, so 1 and 2 threads give different weights). Entries are built in a
+that changes the weights — the grammar, the training configuration, the seed and the model
+kind. Training always runs on one thread (:data:`TRAIN_THREADS`), whatever
+``MLMBOOK_THREADS`` says, so the same seed gives the same weights on every machine and a
+thread setting never makes a cached model look missing. Entries are built in a
 temporary directory, checksummed into ``manifest.json`` (written last) and renamed into
 place; a lock serialises processes that want the same entry. A corrupted entry is reported on
 the terminal and rebuilt.
@@ -22,28 +23,28 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
-from .. import threads
 from ..paths import cache_dir
 from ..toy.grammar import Grammar
 from . import maelm
-from .train import PRESETS, TrainConfig, train
+from .train import PRESETS, TRAIN_THREADS, TrainConfig, train
 
 __all__ = ["VERSION", "CacheEntry", "load_or_train", "is_cached", "entry_key"]
 
-VERSION = 2                       # bump to invalidate every cached model (2: thread count in the key)
+VERSION = 3                       # bump to invalidate every cached model (3: training always on one thread)
 
 KINDS = ("mlm", "maelm")
 
 
-def entry_key(grammar: Grammar, config: TrainConfig, seed: int, kind: str, n_threads: int) -> str:
+def entry_key(grammar: Grammar, config: TrainConfig, seed: int, kind: str) -> str:
     """The hash that names a cache entry: everything that changes the trained weights."""
-    blob = json.dumps([VERSION, kind, grammar.fingerprint, asdict(config), seed, n_threads], sort_keys=True).encode()
+    blob = json.dumps([VERSION, kind, grammar.fingerprint, asdict(config), seed, TRAIN_THREADS],
+                      sort_keys=True).encode()
     return hashlib.sha256(blob).hexdigest()[:16]
 
 
 def _entry_path(grammar: Grammar, config: TrainConfig, seed: int, kind: str) -> Path:
-    """Where the entry of a model trained under the current thread policy lives."""
-    key = entry_key(grammar, config, seed, kind, threads.policy())
+    """Where the entry of a model lives."""
+    key = entry_key(grammar, config, seed, kind)
     return cache_dir() / f"{grammar.name.replace('+', '_')}{'-maelm' if kind == 'maelm' else ''}-{key}"
 
 
@@ -155,9 +156,8 @@ def load_or_train(grammar: str | Grammar = "toy", preset: str | TrainConfig = "f
     if isinstance(preset, str) and preset not in PRESETS:
         raise ValueError(f"unknown training preset {preset!r}; use one of {', '.join(PRESETS)}")
     config = PRESETS[preset] if isinstance(preset, str) else preset
-    n_threads = threads.policy()
     final = _entry_path(g, config, seed, kind)
-    info = dict(grammar=g.name, kind=kind, config=asdict(config), seed=seed, threads=n_threads, version=VERSION)
+    info = dict(grammar=g.name, kind=kind, config=asdict(config), seed=seed, threads=TRAIN_THREADS, version=VERSION)
     make = (lambda tmp: maelm.train(g, config, seed, tmp, progress=progress)) if kind == "maelm" else \
         (lambda tmp: train(g, config, seed, tmp, progress=progress))
     path = _cached(final, make, info)

@@ -20,13 +20,10 @@ import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from multiprocessing import get_context
 
-from .. import threads
 from ..paths import env_int
-from . import ladder
-from .cache import is_cached, load_or_train
-from .train import PRESETS, TrainConfig, preset_for
+from . import ladder, zoo
+from .train import PRESETS, TRAIN_THREADS, preset_for
 from .zoo import Job
-from . import zoo
 
 __all__ = ["Job", "NEEDS", "needed", "missing", "prepare", "TOPIC_KNOBS"]
 
@@ -98,7 +95,7 @@ def prepare(profile: str, chapters=tuple(NEEDS), extra_seeds: tuple[int, ...] = 
     todo = missing(needed(profile, chapters, extra_seeds))
     if not todo:
         return []
-    per = max(1, threads.policy())                 # threads each training uses
+    per = TRAIN_THREADS                            # threads each training uses
     n = workers or env_int("MLMBOOK_TRAIN_WORKERS", max(1, (os.cpu_count() or 1) // per), minimum=1)
     n = max(1, min(n, len(todo)))
     say(f"training {len(todo)} toy model(s) for the {profile} profile, {n} at a time")

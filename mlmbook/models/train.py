@@ -34,7 +34,11 @@ from ..toy.grammar import Grammar
 from ..toy.vocab import MASK, SPECIAL_TOKENS, make_tokenizer
 from .base import MaskedLM
 
-__all__ = ["TrainConfig", "PRESETS", "preset_for", "make_model", "batches", "mask_tokens", "fit", "train"]
+TRAIN_THREADS = 1
+"""Torch (and BLAS) threads every toy training uses, whatever ``MLMBOOK_THREADS`` says: small
+models train fastest on one thread, and one thread makes the weights the same on every machine."""
+
+__all__ = ["TRAIN_THREADS", "TrainConfig", "PRESETS", "preset_for", "make_model", "batches", "mask_tokens", "fit", "train"]
 
 
 @dataclass(frozen=True)
@@ -171,10 +175,15 @@ def fit(model, loss_of, grammar: Grammar, config: TrainConfig, seed: int, live, 
     ``live`` is the model behind the :class:`~mlmbook.models.base.MaskedLM` interface, scored on
     held-out sentences every ``config.eval_every`` steps; ``on_step(step)`` runs after each
     step (snapshots). Returns the history (losses, tokens, seconds) with ``extra`` merged in.
+    Runs on :data:`TRAIN_THREADS` threads and restores the caller's thread counts afterwards.
     """
+    with threads.using(TRAIN_THREADS):
+        return _fit(model, loss_of, grammar, config, seed, live, desc, progress, on_step, **extra)
+
+
+def _fit(model, loss_of, grammar, config, seed, live, desc, progress, on_step, **extra) -> dict:
     from tqdm.std import tqdm            # a text bar on stderr, never a notebook widget (see queries.progress)
 
-    threads.apply()                                    # one thread: fast and bit-reproducible (mlmbook.threads)
     evaluator = SingleSiteEval(grammar, config.n_eval, seed)
     opt = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     warm = max(1, int(config.warmup * config.steps))

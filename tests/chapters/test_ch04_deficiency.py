@@ -147,7 +147,7 @@ def test_training_lowers_the_loss_and_caches(grammar, tmp_path, monkeypatch):
     assert hist["eval_loss"][-1] < math.log(5 + len(grammar.vocab))         # below a uniform guess
     assert (path / "encoder" / "config.json").exists() and (path / "maelm.safetensors").exists()
     assert "maelm" in path.name
-    assert cache.entry_key(grammar, TINY, 0, "mlm", threads.policy()) not in path.name
+    assert cache.entry_key(grammar, TINY, 0, "mlm") not in path.name
     # a second call loads from the cache instead of training again
     monkeypatch.setattr(maelm, "train", lambda *a, **k: pytest.fail("retrained a cached MAE-LM"))
     assert cache.load_or_train(grammar, TINY, seed=0, progress=False, kind="maelm").path == path

@@ -43,11 +43,16 @@ def test_train_then_load_from_cache(cache):
     assert first > 0
 
 
-def test_thread_count_is_part_of_the_key(cache, monkeypatch):
+def test_a_thread_setting_loads_the_cached_model_and_leaves_the_callers_threads(cache, monkeypatch):
+    """Training always runs on one thread: MLMBOOK_THREADS=2 must load the model trained before,
+    never train a different one silently; and training restores the caller's thread count."""
+    torch.set_num_threads(2)
     one = load_or_train("tiny", TINY, seed=0, progress=False)
+    assert torch.get_num_threads() == 2
     monkeypatch.setenv("MLMBOOK_THREADS", "2")
+    monkeypatch.setattr("mlmbook.models.cache.train", lambda *a, **k: pytest.fail("trained again"))
     two = load_or_train("tiny", TINY, seed=0, progress=False)
-    assert one.path != two.path and two.info["threads"] == 2
+    assert one.path == two.path and two.info["threads"] == 1
 
 
 @pytest.mark.parametrize("kind", ["mlm", "maelm"])
