@@ -1,0 +1,168 @@
+r"""Exercises graded by the truth.
+
+A graded exercise gives the reader a scaffolded function to write — the chapter's central step
+(one pair's CMI, one AG update, the rectangle Δ, an effective rank, one Glauber sweep) — and a
+check cell that grades it against the exact oracle of the toy world:
+
+.. code-block:: python
+
+    def my_cmi(P):                       # the reader's cell: fill in the body
+        ...
+
+    mlmbook.exercises.check("ch1-cmi", my_cmi)    # the check cell
+
+:func:`check` returns a :class:`Grade` that shows as one line (✓ passed on 6 cases / ✗ case 3:
+expected 0.214, got 0.198 …); a function that still raises ``NotImplementedError`` is "not
+attempted yet", never an error, so a student edition executes end to end.
+
+Each chapter registers its exercises in ``mlmbook/exercises/chN.py`` with :func:`exercise`:
+the cases (inputs drawn from the toy world), the expected answers (from the exact oracle or a
+brute-force computation), a tolerance, a reference solution and at least one deliberately wrong
+solution. ``tests/test_exercises.py`` checks every registered exercise: the reference passes,
+every wrong solution fails.
+"""
+from __future__ import annotations
+
+import importlib
+import math
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+
+__all__ = ["Exercise", "Grade", "exercise", "check", "registry", "LEVELS"]
+
+LEVELS = ("warm-up", "core", "stretch", "capstone")
+"""Difficulty levels, shown beside each exercise."""
+
+_CHAPTER_MODULES = ("ch0", "ch1", "ch2", "ch3", "ch4", "ch5")
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """One graded exercise.
+
+    Attributes
+    ----------
+    name : str                  e.g. ``"ch1-cmi"`` (the label of the ``{exercise}`` in the chapter)
+    level : str                 one of :data:`LEVELS`
+    cases : callable            ``() -> list of argument tuples`` (built lazily: may use the oracle)
+    expected : callable         ``(*args) -> the right answer`` for one case (the oracle, brute force)
+    reference : callable        a correct solution (the one the solution dropdown shows)
+    wrong : tuple of callables  deliberately wrong solutions the grader must reject
+    tol : float                 absolute tolerance, elementwise
+    what : str                  what is being computed, for messages
+    """
+
+    name: str
+    level: str
+    cases: Callable[[], list]
+    expected: Callable
+    reference: Callable
+    wrong: tuple = ()
+    tol: float = 1e-6
+    what: str = "the answer"
+
+
+@dataclass(frozen=True)
+class Grade:
+    """The outcome of :func:`check`: passed, failed (with the first failing case) or not attempted."""
+
+    name: str
+    passed: bool
+    attempted: bool
+    n_cases: int
+    message: str
+    details: dict = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return self.passed
+
+    def __str__(self) -> str:
+        return self.message
+
+    def _repr_markdown_(self) -> str:
+        return self.message
+
+    def __repr__(self) -> str:
+        return self.message
+
+
+_REGISTRY: dict[str, Exercise] = {}
+
+
+def exercise(name: str, level: str, cases, expected, reference, wrong=(), tol: float = 1e-6,
+             what: str = "the answer") -> Exercise:
+    """Register a graded exercise (see :class:`Exercise`); returns it."""
+    if level not in LEVELS:
+        raise ValueError(f"level must be one of {LEVELS}, not {level!r}")
+    if name in _REGISTRY:
+        raise ValueError(f"exercise {name!r} is registered twice")
+    if not wrong:
+        raise ValueError(f"exercise {name!r} needs at least one wrong solution the grader must reject")
+    _REGISTRY[name] = Exercise(name, level, cases, expected, reference, tuple(wrong), tol, what)
+    return _REGISTRY[name]
+
+
+def registry() -> dict[str, Exercise]:
+    """Every registered exercise, by name (imports every chapter's module first)."""
+    for mod in _CHAPTER_MODULES:
+        try:
+            importlib.import_module(f".{mod}", __name__)
+        except ModuleNotFoundError as e:
+            if e.name != f"{__name__}.{mod}":
+                raise
+    return dict(_REGISTRY)
+
+
+def _close(got, want, tol) -> bool:
+    try:
+        g = np.asarray(got, dtype=float)
+        w = np.asarray(want, dtype=float)
+    except (TypeError, ValueError):
+        return got == want
+    return g.shape == w.shape and bool(np.all(np.abs(g - w) <= tol + 1e-9 * np.abs(w)))
+
+
+def _show(x) -> str:
+    a = np.asarray(x, dtype=float) if not isinstance(x, str) else None
+    if a is None:
+        return repr(x)
+    if a.ndim == 0:
+        return f"{float(a):.6g}"
+    return f"an array of shape {a.shape} (first values {np.array2string(a.ravel()[:4], precision=4)})"
+
+
+def check(name: str, candidate: Callable, cases: Sequence | None = None) -> Grade:
+    """Grade ``candidate`` on exercise ``name``'s cases against the exact answers.
+
+    Returns a :class:`Grade`; never raises for a wrong or unfinished answer (a function that
+    raises ``NotImplementedError`` is "not attempted yet"; any other exception is a failed case
+    with its one-line message).
+    """
+    ex = registry().get(name)
+    if ex is None:
+        raise KeyError(f"no exercise named {name!r}; registered: {', '.join(sorted(_REGISTRY))}")
+    cases = list(ex.cases() if cases is None else cases)
+    for k, args in enumerate(cases, start=1):
+        want = ex.expected(*args)
+        try:
+            got = candidate(*args)
+        except NotImplementedError:
+            return Grade(name, False, False, len(cases),
+                         f"{name}: not attempted yet — fill in the function and run this cell again.")
+        except Exception as e:                                    # the reader's bug, reported in one line
+            return Grade(name, False, True, len(cases),
+                         f"✗ {name}: case {k} of {len(cases)} raised {type(e).__name__}: {e}", {"case": k})
+        if not _close(got, want, ex.tol):
+            diff = ""
+            try:
+                d = float(np.max(np.abs(np.asarray(got, float) - np.asarray(want, float))))
+                diff = f" (largest difference {d:.3g}, tolerance {ex.tol:g})" if math.isfinite(d) else ""
+            except (TypeError, ValueError):
+                pass
+            return Grade(name, False, True, len(cases),
+                         f"✗ {name}: case {k} of {len(cases)}: {ex.what} should be {_show(want)}, "
+                         f"got {_show(got)}{diff}.", {"case": k})
+    return Grade(name, True, True, len(cases),
+                 f"✓ {name}: {ex.what} matches the exact answer on all {len(cases)} cases.")
