@@ -137,6 +137,11 @@ def _cmd_results(args) -> int:
         slugs = list(files)
     data = {slug: load_results(slug, directory) for slug in slugs if slug in files}
     missing = {slug: load_not_measured(slug, directory) for slug in data}
+    for slug in data:
+        failed = layout.failed / f"{slug}.ipynb"
+        if failed.is_file() and failed.stat().st_mtime >= (directory / f"{slug}.json").stat().st_mtime:
+            print(f"note: the last run of {slug} failed (its notebook with the traceback: {failed}); "
+                  f"the numbers below are from its last good run", file=sys.stderr)
     for slug in slugs if args.chapter else sorted(unfinished):
         if slug in unfinished:
             print(f"note: {slug} is executing or was interrupted; its partial results are not shown"

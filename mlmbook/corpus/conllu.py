@@ -285,7 +285,10 @@ def find_treebank(name_or_path: str | os.PathLike) -> Path:
         if (folder / name).is_file():
             return folder / name
     where = ", ".join(str(d) for d in searched)
-    raise TreebankNotFoundError(f"treebank {name!r} not found (looked in: {where}); {_DOWNLOAD_HINT}")
+    if name in _EWT_FILES.values():          # UD English EWT, which the reader may not have yet
+        raise TreebankNotFoundError(f"treebank {name!r} not found (looked in: {where}); {_DOWNLOAD_HINT}")
+    raise TreebankNotFoundError(f"treebank {str(name_or_path)!r} not found: no such file in {Path.cwd()} "
+                                f"nor in the data folders ({where}); check the name, or give a path")
 
 
 def load_treebank(name_or_path: str | os.PathLike, *, drop_punct: bool = True,

@@ -371,7 +371,10 @@ def plan_parameters(chapters: list[Chapter], raw: list[tuple[str, str]],
             say(f"note: {chapter.slug} has no parameter {', '.join(skipped)}; not passed")
         values = check_parameters(f"chapter {chapter.slug}" if len(chapters) > 1 else where,
                                   defaults[chapter.slug], mine)
+        values = resolve_user_paths(values, defaults[chapter.slug])
         plans.append((chapter, {"profile": profile, **values}))
+    for name in sorted({v["treebank"] for _, v in plans if isinstance(v.get("treebank"), str)}):
+        check_treebank(name)                # a bad explicit treebank fails before any kernel starts
     models = {v["model"] for _, v in plans if isinstance(v.get("model"), str)}
     # imported here, not at the top, so that `python -m mlmbook chapters` does not load torch
     from ..errors import ModelLoadError
@@ -383,3 +386,61 @@ def plan_parameters(chapters: list[Chapter], raw: list[tuple[str, str]],
         except ModelLoadError as err:
             raise UsageError(str(err)) from None
     return plans
+
+
+_TREEBANK_ALIASES = ("train", "dev", "test")
+
+
+def resolve_user_paths(values: dict[str, object], defaults: dict[str, object],
+                       cwd: str | os.PathLike | None = None) -> dict[str, object]:
+    """Paths given on the command line are the user's: resolve ``treebank`` and ``model``
+    against the caller's working directory (the chapter runs with ``book/`` as its own).
+
+    A ``model`` that exists as a directory here becomes its absolute path (a Hugging Face name
+    such as ``google/bert_uncased_L-2_H-128_A-2`` stays a name). A ``treebank`` that exists here
+    becomes absolute; one that looks like a path (``./x.conllu``, ``../data/x.conllu``, ``/…``)
+    but does not exist fails with a one-line error naming the absolute path tried; a bare name
+    (``test``, ``en_pud-ud-test.conllu``) is left for the data folders (:func:`find_treebank`).
+
+    Raises
+    ------
+    UsageError
+    """
+    here = Path(cwd or os.getcwd())
+    out = dict(values)
+    for name in ("model", "treebank"):
+        text = out.get(name)
+        if not isinstance(text, str) or not text or name not in defaults:
+            continue
+        if name == "treebank" and text in _TREEBANK_ALIASES:
+            continue
+        path = (here / Path(text).expanduser()).resolve()
+        if path.exists():
+            out[name] = str(path)
+        elif text.startswith((".", "/", "~")) or (name == "treebank" and ("/" in text or os.sep in text)):
+            what = "model directory" if name == "model" else "treebank file"
+            raise UsageError(f"{what} {path} does not exist (-p {name} {text}, read relative to {here}); "
+                             f"check the path")
+    return out
+
+
+def check_treebank(name_or_path: str) -> None:
+    """Read a treebank the reader named, before any kernel starts: a missing or malformed file
+    fails in one line (``FILE:LINE: …`` for a malformed line), and so does a file with no
+    sentence at all.
+
+    Raises
+    ------
+    UsageError
+    """
+    from ..corpus.conllu import find_treebank, read_conllu
+    from ..errors import TreebankError
+
+    try:
+        path = find_treebank(name_or_path)
+        sentences = read_conllu(path)
+    except TreebankError as err:
+        raise UsageError(str(err)) from None
+    if not sentences:
+        raise UsageError(f"no sentence in {path}: give a CoNLL-U file with sentences "
+                         f"(e.g. -p treebank en_ewt-ud-test.conllu)")

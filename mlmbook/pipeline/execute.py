@@ -12,9 +12,9 @@
 3. a whole-book build records its wall times in ``_build/timings/``. The committed
    reference results (``results/``) change only with ``update_reference``.
 
-A failed chapter is never published: its executed notebook and results are removed
-(the notebook with the traceback is kept in ``_build/failed/``) and the site is left as
-it was.
+A failed chapter is never published: the notebook with the traceback is kept in
+``_build/failed/``, the chapter's previous good run (executed notebook, results, page) stays
+as it was and the build says so, and the site is not re-rendered.
 """
 
 from __future__ import annotations
@@ -196,20 +196,22 @@ def execute_chapter(layout: Layout, chapter: Chapter, parameters: dict[str, obje
     timeout = cell_timeout()
 
     def fail(err: BaseException | None, problems: list[str] = ()) -> ChapterFailed:
-        for stale in (final, results, running):
-            stale.unlink(missing_ok=True)
+        # the previous good run (executed notebook, results, page) stays as it was
+        running.unlink(missing_ok=True)
         with contextlib.suppress(OSError):
             running_dir.rmdir()
         if tmp.exists() and tmp.stat().st_size:
             os.replace(tmp, failed)
         tmp.unlink(missing_ok=True)
         kept = failed if failed.exists() else None
+        previous = (f"\n  the previous results and page of {chapter.slug} ({previous_run(final)}) are kept"
+                    if final.is_file() else f"\n  {chapter.slug} has no earlier results; it is left out of the site")
         if err is not None:
-            return _failure(chapter, nb, err, kept, timeout)
+            return ChapterFailed(str(_failure(chapter, nb, err, kept, timeout)) + previous)
         message = f"chapter {chapter.slug} failed its checks: " + "; ".join(problems)
         if kept is not None:
             message += f"\n  ({chapter.path.name}; executed notebook: {kept})"
-        return ChapterFailed(message)
+        return ChapterFailed(message + previous)
 
     try:
         with _environment(**env):
@@ -350,9 +352,23 @@ def previous_run(path: Path) -> str:
         meta = nbformat.read(path, as_version=4).metadata.get("papermill", {})
     except Exception:  # unreadable: describe by date only
         meta = {}
-    profile = meta.get("parameters", {}).get("profile", "?")
+    params = dict(meta.get("parameters", {}))
+    profile = params.pop("profile", "?")
+    model = params.pop("model", "toy")
+    rest = "".join(f", {k}={v!r}" for k, v in sorted(params.items()))
     when = time.strftime("%Y-%m-%d %H:%M", time.localtime(path.stat().st_mtime))
-    return f"profile {profile}, {when}"
+    return f"model {model}, profile {profile}{rest}, {when}"
+
+
+def built_with(path: Path) -> tuple[str, str]:
+    """``(model, profile)`` an executed notebook was built with (``("?", "?")`` if unreadable)."""
+    import nbformat
+
+    try:
+        params = nbformat.read(path, as_version=4).metadata.get("papermill", {}).get("parameters", {})
+    except Exception:  # unreadable: unknown
+        return "?", "?"
+    return str(params.get("model", "toy")), str(params.get("profile", "?"))
 
 
 def build(root: str | os.PathLike | None = None, chapters: list[str] = (),
@@ -465,6 +481,13 @@ def build(root: str | os.PathLike | None = None, chapters: list[str] = (),
                 path.stat().st_mtime else ""
             say(f"note: reusing {chapter.slug} executed earlier ({previous_run(path)}){stale}")
         notebooks[chapter.slug] = path
+    mix = {slug: built_with(path) for slug, path in notebooks.items()}
+    if len(set(mix.values())) > 1:
+        groups: dict = {}
+        for slug, (m, p) in mix.items():
+            groups.setdefault(f"model {m}, profile {p}", []).append(slug)
+        say("warning: the site mixes chapters built differently: "
+            + "; ".join(f"{k}: {', '.join(v)}" for k, v in groups.items()))
     say("rendering the site")
     t_render = time.perf_counter()
     index = render(layout, stage(layout, notebooks, solutions=solutions), verbose=verbose)

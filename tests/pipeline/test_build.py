@@ -125,21 +125,29 @@ def test_chapters_and_results_commands(built):
     assert "answer" in table.stdout and "01_fail" in table.stdout
 
 
-def test_failed_chapter_is_not_published(copy_of_built):
+def test_failed_rerun_keeps_the_previous_good_run_and_says_so(copy_of_built):
+    """A failed rerun used to delete the chapter's previous good results while the site kept
+    showing its old page, and `results 1` then said "no results"."""
     root = copy_of_built
     html = root / "_build" / "html"
     before = tree_digest(html)
+    good_nb = (root / "_build" / "exec" / "01_fail.ipynb").read_bytes()
+    good_results = (root / "_build" / "results" / "01_fail.json").read_bytes()
 
     proc = run_cli("build", "1", "--root", str(root), "--profile", "quick", "-p", "fail", "true")
 
     assert proc.returncode == 1
     assert "chapter 01_fail failed in cell 3: RuntimeError: deliberate failure" in proc.stderr
-    assert not (root / "_build" / "exec" / "01_fail.ipynb").exists()
-    assert not (root / "_build" / "results" / "01_fail.json").exists()
+    assert "the previous results and page of 01_fail (model toy, profile quick" in proc.stderr
+    assert (root / "_build" / "exec" / "01_fail.ipynb").read_bytes() == good_nb
+    assert (root / "_build" / "results" / "01_fail.json").read_bytes() == good_results
     assert (root / "_build" / "failed" / "01_fail.ipynb").is_file()
     assert not list((root / "_build" / "exec").glob(".*"))  # no temporary leftovers
     assert tree_digest(html) == before
     assert (root / "_build" / "exec" / "00_min.ipynb").is_file()  # others untouched
+    shown = run_cli("results", "1", "--root", str(root))
+    assert shown.returncode == 0 and "late" in shown.stdout and "0.25" in shown.stdout
+    assert "the last run of 01_fail failed" in shown.stderr
 
 
 def test_failed_rendering_keeps_the_site(copy_of_built):
