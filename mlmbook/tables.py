@@ -6,6 +6,9 @@
 
 Numbers are formatted with ``digits`` significant decimals; strings are escaped, except
 that ``**bold**`` and ``*italic*`` become ``<b>``/``<i>`` so a verdict cell can carry emphasis.
+A table wider than the page's column scrolls sideways inside its own box
+(``<div class="mlmbook-table-wrap">``): its last columns are never cut off. Keep tables to what
+a reader compares (about six columns); split a wider one in two.
 """
 from __future__ import annotations
 
@@ -32,7 +35,7 @@ def _cell(value, digits: int) -> str:
 def table_html(rows: Sequence[Sequence], header: Sequence[str] | None = None, caption: str | None = None,
                digits: int = 3, align_numbers: bool = True) -> str:
     """The HTML of a table (see :func:`table`)."""
-    out = ["<table class='table mlmbook-table'>"]
+    out = ["<div class='mlmbook-table-wrap'><table class='table mlmbook-table'>"]
     if caption:
         out.append(f"<caption>{_cell(caption, digits)}</caption>")
     if header:
@@ -45,7 +48,7 @@ def table_html(rows: Sequence[Sequence], header: Sequence[str] | None = None, ca
             style = " style='text-align:right'" if num and align_numbers else ""
             cells.append(f"<td{style}>{_cell(v, digits)}</td>")
         out.append("<tr>" + "".join(cells) + "</tr>")
-    out.append("</tbody></table>")
+    out.append("</tbody></table></div>")
     return "".join(out)
 
 

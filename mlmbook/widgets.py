@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import html
-import io
 from typing import Callable
 
 import matplotlib.pyplot as plt
@@ -38,10 +37,13 @@ def static_note(setting: dict, shows: str | None = None) -> str:
 
 
 def _figure_html(fig, note: str) -> str:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", bbox_inches="tight")
-    png = base64.b64encode(buf.getvalue()).decode("ascii")
-    return (f'<img src="data:image/png;base64,{png}" alt="{html.escape(note)}" style="max-width:100%"/>'
+    """The static figure (the book's recorded PNG, :func:`mlmbook.plotting.figure_png`) and its note."""
+    from .plotting import figure_png
+
+    data, width = figure_png(fig)
+    png = base64.b64encode(data).decode("ascii")
+    return (f'<img src="data:image/png;base64,{png}" alt="{html.escape(note)}" width="{width}" '
+            f'class="mlmbook-explorer-figure" style="max-width:100%;height:auto"/>'
             f'<p class="mlmbook-explorer-note"><i>{html.escape(note)}</i></p>')
 
 

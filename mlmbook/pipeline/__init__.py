@@ -6,6 +6,8 @@ module          idea
 ``chapters``    chapter files, parameters, the build layout
 ``execute``     executing chapters atomically, timings, the ``build`` command
 ``site``        staging and rendering the site, the notebooks for launch buttons
+``pages``       what a reader meets first: chapter cards (measured times), generated tables
+``notebooks``   chapters as plain notebooks for Binder/Colab (MyST to Markdown, solutions folded)
 ``solutions``   the student edition (solutions removed)
 ``sitecheck``   the rendered site checked in headless Chromium
 ``record``      numbers a chapter records for its prose and its tests

@@ -6,16 +6,16 @@ without one are dropped from the staged TOC. jupyter-book renders it with execut
 and warnings as errors into a temporary directory, which replaces ``_build/html`` only
 when the rendering succeeded.
 
-It also holds what the site needs beyond jupyter-book: a Sphinx hook (:func:`setup`, listed
-in ``_config.yml``) that numbers the chapters from 0 like their files, so figures, equations
-and exercises read "Figure 3.2" in chapter 3; the unlinking of cross-references to chapters a
-partial build leaves out; and :func:`runnable_notebook`, which turns an executed chapter into
-a notebook that runs anywhere (glue roles replaced by their values, an install cell first).
+Staging also writes what the build measured into the pages (:mod:`.pages`): each chapter's
+card under its title (reading time, measured run times) with its learning objectives, and the
+teachers' table of exercises. The site's Sphinx hook (:func:`setup`, listed in ``_config.yml``)
+numbers the chapters from 0 like their files, so figures, equations and exercises read
+"Figure 3.2" in chapter 3, leaves the pages outside the chapters unnumbered, and labels the
+bibliography author–year. The launch and download notebooks are made by :mod:`.notebooks`.
 """
 
 from __future__ import annotations
 
-import copy
 import os
 import re
 import shutil
@@ -25,10 +25,12 @@ import tempfile
 from pathlib import Path
 
 from .chapters import BuildError, Layout, find_chapters, say
-from .checks import glued_values
+from .notebooks import Context, context_for, install_source, runnable_notebook
+from .pages import (EXERCISES_MARKER, TIMINGS_MARKER, exercise_table, measured_times, prepare_chapter,
+                    timings_table)
 
 __all__ = ["stage", "render", "write_notebooks_branch", "runnable_notebook", "repository_url",
-           "INCLUDED_FILES", "setup"]
+           "INCLUDED_FILES", "setup", "undrawn_figures", "unlink_missing", "UNDRAWN_NOTE"]
 
 # Files outside book/ that pages include with {include}; staged when they exist.
 INCLUDED_FILES = ("benchmarks/results.md",)
@@ -104,12 +106,13 @@ def _labels(text: str) -> set[str]:
     return {a or b for a, b in _LABEL.findall(text)}
 
 
-def unlink_missing(text: str, labels: set[str], docs: set[str], note: str = "not in this build") -> str:
+def unlink_missing(text: str, labels: set[str], docs: set[str], note="not in this build") -> str:
     """Turn cross-references to ``labels`` or to the documents ``docs`` (slugs) into plain text.
 
     A partial build leaves some chapters out of the site; a reference into one of them would
     be a broken link (an error, since warnings are errors). Other references are untouched,
-    so a misspelt label still fails the build.
+    so a misspelt label still fails the build. ``note`` is the phrase that replaces a
+    reference without text of its own (a callable gets the target and returns it).
     """
     def plain(m: re.Match) -> str:
         role, body = m.groups()
@@ -120,6 +123,8 @@ def unlink_missing(text: str, labels: set[str], docs: set[str], note: str = "not
             return m.group(0)
         if text and "%s" not in text:                     # {numref}`Figure %s <x>` has no text of its own
             return text
+        if callable(note):
+            return note(target)
         return f"`{target}` ({note})" if note == "not in this build" else note
     return _XREF.sub(plain, text)
 
@@ -158,6 +163,8 @@ def undrawn_figures(nb) -> set[str]:
 
     A chapter run on another model skips what that model cannot give, figures included; a
     ``{numref}`` to such a figure would be an undefined label (an error, since warnings are errors).
+    A figure is drawn when its cell has an image output, or an HTML output holding an ``<img>``
+    (the static figure an explorer leaves, :mod:`mlmbook.widgets`).
     """
     drawn, declared = set(), set()
     for cell in nb.cells:
@@ -165,16 +172,32 @@ def undrawn_figures(nb) -> set[str]:
         if cell.cell_type != "code" or not name:
             continue
         declared.add(name)
-        for out in cell.get("outputs", []):
-            if any(k.startswith("image/") for k in out.get("data", {})):
-                drawn.add(name)
+        if any(_shows_image(out) for out in cell.get("outputs", [])):
+            drawn.add(name)
     return declared - drawn
+
+
+def _shows_image(output) -> bool:
+    data = output.get("data", {})
+    if any(k.startswith("image/") for k in data):
+        return True
+    markup = data.get("text/html", "")
+    markup = "".join(markup) if isinstance(markup, list) else str(markup)
+    return re.search(r"<img\b", markup, re.I) is not None
+
+
+UNDRAWN_NOTE = "a figure that is not drawn for this model"
+
+
+def _undrawn_note(target: str) -> str:
+    """The phrase for a reference to an undrawn figure, marked so check-site can tell which figure
+    it names (and fail if that figure is on the page after all)."""
+    return f'<span class="mlmbook-undrawn" data-figure="{target}">{UNDRAWN_NOTE}</span>'
 
 
 def _unlink_undrawn(dest: Path, labels: set[str]) -> None:
     if labels:
-        note = "a figure that is not drawn for this model"
-        _rewrite_prose(dest, lambda text: unlink_missing(text, labels, set(), note=note))
+        _rewrite_prose(dest, lambda text: unlink_missing(text, labels, set(), note=_undrawn_note))
 
 
 def stage(layout: Layout, notebooks: dict[str, Path], solutions: bool = True) -> Path:
@@ -203,12 +226,15 @@ def stage(layout: Layout, notebooks: dict[str, Path], solutions: bool = True) ->
     chapters = {c.slug for c in find_chapters(layout)}
     _copy_pages(layout, dest, chapters)
     undrawn: set[str] = set()
+    times = measured_times(layout.root)
     for slug, path in notebooks.items():
         nb = nbformat.read(path, as_version=4)
         if not solutions:
             strip_solutions(nb)
         undrawn |= undrawn_figures(nb)
+        prepare_chapter(nb, times.get(slug))
         nbformat.write(nb, dest / "book" / f"{slug}.ipynb")
+    _write_generated_tables(layout, dest)
     if not solutions:
         for page in (dest / "book").rglob("*.md"):
             text, removed = strip_solutions_text(page.read_text(encoding="utf-8"))
@@ -239,6 +265,21 @@ def stage(layout: Layout, notebooks: dict[str, Path], solutions: bool = True) ->
                if slug in chapters else "no source file yet")
         say(f"note: {docname} is left out of this build ({why})")
     return dest
+
+
+def _write_generated_tables(layout: Layout, dest: Path) -> None:
+    """Replace the markers of the staged pages by what the build knows: the table of every
+    chapter's exercises (teachers' page) and the measured build times (performance page)."""
+    for page in (dest / "book").glob("*.md"):
+        text = page.read_text(encoding="utf-8")
+        new = text
+        if EXERCISES_MARKER in new:
+            chapters = [(c.slug, c.title, c.path.read_text(encoding="utf-8")) for c in find_chapters(layout)]
+            new = new.replace(EXERCISES_MARKER, exercise_table(chapters))
+        if TIMINGS_MARKER in new:
+            new = new.replace(TIMINGS_MARKER, timings_table(layout.root))
+        if new != text:
+            page.write_text(new, encoding="utf-8")
 
 
 # --------------------------------------------------------------------------- rendering
@@ -291,14 +332,11 @@ def render(layout: Layout, source: Path, verbose: bool = False) -> Path:
             raise BuildError(f"rendering failed ({len(problems)} warnings/errors); the site was "
                              f"not updated; full log: {log}")
         _dedupe_inline_scripts(html)
-        _runnable_downloads(html, repository_url(layout))
+        _runnable_downloads(html, repository_url(layout), layout.book)
         _swap_in(html, layout.html)
     finally:
         shutil.rmtree(out, ignore_errors=True)
     return layout.html / "index.html"
-
-
-PACKAGE_BRANCH = "main"  # the branch the install cell installs the companion package from
 
 
 def repository_url(layout: Layout) -> str:
@@ -309,83 +347,32 @@ def repository_url(layout: Layout) -> str:
     return str(url).rstrip("/")
 
 
-def install_source(url: str) -> str:
-    """The pip requirement that installs the companion package from the repository."""
-    return f"mlmbook @ git+{url}@{PACKAGE_BRANCH}"
-
-
-_INSTALL_CELL = """\
-# Install the book's companion package `mlmbook` (skipped where it is already installed,
-# e.g. in a clone of the repository). Binder has it already; Colab needs this cell.
-import importlib.util
-import subprocess
-import sys
-
-if importlib.util.find_spec("mlmbook") is None:
-    subprocess.check_call([sys.executable, "-m", "pip", "install", "--quiet", {requirement!r}])
-"""
-_GLUE_ROLE = re.compile(r"\{glue(?::(\w*))?\}`([^`]+)`")
-_GLUE_FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})\{glue(?::\w*)?\}\s+(\S+)[^\n]*\n(.*?)^\1\2\s*$\n?", re.M | re.S)
-
-
-def _glue_text(values: dict, kind: str, body: str) -> str:
-    from myst_nb.core.variables import format_plain_text
-
-    key, fmt = body, ""
-    if kind == "text" and ":" in body.replace("::", ""):
-        key, fmt = body.rsplit(":", 1)
-    key = key.strip()
-    text = values.get(key)
-    if text is None:
-        return f"`{key}`"  # not glued in this notebook: say which number, never a raw role
-    try:
-        return format_plain_text(text, fmt)
-    except (ValueError, TypeError):
-        return format_plain_text(text, "")
-
-
-def runnable_notebook(nb, url: str):
-    """A copy of an executed chapter that runs anywhere, outside the site.
-
-    Every ``{glue...}`` role in the markdown is replaced by the value the run glued (formatted
-    as on the page), a glued figure directive by a pointer to the output that shows it, and a
-    first code cell installs the companion package from ``url`` when it is not importable.
-
-    Parameters
-    ----------
-    nb : NotebookNode
-        An executed chapter (with its glue outputs).
-    url : str
-        The repository URL (:func:`repository_url`).
-    """
+def _read_all(paths: dict):
     import nbformat
 
-    nb = copy.deepcopy(nb)
-    values = glued_values(nb)
-    for cell in nb.cells:
-        if cell.cell_type != "markdown" or "{glue" not in cell.source:
-            continue
-        source = _GLUE_FENCE.sub(lambda m: f"{m.group(1)}*(The figure `{m.group(3)}` is the output of a code "
-                                           f"cell above.)*\n", cell.source)
-        cell.source = _GLUE_ROLE.sub(lambda m: _glue_text(values, m.group(1) or "", m.group(2)), source)
-    install = nbformat.v4.new_code_cell(_INSTALL_CELL.format(requirement=install_source(url)))
-    install.metadata["tags"] = ["mlmbook-install"]
-    if (nb.nbformat, nb.nbformat_minor) < (4, 5):
-        install.pop("id", None)  # cell ids exist from nbformat 4.5 on
-    nb.cells.insert(0, install)
-    return nb
+    return {slug: nbformat.read(path, as_version=4) for slug, path in paths.items()}
 
 
-def _write_runnable(source: Path, dest: Path, url: str) -> None:
-    import nbformat
-
-    nbformat.write(runnable_notebook(nbformat.read(source, as_version=4), url), dest)
-
-
-def _runnable_downloads(html: Path, url: str) -> None:
+def _runnable_downloads(html: Path, url: str, book: Path) -> None:
     """Make the site's "download .ipynb" files (``_sources/**.ipynb``) runnable notebooks too."""
-    for path in (html / "_sources").rglob("*.ipynb"):
-        _write_runnable(path, path, url)
+    import nbformat
+
+    paths = {p.stem: p for p in (html / "_sources").rglob("*.ipynb")}
+    notebooks = _read_all(paths)
+    ctx = context_for(notebooks, book)
+    for slug, nb in notebooks.items():
+        nbformat.write(runnable_notebook(nb, url, ctx), paths[slug])
+
+
+BINDER_README = """\
+# What Masked Language Models Know — executed notebooks
+
+Generated by `python -m mlmbook build`; the site's Binder and Colab buttons open `book/*.ipynb`.
+Each runs on its own: its first cell installs the companion package, the numbers the book's prose
+cites are written into the text, and the solutions of the exercises are collapsed. `student/`
+holds the same notebooks without solutions (the student edition). Edit the sources on the main
+branch (`book/*.md`), not these files.
+"""
 
 
 def write_notebooks_branch(layout: Layout, notebooks: dict) -> Path:
@@ -393,25 +380,37 @@ def write_notebooks_branch(layout: Layout, notebooks: dict) -> Path:
 
     Binder and Colab open ``book/<slug>.ipynb`` on the repository's ``notebooks`` branch
     (``repository.branch`` in ``_config.yml``). Publishing is a copy of this folder to that
-    branch: the chapters as :func:`runnable_notebook` makes them, a ``binder/requirements.txt``
-    that installs the package from the main branch, and a README.
+    branch: the chapters as :func:`runnable_notebook` makes them (solutions collapsed), the
+    student edition in ``student/`` (solutions removed), the repository's ``binder/`` folder
+    (what Binder installs) with the package pinned to the main branch, and a README.
     """
+    import nbformat
+
     url = repository_url(layout)
     out = layout.build / "notebooks"
     tmp = layout.build / ".notebooks.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
     (tmp / "book").mkdir(parents=True)
-    (tmp / "binder").mkdir()
-    for slug, path in notebooks.items():
-        _write_runnable(path, tmp / "book" / f"{slug}.ipynb", url)
-    (tmp / "binder" / "requirements.txt").write_text(
-        "--extra-index-url https://download.pytorch.org/whl/cpu\n" + install_source(url) + "\n")
-    (tmp / "README.md").write_text(
-        "# What Masked Language Models Know — executed notebooks\n\n"
-        "Generated by `python -m mlmbook build`; the site's Binder and Colab buttons open these.\n"
-        "Each runs on its own: its first cell installs the companion package, and the numbers\n"
-        "the book's prose cites are written into the text. Edit the sources on the main branch\n"
-        "(`book/*.md`), not these files.\n")
+    (tmp / "student").mkdir()
+    loaded = _read_all(notebooks)
+    for slug, nb in loaded.items():
+        prepare_chapter(nb, measured_times(layout.root).get(slug), site=False)
+    ctx: Context = context_for(loaded, layout.book)
+    for slug, nb in loaded.items():
+        nbformat.write(runnable_notebook(nb, url, ctx), tmp / "book" / f"{slug}.ipynb")
+        nbformat.write(runnable_notebook(nb, url, ctx, student=True), tmp / "student" / f"{slug}.ipynb")
+    binder = layout.root / "binder"
+    if binder.is_dir():
+        shutil.copytree(binder, tmp / "binder")
+    else:
+        (tmp / "binder").mkdir()
+    requirements = tmp / "binder" / "requirements.txt"
+    lines = requirements.read_text().splitlines() if requirements.is_file() else []
+    lines = [line for line in lines if not line.strip().startswith("mlmbook")]
+    if not any("download.pytorch.org" in line for line in lines):
+        lines.insert(0, "--extra-index-url https://download.pytorch.org/whl/cpu")
+    requirements.write_text("\n".join(lines + [install_source(url)]) + "\n")
+    (tmp / "README.md").write_text(BINDER_README)
     shutil.rmtree(out, ignore_errors=True)
     os.replace(tmp, out)
     return out
@@ -441,7 +440,8 @@ def _dedupe_inline_scripts(html: Path) -> None:
 # --------------------------------------------------------------------------- Sphinx hook
 
 def _shift_numbers(app, env) -> list:
-    """Number chapters from ``mlmbook_first_chapter`` (0) instead of Sphinx's 1.
+    """Number chapters from ``mlmbook_first_chapter`` (0) instead of Sphinx's 1; pages outside
+    the numbered chapters (the introduction, the appendices) keep their figures unnumbered.
 
     Runs after Sphinx assigned section and figure numbers (``env-get-updated``): shifts the
     chapter part of every section number (the sidebar, page titles) and of every figure,
@@ -451,8 +451,6 @@ def _shift_numbers(app, env) -> list:
     from docutils import nodes
 
     offset = app.config.mlmbook_first_chapter - 1
-    if not offset:
-        return []
 
     def shift(number):
         if not number:
@@ -470,6 +468,9 @@ def _shift_numbers(app, env) -> list:
         title = env.titles.get(docname)
         if title is not None and title.get("secnumber"):
             title["secnumber"] = shift(title["secnumber"])
+    for docname in list(env.toc_fignumbers):
+        if not env.toc_secnumbers.get(docname):   # a page outside the chapters: its figures unnumbered
+            env.toc_fignumbers[docname] = {}
     for figtypes in env.toc_fignumbers.values():
         for numbers in figtypes.values():
             for target, number in numbers.items():
@@ -479,7 +480,11 @@ def _shift_numbers(app, env) -> list:
 
 
 def setup(app):
-    """Sphinx extension entry point (``sphinx.extra_extensions`` in ``_config.yml``)."""
+    """Sphinx extension entry point (``sphinx.extra_extensions`` in ``_config.yml``): chapter
+    numbers from 0, and the author–year bibliography style ``mlmbook`` (``bibtex_default_style``)."""
+    from .pages import register_bibliography_style
+
+    register_bibliography_style()
     app.add_config_value("mlmbook_first_chapter", 0, "env")
     app.connect("env-get-updated", _shift_numbers, priority=900)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,15 +1,36 @@
 """Check the rendered site the way a reader meets it: every page in a real (headless) browser.
 
 :func:`check_site` serves a built site on localhost, opens each page in Debian's Chromium
-through Playwright, with every request to another host refused (the network unplugged), and
-reports what a reader would notice: error or traceback outputs, images that do not load,
-table-of-contents links that lead nowhere, a chapter without the static figure of its
-explorer, console errors raised by the book's own scripts, markdown tables left as raw pipes
-(``|---``), math that MathJax did not render (TeX delimiters left in the text, or a page with
-math and no rendered formula), an image without a captioned figure around it (and, on a
-chapter page, without a number), an absolute path or a cache key in the text, a code block
-wider than its column, and any request to a host other than the site itself. It saves a
-full-page screenshot of every page for a person to look at.
+through Playwright at 1280 x 900 px, with every request to another host refused (the network
+unplugged), and reports what a reader would notice:
+
+* broken things: error or traceback outputs, images that do not load, table-of-contents links
+  that lead nowhere, console errors raised by the book's own scripts, any request to another host;
+* raw markup: markdown tables left as pipes (``|---``), math MathJax did not render;
+* figures: an image without a captioned figure around it (and, on a chapter page, without a
+  number), a chapter without the static figure of its explorer, **figure text under 10 px** at
+  the width the page shows it (below);
+* layout: a code block wider than its box (measured, and estimated at the 0.6-em advance of
+  common monospace fonts, so the result does not depend on the fonts installed), **a table or
+  display equation clipped at its right edge** (neither scrolling in its own box nor inside the
+  column), **a chapter whose time card and learning objectives are not on the first screen**;
+* text a reader should never see: an absolute path or a cache key; **log-like output** (``took
+  1.2 s`` on a chapter page or in any output, a printed dict, a printed verdict line ``… → above``,
+  ``# noqa``); **template residue** (``seed(s)``, ``nan``/``inf`` printed
+  as numbers, math as plain text such as ``p^(1/T)``, a paragraph almost entirely bold); on a
+  chapter page, **an "indistinguishable" not followed in its sentence by its
+  detectable effect** ("would have been detected"); **"not drawn for this model" said of a figure
+  that is on the page**.
+
+Figure text is measured from what the book records at draw time: every figure reaches the page
+through :func:`mlmbook.plotting.figure_png`, which writes the smallest font it drew (points) and
+its dpi into the PNG; the check reads them with :func:`mlmbook.plotting.png_record` and takes the
+image's pixel width and the width the browser shows it at, so the smallest text on the page is
+``font_pt * dpi / 72 * shown / natural`` CSS pixels. An image without that record (drawn outside
+the book's style) is assumed to use the book's smallest font, 9 pt, at the dpi its PNG states.
+Images in folded solutions are unfolded for the measurement.
+
+It saves a full-page screenshot of every page for a person to look at.
 
 Command line: ``python -m mlmbook check-site [_build/html]``.
 """
@@ -66,7 +87,8 @@ def _is_redirect(page: Path) -> bool:
     return len(text) < 600 and 'http-equiv="Refresh"' in text
 
 
-def check_site(html: Path, screenshots: Path | None = None, chapters_need_explorer: bool = True) -> list:
+def check_site(html: Path, screenshots: Path | None = None, chapters_need_explorer: bool = True,
+               pages: list[str] | None = None) -> list:
     """Load every page of the site at ``html`` in headless Chromium; return the problems found.
 
     Parameters
@@ -77,6 +99,8 @@ def check_site(html: Path, screenshots: Path | None = None, chapters_need_explor
         Where to save one PNG per page.
     chapters_need_explorer : bool
         Require each chapter page (``NN_slug.html``) to show an explorer's static figure.
+    pages : list of str, optional
+        Check only these pages (paths relative to ``html``, e.g. ``"book/00_toy_world.html"``).
 
     Returns
     -------
@@ -86,11 +110,12 @@ def check_site(html: Path, screenshots: Path | None = None, chapters_need_explor
     from playwright.sync_api import sync_playwright
 
     html = Path(html)
-    pages = sorted(p.relative_to(html).as_posix() for p in html.rglob("*.html")
+    found = sorted(p.relative_to(html).as_posix() for p in html.rglob("*.html")
                    if not p.relative_to(html).parts[0].startswith(("_", "."))
                    and p.name not in ("search.html", "genindex.html")
                    and not _is_redirect(p))                 # index.html -> book/intro.html: checked there
-    problems = []
+    problems = [f"{rel}: no such page" for rel in sorted(set(pages or ()) - set(found))]
+    pages = found if pages is None else [rel for rel in found if rel in set(pages)]
     if screenshots:
         Path(screenshots).mkdir(parents=True, exist_ok=True)
     with serve(html) as base, sync_playwright() as pw:
@@ -121,6 +146,8 @@ def check_site(html: Path, screenshots: Path | None = None, chapters_need_explor
             _wait_for_math(page)
             problems += [f"{rel}: {p}" for p in _page_problems(page, rel, base, chapters_need_explorer)]
             problems += [f"{rel}: {p}" for p in _reader_problems(page, rel)]
+            problems += [f"{rel}: {p}" for p in _layout_problems(page, rel)]
+            problems += [f"{rel}: {p}" for p in _text_problems(page, rel)]
             problems += [f"{rel}: request to another host: {u[:120]}" for u in dict.fromkeys(foreign)]
             own = [t for kind, t, where in console if kind == "error" and (not where or where.startswith(base))
                    and not where.endswith("/favicon.ico")        # the browser's own request, not the book's
@@ -128,6 +155,7 @@ def check_site(html: Path, screenshots: Path | None = None, chapters_need_explor
             problems += [f"{rel}: console error: {t[:200]}" for t in own]
             if screenshots:
                 page.screenshot(path=str(Path(screenshots) / (rel.replace("/", "__")[:-5] + ".png")), full_page=True)
+            problems += [f"{rel}: {p}" for p in _figure_text_problems(page, html, base)]   # unfolds solutions
         browser.close()
     return problems
 
@@ -192,9 +220,16 @@ _FIGURES_JS = """() => [...document.querySelectorAll('main img')]
     const cap = f ? f.querySelector('figcaption') : null;
     return [i.getAttribute('src') || '', !!(cap && cap.textContent.trim()),
             !!(cap && cap.querySelector('.caption-number'))]; })"""
-_OVERFLOW_JS = """() => [...document.querySelectorAll('main pre')]
-  .filter(p => p.offsetParent !== null && p.scrollWidth > p.clientWidth + 2)
+_OVERFLOW_JS = """(advance) => [...document.querySelectorAll('main pre')]
+  .filter(p => p.offsetParent !== null).filter(p => {
+    if (p.scrollWidth > p.clientWidth + 2) return true;
+    const cs = getComputedStyle(p);
+    if (!cs.whiteSpace.startsWith('pre') || cs.whiteSpace === 'pre-wrap' || cs.whiteSpace === 'pre-line') return false;
+    const longest = Math.max(0, ...p.textContent.split('\\n').map(l => l.replace(/\\s+$/, '').length));
+    const room = p.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
+    return longest * advance * parseFloat(cs.fontSize) > room + 1; })
   .map(p => (p.textContent.split('\\n').sort((a, b) => b.length - a.length)[0] || '').slice(0, 60))"""
+MONOSPACE_ADVANCE = 0.602   # character width / font size of DejaVu Sans Mono, Menlo, SF Mono, Courier
 
 
 def _wait_for_math(page, timeout_ms: int = 10000) -> None:
@@ -236,6 +271,215 @@ def _reader_problems(page, rel: str) -> list:
         found = sorted(set(pattern.findall(text)))
         if found:
             out.append(f"{what} in the page text: {', '.join(found[:3])}")
-    for line in page.evaluate(_OVERFLOW_JS):
+    for line in page.evaluate(_OVERFLOW_JS, MONOSPACE_ADVANCE):
         out.append(f"a code block wider than the page (scrolls sideways): {line!r}...")
+    return out
+
+
+# --------------------------------------------------------------------------- layout a reader meets
+
+FIRST_SCREEN_PX = 900   # the window's height: what a reader sees before scrolling
+
+_CLIPPED_JS = """() => {
+  const col = (document.querySelector('article.bd-article') || document.querySelector('main')).getBoundingClientRect();
+  const out = [];
+  const items = [...document.querySelectorAll('main table')].map(e => ['table', e])
+    .concat([...document.querySelectorAll('main mjx-container[display="true"] > mjx-math, main div.math')]
+      .map(e => ['display equation', e]));
+  for (const [what, el] of items) {
+    const r = el.getBoundingClientRect();
+    if (!r.width || el.closest('.bd-sidebar-primary, .bd-sidebar-secondary')) continue;
+    let a = el.parentElement, clip = null;
+    while (a && a !== document.body) {
+      const ox = getComputedStyle(a).overflowX;
+      if (ox !== 'visible') { clip = a; break; }
+      a = a.parentElement;
+    }
+    const text = (el.innerText || el.textContent || '').replace(/\\s+/g, ' ').trim().slice(0, 50);
+    if (clip && ['auto', 'scroll'].includes(getComputedStyle(clip).overflowX)) continue;  // scrolls: reachable
+    const edge = clip ? clip.getBoundingClientRect().right : col.right;
+    if (r.right > edge + 1) out.push([what, Math.round(r.right - edge), text, !!clip]);
+  }
+  return out;
+}"""
+_FIRST_SCREEN_JS = """() => {
+  const top = e => e ? e.getBoundingClientRect().top + window.scrollY : null;
+  const card = document.querySelector('main .mlmbook-card');
+  const obj = [...document.querySelectorAll('main .admonition-title')]
+    .find(t => /learning objectives/i.test(t.textContent));
+  return [top(card), top(obj)];
+}"""
+
+
+def _layout_problems(page, rel: str) -> list:
+    """Tables and equations clipped at the right; a chapter's card and objectives below the fold."""
+    out = []
+    for what, by, text, clipped in page.evaluate(_CLIPPED_JS):
+        where = "clipped at the right edge of its box" if clipped else "running past the column's right edge"
+        out.append(f"a {what} {where} by {by} px (make it scroll in its own box, or split it): {text!r}")
+    if CHAPTER.match(rel.rsplit("/", 1)[-1]):
+        card, objectives = page.evaluate(_FIRST_SCREEN_JS)
+        for name, top in (("the chapter's time card (reading and running times)", card),
+                          ("the learning objectives", objectives)):
+            if top is None:
+                out.append(f"{name}: not on the page")
+            elif top > FIRST_SCREEN_PX:
+                out.append(f"{name}: {top:.0f} px down, not on the first screen ({FIRST_SCREEN_PX} px)")
+    return out
+
+
+# --------------------------------------------------------------------------- text a reader meets
+
+LOG_LINE = re.compile(r"\btook \d+(?:\.\d+)? ?s\b")
+VERDICT_LOG = re.compile(r"(?:→|->)\s*(?:above|below|indistinguishable|equivalent|undefined)\b")
+PRINTED_DICT = re.compile(r"\{\s*(?:'[^'\n]{1,60}'|\"[^\"\n]{1,60}\"|-?\d+(?:\.\d+)?)\s*:\s*\S")
+NOQA = re.compile(r"#\s*noqa\b")
+PLURAL_HACK = re.compile(r"\b\w+\(s\)")
+NON_NUMBER = re.compile(r"(?<![\w.\\])(?:nan|inf|-inf|NaN|Inf)(?![\w(])")
+INDISTINGUISHABLE = re.compile(r"indistinguishable", re.I)
+DETECTABLE = re.compile(r"would have (?:been )?detected")   # Verdict.text and Family.statement
+NOT_DRAWN = "not drawn for this model"
+
+_PARTS_JS = """() => {
+  const text = sel => [...document.querySelectorAll(sel)].filter(e => !e.closest('.bd-sidebar-primary'))
+    .map(e => e.innerText);
+  const bareText = e => { const c = e.cloneNode(true);      // the words, without code and formulas
+    c.querySelectorAll('code, mjx-container, .math, script, style').forEach(x => x.remove());
+    return c.textContent.replace(/\\s+/g, ' ').trim(); };
+  const prose = [...document.querySelectorAll('main p, main li, main dd, main figcaption, main caption, main tr')]
+    .filter(e => !e.closest('pre, .cell_input, .highlight, .cell_output pre, .bd-sidebar-primary, .bd-toc'))
+    .filter(e => !e.querySelector('p, li, tr'))
+    .map(bareText).filter(t => t);
+  const bold = [...document.querySelectorAll('main p')]
+    .filter(e => !e.closest('pre, .cell_input, .highlight, .bd-sidebar-primary, .admonition-title'))
+    .map(p => { const all = p.innerText.replace(/\\s+/g, ' ').trim();
+      let b = 0;                                  // characters drawn bold, however they got bold
+      const w = document.createTreeWalker(p, NodeFilter.SHOW_TEXT);
+      while (w.nextNode()) {
+        const el = w.currentNode.parentElement;
+        if (el && !el.closest('mjx-container') && parseInt(getComputedStyle(el).fontWeight) >= 600)
+          b += w.currentNode.nodeValue.replace(/\\s+/g, ' ').length; }
+      return [all.slice(0, 80), all.length, b]; });
+  return {outputs: text('main .cell_output'), inputs: text('main .cell_input'), prose, bold};
+}"""
+PLAIN_MATH = re.compile(r"\w\^[({]|\w_\{|\\(?:frac|setminus|mid|log|sum)\b")
+MOSTLY_BOLD = 0.5
+_NOT_DRAWN_JS = """(phrase) => {
+  const out = [];
+  const drawn = el => el && [...el.querySelectorAll('img')].some(i => i.complete && i.naturalWidth > 0);
+  for (const span of document.querySelectorAll('main .mlmbook-undrawn[data-figure]')) {
+    const fig = document.getElementById(span.dataset.figure);
+    if (fig && drawn(fig.closest('figure, .cell') || fig)) out.push(span.dataset.figure);
+  }
+  const walker = document.createTreeWalker(document.querySelector('main') || document.body, NodeFilter.SHOW_TEXT);
+  while (walker.nextNode()) {
+    const node = walker.currentNode;
+    if (!node.nodeValue.includes(phrase) || node.parentElement.closest('.mlmbook-undrawn')) continue;
+    const section = node.parentElement.closest('section') || document.querySelector('main');
+    if (drawn(section)) out.push('(unmarked) ' + node.nodeValue.trim().slice(0, 60));
+  }
+  return out;
+}"""
+
+
+def _sentences(text: str) -> list[str]:
+    return [s for s in re.split(r"(?<=[.!?])\s+(?=[A-Z(*\"“])", text) if s.strip()]
+
+
+def _text_problems(page, rel: str) -> list:
+    """Log lines, printed dicts, template residue, verdicts without their detectable effect."""
+    out = []
+    parts = page.evaluate(_PARTS_JS)
+    prose, outputs, inputs = parts["prose"], parts["outputs"], parts["inputs"]
+    shown = prose + outputs
+    chapter = bool(CHAPTER.match(rel.rsplit("/", 1)[-1]))
+    timed = shown if chapter else outputs      # a developers' page may say what a benchmark took
+    for pattern, what, texts in ((LOG_LINE, "a log line (a timing)", timed),
+                                 (PLURAL_HACK, "a template plural", shown),
+                                 (NON_NUMBER, "a number printed as nan or inf", shown)):
+        found = sorted({m.group(0) for t in texts for m in pattern.finditer(t)})
+        if found:
+            out.append(f"{what} in the text: {', '.join(found[:3])}")
+    for text, length, bold in parts["bold"]:
+        if length > 60 and bold > MOSTLY_BOLD * length:
+            out.append(f"a paragraph almost entirely bold (bold is for the key number): {text!r}")
+    math = sorted({m.group(0) for t in prose for m in PLAIN_MATH.finditer(t)})
+    if math:
+        out.append(f"math written as plain text (write it as math, $p^{{1/T}}$): {', '.join(math[:3])}")
+    logged = sorted({line.strip()[:70] for t in outputs for line in t.splitlines() if VERDICT_LOG.search(line)})
+    if logged:
+        out.append(f"a printed verdict log line (state it in a sentence): {logged[0]!r}")
+    dicts = [t for t in outputs if PRINTED_DICT.search(t)]
+    if dicts:
+        m = PRINTED_DICT.search(dicts[0])
+        out.append(f"a printed dict in an output (write a sentence or a table): "
+                   f"{dicts[0][max(0, m.start() - 20):m.start() + 50]!r}")
+    noqa = [line.strip() for t in inputs for line in t.splitlines() if NOQA.search(line)]
+    if noqa:
+        out.append(f"a linter comment (# noqa) in visible code: {noqa[0][:70]!r}")
+    if chapter:
+        for block in shown:
+            for sentence in _sentences(block):
+                if INDISTINGUISHABLE.search(sentence) and not DETECTABLE.search(sentence):
+                    out.append(f"'indistinguishable' without its detectable effect ('... would have been "
+                               f"detected') in its sentence: {sentence[:140]!r}")
+    for figure in page.evaluate(_NOT_DRAWN_JS, NOT_DRAWN):
+        out.append(f"the text says a figure is {NOT_DRAWN!r}, but it is drawn on the page: {figure}")
+    return out
+
+
+# --------------------------------------------------------------------------- figure text
+
+_IMAGES_JS = """() => {
+  document.querySelectorAll('details').forEach(d => d.open = true);
+  document.querySelectorAll('.toggle-hidden').forEach(e => e.classList.remove('toggle-hidden'));
+  return [...document.querySelectorAll('main img')]
+    .filter(i => !i.closest('.navbar-brand, .bd-header, .bd-sidebar-primary, a.reference.external'))
+    .map(i => [i.currentSrc || i.src, i.getAttribute('src') || '', i.naturalWidth,
+               i.getBoundingClientRect().width]);
+}"""
+
+
+def _image_bytes(url: str, html: Path, base: str) -> bytes | None:
+    import base64
+
+    if url.startswith("data:"):
+        head, _, data = url.partition(",")
+        return base64.b64decode(data) if ";base64" in head else None
+    if not url.startswith(base):
+        return None
+    from urllib.parse import unquote
+
+    path = html / unquote(urlparse(url).path).lstrip("/")
+    return path.read_bytes() if path.is_file() else None
+
+
+def _figure_text_problems(page, html: Path, base: str) -> list:
+    """Figures whose smallest text a reader meets under MIN_TEXT_PX (see the module docstring)."""
+    from ..plotting import MIN_FONT_PT, MIN_TEXT_PX, png_record, rendered_text_px
+
+    images = page.evaluate(_IMAGES_JS)
+    page.wait_for_timeout(100)                         # images of unfolded solutions decode
+    images = page.evaluate(_IMAGES_JS)
+    out = []
+    for url, src, natural, shown in images:
+        if not natural or not shown:
+            continue
+        data = _image_bytes(url, Path(html), base)
+        record = png_record(data) if data else {}
+        if not record.get("dpi"):
+            continue                                   # not a PNG that says its resolution (an SVG, a photo)
+        font = record.get("min_font_pt")
+        assumed = font is None
+        if assumed:
+            font = MIN_FONT_PT
+        if font <= 0:
+            continue                                   # a figure without text
+        px = rendered_text_px(font, record["dpi"], natural, shown)
+        if px < MIN_TEXT_PX - 1e-6:
+            why = (f"assumed {MIN_FONT_PT} pt: drawn outside plotting.use_style" if assumed
+                   else f"smallest font {font:g} pt")
+            out.append(f"figure text {px:.1f} px on the page, under {MIN_TEXT_PX} px ({_name(src)}: {why}, "
+                       f"{natural} px wide shown at {shown:.0f} px): keep figures within "
+                       f"plotting.column_width() and 2 panels per row, fonts >= {MIN_FONT_PT} pt")
     return out

@@ -79,7 +79,8 @@ class Family:
     def statement(self) -> str:
         """The sentence a chapter prints once, where it states its rule."""
         return (f"Each verdict in this chapter is read off an interval at the {_pct(self.level)} level: "
-                f"{_pct(self.alpha)} family-wise error shared by the chapter's at most {self.size} verdicts "
+                f"{_pct(self.alpha)} family-wise error shared by the chapter's at most {self.size} "
+                f"verdict{'s' if self.size != 1 else ''} "
                 f"(Bonferroni). A difference is called real only when the whole interval lies on one side of "
                 f"zero; otherwise it is called indistinguishable, together with the smallest difference the "
                 f"sample would have detected ({_pct(POWER)} power at that level).")

@@ -55,16 +55,121 @@ def test_references_into_a_dropped_chapter_become_text():
                   "and {numref}`ex1-kept`"
 
 
-def test_the_teachers_page_links_to_exercises_that_exist():
-    """Every {numref} of the teachers' page names an exercise label some chapter defines."""
+def test_the_teachers_page_lists_every_chapters_exercises():
+    """The teachers' page holds the marker the build replaces by the generated table, and that
+    table links every exercise of every chapter, each to a label the chapter defines."""
     import re
 
+    from mlmbook.pipeline.chapters import Layout, find_chapters
+    from mlmbook.pipeline.pages import EXERCISES_MARKER, exercise_table
     from mlmbook.pipeline.site import _labels
 
-    defined = set().union(*(_labels(p.read_text()) for p in (ROOT / "book").glob("[0-9][0-9]_*.md")))
-    cited = set(re.findall(r"\{numref\}`([^`<>]+)`", (ROOT / "book" / "for_teachers.md").read_text()))
-    assert cited, "the teachers' page links to no exercise"
-    assert cited <= defined, f"labels no chapter defines: {sorted(cited - defined)}"
+    assert EXERCISES_MARKER in (ROOT / "book" / "for_teachers.md").read_text()
+    chapters = [(c.slug, c.title, c.path.read_text()) for c in find_chapters(Layout(ROOT))]
+    table = exercise_table(chapters)
+    defined = set().union(*(_labels(text) for _, _, text in chapters))
+    cited = re.findall(r"\{numref\}`([^`<>]+)`", table)
+    declared = set().union(*(re.findall(r"\{exercise\}[^\n]*\n:label:\s*(\S+)", text) for _, _, text in chapters))
+    assert cited and set(cited) <= defined and set(cited) == declared
+
+
+MYST = """\
+(sec-x)=
+## A section
+
+See {numref}`fig-a`, {numref}`Figure %s <fig-a>`, equation {eq}`eq-a`, {cite:t}`devlin2019bert`,
+{cite}`devlin2019bert,lari1990estimation`, {term}`the MLM <Masked language model>`, {doc}`00_toy_world`,
+{ref}`sec-x` and {math}`x_i`.
+
+$$
+p(x) = 1
+$$ (eq-a)
+
+```{admonition} Learning objectives
+:class: tip
+
+1. one
+```
+
+:::{note}
+A note with `code`.
+:::
+
+```{exercise} Core: a title
+:label: ex-a
+
+Do it.
+```
+
+```{solution} ex-a
+:class: dropdown
+
+Done.
+```
+
+```python
+{numref}`left-alone-in-code`
+```
+"""
+
+
+def _chapter_like():
+    figure = nbformat.v4.new_code_cell("plt.show()", metadata={"mystnb": {"figure": {
+        "name": "fig-a", "caption": "A figure, see {cite:t}`devlin2019bert`."}}})
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# Zero"), figure,
+                                         nbformat.v4.new_markdown_cell(MYST)])
+    nb.metadata["papermill"] = {"input_path": "book/00_toy_world.md"}
+    return nb
+
+
+def test_myst_becomes_plain_markdown_with_the_sites_numbers():
+    from mlmbook.pipeline.notebooks import context_for
+
+    nb = _chapter_like()
+    ctx = context_for({"00_toy_world": nb}, ROOT / "book")
+    out = runnable_notebook(nb, "https://e.org/r", ctx)
+    text = "\n".join(c.source for c in out.cells if c.cell_type == "markdown")
+    for raw in ("{numref}", "{eq}", "{cite", "{term}", "{doc}", "{ref}", "{math}", "```{", ":::{", ":label:",
+                "(sec-x)="):
+        assert raw not in text.replace("```python\n{numref}`left-alone-in-code`\n```", ""), raw
+    assert "See Figure 0.1, Figure 0.1, equation (0.1), Devlin et al. (2019)," in text
+    assert "(Devlin et al., 2019; Lari and Young, 1990)" in text and "the MLM" in text
+    assert "[chapter 0, *Zero*](00_toy_world.ipynb)" in text and "A section and $x_i$." in text
+    assert "\\tag{0.1}" in text
+    assert "> **Learning objectives**" in text and "> **Note**" in text
+    assert "**Exercise 0.1** (Core: a title)" in text
+    assert "<details>\n<summary>Solution to Exercise 0.1</summary>" in text and "Done." in text
+    assert "{numref}`left-alone-in-code`" in text          # code blocks are copied verbatim
+    assert "*Figure 0.1: A figure, see Devlin et al. (2019).*" in text
+    nbformat.validate(out)
+
+
+def test_gated_solutions_are_collapsed_or_removed():
+    cells = [nbformat.v4.new_markdown_cell("# Zero\n\n```{exercise}\n:label: ex-b\n\nWrite it.\n```"),
+             nbformat.v4.new_code_cell("def f():\n    raise NotImplementedError"),
+             nbformat.v4.new_markdown_cell("```{solution-start} ex-b\n:class: dropdown\n```\n\nThe idea."),
+             nbformat.v4.new_code_cell("def f():\n    return 1"),
+             nbformat.v4.new_markdown_cell("```{solution-end}\n```\n\nAfter the solution.")]
+    nb = nbformat.v4.new_notebook(cells=cells)
+    nb.metadata["papermill"] = {"input_path": "book/00_toy_world.md"}
+    full = runnable_notebook(nb, "https://e.org/r")
+    sources = [c.source for c in full.cells]
+    assert any(s.startswith("**Solution to Exercise 0.1.**") for s in sources)
+    assert any("<details>" in s and "The idea." in s for s in sources)
+    solution = next(c for c in full.cells if "return 1" in c.source)
+    assert solution.metadata["jupyter"]["source_hidden"] and "# @title Solution to Exercise 0.1" in solution.source
+    assert "After the solution." in sources[-1] and "<details>" not in sources[-1]
+    student = runnable_notebook(nb, "https://e.org/r", student=True)
+    text = "\n".join(c.source for c in student.cells)
+    assert "return 1" not in text and "The idea." not in text and "Solution" not in text
+    assert "raise NotImplementedError" in text and "After the solution." in text
+
+
+def test_binder_installs_what_the_notebooks_need():
+    lines = (ROOT / "binder" / "requirements.txt").read_text().splitlines()
+    wanted = {line.split("#")[0].split(">=")[0].strip() for line in lines if line.strip() and not line.startswith("#")}
+    assert {"ipywidgets", "jupytext", "jupyterlab-myst"} <= wanted
+    assert any("download.pytorch.org/whl/cpu" in line for line in lines)     # no CUDA build of torch
 
 
 @pytest.mark.slow
@@ -74,17 +179,24 @@ def test_generated_notebooks_have_no_glue_and_chapter_0_runs_from_a_fresh_kernel
 
 
 def check_generated_notebooks(folder: Path, tmp_path: Path, monkeypatch) -> None:
+    import re
+
     from nbclient import NotebookClient
 
     notebooks = sorted((folder / "book").glob("*.ipynb"))
     assert any(p.stem == "00_toy_world" for p in notebooks), notebooks
+    assert sorted(p.name for p in (folder / "student").glob("*.ipynb")) == [p.name for p in notebooks]
     url = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]["url"].rstrip("/")
-    assert url in (folder / "binder" / "requirements.txt").read_text()
-    for path in notebooks:
+    requirements = (folder / "binder" / "requirements.txt").read_text()
+    assert url in requirements and "ipywidgets" in requirements
+    for path in notebooks + sorted((folder / "student").glob("*.ipynb")):
         nb = nbformat.read(path, as_version=4)
-        left = [c.source for c in nb.cells if c.cell_type == "markdown" and "{glue" in c.source]
-        assert not left, f"{path.name}: {len(left)} markdown cell(s) still hold a {{glue}} role"
+        markdown = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+        raw = re.findall(r"\{[a-z:-]+\}`|^\s*(?:`{3,}|:{3,})\{[\w:-]+\}", markdown, re.M)
+        assert not raw, f"{path.parent.name}/{path.name}: raw MyST left: {sorted(set(raw))[:5]}"
         assert "mlmbook-install" in nb.cells[0].metadata.get("tags", []) and url in nb.cells[0].source
+        if path.parent.name == "student":
+            assert "Solution to Exercise" not in markdown, f"{path.name}: the student edition shows a solution"
     # chapter 0 from a fresh kernel, in a folder that is not the repository, recording nothing
     for name in ("MLMBOOK_RESULTS", "MLMBOOK_CHAPTER"):
         monkeypatch.delenv(name, raising=False)

@@ -29,3 +29,23 @@ def test_check_fails_when_a_figure_is_missing(quick_book, chromium, tmp_path):
     victim.unlink()
     problems = check_site(html, None)
     assert any("00_toy_world" in p and "did not load" in p for p in problems), problems
+
+
+def test_chapter_0_and_the_front_matter_meet_the_readers_standard(quick_book, chromium):
+    """Issue 26 on the pages the page engineer owns: chapter 0 and every page outside the chapters
+    pass every check (figure text, clipping, first screen, log lines, verdict wording)."""
+    html = quick_book.build_dir / "html"
+    pages = ["book/00_toy_world.html"] + sorted(
+        p.relative_to(html).as_posix() for p in (html / "book").glob("*.html") if not p.name[:2].isdigit())
+    assert check_site(html, None, pages=pages) == []
+    page = (html / "book" / "00_toy_world.html").read_text()
+    assert "not drawn for this model" not in page          # its explorer's figure counts as drawn
+    assert "mlmbook-card" in page and "minutes to read" in page
+
+
+def test_the_front_page_figure_is_unnumbered_and_the_bibliography_author_year(quick_book):
+    html = quick_book.build_dir / "html" / "book"
+    intro = (html / "intro.html").read_text()
+    assert "Fig. 1" not in intro and "Figure 1" not in intro
+    bib = (html / "bibliography.html").read_text()
+    assert "Devlin et al., 2019" in bib and "[HDSODonnell21]" not in bib

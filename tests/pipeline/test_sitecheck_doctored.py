@@ -35,9 +35,21 @@ A formula in the text, $q(x_i \\mid x_{\\setminus i})$, and an HTML table:
 
 <table><tr><th>a</th><th>b</th></tr><tr><td>1</td><td>2</td></tr></table>
 """
+CARD = """\
+```{div} mlmbook-card
+**About 5 minutes to read.** It runs in 1 s.
+```
+
+```{admonition} Learning objectives
+:class: tip
+
+1. read a tiny chapter.
+```
+"""
 CHAPTER0 = """\
 # Tiny zero
 
+""" + CARD + """
 The conditional of one site given the others:
 
 $$
@@ -63,6 +75,7 @@ Show that {eq}`eq-tiny` sums to one.
 CHAPTER1 = """\
 # Tiny one
 
+""" + CARD + """
 See {numref}`fig-tiny`, {numref}`ex-tiny` and equation {eq}`eq-tiny` of {doc}`00_tiny`.
 """
 
@@ -79,16 +92,20 @@ def tiny_site(tmp_path_factory):
     from mlmbook.pipeline.chapters import Layout
     from mlmbook.pipeline.site import render
 
+    from mlmbook import plotting
+
     root = tmp_path_factory.mktemp("tiny")
     (root / "book").mkdir()
+    shutil.copytree(ROOT / "book" / "_static", root / "_static")       # the book's own CSS
     shutil.copy2(ROOT / "_config.yml", root / "_config.yml")
     shutil.copy2(ROOT / "book" / "references.bib", root / "book" / "references.bib")
     (root / "_toc.yml").write_text(TOC)
     for name, text in (("intro", INTRO), ("00_tiny", CHAPTER0), ("01_tiny", CHAPTER1)):
         (root / "book" / f"{name}.md").write_text(text)
+    plotting.use_style()
     fig, ax = plt.subplots(figsize=(2, 1))
     ax.plot([0], [0], "o")
-    fig.savefig(root / "book" / "dot.png", dpi=50)
+    (root / "book" / "dot.png").write_bytes(plotting.figure_png(fig)[0])   # with its font record
     plt.close(fig)
     old = os.environ.get("MLMBOOK_BUILD")
     os.environ["MLMBOOK_BUILD"] = str(root / "_build")
@@ -196,3 +213,89 @@ def test_request_to_another_host_fails(tiny_site, chromium, tmp_path):
     problems = check_site(html, None, chapters_need_explorer=False)
     assert any("00_tiny" in p and "request to another host" in p and "fonts.example.org" in p
                for p in problems), problems
+
+
+# --------------------------------------------------------------------------- issue 26: what a reader meets
+
+def _check(html):
+    return check_site(html, None, chapters_need_explorer=False)
+
+
+def test_figure_text_shrunk_below_ten_pixels_fails(tiny_site, chromium, tmp_path):
+    """dot.png's 9-pt ticks are 25 px at its natural size; shown 90 px wide they are under 6 px."""
+    html = _doctored(tiny_site, tmp_path, edit=lambda t: t.replace('<img alt=', '<img style="width:90px" alt=', 1))
+    problems = _check(html)
+    assert any("00_tiny" in p and "figure text" in p and "under 10 px" in p for p in problems), problems
+
+
+def test_a_table_clipped_at_its_right_edge_fails(tiny_site, chromium, tmp_path):
+    cells = "".join(f"<td>column {k}</td>" for k in range(40))
+    html = _doctored(tiny_site, tmp_path, insert=f'<div style="overflow:hidden;width:300px"><table><tr>{cells}'
+                                                 '</tr></table></div>')
+    problems = _check(html)
+    assert any("00_tiny" in p and "a table clipped at the right edge" in p for p in problems), problems
+
+
+def test_a_table_wider_than_the_column_fails_and_one_that_scrolls_passes(tiny_site, chromium, tmp_path):
+    cells = "".join(f"<td>column {k}</td>" for k in range(40))
+    html = _doctored(tiny_site, tmp_path, insert=f"<table><tr>{cells}</tr></table>"
+                                                 f'<div class="mlmbook-table-wrap"><table><tr>{cells}</tr></table></div>')
+    problems = [p for p in _check(html) if "table" in p]
+    assert len(problems) == 1 and "running past the column" in problems[0], problems
+
+
+def test_a_display_equation_clipped_at_its_right_edge_fails(tiny_site, chromium, tmp_path):
+    terms = " + ".join(f"a_{{{k}}}" for k in range(90))
+    html = _doctored(tiny_site, tmp_path, insert='<style>mjx-container{overflow:hidden!important}</style>'
+                                                 f'<div class="math notranslate nohighlight">\\[{terms}\\]</div>')
+    problems = _check(html)
+    assert any("00_tiny" in p and "display equation clipped" in p for p in problems), problems
+
+
+def test_not_drawn_beside_a_drawn_figure_fails(tiny_site, chromium, tmp_path):
+    marked = ('<p>As <span class="mlmbook-undrawn" data-figure="fig-tiny">a figure that is not drawn for this '
+              'model</span> shows.</p><p>Plain: a figure that is not drawn for this model, again.</p>')
+    problems = _check(_doctored(tiny_site, tmp_path, insert=marked))
+    drawn = [p for p in problems if "00_tiny" in p and "but it is drawn on the page" in p]
+    assert any("fig-tiny" in p for p in drawn) and any("(unmarked)" in p for p in drawn), problems
+
+
+def test_log_lines_printed_dicts_and_noqa_fail(tiny_site, chromium, tmp_path):
+    insert = ('<div class="cell_output"><pre>training took 12.3 s</pre></div>'
+              "<div class=\"cell_output\"><pre>p(verb | ...): {'bark': 0.41, 'barks': 0.0}</pre></div>"
+              '<div class="cell_input"><pre>import numpy  # noqa: F401</pre></div>'
+              '<div class="cell_output"><pre>uuas MLM vs CPMI → above</pre></div>')
+    problems = _check(_doctored(tiny_site, tmp_path, insert=insert))
+    for what in ("a log line", "a printed dict", "# noqa", "a printed verdict log line"):
+        assert any("00_tiny" in p and what in p for p in problems), (what, problems)
+
+
+def test_template_residue_fails(tiny_site, chromium, tmp_path):
+    insert = ("<p>On 1 training seed(s): inf [inf, inf], sharpened as p^(1/T).</p>"
+              "<p><strong>The whole of this paragraph is bold, every word of it, and then</strong> one.</p>")
+    problems = _check(_doctored(tiny_site, tmp_path, insert=insert))
+    for what in ("template plural", "nan or inf", "math written as plain text", "almost entirely bold"):
+        assert any("00_tiny" in p and what in p for p in problems), (what, problems)
+
+
+def test_indistinguishable_without_its_detectable_effect_fails(tiny_site, chromium, tmp_path):
+    bare = "<p>The two parsers are statistically indistinguishable from. Then the next sentence.</p>"
+    full = ("<p>The two parsers are indistinguishable (a difference of 0.012 nats or more would have been "
+            "detected (80 % power at the 99.8 % level)). Then the next sentence.</p>")
+    problems = _check(_doctored(tiny_site, tmp_path, insert=bare + full))
+    found = [p for p in problems if "indistinguishable" in p]
+    assert len(found) == 1 and "00_tiny" in found[0] and "statistically indistinguishable from." in found[0], problems
+
+
+def test_a_chapter_card_below_the_fold_fails(tiny_site, chromium, tmp_path):
+    problems = _check(_doctored(tiny_site, tmp_path, insert='<div style="height:1500px"></div>'))
+    assert any("00_tiny" in p and "time card" in p and "not on the first screen" in p for p in problems), problems
+    assert any("00_tiny" in p and "learning objectives" in p for p in problems), problems
+
+
+def test_a_code_line_too_long_for_common_fonts_fails(tiny_site, chromium, tmp_path):
+    """Measured at the 0.6-em advance of common monospace fonts, whatever fonts the checker has."""
+    line = "x" * 95                            # 95 x 0.6 x 12 px = 684 px in a 660-px box
+    insert = f'<div class="highlight"><pre>{line}</pre></div>'
+    problems = _check(_doctored(tiny_site, tmp_path, insert=insert))
+    assert any("00_tiny" in p and "wider than the page" in p for p in problems), problems

@@ -1,0 +1,289 @@
+"""What a reader meets first on a page, generated at staging time from what the build measured.
+
+* :func:`chapter_card` — the line under each chapter's title: how long it takes to read (counted
+  from the executed notebook) and to run (the chapter's wall time in the build's recorded
+  timings, :func:`measured_times`), so no page types a run time by hand;
+  :func:`prepare_chapter` puts it, and the chapter's learning objectives, on the first screen.
+* :func:`exercise_table` — the teachers' list of every chapter's exercises with their levels and
+  kinds, built from the chapter sources and :func:`mlmbook.exercises.registry`, so it cannot go
+  stale or misfile an exercise.
+* :func:`register_bibliography_style` — author–year labels in the bibliography ("Devlin et al.,
+  2019"), the same as the citations in the text.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+
+__all__ = ["measured_times", "format_seconds", "reading_minutes", "chapter_card", "prepare_chapter",
+           "find_exercises", "exercise_table", "timings_table", "register_bibliography_style",
+           "EXERCISES_MARKER", "TIMINGS_MARKER",
+           "WORDS_PER_MINUTE", "CODE_LINES_PER_MINUTE"]
+
+WORDS_PER_MINUTE = 150          # technical prose with formulas
+CODE_LINES_PER_MINUTE = 30      # visible code, read for its idea
+EXERCISES_MARKER = "<!-- exercise-table -->"
+TIMINGS_MARKER = "<!-- timings-table -->"
+OBJECTIVES = re.compile(r"^(?P<fence>`{3,}|:{3,})\{admonition\}[ \t]*Learning objectives[^\n]*\n.*?^(?P=fence)[ \t]*$\n?",
+                        re.M | re.S)
+
+
+# --------------------------------------------------------------------------- times
+
+def measured_times(root: Path) -> dict[str, dict[str, float]]:
+    """Each chapter's measured wall time, by profile: ``{slug: {"quick": s, "full": s}}``.
+
+    Read from the whole-book timings a build records with its models cached
+    (``results/timings/<profile>-cached.json``, the reference build's, committed); a chapter
+    missing there has no entry.
+    """
+    out: dict[str, dict[str, float]] = {}
+    for profile in ("quick", "full"):
+        path = Path(root) / "results" / "timings" / f"{profile}-cached.json"
+        if not path.is_file():
+            continue
+        try:
+            chapters = json.loads(path.read_text(encoding="utf-8")).get("chapters", {})
+        except (OSError, ValueError):
+            continue
+        for slug, seconds in chapters.items():
+            if slug[:2].isdigit() and isinstance(seconds, (int, float)):
+                out.setdefault(slug, {})[profile] = float(seconds)
+    return out
+
+
+def timings_table(root: Path) -> str:
+    """A Markdown table of the reference build's wall times: one row per chapter, by profile and
+    model cache (``results/timings/*.json``), with the training and whole-book totals."""
+    runs = {}
+    for path in sorted((Path(root) / "results" / "timings").glob("*.json")):
+        try:
+            runs[path.stem] = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+    if not runs:
+        return "No reference build has recorded its times yet (`make reference` writes them)."
+    order = [k for k in ("quick-cached", "quick-uncached", "full-cached", "full-uncached") if k in runs]
+    order += [k for k in runs if k not in order]
+    rows = ["| | " + " | ".join(k.replace("-", ", models ") for k in order) + " |",
+            "|---" * (len(order) + 1) + "|"]
+    names = sorted({n for k in order for n in runs[k].get("chapters", {})}, key=lambda n: (n != "training", n))
+    for name in names + ["render", "total"]:
+        cells = []
+        for k in order:
+            run = runs[k]
+            value = {"render": run.get("render_seconds"), "total": run.get("total_seconds")}.get(
+                name, run.get("chapters", {}).get(name))
+            cells.append(format_seconds(value) if isinstance(value, (int, float)) else "—")
+        label = {"training": "training the models", "render": "rendering the site",
+                 "total": "**whole book**"}.get(name, name)
+        rows.append(f"| {label} | " + " | ".join(cells) + " |")
+    when = ", ".join(f"{k} {runs[k].get('when', '?')}" for k in order)
+    return "\n".join(rows) + f"\n\nMeasured on {runs[order[0]].get('cpus', '?')} CPU cores ({when})."
+
+
+def format_seconds(seconds: float) -> str:
+    """``14.9 -> "15 s"``, ``126.7 -> "2 min 7 s"``, ``1260 -> "21 min"``."""
+    s = int(round(seconds))
+    if s < 60:
+        return f"{max(s, 1)} s"
+    if s < 600:
+        return f"{s // 60} min {s % 60} s" if s % 60 else f"{s // 60} min"
+    return f"{round(s / 60)} min"
+
+
+def _plain_words(text: str) -> int:
+    text = re.sub(r"\$\$.*?\$\$|\$[^$\n]*\$", " formula ", text, flags=re.S)
+    text = re.sub(r"\{[\w:-]+\}`([^`<]*)(?:<[^`]*>)?`", r"\1", text)           # roles: their text
+    text = re.sub(r"^\s*(`{3,}|:{3,}).*$|^:\w[\w-]*:.*$", " ", text, flags=re.M)  # fences, options
+    return len(re.findall(r"[A-Za-z][\w'’-]*", text))
+
+
+def reading_minutes(nb) -> int:
+    """Minutes to read a chapter: its prose and captions at :data:`WORDS_PER_MINUTE`, its visible
+    code at :data:`CODE_LINES_PER_MINUTE`, rounded up to 5 minutes."""
+    words, code = 0, 0
+    for cell in nb.cells:
+        tags = set(cell.get("metadata", {}).get("tags", []))
+        if cell.cell_type == "markdown":
+            words += _plain_words(cell.source)
+        elif cell.cell_type == "code" and not tags & {"remove-cell", "remove-input", "injected-parameters"}:
+            code += sum(1 for line in cell.source.splitlines() if line.strip())
+            caption = cell.get("metadata", {}).get("mystnb", {}).get("figure", {}).get("caption", "")
+            words += _plain_words(str(caption))
+    minutes = words / WORDS_PER_MINUTE + code / CODE_LINES_PER_MINUTE
+    return max(5, 5 * math.ceil(minutes / 5))
+
+
+def chapter_card(nb, times: dict[str, float] | None) -> str:
+    """The sentence under a chapter's title (Markdown): reading time, measured run times."""
+    read = f"**About {reading_minutes(nb)} minutes to read.**"
+    times = times or {}
+    if "quick" in times and "full" in times:
+        run = (f"It runs in {format_seconds(times['quick'])} in the quick profile and "
+               f"{format_seconds(times['full'])} in the full profile on two CPU cores with its models "
+               f"cached, as measured by the reference build.")
+    elif times:
+        profile, seconds = next(iter(times.items()))
+        run = (f"It runs in {format_seconds(seconds)} in the {profile} profile on two CPU cores with its "
+               f"models cached, as measured by the reference build.")
+    else:
+        run = "Its run time has not been measured yet: no reference build has run it."
+    return f"{read} {run}"
+
+
+def prepare_chapter(nb, times: dict[str, float] | None, site: bool = True) -> bool:
+    """Put the chapter card and the learning objectives right under the chapter's title, in place.
+
+    The objectives (the ``{admonition} Learning objectives`` block of the chapter's opening
+    prose) move up from wherever the opening placed them. With ``site=False`` the card is plain
+    Markdown (for notebooks opened outside the site). Returns False when the notebook has no
+    title cell (nothing changed).
+    """
+    cells = nb.cells
+    first = next((k for k, c in enumerate(cells) if c.cell_type == "markdown"
+                  and re.search(r"^# ", c.source, re.M)), None)
+    if first is None:
+        return False
+    objectives = ""
+    for cell in cells[first:]:
+        if cell.cell_type == "code" and not set(cell.metadata.get("tags", [])) & {
+                "parameters", "injected-parameters", "remove-cell"}:
+            break
+        if cell.cell_type == "markdown":
+            m = OBJECTIVES.search(cell.source)
+            if m:
+                objectives = m.group(0).rstrip("\n")
+                cell.source = (cell.source[:m.start()] + cell.source[m.end():]).strip("\n")
+                break
+    title_cell = cells[first]
+    lines = title_cell.source.split("\n")
+    at = next(k for k, line in enumerate(lines) if line.startswith("# "))   # lines above: a target, a comment
+    head, rest = "\n".join(lines[:at + 1]), "\n".join(lines[at + 1:])
+    card = chapter_card(nb, times)
+    card = f"```{{div}} mlmbook-card\n{card}\n```" if site else f"> {card}"
+    title_cell.source = "\n\n".join(part for part in (head, card, objectives, rest.strip("\n")) if part)
+    nb.cells = [c for c in cells if c.cell_type != "markdown" or c.source.strip()]
+    return True
+
+
+# --------------------------------------------------------------------------- exercises
+
+_EXERCISE = re.compile(r"^(?P<fence>`{3,}|:{3,})\{exercise\}(?P<title>[^\n]*)\n(?P<body>.*?)^(?P=fence)[ \t]*$",
+                       re.M | re.S)
+_LEVEL = re.compile(r"\b(warm-up|core|stretch|capstone)\b", re.I)
+
+
+def find_exercises(text: str) -> list[dict]:
+    """The exercises of one chapter source, in order: ``label``, ``level`` (or None) and ``kind``.
+
+    The level comes from :func:`mlmbook.exercises.registry` for a graded exercise, else from a
+    level word (warm-up, core, stretch, capstone) in the exercise's title or first line. The kind
+    is "graded" (registered), "coding" (a code cell before the next exercise or "(Coding" in its
+    text) or "pen and paper".
+    """
+    from ..exercises import registry
+
+    graded = registry()
+    found = list(_EXERCISE.finditer(text))
+    out = []
+    for k, m in enumerate(found):
+        label = re.search(r"^:label:\s*(\S+)", m["body"], re.M)
+        if not label:
+            continue
+        label = label.group(1)
+        body = re.sub(r"^:\w[\w-]*:.*$", "", m["body"], flags=re.M).strip()
+        first_line = body.splitlines()[0] if body else ""
+        level = graded[label].level if label in graded else None
+        if level is None:
+            hit = _LEVEL.search(m["title"]) or _LEVEL.search(first_line)
+            level = hit.group(1).lower() if hit else None
+        upto = found[k + 1].start() if k + 1 < len(found) else len(text)
+        after = text[m.end():upto]
+        if label in graded:
+            kind = "graded"
+        elif "{code-cell}" in after or "(coding" in body.lower():
+            kind = "coding"
+        else:
+            kind = "pen and paper"
+        out.append({"label": label, "level": level, "kind": kind})
+    return out
+
+
+def exercise_table(chapters: list[tuple[str, str, str]]) -> str:
+    """A Markdown table of every chapter's exercises, for the teachers' page.
+
+    Parameters
+    ----------
+    chapters : list of (slug, title, source text)
+    """
+    rows = ["| chapter | exercise | level | kind |", "|---|---|---|---|"]
+    for slug, title, text in chapters:
+        name = f"{int(slug[:2])} {title}"
+        for ex in find_exercises(text):
+            kind = {"graded": "code, graded by the truth", "coding": "code",
+                    "pen and paper": "pen and paper"}[ex["kind"]]
+            rows.append(f"| {name} | {{numref}}`{ex['label']}` | {ex['level'] or '—'} | {kind} |")
+            name = ""  # the chapter named once
+    return "\n".join(rows)
+
+
+# --------------------------------------------------------------------------- bibliography
+
+def _surname(person) -> str:
+    """"de Marneffe", "Torroba Hennigen": the prelast and last names, LaTeX markup removed."""
+    name = " ".join(person.prelast_names + person.last_names)
+    try:
+        from pybtex.richtext import Text
+
+        name = str(Text.from_latex(name))
+    except Exception:  # noqa: BLE001 - a name pybtex cannot parse is shown as written
+        pass
+    return re.sub(r"[{}]", "", name).strip() or str(person)
+
+
+def _author_year(entry) -> str:
+    persons = entry.persons.get("author") or entry.persons.get("editor") or []
+    names = [_surname(p) for p in persons]
+    others = any(n.lower() == "others" for n in names)
+    names = [n for n in names if n.lower() != "others"]
+    year = entry.fields.get("year", "n.d.")
+    if not names:
+        who = entry.fields.get("title", entry.key)
+    elif len(names) >= 3 or others:
+        who = f"{names[0]} et al."
+    elif len(names) == 2:
+        who = f"{names[0]} and {names[1]}"
+    else:
+        who = names[0]
+    return f"{who}, {year}"
+
+
+def register_bibliography_style() -> None:
+    """Register the pybtex style ``mlmbook`` (sphinxcontrib-bibtex's ``bibtex_default_style``):
+    entries sorted by author and year, labelled "Devlin et al., 2019" like the citations."""
+    from pybtex.plugin import register_plugin
+    from pybtex.style.formatting.unsrt import Style as Unsrt
+    from pybtex.style.labels import BaseLabelStyle
+
+    class AuthorYearLabels(BaseLabelStyle):
+        def format_labels(self, sorted_entries):
+            labels = [_author_year(e) for e in sorted_entries]
+            seen: dict[str, int] = {}
+            for label in labels:
+                seen[label] = seen.get(label, 0) + 1
+            suffix: dict[str, int] = {}
+            for label in labels:
+                if seen[label] > 1:                 # "Wang and Cho, 2019a", "..., 2019b"
+                    suffix[label] = suffix.get(label, 0) + 1
+                    yield label + "abcdefghijklmnopqrstuvwxyz"[suffix[label] - 1]
+                else:
+                    yield label
+
+    class AuthorYearStyle(Unsrt):
+        default_label_style = AuthorYearLabels
+        default_sorting_style = "author_year_title"
+
+    register_plugin("pybtex.style.formatting", "mlmbook", AuthorYearStyle, force=True)
