@@ -446,17 +446,28 @@ def _shift_numbers(app, env) -> list:
     Runs after Sphinx assigned section and figure numbers (``env-get-updated``): shifts the
     chapter part of every section number (the sidebar, page titles) and of every figure,
     table, code-block, equation and exercise number, so chapter ``00_toy_world`` shows
-    "0 The toy world" and its first figure "Figure 0.1".
+    "0 The toy world" and its first figure "Figure 0.1" — from its file name, so a partial build
+    that leaves chapters out never renumbers the others.
     """
     from docutils import nodes
 
+    import re
+
     offset = app.config.mlmbook_first_chapter - 1
+    # a chapter file NN_slug keeps the number NN even when a partial build leaves chapters out
+    # (Sphinx numbers the chapters present 1, 2, ...; chapter 5 alone would become 0.x)
+    own = {}
+    for docname, numbers in env.toc_secnumbers.items():
+        top = numbers.get("") or (min(numbers.values()) if numbers else None)
+        found = re.match(r"(\d+)_", docname.rsplit("/", 1)[-1])
+        if top and found:
+            own[top[0]] = int(found.group(1))
 
     def shift(number):
         if not number:
             return number
         first, *rest = number
-        return type(number)([first + offset, *rest])
+        return type(number)([own.get(first, first + offset), *rest])
 
     for docname, numbers in env.toc_secnumbers.items():
         for anchor, number in numbers.items():

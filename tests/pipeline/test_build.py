@@ -329,3 +329,15 @@ def test_interrupted_build_then_rebuild(copy_of_built):
     assert after == before
     again = run_cli("build", "1", "--root", str(root), "--profile", "quick")
     assert again.returncode == 0, again.stderr
+
+
+def test_a_partial_build_keeps_the_chapter_numbers(tmp_path):
+    """Built alone, chapter 1 used to be numbered 0 (Sphinx numbers the chapters present)."""
+    import re
+    root = tmp_path / "book_min"
+    shutil.copytree(FIXTURE, root)
+    proc = run_cli("build", "1", "--root", str(root), "--profile", "quick", cache=tmp_path / "cache")
+    assert proc.returncode == 0, proc.stderr
+    page = (root / "_build" / "html" / "book" / "01_fail.html").read_text()
+    numbers = re.findall(r'<span class="section-number">([\d.]+)', page)
+    assert numbers and all(n.startswith("1.") for n in numbers), numbers
