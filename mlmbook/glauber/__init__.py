@@ -9,32 +9,39 @@ module              idea
 ``exact``           a small :class:`Frame`: exact transition matrix, :func:`stationary`,
                     :func:`spectral_gap`, :func:`critical_depth`, :func:`basin_barrier`,
                     :func:`hitting_times`, :func:`escape_survival`
+``mh``              Metropolis–Hastings-corrected Glauber dynamics (Goyal et al. 2022) on a
+                    frame: :func:`mh_kernel`, :func:`pll_energy`
+``scaling``         exact mixing against length: :func:`mixing_time`, frames of growing
+                    length, exact relaxation and mixing times, their growth exponent
 ``trajectories``    reading chains: autocorrelation, basins, censored escape times and rates,
-                    Arrhenius and growth-exponent fits with intervals, coupling tail bounds,
-                    and the toy truth's view of states (log p, topic posterior, topic probe)
-``experiments``     chapter 5's analyses as functions: rectangle pairs and the truth's
-                    control, a frame's sweep over temperatures, the coupling grid, growth
-                    exponents and the influence threshold
+                    Arrhenius and growth-exponent fits as :class:`mlmbook.stats.Interval`\ s,
+                    coupling tail bounds, and the toy truth's view of states (log p, topic
+                    posterior, topic probe)
+``experiments``     chapter 5's analyses as functions: rectangle pairs, a frame's sweep over
+                    temperatures (plain and MH chains), the coupling grid, growth exponents,
+                    the influence crossing
 ``basins``          chapter 5's topic-basin escapes (exact and simulated) and the quality
-                    of samples from random strings
+                    of samples from pairs of chains that have met
 ==================  =====================================================================
 
 Divergences (``kl``, ``tv``) live in :mod:`mlmbook.stats`.
 """
 from .exact import (Frame, basin_barrier, critical_depth, escape_survival, exact_transition_matrix, hitting_times,
                     is_reversible, relaxation_time, simulate_escapes, spectral_gap, state_index, state_space, stationary)
+from .mh import mh_kernel, pll_energy
 from .sampler import Coupling, GlauberSampler, influence
-from .trajectories import (EscapeRate, SlopeFit, arrhenius_fit, basin_occupancy, censored_quantile, escape_rate,
-                           escape_times, hamming_autocorrelation, hysteresis_labels, loglog_slope, side_of, tail_bound,
-                           topic_log_odds, topic_posterior, topic_word_log_odds, truth_log_probs,
-                           truth_topic_scores)
+from .scaling import coupon_times, exact_growth, length_frames, mixing_time, scaling_curve, support_component
+from .trajectories import (arrhenius_fit, basin_occupancy, censored_quantile, escape_counts, escape_rate, escape_times,
+                           exact_interval, growth_exponent, hamming_autocorrelation, hysteresis_labels, tail_bound,
+                           topic_log_odds, topic_posterior, topic_word_log_odds, truth_log_probs, truth_topic_scores)
 
 __all__ = [
     "GlauberSampler", "Coupling", "influence",
     "Frame", "state_space", "state_index", "exact_transition_matrix", "critical_depth", "basin_barrier",
     "hitting_times", "escape_survival", "simulate_escapes", "stationary", "spectral_gap", "relaxation_time",
-    "is_reversible",
+    "is_reversible", "mh_kernel", "pll_energy",
+    "mixing_time", "length_frames", "support_component", "scaling_curve", "exact_growth", "coupon_times",
     "censored_quantile", "hamming_autocorrelation", "basin_occupancy", "escape_times", "hysteresis_labels",
     "truth_log_probs", "topic_posterior", "truth_topic_scores", "topic_word_log_odds", "topic_log_odds",
-    "EscapeRate", "escape_rate", "SlopeFit", "arrhenius_fit", "loglog_slope", "side_of", "tail_bound",
+    "escape_counts", "escape_rate", "arrhenius_fit", "exact_interval", "growth_exponent", "tail_bound",
 ]

@@ -7,8 +7,8 @@ the mean time to escape from the farm basin into the town basin of one topic wor
 MLM's Glauber chain *is* a finite Markov chain, whose matrix comes from one pass of the MLM
 over the frame's contexts; :func:`sampler_escapes` runs the real sampler there, and
 :func:`sampler_check` tests it against the exact law of the escape time.
-:func:`sample_quality` runs chains from random strings and scores where they arrive with the
-truth.
+:func:`sample_quality` runs coupled pairs from random strings and scores, with the truth, the
+states of the pairs that met.
 """
 from __future__ import annotations
 
@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
-from scipy.stats import chi2
 
+from .. import stats
 from .exact import Frame, basin_barrier, escape_survival, hitting_times, simulate_escapes
 from .sampler import GlauberSampler
-from .trajectories import arrhenius_fit, escape_rate, truth_log_probs, truth_topic_scores
+from .trajectories import arrhenius_fit, escape_counts, escape_rate, truth_log_probs, truth_topic_scores
 
 if TYPE_CHECKING:
     from ..models.base import MaskedLM
@@ -73,43 +73,41 @@ def sampler_escapes(lm: MaskedLM, frame: Frame, start: int, target, temps: list,
 
 
 def sampler_check(lm: MaskedLM, frame: Frame, site_logits, start: int, target, temps: list,
-                  n_chains: int, cap: int, seed: int = 0) -> dict:
+                  n_chains: int, cap: int, seed: int = 0, level: float = stats.LEVEL) -> dict:
     r"""Does the real sampler run the chain of ``frame.kernel(site_logits, T)``?
 
     :func:`sampler_escapes` gives ``n_chains`` capped escape times :math:`\min(\tau, c)` per
-    temperature; :func:`escape_survival` gives their exact mean :math:`\mu_T` and standard
-    deviation :math:`\sigma_T`, censoring included. Under the hypothesis that the sampler runs
-    that chain, :math:`z_T = (\bar\tau_T - \mu_T)\sqrt{n}/\sigma_T` is approximately standard
-    normal and :math:`\sum_T z_T^2` approximately :math:`\chi^2` with one degree per temperature.
+    temperature; :func:`escape_survival` gives their exact mean :math:`\mu_T`, censoring included.
+    The check is the relative difference
+
+    .. math:: r = \frac1{|\mathcal T|}\sum_T \frac{\bar\tau_T}{\mu_T} - 1,
+
+    with a bootstrap interval over the chains (chain :math:`c` of every temperature is one row):
+    0 if the sampler runs that chain.
 
     Returns
     -------
     dict
-        ``sampler`` and ``exact`` (capped mean escape per T, steps), ``z`` (per T),
-        ``censored`` (share per T), ``p`` (the pooled chi-square p-value), ``chains``, ``cap``.
+        ``sampler`` and ``exact`` (capped mean escape per T, steps), ``censored`` (share per T),
+        ``interval`` (:class:`~mlmbook.stats.Interval` of :math:`r` at ``level``), ``chains``, ``cap``.
     """
     times, cens = sampler_escapes(lm, frame, start, target, temps, n_chains, cap, seed)
-    mean, z = [], []
-    for k, T in enumerate(temps):
-        surv = escape_survival(frame.kernel(site_logits, T), start, target, cap)[:cap]
-        mu = float(surv.sum())
-        var = float(((2 * np.arange(cap) + 1) * surv).sum()) - mu ** 2
-        mean.append(mu)
-        gap = times[k].mean() - mu
-        z.append(gap * np.sqrt(n_chains / var) if var > 1e-9 * max(mu, 1.0) ** 2 else
-                 (0.0 if abs(gap) < 1e-6 * max(mu, 1.0) else np.inf))   # a sure time: exact or wrong
-    return dict(sampler=times.mean(axis=1).tolist(), exact=mean, z=z, censored=cens.mean(axis=1).tolist(),
-                p=float(chi2.sf(float(np.sum(np.square(z))), len(temps))), chains=n_chains, cap=cap)
+    mean = [float(escape_survival(frame.kernel(site_logits, T), start, target, cap)[:cap].sum()) for T in temps]
+    scaled = times / np.maximum(np.asarray(mean)[:, None], 1e-12)          # (temps, chains)
+    iv = stats.bootstrap(lambda *rows: np.mean([r.mean(-1) for r in rows], axis=0) - 1.0, *scaled,
+                         level=level, seed=seed, what="chains")
+    return dict(sampler=times.mean(axis=1).tolist(), exact=mean, censored=cens.mean(axis=1).tolist(),
+                interval=iv, chains=n_chains, cap=cap)
 
 
 def escape_experiment(grammar, frame: Frame, exact_T: list, sim_T: list, n_chains: int, cap: int,
-                      mlm: MaskedLM | None = None, seed: int = 0, vocab=None,
-                      check: tuple[int, int] | None = None) -> dict:
+                      mlms: dict | None = None, seed: int = 0, vocab=None,
+                      check: tuple[int, int] | None = None, level: float = stats.LEVEL) -> dict:
     r"""Escape from the farm basin into the town basin of one topic world.
 
     The start :math:`s` is the most probable frame sentence whose exact topic posterior of farm
     is at least 0.95; the target :math:`B` the sentences with posterior of town at least 0.95.
-    Each chain (the truth's, and the MLM's restricted to the frame) is a finite Markov chain
+    Each chain (the truth's, and each MLM's restricted to the frame) is a finite Markov chain
     with a known matrix: its mean escape times are solved exactly, and its censored escapes are
     simulated from the matrix (``n_chains`` per temperature, each stopped at its escape).
 
@@ -123,22 +121,26 @@ def escape_experiment(grammar, frame: Frame, exact_T: list, sim_T: list, n_chain
         Temperatures of the exact hitting times and of the simulations (descending).
     n_chains, cap : int
         Simulated chains per temperature, and the cap in steps.
-    mlm : MaskedLM, optional
-        An MLM trained on that world; its matrix is built from :meth:`Frame.conditional_logits`.
+    mlms : dict, optional
+        ``{name: MaskedLM}`` trained on that world; each matrix is built from
+        :meth:`Frame.conditional_logits`.
     vocab : sequence of str, optional
         To spell the start sentence.
     check : (chains, cap), optional
-        With ``mlm``: run the real sampler, ``chains`` per ``sim_T``, capped at ``cap`` steps,
+        Run the real sampler of the first MLM, ``chains`` per ``sim_T``, capped at ``cap`` steps,
         against the exact law of its matrix (:func:`sampler_check`).
+    level : float
+        The level of the slope intervals (the chapter's family level).
 
     Returns
     -------
     dict
         ``gamma`` (the barrier Γ(s → B), nats), ``start``, ``start_text``, ``states``, and for
-        ``who`` in ("truth", "mlm"): ``exact_{who}`` (mean escape, sweeps, per ``exact_T``),
-        ``exact_slope_{who}`` (over the three coldest), ``sim_{who}`` (censored-MLE mean escape,
-        sweeps, per ``sim_T``), ``censored_{who}`` (share unescaped per T), ``fit_{who}``
-        (:class:`SlopeFit` of the Arrhenius law); with ``check``, ``check_mlm``.
+        ``who`` in "truth" and the MLMs' names: ``exact_{who}`` (mean escape, sweeps, per ``exact_T``),
+        ``exact_slope_{who}`` (the local slope between the two coldest), ``sim_{who}`` (censored-MLE
+        mean escape, sweeps, per ``sim_T``: :class:`~mlmbook.stats.Interval`\ s at 95 %),
+        ``censored_{who}`` (share unescaped per T), ``fit_{who}`` (the Arrhenius slope, an
+        Interval at ``level``); with ``check``, ``check_mlm``.
     """
     states = frame.states()
     logp, post = truth_topic_scores(grammar, states)
@@ -150,27 +152,35 @@ def escape_experiment(grammar, frame: Frame, exact_T: list, sim_T: list, n_chain
     w = dict(gamma=basin_barrier(logp, frame, s0, town), start=s0, start_text=text, states=frame.size)
     n_sites = len(frame.sites)
     tables = {"truth": [logp[frame.families(a)] for a in range(n_sites)]}
-    if mlm is not None:
-        tables["mlm"] = frame.conditional_logits(mlm)
+    for name, lm in (mlms or {}).items():
+        tables[name] = frame.conditional_logits(lm)
+    inv_e = 1 / np.asarray(exact_T, dtype=float)
     for who, tab in tables.items():
         exact = [hitting_times(frame.kernel(tab, T), town)[s0] / n_sites for T in exact_T]
         w[f"exact_{who}"] = exact
-        w[f"exact_slope_{who}"] = float(np.polyfit(1 / np.array(exact_T[-3:]), np.log(exact[-3:]), 1)[0])
+        w[f"exact_slope_{who}"] = float((np.log(exact[-1]) - np.log(exact[-2])) / (inv_e[-1] - inv_e[-2]))
         sims = [simulate_escapes(frame.kernel(tab, T), s0, town, n_chains, cap, seed=seed + k)
                 for k, T in enumerate(sim_T)]
-        rates = [escape_rate(t, c) for t, c in sims]
-        w[f"fit_{who}"] = arrhenius_fit(1 / np.array(sim_T), [r.events for r in rates],
-                                        [r.exposure for r in rates])
-        w[f"sim_{who}"] = [r.mean / n_sites for r in rates]
+        counts = [escape_counts(t, c) for t, c in sims]
+        w[f"fit_{who}"] = arrhenius_fit(1 / np.array(sim_T), [d for d, _ in counts], [e for _, e in counts],
+                                        level=level)
+        w[f"sim_{who}"] = [escape_rate(t, c).scale(1 / n_sites) for t, c in sims]
         w[f"censored_{who}"] = [float(np.mean(c)) for _, c in sims]
-    if mlm is not None and check:
-        w["check_mlm"] = sampler_check(mlm, frame, tables["mlm"], s0, town, sim_T, *check, seed=seed)
+    if mlms and check:
+        name = next(iter(mlms))
+        w["check_mlm"] = sampler_check(mlms[name], frame, tables[name], s0, town, sim_T, *check, seed=seed,
+                                       level=level)
     return w
 
 
-def sample_quality(lm: MaskedLM, start_like, temps: list, n_chains: int, sweeps: int, seed: int = 0,
-                   grammar=None, reference=None) -> dict:
-    """Chains from uniformly random strings, ``n_chains`` per temperature, scored where they arrive.
+def sample_quality(lm: MaskedLM, start_like, temps: list, n_pairs: int, sweeps: int, seed: int = 0,
+                   grammar=None) -> dict:
+    """Coupled pairs of chains from two uniformly random strings, ``n_pairs`` per temperature, scored
+    only where the pair has met.
+
+    Two copies from different starts that agree everywhere have forgotten where they began; the
+    state of a met pair after ``sweeps`` sweeps is scored (copy a is an ordinary chain, see
+    :meth:`GlauberSampler.coupled_run`). Pairs that never met are counted, not scored.
 
     Parameters
     ----------
@@ -179,30 +189,27 @@ def sample_quality(lm: MaskedLM, start_like, temps: list, n_chains: int, sweeps:
         from the non-special tokens.
     grammar : Grammar, optional
         The toy truth, to score grammaticality and exact log-probabilities.
-    reference : (k, n) tensor, optional
-        True sentences of the same length, for their mean log p.
 
     Returns
     -------
     dict
-        ``final`` (chains' last states), ``distinct`` (share of distinct final states per T) and,
-        with the grammar, ``grammatical`` ((sweeps + 1, T) share of producible states),
-        ``mean_logp`` (per T, mean log p of the grammatical final states, None if none) and
-        ``reference_logp``.
+        ``final`` (copy a's last states), ``met`` (bool per pair), ``met_count`` and ``n`` per T,
+        and with the grammar ``grammatical_count`` (per T, among met pairs) and ``logp``
+        (per T, exact log p of the met pairs' grammatical states).
     """
     L = len(start_like)
-    sampler = GlauberSampler(lm, temperature=np.repeat(temps, n_chains), frozen=[L - 1], seed=seed)
+    sampler = GlauberSampler(lm, temperature=np.repeat(temps, n_pairs), frozen=[L - 1], seed=seed)
     words_only = torch.tensor([v for v in range(lm.V) if v not in set(lm.special_ids)])
-    init = sampler.random_states(len(temps) * n_chains, start_like, pool=words_only)
-    traj = sampler.run(init, sweeps * (L - 1), record_every=L - 1, progress=True)
-    final = traj[-1]
-    out = dict(final=final, distinct=[len({tuple(r) for r in final[b * n_chains:(b + 1) * n_chains].tolist()})
-                                      / n_chains for b in range(len(temps))])
+    a = sampler.random_states(len(temps) * n_pairs, start_like, pool=words_only)
+    b = sampler.random_states(len(temps) * n_pairs, start_like, pool=words_only)
+    res = sampler.coupled_run(a, b, sweeps * (L - 1), stop_when_met=False, coupling="maximal", progress=True)
+    met = ~res.censored
+    final = res.final_a
+    per_T = lambda v: [v[k * n_pairs:(k + 1) * n_pairs] for k in range(len(temps))]   # noqa: E731
+    out = dict(final=final, met=met, n=n_pairs, met_count=[int(m.sum()) for m in per_T(met)])
     if grammar is None:
         return out
-    lp = truth_log_probs(grammar, traj)                                    # (sweeps + 1, chains)
-    out["grammatical"] = np.isfinite(lp).reshape(len(lp), len(temps), n_chains).mean(axis=2)
-    last = lp[-1].reshape(len(temps), n_chains)
-    out["mean_logp"] = [float(r[np.isfinite(r)].mean()) if np.isfinite(r).any() else None for r in last]
-    out["reference_logp"] = float(truth_log_probs(grammar, reference).mean())
+    lp = truth_log_probs(grammar, final)
+    out["grammatical_count"] = [int((np.isfinite(l_) & m).sum()) for l_, m in zip(per_T(lp), per_T(met))]
+    out["logp"] = [l_[np.isfinite(l_) & m].tolist() for l_, m in zip(per_T(lp), per_T(met))]
     return out

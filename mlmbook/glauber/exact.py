@@ -116,7 +116,7 @@ class Frame:
         list of ndarray
             One float64 array (S / m_a, m_a) per site, rows in the order of :meth:`families`.
         """
-        engine = hasattr(cond, "logits") and "keep_special" in inspect.signature(cond.logits).parameters
+        engine = hasattr(cond, "logits") and "full_softmax" in inspect.signature(cond.logits).parameters
         mask_id = getattr(cond, "mask_id", None) if mask_id is None else mask_id
         if mask_id is None:
             raise ValueError("pass mask_id when cond is a plain function")
@@ -136,8 +136,8 @@ class Frame:
         start = np.cumsum([0] + [len(q) for q in queries_])
         out = [np.empty((len(q), len(c))) for q, c in zip(queries_, self.candidates)]
         show = len(rows) > 20_000 if progress is None else progress
-        for idx, lp in queries.iter_log_probs(cond, rows.tolist(), positions, dedupe=False, show_progress=show,
-                                              desc="frame conditionals"):
+        for idx, lp in queries.iter_log_probs(cond, rows.tolist(), positions,
+                                              progress=show and "frame conditionals"):
             idx = np.asarray(idx)
             for a in np.unique(site_of[idx]):
                 sel = site_of[idx] == a
@@ -419,12 +419,17 @@ def spectral_gap(P, pi=None, reversible: bool | None = None, dense_below: int = 
     :math:`P`: it gives the asymptotic rate :math:`\|\mu P^t - \pi\| \approx |\lambda_2|^t` but
     no longer two-sided mixing-time bounds. Eigenvalue 1 is deflated
     (:math:`P - \mathbf 1\pi^\top`), so the answer is the top modulus of what remains; dense
-    below ``dense_below`` states, ARPACK above.
+    below ``dense_below`` states, ARPACK above (dense again where ARPACK fails). For a reversible
+    chain, states whose stationary mass underflows (below 1e-250, at very low temperature) are left
+    out of the symmetrisation.
     """
     P = sp.csr_matrix(P)
     pi = stationary(P) if pi is None else np.asarray(pi, dtype=np.float64)
     if reversible is None:
         reversible = is_reversible(P, pi)
+    if reversible and not (pi > 1e-250).all():   # states of vanishing mass (underflow at low T) are left out
+        keep = np.flatnonzero(pi > 1e-250)
+        P, pi = P[keep][:, keep], pi[keep] / pi[keep].sum()
     S = P.shape[0]
     if reversible:  # D^{1/2} P D^{-1/2}, symmetrised against rounding; eigenvalue 1 has vector sqrt(pi)
         r = np.sqrt(pi)
@@ -437,7 +442,15 @@ def spectral_gap(P, pi=None, reversible: bool | None = None, dense_below: int = 
         ev = np.linalg.eigvalsh(M) if reversible else np.linalg.eigvals(M)
     else:
         op = spla.LinearOperator((S, S), matvec=lambda v: A @ v - left * (right @ v), dtype=np.float64)
-        ev = (spla.eigsh if reversible else spla.eigs)(op, k=1, which="LM", return_eigenvectors=False)
+        solve = spla.eigsh if reversible else spla.eigs
+        try:
+            ev = solve(op, k=1, which="LM", return_eigenvectors=False)
+        except (spla.ArpackError, spla.ArpackNoConvergence):          # a hard case: more room, then dense
+            try:
+                ev = solve(op, k=1, which="LM", ncv=min(S - 1, 80), maxiter=50 * S, return_eigenvectors=False)
+            except (spla.ArpackError, spla.ArpackNoConvergence):
+                M = A.toarray() - np.outer(left, right)
+                ev = np.linalg.eigvalsh((M + M.T) / 2) if reversible else np.linalg.eigvals(M)
     return float(1 - np.abs(ev).max())
 
 

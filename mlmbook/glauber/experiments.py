@@ -4,19 +4,19 @@ r"""The analyses of chapter 5, one function per experiment, so that the chapter 
 function                    what it computes
 ==========================  ================================================================
 :func:`rectangle_pairs`     random and adjacent pairs of positions for the rectangle test
-:func:`truth_rectangles`    the truth's Δ on the same rectangles (the control)
 :func:`real_model_frame`    a frame for a real model: single-piece words and their top rivals
 :func:`frame_sweep`         stationary law, relaxation time, reversibility of a frame's
-                            chain over temperatures, and (with the truth) its distances to
-                            :math:`p` and :math:`p_T`
-:func:`arrhenius_slope`     slope of :math:`\log t_\text{rel}` against :math:`1/T`
-:func:`coupling_grid`       median meeting times and influence over lengths × temperatures
+                            plain and MH-corrected chains over temperatures, and (with the
+                            truth) their distances to :math:`p_T` and the exact quality of
+                            their stationary laws
+:func:`arrhenius_slopes`    local slopes of :math:`\log t_\text{rel}` against :math:`1/T`
+:func:`coupling_grid`       censored median meeting times and influence over lengths × temperatures
 :func:`growth_exponents`    the growth exponent of meeting times against :math:`m H_m`
 :func:`influence_crossing`  where the influence estimate crosses 1
-:func:`threshold_verdict`   how that crossing moves with length
 ==========================  ================================================================
 
-Each returns plain arrays and dicts; the chapter records the numbers its prose cites.
+Each returns plain arrays, dicts and :class:`~mlmbook.stats.Interval`\ s; the chapter turns
+intervals into verdicts (:func:`mlmbook.stats.decide`) and records the numbers its prose cites.
 """
 from __future__ import annotations
 
@@ -27,24 +27,25 @@ import numpy as np
 import torch
 
 from .. import stats
-from ..consistency import rectangle_deltas
 from .exact import Frame, is_reversible, spectral_gap, stationary
+from .mh import mh_kernel, pll_energy
 from .sampler import GlauberSampler, influence
-from .trajectories import SlopeFit, censored_quantile, loglog_slope, side_of
+from .scaling import coupon_times
+from .trajectories import growth_exponent
 
 if TYPE_CHECKING:
     from ..models.base import MaskedLM
 
-__all__ = ["rectangle_pairs", "truth_rectangles", "real_model_frame", "FrameSweep", "frame_sweep",
-           "arrhenius_slope", "Grid", "coupling_grid", "growth_exponents", "influence_crossing",
-           "threshold_verdict"]
+__all__ = ["rectangle_pairs", "real_model_frame", "FrameSweep", "frame_sweep", "law_quality", "arrhenius_slopes",
+           "Grid", "coupling_grid", "growth_exponents", "influence_crossing"]
 
 
 def rectangle_pairs(sentences, rng: np.random.Generator, per_sentence: int = 2) -> dict:
     """Pairs of positions to test, per sentence: ``per_sentence`` random and adjacent ones.
 
     The final token (the period) is never tested. Returns ``{"random": (k, 3), "adjacent": (k, 3)}``
-    integer arrays of rows ``(sentence, i, j)`` with ``i < j``.
+    integer arrays of rows ``(sentence, i, j)`` with ``i < j``; row ``r`` of both comes from the
+    same sentence (the two kinds are paired by sentence).
     """
     pairs = {"random": [], "adjacent": []}
     for k, x in enumerate(sentences):
@@ -55,21 +56,6 @@ def rectangle_pairs(sentences, rng: np.random.Generator, per_sentence: int = 2) 
             i = int(rng.integers(m - 1))
             pairs["adjacent"].append((k, i, i + 1))
     return {kind: np.array(p) for kind, p in pairs.items()}
-
-
-def truth_rectangles(truth: MaskedLM, sentences, pairs: dict, rect: dict, n_sentences: int) -> dict:
-    """The truth's Δ on the MLM's rectangles of the first ``n_sentences`` sentences.
-
-    ``rect[kind]`` is the MLM's :class:`mlmbook.consistency.Rectangles` for ``pairs[kind]``. A
-    rectangle with an impossible cell has Δ = nan for the truth. Returns ``{kind: deltas}``.
-    """
-    out = {}
-    for kind, p in pairs.items():
-        r, sub = rect[kind], p[:, 0] < n_sentences
-        with np.errstate(invalid="ignore"):
-            out[kind] = rectangle_deltas(truth, [sentences[k] for k in p[sub, 0]], p[sub, 1], p[sub, 2],
-                                         r.a[sub], r.a2[sub], r.b[sub], r.b2[sub])
-    return out
 
 
 def real_model_frame(lm: MaskedLM, words: list, n_sites: int = 4, rivals: int = 5):
@@ -95,25 +81,41 @@ def real_model_frame(lm: MaskedLM, words: list, n_sites: int = 4, rivals: int = 
 class FrameSweep(NamedTuple):
     """A frame's chains over temperatures (lists indexed like ``T``).
 
-    ``pi_mlm``, ``trel_mlm``, ``reversible_mlm``: the MLM chain's stationary law, relaxation time
-    (steps) and reversibility; ``net_flow``: the share of its stationary flow at T = 1 that
-    circulates. With the truth (else empty lists): ``p_T`` (the tempered truth on the frame),
-    ``trel_truth``, ``machinery_tv`` (TV between the truth chain's stationary law and ``p_T``,
-    the check of the machinery), ``tv_T`` = TV(π, p_T), ``tv_1`` = TV(π, p), ``kl_T`` = KL(p_T‖π),
-    ``ungrammatical`` (π's mass off the truth's support).
+    ``pi_mlm``, ``trel_mlm``, ``reversible_mlm``: the plain MLM chain's stationary law, relaxation
+    time (steps) and reversibility; ``net_flow``: the share of its stationary flow at T = 1 that
+    circulates. ``residual``: :math:`\\|\\pi P - \\pi\\|_1` of the plain chain's stationary law (the
+    check of the eigensolver at low temperature). ``pi_mh``, ``trel_mh``, ``mh_exact_tv``: the MH-corrected chain (energy: the MLM's
+    pseudo-log-likelihood on the frame): its stationary law, which is :math:`e^{-E/T}/Z` exactly,
+    its relaxation time, and :math:`\\|\\pi P - \\pi\\|_1` of that law under the chain's kernel (the
+    check of its machinery: 0 when the law is stationary; an eigensolver is not trusted with it,
+    since at low temperature the law spans hundreds of orders of magnitude). With the truth (else empty lists):
+    ``p_T`` (the tempered truth on the frame), ``trel_truth``, ``machinery_tv`` (TV between the
+    truth chain's stationary law and ``p_T``), ``mh_truth_tv`` (:math:`\\|p_T P - p_T\\|_1` for the MH
+    chain built from the truth with :math:`E = -\\log p`, on the truth's support), ``tv_T`` = TV(π, p_T) and ``tv_mh_T`` = TV(π_MH, p_T),
+    ``tv_1`` = TV(π, p), ``kl_T`` = KL(p_T‖π), ``ungrammatical`` (π's mass off the truth's
+    support), and ``quality`` / ``quality_mh`` / ``quality_truth``: :func:`law_quality` of π, π_MH, p_T.
     """
     T: list
     pi_mlm: list
     trel_mlm: list
     reversible_mlm: list
     net_flow: float
+    residual: list
+    pi_mh: list
+    trel_mh: list
+    mh_exact_tv: list
     p_T: list
     trel_truth: list
     machinery_tv: list
+    mh_truth_tv: list
     tv_T: list
+    tv_mh_T: list
     tv_1: list
     kl_T: list
     ungrammatical: list
+    quality: list
+    quality_mh: list
+    quality_truth: list
 
 
 def _tempered(logp: np.ndarray, support: np.ndarray, T: float) -> np.ndarray:
@@ -121,14 +123,33 @@ def _tempered(logp: np.ndarray, support: np.ndarray, T: float) -> np.ndarray:
     return p / p.sum()
 
 
+def _residual(P, pi) -> float:
+    """:math:`\\|\\pi P - \\pi\\|_1`: 0 exactly when ``pi`` is stationary for ``P``."""
+    return float(np.abs(P.T @ pi - pi).sum())
+
+
+def law_quality(pi, logp) -> dict:
+    r"""What a law on the frame writes, exactly: ``grammatical`` (its mass on the truth's support),
+    ``logp`` (:math:`\mathbb E_\pi[\log p \mid \text{grammatical}]`, nats) and ``effective``
+    (:math:`e^{H(\pi)}`, the effective number of distinct sentences it writes; 1 for a law stuck on
+    one sentence, the frame's size for the uniform law)."""
+    pi = np.asarray(pi, dtype=np.float64)
+    ok = np.isfinite(logp)
+    g = float(pi[ok].sum())
+    nz = pi > 0
+    return dict(grammatical=g, logp=float(pi[ok] @ logp[ok] / g) if g > 0 else None,
+                effective=float(np.exp(-(pi[nz] * np.log(pi[nz])).sum())))
+
+
 def frame_sweep(frame: Frame, tab_mlm, temps: list, logp=None, tab_truth=None) -> FrameSweep:
-    """Exact analysis of the frame's MLM chain (and the truth's, given ``logp`` and ``tab_truth``).
+    """Exact analysis of the frame's plain and MH-corrected MLM chains (and the truth's, given
+    ``logp`` and ``tab_truth``).
 
     Parameters
     ----------
     frame : Frame
     tab_mlm : list of arrays
-        ``frame.conditional_logits(lm)``.
+        ``frame.conditional_logits(lm)`` (log-probabilities: they also give the MH energy).
     temps : list of float
         Must contain 1.0 (the net flow is read there).
     logp : (S,) array, optional
@@ -138,6 +159,7 @@ def frame_sweep(frame: Frame, tab_mlm, temps: list, logp=None, tab_truth=None) -
     """
     out = {k: [] for k in FrameSweep._fields if k not in ("T", "net_flow")}
     net = float("nan")
+    energy = pll_energy(frame, tab_mlm)
     if logp is not None:
         support = np.isfinite(logp)
         p1 = _tempered(logp, support, 1.0)
@@ -145,8 +167,17 @@ def frame_sweep(frame: Frame, tab_mlm, temps: list, logp=None, tab_truth=None) -
         P = frame.kernel(tab_mlm, T)
         pi = stationary(P)
         out["pi_mlm"].append(pi)
+        out["residual"].append(_residual(P, pi))
         out["trel_mlm"].append(1 / spectral_gap(P, pi))
         out["reversible_mlm"].append(is_reversible(P, pi))
+        target = np.exp(-(energy - energy.min()) / T)
+        target /= target.sum()
+        M = mh_kernel(frame, tab_mlm, energy, T)                 # its stationary law is the target, exactly:
+        out["mh_exact_tv"].append(_residual(M, target))          # checked here, ||target M - target||_1
+        pi_mh = target
+        out["pi_mh"].append(pi_mh)
+        gap = spectral_gap(M, target, reversible=True)
+        out["trel_mh"].append(1 / gap if gap > 1e-13 else float("inf"))   # inf: beyond double precision
         if T == 1.0:
             flow = (P.multiply(pi[:, None])).tocsr()
             flow.setdiag(0)
@@ -156,50 +187,60 @@ def frame_sweep(frame: Frame, tab_mlm, temps: list, logp=None, tab_truth=None) -
         pT = _tempered(logp, support, T)
         Pt = frame.kernel(tab_truth, T)
         out["machinery_tv"].append(stats.tv(stationary(Pt), pT))
-        keep = np.flatnonzero(support)                      # the truth's chain lives on its support
+        keep = np.flatnonzero(support)                      # the truth's chains live on its support
+        Mt = mh_kernel(frame, tab_truth, -logp, T)
+        out["mh_truth_tv"].append(_residual(Mt[keep][:, keep], pT[keep]))
         out["trel_truth"].append(1 / spectral_gap(Pt[keep][:, keep], pT[keep], reversible=True))
         out["p_T"].append(pT)
         out["tv_T"].append(stats.tv(pi, pT))
+        out["tv_mh_T"].append(stats.tv(pi_mh, pT))
         out["tv_1"].append(stats.tv(pi, p1))
         out["kl_T"].append(stats.kl(pT, pi))
         out["ungrammatical"].append(float(pi[~support].sum()))
+        out["quality"].append(law_quality(pi, logp))
+        out["quality_mh"].append(law_quality(pi_mh, logp))
+        out["quality_truth"].append(law_quality(pT, logp))
     return FrameSweep(T=list(temps), net_flow=net, **out)
 
 
-def arrhenius_slope(temps, trel, n_low: int = 3) -> float:
-    r"""Least-squares slope of :math:`\log t_\text{rel}` against :math:`1/T` over the ``n_low``
-    lowest temperatures (the first ``n_low`` entries of ``temps``, which must be ascending)."""
+def arrhenius_slopes(temps, trel) -> np.ndarray:
+    r"""Local Arrhenius slopes :math:`\Delta \log t_\text{rel} / \Delta(1/T)` between successive
+    temperatures (``temps`` ascending): entry ``k`` is the slope between ``temps[k]`` and
+    ``temps[k + 1]``. As :math:`T \to 0` they tend to the critical depth :math:`\Gamma`."""
     inv = 1 / np.asarray(temps, dtype=float)
-    return float(np.polyfit(inv[:n_low], np.log(np.asarray(trel)[:n_low]), 1)[0])
+    lt = np.log(np.asarray(trel, dtype=float))
+    return (lt[:-1] - lt[1:]) / (inv[:-1] - inv[1:])
 
 
 class Grid(NamedTuple):
     """Coupling grid over ``lengths`` × ``temps``.
 
-    ``tau``: median meeting time in sweeps (inf where censored); ``met_share``: share of pairs
-    that met; ``pair_times[a][b]``: (steps, censored) of every pair of a cell; ``alpha``: the
-    influence estimate per cell.
+    ``tau``: the Kaplan–Meier median meeting time in sweeps per cell (an
+    :class:`~mlmbook.stats.Interval`; a lower bound, "more than the cap", where more than half the
+    pairs had not met); ``met_share``: share of pairs that met; ``pair_times[a][b]``: (steps,
+    censored) of every pair of a cell; ``alpha``: the influence estimate per cell.
     """
     lengths: list
     temps: list
-    tau: np.ndarray
+    tau: list
     met_share: np.ndarray
     pair_times: list
     alpha: np.ndarray
 
 
 def coupling_grid(lm: MaskedLM, by_len: dict, lengths: list, temps: list, n_pairs: int, cap: int,
-                  influence_sentences: int, seed: int = 0, progress: bool = True) -> Grid:
+                  influence_sentences: int, seed: int = 0, progress: bool = True,
+                  level: float = stats.LEVEL) -> Grid:
     """Maximal couplings of pairs of sentences of each length at each temperature.
 
     For each length ``n`` the first ``2 n_pairs`` sentences of ``by_len[n]`` form ``n_pairs`` start
     pairs, run for at most ``cap`` sweeps (the final token stays); the influence is estimated on
     the first ``influence_sentences`` of them (random substitutes).
     """
-    tau = np.full((len(lengths), len(temps)), np.inf)
+    tau = [[None] * len(temps) for _ in lengths]
     pair_times = [[None] * len(temps) for _ in lengths]
-    met_share = np.zeros_like(tau)
-    alpha = np.zeros_like(tau)
+    met_share = np.zeros((len(lengths), len(temps)))
+    alpha = np.zeros_like(met_share)
     for a, n in enumerate(lengths):
         pool = torch.stack(by_len[n][: 2 * n_pairs])
         A, B = pool[:n_pairs].repeat(len(temps), 1), pool[n_pairs:].repeat(len(temps), 1)
@@ -208,37 +249,33 @@ def coupling_grid(lm: MaskedLM, by_len: dict, lengths: list, temps: list, n_pair
                                   progress=progress)
         for b in range(len(temps)):
             sl = slice(b * n_pairs, (b + 1) * n_pairs)
-            tau[a, b] = censored_quantile(res.times[sl], res.censored[sl]) / (n - 1)
-            met_share[a, b] = 1 - res.censored[sl].mean()
-            pair_times[a][b] = (res.times[sl].astype(float), res.censored[sl])
+            t, c = res.times[sl].astype(float), res.censored[sl]
+            tau[a][b] = stats.censored_median(t / (n - 1), c, level=level, cap=cap)
+            met_share[a, b] = 1 - c.mean()
+            pair_times[a][b] = (t, c)
         alpha[a] = influence(lm, pool[:influence_sentences], temps, frozen=[n - 1],
                              substitutes="random", seed=seed).mean(axis=0)
     return Grid(list(lengths), list(temps), tau, met_share, pair_times, alpha)
 
 
-def coupon_times(lengths) -> np.ndarray:
-    """:math:`m H_m` for sentences of the given lengths (m = n - 1 free sites): the coupon
-    collector's expected number of steps to touch every site once."""
-    m_free = np.array(lengths) - 1
-    return m_free * np.array([sum(1 / k for k in range(1, m + 1)) for m in m_free])
-
-
-def growth_exponents(grid: Grid, cutoff: float, n_boot: int = 500, seed: int = 0):
+def growth_exponents(grid: Grid, level: float = stats.LEVEL, seed: int = 0):
     r"""Growth exponent β of the median meeting time against :math:`m H_m`, per temperature.
 
-    Returns ``(fits, sides, ratio)``: a :class:`SlopeFit` per temperature (bootstrap interval
-    over the pairs), its side of ``cutoff`` ("below", "above" or "indistinguishable"), and the
-    meeting time in steps divided by :math:`m H_m` per cell (flat in n for n log n mixing).
+    Returns ``(intervals, ratio)``: an :class:`~mlmbook.stats.Interval` per temperature
+    (:func:`~mlmbook.glauber.trajectories.growth_exponent`: undefined where a median is censored),
+    and the median meeting time in steps divided by :math:`m H_m` per cell (flat in n for
+    n log n mixing; NaN where the median is censored).
     """
     coupon = coupon_times(grid.lengths)
     m_free = np.array(grid.lengths) - 1
-    ratio = grid.tau * m_free[:, None] / coupon[:, None]
-    fits: list[SlopeFit] = []
+    med = np.array([[np.nan if iv.lower_bound else iv.estimate for iv in row] for row in grid.tau])
+    ratio = med * m_free[:, None] / coupon[:, None]
+    fits = []
     for b in range(len(grid.temps)):
         cells = [grid.pair_times[a][b] for a in range(len(grid.lengths))]
-        fits.append(loglog_slope(coupon, [c[0] for c in cells], [c[1] for c in cells],
-                                 n_boot=n_boot, seed=seed))
-    return fits, [side_of(f, cutoff) for f in fits], ratio
+        fits.append(growth_exponent(coupon, [c[0] for c in cells], [c[1] for c in cells], level=level, seed=seed,
+                                    names=[f"n = {n}" for n in grid.lengths]))
+    return fits, ratio
 
 
 def influence_crossing(row, temps) -> float | None:
@@ -257,23 +294,3 @@ def influence_crossing(row, temps) -> float | None:
         k -= 1
     t0, t1, y0, y1 = math.log(temps[k - 1]), math.log(temps[k]), row[k - 1], row[k]
     return float(math.exp(t0 + (1 - y0) * (t1 - t0) / (y1 - y0)))
-
-
-def threshold_verdict(crossings) -> tuple[str, str]:
-    """How the influence threshold moves with length: ``(kind, sentence)``.
-
-    kind is "unseen" (crossed at fewer than two lengths), "stable" (all crossings within a
-    factor 1.25), "levelling" (the two longest lengths within a factor 1.2) or "rising".
-    """
-    seen = [t for t in crossings if t is not None and np.isfinite(t)]
-    if len(seen) < 2:
-        return "unseen", "is crossed at too few lengths to say how it moves"
-    if max(seen) / min(seen) <= 1.25:
-        return "stable", "stays put as the sentences grow, which is what a phase transition would do"
-    if seen[-1] / seen[-2] <= 1.2:
-        return "levelling", (f"rises with length, from T ≈ {seen[0]:.1f} to T ≈ {seen[-1]:.1f}, but by "
-                             f"less than a factor 1.2 between the two longest lengths: a threshold that "
-                             f"may settle as sentences grow, as a phase transition's would, though "
-                             f"lengths this short cannot tell")
-    return "rising", ("keeps rising with length, which looks more like a smooth crossover than a "
-                      "phase transition")

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 import torch
 
-from ..queries import progress as _progress
+from ..queries import progress_bar as _progress
 
 if TYPE_CHECKING:
     from ..models.base import MaskedLM

@@ -8,11 +8,14 @@ from typing import NamedTuple
 import numpy as np
 import torch
 from scipy.optimize import brentq, minimize_scalar
-from scipy.stats import beta, chi2
+from scipy.stats import chi2
+
+from .. import stats
+from ..toy import N_SPECIAL
 
 __all__ = ["censored_quantile", "hamming_autocorrelation", "basin_occupancy", "escape_times", "hysteresis_labels",
-           "truth_log_probs", "topic_posterior", "truth_topic_scores", "topic_word_log_odds", "topic_log_odds", "EscapeRate", "escape_rate",
-           "SlopeFit", "arrhenius_fit", "loglog_slope", "side_of", "tail_bound"]
+           "truth_log_probs", "topic_posterior", "truth_topic_scores", "topic_word_log_odds", "topic_log_odds", "escape_counts",
+           "escape_rate", "arrhenius_fit", "exact_interval", "growth_exponent", "tail_bound"]
 
 
 def censored_quantile(times, censored, q: float = 0.5) -> float:
@@ -111,10 +114,11 @@ def _topic_inside(grammar, words: torch.Tensor, chunk: int) -> torch.Tensor:
     return torch.cat(out) if out else torch.zeros(0, len(prior), dtype=torch.float64)
 
 
-def truth_log_probs(grammar, states, offset: int = 5, chunk: int = 256) -> np.ndarray:
+def truth_log_probs(grammar, states, offset: int = N_SPECIAL, chunk: int = 256) -> np.ndarray:
     r"""Exact :math:`\log p(x)` under the toy language of each state (..., n) of token ids.
 
-    Token id = ``offset`` + word id (the toy tokenizer puts 5 special tokens first);
+    Token id = ``offset`` + word id (the toy tokenizer puts :data:`mlmbook.toy.N_SPECIAL` special
+    tokens first);
     :math:`-\infty` for sentences the grammar cannot produce and for rows holding a special
     token. Batched inside passes (``chunk`` rows each); the same number as
     ``grammar.log_prob(words)``.
@@ -131,7 +135,7 @@ def truth_log_probs(grammar, states, offset: int = 5, chunk: int = 256) -> np.nd
     return lp.reshape(x.shape[:-1])
 
 
-def truth_topic_scores(grammar, states, offset: int = 5, chunk: int = 256) -> tuple[np.ndarray, np.ndarray]:
+def truth_topic_scores(grammar, states, offset: int = N_SPECIAL, chunk: int = 256) -> tuple[np.ndarray, np.ndarray]:
     """:func:`truth_log_probs` and :func:`topic_posterior` of the same states from one inside pass."""
     x = torch.as_tensor(states)
     words, bad = _word_rows(grammar, x, offset)
@@ -147,7 +151,7 @@ def truth_topic_scores(grammar, states, offset: int = 5, chunk: int = 256) -> tu
     return lp.reshape(x.shape[:-1]), post.reshape(*x.shape[:-1], Zt.shape[1])
 
 
-def topic_posterior(grammar, states, offset: int = 5, chunk: int = 256) -> np.ndarray:
+def topic_posterior(grammar, states, offset: int = N_SPECIAL, chunk: int = 256) -> np.ndarray:
     r"""Exact posterior of the latent topic, :math:`p(t \mid x) \propto \pi_t\, Z_t(x)`, for a
     grammar with topics (``Grammar.load("toy", topic=True)``): array (..., T).
 
@@ -164,7 +168,7 @@ def topic_posterior(grammar, states, offset: int = 5, chunk: int = 256) -> np.nd
     return post.reshape(*x.shape[:-1], Zt.shape[1])
 
 
-def topic_word_log_odds(grammar, offset: int = 5, V: int | None = None) -> np.ndarray:
+def topic_word_log_odds(grammar, offset: int = N_SPECIAL, V: int | None = None) -> np.ndarray:
     r"""Per-token lexical evidence for topic 0 over topic 1 (a grammar with two topics):
 
     .. math:: w(v) = \log \frac{\sum_A E_0(A \to v)}{\sum_A E_1(A \to v)},
@@ -181,7 +185,7 @@ def topic_word_log_odds(grammar, offset: int = 5, V: int | None = None) -> np.nd
     return out
 
 
-def topic_log_odds(grammar, states, offset: int = 5) -> np.ndarray:
+def topic_log_odds(grammar, states, offset: int = N_SPECIAL) -> np.ndarray:
     r"""Lexical topic probe :math:`\lambda(x) = \sum_i w(x_i)` (:func:`topic_word_log_odds`)
     of each state (..., n): positive leans to topic 0, negative to topic 1.
 
@@ -213,55 +217,54 @@ def hysteresis_labels(score, low: float, high: float) -> np.ndarray:
 
 # ---------------------------------------------------------------- rates, slopes and their intervals
 
-class EscapeRate(NamedTuple):
-    mean: float      # maximum-likelihood mean escape time (inf when nothing escaped)
-    low: float       # interval for the mean
-    high: float
-    events: int      # chains that escaped
-    exposure: float  # total time watched, censored chains included
-
-
-def escape_rate(times, censored, level: float = 0.95) -> EscapeRate:
-    r"""Mean escape time from right-censored waiting times, assuming they are exponential
-    (the metastable regime: escapes are rare, memoryless events).
-
-    With :math:`d` escapes and total exposure :math:`S = \sum_c t_c` (escape time, or the run
-    length for a chain that never left), the maximum-likelihood mean is :math:`S/d`: censored
-    chains count through the time they were watched, not as missing data. The interval is the
-    usual one for time-truncated exponential data, :math:`[2S/\chi^2_{1-\alpha/2}(2d+2),\;
-    2S/\chi^2_{\alpha/2}(2d)]` (upper end ``inf`` when :math:`d = 0`).
-    """
+def escape_counts(times, censored) -> tuple[int, float]:
+    r"""Escapes :math:`d` and exposure :math:`S = \sum_c t_c` (escape time, or the time watched for a
+    chain that never left) of right-censored waiting times: what :func:`arrhenius_fit` needs."""
     t = np.asarray(times, dtype=np.float64)
     c = np.asarray(censored, dtype=bool)
-    d, S = int((~c).sum()), float(t.sum())
+    return int((~c).sum()), float(t.sum())
+
+
+def escape_rate(times, censored, level: float = stats.LEVEL) -> stats.Interval:
+    r"""Mean escape time from right-censored waiting times, assuming they are exponential
+    (the metastable regime: escapes are rare, memoryless events), as an :class:`~mlmbook.stats.Interval`.
+
+    With :math:`d` escapes and total exposure :math:`S` (:func:`escape_counts`), the
+    maximum-likelihood mean is :math:`S/d`: censored chains count through the time they were
+    watched, not as missing data. The interval is the exact one for time-truncated exponential
+    data, :math:`[2S/\chi^2_{1-\alpha/2}(2d+2),\; 2S/\chi^2_{\alpha/2}(2d)]`. With no escape the mean
+    is only bounded below: the interval's ``lower_bound`` is set and its estimate is that bound
+    (never :math:`+\infty`).
+    """
+    d, S = escape_counts(times, censored)
+    n = len(np.asarray(times))
     a = (1 - level) / 2
-    low = 2 * S / chi2.ppf(1 - a, 2 * d + 2)
-    high = 2 * S / chi2.ppf(a, 2 * d) if d > 0 else float("inf")
-    return EscapeRate(S / d if d else float("inf"), float(low), float(high), d, S)
+    low = float(2 * S / chi2.ppf(1 - a, 2 * d + 2))
+    how = f"censored exponential ({d} escapes of {n} chains)"
+    if d == 0:
+        return stats.Interval(low, low, float("inf"), level, how, n, float("nan"), lower_bound=True,
+                              note=f"none of the {n} chains escaped")
+    high = float(2 * S / chi2.ppf(a, 2 * d))
+    return stats.Interval(S / d, low, high, level, how, n, S / d / np.sqrt(d))
 
 
-class SlopeFit(NamedTuple):
-    slope: float
-    low: float
-    high: float
-
-
-def arrhenius_fit(inv_T, events, exposure, level: float = 0.95) -> SlopeFit:
+def arrhenius_fit(inv_T, events, exposure, level: float = stats.LEVEL) -> stats.Interval:
     r"""Slope :math:`b` of :math:`\log(\text{mean escape time}) = c + b/T` from censored escapes at
-    several temperatures, with a profile-likelihood interval.
+    several temperatures, with a profile-likelihood interval (an :class:`~mlmbook.stats.Interval`).
 
     At temperature :math:`T_k`, ``events[k]`` escapes were seen in ``exposure[k]`` steps of
     watching; escapes are a Poisson process of rate :math:`\lambda_k = e^{a - b/T_k}` (the
     censored exponential likelihood is the Poisson one). For fixed :math:`b` the best
     :math:`a` is explicit, so the profile log-likelihood :math:`\ell(b)` is one-dimensional
     (and concave); the interval is :math:`\{b : 2(\ell(\hat b) - \ell(b)) \le \chi^2_1(\text{level})\}`,
-    with an infinite end where the data do not bound it.
+    with an infinite end where the data do not bound it. Undefined without any escape.
     """
     x = np.asarray(inv_T, dtype=np.float64)
     d = np.asarray(events, dtype=np.float64)
     S = np.asarray(exposure, dtype=np.float64)
     if d.sum() == 0 or len(x) < 2:
-        return SlopeFit(float("nan"), -float("inf"), float("inf"))
+        return stats.undefined("no chain escaped at any temperature" if len(x) >= 2 else "one temperature",
+                               n=int(len(x)), level=level)
 
     def prof(b):
         a = np.log(d.sum() / np.sum(S * np.exp(-b * x)))
@@ -275,64 +278,70 @@ def arrhenius_fit(inv_T, events, exposure, level: float = 0.95) -> SlopeFit:
     g = lambda v: top - prof(v) - cut                                      # noqa: E731
     low = brentq(g, -span, b) if g(-span) > 0 else -float("inf")
     high = brentq(g, b, span) if g(span) > 0 else float("inf")
-    return SlopeFit(b, float(low), float(high))
+    return stats.Interval(b, float(low), float(high), level,
+                          f"profile likelihood of a Poisson escape rate over {len(x)} temperatures", int(d.sum()))
 
 
-def loglog_slope(x, times, censored, q: float = 0.5, n_boot: int = 1000, level: float = 0.95,
-                 seed: int = 0) -> SlopeFit:
-    r"""Growth exponent :math:`\beta` of a censored quantile against a size:
-    :math:`\log \operatorname{quantile}_q(\tau \mid x) = c + \beta \log x`, with a percentile
-    bootstrap interval that resamples the runs within each size.
+def exact_interval(value: float, level: float = stats.LEVEL, what: str = "exact") -> stats.Interval:
+    """An exact number (no sampling noise: computed from a known transition matrix) as an interval of
+    zero width, labelled with ``level`` (a family's), so that :func:`mlmbook.stats.decide` reads it like
+    any other; its detectable effect is 0."""
+    return stats.Interval(float(value), float(value), float(value), level, what, 1, 0.0)
 
-    ``times[k]`` and ``censored[k]`` are the runs at size ``x[k]``. A replicate whose quantile
-    is censored at some size has :math:`\beta = +\infty` (the slope is then unbounded above);
-    the point estimate is ``inf`` if a quantile of the data itself is censored.
+
+def growth_exponent(x, times, censored, level: float = stats.LEVEL, seed: int = 0, names=None) -> stats.Interval:
+    r"""Growth exponent :math:`\beta` of the median waiting time against a size:
+    :math:`\log \operatorname{median}(\tau \mid x) = c + \beta \log x` (least squares over the sizes),
+    with a percentile bootstrap over the runs (:func:`mlmbook.stats.bootstrap`).
+
+    ``times[k]`` and ``censored[k]`` are the runs at size ``x[k]``, the same number at every size;
+    censoring is at the cap only, so the median is the Kaplan–Meier one
+    (:func:`mlmbook.stats.censored_median`). Where the median at some size is censored (more
+    than half the runs outlast the cap) only a lower bound is known, and the exponent is
+    **undefined** — never :math:`+\infty` from a cap. Bootstrap replicates whose median is
+    censored have no exponent and are left out. ``names`` label the sizes in that note
+    (default: their values).
     """
-    lx = np.log(np.asarray(x, dtype=np.float64))
-    rng = np.random.default_rng(seed)
-
-    def fit(ts, cs):
-        med = np.array([censored_quantile(t, c, q) for t, c in zip(ts, cs)])
-        if not np.isfinite(med).all() or (med <= 0).any():
-            return float("inf")
-        return float(np.polyfit(lx, np.log(med), 1)[0])
-
     ts = [np.asarray(t, dtype=np.float64) for t in times]
     cs = [np.asarray(c, dtype=bool) for c in censored]
-    reps = []
-    for _ in range(n_boot):
-        idx = [rng.integers(0, len(t), len(t)) for t in ts]
-        reps.append(fit([t[i] for t, i in zip(ts, idx)], [c[i] for c, i in zip(cs, idx)]))
-    reps = np.array(reps)
-    lo, hi = np.quantile(reps, [(1 - level) / 2, (1 + level) / 2], method="inverted_cdf")
-    return SlopeFit(fit(ts, cs), float(lo), float(hi))
+    if len({len(t) for t in ts}) != 1:
+        raise ValueError("growth_exponent needs the same number of runs at every size")
+    names = [f"size {v:g}" for v in x] if names is None else list(names)
+    for name, t, c in zip(names, ts, cs):
+        med = stats.censored_median(t, c, level=level)
+        if med.lower_bound:
+            return stats.undefined(f"at {name} {med.note}", n=len(t), level=level)
+    lx = np.log(np.asarray(x, dtype=np.float64))
+    lx = lx - lx.mean()
+
+    def stat(*arrays):
+        meds = []
+        for t, c in zip(arrays[0::2], arrays[1::2]):
+            meds.append(np.quantile(np.where(c > 0.5, np.inf, t), 0.5, axis=-1, method="inverted_cdf"))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ly = np.log(np.stack(meds, axis=-1))
+            slope = ((ly - ly.mean(axis=-1, keepdims=True)) * lx).sum(axis=-1) / (lx ** 2).sum()
+        return np.where(np.isfinite(slope), slope, np.nan)
+
+    pairs = [a for t, c in zip(ts, cs) for a in (t, c.astype(float))]
+    return stats.bootstrap(stat, *pairs, level=level, seed=seed, what="runs")
 
 
-def side_of(fit: SlopeFit, cutoff: float) -> str:
-    """``"below"`` / ``"above"`` when the whole interval lies on one side of ``cutoff``, else
-    ``"indistinguishable"``: a verdict that one decimal of the threshold cannot flip."""
-    if fit.high <= cutoff:
-        return "below"
-    if fit.low > cutoff:
-        return "above"
-    return "indistinguishable"
-
-
-def tail_bound(times, censored, eps: float = 0.25, level: float = 0.95) -> float:
-    r"""The first time :math:`t` at which a one-sided Clopper–Pearson upper limit of
-    :math:`P(\tau > t)` falls to ``eps``, from coupling times of the given start pairs.
+def tail_bound(times, censored, eps: float = 0.25, level: float = stats.LEVEL) -> float | None:
+    r"""The first time :math:`t` at which the upper end of the Clopper–Pearson interval
+    (:func:`mlmbook.stats.proportion`) of :math:`P(\tau > t)` falls to ``eps``, from coupling
+    times of the given start pairs.
 
     A coupling gives :math:`\|P^t(x,\cdot) - P^t(y,\cdot)\|_\mathrm{TV} \le P(\tau_{x,y} > t)`; averaged
     over start pairs drawn as the pairs were, this is an upper bound (at confidence ``level``)
     on the mean distance between two chains so started — not a worst-case mixing time.
-    ``inf`` if the limit never gets there (too few pairs, or pairs that never met).
+    None if the limit never gets there within the runs (too few pairs, or pairs that never met).
     """
     t = np.asarray(times, dtype=np.float64)
     c = np.asarray(censored, dtype=bool)
     n = len(t)
     for s in np.unique(t[~c]):
         k = int(((t > s) | c).sum())
-        upper = 1.0 if k >= n else float(beta.ppf(level, k + 1, n - k))
-        if upper <= eps:
+        if stats.proportion(k, n, level=level, exact=True).high <= eps:
             return float(s)
-    return float("inf")
+    return None

@@ -9,6 +9,7 @@ import scipy.sparse as sp
 import torch
 
 from mlmbook import glauber as G
+from mlmbook import stats
 from mlmbook.glauber import basins
 from tests.fakes import JointOracle, random_joint
 
@@ -88,11 +89,12 @@ def test_escape_rate_recovers_a_known_rate_with_censoring():
     t = np.minimum(t, cap)
     assert cens.mean() > 0.2                                              # censoring really bites
     est = G.escape_rate(t, cens)
-    assert est.low < 1 / r < est.high
-    assert abs(est.mean - 1 / r) < 0.1 / r
+    assert isinstance(est, stats.Interval) and est.low < 1 / r < est.high
+    assert abs(est.estimate - 1 / r) < 0.1 / r
     assert t[~cens].mean() < 0.6 / r                                      # the naive mean is far off
-    none = G.escape_rate([50.0, 50.0], [True, True])
-    assert none.mean == np.inf and none.high == np.inf and none.low > 0
+    none = G.escape_rate([50.0, 50.0], [True, True])                      # nothing escaped: a lower bound
+    assert none.lower_bound and np.isfinite(none.estimate) and none.high == np.inf and none.low > 0
+    assert "more than" in none.format(1)
 
 
 def test_arrhenius_fit_recovers_the_slope_and_says_when_it_cannot():
@@ -109,27 +111,30 @@ def test_arrhenius_fit_recovers_the_slope_and_says_when_it_cannot():
         fit = G.arrhenius_fit(inv_T, (~cens).sum(1), t.sum(1))
         hits += fit.low <= gamma <= fit.high
     assert hits >= 34                                                     # ~95 % coverage (38 expected)
+    assert fit.level == stats.LEVEL and G.arrhenius_fit(inv_T, (~cens).sum(1), t.sum(1), level=0.99).width > fit.width
     flat = G.arrhenius_fit([1.0, 2.0], [0, 0], [100.0, 100.0])
-    assert np.isnan(flat.slope)
+    assert not flat.defined and stats.decide(flat).side == "undefined"
 
 
-def test_loglog_slope_and_the_indistinguishable_verdict():
+def test_growth_exponent_is_undefined_where_a_median_is_censored_and_read_by_decide():
     rng = np.random.default_rng(2)
     x = np.array([4.0, 8.0, 16.0, 32.0])
     times = [x_ * rng.exponential(1.0, 40) * 5 for x_ in x]               # beta = 1 exactly in law
-    fit = G.loglog_slope(x, times, [np.zeros(40, bool)] * 4, n_boot=300)
-    assert fit.low < 1.0 < fit.high
-    assert G.side_of(fit, 1.0) == "indistinguishable"
-    assert G.side_of(G.SlopeFit(1.0, 0.9, 1.1), 1.25) == "below"
-    assert G.side_of(G.SlopeFit(1.6, 1.3, 1.9), 1.25) == "above"
-    cens = [np.zeros(40, bool)] * 3 + [np.ones(40, bool)]
-    assert G.loglog_slope(x, times, cens, n_boot=50).slope == np.inf
+    fit = G.growth_exponent(x, times, [np.zeros(40, bool)] * 4, level=0.95)
+    assert fit.defined and fit.low < 1.0 < fit.high and np.isfinite(fit.high)
+    assert stats.decide(fit, reference=1.0).side == "indistinguishable"
+    cens = [np.zeros(40, bool)] * 3 + [np.ones(40, bool)]                 # the last size never met: no exponent
+    iv = G.growth_exponent(x, times, cens, names=["n = 4", "n = 8", "n = 16", "n = 32"])
+    assert not iv.defined and "n = 32" in iv.note and stats.decide(iv).side == "undefined"
+    family = stats.Family("test", size=5)
+    v = stats.decide(G.exact_interval(1.06, family.level), family, reference=1.083, margin=0.108, tolerance=0.108)
+    assert v.side == "equivalent" and v.detectable == 0.0 and not stats.check_record(v.to_record())
 
 
 def test_tail_bound_needs_enough_met_pairs():
     t = np.arange(1, 15, dtype=float)
     assert G.tail_bound(t, np.zeros(14, bool)) == 14.0                    # all 14 met: the largest time
-    assert G.tail_bound(t, np.arange(14) == 13) == np.inf                 # one censored of 14: not below 1/4
+    assert G.tail_bound(t, np.arange(14) == 13) is None                   # one censored of 14: not below 1/4
     many = np.arange(1, 201, dtype=float)
     b = G.tail_bound(many, np.zeros(200, bool))
     assert 150 <= b < 200
@@ -140,7 +145,7 @@ def test_simulated_escapes_of_a_two_state_chain_match_the_exact_hitting_time():
     P = sp.csr_matrix(np.array([[1 - r, r], [0.3, 0.7]]))
     t, c = G.simulate_escapes(P, 0, [1], n_chains=3000, max_steps=60, seed=0)
     assert c.mean() > 0.2 and (t[c] == 60).all() and (t[~c] <= 60).all()
-    est = G.escape_rate(t, c)
+    est = G.escape_rate(t, c, level=0.999)
     assert est.low < G.hitting_times(P, [1])[0] < est.high
 
 
@@ -161,16 +166,17 @@ def test_escape_survival_is_the_exact_law_of_the_escape_time():
 
 def test_sampler_check_accepts_the_sampler_and_rejects_a_wrong_matrix():
     """The real sampler on a frame (per-site candidates, a frozen position) runs the frame's
-    kernel: 200 chains per temperature, capped at 40 steps, give a pooled p-value above 1e-3;
-    the same escapes tested against the kernel of a different temperature are rejected."""
+    kernel: 200 chains per temperature, capped at 40 steps; the interval of the relative
+    difference of mean capped escape times covers 0, and excludes it against the kernel of a
+    different temperature."""
     lm = JointOracle(random_joint(4, 3, seed=6, spread=1.5))
     frame = G.Frame([0, 0, 0, 2], [0, 1, 2], [[0, 1, 2], [0, 2], [1, 2]])
     tabs = frame.conditional_logits(lm)
     start, target = 0, [frame.size - 1, frame.size - 2]
     times, cens = basins.sampler_escapes(lm, frame, start, target, [1.0, 0.6], 50, 40, seed=2)
     assert times.shape == cens.shape == (2, 50) and (times[cens] == 40).all() and (times[~cens] <= 40).all()
-    ok = basins.sampler_check(lm, frame, tabs, start, target, [1.0, 0.6], 200, 40, seed=3)
-    assert ok["p"] > 1e-3 and ok["chains"] == 200 and len(ok["z"]) == 2
+    ok = basins.sampler_check(lm, frame, tabs, start, target, [1.0, 0.6], 200, 40, seed=3, level=0.999)
+    assert ok["interval"].low < 0 < ok["interval"].high and ok["chains"] == 200
     wrong = [t * 3.0 for t in tabs]                                  # the chain at a third of the temperature
-    bad = basins.sampler_check(lm, frame, wrong, start, target, [1.0, 0.6], 200, 40, seed=3)
-    assert bad["p"] < 1e-6
+    bad = basins.sampler_check(lm, frame, wrong, start, target, [1.0, 0.6], 200, 40, seed=3, level=0.999)
+    assert stats.decide(bad["interval"]).side != "indistinguishable" and not bad["interval"].low < 0 < bad["interval"].high
