@@ -34,9 +34,11 @@ from ..paths import cache_dir, env_int
 from .checks import check_executed, clean_leftovers, last_started_cell, relax_formats
 from .cost import announce as announce_cost
 from .record import load_not_measured
+from .runs import built_with, keep_timings, mix_warning, previous_run, training_report, update_reference_files
 from .site import render, stage, write_notebooks_branch
 
 __all__ = ["build", "execute_chapter", "ensure_kernel", "previous_run", "cell_timeout", "update_reference_files",
+           "RUNNING",
            "BuildError", "UsageError", "ChapterFailed", "Layout", "find_chapters",
            "resolve_names"]
 
@@ -293,83 +295,7 @@ def _stopped_cell(kept: Path | None) -> tuple[int | None, str | None]:
     return len(own), nb.cells[index].source
 
 
-def _write_json(path: Path, data: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
-    with os.fdopen(fd, "w") as f:
-        json.dump(data, f, indent=1)
-        f.write("\n")
-    os.replace(tmp, path)
-
-
-def _keep_timings(layout: Layout, profile: str, chapters: dict, render_s: float, total_s: float,
-                  trained: list) -> Path:
-    """Record a whole-book build's wall times in ``_build/timings/<profile>-<cache>.json``.
-
-    ``cache`` is ``uncached`` when the run trained models (new cache entries appeared),
-    else ``cached``. These are this machine's; ``--update-reference`` copies them to the
-    committed ``results/timings/``, which the Performance appendix compares with the budgets.
-    """
-    import platform
-
-    state = "uncached" if trained else "cached"
-    record = dict(profile=profile, cache=state, total_seconds=round(total_s, 1), render_seconds=round(render_s, 1),
-                  chapters={k: round(v, 1) for k, v in chapters.items()}, trained=trained,
-                  cpus=os.cpu_count(), machine=platform.machine(), when=time.strftime("%Y-%m-%d %H:%M"))
-    path = layout.build / "timings" / f"{profile}-{state}.json"
-    _write_json(path, record)
-    return path
-
-
-def update_reference_files(layout: Layout, slugs: list[str], timings: Path | None) -> list[Path]:
-    """Copy this build's results (and whole-book timings) to the committed ``results/`` folder.
-
-    ``results/full/<slug>.json`` holds the numbers of a default full-profile run: the
-    chapters' prose was written against them and the tests assert its claims on them, so
-    they change only by ``python -m mlmbook build --profile full --update-reference``.
-    """
-    written = []
-    for slug in slugs:
-        src = layout.results / f"{slug}.json"
-        if src.is_file():
-            dest = layout.root / "results" / "full" / src.name
-            _write_json(dest, json.loads(src.read_text()))
-            written.append(dest)
-    if timings is not None and timings.is_file():
-        dest = layout.root / "results" / "timings" / timings.name
-        _write_json(dest, json.loads(timings.read_text()))
-        written.append(dest)
-    return written
-
-
 # --------------------------------------------------------------------------- build
-
-def previous_run(path: Path) -> str:
-    """A short description of an executed notebook kept from an earlier build."""
-    import nbformat
-
-    try:
-        meta = nbformat.read(path, as_version=4).metadata.get("papermill", {})
-    except Exception:  # unreadable: describe by date only
-        meta = {}
-    params = dict(meta.get("parameters", {}))
-    profile = params.pop("profile", "?")
-    model = params.pop("model", "toy")
-    rest = "".join(f", {k}={v!r}" for k, v in sorted(params.items()))
-    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(path.stat().st_mtime))
-    return f"model {model}, profile {profile}{rest}, {when}"
-
-
-def built_with(path: Path) -> tuple[str, str]:
-    """``(model, profile)`` an executed notebook was built with (``("?", "?")`` if unreadable)."""
-    import nbformat
-
-    try:
-        params = nbformat.read(path, as_version=4).metadata.get("papermill", {}).get("parameters", {})
-    except Exception:  # unreadable: unknown
-        return "?", "?"
-    return str(params.get("model", "toy")), str(params.get("profile", "?"))
-
 
 def build(root: str | os.PathLike | None = None, chapters: list[str] = (),
           profile: str = "full", parameters: list[tuple[str, str]] = (),
@@ -443,8 +369,10 @@ def build(root: str | os.PathLike | None = None, chapters: list[str] = (),
     from ..models.prepare import prepare as prepare_models
     toy = [int(c.slug[:2]) for c, values in plans
            if values.get("model", "toy") in TOY_MODELS and "seed" not in values and c.slug[:2].isdigit()]
-    if toy:                       # train the toy models they need, one process per core
-        if prepare_models(profile, toy, say=say):
+    trained_models = []
+    if toy:                       # train the toy models they need (stacked or one process per core)
+        trained_models = prepare_models(profile, toy, say=say)
+        if trained_models:
             timings["training"] = time.perf_counter() - t_book
     for chapter, values in plans:
         shown = ", ".join(f"{k}={v!r}" for k, v in values.items())
@@ -460,6 +388,8 @@ def build(root: str | os.PathLike | None = None, chapters: list[str] = (),
             continue
         timings[chapter.slug] = time.perf_counter() - start
         say(f"  done in {timings[chapter.slug]:.0f} s")
+    for line in training_report(trained_models, timings.get("training", 0.0)):
+        say(line)
     if failures:
         raise ChapterFailed(f"{len(failures)} chapter(s) failed; the site was not updated")
     trained = sorted(p.name for p in (set(cache_dir().glob("*")) if cache_dir().exists() else set()) - cache_before
@@ -481,13 +411,9 @@ def build(root: str | os.PathLike | None = None, chapters: list[str] = (),
                 path.stat().st_mtime else ""
             say(f"note: reusing {chapter.slug} executed earlier ({previous_run(path)}){stale}")
         notebooks[chapter.slug] = path
-    mix = {slug: built_with(path) for slug, path in notebooks.items()}
-    if len(set(mix.values())) > 1:
-        groups: dict = {}
-        for slug, (m, p) in mix.items():
-            groups.setdefault(f"model {m}, profile {p}", []).append(slug)
-        say("warning: the site mixes chapters built differently: "
-            + "; ".join(f"{k}: {', '.join(v)}" for k, v in groups.items()))
+    warning = mix_warning({slug: built_with(path) for slug, path in notebooks.items()})
+    if warning:
+        say(warning)
     say("rendering the site")
     t_render = time.perf_counter()
     index = render(layout, stage(layout, notebooks, solutions=solutions), verbose=verbose)
@@ -495,7 +421,7 @@ def build(root: str | os.PathLike | None = None, chapters: list[str] = (),
     whole_book = len(plans) == len(all_chapters) and all(v == {"profile": profile} for _, v in plans)
     kept = None
     if whole_book and plans:
-        kept = _keep_timings(layout, profile, timings, time.perf_counter() - t_render,
+        kept = keep_timings(layout, profile, timings, time.perf_counter() - t_render,
                              time.perf_counter() - t_book, trained)
     if update_reference:
         for path in update_reference_files(layout, [c.slug for c, _ in plans], kept):

@@ -340,4 +340,4 @@ def test_a_partial_build_keeps_the_chapter_numbers(tmp_path):
     assert proc.returncode == 0, proc.stderr
     page = (root / "_build" / "html" / "book" / "01_fail.html").read_text()
     numbers = re.findall(r'<span class="section-number">([\d.]+)', page)
-    assert numbers and all(n.startswith("1.") for n in numbers), numbers
+    assert numbers and all(n.split(".")[0] == "1" for n in numbers), numbers
