@@ -12,8 +12,9 @@ import time
 import numpy as np
 import torch
 
-from mlmbook.toy import Grammar
+from mlmbook import queries, threads
 from mlmbook.models import load_mlm
+from mlmbook.toy import Grammar
 
 
 def median_time(fn, repeats=5, warmup=1):
@@ -77,6 +78,12 @@ def best_batch(lm, rows, positions, sizes=(64, 256, 1024)):
 
 
 def run(profile="full", repeats=5):
+    """Every core figure, measured under the thread policy for small work (as the book runs them)."""
+    with threads.limited():
+        return _run(profile, repeats)
+
+
+def _run(profile, repeats):
     torch.manual_seed(0)
     g = Grammar.load("toy")
     lm = load_mlm("toy", profile=profile)
@@ -103,7 +110,7 @@ def run(profile="full", repeats=5):
         by_len.setdefault(len(s), []).append(s)
     parts = [rows_for(lm, group) for group in by_len.values()]
     raw_parts = [raw_forward(lm, r, p, B) for r, p, _ in parts]
-    out["pll_fraction"] = 1 / paired_ratio(lambda: [f() for f in raw_parts], lambda: lm.pll(mixed), repeats)
+    out["pll_fraction"] = 1 / paired_ratio(lambda: [f() for f in raw_parts], lambda: queries.pll(lm, mixed), repeats)
 
     def pll_loop(sentences):
         scores = []
@@ -112,11 +119,13 @@ def run(profile="full", repeats=5):
             total = 0.0
             for i in range(len(ids)):
                 row = torch.tensor([[*ids[:i], lm.mask_id, *ids[i + 1:]]])
-                total += torch.log_softmax(lm.logits(row, torch.tensor([[i]]), keep_special=True)[0, 0].double(), -1)[ids[i]].item()
+                scores_i = lm.logits(row, torch.tensor([[i]]), full_softmax=True)[0, 0].double()
+                total += torch.log_softmax(scores_i, -1)[ids[i]].item()
             scores.append(total)
         return np.array(scores)
-    assert np.allclose(lm.pll(mixed[:10]), pll_loop(mixed[:10]), atol=1e-4), "batched PLL differs from the loop"
-    out["pll_speedup"] = paired_ratio(lambda: lm.pll(mixed[:20]), lambda: pll_loop(mixed[:20]), 3)
+    assert np.allclose(queries.pll(lm, mixed[:10]), pll_loop(mixed[:10]), atol=1e-4), \
+        "batched PLL differs from the loop"
+    out["pll_speedup"] = paired_ratio(lambda: queries.pll(lm, mixed[:20]), lambda: pll_loop(mixed[:20]), 3)
 
     # Glauber site updates: 256 chains per batched call, against the raw pass on the same shapes
     from mlmbook.glauber import GlauberSampler
@@ -129,8 +138,9 @@ def run(profile="full", repeats=5):
     out["glauber_fraction"] = 1 / t_ratio
     out["glauber_updates_per_s"] = 256 * steps / median_time(lambda: sampler.run(init, steps, progress=False), 3)
     single = GlauberSampler(lm, temperature=1.0, seed=0)
-    out["glauber_speedup"] = paired_ratio(lambda: sampler.run(init, steps, progress=False),
-                                          lambda: [single.run(init[:1], steps, progress=False) for _ in range(16)], 3) * 256 / 16
+    out["glauber_speedup"] = paired_ratio(
+        lambda: sampler.run(init, steps, progress=False),
+        lambda: [single.run(init[:1], steps, progress=False) for _ in range(16)], 3) * 256 / 16
 
     # training: tokens/s with and without length bucketing (same model, same steps)
     out.update(training_bucketing(g))

@@ -20,15 +20,16 @@ import json
 import os
 import shutil
 import sys
+from contextlib import ExitStack
 from dataclasses import asdict
 from pathlib import Path
 
 from ..paths import cache_dir
 from ..toy.grammar import Grammar
-from . import maelm
+from . import maelm, stacked
 from .train import PRESETS, TRAIN_THREADS, TrainConfig, train
 
-__all__ = ["VERSION", "CacheEntry", "load_or_train", "is_cached", "entry_key"]
+__all__ = ["VERSION", "CacheEntry", "load_or_train", "train_together", "is_cached", "entry_key"]
 
 VERSION = 3                       # bump to invalidate every cached model (3: training always on one thread)
 
@@ -36,9 +37,15 @@ KINDS = ("mlm", "maelm")
 
 
 def entry_key(grammar: Grammar, config: TrainConfig, seed: int, kind: str) -> str:
-    """The hash that names a cache entry: everything that changes the trained weights."""
-    blob = json.dumps([VERSION, kind, grammar.fingerprint, asdict(config), seed, TRAIN_THREADS],
-                      sort_keys=True).encode()
+    """The hash that names a cache entry: everything that changes the trained weights.
+
+    That includes the trainer: a small model is trained stacked (:func:`mlmbook.models.stacked.handles`),
+    whose arithmetic differs in rounding from the one-at-a-time Hugging Face trainer's.
+    """
+    parts = [VERSION, kind, grammar.fingerprint, asdict(config), seed, TRAIN_THREADS]
+    if stacked.handles(config, kind):
+        parts.append(f"stacked {stacked.VERSION}")
+    blob = json.dumps(parts, sort_keys=True).encode()
     return hashlib.sha256(blob).hexdigest()[:16]
 
 
@@ -81,27 +88,48 @@ def _report(message: str) -> None:
 
 def _cached(final: Path, make, info: dict) -> Path:
     """Return ``final`` if it holds a verified entry, else build it with ``make(tmp_dir)``."""
-    final.parent.mkdir(parents=True, exist_ok=True)
-    with open(final.parent / f".{final.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if final.exists():
-            reason = _verify(final)
-            if reason is None:
-                return final
-            _report(f"the cached model {final.name} was corrupted ({reason}); it is deleted and trained again")
-            shutil.rmtree(final, ignore_errors=True)
-        for stale in final.parent.glob(f".partial-{final.name}-*"):   # left by a killed run (we hold the lock)
-            shutil.rmtree(stale, ignore_errors=True)
-        tmp = final.parent / f".partial-{final.name}-{os.getpid()}"
+    return _cached_many([final], lambda missing, tmps: make(tmps[0]), [info])[0]
+
+
+def _cached_many(finals: list[Path], make, infos: list[dict]) -> list[Path]:
+    """Return the entries ``finals``, building the missing ones at once with ``make(missing, tmp_dirs)``.
+
+    Holds every entry's lock (taken in path order, so two callers never deadlock) while it
+    checks, builds and renames; ``make`` gets the missing entries' final paths and one temporary
+    directory for each.
+    """
+    with ExitStack() as locks:
+        for final in sorted(set(finals)):
+            final.parent.mkdir(parents=True, exist_ok=True)
+            lock = locks.enter_context(open(final.parent / f".{final.name}.lock", "w"))
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        todo = []
+        for final, info in zip(finals, infos):
+            if final.exists():
+                reason = _verify(final)
+                if reason is None:
+                    continue
+                _report(f"the cached model {final.name} was corrupted ({reason}); it is deleted and trained again")
+                shutil.rmtree(final, ignore_errors=True)
+            if final not in [f for f, _ in todo]:
+                todo.append((final, info))
+        if not todo:
+            return finals
+        for final, _ in todo:
+            for stale in final.parent.glob(f".partial-{final.name}-*"):   # left by a killed run (we hold the lock)
+                shutil.rmtree(stale, ignore_errors=True)
+        tmps = [final.parent / f".partial-{final.name}-{os.getpid()}" for final, _ in todo]
         try:
-            make(tmp)
-            files = sorted(p.relative_to(tmp).as_posix() for p in tmp.rglob("*") if p.is_file())
-            manifest = dict(info, sha256={f: _sha256(tmp / f) for f in files})
-            (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1))
-            os.replace(tmp, final)
+            make([final for final, _ in todo], tmps)
+            for tmp, (final, info) in zip(tmps, todo):
+                files = sorted(p.relative_to(tmp).as_posix() for p in tmp.rglob("*") if p.is_file())
+                manifest = dict(info, sha256={f: _sha256(tmp / f) for f in files})
+                (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1))
+                os.replace(tmp, final)
         finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-    return final
+            for tmp in tmps:
+                shutil.rmtree(tmp, ignore_errors=True)
+    return finals
 
 
 class CacheEntry:
@@ -157,10 +185,47 @@ def load_or_train(grammar: str | Grammar = "toy", preset: str | TrainConfig = "f
         raise ValueError(f"unknown training preset {preset!r}; use one of {', '.join(PRESETS)}")
     config = PRESETS[preset] if isinstance(preset, str) else preset
     final = _entry_path(g, config, seed, kind)
-    info = dict(grammar=g.name, kind=kind, config=asdict(config), seed=seed, threads=TRAIN_THREADS, version=VERSION)
-    make = (lambda tmp: maelm.train(g, config, seed, tmp, progress=progress)) if kind == "maelm" else \
-        (lambda tmp: train(g, config, seed, tmp, progress=progress))
+    info = _info(g, config, seed, kind)
+    if stacked.handles(config, kind):        # a stack of one: the weights of any stack it could be in
+        make = lambda tmp: stacked.train_stack([stacked.Member(g, config, seed, kind, tmp)], progress)  # noqa: E731
+    elif kind == "maelm":
+        make = lambda tmp: maelm.train(g, config, seed, tmp, progress=progress)  # noqa: E731
+    else:
+        make = lambda tmp: train(g, config, seed, tmp, progress=progress)  # noqa: E731
     path = _cached(final, make, info)
     what = "MAE-LM" if kind == "maelm" else "MLM"
     name = preset if isinstance(preset, str) else "custom"
     return CacheEntry(path, kind, f"{g.name} {what} ({name} preset, seed {seed})")
+
+
+def _info(g: Grammar, config: TrainConfig, seed: int, kind: str) -> dict:
+    """What an entry's manifest says about how it was trained."""
+    return dict(grammar=g.name, kind=kind, config=asdict(config), seed=seed, threads=TRAIN_THREADS, version=VERSION,
+                trainer=f"stacked {stacked.VERSION}" if stacked.handles(config, kind) else "hf")
+
+
+def train_together(models: list[tuple], progress: bool = False) -> list[CacheEntry]:
+    """The cache entries of several small models, training the missing ones as one stack.
+
+    Parameters
+    ----------
+    models : list of (Grammar, TrainConfig, seed, kind)
+        Models that :func:`mlmbook.models.stacked.handles` and that share one
+        :func:`~mlmbook.models.stacked.shape_of`.
+
+    A model's weights do not depend on the stack it is trained in (:mod:`mlmbook.models.stacked`),
+    so the entries are exactly those :func:`load_or_train` would train one at a time.
+    """
+    for _, config, _, kind in models:
+        if not stacked.handles(config, kind):
+            raise ValueError(f"a {kind} of hidden size {config.hidden} is not trained stacked; use load_or_train")
+    finals = [_entry_path(g, c, s, k) for g, c, s, k in models]
+    infos = [_info(g, c, s, k) for g, c, s, k in models]
+    by_path = dict(zip(finals, models))
+
+    def make(missing, tmps):
+        stacked.train_stack([stacked.Member(*by_path[f], tmp) for f, tmp in zip(missing, tmps)], progress)
+
+    paths = _cached_many(finals, make, infos)
+    return [CacheEntry(p, k, f"{g.name} {'MAE-LM' if k == 'maelm' else 'MLM'} (custom preset, seed {s})")
+            for p, (g, c, s, k) in zip(paths, models)]

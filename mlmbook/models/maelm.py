@@ -25,11 +25,11 @@ and :math:`g` BERT's prediction-head transform. Downstream, only the encoder is 
 For a controlled comparison, :func:`make_maelm` starts from *the same initial weights* as
 the book's default MLM (:func:`mlmbook.models.train.make_model` with the same seed): the encoder is
 that model's Transformer body and the output head is its head. :func:`train` then sees the
-same sentences and the same corruption (BERT's 80/10/10 over 15 % of the tokens) in the same
-order, for the same number of steps. The only differences are architectural: ``[MASK]``
-positions are dropped from the encoder (randomly replaced and kept tokens are real tokens
-and stay), and a ``decoder_layers``-layer bidirectional Transformer (default 1) of the same
-width is added for pretraining.
+same sentences and the same corruption (by default BERT's 80/10/10 over 15 % of the tokens;
+:mod:`mlmbook.models.corrupt`) in the same order, for the same number of steps. The only
+differences are architectural: ``[MASK]`` positions are dropped from the encoder (randomly
+replaced and kept tokens are real tokens and stay), and a ``config.decoder_layers``-layer
+bidirectional Transformer (default 1) of the same width is added for pretraining.
 
 Use :func:`mlmbook.models.load_or_train` with ``kind="maelm"`` to train and cache a model,
 :func:`load` to get it back behind the book's :class:`~mlmbook.models.base.MaskedLM` interface
@@ -45,7 +45,7 @@ import torch
 from torch import nn
 
 from ..toy.vocab import SPECIAL_TOKENS, make_tokenizer
-from .base import MaskedLM
+from .base import MaskedLMBase
 from .train import fit, make_model
 
 __all__ = ["MAELM", "DecoderLayer", "MAEMaskedLM", "drop_masked", "make_maelm", "parameter_counts", "train", "save",
@@ -196,11 +196,16 @@ class MAELM(nn.Module):
         return nn.functional.cross_entropy(self.logits(h), labels[selected])
 
 
-def make_maelm(grammar, config, seed: int, decoder_layers: int = 1) -> MAELM:
-    """An MAE-LM whose encoder and head start from the default MLM's initial weights."""
+def make_maelm(grammar, config, seed: int, decoder_layers: int | None = None) -> MAELM:
+    """An MAE-LM whose encoder and head start from the default MLM's initial weights.
+
+    The decoder has ``config.decoder_layers`` layers unless ``decoder_layers`` says otherwise
+    (an untrained model for a test; trained models take the depth from the configuration, so
+    that it is part of the cache key).
+    """
     mlm = make_model(grammar, config, seed)                 # seeds torch, so the decoder init is fixed too
     p = mlm.cls.predictions
-    return MAELM(mlm.bert, p.transform, p.bias, decoder_layers)
+    return MAELM(mlm.bert, p.transform, p.bias, config.decoder_layers if decoder_layers is None else decoder_layers)
 
 
 def parameter_counts(model: MAELM) -> dict:
@@ -212,7 +217,7 @@ def parameter_counts(model: MAELM) -> dict:
 
 
 # ---------------------------------------------------------------------------- as a MaskedLM
-class MAEMaskedLM(MaskedLM):
+class MAEMaskedLM(MaskedLMBase):
     """A trained MAE-LM behind the book's masked-LM interface, plus its representations.
 
     ``logits`` runs encoder and decoder (the decoder predicts every queried position);
@@ -262,19 +267,20 @@ class MAEMaskedLM(MaskedLM):
 
 
 # ---------------------------------------------------------------------------- training
-def train(grammar, config, seed: int, out: Path, progress: bool = True, decoder_layers: int = 1) -> dict:
+def train(grammar, config, seed: int, out: Path, progress: bool = True) -> dict:
     """Train an MAE-LM exactly like the default MLM and save it into directory ``out``.
 
+    The decoder has ``config.decoder_layers`` layers.
     Same initial encoder weights, the same batches and corruption in the same order, the
     same optimiser and schedule (:mod:`mlmbook.models.train`); held-out single-site loss is tracked
     the same way. Writes ``encoder/`` (a Hugging Face ``BertModel`` + tokenizer),
     ``maelm.safetensors`` (decoder and head), ``maelm.json`` and ``history.json``.
     """
-    model = make_maelm(grammar, config, seed, decoder_layers)
+    model = make_maelm(grammar, config, seed)
     live = MAEMaskedLM(model, SPECIAL_TOKENS + list(grammar.vocab), name="training")
     history = fit(model, lambda m, x, a, y: m(x, a, y), grammar, config, seed, live,
                   f"training {grammar.name} MAE-LM", progress,
-                  parameters=parameter_counts(model), decoder_layers=decoder_layers)
+                  parameters=parameter_counts(model), decoder_layers=config.decoder_layers)
     save(model, make_tokenizer(grammar), out)
     (Path(out) / "history.json").write_text(json.dumps(history, indent=1))
     return history
@@ -283,7 +289,9 @@ def train(grammar, config, seed: int, out: Path, progress: bool = True, decoder_
 def save(model: MAELM, tokenizer, out) -> None:
     """Write the encoder as a Hugging Face model and the pretraining-only parts beside it."""
     from safetensors.torch import save_file
+    from transformers.utils import logging as hf_logging
 
+    hf_logging.disable_progress_bar()
     out = Path(out)
     model.encoder.save_pretrained(out / "encoder")
     tokenizer.save_pretrained(out / "encoder")

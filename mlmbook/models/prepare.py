@@ -1,31 +1,44 @@
-r"""Train every toy model a build needs, up front, one process per core.
+r"""Train every toy model a build needs, up front: small ones stacked, the rest one process per core.
 
 The book's chapters train their models on first use (:func:`~mlmbook.models.cache.load_or_train`),
 one after another inside the chapter that needs them. On a fresh machine that is the larger
-part of a build: the full profile's ladder, MAE-LMs and topic-world models are a dozen
-trainings. Each training runs on **one thread** (the thread policy, :mod:`mlmbook.threads`,
-which also makes it bit-reproducible), so a machine with ``c`` cores can train ``c`` models at
-once and get the *same weights*. :func:`prepare` does that before the chapters run: it lists
-what the profile needs (:func:`needed`), skips what the cache already holds, and trains the
-rest in a pool of worker processes, longest first. The chapters then find everything cached.
+part of a build: the default models, the ladders, the MAE-LMs, the topic worlds and some fifty
+small knob and control models (:mod:`mlmbook.models.zoo`). :func:`prepare` trains them before
+the chapters run. It lists what the chosen chapters need (:func:`needed`), skips what the cache
+holds, and cuts the rest into *units* (:func:`plan`):
+
+* a model of hidden size above :data:`~mlmbook.models.stacked.MAX_HIDDEN` is a unit of its
+  own, trained by the Hugging Face trainer (:mod:`mlmbook.models.train`, :mod:`~mlmbook.models.maelm`);
+* small models of one shape (:func:`~mlmbook.models.stacked.shape_of`) are trained together as
+  one stack (:mod:`mlmbook.models.stacked`), where per-operation overhead is paid once for
+  the whole stack instead of once per model.
+
+The units run in a pool of worker processes, one per core (every training uses one thread),
+longest first. Neither the pool nor the stacks change a weight: a model's weights depend only
+on its own job, whichever stack trains it and whether the build or a chapter does
+(``tests/models/test_train_stacked.py``).
 
 >>> from mlmbook.models import prepare                        # doctest: +SKIP
->>> prepare.prepare("quick")                                  # doctest: +SKIP
+>>> for t in prepare.prepare("quick"):                        # doctest: +SKIP
+...     print(t.label, t.seconds, t.how)
 """
 from __future__ import annotations
 
+import math
 import os
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
 from multiprocessing import get_context
 
 from ..paths import env_int
-from . import ladder, zoo
+from . import ladder, stacked, zoo
 from .train import PRESETS, TRAIN_THREADS, preset_for
 from .zoo import Job
 
-__all__ = ["Job", "NEEDS", "needed", "missing", "prepare", "TOPIC_KNOBS"]
+__all__ = ["Job", "NEEDS", "Trained", "needed", "missing", "plan", "split", "estimated_seconds", "prepare",
+           "TOPIC_KNOBS"]
 
 TOPIC_KNOBS = ("plateau", "wall")
 """Topic worlds of chapter 5 whose MLM is trained (the ``topic`` knob of the toy grammar)."""
@@ -64,14 +77,94 @@ def missing(jobs: list[Job]) -> list[Job]:
     return [j for j in jobs if not j.cached()]
 
 
-def _run(job: Job) -> tuple[str, float]:
+@dataclass(frozen=True)
+class Trained:
+    """A model the training step trained.
+
+    Attributes
+    ----------
+    label : str
+        The job's description (:meth:`~mlmbook.models.zoo.Job.describe`).
+    seconds : float
+        Its share of the training wall time: a unit's wall time divided among its models.
+    how : str
+        ``"alone"`` (the Hugging Face trainer) or ``"stacked with K others"``.
+    """
+
+    label: str
+    seconds: float
+    how: str
+
+
+STACK_WIDTH = 256
+"""Most models in one stack, times their hidden size (16 of width 16, 8 of width 32, 4 of 64): a
+wider stack outgrows the core's cache and gets slower per model (``benchmarks/training.py``)."""
+
+MIN_STACK = 4
+"""Fewest models in a stack that :func:`plan` splits further to keep every core busy."""
+
+
+def _stackable(job) -> bool:
+    return hasattr(job, "config") and stacked.handles(job.config, job.kind)
+
+
+def plan(jobs: list, workers: int = 1) -> list[list]:
+    """Cut ``jobs`` into units of work, longest first: one unit per large model, and the small
+    ones grouped by :func:`~mlmbook.models.stacked.shape_of` into stacks of at most
+    :data:`STACK_WIDTH` / hidden, split into up to ``workers`` stacks of at least :data:`MIN_STACK` each
+    so that a large group keeps every core busy. The split never changes a weight."""
+    units, groups = [], {}
+    for job in jobs:
+        if _stackable(job):
+            groups.setdefault(stacked.shape_of(job.grammar_object(), job.config, job.kind), []).append(job)
+        else:
+            units.append([job])
+    for group in groups.values():
+        units += split(group, workers)
+    return sorted(units, key=lambda u: -estimated_seconds(u))
+
+
+def split(group: list, workers: int = 1) -> list[list]:
+    """Cut jobs of one shape into stacks: at most :data:`STACK_WIDTH` / hidden models each, and
+    up to ``workers`` stacks of at least :data:`MIN_STACK` models, of sizes that differ by one at most."""
+    most = max(1, STACK_WIDTH // group[0].config.hidden)
+    n = max(math.ceil(len(group) / most), min(workers, len(group) // MIN_STACK), 1)
+    return [group[i::n] for i in range(n)]
+
+
+def estimated_seconds(unit: list) -> float:
+    r"""A rough training time of a unit on one quiet core, to start the longest units first.
+
+    Per step, from ``benchmarks/training.py``: sampling a batch of 64 sentences costs about
+    6 ms per distinct stream; a model of width :math:`h` adds about :math:`8 + 0.3h` ms alone
+    (Hugging Face trainer) and :math:`2 + 0.3h` ms in a stack; an MAE-LM a quarter more.
+    """
+    if not hasattr(unit[0], "config"):                # a job of another kind: its own estimate
+        return float(unit[0].cost)
+    c = unit[0].config
+    factor = c.steps * c.batch / 64 / 1000 * (1.25 if unit[0].kind == "maelm" else 1.0)
+    if len(unit) == 1 and not _stackable(unit[0]):
+        return factor * (6 + 8 + 0.3 * c.hidden)
+    streams = len({(j.grammar, j.topic, j.seed, j.config.mask_only) for j in unit})
+    return factor * (6 * streams + len(unit) * (2 + 0.3 * c.hidden))
+
+
+def _run(unit: list) -> list[tuple[str, float, str]]:
+    """Train one unit (in a worker process); returns (label, seconds, how) per model."""
+    from .cache import train_together
+
     t = time.perf_counter()
-    label = job.run()
-    return label, time.perf_counter() - t
+    if len(unit) == 1 and not _stackable(unit[0]):
+        label = unit[0].run()
+        return [(label, time.perf_counter() - t, "alone")]
+    train_together([(j.grammar_object(), j.config, j.seed, j.kind) for j in unit])
+    share = (time.perf_counter() - t) / len(unit)
+    how = f"stacked with {len(unit) - 1} other{'s' if len(unit) > 2 else ''}" if len(unit) > 1 else "stacked alone"
+    return [(j.describe(), share, how) for j in unit]
 
 
 def prepare(profile: str, chapters=tuple(NEEDS), extra_seeds: tuple[int, ...] = (),
-            workers: int | None = None, say=print) -> list[str]:
+            workers: int | None = None, say=print) -> list[Trained]:
     """Train the models chapters ``chapters`` need in ``profile`` that are not cached, ``workers`` at a time.
 
     Parameters
@@ -82,31 +175,42 @@ def prepare(profile: str, chapters=tuple(NEEDS), extra_seeds: tuple[int, ...] = 
     extra_seeds : tuple of int
         Further seeds of the default model (a chapter that takes its verdicts across seeds).
     workers : int, optional
-        Processes (default ``$MLMBOOK_TRAIN_WORKERS``, else the cores divided by the threads each
-        training uses: with ``MLMBOOK_THREADS=2`` on two cores, one — more would oversubscribe
-        the cores, the slowdown :mod:`mlmbook.threads` exists to avoid). Each training uses the
-        thread policy's count, so the weights do not depend on the number of workers.
+        Processes (default ``$MLMBOOK_TRAIN_WORKERS``, else one per core: every training uses
+        :data:`~mlmbook.models.train.TRAIN_THREADS` thread). The weights do not depend on it.
+    say : callable
+        Where progress lines go (one when training starts, one per model trained).
 
     Returns
     -------
-    list of str
-        Labels of the models trained now.
+    list of Trained
+        The models trained now, in the order they finished, each with its share of the
+        training time and how it was trained; empty when everything was cached.
     """
     todo = missing(needed(profile, chapters, extra_seeds))
     if not todo:
         return []
     per = TRAIN_THREADS                            # threads each training uses
     n = workers or env_int("MLMBOOK_TRAIN_WORKERS", max(1, (os.cpu_count() or 1) // per), minimum=1)
-    n = max(1, min(n, len(todo)))
-    say(f"training {len(todo)} toy model(s) for the {profile} profile, {n} at a time")
+    units = plan(todo, n)
+    n = max(1, min(n, len(units)))
+    stacks = sum(len(u) > 1 or _stackable(u[0]) for u in units)
+    say(f"training {len(todo)} toy model(s) for the {profile} profile, {n} at a time"
+        + (f" ({stacks} stack(s) of small models)" if stacks else ""))
+    done: list[Trained] = []
+
+    def report(results):
+        for label, seconds, how in results:
+            done.append(Trained(label, seconds, how))
+            say(f"  trained {label} in {seconds:.0f} s{'' if how == 'alone' else f' ({how})'} "
+                f"({len(done)}/{len(todo)})")
+        sys.stdout.flush()
+
     if n == 1:
-        return [_run(j)[0] for j in todo]
-    done = []
+        for unit in units:
+            report(_run(unit))
+        return done
     with ProcessPoolExecutor(n, mp_context=get_context("spawn")) as pool:
-        futures = {pool.submit(_run, j): j for j in todo}
+        futures = [pool.submit(_run, unit) for unit in units]
         for fut in as_completed(futures):
-            label, seconds = fut.result()
-            done.append(label)
-            say(f"  trained {label} in {seconds:.0f} s ({len(done)}/{len(todo)})")
-            sys.stdout.flush()
+            report(fut.result())
     return done

@@ -2,8 +2,10 @@ r"""Training the book's default masked LMs on the toy language, with an atomic o
 
 The default model is a small ``BertForMaskedLM`` with a real Hugging Face tokenizer (a
 ``tokenizers`` WordLevel model saved so that ``AutoTokenizer.from_pretrained(dir)`` loads it),
-trained with BERT's recipe: 15 % of tokens are selected, of which 80 % become ``[MASK]``,
-10 % a random word and 10 % stay; the loss is the cross-entropy at selected positions.
+trained by default with BERT's recipe: 15 % of tokens are selected, of which 80 % become
+``[MASK]``, 10 % a random word and 10 % stay; the loss is the cross-entropy at selected
+positions. :class:`TrainConfig` also sets span masking, cloze-like masks of chosen tags, a
+noisier training language and other replacement shares (:mod:`mlmbook.models.corrupt`).
 Fresh sentences are sampled from the grammar at every step (the language is infinite
 enough that the model never sees an epoch), and batches are bucketed by length.
 
@@ -15,13 +17,18 @@ truth lets us bound from below:
 
 whose gap is the mean KL(truth ‖ MLM) over positions of the held-out sentences.
 
-Trained models are cached by :mod:`mlmbook.models.cache`; this module only trains.
+Trained models are cached by :mod:`mlmbook.models.cache`; this module only trains. Small
+models (hidden size up to :data:`mlmbook.models.stacked.MAX_HIDDEN`) go through the stacked
+trainer of :mod:`mlmbook.models.stacked` instead: the same data, corruption, optimiser and
+schedule, many models per computation.
 """
 from __future__ import annotations
 
 import json
 import math
+import os
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,20 +36,59 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .. import queries, threads
+from .. import threads
+from ..paths import cache_dir
 from ..toy.grammar import Grammar
 from ..toy.vocab import MASK, SPECIAL_TOKENS, make_tokenizer
-from .base import MaskedLM
+from .base import MaskedLMBase
+from .corrupt import batches, check_config, mask_tokens
 
 TRAIN_THREADS = 1
 """Torch (and BLAS) threads every toy training uses, whatever ``MLMBOOK_THREADS`` says: small
 models train fastest on one thread, and one thread makes the weights the same on every machine."""
 
-__all__ = ["TRAIN_THREADS", "TrainConfig", "PRESETS", "preset_for", "make_model", "batches", "mask_tokens", "fit", "train"]
+__all__ = ["TRAIN_THREADS", "TrainConfig", "PRESETS", "preset_for", "make_model", "batches", "mask_tokens", "fit",
+           "train"]
 
 
 @dataclass(frozen=True)
 class TrainConfig:
+    r"""Everything that shapes a toy model's training (all of it is in the cache key).
+
+    Attributes
+    ----------
+    hidden, layers, heads, intermediate : int
+        The BERT's width, depth, attention heads and feed-forward width.
+    steps, batch : int
+        Optimiser steps and sentences per step.
+    lr, warmup, weight_decay : float
+        AdamW's peak learning rate :math:`\eta`, reached linearly over the first ``warmup``
+        share of the steps and then decayed linearly to 0; its decoupled weight decay.
+        Gradients are clipped to norm 1.
+    mask_rate : float
+        The share :math:`r` of (eligible) content tokens selected for prediction.
+    n_eval, eval_every : int
+        Held-out sentences of the single-site loss, and how often it is measured.
+    checkpoints : tuple of float
+        Extra snapshots (shares of training), for chapter 3 (HF trainer only).
+    replace : tuple of float
+        Shares of the selected tokens replaced by ``[MASK]``, by a random word, and kept
+        (BERT's 80/10/10; Meng et al.'s 100/0/0).
+    span : float
+        Mean span length :math:`\mu` of span masking (geometric runs covering :math:`r` of the
+        tokens, :func:`~mlmbook.models.corrupt.span_selection`); 0 = BERT's token masking.
+    mask_only : tuple of str
+        If non-empty, only tokens whose gold UD relation or UPOS tag is listed may be selected
+        (e.g. ``("nsubj",)``); ``mask_rate`` then applies to those tokens.
+    noise : float
+        Share of training tokens first replaced by a uniformly random word (a noisier language;
+        the labels are the noisy tokens; the held-out loss stays on the clean grammar).
+    decoder_layers : int
+        Depth of MAE-LM's decoder (:mod:`mlmbook.models.maelm`); unused by an MLM.
+
+    See :mod:`mlmbook.models.corrupt` for the corruption these settings define.
+    """
+
     hidden: int = 128
     layers: int = 4
     heads: int = 4
@@ -56,6 +102,23 @@ class TrainConfig:
     n_eval: int = 200             # held-out sentences for the single-site loss
     eval_every: int = 250
     checkpoints: tuple = (0.1, 0.3)   # extra snapshots (fractions of training), for chapter 3
+    replace: tuple = (0.8, 0.1, 0.1)  # selected tokens -> [MASK] / random word / kept
+    span: float = 0.0             # mean span length (0: independent token masking)
+    mask_only: tuple = ()         # UD deprels or UPOS tags eligible for masking (empty: all)
+    noise: float = 0.0            # share of training tokens replaced by a random word first
+    decoder_layers: int = 1       # MAE-LM's decoder depth
+
+    def __post_init__(self):
+        for name in ("checkpoints", "replace", "mask_only"):       # lists (e.g. from JSON) -> hashable tuples
+            value = getattr(self, name)
+            if isinstance(value, str):
+                value = (value,)
+            object.__setattr__(self, name, tuple(value))
+        # (1, 0, 0) and (1.0, 0.0, 0.0) are one setting: one cache key
+        object.__setattr__(self, "replace", tuple(float(a) for a in self.replace))
+        object.__setattr__(self, "span", float(self.span))
+        object.__setattr__(self, "noise", float(self.noise))
+        check_config(self)
 
 
 PRESETS = {
@@ -90,47 +153,27 @@ def make_model(grammar: Grammar, config: TrainConfig, seed: int):
     return BertForMaskedLM(cfg)
 
 
-# ---------------------------------------------------------------------------- data
-def batches(grammar: Grammar, config: TrainConfig, seed: int, pool: int = 16):
-    """Endless length-bucketed batches of token ids (with [CLS]/[SEP]) and attention masks."""
-    offset = len(SPECIAL_TOKENS)
-    gen = torch.Generator().manual_seed(seed)
-    for k in range(sys.maxsize):
-        sents = grammar.sample(pool * config.batch, seed=(seed * 1_000_003 + k) % (2**31))
-        sents.sort(key=len)
-        groups = [sents[i:i + config.batch] for i in range(0, len(sents), config.batch)]
-        for g in torch.randperm(len(groups), generator=gen).tolist():
-            group = groups[g]
-            n = max(len(s) for s in group) + 2
-            ids = torch.zeros(len(group), n, dtype=torch.long)
-            for r, s in enumerate(group):
-                ids[r, : len(s) + 2] = torch.tensor([2] + [offset + grammar.word_id[w] for w in s.words] + [3])
-            yield ids, (ids != 0).long()
-
-
-def mask_tokens(ids, config: TrainConfig, vocab_size: int, gen: torch.Generator):
-    """BERT's corruption: returns (inputs, labels) with labels -100 where nothing is predicted."""
-    offset = len(SPECIAL_TOKENS)
-    content = ids >= offset
-    selected = (torch.rand(ids.shape, generator=gen) < config.mask_rate) & content
-    labels = torch.where(selected, ids, torch.full_like(ids, -100))
-    roll = torch.rand(ids.shape, generator=gen)
-    inputs = ids.clone()
-    inputs[selected & (roll < 0.8)] = MASK
-    rand = selected & (roll >= 0.8) & (roll < 0.9)
-    inputs[rand] = torch.randint(offset, vocab_size, (int(rand.sum()),), generator=gen)
-    return inputs, labels
-
-
 # ---------------------------------------------------------------------------- evaluation
 class SingleSiteEval:
-    """Held-out single-site loss of a model, against the truth's (Bayes) and a unigram's."""
+    """Held-out single-site loss of a model, against the truth's (Bayes) and a unigram's.
+
+    The two reference losses cost one inside–outside pass per held-out sentence (some 20 s for
+    200 sentences), the same for every model of one grammar and seed: they are computed once
+    and kept in the model cache (``evaluator/``, a small JSON file written atomically).
+    """
 
     def __init__(self, grammar: Grammar, n: int, seed: int):
         self.grammar = grammar
         self.sentences = grammar.sample(n, seed=seed + 1_000_003)
         offset = len(SPECIAL_TOKENS)
         self.gold = [offset + grammar.word_id[w] for s in self.sentences for w in s.words]
+        memo = cache_dir() / "evaluator" / f"{grammar.fingerprint}-{n}-{seed}.json"
+        try:
+            known = json.loads(memo.read_text())
+            self.bayes, self.unigram = float(known["bayes"]), float(known["unigram"])
+            return
+        except (OSError, ValueError, KeyError):
+            pass
         truth = []
         for s in self.sentences:
             c = grammar.conditionals(s.words)
@@ -138,14 +181,29 @@ class SingleSiteEval:
         self.bayes = float(np.mean(truth))
         uni = grammar.unigram(20000, seed=seed + 7)
         self.unigram = float(np.mean([-math.log(uni[g - offset]) for g in self.gold]))
+        memo.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=memo.parent, prefix=f".{memo.name}.")
+        with os.fdopen(fd, "w") as fh:
+            json.dump(dict(bayes=self.bayes, unigram=self.unigram, grammar=grammar.name, n=n, seed=seed), fh)
+        os.replace(tmp, memo)
 
     def loss(self, lm) -> float:
-        """Mean -log q(x_i | x_-i) over every position of the held-out sentences."""
-        out = np.concatenate(queries.single_site(lm, [s.words for s in self.sentences]))
-        return float(-np.mean(out[np.arange(len(self.gold)), self.gold]))
+        """Mean -log q(x_i | x_-i) over every position of the held-out sentences (one call per length)."""
+        by_length: dict = {}
+        for s in self.sentences:
+            by_length.setdefault(len(s.words), []).append(lm.encode_words(s.words)[0])
+        total, count = 0.0, 0
+        for n, rows in by_length.items():
+            ids = torch.tensor(rows).repeat_interleave(n, 0)            # each sentence n times, site t masked
+            every, site = torch.arange(len(ids)), torch.arange(n).repeat(len(rows))
+            gold = ids[every, site].clone()
+            ids[every, site] = lm.mask_id
+            lp = torch.log_softmax(lm.logits(ids, site[:, None])[:, 0].double(), -1)
+            total, count = total - lp[every, gold].sum().item(), count + len(ids)
+        return total / count
 
 
-class _Live(MaskedLM):
+class _Live(MaskedLMBase):
     """The BERT being trained, behind the :class:`MaskedLM` interface (for the held-out loss)."""
 
     def __init__(self, model, grammar):
@@ -182,7 +240,7 @@ def fit(model, loss_of, grammar: Grammar, config: TrainConfig, seed: int, live, 
 
 
 def _fit(model, loss_of, grammar, config, seed, live, desc, progress, on_step, **extra) -> dict:
-    from tqdm.std import tqdm            # a text bar on stderr, never a notebook widget (see queries.progress)
+    from tqdm.std import tqdm  # a text bar on stderr, never a notebook widget (see queries.progress_bar)
 
     evaluator = SingleSiteEval(grammar, config.n_eval, seed)
     opt = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
@@ -193,13 +251,13 @@ def _fit(model, loss_of, grammar, config, seed, live, desc, progress, on_step, *
     vocab_size = len(SPECIAL_TOKENS) + len(grammar.vocab)
     history = dict(bayes=evaluator.bayes, unigram=evaluator.unigram, steps=[], train_loss=[], eval_loss=[],
                    tokens=[], seconds=[], **extra)
-    data = batches(grammar, config, seed)
+    data = batches(grammar, config, seed, eligible=bool(config.mask_only))
     tokens, running, t0 = 0, None, time.perf_counter()
     bar = tqdm(range(1, config.steps + 1), desc=desc, disable=not progress, mininterval=2, file=sys.stderr)
     for step in bar:
         model.train()
-        ids, attn = next(data)
-        inputs, labels = mask_tokens(ids, config, vocab_size, gen)
+        ids, attn, *eligible = next(data)
+        inputs, labels = mask_tokens(ids, config, vocab_size, gen, *eligible)
         loss = loss_of(model, inputs, attn, labels)
         opt.zero_grad(set_to_none=True)
         loss.backward()

@@ -1,4 +1,4 @@
-"""Training up front, one process per core: the same weights as training in the chapter."""
+"""Training up front (small models stacked, one process per core): the same weights as training in the chapter."""
 import pytest
 import torch
 
@@ -46,8 +46,7 @@ def test_the_list_covers_each_chapter(profile):
     assert [j.cost for j in every] == sorted((j.cost for j in every), reverse=True)   # longest first
     kinds = {(j.kind, j.topic) for j in every}
     assert ("maelm", None) in kinds and ("mlm", "wall") in kinds
-    assert prepare.needed(profile, [0]) == [j for j in every if j.seed == 0 and j.kind == "mlm"
-                                            and j.topic is None and j.config.steps == max(x.config.steps for x in every)]
+    assert prepare.needed(profile, [0]) == [prepare.Job("toy", None, prepare.PRESETS[profile], 0)]
     assert all(j.kind == "mlm" for j in prepare.needed(profile, [1, 2, 3]))
     from mlmbook.models import ladder
     defaults = [j for j in prepare.needed(profile, [1]) if j.config == prepare.PRESETS[profile] and j.kind == "mlm"]
@@ -72,18 +71,47 @@ class _Fake:
         return f"fake {self.k}"
 
 
-@pytest.mark.parametrize("threads_env, expected", [("1", 2), ("2", 1)])
-def test_workers_never_oversubscribe_the_cores(monkeypatch, threads_env, expected):
-    """Two trainings of 2 threads each on 2 cores would fight: one worker then."""
+@pytest.mark.parametrize("threads_env", ["1", "2"])
+def test_one_worker_per_core_whatever_the_thread_setting(monkeypatch, threads_env):
+    """Training always runs on one thread, so two cores take two workers even with MLMBOOK_THREADS=2."""
     monkeypatch.setattr(prepare, "needed", lambda *a, **k: [_Fake(0), _Fake(1)])
     monkeypatch.setattr(prepare.os, "cpu_count", lambda: 2)
     monkeypatch.setenv("MLMBOOK_THREADS", threads_env)
     monkeypatch.delenv("MLMBOOK_TRAIN_WORKERS", raising=False)
     said = []
-    if expected == 1:
-        assert prepare.prepare("quick", say=said.append) == ["fake 0", "fake 1"]
-    else:
-        monkeypatch.setattr(prepare, "ProcessPoolExecutor", None)    # must not be reached with 1 worker
-        with pytest.raises(TypeError):
-            prepare.prepare("quick", say=said.append)
-    assert f"{expected} at a time" in said[0]
+    monkeypatch.setattr(prepare, "ProcessPoolExecutor", None)       # stop before the pool starts
+    with pytest.raises(TypeError):
+        prepare.prepare("quick", say=said.append)
+    assert "2 at a time" in said[0]
+    monkeypatch.setenv("MLMBOOK_TRAIN_WORKERS", "1")
+    done = prepare.prepare("quick", say=said.append)
+    assert [(t.label, t.how) for t in done] == [("fake 0", "alone"), ("fake 1", "alone")]
+    assert all(t.seconds >= 0 for t in done) and "1 at a time" in said[-3]
+
+
+def test_plan_stacks_small_models_by_shape_and_keeps_large_ones_alone():
+    from dataclasses import replace
+    small, wide = replace(TINY, hidden=32, heads=2), replace(TINY, hidden=256, heads=4)
+    jobs = ([prepare.Job("toy", None, small, s) for s in range(12)] + [prepare.Job("toy", None, wide, 0)]
+            + [prepare.Job("toy", None, small, s, "maelm") for s in range(2)]
+            + [prepare.Job("toy", None, replace(small, steps=40), 0)])
+    units = prepare.plan(jobs, workers=2)
+    flat = [x for u in units for x in u]
+    assert len(flat) == len(jobs) and set(flat) == set(jobs)                    # every job once
+    assert [len(u) for u in units if u[0].config == wide] == [1]
+    mlm = sorted(len(u) for u in units if u[0].config == small and u[0].kind == "mlm")
+    assert mlm == [6, 6]                                                        # two cores, at most 8 of width 32
+    assert sorted(len(u) for u in units if u[0].kind == "maelm") == [2]         # MAE-LMs never mix with MLMs
+    assert any(u[0].config.steps == 40 and len(u) == 1 for u in units)         # other steps: another shape
+
+
+def test_prepare_trains_stacks_and_reports_each_models_share(tmp_path, monkeypatch):
+    jobs = [prepare.Job("tiny", None, TINY, s) for s in range(5)]
+    monkeypatch.setattr(prepare, "needed", lambda *a, **k: jobs)
+    monkeypatch.setenv("MLMBOOK_CACHE", str(tmp_path))
+    said = []
+    done = prepare.prepare("quick", workers=1, say=said.append)
+    assert len(done) == 5 and {t.how for t in done} == {"stacked with 4 others"}
+    assert len({t.seconds for t in done}) == 1 and done[0].seconds > 0          # the stack's time, shared
+    assert "stack" in said[0] and all("stacked with 4 others" in line for line in said[1:])
+    assert prepare.missing(jobs) == []

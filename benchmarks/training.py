@@ -1,0 +1,150 @@
+"""Training many small toy models: one process per core against stacks (issue 28, item 7).
+
+The same jobs are trained twice in one run, into temporary directories (never the model
+cache): by the Hugging Face trainer, one process per core, as the build did before
+(:mod:`mlmbook.models.train`, :mod:`mlmbook.models.maelm`), and by the stacked trainer
+(:mod:`mlmbook.models.stacked`), cut into stacks by :func:`mlmbook.models.prepare.plan`
+and run one stack per core. Every figure is a ratio of two timings taken in the same run, with
+the same evaluator memo (:class:`~mlmbook.models.train.SingleSiteEval`) warm for both; a
+*token* is a real token of a training batch (padding excluded), so tokens/s compare the
+useful work whatever each trainer pads.
+
+``python -m benchmarks.training [steps]`` prints the tables (default 1500 steps).
+"""
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
+from multiprocessing import get_context
+from pathlib import Path
+
+from mlmbook.models.train import PRESETS, TrainConfig
+
+
+def config(hidden: int, steps: int) -> TrainConfig:
+    """A small model as the ladder and the zoo train them (the full preset's recipe, narrower)."""
+    return replace(PRESETS["full"], hidden=hidden, heads=max(1, hidden // 16), intermediate=4 * hidden, steps=steps,
+                   eval_every=max(1, steps // 4), checkpoints=())
+
+
+def _grammar():
+    from mlmbook.toy import Grammar
+    return Grammar.load("toy")
+
+
+def _hf_one(spec, out) -> dict:
+    from mlmbook.models import maelm, train
+    cfg, seed, kind = spec
+    return (maelm.train if kind == "maelm" else train.train)(_grammar(), cfg, seed, Path(out), progress=False)
+
+
+def _stack(specs, outs) -> list[dict]:
+    from mlmbook.models import stacked
+    g = _grammar()
+    return stacked.train_stack([stacked.Member(g, c, s, k, Path(o)) for (c, s, k), o in zip(specs, outs)],
+                               progress=False)
+
+
+def _pool(workers):
+    return ProcessPoolExecutor(workers, mp_context=get_context("spawn"))
+
+
+def one_per_core(specs, workers: int) -> tuple[float, int]:
+    """Wall seconds and real tokens for the HF trainer, one job per process, ``workers`` at a time."""
+    with tempfile.TemporaryDirectory() as tmp, _pool(workers) as pool:
+        t = time.perf_counter()
+        hs = list(pool.map(_hf_one, specs, [f"{tmp}/{i}" for i in range(len(specs))]))
+        return time.perf_counter() - t, sum(h["tokens"][-1] for h in hs)
+
+
+def stacked_units(specs, workers: int) -> tuple[float, int, list[int]]:
+    """Wall seconds, real tokens and stack sizes for the stacked trainer, units as ``prepare`` plans them."""
+    from mlmbook.models import prepare
+    from mlmbook.models.zoo import Job
+    jobs = [Job("toy", None, c, s, k) for c, s, k in specs]
+    units = prepare.split(jobs, workers)              # stacks as prepare cuts them, whatever the width
+    with tempfile.TemporaryDirectory() as tmp, _pool(workers) as pool:
+        t = time.perf_counter()
+        futures = [pool.submit(_stack, [(j.config, j.seed, j.kind) for j in u],
+                               [f"{tmp}/{i}-{k}" for k in range(len(u))]) for i, u in enumerate(units)]
+        hs = [h for f in futures for h in f.result()]
+        return time.perf_counter() - t, sum(h["tokens"][-1] for h in hs), [len(u) for u in units]
+
+
+def warm_evaluators(specs) -> float:
+    """Build (or find) the held-out evaluators of every seed once; returns the seconds it took."""
+    from mlmbook.models.train import SingleSiteEval
+    t = time.perf_counter()
+    for c, s in {(c.n_eval, s) for c, s, _ in specs}:
+        SingleSiteEval(_grammar(), c, s)
+    return time.perf_counter() - t
+
+
+def compare(label: str, specs, workers: int) -> dict:
+    warm_evaluators(specs)
+    hf_s, hf_tok = one_per_core(specs, workers)
+    st_s, st_tok, sizes = stacked_units(specs, workers)
+    # the same sentences; the stacked trainer meets its length buckets in another order, so the
+    # token counts agree exactly only at the end of a pool of 16 batches
+    assert abs(hf_tok - st_tok) <= 0.05 * hf_tok, "the two trainers saw different data"
+    row = dict(jobs=label, hf_seconds=hf_s, hf_tokens_per_s=hf_tok / hf_s, stacked_seconds=st_s,
+               stacked_tokens_per_s=st_tok / st_s, speedup=hf_s / st_s, stacks=sizes)
+    print(f"{label}: one per core {hf_s:.0f} s ({hf_tok / hf_s:,.0f} tok/s), stacked {sizes} {st_s:.0f} s "
+          f"({st_tok / st_s:,.0f} tok/s): {hf_s / st_s:.2f}x", file=sys.stderr, flush=True)
+    return row
+
+
+def stack_sizes(hidden: int, steps: int, sizes=(2, 4, 8, 16)) -> dict:
+    """Seconds per model when ``K`` models of width ``hidden`` share one stack on one core."""
+    out = {}
+    with tempfile.TemporaryDirectory() as tmp:               # imports and first-call costs, once
+        _stack([(config(hidden, 2), 0, "mlm")], [f"{tmp}/warm"])
+    for K in sizes:
+        specs = [(config(hidden, steps), s, "mlm") for s in range(K)]
+        warm_evaluators(specs)
+        with tempfile.TemporaryDirectory() as tmp:
+            t = time.perf_counter()
+            _stack(specs, [f"{tmp}/{k}" for k in range(K)])
+            out[K] = (time.perf_counter() - t) / K
+        print(f"hidden {hidden}, stacks of {K}: {out[K]:.1f} s per model", file=sys.stderr, flush=True)
+    return out
+
+
+def run(steps: int = 1500, workers: int | None = None) -> dict:
+    workers = workers or min(2, os.cpu_count() or 1)
+    rows = []
+    short = max(60, steps // 5)
+    sizes = stack_sizes(32, short)
+    for hidden in (16, 32, 64, 128):                      # one core, four models: the choice per width
+        rows.append(compare(f"4 MLMs, hidden {hidden}, {short} steps, 1 core",
+                            [(config(hidden, short), s, "mlm") for s in range(4)], 1))
+    rows.append(compare(f"16 MLMs, hidden 32, {steps} steps, {workers} cores",
+                        [(config(32, steps), s, "mlm") for s in range(16)], workers))
+    rows.append(compare(f"8 MAE-LMs, hidden 32, {steps} steps, {workers} cores",
+                        [(config(32, steps), s, "maelm") for s in range(8)], workers))
+    knobs = [replace(config(32, steps), mask_rate=r, noise=e) for r in (0.15, 0.3, 0.45, 0.6) for e in (0.0, 0.1)]
+    rows.append(compare(f"8 MLMs, hidden 32, one seed (a knob sweep: shared sentences), {steps} steps, "
+                        f"{workers} cores", [(c, 0, "mlm") for c in knobs], workers))
+    return dict(rows=rows, sizes=sizes, short=short)
+
+
+def table(result: dict) -> list[str]:
+    rows = result["rows"]
+    lines = ["## Training many small models", "",
+             "| jobs | one process per core (s) | tokens/s | stacked (s) | tokens/s | stacks | speed-up |",
+             "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['jobs']} | {r['hf_seconds']:.0f} | {r['hf_tokens_per_s']:,.0f} | "
+                     f"{r['stacked_seconds']:.0f} | {r['stacked_tokens_per_s']:,.0f} | "
+                     f"{' + '.join(map(str, r['stacks']))} | {r['speedup']:.2f}× |")
+    lines += ["", f"One stack of K hidden-32 MLMs ({result['short']} steps) on one core, seconds per model: "
+              + ", ".join(f"K = {k}: {v:.1f}" for k, v in result["sizes"].items()) + "."]
+    return lines
+
+
+if __name__ == "__main__":
+    print("\n".join(table(run(int(sys.argv[1]) if len(sys.argv) > 1 else 1500))))
