@@ -4,7 +4,7 @@
 profile    who              budget (2 CPU cores, no GPU)
 =========  ===============  ==========================================================
 ``quick``  tests and CI     whole book executed and rendered in ≤ 5 min
-``full``   ``make book``    ≤ 15 min with models trained from scratch, ≤ 6 min cached
+``full``   ``make book``    ≤ 20 min with models trained from scratch, ≤ 8 min cached
 =========  ===============  ==========================================================
 """
 PROFILES = ("quick", "full")
