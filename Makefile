@@ -4,6 +4,8 @@
 #   make book    the whole book, full profile  -> _build/html/index.html
 #   make quick   the whole book, quick profile
 #   make test    the test suite (unit tests + every chapter in the quick profile)
+#   make test-fast  the unit tier only (pytest -m "not slow": nothing executes a chapter or builds a book)
+#   make lint    ruff (rules and line length in pyproject.toml)
 #   make bench   time the profiles (writes benchmarks/results.md)
 #   make reference  rebuild the whole book (full profile) and update the committed reference
 #                results (results/full/, results/timings/): the only target that changes
@@ -15,7 +17,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cksum < pyproject.toml | cut -d' ' -f1)
 
-.PHONY: book quick test bench reference setup clean distclean
+.PHONY: book quick test test-fast lint bench reference setup clean distclean
 
 book: $(STAMP)
 	$(PY) -m mlmbook build --profile full
@@ -25,6 +27,12 @@ quick: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -q
+
+test-fast: $(STAMP)
+	$(PY) -m pytest -q -m "not slow"
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check mlmbook tests benchmarks
 
 bench: $(STAMP)
 	$(PY) -m benchmarks
@@ -36,7 +44,7 @@ setup: $(STAMP)
 
 $(STAMP):
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -e '.[test]'
+	$(PY) -m pip install -e '.[book,test]'
 	@rm -f $(VENV)/.installed-*
 	@touch $@
 

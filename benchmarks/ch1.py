@@ -86,9 +86,9 @@ def _wide_model(V: int, seed: int = 0):
     """A stand-in masked LM with ``V`` tokens: logits from a fixed random two-layer map of the row."""
     import torch
 
-    from mlmbook.models.base import MaskedLM
+    from mlmbook.models.base import MaskedLMBase
 
-    class Wide(MaskedLM):
+    class Wide(MaskedLMBase):
         name = f"random {V}-token stand-in"
         mask_id, special_ids, max_length = 0, [0], 64
 

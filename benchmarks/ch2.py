@@ -19,7 +19,9 @@ Each figure is the median of three runs, after one warm-up pass. Wall-clock and 
 are both reported; on a machine shared with other work the CPU seconds are the better guide
 (torch's two threads make CPU seconds exceed wall seconds for the forward passes).
 
-Also the regime map's cost per rung of the model ladder (:func:`regime_map_cost`).
+Also the regime map's cost per rung of the model ladder (:func:`regime_map_cost`), AG's Newton
+step with its block-structured solve against the dense one it replaced (:func:`newton_solve`), and
+the cost of a joint of three tokens and of a whole four-word sentence (:func:`k_sites`).
 
     python -m benchmarks.ch2            # prints the figures as JSON
 """
@@ -143,6 +145,7 @@ def ag_solvers(pcs, tol_log: float = 1e-5, max_plain: int = 200_000) -> dict:
 def regime_map_cost(profile: str = "quick", n_pairs: int = 12, seed: int = 0) -> dict:
     """CPU seconds of the chapter's regime map per rung (models already cached): loading the rung,
     its KL to the truth (cached after the first build) and ``joints.rung_pairs`` on ``n_pairs`` pairs."""
+    from mlmbook import compare
     from mlmbook import joints as J
     from mlmbook.models import ladder, load_mlm
     from mlmbook.toy import Grammar
@@ -158,11 +161,84 @@ def regime_map_cost(profile: str = "quick", n_pairs: int = 12, seed: int = 0) ->
         c0 = time.process_time()
         J.rung_pairs(ladder.load(rung), queries, truths)
         out[f"{rung.name} seed {rung.seed}: CPU s"] = time.process_time() - c0 + 0.0
-        ladder.kl_to_truth(rung)
+        compare.rung_kl(rung)
     out["all rungs: CPU s"] = sum(v for k, v in out.items() if k.endswith("CPU s"))
+    return out
+
+
+def newton_solve(n_pairs: int = 8, profile: str = "full", seed: int = 0) -> dict:
+    """AG (default solver) per pair with the block-structured Newton step (Schur complement and
+    Sherman–Morrison) against the same solver with a dense solve of side K_A + K_B, on the default
+    MLM's full grids: seconds and the largest difference of the two joints in log space."""
+    import sys
+
+    from mlmbook import joints as J
+    from mlmbook import threads
+    from mlmbook.models import load_mlm
+    from mlmbook.toy import Grammar
+
+    ag_module = sys.modules["mlmbook.joints.ag"]
+    grammar = Grammar.load("toy")
+    lm = load_mlm("toy", profile=profile, seed=seed)
+    items = J.choose_pairs(lm, grammar.sample(10 * n_pairs, seed=seed), n_pairs, np.random.default_rng(seed))
+    pcs = J.pair_conditionals_batch(lm, [(it["ids"], it["A"], it["B"]) for it in items])
+    fast = ag_module._newton_step
+
+    def dense(B, Cw, da, db, g, F):                                 # the Jacobian formed and solved whole
+        na, n = len(da), len(da) + len(db)
+        jac = np.zeros((n, n))
+        jac[:na, na:], jac[na:, :na] = B, Cw.T
+        jac[np.arange(na), np.arange(na)] = da
+        jac[np.arange(na, n), np.arange(na, n)] = db
+        return np.linalg.solve(jac - g[None, :], -F)
+
+    out = {"pairs": len(pcs)}
+    with threads.limited():
+        res_fast, wall, cpu = _timed(lambda: [J.ag(pc).joint for pc in pcs])
+        out["AG with the block-structured Newton step: CPU ms per pair"] = 1000 * cpu / len(pcs)
+        ag_module._newton_step = dense
+        try:
+            res_dense, wall, cpu = _timed(lambda: [J.ag(pc).joint for pc in pcs])
+        finally:
+            ag_module._newton_step = fast
+        out["AG with a dense Newton solve: CPU ms per pair"] = 1000 * cpu / len(pcs)
+    out["max |log difference| of the two joints"] = float(max(np.abs(np.log(a[a > 0]) - np.log(b[a > 0])).max()
+                                                            for a, b in zip(res_fast, res_dense)))
+    return out
+
+
+def k_sites(profile: str = "full", seed: int = 0, K: int = 6, K_sentence: int = 5, n: int = 4) -> dict:
+    """Seconds per query of chapter 2's joints of several tokens: three words of a sentence on a
+    ``K``-candidate grid and a whole four-word sentence on a ``K_sentence`` grid — the model's rows,
+    the exact joint, the truth's chain and AG-k."""
+    from mlmbook import joints as J
+    from mlmbook.models import load_mlm
+    from mlmbook.toy import Grammar
+
+    grammar = Grammar.load("toy")
+    lm = load_mlm("toy", profile=profile, seed=seed)
+    rng = np.random.default_rng(seed)
+    out = {}
+    for name, k, pool in (("three words", K, [(s.words, sorted(rng.choice(len(s.words) - 1, 3, replace=False).tolist()))
+                                              for s in grammar.sample(n, seed=seed)]),
+                          ("whole sentence", K_sentence, [(s.words, [0, 1, 2, 3]) for s in
+                                                          grammar.sample(400, seed=seed) if len(s.words) == 5][:n])):
+        qk = [(lm.encode_words(w)[0], sites) for w, sites in pool]
+        grids, _, _ = _timed(lambda: J.topk_site_candidates(lm, qk, k), repeats=1)
+        scs, wall, cpu = _timed(lambda: J.site_conditionals_batch(lm, qk, grids), repeats=1)
+        out[f"{name}: model rows, CPU s per query"] = cpu / len(pool)
+        _, wall, cpu = _timed(lambda: [J.site_joint(grammar, w, s, g) for (w, s), g in zip(pool, grids)], repeats=1)
+        out[f"{name}: exact joint, CPU s per query"] = cpu / len(pool)
+        _, wall, cpu = _timed(lambda: [J.site_chain(grammar, w, s, g) for (w, s), g in zip(pool, grids)], repeats=1)
+        out[f"{name}: the truth's chain, CPU s per query"] = cpu / len(pool)
+        res, wall, cpu = _timed(lambda: [J.ag_k(sc) for sc in scs], repeats=1)
+        out[f"{name}: AG-k, CPU s per query"] = cpu / len(pool)
+        out[f"{name}: AG-k updates (median)"] = float(np.median([r[1] for r in res]))
     return out
 
 
 if __name__ == "__main__":
     print(json.dumps(run(), indent=2))
     print(json.dumps(regime_map_cost(), indent=2))
+    print(json.dumps(newton_solve(), indent=2))
+    print(json.dumps(k_sites(), indent=2))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sys
 
+from mlmbook import compare
 from mlmbook.models import ladder
 
 
@@ -17,7 +18,7 @@ def run(profile: str = "full") -> list[dict]:
             entry = ladder._entry(rung)
             seconds = entry.history()["train_seconds"] if rung.fraction == 1.0 else 0.0
             rows.append(dict(kind=kind, name=rung.name, seed=rung.seed, steps=rung.config.steps,
-                             train_seconds=seconds, kl=ladder.kl_to_truth(rung)))
+                             train_seconds=seconds, kl=compare.rung_kl(rung)))
     return rows
 
 

@@ -1,4 +1,5 @@
-"""Threads under load: the query engine against a one-padded-batch baseline, idle and beside a busy process.
+"""Threads under load: the query engine on one and on several threads against a one-padded-batch baseline,
+idle and beside a busy process (``python -m benchmarks.threads`` prints the table alone).
 
 The baseline is written here in the style of minicons' ``MaskedLMScorer``: every masked
 variant of a batch of sentences padded into one batch, the whole model (LM head at every
@@ -7,6 +8,7 @@ runs measured in this one run; the figures to read are the ratios.
 """
 from __future__ import annotations
 
+import os
 import statistics
 import subprocess
 import sys
@@ -88,28 +90,69 @@ def blas_solve(n_threads: int | None, size: int = 228, repeats: int = 50) -> flo
     return statistics.median(times)
 
 
+@contextmanager
+def policy_threads(n: int):
+    """The thread policy set to ``n`` threads for the block (``$MLMBOOK_THREADS``), as a reader would set it."""
+    old = os.environ.get("MLMBOOK_THREADS")
+    os.environ["MLMBOOK_THREADS"] = str(n)
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("MLMBOOK_THREADS", None)
+        else:
+            os.environ["MLMBOOK_THREADS"] = old
+
+
+@contextmanager
+def second_edition():
+    """The engine as it was: every call one forward pass split across the policy's threads (intra-op)."""
+    original = queries._workers
+    queries._workers = lambda lm: 1
+    try:
+        yield
+    finally:
+        queries._workers = original
+
+
 def run(profile: str = "full", n_sentences: int = 200, repeats: int = 5) -> dict:
     g = Grammar.load("toy")
     lm = load_mlm("toy", profile=profile)
     sents = [s.words for s in g.sample(n_sentences, seed=11)]
-    ours = queries.pll(lm, sents)
+    n = max(2, threads._DEFAULT)
+    with policy_threads(1):
+        ours = queries.pll(lm, sents)
+    with policy_threads(n):
+        side_by_side = queries.pll(lm, sents)
     ref = padded_batch_pll(lm, sents)
     out = {"pll_max_abs_diff_vs_padded_batch": float(np.abs(ours - ref).max()),
-           "policy_threads": threads.policy(), "default_threads": threads._DEFAULT}
+           "pll_max_abs_diff_threads": float(np.abs(ours - side_by_side).max()),
+           "threads": n, "sentences": n_sentences}
+
+    def engine(k, before=False):
+        def f():
+            with policy_threads(k), (second_edition() if before else _nothing()):
+                queries.pll(lm, sents)
+        return f
+
+    def baseline(k):
+        def f():
+            with threads.using(k):
+                padded_batch_pll(lm, sents)
+        return f
+
     for load in ("idle", "busy"):
         with (busy_neighbour() if load == "busy" else _nothing()):
-            cells = {}
-            for label, n in (("policy", threads.policy()), ("default", threads._DEFAULT)):
-                with threads.using(n):
-                    t = _median_times({"mlmbook": lambda: queries.pll(lm, sents),
-                                       "padded": lambda: padded_batch_pll(lm, sents)}, repeats)
-                cells.update({f"{label}_mlmbook_s": t["mlmbook"], f"{label}_padded_s": t["padded"]})
+            t = _median_times({"one": engine(1), "multi": engine(n), "groups": engine(n, before=True),
+                               "padded_one": baseline(1), "padded_multi": baseline(n)}, repeats)
             out[f"{load}_blas_policy_s"] = blas_solve(threads.policy())
             out[f"{load}_blas_default_s"] = blas_solve(threads._DEFAULT)
-        for k, v in cells.items():
-            out[f"{load}_{k}"] = v
-        out[f"{load}_speedup_vs_padded"] = cells["policy_padded_s"] / cells["policy_mlmbook_s"]
-        out[f"{load}_policy_vs_default"] = cells["default_mlmbook_s"] / cells["policy_mlmbook_s"]
+        out.update({f"{load}_{k}_s": v for k, v in t.items()})
+        out[f"{load}_multi_vs_one"] = t["multi"] / t["one"]
+        out[f"{load}_multi_vs_padded"] = t["multi"] / t["padded_multi"]
+        out[f"{load}_groups_vs_one"] = t["groups"] / t["one"]
+        out[f"{load}_groups_vs_padded"] = t["groups"] / t["padded_multi"]
+        out[f"{load}_one_vs_padded"] = t["one"] / t["padded_one"]
     return out
 
 
@@ -119,19 +162,27 @@ def _nothing():
 
 
 def table(r: dict) -> list[str]:
-    f = lambda v: f"{v:.3g}"  # noqa: E731
-    lines = ["## Threads under load: PLL of 200 toy sentences", "",
-             f"The policy uses {r['policy_threads']} thread(s) for the toy model; torch's default here is "
-             f"{r['default_threads']}. The one-padded-batch reference agrees with `mlmbook.queries.pll` to "
-             f"{r['pll_max_abs_diff_vs_padded_batch']:.1e} nats per sentence (both use the full softmax).", "",
-             "| machine | mlmbook, policy (s) | mlmbook, torch default (s) | padded batch, policy (s) | "
-             "padded batch, default (s) | mlmbook vs padded batch (goal ≥ 2× idle, ≥ 1× busy) | policy vs default |", "|---|---|---|---|---|---|---|"]
+    f = lambda v: f"{v:.3g}"
+    n = r["threads"]
+    lines = [f"## Threads under load: PLL of {r['sentences']} toy sentences", "",
+             f"`mlmbook.queries.pll` on 1 thread (the policy for small models) and with {n} threads (as for a large "
+             f"encoder, or with `MLMBOOK_THREADS={n}`: chunks side by side on {n} one-thread workers or on one "
+             f"thread, whichever the engine measured faster), against the one-padded-batch reference (minicons "
+             f"style, full model, full softmax) on the same threads; \"before\" is the second edition's engine "
+             f"on {n} threads (each forward pass split across them). The padded reference agrees with the engine "
+             f"to {r['pll_max_abs_diff_vs_padded_batch']:.1e} nats per sentence, the engine on {n} threads with "
+             f"the engine on one to {r['pll_max_abs_diff_threads']:.1e}. Times are medians of interleaved runs "
+             f"(s); ratios below 1 favour the engine on {n} threads.", "",
+             f"| machine | engine, 1 thread | engine, {n} threads | before, {n} threads "
+             f"| padded batch, 1 thread | padded batch, {n} threads | {n} threads vs 1 (goal ≤ 1 busy) "
+             f"| {n} threads vs padded batch (goal ≤ 1) | before vs 1 thread |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for load in ("idle", "busy"):
-        lines.append(f"| {load if load == 'idle' else 'one busy process'} | {f(r[f'{load}_policy_mlmbook_s'])} | "
-                     f"{f(r[f'{load}_default_mlmbook_s'])} | {f(r[f'{load}_policy_padded_s'])} | "
-                     f"{f(r[f'{load}_default_padded_s'])} | {f(r[f'{load}_speedup_vs_padded'])}× | "
-                     f"{f(r[f'{load}_policy_vs_default'])}× |")
-    lines += ["", "NumPy's BLAS follows the same policy (`threadpoolctl`): one 228×228 `np.linalg.solve`, "
+        lines.append(f"| {load if load == 'idle' else 'one busy process'} | {f(r[f'{load}_one_s'])} | "
+                     f"{f(r[f'{load}_multi_s'])} | {f(r[f'{load}_groups_s'])} | {f(r[f'{load}_padded_one_s'])} | "
+                     f"{f(r[f'{load}_padded_multi_s'])} | {f(r[f'{load}_multi_vs_one'])}× | "
+                     f"{f(r[f'{load}_multi_vs_padded'])}× | {f(r[f'{load}_groups_vs_one'])}× |")
+    lines += ["", "NumPy's BLAS follows the same policy (`threadpoolctl`, per call): one 228×228 `np.linalg.solve`, "
               "the inner step of the exact CMI grid and of AG's Newton solver (ms):", "",
               "| machine | BLAS, policy | BLAS, its default | default / policy |", "|---|---|---|---|"]
     for load in ("idle", "busy"):

@@ -7,16 +7,24 @@ model's :math:`q(\cdot \mid x_{-i})` with the truth's :math:`p(\cdot \mid x_{-i}
 
 The mean of :math:`\mathrm{KL}_i` over held-out positions is the gap between the model's
 single-site loss and the Bayes-optimal loss; it is the book's headline measure of how well
-the default MLM learned the language.
+the default MLM learned the language, and the label of every rung of the model ladder
+(:func:`rung_kl`).
 """
 from __future__ import annotations
+
+import json
+import os
+import tempfile
 
 import numpy as np
 
 from . import queries
+from .models import ladder
+from .paths import cache_dir
+from .toy import Grammar
 from .toy.vocab import N_SPECIAL
 
-__all__ = ["single_site_log_probs", "kl_to_truth", "kl_unigram_to_truth"]
+__all__ = ["single_site_log_probs", "kl_to_truth", "kl_unigram_to_truth", "rung_kl"]
 
 
 def single_site_log_probs(lm, sentences) -> list:
@@ -71,3 +79,25 @@ def kl_unigram_to_truth(grammar, sentences, unigram) -> list:
             terms = np.where(p > 0, p * np.log(np.where(p > 0, p, 1.0) / unigram), 0.0)
         out.append(terms.sum(1))
     return out
+
+
+def rung_kl(rung: ladder.Rung, n_sentences: int = ladder.KL_SENTENCES) -> float:
+    """Mean single-site KL(truth ‖ rung) in nats on held-out toy sentences: the label of a rung of the
+    model ladder (:mod:`mlmbook.models.ladder`); computed once, then cached beside the models."""
+    path = ladder.snapshot_path(rung)
+    key = f"{path.parent.parent.name}-{path.name}" if rung.fraction != 1.0 else path.name   # entry-step_N
+    memo = cache_dir() / "ladder" / f"{key}-kl{n_sentences}.json"
+    if memo.exists():
+        try:
+            return float(json.loads(memo.read_text())["kl"])
+        except (OSError, ValueError, KeyError):
+            memo.unlink(missing_ok=True)                 # unreadable: measure again
+    grammar = Grammar.load("toy")
+    sentences = [s.words for s in grammar.sample(n_sentences, seed=424_242)]
+    kl = float(np.mean(np.concatenate(kl_to_truth(grammar, ladder.load(rung), sentences))))
+    memo.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=memo.parent, prefix=f".{memo.name}.")
+    with os.fdopen(fd, "w") as fh:
+        json.dump({"kl": kl, "rung": rung.name, "sentences": n_sentences}, fh)
+    os.replace(tmp, memo)
+    return kl

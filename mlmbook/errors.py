@@ -1,4 +1,5 @@
-"""Every error mlmbook raises on purpose: one base class, one line of cause and remedy each.
+"""Every error mlmbook raises on purpose — one base class, one line of cause and remedy each —
+and :func:`notice`, the one way to print a one-line message the reader must see.
 
 A reader catches :class:`MLMBookError` to tell "my input was wrong" (the message says what
 to do) from a bug (any other exception). Errors about a file carry ``path`` and ``lineno``
@@ -17,8 +18,9 @@ class                    raised when
 from __future__ import annotations
 
 import os
+import sys
 
-__all__ = ["MLMBookError", "ModelLoadError", "TreebankError", "TreebankNotFoundError", "GrammarError",
+__all__ = ["notice", "MLMBookError", "ModelLoadError", "TreebankError", "TreebankNotFoundError", "GrammarError",
            "DataFitError", "BuildError", "UsageError", "ChapterFailed", "BrowserMissing"]
 
 
@@ -75,3 +77,16 @@ class ChapterFailed(BuildError):
 
 class BrowserMissing(MLMBookError, RuntimeError):
     """No Chromium to drive the site check; the message says how to install one."""
+
+
+def notice(message: str) -> None:
+    """Print a one-line notice on the page (the cell's stderr) *and* on the build's terminal.
+
+    Inside a kernel ``sys.stderr`` is the cell's output; the kernel process's own stderr
+    (``sys.__stderr__``) is the terminal the build runs in. Outside a kernel both are the same
+    stream and the message is printed once.
+    """
+    print(message, file=sys.stderr, flush=True)
+    terminal = sys.__stderr__
+    if terminal is not None and terminal is not sys.stderr:
+        print(message, file=terminal, flush=True)

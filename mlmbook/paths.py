@@ -30,7 +30,7 @@ from pathlib import Path
 
 from .errors import UsageError
 
-__all__ = ["cache_dir", "data_dir", "data_dirs", "repo_root", "find_root", "build_dir", "env_str", "env_int",
+__all__ = ["cache_dir", "data_dirs", "repo_root", "find_root", "build_dir", "env_str", "env_int",
            "env_flag", "hf_offline"]
 
 
@@ -117,12 +117,6 @@ def cache_dir() -> Path:
     """
     env = env_str("MLMBOOK_CACHE")
     return Path(env).expanduser().resolve() if env else Path.home() / ".cache" / "mlmbook"
-
-
-def data_dir() -> Path:
-    """Return the data directory (``$MLMBOOK_DATA``, default ``<repo root>/data``)."""
-    env = env_str("MLMBOOK_DATA")
-    return Path(env).expanduser() if env else repo_root() / "data"
 
 
 def data_dirs(subdir: str | None = None) -> list[Path]:

@@ -6,31 +6,52 @@ positions?* This module answers many such questions at once, and it is the only 
 decides how they are batched:
 
 * **length groups** — rows of the same length (and the same number of queried positions) go
-  through one :meth:`~mlmbook.models.base.MaskedLM.logits` call, so no padding is needed;
-* **de-duplication** — identical (row, positions) queries inside a group are sent once;
+  through one :meth:`~mlmbook.models.base.MaskedLM.logits` call, so no padding is needed; on an
+  accelerator, where a call wants many rows, rows of all lengths are padded into one call instead;
+* **several threads without collapse** — when the thread policy gives a call more than one thread
+  (a large encoder, or ``$MLMBOOK_THREADS``), chunks run side by side on worker threads of one
+  torch thread each, never as one forward pass split across threads: such a pass waits at every
+  layer for its slowest thread, and a thread descheduled by another process stalls them all. How
+  many workers pay off depends on the load, which only measurement tells, so the engine measures:
+  it runs each model's chunks on one thread or on the workers, whichever reached more tokens per
+  second, and tries the other every few waves (``benchmarks/threads.py``);
+* **de-duplication** — identical (row, positions) queries inside a group are sent once (this
+  changes no answer);
 * **one memory budget** — a call holds at most :func:`budget` output scores
   (rows × positions × V; ``$MLMBOOK_QUERY_BUDGET``, default :data:`DEFAULT_BUDGET`);
-  the model itself further chunks rows by tokens for the encoder;
+* **the thread policy per call** — every call runs under :func:`mlmbook.threads.limited`
+  and leaves the caller's thread counts as it found them;
 * **LM head only at queried positions** — done by the model wrappers.
 
-On top of :func:`iter_log_probs` sit the usual queries: :func:`log_probs` (in order),
-:func:`single_site` (every position masked in turn) and :func:`pll`, the pseudo-log-likelihood
+On top of :func:`iter_log_probs` (and :func:`iter_logits`, the raw scores) sit the usual
+queries: :func:`log_probs` (in order), :func:`single_site` (every position masked in turn) and
+:func:`pll`, the pseudo-log-likelihood
 
 .. math:: \mathrm{PLL}(x) = \sum_{t=1}^{n} \log q(x_t \mid x_{\setminus t})
 
-of :cite:t:`salazar2020masked`, with the softmax over the whole vocabulary by default.
+of :cite:t:`salazar2020masked`, with the softmax over the whole vocabulary by default (the one
+default that differs from the engine's words-only softmax, as in the literature and minicons).
 """
 from __future__ import annotations
 
 import sys
-from typing import Iterator, Sequence
+import time
+import weakref
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from typing import TYPE_CHECKING, Iterator, Sequence
 
 import numpy as np
 import torch
 
+from . import threads
 from .paths import env_int
 
-__all__ = ["DEFAULT_BUDGET", "budget", "iter_log_probs", "log_probs", "single_site", "pll", "progress"]
+if TYPE_CHECKING:
+    from .models.base import MaskedLM
+
+__all__ = ["DEFAULT_BUDGET", "budget", "progress_bar", "iter_log_probs", "iter_logits",
+           "log_probs", "single_site", "pll", "pll_tokens", "encode_sentence"]
 
 DEFAULT_BUDGET = 1 << 24
 """Output scores (float32) per model call: 16M, i.e. 64 MB of logits."""
@@ -41,7 +62,7 @@ def budget() -> int:
     return env_int("MLMBOOK_QUERY_BUDGET", DEFAULT_BUDGET, minimum=1)
 
 
-def progress(iterable, total: int | None = None, desc: str = "", show: bool | None = True):
+def progress_bar(iterable, total: int | None = None, desc: str = "", show: bool | None = True):
     """``iterable`` with a tqdm bar on the terminal when ``show`` (nothing otherwise).
 
     A text bar on stderr, never a notebook widget: a widget would be an extra display output
@@ -53,17 +74,166 @@ def progress(iterable, total: int | None = None, desc: str = "", show: bool | No
     return tqdm(iterable, total=total, desc=desc, mininterval=1, leave=False, file=sys.stderr)
 
 
-def _groups(rows, positions) -> dict:
+# ---------------------------------------------------------------------------- the engine
+def _workers(lm) -> int:
+    """Threads the policy gives a call to ``lm`` (1 for small models; see :mod:`mlmbook.threads`), for a
+    model that several threads may call at once; 1 for any other."""
+    return threads.policy(threads.is_large(lm)) if getattr(lm, "thread_safe", False) else 1
+
+
+def _padded_mode(lm) -> bool:
+    """Whether rows of different lengths share a call: for a model on an accelerator that can pad them."""
+    return getattr(lm, "supports_padding", False) and str(getattr(lm, "device", "cpu")) != "cpu"
+
+
+class _Pace:
+    """Chooses, wave by wave, between one thread and ``n`` worker threads for a model's chunks.
+
+    Each mode's speed (tokens per second, a running mean) is measured on the model's own chunks;
+    the faster runs, and every :data:`PROBE_EVERY`-th wave tries the other, so a change of load
+    (another process starting or ending) is noticed within a few waves.
+    """
+
+    PROBE_EVERY = 8
+
+    def __init__(self, n: int):
+        self.n, self.rate, self.waves = n, {}, 0
+
+    def mode(self) -> int:
+        self.waves += 1
+        untried = [m for m in (1, self.n) if m not in self.rate]
+        if untried:
+            return untried[0]
+        best = max(self.rate, key=self.rate.get)
+        return (1 if best == self.n else self.n) if self.waves % self.PROBE_EVERY == 0 else best
+
+    def record(self, mode: int, tokens: int, seconds: float) -> None:
+        rate = tokens / max(seconds, 1e-9)
+        self.rate[mode] = rate if mode not in self.rate else 0.5 * (self.rate[mode] + rate)
+
+
+_PACES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _pace(lm, n: int) -> _Pace:
+    """The model's :class:`_Pace` for ``n`` threads, kept across calls (a chapter makes many small ones)."""
+    try:
+        pace = _PACES.get(lm)
+        if pace is None or pace.n != n:
+            pace = _PACES[lm] = _Pace(n)
+        return pace
+    except TypeError:                                       # a model that takes no weak reference
+        return _Pace(n)
+
+
+def _groups(rows, positions, padded: bool) -> list[list[int]]:
+    """Row indices grouped by (length, queried positions); with ``padded``, by queried positions only,
+    each group sorted by length so that a chunk's rows pad to similar widths."""
     groups: dict = {}
     for b, (r, p) in enumerate(zip(rows, positions)):
-        groups.setdefault((len(r), len(p)), []).append(b)
-    return groups
+        groups.setdefault(len(p) if padded else (len(r), len(p)), []).append(b)
+    if padded:
+        return [sorted(idx, key=lambda b: len(rows[b])) for idx in groups.values()]
+    return list(groups.values())
 
 
-def iter_log_probs(lm, rows: Sequence, positions: Sequence, *, full_softmax: bool = False,
-                   raw: bool = False, dedupe: bool = True, targets: Sequence | None = None,
-                   show_progress: bool = False,
-                   desc: str = "masked queries") -> Iterator[tuple[list[int], np.ndarray]]:
+def _unique(rows, positions, idx):
+    """The distinct queries of a group as (ids, lengths, positions) tensors, and the members of each."""
+    width = max(len(rows[b]) for b in idx)
+    q = torch.tensor([[*rows[b], *[-1] * (width - len(rows[b])), *positions[b], len(rows[b])] for b in idx],
+                     dtype=torch.long)
+    if len(idx) > 1:
+        unique, inverse = torch.unique(q, dim=0, return_inverse=True)
+        order = torch.argsort(unique[:, -1], stable=True)          # keep the length order of padded groups
+        unique, inverse = unique[order], torch.argsort(order)[inverse]
+    else:
+        unique, inverse = q, torch.arange(len(idx))
+    members = [[] for _ in range(len(unique))]
+    for pos in torch.argsort(inverse, stable=True).tolist():
+        members[int(inverse[pos])].append(idx[pos])
+    return unique[:, :width], unique[:, -1], unique[:, width:-1], members
+
+
+def _chunks(lm, rows, positions, padded: bool, tokens: int):
+    """``(indices, None, 0)`` for groups with nothing to read, else ``(which, call, n_tokens)``:
+    ``call(full_softmax)`` returns the chunk's scores; ``which`` pairs each row index with its answer.
+    A chunk holds at most :func:`budget` scores and (unless 0) ``tokens`` tokens."""
+    cap = budget()
+    for idx in _groups(rows, positions, padded):
+        k = len(positions[idx[0]])
+        if k == 0:                                          # nothing to read in these rows
+            yield idx, None, 0
+            continue
+        ids, lengths, pos, members = _unique(rows, positions, idx)
+        step = max(1, cap // (k * lm.V))
+        if tokens:
+            step = min(step, max(1, tokens // (int(lengths.max()) + 2)))
+        for s in range(0, len(ids), step):
+            which = [(m, u) for u in range(len(ids[s:s + step])) for m in members[s + u]]
+            width = int(lengths[s:s + step].max())
+            if padded:
+                call = (lambda fs, a=ids[s:s + step, :width], n=lengths[s:s + step], p=pos[s:s + step]:
+                        lm.padded_logits(a, n, p, full_softmax=fs, max_tokens=tokens))
+            else:
+                call = (lambda fs, a=ids[s:s + step], p=pos[s:s + step]: lm.logits(a, p, full_softmax=fs))
+            yield which, call, len(ids[s:s + step]) * (width + 2)
+
+
+def _answer(task, *, normalise: bool, full_softmax: bool, targets):
+    """Run one chunk's call and keep what its members asked for."""
+    which, call, _ = task
+    out = call(full_softmax).double()
+    if normalise:
+        out = torch.log_softmax(out, -1)
+    answer = out[[u for _, u in which]]
+    if targets is not None:
+        want = torch.tensor([list(targets[m]) for m, _ in which], dtype=torch.long)[..., None]
+        answer = answer.gather(-1, want)[..., 0]
+    return [m for m, _ in which], answer.numpy()
+
+
+def _iter(lm, rows, positions, *, normalise: bool, full_softmax: bool, targets, progress: bool | str):
+    """The engine behind :func:`iter_log_probs` and :func:`iter_logits`."""
+    n, padded = _workers(lm), _padded_mode(lm)
+    pace = _pace(lm, n) if n > 1 and not padded else None
+    label = progress if isinstance(progress, str) else "masked queries"
+    bar = progress_bar(None, total=len(rows), desc=label) if progress else None
+    answer = partial(_answer, normalise=normalise, full_softmax=full_softmax, targets=targets)
+
+    def run(wave):
+        mode = pace.mode() if pace is not None else 1
+        start = time.perf_counter()
+        if mode == 1:
+            with threads.limited(threads.is_large(lm)) if pace is None else threads.pinned(1):
+                out = [answer(t) for t in wave]
+        else:
+            with threads.pinned(1), ThreadPoolExecutor(mode) as pool:      # chunks side by side, one thread each
+                out = list(pool.map(answer, wave))
+        if pace is not None:
+            pace.record(mode, sum(t[2] for t in wave), time.perf_counter() - start)
+        return out
+
+    wave = []
+    tokens = getattr(lm, "max_tokens", 0) if pace is not None or padded else 0    # workers need several chunks
+    for task in [*_chunks(lm, rows, positions, padded, tokens), None]:
+        if task is not None and task[1] is None:
+            yield task[0], np.zeros((len(task[0]), 0) if targets is not None else (len(task[0]), 0, lm.V))
+            continue
+        if task is not None:
+            wave.append(task)
+        if wave and (task is None or len(wave) == n):
+            for idx, arr in run(wave):
+                yield idx, arr
+                if bar is not None:
+                    bar.update(len(idx))
+            wave = []
+    if bar is not None:
+        bar.close()
+
+
+def iter_log_probs(lm: MaskedLM, rows: Sequence, positions: Sequence, *, full_softmax: bool = False,
+                   targets: Sequence | None = None,
+                   progress: bool | str = False) -> Iterator[tuple[list[int], np.ndarray]]:
     r"""Log-probabilities at the queried positions of many rows, in batched chunks.
 
     Parameters
@@ -72,76 +242,35 @@ def iter_log_probs(lm, rows: Sequence, positions: Sequence, *, full_softmax: boo
     rows : sequence of int sequences
         Token ids without special tokens; masked positions hold ``lm.mask_id``. Lengths may differ.
     positions : sequence of int sequences
-        Positions to read in each row (``k_b`` of them; rows are grouped by ``(n_b, k_b)``).
+        Positions to read in each row (``k_b`` of them).
     full_softmax : bool
         Normalise over the whole vocabulary, special tokens included (the literature's PLL).
         By default the softmax is over words only (special tokens get probability 0).
-    raw : bool
-        Return the model's scores (logits, float64) without the softmax — what an MRF built from
-        the conditionals needs. Special tokens still get ``-inf`` unless ``full_softmax``.
-    dedupe : bool
-        Send identical (row, positions) queries of a group once.
     targets : sequence of int sequences, optional
         One token id per queried position: then only the log-probability of that token is
         returned, shape ``(k,)`` per row (what a PLL or a likelihood needs; no ``(k, V)`` copy).
-    show_progress : bool
-        A tqdm bar over rows.
+    progress : bool or str
+        A tqdm bar over rows (a string: the bar's label).
 
     Yields
     ------
     (indices, array)
         ``array[r]`` (float64, shape ``(k, V)``, or ``(k,)`` with ``targets``) answers row
         ``indices[r]``. Chunks come grouped by length, not in input order; each holds at most
-        :func:`budget` scores.
+        :func:`budget` scores. Identical (row, positions) queries are sent once.
     """
-    cap = budget()
-    bar = progress(None, total=len(rows), desc=desc, show=show_progress) if show_progress else None
-    for (n, k), idx in _groups(rows, positions).items():
-        if k == 0:                                          # nothing to read in these rows
-            yield idx, np.zeros((len(idx), 0) if targets is not None else (len(idx), 0, lm.V))
-            continue
-        if targets is not None:                             # one answer per row: nothing to share
-            yield from _targeted(lm, rows, positions, targets, idx, k, cap, full_softmax, raw, bar)
-            continue
-        q = torch.tensor([list(rows[b]) + list(positions[b]) for b in idx], dtype=torch.long)
-        if dedupe and len(idx) > 1:
-            unique, inverse = torch.unique(q, dim=0, return_inverse=True)
-        else:
-            unique, inverse = q, torch.arange(len(idx))
-        step = max(1, cap // (k * lm.V))
-        order = torch.argsort(inverse, stable=True)        # rows answered by the same unique query stay together
-        members = [[] for _ in range(len(unique))]
-        for pos in order.tolist():
-            members[int(inverse[pos])].append(idx[pos])
-        for s in range(0, len(unique), step):
-            chunk = unique[s:s + step]
-            out = lm.logits(chunk[:, :n], chunk[:, n:], keep_special=full_softmax).double()
-            out = (out if raw else torch.log_softmax(out, -1)).numpy()
-            which = [(m, u) for u in range(len(chunk)) for m in members[s + u]]
-            yield [m for m, _ in which], out[[u for _, u in which]]
-            if bar is not None:
-                bar.update(len(which))
-    if bar is not None:
-        bar.close()
+    return _iter(lm, rows, positions, normalise=True, full_softmax=full_softmax, targets=targets, progress=progress)
 
 
-def _targeted(lm, rows, positions, targets, idx, k, cap, full_softmax, raw, bar):
-    """The chunks of one length group when only the targets' scores are wanted."""
-    step = max(1, cap // (k * lm.V))
-    for s in range(0, len(idx), step):
-        chunk = idx[s:s + step]
-        out = lm.logits(torch.tensor([list(rows[b]) for b in chunk], dtype=torch.long),
-                        torch.tensor([list(positions[b]) for b in chunk], dtype=torch.long),
-                        keep_special=full_softmax).double()
-        if not raw:
-            out = torch.log_softmax(out, -1)
-        want = torch.tensor([list(targets[b]) for b in chunk], dtype=torch.long)[..., None]
-        yield chunk, out.gather(-1, want)[..., 0].numpy()
-        if bar is not None:
-            bar.update(len(chunk))
+def iter_logits(lm: MaskedLM, rows: Sequence, positions: Sequence, *, full_softmax: bool = False,
+                progress: bool | str = False) -> Iterator[tuple[list[int], np.ndarray]]:
+    """The model's raw scores (logits, float64) at the queried positions — what an MRF built from the
+    conditionals needs; batched exactly like :func:`iter_log_probs`. Special tokens get ``-inf``
+    unless ``full_softmax``."""
+    return _iter(lm, rows, positions, normalise=False, full_softmax=full_softmax, targets=None, progress=progress)
 
 
-def log_probs(lm, rows: Sequence, positions: Sequence, **kw) -> list[np.ndarray]:
+def log_probs(lm: MaskedLM, rows: Sequence, positions: Sequence, **kw) -> list[np.ndarray]:
     """:func:`iter_log_probs` collected in input order: a list of ``(k_b, V)`` arrays."""
     out: list = [None] * len(rows)
     for idx, arr in iter_log_probs(lm, rows, positions, **kw):
@@ -150,7 +279,7 @@ def log_probs(lm, rows: Sequence, positions: Sequence, **kw) -> list[np.ndarray]
     return out
 
 
-def single_site(lm, sentences, **kw) -> list[np.ndarray]:
+def single_site(lm: MaskedLM, sentences, **kw) -> list[np.ndarray]:
     r"""Each token of each word sequence masked in turn: :math:`\log q(x_t = \cdot \mid x_{\setminus t})`.
 
     Returns
@@ -164,24 +293,69 @@ def single_site(lm, sentences, **kw) -> list[np.ndarray]:
         for t in range(len(ids)):
             r = list(ids)
             r[t] = lm.mask_id
-            rows.append(r), pos.append([t]), owner.append(s)
-    answers = log_probs(lm, rows, pos, **{"dedupe": False, **kw})    # every row differs
+            rows.append(r), pos.append([t]), owner.append((s, t))
     out = [np.empty((len(ids), lm.V)) for ids in encoded]
-    t_of = {}
-    for r, s in enumerate(owner):
-        t = t_of.get(s, 0)
-        out[s][t] = answers[r][0]
-        t_of[s] = t + 1
+    for idx, arr in iter_log_probs(lm, rows, pos, **kw):
+        for r, a in zip(idx, arr):
+            s, t = owner[r]
+            out[s][t] = a[0]
     return out
 
 
-def pll(lm, sentences, *, variant: str = "token", full_softmax: bool = True, **kw) -> np.ndarray:
-    r"""Pseudo-log-likelihood of each word sequence (nats).
+# ---------------------------------------------------------------------------- pseudo-log-likelihood
+def encode_sentence(lm: MaskedLM, sentence) -> tuple[list[int], list[list[int]], list[str]]:
+    """Token ids, pieces of each word and the words of a sentence given as a word list or a plain string.
+
+    A plain string is split as the model's tokenizer splits it (``lm.encode_text``; white space for a
+    model without one).
+    """
+    if isinstance(sentence, str):
+        encode_text = getattr(lm, "encode_text", None)
+        if encode_text is not None:
+            return encode_text(sentence)
+        sentence = sentence.split()
+    words = list(sentence)
+    ids, pieces = lm.encode_words(words)
+    return ids, pieces, words
+
+
+def pll_tokens(lm: MaskedLM, sentences, *, variant: str = "token", full_softmax: bool = True,
+               progress: bool = False) -> list[np.ndarray]:
+    r"""Per-token terms :math:`\log q(x_t \mid \cdot)` of the PLL of each sentence (nats).
+
+    ``sentences`` are word lists or plain strings; ``variant`` and ``full_softmax`` as in :func:`pll`.
+    Returns one ``(n_tokens,)`` array per sentence, in token order; :func:`pll` is their sum.
+    """
+    if variant not in ("token", "word_l2r"):
+        raise ValueError(f"unknown PLL variant {variant!r}; use 'token' or 'word_l2r'")
+    rows, pos, gold, owner = [], [], [], []
+    lengths = []
+    for s, sentence in enumerate(sentences):
+        ids, pieces, _ = encode_sentence(lm, sentence)
+        lengths.append(len(ids))
+        for word in pieces:
+            for a, t in enumerate(word):
+                r = list(ids)
+                for p in (word[a:] if variant == "word_l2r" else [t]):
+                    r[p] = lm.mask_id
+                rows.append(r), pos.append([t]), gold.append([ids[t]]), owner.append((s, t))
+    out = [np.zeros(n) for n in lengths]
+    for idx, arr in iter_log_probs(lm, rows, pos, full_softmax=full_softmax, targets=gold,
+                                   progress=progress and "PLL"):
+        for r, a in zip(idx, arr):
+            s, t = owner[r]
+            out[s][t] = a[0]
+    return out
+
+
+def pll(lm: MaskedLM, sentences, *, variant: str = "token", full_softmax: bool = True,
+        progress: bool = False) -> np.ndarray:
+    r"""Pseudo-log-likelihood of each sentence (nats).
 
     Parameters
     ----------
     lm : MaskedLM
-    sentences : sequence of word lists
+    sentences : sequence of word lists or plain strings
     variant : ``"token"`` or ``"word_l2r"``
         ``"token"`` (:cite:t:`salazar2020masked`): every token (piece) is masked alone,
         :math:`\sum_t \log q(x_t \mid x_{\setminus t})`. ``"word_l2r"`` (Kauf & Ivanova 2023,
@@ -191,24 +365,12 @@ def pll(lm, sentences, *, variant: str = "token", full_softmax: bool = True, **k
     full_softmax : bool
         Softmax over the whole vocabulary (default, as in the literature and minicons). With
         ``False`` the special tokens are excluded and the words renormalised.
+    progress : bool
+        A tqdm bar over the masked rows.
 
     Returns
     -------
     ndarray (len(sentences),)
     """
-    if variant not in ("token", "word_l2r"):
-        raise ValueError(f"unknown PLL variant {variant!r}; use 'token' or 'word_l2r'")
-    rows, pos, gold, owner = [], [], [], []
-    for s, words in enumerate(sentences):
-        ids, pieces = lm.encode_words(list(words))
-        for word in pieces:
-            for a, t in enumerate(word):
-                r = list(ids)
-                for p in (word[a:] if variant == "word_l2r" else [t]):
-                    r[p] = lm.mask_id
-                rows.append(r), pos.append([t]), gold.append(ids[t]), owner.append(s)
-    scores = np.zeros(len(sentences))
-    owner = np.asarray(owner, dtype=int)
-    for idx, arr in iter_log_probs(lm, rows, pos, full_softmax=full_softmax, targets=[[g] for g in gold], **kw):
-        np.add.at(scores, owner[idx], arr[:, 0])
-    return scores
+    terms = pll_tokens(lm, sentences, variant=variant, full_softmax=full_softmax, progress=progress)
+    return np.array([t.sum() for t in terms], dtype=np.float64)

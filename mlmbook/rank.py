@@ -12,6 +12,11 @@ Centring. ``center=False`` (the default) analyses :math:`H` as it is, which is w
 singular-value definition of rank does and, as we read it, what Meng et al. do. With
 ``center=True`` the column mean is subtracted first, so the spectrum is that of the
 covariance (PCA); a large common offset (anisotropy) then no longer counts as a direction.
+
+Comparisons. An effective rank depends on the number of rows as well as on the rows'
+distribution, so matrices are compared only at the same rows per dimension :math:`N/d`
+(:func:`rows_for`). :func:`block_ranks` gives all four ranks (entropy and ε, uncentred and
+centred) of many equal-sized row blocks at once.
 """
 
 from __future__ import annotations
@@ -21,10 +26,14 @@ import numpy as np
 __all__ = [
     "singular_values", "cumulative_energy", "effective_rank_mass", "effective_rank_entropy", "top_subspace",
     "principal_angles", "subspace_overlap", "DEFAULT_EPS", "mass_rank_of", "entropy_rank_of", "batch_singular_values",
+    "RANK_KINDS", "block_ranks", "rows_for",
 ]
 
 #: Default ε of :func:`effective_rank_mass`: keep 90 % of the squared singular-value mass.
 DEFAULT_EPS = 0.1
+
+#: The four effective ranks :func:`block_ranks` returns: entropy and ε-rank, uncentred and centred.
+RANK_KINDS = ("entropy", "mass", "entropy_centred", "mass_centred")
 
 
 def _as_matrix(H, center: bool) -> np.ndarray:
@@ -195,3 +204,67 @@ def subspace_overlap(H_query, H_reference, k: int, center: bool = False) -> floa
     Hq = _as_matrix(H_query, center)
     total = float((Hq ** 2).sum())
     return float(((Hq @ U) ** 2).sum() / total) if total > 0 else float("nan")
+
+
+# ---------------------------------------------------------------------------- many matrices at once
+def rows_for(width: int, rows_per_dim: int) -> int:
+    r"""Rows of every matrix whose rank is compared: :math:`N = \rho\, d`.
+
+    An effective rank depends on the number of rows :math:`N` as well as on the distribution
+    of the rows: for isotropic noise in :math:`d` dimensions the sample singular values spread
+    out (Marchenko–Pastur) by an amount set by :math:`d/N` alone, so the entropy rank of noise
+    is a function of :math:`N/d`. Matrices of the same :math:`N/d = \rho` are comparable across
+    widths; matrices of the same :math:`N` are not.
+    """
+    if width < 1 or rows_per_dim < 1:
+        raise ValueError("width and rows_per_dim must be positive integers")
+    return int(width * rows_per_dim)
+
+
+def block_ranks(H, blocks, eps: float = DEFAULT_EPS, chunk: int = 64) -> dict:
+    r"""The four effective ranks of many row blocks of one matrix, batched.
+
+    For each block :math:`b` (an index array; all blocks the same length) the matrix
+    :math:`H_b = H[b]` gives :func:`effective_rank_entropy` and :func:`effective_rank_mass`
+    at ``eps``, as it is and column-centred (:math:`H_b - \mathbf 1\bar h_b^\top`).
+
+    The singular values come from the eigenvalues of the :math:`d\times d` Gram matrices,
+    :math:`\sigma_i^2 = \lambda_i(H_b^\top H_b)`, stacked into one symmetric eigensolver call:
+    for :math:`N \gg d` that is many times faster than an SVD of each :math:`N\times d` block.
+    The Gram matrix resolves singular values only down to about :math:`10^{-8}\sigma_{\max}`,
+    so directions below that (the rounding noise of float32 representations) are seen less
+    precisely than by an SVD; the ranks agree with the SVD-based functions to about
+    :math:`10^{-7}` relative, far below any difference the chapters interpret.
+
+    Parameters
+    ----------
+    H : array_like (N, d)
+    blocks : sequence of int arrays, or array (K, n)
+        Row indices of each block.
+    eps : float
+        ε of the ε-rank.
+
+    Returns
+    -------
+    dict
+        ``{kind: array (K,)}`` for ``kind`` in :data:`RANK_KINDS`.
+    """
+    H = _as_matrix(H, False)
+    if len({len(b) for b in blocks}) > 1:
+        raise ValueError("blocks must all have the same number of rows (an array (K, n))")
+    idx = np.asarray(blocks, dtype=int)
+    if idx.ndim != 2:
+        raise ValueError("blocks must all have the same number of rows (an array (K, n))")
+    out = {k: np.zeros(len(idx)) for k in RANK_KINDS}
+    for start in range(0, len(idx), chunk):
+        part = slice(start, start + chunk)
+        M = H[idx[part]]                                          # (k, n, d)
+        for centred in (False, True):
+            X = M - M.mean(axis=1, keepdims=True) if centred else M
+            lam = np.linalg.eigvalsh(np.einsum("kni,knj->kij", X, X))[:, ::-1]   # of H_b^T H_b, decreasing
+            lam = np.clip(lam, 0.0, None)                         # rounding can make a zero negative
+            s = np.sqrt(lam)
+            tag = "_centred" if centred else ""
+            out["entropy" + tag][part] = entropy_rank_of(s)
+            out["mass" + tag][part] = mass_rank_of(s, eps)
+    return out

@@ -1,4 +1,4 @@
-"""The one thread policy: how many threads torch may use for mlmbook's work.
+"""The one thread policy: how many threads torch and NumPy's BLAS may use for mlmbook's work.
 
 Most of the book's tensors are small (a 2-layer BERT with hidden size 64–128, a PCFG with a
 hundred nonterminals, a few sentences per call). For those, torch's intra-op parallelism
@@ -7,35 +7,42 @@ cores each parallel region waits for a descheduled thread: on a busy 2-core mach
 default of 2 threads was measured 10–20× slower than 1 thread (``benchmarks/threads.py``
 shows the ratio on the machine at hand). So:
 
-* **small work** (the toy models, inside–outside, training the toy models): **1 thread**;
+* **small work** (the toy models, inside–outside, small linear algebra): **1 thread**;
 * **large work** (a real encoder such as ``bert-base-uncased``): torch's own default;
 * ``$MLMBOOK_THREADS`` overrides both (``0`` = torch's default).
 
 The same holds for NumPy's BLAS (OpenBLAS), which spins up its own threads for every
 matrix product and solve: on the busy 2-core machine a 228×228 ``np.linalg.solve`` took
-20 ms with its default 2 threads against 0.5 ms with one. :func:`apply` limits it too (with
-``threadpoolctl``), to the same count as torch.
+20 ms with its default 2 threads against 0.5 ms with one.
 
-One thread also makes training reproducible on every machine: the same seed gives the same
-weights bit for bit, whatever the number of cores (float reductions split across threads
-add in a different order). The thread count used for training is part of a model's cache key.
+The policy is applied **per call**, never as a side effect of loading a model: the query
+engine (:mod:`mlmbook.queries`), a model's :meth:`~mlmbook.models.base.MaskedLMBase.logits` and the
+numerical kernels run inside :func:`limited`, which sets the counts for the duration of the
+call and restores the caller's afterwards. A reader's own ``torch.set_num_threads`` is
+therefore never overridden outside mlmbook's calls. Training always runs on one thread
+(:data:`mlmbook.models.train.TRAIN_THREADS`), so the same seed gives the same weights on every
+machine.
 """
 from __future__ import annotations
 
-import os
+import sys
 from contextlib import contextmanager
+from typing import Iterator
 
 import torch
-from threadpoolctl import threadpool_limits
 
 from .paths import env_int
 
-__all__ = ["policy", "apply", "using", "LARGE_HIDDEN"]
+__all__ = ["LARGE_HIDDEN", "policy", "is_large", "using", "limited", "pinned"]
 
 LARGE_HIDDEN = 512
 """Hidden size from which an encoder counts as large work (bert-base has 768)."""
 
-_DEFAULT = torch.get_num_threads()   # torch's own choice, read before anyone changes it
+_DEFAULT = torch.get_num_threads()   # torch's own choice, read before mlmbook changes anything
+
+_pinned = 0                          # > 0 while a block holds the counts for worker threads (see pinned)
+_controller = None                   # threadpoolctl's view of the loaded BLAS libraries, built once
+_seen_modules = -1                   # ... and rebuilt when new modules (a new BLAS) were imported
 
 
 def policy(large: bool = False) -> int:
@@ -46,25 +53,56 @@ def policy(large: bool = False) -> int:
     return _DEFAULT if large else 1
 
 
-def apply(large: bool = False) -> int:
-    """Set torch's intra-op threads and NumPy's BLAS threads by :func:`policy` (and the variables
-    child processes read); return the count."""
-    n = policy(large)
-    if torch.get_num_threads() != n:
-        torch.set_num_threads(n)
-    threadpool_limits(n, user_api="blas")
-    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ.setdefault(var, str(n))
-    return n
+def is_large(lm) -> bool:
+    """Whether a model counts as large work: its ``hidden_size`` is at least :data:`LARGE_HIDDEN`."""
+    return (getattr(lm, "hidden_size", 0) or 0) >= LARGE_HIDDEN
+
+
+def _blas():
+    """A cached ``ThreadpoolController`` (building one costs about a millisecond, using it 20 µs);
+    rebuilt after imports, which may have loaded another BLAS (SciPy's)."""
+    global _controller, _seen_modules
+    if _controller is None or len(sys.modules) != _seen_modules:
+        from threadpoolctl import ThreadpoolController
+        _controller, _seen_modules = ThreadpoolController(), len(sys.modules)
+    return _controller
 
 
 @contextmanager
-def using(n: int):
-    """Run a block with ``n`` torch (and BLAS) threads, then restore the previous counts."""
+def using(n: int) -> Iterator[int]:
+    """Run a block with ``n`` torch (and BLAS) threads, then restore the caller's counts."""
     before = torch.get_num_threads()
-    torch.set_num_threads(n)
+    if before != n:
+        torch.set_num_threads(n)
     try:
-        with threadpool_limits(n, user_api="blas"):
+        with _blas().limit(limits=n, user_api="blas"):
             yield n
     finally:
-        torch.set_num_threads(before)
+        if torch.get_num_threads() != before:
+            torch.set_num_threads(before)
+
+
+@contextmanager
+def limited(large: bool = False) -> Iterator[int]:
+    """Run a block under the policy (:func:`policy`) for small or large work; restore afterwards.
+
+    Inside :func:`pinned` it changes nothing: the counts are held for the pinned block's workers.
+    """
+    if _pinned:
+        yield torch.get_num_threads()
+        return
+    with using(policy(large)) as n:
+        yield n
+
+
+@contextmanager
+def pinned(n: int) -> Iterator[int]:
+    """:func:`using` ``n`` threads for a block whose own worker threads run model calls side by side:
+    the calls' :func:`limited` leave the counts alone until the block ends."""
+    global _pinned
+    with using(n):
+        _pinned += 1
+        try:
+            yield n
+        finally:
+            _pinned -= 1

@@ -1,5 +1,12 @@
-"""Shared fixtures: tiny models saved locally, so real-model code paths run without network."""
+"""Shared fixtures: tiny models saved locally, so real-model code paths run without network; and the
+test tiers: every test that executes a chapter or builds a book is marked ``slow`` here, from what it
+uses (:func:`pytest_collection_modifyitems`), so ``pytest -m "not slow"`` (``make test-fast``) is the
+unit tier and ``make test`` the whole suite."""
+import ast
+import functools
+import inspect
 import os
+import textwrap
 
 import pytest
 
@@ -47,8 +54,8 @@ def wordpiece_bert(tmp_path_factory):
 @pytest.fixture(scope="session")
 def toy_bert(tmp_path_factory):
     """An untrained BERT with the toy tokenizer (WordLevel over the toy vocabulary), saved locally."""
-    from mlmbook.toy import Grammar
     from mlmbook.models.train import TrainConfig, make_model, make_tokenizer
+    from mlmbook.toy import Grammar
     g = Grammar.load("toy")
     path = tmp_path_factory.mktemp("toy_bert")
     make_model(g, TrainConfig(hidden=32, layers=2, heads=2, intermediate=64), seed=0).save_pretrained(path)
@@ -96,8 +103,8 @@ def quick_book():
 
     Built into ``_build/quick`` so that it never clobbers a reader's full build.
     """
-    from mlmbook.pipeline.execute import build
     from mlmbook.paths import repo_root
+    from mlmbook.pipeline.execute import build
     out = repo_root() / "_build" / "quick"
     index = _with_build_dir(out, lambda: build(profile="quick"))
     return BookRun(out, index)
@@ -125,6 +132,7 @@ def full_results():
     (``python -m mlmbook build --profile full --update-reference``).
     """
     import json
+
     from mlmbook.paths import repo_root
 
     def load(slug):
@@ -145,3 +153,60 @@ def chromium():
         if os.environ.get("CI") == "true":
             pytest.fail(f"{e} (CI must run the browser check)")
         pytest.skip(str(e))
+
+
+# ---------------------------------------------------------------- test tiers
+SLOW_FIXTURES = frozenset({"quick_book", "run_chapter"})
+"""Fixtures that execute chapters or build the book: any test that needs one (directly or through
+another fixture) is slow."""
+
+
+@functools.lru_cache(maxsize=None)
+def _builds(fn) -> bool:
+    """Whether ``fn``'s body builds a book: it calls ``mlmbook.pipeline.execute.build`` (by that name,
+    imported in the function or its module, or as ``execute.build``), runs ``python -m mlmbook build``
+    through a helper whose first argument is ``"build"``, or calls a function of its own module that does."""
+    fn = inspect.unwrap(fn)
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return False
+    module = inspect.getmodule(fn)
+    names = getattr(module, "__dict__", {})
+    local_build = any(isinstance(n, ast.ImportFrom) and (n.module or "").endswith("pipeline.execute")
+                      and any(a.name == "build" for a in n.names) for n in ast.walk(tree))
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        f = node.func
+        if isinstance(f, ast.Attribute) and f.attr == "build" and getattr(f.value, "id", "") == "execute":
+            return True
+        if isinstance(f, ast.Name):
+            if f.id == "build" and (local_build or getattr(names.get("build"), "__module__", "")
+                                    == "mlmbook.pipeline.execute"):
+                return True
+            if node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value == "build":
+                return True
+            helper = names.get(f.id)
+            if inspect.isfunction(helper) and helper is not fn and inspect.getmodule(helper) is module \
+                    and _builds(helper):
+                return True
+    return False
+
+
+def _is_slow(item) -> bool:
+    if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+        return True
+    functions = [getattr(item, "function", None)]
+    info = getattr(item, "_fixtureinfo", None)
+    for name in getattr(item, "fixturenames", ()):
+        for fixturedef in (info.name2fixturedefs.get(name, ()) if info else ()):
+            functions.append(fixturedef.func)
+    return any(f is not None and _builds(f) for f in functions)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark ``slow`` every test that executes a chapter or builds a book (see :data:`SLOW_FIXTURES`)."""
+    for item in items:
+        if item.get_closest_marker("slow") is None and _is_slow(item):
+            item.add_marker(pytest.mark.slow)

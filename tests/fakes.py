@@ -50,7 +50,7 @@ class JointOracle:
     def extra(self, ids: np.ndarray, q: int) -> np.ndarray:
         return 0.0
 
-    def logits(self, ids, positions, keep_special: bool = False) -> torch.Tensor:
+    def logits(self, ids, positions, full_softmax: bool = False) -> torch.Tensor:
         self.calls += 1
         ids = torch.as_tensor(ids).numpy()
         positions = torch.as_tensor(positions).numpy()

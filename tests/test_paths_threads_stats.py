@@ -45,6 +45,21 @@ def test_thread_policy(monkeypatch):
     with threads.using(1):
         assert torch.get_num_threads() == 1
     assert torch.get_num_threads() == before
+    monkeypatch.setenv("MLMBOOK_THREADS", "1")
+    with threads.limited(large=True) as n:
+        assert n == torch.get_num_threads() == 1
+    assert torch.get_num_threads() == before
+
+
+def test_blas_limit_per_call_and_restored():
+    """BLAS threads follow the policy inside a call and return to the caller's setting after it."""
+    from threadpoolctl import threadpool_info
+    blas = lambda: sorted(d["num_threads"] for d in threadpool_info() if d["user_api"] == "blas")
+    before = blas()
+    with threads.using(1):
+        assert set(blas()) == {1}
+    assert blas() == before
+    assert not threads.is_large(object()) and threads.is_large(type("Big", (), {"hidden_size": 768})())
 
 
 def test_divergences_against_hand_computed_values():

@@ -90,3 +90,58 @@ def test_subspace_overlap():
     H_mask = np.vstack([np.sqrt(3.0) * e[0], e[3]])
     assert rank.subspace_overlap(H_mask, H_real, k=2) == pytest.approx(0.75, abs=1e-12)
     assert rank.subspace_overlap(H_real, H_real, k=2) == pytest.approx(1.0, abs=1e-12)
+
+
+def test_cumulative_energy_known_spectrum():
+    H, _ = with_spectrum(np.sqrt([5.0, 3.0, 1.0, 0.5, 0.5]), N=30, d=8)
+    np.testing.assert_allclose(rank.cumulative_energy(H)[:5], [0.5, 0.8, 0.9, 0.95, 1.0], atol=1e-12)
+    # the eps-rank is where the curve first reaches 1 - eps
+    for eps in (0.05, 0.1, 0.2, 0.5):
+        assert rank.effective_rank_mass(H, eps) == int(np.argmax(rank.cumulative_energy(H) >= 1 - eps - 1e-12)) + 1
+
+
+def brute_ranks(H, eps):
+    """The four ranks from first principles: eigenvalues of the Gram matrix, sorted by hand."""
+    out = {}
+    for centred in (False, True):
+        X = H - H.mean(0) if centred else H
+        lam = np.sort(np.clip(np.linalg.eigvalsh(X.T @ X), 0, None))[::-1]      # sigma^2, d of them
+        s = np.sqrt(lam)
+        p = s[s > 1e-9 * s.max()] / s.sum()
+        tag = "_centred" if centred else ""
+        out["entropy" + tag] = float(np.exp(-(p * np.log(p)).sum()))
+        k, acc = 0, 0.0
+        while acc < (1 - eps) * lam.sum() * (1 - 1e-12):
+            acc += lam[k]
+            k += 1
+        out["mass" + tag] = k
+    return out
+
+
+def test_block_ranks_equal_the_one_matrix_functions_and_brute_force():
+    rng = np.random.default_rng(7)
+    H = rng.normal(size=(300, 6)) @ np.diag([5, 3, 2, 1, 0.5, 0.1]) + rng.normal(size=6) * 4   # an offset
+    blocks = rng.permutation(300)[:240].reshape(4, 60)
+    got = rank.block_ranks(H, blocks, eps=0.1)
+    assert set(got) == set(rank.RANK_KINDS)
+    for b, idx in enumerate(blocks):
+        want = brute_ranks(H[idx], 0.1)
+        for kind in rank.RANK_KINDS:
+            assert got[kind][b] == pytest.approx(want[kind], rel=1e-8), kind
+        assert got["entropy"][b] == pytest.approx(rank.effective_rank_entropy(H[idx]), rel=1e-12)
+        assert got["mass_centred"][b] == rank.effective_rank_mass(H[idx], 0.1, center=True)
+    assert got["entropy_centred"].mean() > got["entropy"].mean()     # the offset took one big direction
+    with pytest.raises(ValueError, match="same number of rows"):
+        rank.block_ranks(H, [np.arange(5), np.arange(6)])
+
+
+def test_rows_for_keeps_n_over_d_fixed():
+    assert rank.rows_for(32, 8) == 256 and rank.rows_for(128, 8) == 1024
+    # the reason: the entropy rank of isotropic noise depends on N/d, not on N
+    rng = np.random.default_rng(0)
+    share = [rank.effective_rank_entropy(rng.normal(size=(rank.rows_for(d, 2), d))) / d for d in (16, 64)]
+    assert share[0] == pytest.approx(share[1], abs=0.015)
+    fixed_n = [rank.effective_rank_entropy(rng.normal(size=(128, d))) / d for d in (16, 64)]
+    assert fixed_n[0] - fixed_n[1] > 0.04           # the same N flatters the narrower matrix
+    with pytest.raises(ValueError):
+        rank.rows_for(0, 8)

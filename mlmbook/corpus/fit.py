@@ -13,8 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Sequence
 
-from ..errors import DataFitError
-from ..pipeline.record import notice
+from ..errors import DataFitError, notice
 
 if TYPE_CHECKING:
     from ..models.base import MaskedLM

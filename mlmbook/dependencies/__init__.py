@@ -15,11 +15,16 @@ module          what
 ``trees``       decoding (maximum spanning tree, Eisner), UUAS counting
 ``baselines``   adjacent chain, uniformly random trees, random projective trees
 ``dmv``         the dependency model with valence, trained by EM
+``sample``      the sentences scored (punctuation read, not scored), recall by relation
+``evaluate``    a model's trees and counts, its CMI against the truth's, paired verdicts
+``regime``      the ladder of models against the truth's trees
 ==============  ===========================================================================
 
-Intervals and paired comparisons of UUAS: :func:`mlmbook.stats.ratio_bootstrap` on the counts
-of :func:`uuas_counts`. Gold edges: :func:`mlmbook.corpus.edges_from_heads`.
+Intervals and verdicts come from :mod:`mlmbook.stats` (:func:`~mlmbook.stats.ratio` on the
+counts of :func:`uuas_counts`, :func:`~mlmbook.stats.decide`); :func:`evaluate.compare` does
+both for two parsers. Gold edges: :func:`mlmbook.corpus.edges_from_heads`.
 """
+from . import evaluate, regime, sample
 from .baselines import (
     adjacent_edges,
     prufer_to_edges,
@@ -48,5 +53,5 @@ __all__ = [
     "decode", "symmetrize", "maximum_spanning_tree", "eisner", "tree_from_scores",
     "uuas", "uuas_counts", "sentence_uuas",
     "adjacent_edges", "random_tree_edges", "random_projective_tree", "prufer_to_edges",
-    "DMV", "LEFT", "RIGHT", "FIRST", "LATER",
+    "DMV", "LEFT", "RIGHT", "FIRST", "LATER", "evaluate", "regime", "sample",
 ]

@@ -271,8 +271,7 @@ def cmi_grid(lm: "MaskedLM", sentences, keep=None, window: int | None = WINDOW,
         r[p] = r[q] = lm.mask_id
         both.append(r)
     cand, start, masked_out = {}, {}, {}
-    for idx, lp in queries.iter_log_probs(lm, both, [[p, q] for _, p, q in jobs], show_progress=progress,
-                                          desc="CMI grid: marginals"):
+    for idx, lp in queries.iter_log_probs(lm, both, [[p, q] for _, p, q in jobs], progress=progress and "CMI grid: marginals"):
         for b, (lpp, lpq) in zip(idx, lp):
             cp = _candidates(lpp, allowed, top_mass, max_candidates)
             cq = _candidates(lpq, allowed, top_mass, max_candidates)
@@ -293,7 +292,7 @@ def cmi_grid(lm: "MaskedLM", sentences, keep=None, window: int | None = WINDOW,
     if cur:
         slices.append(cur)
     found = {}
-    for batch in queries.progress(slices, len(slices), "CMI grid", progress):
+    for batch in queries.progress_bar(slices, len(slices), "CMI grid", progress):
         rows, pos, first = [], [], []
         for job in batch:
             first.append(len(rows))
@@ -351,7 +350,7 @@ def truth_cmi(grammar: "Grammar", sentences, keep=None, window: int | None = WIN
     """
     keep = [None] * len(sentences) if keep is None else keep
     mats = []
-    for words, kp in queries.progress(zip(sentences, keep), len(sentences), "truth CMI", progress):
+    for words, kp in queries.progress_bar(zip(sentences, keep), len(sentences), "truth CMI", progress):
         kp = list(range(len(words))) if kp is None else list(kp)
         pairs = [(kp[a], kp[b]) for a in range(len(kp)) for b in range(a + 1, len(kp))
                  if window is None or kp[b] - kp[a] <= window]

@@ -66,7 +66,7 @@ def cpmi(lm: "MaskedLM", sentences, keep=None, progress: bool = False) -> list:
                         r[p] = lm.mask_id
                     rows.append(r), pos.append([piece]), what.append((s, a, b, e.ids[piece]))
     logq = defaultdict(float)
-    for idx, lp in queries.iter_log_probs(lm, rows, pos, show_progress=progress, desc="CPMI"):
+    for idx, lp in queries.iter_log_probs(lm, rows, pos, progress=progress and "CPMI"):
         for r, row in zip(idx, lp):
             s, a, b, target = what[r]
             logq[(s, a, b)] += float(row[0, target])

@@ -1,7 +1,10 @@
 r"""Zhang & Hashimoto's Monte Carlo estimate of the conditional mutual information.
 
 The sampler whose exact limit :func:`mlmbook.dependencies.gibbs_limit` computes: two-site
-Gibbs chains per pair of positions, with a Rao–Blackwellised marginal.
+Gibbs chains per pair of positions, with a Rao–Blackwellised marginal. Zhang & Hashimoto's
+released code runs it with ``bert-base-cased`` on pairs at most 9 word pieces apart
+(:data:`~mlmbook.dependencies.pieces.WINDOW`), one chain of 2,000 Gibbs steps per pair of which
+the first 400 are burn-in; the defaults here are several short chains, the CPU-friendly equivalent.
 """
 from __future__ import annotations
 
@@ -38,9 +41,8 @@ def cmi_gibbs(lm: "MaskedLM", sentences, keep=None, window: int | None = WINDOW,
         \qquad \hat q(a) = \frac1T \sum_{t'} q(a \mid b_{t'-1}, r),
 
     the second term being the Rao–Blackwellised marginal (an average of whole conditional
-    distributions, not of indicator counts), and symmetrically :math:`\hat I_q`. The paper
-    runs one chain of 2,000 steps (400 burn-in) per pair on a GPU; several short chains are the
-    CPU-friendly equivalent. Its limit is :func:`mlmbook.dependencies.gibbs_limit`.
+    distributions, not of indicator counts), and symmetrically :math:`\hat I_q`. Its limit is
+    :func:`mlmbook.dependencies.gibbs_limit`.
 
     Batching: the chains of many pairs of equal-length sentences advance together (as many as
     keep their running marginals within ``_CHAIN_SCORES`` numbers); each half-step is one
@@ -72,7 +74,7 @@ def cmi_gibbs(lm: "MaskedLM", sentences, keep=None, window: int | None = WINDOW,
         by_length.setdefault(len(enc[job[0]].ids), []).append(job)
     groups = [g[k:k + per_group] for g in by_length.values() for k in range(0, len(g), per_group)]
     score = {}
-    for batch in queries.progress(groups, len(groups), "CMI Gibbs", progress):
+    for batch in queries.progress_bar(groups, len(groups), "CMI Gibbs", progress):
         ids = torch.tensor([enc[s].ids for s, _, _ in batch])
         P, Q = torch.tensor([p for _, p, _ in batch]), torch.tensor([q for _, _, q in batch])
         I_p, I_q = _gibbs_chains(lm, ids, P, Q, chains, steps, burn_in, gen)

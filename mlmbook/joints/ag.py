@@ -6,14 +6,21 @@ minimises.
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
+from .. import threads
 from ..stats import kl
 from .conditionals import PairConditionals, divergences
 
-__all__ = ["AGResult", "ag_objective", "ag"]
+__all__ = ["AGResult", "ag_objective", "ag", "TOL_FLOOR"]
+
+TOL_FLOOR = 1e-12
+"""The smallest stopping tolerance :func:`ag` accepts (nats, on log-marginals). A Newton step in
+float64 on these grids stalls at about 1e-13 (rounding in the log-sum-exps); a smaller ``tol``
+would never be met, so it is raised to this floor with a one-line warning."""
 
 
 @dataclass
@@ -102,6 +109,9 @@ def ag(pc: PairConditionals, tol: float = 1e-8, max_iter: int = 200_000, method:
     :math:`\varepsilon = d_2\hat\rho/(1-\hat\rho)`, stopping when :math:`2\varepsilon \le` ``tol``
     — an estimate only, which the slow tiny-mass modes make optimistic.
 
+    A ``tol`` below :data:`TOL_FLOOR` cannot be reached in float64: it is raised to the floor
+    with a warning.
+
     Returns
     -------
     AGResult
@@ -111,6 +121,17 @@ def ag(pc: PairConditionals, tol: float = 1e-8, max_iter: int = 200_000, method:
     """
     if method not in ("newton", "squarem", "plain"):
         raise ValueError(f"unknown AG method {method!r}; use 'newton', 'squarem' or 'plain'")
+    if not tol > 0:
+        raise ValueError(f"AG needs a positive tolerance, got tol={tol!r}")
+    if tol < TOL_FLOOR:
+        warnings.warn(f"AG tolerance {tol:g} is below what float64 can reach; using {TOL_FLOOR:g}", stacklevel=2)
+        tol = TOL_FLOOR
+    with threads.limited():                     # small linear algebra: one BLAS thread (mlmbook.threads)
+        return _solve(pc, tol, max_iter, method, warm)
+
+
+def _solve(pc: PairConditionals, tol: float, max_iter: int, method: str, warm: bool) -> AGResult:
+    """The body of :func:`ag` (arguments checked)."""
     qa, qb = np.exp(pc.log_a_given_b), np.exp(pc.log_b_given_a)
     num = qa + qb
     def_b, def_a = qa.sum(axis=0) > 0, qb.sum(axis=1) > 0          # defined conditionals
@@ -270,22 +291,10 @@ def _newton(num, def_a, def_b, pa, pb, tol: float, max_steps: int = 50):
         lu, w, w1, R, C, u, lr, lc, lz, F = state
         if not np.all(np.isfinite(F)):
             return None
-        n = len(F)
-        jac = np.empty((n, n))
         Rw1, Cw = R * w1, C * w
-        jac[:na, na:], jac[na:, :na] = Rw1, Cw.T
-        jac[:na, :na], jac[na:, na:] = 0.0, 0.0
-        jac[np.arange(na), np.arange(na)] = -Rw1.sum(1)                  # no cancellation: 1 - w directly
-        jac[np.arange(na, n), np.arange(na, n)] = -Cw.sum(0)
-        jac[:, :na] -= (u * w).sum(1)[None, :]                           # d log z
-        jac[:, na:] -= (u * w1).sum(0)[None, :]
-        with np.errstate(all="ignore"):
-            try:
-                d = np.linalg.solve(jac, -F)
-                if not np.all(np.isfinite(d)):
-                    raise np.linalg.LinAlgError
-            except np.linalg.LinAlgError:
-                d = np.linalg.lstsq(jac, -F, rcond=1e-12)[0]
+        da, db = -Rw1.sum(1), -Cw.sum(0)                                 # no cancellation: 1 - w directly
+        g = np.concatenate([(u * w).sum(1), (u * w1).sum(0)])            # d log z
+        d = _newton_step(Rw1, Cw, da, db, g, F)
         t, f0 = 1.0, np.abs(F).max()
         while True:                                                      # backtrack on the residual
             new = pieces(xa + t * d[:na], yb + t * d[na:])
@@ -299,3 +308,54 @@ def _newton(num, def_a, def_b, pa, pb, tol: float, max_steps: int = 50):
             P[np.ix_(ia, ib)] = np.exp(state[0] - state[8])
             return P, step, delta
     return None
+
+
+def _newton_step(B, Cw, da, db, g, F) -> np.ndarray:
+    r"""Solve :math:`J d = -F` for the Jacobian of :func:`_newton`,
+
+    .. math:: J = A - \mathbf 1\, g^\top, \qquad
+              A = \begin{pmatrix} D_a & B \\ C_w^\top & D_b \end{pmatrix},
+
+    :math:`D_a, D_b` diagonal. :math:`A` is singular — shifting every log-marginal by the same amount
+    leaves rows and columns in proportion, :math:`A\mathbf 1 = 0` — so the solve uses
+    :math:`A' = A + \mathbf 1 q^\top` (:math:`q` the uniform weights on B's side, :math:`A'\mathbf 1 = \mathbf 1`),
+    whose block structure gives a Schur complement of side :math:`K_B`, and Sherman–Morrison for
+    :math:`J = A' - \mathbf 1 (g + q)^\top`: several times fewer operations than a dense solve of
+    side :math:`K_A + K_B`. The answer is checked against :math:`J` (applied without forming it);
+    if the check fails the dense system is solved (least squares where it is singular, as exact
+    zeros can make it).
+    """
+    na, nb = len(da), len(db)
+    n = na + nb
+    with np.errstate(all="ignore"):
+        if np.all(np.abs(da) > 1e-300):
+            Ct = Cw.T
+            q = np.full(nb, 1.0 / nb)
+            Bq = B + q[None, :]                                           # A' = A + 1 q^T, q on B's side
+            Dbq = np.diag(db) + q[None, :]
+            v = -F
+            Dinv_va = v[:na] / da
+            S = Dbq - Ct @ (Bq / da[:, None])
+            try:
+                zb = np.linalg.solve(S, v[na:] - Ct @ Dinv_va)
+                z = np.concatenate([Dinv_va - (Bq @ zb) / da, zb])        # A'^{-1} (-F); A'^{-1} 1 = 1
+                h = np.concatenate([g[:na], g[na:] + q])
+                d = z + (h @ z) / (1.0 - h.sum())
+                Jd = np.concatenate([da * d[:na] + B @ d[na:], Ct @ d[:na] + db * d[na:]]) - g @ d
+                if np.all(np.isfinite(d)) and np.abs(Jd + F).max() <= 1e-9 * np.abs(F).max():
+                    return d
+            except np.linalg.LinAlgError:
+                pass
+        jac = np.empty((n, n))                                            # the dense system
+        jac[:na, na:], jac[na:, :na] = B, Cw.T
+        jac[:na, :na], jac[na:, na:] = 0.0, 0.0
+        jac[np.arange(na), np.arange(na)] = da
+        jac[np.arange(na, n), np.arange(na, n)] = db
+        jac -= g[None, :]
+        try:
+            d = np.linalg.solve(jac, -F)
+            if not np.all(np.isfinite(d)):
+                raise np.linalg.LinAlgError
+        except np.linalg.LinAlgError:
+            d = np.linalg.lstsq(jac, -F, rcond=1e-12)[0]
+    return d

@@ -214,37 +214,39 @@ def iter_pair_conditionals(lm: "MaskedLM", queries: Sequence, candidates=None,
     """
     queries = _as_queries(queries)
     cands = _candidate_pairs(candidates, len(queries), default_candidates(lm))
-    rows, positions, owner = [], [], []          # owner[r] = (query, role, index)
+    rows, positions, owner = [], [], []          # owner: (query, role, index) of every row
     for k, (ids, A, B) in enumerate(queries):
         ca, cb = cands[k]
-        both = list(ids)
-        both[A] = both[B] = lm.mask_id
-        for j, b in enumerate(cb.tolist()):
-            r = list(both)
-            r[B] = b
-            rows.append(r), positions.append([A]), owner.append((k, 0, j))
-        for i, a in enumerate(ca.tolist()):
-            r = list(both)
-            r[A] = a
-            rows.append(r), positions.append([B]), owner.append((k, 1, i))
-        rows.append(both), positions.append([A, B]), owner.append((k, 2, 0))
+        both = np.array(ids, dtype=np.int64)
+        both[[A, B]] = lm.mask_id
+        fill_b, fill_a = np.tile(both, (len(cb), 1)), np.tile(both, (len(ca), 1))
+        fill_b[:, B], fill_a[:, A] = cb, ca                       # role 0: read at A; role 1: read at B
+        rows += fill_b.tolist() + fill_a.tolist() + [both.tolist()]
+        positions += [[A]] * len(cb) + [[B]] * len(ca) + [[A, B]]
+        owner.append(np.stack([np.full(len(cb) + len(ca) + 1, k),
+                               np.r_[np.zeros(len(cb)), np.ones(len(ca)), 2],
+                               np.r_[np.arange(len(cb)), np.arange(len(ca)), 0]], axis=1))
+    owner = np.concatenate(owner).astype(np.int64) if owner else np.zeros((0, 3), np.int64)
     tables = {}
     missing = [len(ca) + len(cb) + 1 for ca, cb in cands]
-    for idx, logits in Q.iter_log_probs(lm, rows, positions, raw=True, show_progress=progress,
-                                        desc="pair conditionals"):
-        for r, row in zip(idx, logits):
-            k, role, j = owner[r]
+    for idx, logits in Q.iter_logits(lm, rows, positions, progress=progress and "pair conditionals"):
+        idx = np.asarray(idx)
+        who = owner[idx]
+        order = np.lexsort((who[:, 1], who[:, 0]))                # the chunk's rows by query, then role
+        keys = who[order, 0] * 3 + who[order, 1]
+        for group in np.split(order, np.flatnonzero(np.diff(keys)) + 1):
+            k, role = int(who[group[0], 0]), int(who[group[0], 1])
             ca, cb = cands[k]
             if k not in tables:
                 tables[k] = [np.empty((len(ca), len(cb))), np.empty((len(ca), len(cb))), None, None]
-            t = tables[k]
+            t, j = tables[k], who[group, 2]
             if role == 0:
-                t[0][:, j] = row[0, ca]
+                t[0][:, j] = logits[group, 0][:, ca].T
             elif role == 1:
-                t[1][j, :] = row[0, cb]
+                t[1][j, :] = logits[group, 0][:, cb]
             else:
-                t[2], t[3] = row[0, ca], row[1, cb]
-            missing[k] -= 1
+                t[2], t[3] = logits[group[0], 0, ca], logits[group[0], 1, cb]
+            missing[k] -= len(group)
             if missing[k] == 0:
                 la, lb, a, b = tables.pop(k)
                 pc = PairConditionals.from_logits(la, lb, a, b, cand_a=np.asarray(ca), cand_b=np.asarray(cb))

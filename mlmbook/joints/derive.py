@@ -15,10 +15,12 @@ from .ag import ag
 from .conditionals import NEG_INF, PairConditionals, _np, joint_from_log
 
 __all__ = ["METHODS", "naive", "mrf", "mrf_local", "default_pivot", "hcb", "support_blocks", "match_blocks",
-           "derive_all"]
+           "anchor", "derive_all"]
 
-METHODS = {"naive": "MLM (independent)", "mrf": "MRF", "mrf_local": "MRF-local", "hcb": "HCB", "ag": "AG"}
-"""The joints of this package, keyed as in :func:`derive_all`, with the labels the book uses."""
+METHODS = {"naive": "MLM (independent)", "mrf": "MRF", "mrf_local": "MRF-local", "hcb": "HCB", "ag": "AG",
+           "ag_anchored": "AG anchored"}
+"""The joints of this package, keyed as in :func:`derive_all`, with the labels the book uses (the
+first five are Torroba Hennigen & Kim's; ``ag_anchored`` is :func:`anchor` applied to AG)."""
 
 
 def naive(pc: PairConditionals) -> np.ndarray:
@@ -112,7 +114,36 @@ def match_blocks(joint, pc: PairConditionals) -> np.ndarray:
     return J / J.sum()
 
 
+def anchor(joint, pc: PairConditionals) -> np.ndarray:
+    r"""A joint's conditionals, re-weighted by the MLM's own both-masked marginals:
+
+    .. math:: q^{\mathrm{m}}(a, b) = \tfrac12\big[q(a)\, p(b \mid a) + q(b)\, p(a \mid b)\big],
+
+    :math:`p(b\mid a)`, :math:`p(a \mid b)` the conditionals of ``joint`` and :math:`q(a)`,
+    :math:`q(b)` the marginals with both positions masked (each half is renormalised over the values
+    where its conditional is defined). The conditionals say how mass is shared *within* a row or a
+    column; the marginals say how much each row and column gets — which is exactly what
+    conditionals cannot fix when the support splits into blocks (:func:`support_blocks`). For the
+    truth's own conditionals and marginals each half *is* the true joint, blocks or not, so
+    ``anchor(ag(pc).joint, pc)`` recovers the truth where :func:`match_blocks` does; unlike it, it
+    also acts on a softmax MLM, whose support is one block.
+    """
+    J = _np(joint)
+    halves = []
+    for log_m, axis in ((pc.log_a, 1), (pc.log_b, 0)):
+        total = J.sum(axis=axis, keepdims=True)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            cond = np.where(total > 0, J / total, 0.0)
+        weight = np.exp(log_m) * (total.reshape(-1) > 0)
+        if weight.sum() <= 0:
+            raise ValueError("the marginals give no mass to any value where the joint's conditional is defined")
+        half = cond * (weight / weight.sum()).reshape(total.shape)
+        halves.append(half / half.sum())
+    return (halves[0] + halves[1]) / 2
+
+
 def derive_all(pc: PairConditionals) -> dict[str, np.ndarray]:
-    """Every method's joint, keyed ``naive, mrf, mrf_local, hcb, ag``."""
+    """Every method's joint, keyed as :data:`METHODS` (AG is solved once, and anchored)."""
+    joint_ag = ag(pc).joint
     return {"naive": naive(pc), "mrf": mrf(pc), "mrf_local": mrf_local(pc),
-            "hcb": hcb(pc), "ag": ag(pc).joint}
+            "hcb": hcb(pc), "ag": joint_ag, "ag_anchored": anchor(joint_ag, pc)}

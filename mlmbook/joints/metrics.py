@@ -14,13 +14,14 @@ import numpy as np
 from scipy import sparse
 from scipy.sparse.linalg import lsqr
 
-from ..stats import bootstrap, jsd, kl, ppl, tv
+from ..stats import LEVEL, bootstrap, jsd, kl, mutual_information, ppl, tv
 from .ag import ag
 from .conditionals import PairConditionals, _np, divergences
-from .derive import METHODS, hcb, mrf, mrf_local, naive
+from .derive import METHODS, anchor, hcb, mrf, mrf_local, naive
 
-__all__ = ["conditional_divergence", "conditional_divergences", "compatibility", "kl_joint", "tv_joint",
-           "truth_conditional_kl", "pair_ppl", "unary_ppl", "evaluate_pair", "stack", "AGGREGATE", "summarize"]
+__all__ = ["conditional_divergence", "conditional_divergences", "compatibility", "nearest_compatible", "kl_joint",
+           "tv_joint", "block_error", "truth_conditional_kl", "pair_ppl", "unary_ppl", "evaluate_pair", "stack", "AGGREGATE",
+           "summarize"]
 
 
 def kl_joint(p_true, p_derived) -> float:
@@ -106,33 +107,82 @@ def unary_ppl(items, unary: str = "conditional") -> float:
     return float(np.exp(-total / (2 * n)))
 
 
-def compatibility(pc: PairConditionals) -> float:
+def compatibility(pc: PairConditionals, weighted: bool = True) -> float:
     r"""Arnold–Press incompatibility: distance of the log ratio from a log-rank-one matrix.
 
     Two positive conditionals come from one joint iff the ratio
     :math:`q(a\mid b)/q(b\mid a) = p(a)/p(b)` factorises as :math:`u_a v_b` (Arnold & Press 1989).
-    We return :math:`\min_{u,v} \operatorname{mean}_{(a,b)\in S}\,(r_{ab} - u_a - v_b)^2`,
-    :math:`r = \log q(a\mid b) - \log q(b\mid a)`, a least-squares fit over the common support
-    S (both tables positive; for full support this is the double-centred r). It is 0 iff the
-    conditionals are compatible on S and is in squared nats. Entries where exactly one table is
-    zero (possible only with exact zeros) are not counted; see also ``ag(pc).objective[-1]``.
+    With :math:`r_{ab} = \log q(a\mid b) - \log q(b\mid a)` we return the weighted least-squares
+    misfit of the additive model,
+
+    .. math:: \min_{u, v}\; \frac{\sum_{(a,b)\in S} w_{ab}\,(r_{ab} - u_a - v_b)^2}{\sum_{(a,b)\in S} w_{ab}},
+
+    over the common support S (both tables positive), in squared nats; 0 iff the conditionals are
+    compatible on S. ``weighted=True`` (default): :math:`w_{ab} = q(a)\,q(b)`, the both-masked
+    marginals, so that cells the model finds likely count and the thousands of negligible cells of a
+    large grid do not (the log ratio of two tiny probabilities is mostly noise); then, with full
+    support, the fit is the weighted double centring of r. ``weighted=False``: every cell counts
+    the same (the plain double centring). Entries where exactly one table is zero (possible only
+    with exact zeros) are not counted. How far the conditionals are from the *nearest compatible
+    joint*, in nats, is :func:`nearest_compatible`.
     """
     la, lb = pc.log_a_given_b, pc.log_b_given_a
     support = np.isfinite(la) & np.isfinite(lb)
-    if support.all():                       # full support: the least-squares fit is double centring
+    wa, wb = (np.exp(pc.log_a), np.exp(pc.log_b)) if weighted else (np.ones(la.shape[0]), np.ones(la.shape[1]))
+    if support.all() and wa.sum() > 0 and wb.sum() > 0:     # closed form: weighted double centring
+        wa, wb = wa / wa.sum(), wb / wb.sum()
         r = la - lb
-        resid = r - r.mean(axis=1, keepdims=True) - r.mean(axis=0, keepdims=True) + r.mean()
-        return float(np.mean(resid ** 2))
+        resid = r - (r @ wb)[:, None] - (wa @ r)[None, :] + wa @ r @ wb
+        return float(wa @ resid ** 2 @ wb)
+    w = (wa[:, None] * wb[None, :])[support]
     i, j = np.nonzero(support)
-    if i.size == 0:
+    keep = w > 0
+    if not keep.any():
         return 0.0
-    r = la[support] - lb[support]
+    i, j, w = i[keep], j[keep], w[keep] / w[keep].sum()
+    r = la[i, j] - lb[i, j]
     ka, kb = pc.shape
-    ones = np.ones(i.size)
-    X = sparse.hstack([sparse.csr_matrix((ones, (np.arange(i.size), i)), shape=(i.size, ka)),
-                       sparse.csr_matrix((ones, (np.arange(i.size), j)), shape=(i.size, kb))]).tocsr()
-    uv = lsqr(X, r, atol=1e-15, btol=1e-15, iter_lim=10 * (ka + kb))[0]
-    return float(np.mean((r - X @ uv) ** 2))
+    sw = np.sqrt(w)
+    rows = np.arange(i.size)
+    X = sparse.hstack([sparse.csr_matrix((sw, (rows, i)), shape=(i.size, ka)),
+                       sparse.csr_matrix((sw, (rows, j)), shape=(i.size, kb))]).tocsr()
+    uv = lsqr(X, sw * r, atol=1e-15, btol=1e-15, iter_lim=10 * (ka + kb))[0]
+    return float(np.sum((sw * r - X @ uv) ** 2))
+
+
+def nearest_compatible(pc: PairConditionals, joint=None) -> float:
+    r"""How far the MLM's conditionals are from the nearest compatible joint's, in nats.
+
+    The nearest compatible joint is AG's (:func:`~mlmbook.joints.ag` minimises exactly this
+    distance summed over conditioning values); ``joint`` defaults to it. Each conditioning value
+    is weighted by its both-masked probability,
+
+    .. math:: \tfrac12\Big[\sum_b q(b)\,\mathrm{KL}\big(q(\cdot\mid b)\,\|\,p(\cdot\mid b)\big)
+              + \sum_a q(a)\,\mathrm{KL}\big(q(\cdot\mid a)\,\|\,p(\cdot\mid a)\big)\Big],
+
+    so the number reads as "the MLM's conditional at a typical value of the other position is this
+    many nats from one that fits a joint". (:func:`conditional_divergence` gives the unweighted
+    mean, AG's own objective per conditional.) 0 for compatible conditionals.
+    """
+    J = ag(pc).joint if joint is None else _np(joint)
+    (d_a, def_b), (d_b, def_a) = divergences(pc, PairConditionals.from_joint(J), kl)
+    out = 0.0
+    for d, defined, log_m in ((d_a, def_b, pc.log_b), (d_b, def_a, pc.log_a)):
+        w = np.where(defined, np.exp(log_m), 0.0)
+        out += 0.5 * float(np.sum(w[defined] * d[defined]) / w.sum()) if w.sum() > 0 else 0.0
+    return out
+
+
+def block_error(p_true, joint, labels_a) -> float:
+    r"""The share of the mass a joint puts in the wrong *block*: :math:`\tfrac12\sum_k |p(\text{block } k)
+    - q_m(\text{block } k)|`, the blocks given by a label per row (``labels_a``, from
+    :func:`~mlmbook.joints.support_blocks`; ``-1``: no block). It isolates the one thing conditionals
+    cannot fix when a table splits into blocks — how much mass each block gets — from the errors
+    inside the blocks. 0 with a single block.
+    """
+    P, Q, labels = _np(p_true), _np(joint), np.asarray(labels_a)
+    blocks = np.unique(labels[labels >= 0])
+    return float(0.5 * sum(abs(P[labels == k].sum() - Q[labels == k].sum()) for k in blocks))
 
 
 def truth_conditional_kl(p_true, model) -> float:
@@ -198,22 +248,25 @@ def evaluate_pair(pc: PairConditionals, gold, truth=None, joints: dict | None = 
 
     Returns
     -------
-    dict with, for each method ``m`` of :data:`~mlmbook.joints.METHODS`:
+    dict with, for each method ``m`` of ``joints`` (default :data:`~mlmbook.joints.METHODS`):
 
-    - ``m.logp_pair`` :math:`\log p_m(a,b)` and ``m.logp_unary``
-      :math:`\log p_m(a\mid b)+\log p_m(b\mid a)` at the gold pair (P-PPL and U-PPL);
+    - ``m.logp_pair`` :math:`\log q_m(a,b)` and ``m.logp_unary``
+      :math:`\log q_m(a\mid b)+\log q_m(b\mid a)` at the gold pair (P-PPL and U-PPL);
     - ``m.kl``, ``m.rkl``, ``m.jsd``: :func:`conditional_divergence` to the MLM's conditionals;
-    - with ``truth``: ``m.kl_truth`` :math:`\mathrm{KL}(p\|p_m)`, ``m.tv_truth`` (:func:`tv_joint`)
+    - with ``truth``: ``m.kl_truth`` :math:`\mathrm{KL}(p\|q_m)`, ``m.tv_truth`` (:func:`tv_joint`)
       and ``m.cond_kl_truth`` (:func:`truth_conditional_kl`);
 
-    and ``mlm.logp_unary`` (the MLM's own conditionals at the gold pair), ``compatibility``,
-    ``ag.iterations``, ``ag.objective``; with ``truth`` also ``mlm.cond_kl_truth``,
-    ``truth.logp_pair`` and ``truth.logp_unary``.
+    and ``mlm.logp_unary`` (the MLM's own conditionals at the gold pair), ``compatibility``
+    (:func:`compatibility`, weighted), ``nearest_compatible`` (:func:`nearest_compatible`, when AG's
+    joint is among ``joints``), ``ag.iterations``, ``ag.objective``; with ``truth`` also
+    ``mlm.cond_kl_truth``, ``truth.logp_pair``, ``truth.logp_unary`` and ``truth.mi``, the true
+    conditional mutual information of the two positions, :math:`\mathrm{KL}(p \,\|\, p_A\, p_B)`.
     """
     a, b = gold
     if joints is None:
         res = ag(pc)
-        joints = {"naive": naive(pc), "mrf": mrf(pc), "mrf_local": mrf_local(pc), "hcb": hcb(pc), "ag": res.joint}
+        joints = {"naive": naive(pc), "mrf": mrf(pc), "mrf_local": mrf_local(pc), "hcb": hcb(pc), "ag": res.joint,
+                  "ag_anchored": anchor(res.joint, pc)}
         out = {"ag.iterations": float(res.iterations), "ag.objective": float(res.objective[-1])}
     else:
         out = {}
@@ -229,11 +282,14 @@ def evaluate_pair(pc: PairConditionals, gold, truth=None, joints: dict | None = 
             out[f"{m}.cond_kl_truth"] = truth_conditional_kl(truth, J)
     out["mlm.logp_unary"] = float(pc.log_a_given_b[a, b] + pc.log_b_given_a[a, b])
     out["compatibility"] = compatibility(pc)
+    if "ag" in joints:
+        out["nearest_compatible"] = nearest_compatible(pc, joints["ag"])
     if truth is not None:
         out["mlm.cond_kl_truth"] = truth_conditional_kl(truth, pc)
         with np.errstate(divide="ignore"):
             out["truth.logp_pair"] = float(np.log(truth[a, b]))
         out["truth.logp_unary"] = _log_unary(truth, a, b)
+        out["truth.mi"] = float(mutual_information(_np(truth)))
     return out
 
 
@@ -254,11 +310,13 @@ AGGREGATE = {"p_ppl": ("logp_pair", ppl), "u_ppl": ("logp_unary", ppl),
 """Corpus metric -> (per-pair field, statistic over pairs)."""
 
 
-def summarize(per_pair: dict, n_boot: int = 1000, level: float = 0.95, seed=0) -> dict:
-    """Corpus metrics with bootstrap intervals: ``{row: {metric: (estimate, low, high)}}``.
+def summarize(per_pair: dict, level: float = LEVEL, n_boot: int | None = None, seed=0) -> dict:
+    """Corpus metrics with bootstrap intervals over pairs: ``{row: {metric: Interval}}``.
 
     Rows are the methods, ``mlm`` (the MLM's own conditionals) and ``truth`` where their fields
-    exist in ``per_pair`` (from :func:`stack`); metrics are those of :data:`AGGREGATE`.
+    exist in ``per_pair`` (from :func:`stack`); metrics are those of :data:`AGGREGATE`. The
+    intervals are for tables and figures (95 % by default); a verdict's interval is computed at its
+    family's level by the chapter.
     """
     table = {}
     for row in list(METHODS) + ["mlm", "truth"]:
@@ -266,7 +324,7 @@ def summarize(per_pair: dict, n_boot: int = 1000, level: float = 0.95, seed=0) -
         for metric, (field_, stat) in AGGREGATE.items():
             x = per_pair.get(f"{row}.{field_}")
             if x is not None:
-                cells[metric] = bootstrap(stat, x, n_boot=n_boot, level=level, seed=seed)
+                cells[metric] = bootstrap(stat, x, n_boot=n_boot, level=level, seed=seed, what="pairs")
         if cells:
             table[row] = cells
     return table

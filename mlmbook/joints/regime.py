@@ -1,19 +1,22 @@
-r"""Chapter 2's regime map: the derived joints on every rung of a model ladder.
+r"""Chapter 2's regime map: the derived joints on every rung of a model ladder (or knob setting).
 
-One model cannot say *where* deriving a joint helps. :func:`rung_point` measures, for one
-model and a fixed sample of pairs with known true joints, what the chapter plots against the
-model's distance from the truth:
+One model cannot say *where* deriving a joint helps. For one model and a fixed sample of pairs
+with known true joints, :func:`rung_pairs` measures per pair and :func:`rung_point` summarises
+what the chapter plots against the model's distance from the truth:
 
-- KL(truth ‖ joint) and total variation to the true joint for MRF, MRF-local, HCB and AG
-  (:data:`LADDER_METHODS`);
+- KL(truth ‖ joint) and total variation to the true joint for MRF, MRF-local, HCB, AG and anchored
+  AG (:data:`LADDER_METHODS`);
 - the **gap** between AG's conditionals and the MLM's own, both measured by their conditional
   KL to the truth (:func:`~mlmbook.joints.truth_conditional_kl`): negative means AG's derived
   conditionals are closer to the truth than the MLM's;
-- the mean incompatibility of the MLM's conditionals (:func:`~mlmbook.joints.compatibility`).
+- the mean incompatibility of the MLM's conditionals (:func:`~mlmbook.joints.compatibility`) and
+  the distance to the nearest compatible joint (:func:`~mlmbook.joints.nearest_compatible`).
 
-Every figure comes with a percentile bootstrap interval over pairs (:func:`mlmbook.stats.bootstrap`;
-the gap is a *paired* difference). :func:`verdict` turns an interval into words, and
-:func:`gain_trend` compares AG's gain on two rungs on the same pairs.
+Pairs come two per sentence (an adjacent and a random one), and two pairs of one sentence share
+its context, so every interval here resamples **sentences** (:func:`per_sentence`), and over
+several training seeds it is hierarchical (seeds, then sentences: :func:`gap_interval`). Intervals
+are :class:`~mlmbook.stats.Interval` objects at the level the caller asks for: 95 % for figures,
+the chapter family's level for verdicts (:func:`mlmbook.stats.decide` turns them into words).
 
 The caller loads the models (``mlmbook.models.ladder``); this module only takes a
 :class:`~mlmbook.models.base.MaskedLM`.
@@ -24,18 +27,18 @@ from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
-from ..stats import bootstrap, side_of_zero
+from ..stats import LEVEL, Interval, bootstrap
 from .ag import ag
 from .conditionals import gold_index, iter_pair_conditionals
-from .derive import hcb, mrf, mrf_local
-from .metrics import evaluate_pair, stack
+from .derive import anchor, hcb, mrf, mrf_local
+from .metrics import block_error, evaluate_pair, stack
 
 if TYPE_CHECKING:
     from ..models.base import MaskedLM
 
-__all__ = ["LADDER_METHODS", "rung_pairs", "rung_point", "verdict", "gain_trend"]
+__all__ = ["LADDER_METHODS", "rung_pairs", "per_sentence", "rung_point", "gap_interval", "gain_trend"]
 
-LADDER_METHODS = ("mrf", "mrf_local", "hcb", "ag")
+LADDER_METHODS = ("mrf", "mrf_local", "hcb", "ag", "ag_anchored")
 """The derived joints on the regime map (the independent product is left out: it ignores the
 conditionals, which are what the ladder varies)."""
 
@@ -48,11 +51,12 @@ def _diff(x, y):
     return x.mean(-1) - y.mean(-1)
 
 
-def rung_pairs(lm: "MaskedLM", queries: Sequence, truths: Sequence) -> dict[str, np.ndarray]:
+def rung_pairs(lm: "MaskedLM", queries: Sequence, truths: Sequence, blocks: Sequence | None = None,
+               progress: bool = False) -> dict[str, np.ndarray]:
     """Per-pair metrics of one model: :func:`~mlmbook.joints.evaluate_pair` on every query, stacked,
     for the joints of :data:`LADDER_METHODS` and without the divergences to the MLM's conditionals
-    (what :func:`rung_point` reads; a row of the chapter's full :func:`~mlmbook.joints.evaluate_pair`
-    holds the same values under the same keys, so it can stand in for a rung measured already).
+    (a row of the chapter's full :func:`~mlmbook.joints.evaluate_pair` holds the same values under
+    the same keys, so it can stand in for a rung measured already).
 
     Parameters
     ----------
@@ -62,60 +66,83 @@ def rung_pairs(lm: "MaskedLM", queries: Sequence, truths: Sequence) -> dict[str,
         Token ids of a sentence and the two masked token positions.
     truths : sequence of arrays
         The true joint of each query over the full grid (:func:`~mlmbook.joints.truth_joints`).
+    blocks : sequence of arrays, optional
+        A block label per row of each query's grid (:func:`~mlmbook.joints.support_blocks`): then
+        ``m.block_error`` (:func:`~mlmbook.joints.block_error`) is measured too.
 
     Returns
     -------
     dict ``{"method.metric": array over pairs}`` (see :func:`~mlmbook.joints.stack`).
     """
     rows = [None] * len(queries)
-    for k, pc in iter_pair_conditionals(lm, queries):
+    for k, pc in iter_pair_conditionals(lm, queries, progress=progress):
         ids, a_pos, b_pos = queries[k]
-        joints = {"mrf": mrf(pc), "mrf_local": mrf_local(pc), "hcb": hcb(pc), "ag": ag(pc).joint}
+        joint_ag = ag(pc).joint
+        joints = {"mrf": mrf(pc), "mrf_local": mrf_local(pc), "hcb": hcb(pc), "ag": joint_ag,
+                  "ag_anchored": anchor(joint_ag, pc)}
         rows[k] = evaluate_pair(pc, gold_index(pc, ids[a_pos], ids[b_pos]), truths[k], joints=joints,
                                 to_mlm=False)
+        if blocks is not None:
+            rows[k].update({f"{m}.block_error": block_error(truths[k], joint, blocks[k]) for m, joint in joints.items()})
     return stack(rows)
 
 
-def rung_point(per_pair: dict, n_boot: int = 1000, seed: int = 0) -> dict[str, tuple]:
-    """One rung's point of the regime map, each value ``(estimate, low, high)`` (95 % bootstrap over pairs).
+def per_sentence(values, sentence) -> np.ndarray:
+    """The mean of ``values`` over the pairs of each sentence (labels ``sentence``, one per pair), in
+    order of first appearance: the units a bootstrap over sentences resamples."""
+    values, sentence = np.asarray(values, dtype=float), np.asarray(sentence)
+    _, first, inverse = np.unique(sentence, return_index=True, return_inverse=True)
+    sums = np.bincount(inverse, weights=values)
+    counts = np.bincount(inverse)
+    order = np.argsort(first)
+    return (sums / counts)[order]
 
-    Keys: ``{m}_kl_truth`` and ``{m}_tv_truth`` for ``m`` in :data:`LADDER_METHODS`;
+
+def rung_point(per_pair: dict, sentence, level: float = LEVEL, n_boot: int | None = None,
+               seed: int = 0) -> dict[str, Interval]:
+    """One rung's point of the regime map: each value an :class:`~mlmbook.stats.Interval` at ``level``,
+    resampling sentences.
+
+    Keys: ``{m}_kl_truth`` and ``{m}_tv_truth`` for ``m`` in :data:`LADDER_METHODS` (where present);
     ``mlm_cond_kl_truth`` and ``ag_cond_kl_truth``; ``gap`` (AG's conditional KL to the truth
-    minus the MLM's, paired); ``compatibility`` (mean over pairs).
+    minus the MLM's, paired); ``compatibility`` and ``nearest_compatible`` (means over pairs).
     """
     out = {}
-    for m in LADDER_METHODS:
-        for metric in ("kl_truth", "tv_truth"):
-            out[f"{m}_{metric}"] = bootstrap(_mean, per_pair[f"{m}.{metric}"], n_boot=n_boot, seed=seed)
-    for who in ("mlm", "ag"):
-        out[f"{who}_cond_kl_truth"] = bootstrap(_mean, per_pair[f"{who}.cond_kl_truth"], n_boot=n_boot, seed=seed)
-    out["gap"] = bootstrap(_diff, per_pair["ag.cond_kl_truth"], per_pair["mlm.cond_kl_truth"],
-                           n_boot=n_boot, seed=seed)
-    out["compatibility"] = bootstrap(_mean, per_pair["compatibility"], n_boot=n_boot, seed=seed)
+    unit = per_sentence
+    fields = {f"{m}_{metric}": f"{m}.{metric}" for m in LADDER_METHODS for metric in ("kl_truth", "tv_truth")}
+    fields.update(mlm_cond_kl_truth="mlm.cond_kl_truth", ag_cond_kl_truth="ag.cond_kl_truth",
+                  compatibility="compatibility", nearest_compatible="nearest_compatible")
+    for key, field in fields.items():
+        if field in per_pair:
+            out[key] = bootstrap(_mean, unit(per_pair[field], sentence), level=level, n_boot=n_boot, seed=seed,
+                                 what="sentences")
+    out["gap"] = gap_interval([per_pair], sentence, level=level, n_boot=n_boot, seed=seed)
     return out
 
 
-def verdict(interval: Sequence[float], below: str = "lower", above: str = "higher",
-            neither: str = "indistinguishable") -> str:
-    """Words for an interval ``(estimate, low, high)`` of a difference: ``below`` when it lies
-    entirely below 0, ``above`` when entirely above, else ``neither``."""
-    _, lo, hi = interval
-    return side_of_zero(lo, hi, above, below, neither)
+def gap_interval(per_pairs: Sequence[dict], sentence, level: float = LEVEL, n_boot: int | None = None,
+                 seed: int = 0) -> Interval:
+    r"""AG's conditional KL to the truth minus the MLM's own, mean over pairs, with its interval.
+
+    ``per_pairs``: one :func:`rung_pairs` dict per training seed of the same model, measured on the
+    same pairs (``sentence`` labels them). With one seed the bootstrap resamples sentences; with
+    several it is hierarchical — seeds, then sentences — so the interval carries the spread
+    between seeds too (:func:`mlmbook.stats.bootstrap` with ``groups``).
+    """
+    rows = [per_sentence(p["ag.cond_kl_truth"] - p["mlm.cond_kl_truth"], sentence) for p in per_pairs]
+    groups = np.repeat(np.arange(len(rows)), len(rows[0])) if len(rows) > 1 else None
+    return bootstrap(_mean, np.concatenate(rows), level=level, n_boot=n_boot, seed=seed, groups=groups,
+                     what="sentences")
 
 
-def gain_trend(first: dict, second: dict, n_boot: int = 1000, seed: int = 0) -> tuple[float, float, float]:
+def gain_trend(first: dict, second: dict, sentence, level: float = LEVEL, n_boot: int | None = None,
+               seed: int = 0) -> Interval:
     r"""AG's gain over the MLM's conditionals on rung ``first`` minus its gain on rung ``second``.
 
     The gain of a rung is :math:`\overline{\mathrm{KL}}_{\text{MLM}} - \overline{\mathrm{KL}}_{\text{AG}}`
     (conditional KL to the truth, positive when AG is closer). Both rungs must have been measured on
-    the same pairs in the same order (:func:`rung_pairs`), so the bootstrap resamples pairs jointly.
-
-    Returns
-    -------
-    (estimate, low, high)
+    the same pairs in the same order (:func:`rung_pairs`), so the bootstrap resamples sentences
+    jointly.
     """
-    def stat(m1, a1, m2, a2):
-        return (m1.mean(-1) - a1.mean(-1)) - (m2.mean(-1) - a2.mean(-1))
-
-    return bootstrap(stat, first["mlm.cond_kl_truth"], first["ag.cond_kl_truth"],
-                     second["mlm.cond_kl_truth"], second["ag.cond_kl_truth"], n_boot=n_boot, seed=seed)
+    gains = [per_sentence(r["mlm.cond_kl_truth"] - r["ag.cond_kl_truth"], sentence) for r in (first, second)]
+    return bootstrap(_diff, *gains, level=level, n_boot=n_boot, seed=seed, what="sentences")

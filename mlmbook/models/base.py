@@ -6,34 +6,85 @@ through :meth:`MaskedLM.logits`:
 
 .. math:: \text{logits}[b, k, :] \;\to\; q(x_{p_{bk}} = \cdot \mid x_{\text{unmasked}})
 
-:class:`HFMaskedLM` wraps any Hugging Face ``AutoModelForMaskedLM`` (a name or a local path);
-:class:`TruthOracle` implements the same interface with the toy language's *exact*
-conditionals, so any chapter can swap the model for the truth.  Use :func:`load_mlm`.
+:class:`MaskedLM` is a :class:`typing.Protocol`: anything with these attributes and methods is
+a masked LM to the package (the science modules type against it and never import a model
+implementation). :class:`MaskedLMBase` holds the behaviour the package's own models share —
+checking inputs, chunking rows by tokens, the thread policy per call, ``log_probs``.
+:class:`~mlmbook.models.hf.HFMaskedLM` wraps any Hugging Face ``AutoModelForMaskedLM``;
+:class:`~mlmbook.models.truth.TruthOracle` implements the same interface with the toy
+language's *exact* conditionals, so any chapter can swap the model for the truth. Load either
+with :func:`~mlmbook.models.load.load_mlm`.
 
 Speed: rows are batched within a token budget, the encoder runs once per row and the
 output layer (the part with a vocabulary-sized matrix) only at the queried positions.
 """
 from __future__ import annotations
 
-import numpy as np
+from typing import Protocol, Sequence, runtime_checkable
+
 import torch
 
-from .. import queries
+from .. import threads
 
-__all__ = ["MaskedLM"]
+__all__ = ["MaskedLM", "MaskedLMBase"]
 
 
-class MaskedLM:
-    """Common interface; subclasses implement :meth:`_logits_chunk`.
+@runtime_checkable
+class MaskedLM(Protocol):
+    """What the package needs of a masked LM.
 
     Attributes
     ----------
     name : str
-    vocab : list of str       token id -> token string
+        A reader-facing name (never a path or a cache key).
+    vocab : sequence of str
+        Token id -> token string.
     mask_id : int
-    special_ids : list of int  ids that never count as words (their logits are -inf)
-    max_length : int          most content tokens a row may hold
-    is_exact : bool           True for the truth oracle
+    special_ids : sequence of int
+        Ids that never count as words (``[CLS]``, ``[MASK]``, ...).
+    max_length : int
+        Most content tokens (without the model's own special tokens) a row may hold.
+    """
+
+    name: str
+    vocab: Sequence[str]
+    mask_id: int
+    special_ids: Sequence[int]
+    max_length: int
+
+    @property
+    def V(self) -> int:
+        """Vocabulary size."""
+        ...
+
+    def logits(self, ids, positions, full_softmax: bool = False) -> torch.Tensor:
+        """Scores (B, k, V) of every token at the queried ``positions`` (B, k) of rows ``ids`` (B, n).
+
+        Special tokens get ``-inf`` unless ``full_softmax`` (then a softmax is over the whole vocabulary).
+        """
+        ...
+
+    def encode_words(self, words: Sequence[str]) -> tuple[list[int], list[list[int]]]:
+        """Token ids of a word sequence and, for each word, the positions of its pieces."""
+        ...
+
+
+class MaskedLMBase:
+    """Shared behaviour of the package's masked LMs; subclasses implement :meth:`_logits_chunk`
+    and :meth:`encode_words` and set the attributes of :class:`MaskedLM`.
+
+    Attributes
+    ----------
+    is_exact : bool
+        True for the truth oracle.
+    hidden_size : int
+        Width of the encoder (0 when there is none); from :data:`mlmbook.threads.LARGE_HIDDEN`
+        on, a call counts as large work for the thread policy.
+    supports_padding : bool
+        Whether :meth:`padded_logits` can take rows of different lengths in one call.
+    thread_safe : bool
+        Whether several threads may call :meth:`logits` at once (the query engine then runs chunks
+        side by side when the thread policy gives a call several threads).
     """
 
     name: str
@@ -42,6 +93,9 @@ class MaskedLM:
     special_ids: list
     max_length: int
     is_exact = False
+    hidden_size = 0
+    supports_padding = False
+    thread_safe = False
     max_tokens = 2048
     """Rows are chunked so that one forward pass holds at most this many tokens. On a CPU, chunks
     of about 2,000 tokens ran the toy model at the bare encoder's best speed; 16,000-token
@@ -52,8 +106,11 @@ class MaskedLM:
     def V(self) -> int:
         return len(self.vocab)
 
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"
+
     # ---------------------------------------------------------------- the core call
-    def logits(self, ids, positions, keep_special: bool = False) -> torch.Tensor:
+    def logits(self, ids, positions, full_softmax: bool = False) -> torch.Tensor:
         """Scores of every token at the queried positions (one batched call; see :mod:`mlmbook.queries`).
 
         Parameters
@@ -62,8 +119,7 @@ class MaskedLM:
             Token ids without special tokens; masked positions hold :attr:`mask_id`.
         positions : LongTensor (B, k)
             Positions to query in each row.
-
-        keep_special : bool
+        full_softmax : bool
             Keep the model's own scores of special tokens (``[CLS]``, ``[MASK]``, ...), so that a
             softmax is over the whole vocabulary (the Salazar et al. PLL). By default they get
             ``-inf``: the softmax is over words only.
@@ -72,6 +128,37 @@ class MaskedLM:
         -------
         FloatTensor (B, k, V)
         """
+        ids, positions = self._check(ids, positions)
+        if ids.shape[0] == 0:
+            return torch.empty(0, positions.shape[1], self.V)
+        chunk = max(1, self.max_tokens // (ids.shape[1] + 2))
+        return self._run(lambda s: self._logits_chunk(ids[s:s + chunk], positions[s:s + chunk]),
+                         range(0, ids.shape[0], chunk), full_softmax)
+
+    def padded_logits(self, ids, lengths, positions, full_softmax: bool = False,
+                      max_tokens: int | None = None) -> torch.Tensor:
+        """:meth:`logits` for rows of different lengths in one call: row ``b`` is ``ids[b, :lengths[b]]``.
+
+        Only for models with :attr:`supports_padding`; the query engine uses it for a model on an
+        accelerator, where one large call beats one call per length group. ``max_tokens``
+        (default :attr:`max_tokens`) bounds the padded tokens of one forward pass.
+        """
+        if not self.supports_padding:
+            raise NotImplementedError(f"{self.name} cannot run padded rows")
+        ids, positions = self._check(ids, positions)
+        lengths = torch.as_tensor(lengths, dtype=torch.long)
+        if positions.numel() and (positions >= lengths[:, None]).any():
+            raise ValueError("a queried position lies in a row's padding")
+        chunk = max(1, (max_tokens or self.max_tokens) // (ids.shape[1] + 2))
+        return self._run(lambda s: self._logits_chunk(ids[s:s + chunk], positions[s:s + chunk],
+                                                      lengths[s:s + chunk]),
+                         range(0, ids.shape[0], chunk), full_softmax)
+
+    def log_probs(self, ids, positions, full_softmax: bool = False) -> torch.Tensor:
+        """``log_softmax`` of :meth:`logits`: shape (B, k, V)."""
+        return torch.log_softmax(self.logits(ids, positions, full_softmax), dim=-1)
+
+    def _check(self, ids, positions) -> tuple[torch.Tensor, torch.Tensor]:
         ids = torch.as_tensor(ids, dtype=torch.long)
         positions = torch.as_tensor(positions, dtype=torch.long)
         if ids.ndim == 1:
@@ -86,21 +173,18 @@ class MaskedLM:
                              f"shorten or filter the sentences (e.g. by length) before querying")
         if positions.shape[0] != B or (positions.numel() and (positions.min() < 0 or positions.max() >= n)):
             raise ValueError(f"positions must have one row per input row and lie in [0, {n})")
-        if B == 0:
-            return torch.empty(0, positions.shape[1], self.V)
-        chunk = max(1, self.max_tokens // (n + 2))
-        with (torch.inference_mode() if self._inference_mode else torch.no_grad()):
-            out = torch.cat([self._logits_chunk(ids[s:s + chunk], positions[s:s + chunk]) for s in range(0, B, chunk)])
-            if not keep_special:
-                out[..., self.special_ids] = float("-inf")
-        out = out.clone()                                  # a normal tensor, usable outside inference mode
-        return out
+        return ids, positions
 
-    def log_probs(self, ids, positions, keep_special: bool = False) -> torch.Tensor:
-        """``log_softmax`` of :meth:`logits`: shape (B, k, V)."""
-        return torch.log_softmax(self.logits(ids, positions, keep_special), dim=-1)
+    def _run(self, chunk_logits, starts, full_softmax: bool) -> torch.Tensor:
+        """Concatenate ``chunk_logits(start)`` under the thread policy; specials -> -inf unless ``full_softmax``."""
+        with threads.limited(threads.is_large(self)), \
+                (torch.inference_mode() if self._inference_mode else torch.no_grad()):
+            out = torch.cat([chunk_logits(s) for s in starts])
+            if not full_softmax:
+                out[..., list(self.special_ids)] = float("-inf")
+        return out.clone()                                  # a normal tensor, usable outside inference mode
 
-    def _logits_chunk(self, ids, positions):
+    def _logits_chunk(self, ids, positions, lengths=None):
         raise NotImplementedError
 
     # ---------------------------------------------------------------- words and pieces
@@ -108,9 +192,14 @@ class MaskedLM:
         """Token ids of a word sequence and, for each word, the positions of its pieces."""
         raise NotImplementedError
 
-    def pll(self, sentences, **kw) -> np.ndarray:
-        """Pseudo-log-likelihoods of word sequences: :func:`mlmbook.queries.pll` on this model."""
-        return queries.pll(self, sentences, **kw)
+    def encode_text(self, text: str) -> tuple[list[int], list[list[int]], list[str]]:
+        """Token ids, the pieces of each word, and the words of a plain string.
+
+        The default splits at white space; models with a tokenizer split as the tokenizer does.
+        """
+        words = text.split()
+        ids, pieces = self.encode_words(words)
+        return ids, pieces, words
 
     def hidden_states(self, ids) -> tuple:
         """All layers' hidden states at the content positions of rows ``ids`` (B, n).

@@ -1,6 +1,16 @@
-"""A Hugging Face masked LM behind the :class:`~mlmbook.models.base.MaskedLM` interface."""
+"""A Hugging Face masked LM behind the :class:`~mlmbook.models.base.MaskedLM` interface.
+
+>>> lm = HFMaskedLM.from_pretrained("bert-base-uncased")           # doctest: +SKIP
+>>> lm = HFMaskedLM(model, tokenizer, name="my model")              # already loaded: no I/O  # doctest: +SKIP
+
+The constructor only wraps objects (no file, network or global state); loading, with one-line
+errors that say what to do, is :meth:`HFMaskedLM.from_pretrained` (or
+:func:`mlmbook.load_mlm`).
+"""
 from __future__ import annotations
 
+import os
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
@@ -8,93 +18,224 @@ import torch
 from .. import threads
 from ..errors import ModelLoadError
 from ..paths import hf_offline
-from .base import MaskedLM
+from .base import MaskedLMBase
 
 __all__ = ["HFMaskedLM", "check_masked_lm"]
 
+_WEIGHTS = ("model.safetensors", "pytorch_model.bin", "model.safetensors.index.json", "pytorch_model.bin.index.json")
+_TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model", "sentencepiece.bpe.model",
+                    "tokenizer.model")
+_ROBERTA_LIKE = ("roberta", "xlm-roberta", "camembert")
 
-def _check_local(name_or_path, local: Path) -> None:
-    """A local directory must hold a saved model (a ``config.json``)."""
-    if local.is_dir() and not (local / "config.json").is_file():
-        raise ModelLoadError(f"{str(name_or_path)!r} is a directory but not a saved model (no config.json); "
-                             f"give a directory written by save_pretrained() or a Hugging Face model name")
-    if local.exists() and not local.is_dir():
-        raise ModelLoadError(f"{str(name_or_path)!r} is a file, not a model directory; give the folder that "
+
+# ---------------------------------------------------------------------------- loading, with one-line errors
+def _source(name_or_path) -> tuple[str, bool]:
+    """Where to load from (a local directory or a Hub name) and whether it is local; checks a local path."""
+    name_or_path = str(name_or_path)
+    local = Path(name_or_path).expanduser()
+    if name_or_path.startswith((".", "/", "~")) and not local.exists():
+        raise ModelLoadError(f"model path {name_or_path!r} does not exist; give a directory written by "
+                             f"save_pretrained() or a Hugging Face model name such as bert-base-uncased")
+    if not local.exists():
+        return name_or_path, False
+    if not local.is_dir():
+        raise ModelLoadError(f"{name_or_path!r} is a file, not a model directory; give the folder that "
                              f"save_pretrained() wrote")
+    if not (local / "config.json").is_file():
+        raise ModelLoadError(f"{name_or_path!r} is a directory but not a saved model (no config.json); "
+                             f"give a directory written by save_pretrained() or a Hugging Face model name")
+    return str(local), True
 
 
-class HFMaskedLM(MaskedLM):
-    """A Hugging Face masked LM (``AutoModelForMaskedLM`` + ``AutoTokenizer``) by name or path."""
+def _damaged(src: str, local: bool, what: str, err: Exception) -> ModelLoadError:
+    """The one-line error for a file that exists but cannot be read (truncated, corrupt)."""
+    first = (str(err).strip().splitlines() or [type(err).__name__])[0][:160]
+    if local:
+        remedy = "save the model again with save_pretrained() (an interrupted copy or download leaves a short file)"
+    else:
+        remedy = (f"delete it from the Hugging Face cache (huggingface-cli delete-cache, or remove the folder "
+                  f"models--{src.replace('/', '--')} under $HF_HOME/hub) and download it again")
+    return ModelLoadError(f"the {what} of {src!r} is damaged ({first}); {remedy}")
 
-    def __init__(self, name_or_path, device: str | None = None, attn_implementation: str = "eager",
-                 name: str | None = None):
-        from transformers import AutoModelForMaskedLM, AutoTokenizer
-        from transformers.utils import logging as hf_logging
 
-        hf_logging.disable_progress_bar()
-        hf_logging.set_verbosity_error()
-        name_or_path = str(name_or_path)
-        local = Path(name_or_path).expanduser()
-        # a reader-facing name: never an absolute path or a cache key
-        self.name = name or (local.name if local.exists() else name_or_path)
-        looks_like_path = str(name_or_path).startswith((".", "/", "~"))
-        if looks_like_path and not local.exists():
-            raise ModelLoadError(f"model path {name_or_path!r} does not exist; give a directory written by "
-                                 f"save_pretrained() or a Hugging Face model name such as bert-base-uncased")
-        src = str(local) if local.exists() else str(name_or_path)
-        _check_local(name_or_path, local)
-        kw = {"local_files_only": True} if hf_offline() and not local.exists() else {}
-        try:
-            tok = AutoTokenizer.from_pretrained(src, **kw)
-            model = AutoModelForMaskedLM.from_pretrained(src, attn_implementation=attn_implementation, **kw)
-        except ValueError as e:
-            if "Unrecognized configuration class" in str(e) or "masked" in str(e).lower():
-                raise ModelLoadError(f"{name_or_path!r} is not a masked language model (no masked-LM head); "
-                                     f"use an encoder such as bert-base-uncased or roberta-base") from None
-            raise ModelLoadError(f"cannot load {name_or_path!r}: {str(e).splitlines()[0]}") from None
-        except OSError:
-            raise ModelLoadError(
-                f"cannot load model {name_or_path!r}: not a local directory and not in the Hugging Face cache "
-                f"(offline?) — download it once with network (python -c \"from transformers import "
-                f"AutoModelForMaskedLM as M; M.from_pretrained('{name_or_path}')\") or pass a local path") from None
-        if tok.mask_token_id is None:
-            raise ModelLoadError(f"the tokenizer of {name_or_path!r} has no mask token, so it cannot be queried as a "
+def _not_found(src: str) -> ModelLoadError:
+    return ModelLoadError(
+        f"cannot load model {src!r}: not a local directory and not in the Hugging Face cache "
+        f"(offline?) — download it once with network (python -c \"from transformers import "
+        f"AutoModelForMaskedLM as M; M.from_pretrained('{src}')\") or pass a local path")
+
+
+@contextmanager
+def _quiet_transformers():
+    """Silence transformers' logging and progress bars for the block, then restore the caller's settings."""
+    from transformers.utils import logging as hf_logging
+
+    verbosity, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(verbosity)
+        if bars:
+            hf_logging.enable_progress_bar()
+
+
+def _load_tokenizer(src: str, local: bool, kw: dict):
+    from transformers import AutoTokenizer
+
+    if local and not any((Path(src) / f).is_file() for f in _TOKENIZER_FILES):
+        raise ModelLoadError(f"{src!r} has no tokenizer files (tokenizer.json, vocab.txt, ...); save the tokenizer "
+                             f"into the same folder with tokenizer.save_pretrained()")
+    try:
+        return AutoTokenizer.from_pretrained(src, **kw)
+    except OSError as e:
+        if "not a valid JSON" in str(e):
+            raise _damaged(src, local, "configuration (config.json)", e) from None
+        raise (_damaged(src, local, "tokenizer", e) if local else _not_found(src)) from None
+    except ValueError as e:                                   # JSONDecodeError of a truncated tokenizer.json
+        raise _damaged(src, local, "tokenizer", e) from None
+
+
+def _load_model(src: str, local: bool, kw: dict, attn_implementation: str):
+    from transformers import AutoModelForMaskedLM
+
+    if local and not any((Path(src) / f).is_file() for f in _WEIGHTS):
+        raise ModelLoadError(f"{src!r} has no weights (model.safetensors or pytorch_model.bin); save the model "
+                             f"into that folder with model.save_pretrained()")
+    try:
+        return AutoModelForMaskedLM.from_pretrained(src, attn_implementation=attn_implementation, **kw)
+    except ValueError as e:
+        if "Unrecognized configuration class" in str(e) or "masked" in str(e).lower():
+            raise ModelLoadError(f"{src!r} is not a masked language model (no masked-LM head); "
+                                 f"use an encoder such as bert-base-uncased or roberta-base") from None
+        raise ModelLoadError(f"cannot load {src!r}: {(str(e).splitlines() or [''])[0]}") from None
+    except OSError as e:
+        if "not a valid JSON" in str(e):
+            raise _damaged(src, local, "configuration (config.json)", e) from None
+        if local:
+            raise _damaged(src, local, "weight file", e) from None
+        raise _not_found(src) from None
+    except Exception as e:                                    # safetensors / torch.load on a short or corrupt file
+        raise _damaged(src, local, "weight file", e) from None
+
+
+# ---------------------------------------------------------------------------- the wrapper
+class HFMaskedLM(MaskedLMBase):
+    """A Hugging Face masked LM (``AutoModelForMaskedLM`` + its tokenizer) as a :class:`MaskedLM`.
+
+    Parameters
+    ----------
+    model : transformers.PreTrainedModel
+        A loaded masked LM (put in evaluation mode; it stays on its device).
+    tokenizer : transformers.PreTrainedTokenizerBase
+        Its tokenizer; it must have a mask token.
+    name : str, optional
+        A reader-facing name (default: the model's ``name_or_path``).
+
+    The constructor does no I/O and changes no global state (threads are set per call, see
+    :mod:`mlmbook.threads`). Load by name or path with :meth:`from_pretrained`.
+    """
+
+    supports_padding = True
+    thread_safe = True                        # inference only: a forward pass changes no state
+
+    def __init__(self, model, tokenizer, name: str | None = None):
+        if isinstance(model, (str, os.PathLike)):
+            raise TypeError("HFMaskedLM(model, tokenizer) wraps loaded objects; load a name or a path with "
+                            "HFMaskedLM.from_pretrained(...) or mlmbook.load_mlm(...)")
+        if tokenizer.mask_token_id is None:
+            where = getattr(tokenizer, "name_or_path", "") or "this model"
+            raise ModelLoadError(f"the tokenizer of {where!r} has no mask token, so it cannot be queried as a "
                                  f"masked LM; use a model trained with [MASK] (BERT, RoBERTa, ...)")
-        self.tokenizer, self.model = tok, model.eval()
-        threads.apply(large=getattr(model.config, "hidden_size", 0) >= threads.LARGE_HIDDEN)
-        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-        self.model.to(self.device)
-        if self.device != "cpu":
+        config = model.config
+        self.tokenizer, self.model = tokenizer, model.eval()
+        self.name = name or Path(str(getattr(model, "name_or_path", "") or "model")).name
+        self.device = next(model.parameters()).device
+        if self.device.type != "cpu":
             self.max_tokens = 1 << 16                              # a GPU wants large batches
-        self.mask_id = tok.mask_token_id
-        vocab = tok.get_vocab()
-        self.vocab = [None] * max(len(vocab), model.config.vocab_size)
+        self.hidden_size = int(getattr(config, "hidden_size", 0) or 0)
+        self.mask_id = tokenizer.mask_token_id
+        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+        vocab = tokenizer.get_vocab()
+        self.vocab = [None] * max(len(vocab), config.vocab_size)
         for t, i in vocab.items():
             if i < len(self.vocab):
                 self.vocab[i] = t
         self.vocab = [t if t is not None else f"<unused {i}>" for i, t in enumerate(self.vocab)]
-        self.special_ids = sorted(set(tok.all_special_ids))
-        probe = tok([self.vocab[self.mask_id]], is_split_into_words=True)["input_ids"]
+        self.special_ids = sorted(set(tokenizer.all_special_ids))
+        probe = tokenizer([self.vocab[self.mask_id]], is_split_into_words=True)["input_ids"]
         k = probe.index(self.mask_id)
         self._prefix, self._suffix = probe[:k], probe[k + 1:]
-        limit = getattr(model.config, "max_position_embeddings", 512)
-        self.max_length = limit - len(self._prefix) - len(self._suffix) - (2 if model.config.model_type in ("roberta", "xlm-roberta", "camembert") else 0)
+        limit = getattr(config, "max_position_embeddings", 512)
+        self.max_length = (limit - len(self._prefix) - len(self._suffix)
+                           - (2 if config.model_type in _ROBERTA_LIKE else 0))
         self._base = getattr(model, model.base_model_prefix)
         self._head = next((getattr(model, a) for a in ("cls", "lm_head", "predictions") if hasattr(model, a)), None)
 
-    def _logits_chunk(self, ids, positions):
-        B = ids.shape[0]
-        pre = torch.tensor(self._prefix, dtype=torch.long).expand(B, -1)
-        suf = torch.tensor(self._suffix, dtype=torch.long).expand(B, -1)
-        full = torch.cat([pre, ids, suf], dim=1).to(self.device)
+    @classmethod
+    def from_pretrained(cls, name_or_path, name: str | None = None, device: str | None = None,
+                        attn_implementation: str = "eager") -> HFMaskedLM:
+        """Load a masked LM by Hugging Face name or from a directory written by ``save_pretrained``.
+
+        Parameters
+        ----------
+        name_or_path : str or path
+        name : str, optional
+            A reader-facing name (default: the folder's name or the Hub name; never an absolute path).
+        device : str, optional
+            ``"cpu"``, ``"cuda"``, ... (default: CUDA when available).
+        attn_implementation : str
+            Passed to transformers (``"eager"`` runs everywhere).
+
+        Raises
+        ------
+        ModelLoadError
+            One line with the cause and what to do: a missing path, a folder without weights or
+            tokenizer, a truncated or corrupt file (in the folder or in the Hugging Face cache), a
+            model that is not a masked LM, a tokenizer without a mask token, offline without a cached copy.
+        """
+        src, local = _source(name_or_path)
+        kw = {"local_files_only": True} if hf_offline() and not local else {}
+        with _quiet_transformers():
+            tokenizer = _load_tokenizer(src, local, kw)
+            if tokenizer.mask_token_id is None:
+                raise ModelLoadError(f"the tokenizer of {str(name_or_path)!r} has no mask token, so it cannot be "
+                                     f"queried as a masked LM; use a model trained with [MASK] (BERT, RoBERTa, ...)")
+            model = _load_model(src, local, kw, attn_implementation)
+        model.to(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        return cls(model, tokenizer, name=name or (Path(src).name if local else str(name_or_path)))
+
+    # ------------------------------------------------------------------------ the core call
+    def _logits_chunk(self, ids, positions, lengths=None):
+        full, attention = self._wrap(ids, lengths)
         pos = (positions + len(self._prefix)).to(self.device)
         if self._head is None:                                      # unknown architecture: full head
-            logits = self.model(input_ids=full).logits
+            logits = self.model(input_ids=full, attention_mask=attention).logits
             return logits.gather(1, pos[..., None].expand(-1, -1, logits.shape[-1])).float().cpu()
-        hidden = self._base(input_ids=full).last_hidden_state        # (B, n, H)
+        hidden = self._base(input_ids=full, attention_mask=attention).last_hidden_state        # (B, n, H)
         picked = hidden.gather(1, pos[..., None].expand(-1, -1, hidden.shape[-1]))
         return self._head(picked).float().cpu()
 
+    def _wrap(self, ids, lengths=None) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Rows with the model's special tokens around their content, and the attention mask when padded."""
+        B, n = ids.shape
+        pre = torch.tensor(self._prefix, dtype=torch.long).expand(B, -1)
+        suf = torch.tensor(self._suffix, dtype=torch.long).expand(B, -1)
+        if lengths is None:
+            return torch.cat([pre, ids, suf], dim=1).to(self.device), None
+        a, width = len(self._prefix), len(self._prefix) + n + len(self._suffix)
+        full = torch.full((B, width), self.pad_id, dtype=torch.long)
+        full[:, :a] = pre
+        col = torch.arange(n)[None]
+        content = col < lengths[:, None]
+        full[:, a:a + n] = torch.where(content, ids, torch.full_like(ids, self.pad_id))
+        rows = torch.arange(B)[:, None]
+        full[rows, a + lengths[:, None] + torch.arange(len(self._suffix))[None]] = suf
+        attention = (torch.arange(width)[None] < (a + lengths + len(self._suffix))[:, None]).long()
+        return full.to(self.device), attention.to(self.device)
+
+    # ------------------------------------------------------------------------ the rest of the interface
     @property
     def n_parameters(self) -> int:
         """Number of parameters of the whole model (encoder and LM head)."""
@@ -112,10 +253,7 @@ class HFMaskedLM(MaskedLM):
 
     def wrap(self, ids) -> torch.Tensor:
         """Rows of content ids (B, n) with the model's special tokens added around them: (B, n + extra)."""
-        ids = torch.as_tensor(ids, dtype=torch.long)
-        B = ids.shape[0]
-        return torch.cat([torch.tensor(self._prefix, dtype=torch.long).expand(B, -1), ids,
-                          torch.tensor(self._suffix, dtype=torch.long).expand(B, -1)], 1)
+        return self._wrap(torch.as_tensor(ids, dtype=torch.long))[0].cpu()
 
     def encode_words(self, words):
         enc = self.tokenizer(list(words), is_split_into_words=True, add_special_tokens=False)
@@ -124,13 +262,30 @@ class HFMaskedLM(MaskedLM):
             pieces[w].append(p)
         return ids, pieces
 
+    def encode_text(self, text: str) -> tuple[list[int], list[list[int]], list[str]]:
+        """Token ids, the pieces of each word, and the words of a plain string, as the tokenizer splits it
+        (a slow tokenizer, which keeps no offsets: at white space)."""
+        if not getattr(self.tokenizer, "is_fast", False):
+            return super().encode_text(text)
+        enc = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+        ids, pieces, words, spans = enc["input_ids"], [], [], []
+        last = None
+        for p, (w, (a, b)) in enumerate(zip(enc.word_ids(), enc["offset_mapping"])):
+            if w is None:
+                continue
+            if w != last:
+                pieces.append([]), spans.append([a, b])
+                last = w
+            pieces[-1].append(p)
+            spans[-1][1] = b
+        words = [text[a:b] for a, b in spans]
+        return ids, pieces, words
+
     def hidden_states(self, ids) -> tuple:
         """All layers' hidden states for rows of content ids (B, n): tuple of (B, n, H), specials dropped."""
         ids = torch.as_tensor(ids, dtype=torch.long)
-        B = ids.shape[0]
-        full = torch.cat([torch.tensor(self._prefix).expand(B, -1), ids, torch.tensor(self._suffix).expand(B, -1)], 1)
-        with torch.inference_mode():
-            hs = self._base(input_ids=full.to(self.device), output_hidden_states=True).hidden_states
+        with threads.limited(threads.is_large(self)), torch.inference_mode():
+            hs = self._base(input_ids=self._wrap(ids)[0], output_hidden_states=True).hidden_states
         a, b = len(self._prefix), len(self._prefix) + ids.shape[1]
         return tuple(h[:, a:b].float().cpu() for h in hs)
 
@@ -141,26 +296,20 @@ def check_masked_lm(name_or_path: str) -> None:
     Reads only the configuration and the tokenizer (no weights): is the model there (locally
     or in the Hugging Face cache), is its architecture a masked LM, has its tokenizer a mask token?
     """
-    from transformers import AutoConfig, AutoTokenizer
+    from transformers import AutoConfig
     from transformers.models.auto.modeling_auto import MODEL_FOR_MASKED_LM_MAPPING_NAMES
 
-    local = Path(name_or_path).expanduser()
-    if str(name_or_path).startswith((".", "/", "~")) and not local.exists():
-        raise ModelLoadError(f"model path {name_or_path!r} does not exist; give a directory written by "
-                             f"save_pretrained() or a Hugging Face model name such as bert-base-uncased")
-    _check_local(name_or_path, local)
-    src = str(local) if local.exists() else str(name_or_path)
-    kw = {"local_files_only": True} if hf_offline() and not local.exists() else {}
-    try:
-        config = AutoConfig.from_pretrained(src, **kw)
-        tok = AutoTokenizer.from_pretrained(src, **kw)
-    except (OSError, ValueError):
-        raise ModelLoadError(
-            f"cannot load model {name_or_path!r}: not a local directory and not in the Hugging Face cache "
-            f"(offline?) — download it once with network or pass a local path") from None
+    src, local = _source(name_or_path)
+    kw = {"local_files_only": True} if hf_offline() and not local else {}
+    with _quiet_transformers():
+        try:
+            config = AutoConfig.from_pretrained(src, **kw)
+        except (OSError, ValueError) as e:
+            raise (_damaged(src, local, "configuration (config.json)", e) if local else _not_found(src)) from None
+        tokenizer = _load_tokenizer(src, local, kw)
     if config.model_type not in MODEL_FOR_MASKED_LM_MAPPING_NAMES:
         raise ModelLoadError(f"{name_or_path!r} is a {config.model_type} model, not a masked language model; "
                              f"use an encoder such as bert-base-uncased or roberta-base")
-    if tok.mask_token_id is None:
+    if tokenizer.mask_token_id is None:
         raise ModelLoadError(f"the tokenizer of {name_or_path!r} has no mask token, so it cannot be queried as a "
                              f"masked LM; use a model trained with [MASK] (BERT, RoBERTa, ...)")

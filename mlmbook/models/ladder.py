@@ -13,32 +13,28 @@ against it. Every rung is trained once and cached like the default model
 (:func:`~mlmbook.models.cache.load_or_train`); the top rung *is* the default model of the
 profile, so its snapshots cost nothing extra.
 
+>>> from mlmbook import compare
 >>> from mlmbook.models import ladder
 >>> for rung in ladder.rungs("quick"):                              # doctest: +SKIP
-...     lm, kl = ladder.load(rung), ladder.kl_to_truth(rung)
+...     lm, kl = ladder.load(rung), compare.rung_kl(rung)
+
+The label itself is an analysis of the model against the truth, so it lives above the model
+layer, in :func:`mlmbook.compare.rung_kl`.
 
 The smallest size is also trained with :data:`SEEDS` seeds (:func:`seed_rungs`), so a chapter
 can show an interval over training seeds where training is cheap.
 """
 from __future__ import annotations
 
-import json
-import os
-import tempfile
 from dataclasses import dataclass, replace
 
-import numpy as np
-
-from ..compare import kl_to_truth as _kl_to_truth
-from ..paths import cache_dir
-from ..toy.grammar import Grammar
 from . import maelm
 from .base import MaskedLM
 from .cache import load_or_train
 from .hf import HFMaskedLM
 from .train import PRESETS, TrainConfig
 
-__all__ = ["Rung", "LADDERS", "SEEDS", "VERDICT_SEEDS", "rungs", "seed_rungs", "load", "kl_to_truth", "KL_SENTENCES"]
+__all__ = ["Rung", "LADDERS", "SEEDS", "VERDICT_SEEDS", "rungs", "seed_rungs", "load", "snapshot_path", "KL_SENTENCES"]
 
 LADDERS = {
     "quick": dict(sizes=(16, 32), steps=400),
@@ -56,7 +52,7 @@ quick model trains in about a minute, a full one in five and a half, so the full
 its one model (chapter 1 says so)."""
 
 KL_SENTENCES = 60
-"""Held-out sentences on which a rung's KL to the truth is measured."""
+"""Held-out sentences on which a rung's KL to the truth is measured (:func:`mlmbook.compare.rung_kl`)."""
 
 
 @dataclass(frozen=True)
@@ -124,7 +120,8 @@ def _entry(rung: Rung):
     return load_or_train("toy", preset=rung.config, seed=rung.seed, kind=rung.kind)
 
 
-def _snapshot_path(rung: Rung):
+def snapshot_path(rung: Rung):
+    """The directory of the rung's weights (a snapshot of a cache entry, or the entry itself)."""
     entry = _entry(rung)
     if rung.fraction == 1.0:
         return entry.path
@@ -138,28 +135,7 @@ def _snapshot_path(rung: Rung):
 
 def load(rung: Rung) -> MaskedLM:
     """The rung's model behind the :class:`MaskedLM` interface (trained on first use, then cached)."""
-    path = _snapshot_path(rung)
+    path = snapshot_path(rung)
     if rung.kind == "maelm":
         return maelm.load(path, name=rung.label)
-    return HFMaskedLM(path, name=rung.label)
-
-
-def kl_to_truth(rung: Rung, n_sentences: int = KL_SENTENCES) -> float:
-    """Mean single-site KL(truth ‖ rung) in nats on held-out toy sentences (computed once, then cached)."""
-    path = _snapshot_path(rung)
-    key = f"{path.parent.parent.name}-{path.name}" if rung.fraction != 1.0 else path.name   # entry-step_N
-    memo = cache_dir() / "ladder" / f"{key}-kl{n_sentences}.json"
-    if memo.exists():
-        try:
-            return float(json.loads(memo.read_text())["kl"])
-        except (OSError, ValueError, KeyError):
-            memo.unlink(missing_ok=True)                 # unreadable: measure again
-    grammar = Grammar.load("toy")
-    sentences = [s.words for s in grammar.sample(n_sentences, seed=424_242)]
-    kl = float(np.mean(np.concatenate(_kl_to_truth(grammar, load(rung), sentences))))
-    memo.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=memo.parent, prefix=f".{memo.name}.")
-    with os.fdopen(fd, "w") as fh:
-        json.dump({"kl": kl, "rung": rung.name, "sentences": n_sentences}, fh)
-    os.replace(tmp, memo)
-    return kl
+    return HFMaskedLM.from_pretrained(path, name=rung.label)

@@ -3,14 +3,13 @@ from __future__ import annotations
 
 import torch
 
-from .. import threads
 from ..toy.vocab import SPECIAL_TOKENS
-from .base import MaskedLM
+from .base import MaskedLMBase
 
 __all__ = ["TruthOracle"]
 
 
-class TruthOracle(MaskedLM):
+class TruthOracle(MaskedLMBase):
     """The toy language's exact conditionals behind the :class:`MaskedLM` interface.
 
     Logits are exact log-probabilities given the unmasked positions (other masked positions
@@ -23,7 +22,7 @@ class TruthOracle(MaskedLM):
     _inference_mode = False
 
     def __init__(self, grammar):
-        threads.apply()                                  # small tensors: one thread (mlmbook.threads)
+        """Wrap a :class:`~mlmbook.toy.Grammar` (no I/O, no global state; threads are set per call)."""
         self.grammar = grammar
         self.name = f"truth[{grammar.name}]"
         self.vocab = SPECIAL_TOKENS + list(grammar.vocab)
@@ -32,7 +31,7 @@ class TruthOracle(MaskedLM):
         self.max_length = grammar.max_length
         self._offset = len(SPECIAL_TOKENS)
 
-    def _logits_chunk(self, ids, positions):
+    def _logits_chunk(self, ids, positions, lengths=None):
         masked = ids == self.mask_id
         if (ids[~masked] < self._offset).any():
             raise ValueError("the truth oracle only knows the toy vocabulary: found a special or unknown token")

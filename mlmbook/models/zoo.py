@@ -52,6 +52,9 @@ class Job:
 
     def grammar_object(self):
         from ..toy.grammar import Grammar
+        from ..toy.treemrf import TreeMRF, is_treemrf
+        if is_treemrf(self.grammar):                 # chapter 1's positive control (a Grammar too)
+            return TreeMRF.load(self.grammar)
         return Grammar.load(self.grammar, topic=self.topic) if self.topic else Grammar.load(self.grammar)
 
     def run(self) -> str:
@@ -75,7 +78,9 @@ class Job:
         from .hf import HFMaskedLM
         entry = self.entry()
         label = self.name or self.describe()
-        return maelm.load(entry.path, name=label) if self.kind == "maelm" else HFMaskedLM(entry.path, name=label)
+        if self.kind == "maelm":
+            return maelm.load(entry.path, name=label)
+        return HFMaskedLM.from_pretrained(entry.path, name=label)
 
 
 def default_models(profile: str, seeds=(0,)) -> list[Job]:
@@ -92,23 +97,143 @@ def chapter0(profile: str) -> list[Job]:
 
 
 def chapter1(profile: str) -> list[Job]:
-    return []
+    """Chapter 1's knob and control models, all of the ladder's largest small size (hidden 64, 1,500
+    steps in the full profile; hidden 32, 400 steps in the quick one), seed 0:
+
+    * ``"selection <s>"`` for s in 0, 0.5, 1: the toy language with the ``selection`` knob
+      (:mod:`mlmbook.toy.knobs`); ``"selection 1"`` *is* that ladder rung, and the random-mask
+      baseline of the cloze model;
+    * ``"control"``: the tree-structured MRF world (:mod:`mlmbook.toy.treemrf`);
+    * ``"cloze nsubj"``: the toy language with cloze-like masks, only subjects masked
+      (``mask_only=("nsubj",)``), for as many steps as the baseline.
+
+    Full profile: four new models of about 30 s each on one core.
+    """
+    from dataclasses import replace
+
+    from .ladder import LADDERS, rungs
+    base = next(r for r in rungs(profile) if r.hidden == max(LADDERS[profile]["sizes"])).config
+    jobs = [Job("toy" if s == 1 else f"toy[selection={s:g}]", None, base, 0, name=f"selection {s:g}")
+            for s in (0, 0.5, 1)]
+    jobs.append(Job("treemrf", None, base, 0, name="control"))
+    jobs.append(Job("toy", None, replace(base, mask_only=("nsubj",)), 0, name="cloze nsubj"))
+    return jobs
+
+
+SMOOTHING = {"quick": (0.1,), "full": (0.01, 0.1)}
+"""Chapter 2's settings of the ``smoothing`` knob (:mod:`mlmbook.toy.knobs`) with a trained MLM;
+the setting 0 is the ladder's rung of the same size (:func:`chapter2`)."""
 
 
 def chapter2(profile: str) -> list[Job]:
-    return []
+    """Chapter 2's soft-zeros models: one MLM per setting ε of :data:`SMOOTHING`, named
+    ``"smoothing <ε>"``, with exactly the configuration of the ladder's second size (hidden 64 and
+    1500 steps in the full profile, hidden 32 and 400 steps in the quick one), so that the ladder's
+    rung of that size is the model at ε = 0 and the knob is the only difference. Full profile: two
+    models of about 35 s each on one core; quick: one of about 10 s.
+    """
+    from .ladder import rungs
+
+    config = rungs(profile)[1].config
+    return [Job(f"toy[smoothing={eps:g}]", None, config, 0, name=f"smoothing {eps:g}") for eps in SMOOTHING[profile]]
+
+
+CH3_NOISE = (0.0, 0.1, 0.3)
+"""Chapter 3's noise knob: shares of training words replaced by a random word (``TrainConfig(noise=...)``)."""
 
 
 def chapter3(profile: str) -> list[Job]:
-    return []
+    """Chapter 3's span model and its noise knob.
+
+    ``"span"``: the profile's default MLM trained with span masking (``span=3.0``: runs of mean
+    length 3, the same 15 % of tokens, steps and width) — the infilling objective of the paper's
+    T5/UL2 models. ``"noise <η>"``: a small MLM (the ladder's middle width, hidden 64 in full and 32
+    in quick, its steps) trained on a noisier language, each word replaced by a random one with
+    probability η (η = 0 is that ladder rung itself). Full profile: the span model trains as long as
+    the default model (205 s measured), the two noise models under a minute together (stacked).
+    """
+    from dataclasses import replace
+
+    from . import ladder
+
+    width = {"quick": 32, "full": 64}[profile]
+    small = next(r.config for r in ladder.rungs(profile) if r.hidden == width)
+    jobs = [Job("toy", None, replace(PRESETS[profile], span=3.0, checkpoints=()), 0, name="span")]
+    jobs += [Job("toy", None, replace(small, noise=eta), 0, name=f"noise {eta:g}") for eta in CH3_NOISE]
+    return jobs
+
+
+CH4_KNOB = {
+    "quick": dict(hidden=32, steps=400, rates=(0.15, 0.45), split_rate=0.45, seeds=(0, 1, 2), longer=1.25),
+    "full": dict(hidden=48, steps=800, rates=(0.15, 0.3, 0.45, 0.6), split_rate=0.45, seeds=(0, 1, 2), longer=1.25),
+}
+"""Chapter 4's knob, the share of ``[MASK]`` in pretraining inputs, per profile: the width and steps
+of its small models, the selection rates trained with BERT's 80/10/10 split, the one rate also
+trained with the 100/0/0 split, the seeds, and how many times longer the fit-matched MAE-LM trains."""
 
 
 def chapter4(profile: str) -> list[Job]:
-    return []
+    """Chapter 4's knob and controls, all at one small width (:data:`CH4_KNOB`), for each seed:
+
+    * ``"knob <kind> r<rate> <split> s<seed>"``: an MLM and an MAE-LM (``kind`` ``mlm`` / ``maelm``)
+      at each selection rate ``r`` with the 80/10/10 split (``split`` ``80-10-10``), and at one rate
+      with the 100/0/0 split (``100-0-0``): the ``[MASK]`` share of the input is 0.8 r or r;
+    * ``"deep mlm s<seed>"``: an MLM with one more layer at the default setting (r = 0.15, 80/10/10),
+      as deep as MAE-LM's encoder and decoder together;
+    * ``"long maelm s<seed>"``: MAE-LM at the default setting trained ``longer`` times the steps (to
+      the MLM's fit);
+    * ``"default <kind> s<seed>"``: the profile's default MLM and MAE-LM at seeds 0, 1 and 2 (seed 0
+      is also the book's default pair), so that the chapter's default pair has three pretraining seeds.
+    """
+    from dataclasses import replace
+
+    k = CH4_KNOB[profile]
+    h = k["hidden"]
+    base = TrainConfig(hidden=h, layers=2, heads=max(1, h // 16), intermediate=4 * h, steps=k["steps"], batch=64,
+                       lr=3e-3, n_eval=60, eval_every=k["steps"], checkpoints=())
+    settings = [(r, (0.8, 0.1, 0.1)) for r in k["rates"]] + [(k["split_rate"], (1.0, 0.0, 0.0))]
+    jobs = []
+    for seed in k["seeds"]:
+        for kind in ("mlm", "maelm"):
+            for rate, split in settings:
+                tag = "-".join(f"{100 * a:.0f}" for a in split)
+                jobs.append(Job("toy", None, replace(base, mask_rate=rate, replace=split), seed, kind,
+                                name=f"knob {kind} r{rate:.2f} {tag} s{seed}"))
+        jobs.append(Job("toy", None, replace(base, layers=3), seed, "mlm", name=f"deep mlm s{seed}"))
+        long_steps = int(k["longer"] * k["steps"])
+        jobs.append(Job("toy", None, replace(base, steps=long_steps, eval_every=long_steps), seed, "maelm",
+                        name=f"long maelm s{seed}"))
+    for seed in (0, 1, 2):
+        for kind in ("mlm", "maelm"):
+            jobs.append(Job("toy", None, PRESETS[profile], seed, kind, name=f"default {kind} s{seed}"))
+    return jobs
 
 
 def chapter5(profile: str) -> list[Job]:
-    return []
+    """Chapter 5's topic-world MLMs: the plateau at the default topic preset, and a ladder of
+    MLMs behind the wall (width × steps, the default topic preset among them).
+
+    Names: ``"plateau"`` and ``"wall h<hidden> s<steps>"``; the rung at the default topic preset
+    is also the chapter's ``"wall"`` model. Each rung's fit (KL to the truth) is reported by the
+    chapter. Full profile: about five minutes of training in all on one core.
+    """
+    from dataclasses import replace
+
+    from .train import preset_for
+    base = PRESETS[preset_for("toy_topic", profile)]
+
+    def cfg(hidden: int, steps: int) -> TrainConfig:
+        if (hidden, steps) == (base.hidden, base.steps):
+            return base
+        return replace(base, hidden=hidden, heads=max(1, hidden // 32), intermediate=4 * hidden, steps=steps,
+                       eval_every=max(100, steps // 4), checkpoints=())
+
+    rungs = {"quick": [(32, 500), (base.hidden, base.steps)],
+             "full": [(32, 2000), (64, 2000), (base.hidden, base.steps), (64, 6000)]}[profile]
+    jobs = [Job("toy", "plateau", base, 0, name="plateau")]
+    jobs += [Job("toy", "wall", cfg(h, s), 0, name=f"wall h{h} s{s}") for h, s in rungs]
+    return jobs
+
 
 
 CHAPTER_MODELS: dict[int, Callable[[str], list[Job]]] = {

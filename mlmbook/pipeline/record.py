@@ -27,6 +27,8 @@ import os
 import tempfile
 from pathlib import Path
 
+from ..errors import notice  # re-exported: the one-line notice lives with the errors
+
 __all__ = ["record", "recorded", "load_results", "load_not_measured", "results_path", "not_measured",
            "notice", "NOT_MEASURED", "NOT_MEASURED_KEY"]
 
@@ -215,17 +217,3 @@ def not_measured(*keys: str, sentence: str = NOT_MEASURED, value=None) -> None:
         _glue(key, sentence)
     if path is not None and keys:
         _write_atomic(path, data)
-
-
-def notice(message: str) -> None:
-    """Print a one-line notice on the page (the cell's stderr) *and* on the build's terminal.
-
-    Inside a kernel ``sys.stderr`` is the cell's output; the kernel process's own stderr
-    (``sys.__stderr__``) is the terminal the build runs in.
-    """
-    import sys
-
-    print(message, file=sys.stderr, flush=True)
-    terminal = sys.__stderr__
-    if terminal is not None and terminal is not sys.stderr:
-        print(message, file=terminal, flush=True)

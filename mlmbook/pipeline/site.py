@@ -446,8 +446,7 @@ def _shift_numbers(app, env) -> list:
     Runs after Sphinx assigned section and figure numbers (``env-get-updated``): shifts the
     chapter part of every section number (the sidebar, page titles) and of every figure,
     table, code-block, equation and exercise number, so chapter ``00_toy_world`` shows
-    "0 The toy world" and its first figure "Figure 0.1" — from its file name, so a partial build
-    that leaves chapters out never renumbers the others.
+    "0 The toy world" and its first figure "Figure 0.1" (from its file name: partial builds too).
     """
     from docutils import nodes
 

@@ -101,3 +101,136 @@ def apply_pcfg(pcfg, knobs: dict):
         if KNOBS[k].pcfg is not None:
             pcfg = KNOBS[k].pcfg(pcfg, v)
     return pcfg
+
+
+# ================================================================================ chapter 2
+# smoothing: soft zeros instead of exact ones. The toy language forbids many word pairs outright
+# (a noun the verb does not select, a plural noun with a singular verb): exact zeros that split a
+# two-site table into blocks no conditional can weigh against each other (chapter 2). Mixing each
+# preterminal's words with a uniform share over the words of the same part of speech keeps every
+# tree and every part-of-speech sequence of the language, and turns each lexical zero into a
+# small positive probability.
+
+def _pos_of(name: str) -> str:
+    """The part of speech of a preterminal, from its name: ``"N_human_sg"`` -> ``"N"``."""
+    return name.split("_", 1)[0]
+
+
+def _smooth_emissions(pcfg, value: float):
+    r"""The PCFG with every preterminal's emissions mixed with the uniform over its part of speech:
+
+    .. math:: e'_A(w) = (1-\varepsilon)\, e_A(w) + \varepsilon\, \frac{[w \in W_{\mathrm{pos}(A)}]}{|W_{\mathrm{pos}(A)}|},
+
+    :math:`W_{\mathrm{pos}}` the words any preterminal of that part of speech emits (in any topic).
+    """
+    import numpy as np
+
+    from .pcfg import PCFG
+
+    E = np.array(pcfg.emissions, dtype=float)
+    groups: dict[str, list[int]] = {}
+    for a in pcfg.preterminals:
+        groups.setdefault(_pos_of(pcfg.nonterminals[a]), []).append(int(a))
+    for members in groups.values():
+        words = E[:, members, :].sum(axis=(0, 1)) > 0
+        uniform = words / words.sum()
+        E[:, members, :] = (1 - value) * E[:, members, :] + value * uniform
+    return PCFG(list(pcfg.nonterminals), pcfg.start, list(pcfg.binary), list(pcfg.unary), E,
+                np.array(pcfg.topic_prior), list(pcfg.vocab))
+
+
+knob("smoothing",
+     "Share ε of each preterminal's emissions spread uniformly over the words of its part of speech: "
+     "every lexical zero (a verb's unselected noun class, a disagreeing number) becomes a soft zero; "
+     "trees and part-of-speech sequences are unchanged. 0 = the toy language (chapter 2).",
+     neutral=0.0, low=0.0, high=1.0, pcfg=_smooth_emissions)
+
+
+# ================================================================================ chapter 1
+# selection: how much syntax leaves a statistical trace. Heads select the classes of their
+# dependents: a verb its subject's and object's noun class, an adjective the class of its noun,
+# "with" the class of its object. The knob mixes each of these choices with a choice that
+# ignores the head: 1 = the toy language, 0 = no selection at all (agreement in number stays).
+
+def _select(spec: dict, value: float) -> dict:
+    r"""The schema with every selectional preference mixed with a head-blind choice:
+
+    .. math:: p_s(c \mid h) = s\, p(c \mid h) + (1 - s)\, \bar p(c),
+
+    for a verb's frame given its subject's class (:math:`\bar p` the frames' own weights), an
+    object's class given the frame, an adjective given its noun's class and the class of the
+    object of *with* (:math:`\bar p` uniform over the classes, resp. adjectives).
+    """
+    import copy
+
+    s = float(value)
+    spec = copy.deepcopy(spec)
+    classes = list(spec["nouns"])
+    frames = spec["verbs"]
+    weight = {f: float(fr["weight"]) for f, fr in frames.items()}
+    prior = {f: w / sum(weight.values()) for f, w in weight.items()}
+    subjects = list(spec["subject"])
+    given = {}
+    for c in subjects:                                   # p(frame | subject class) at s = 1
+        w = {f: weight[f] * fr["subject"].get(c, 0) for f, fr in frames.items()}
+        total = sum(w.values())
+        given[c] = {f: x / total for f, x in w.items()} if total else dict(prior)
+    for f, fr in frames.items():
+        fr["subject"] = {c: (s * given[c][f] + (1 - s) * prior[f]) / weight[f] for c in subjects}
+        if fr.get("object"):
+            total = sum(fr["object"].values())
+            fr["object"] = {c: s * fr["object"].get(c, 0) / total + (1 - s) / len(classes) for c in classes}
+    adjectives = spec["adjectives"]
+    per_class = {c: sum(likes.get(c, 0) for likes in adjectives.values()) for c in classes}
+    for likes in adjectives.values():
+        for c in classes:
+            own = likes.get(c, 0) / per_class[c] if per_class[c] else 1 / len(adjectives)
+            likes[c] = s * own + (1 - s) / len(adjectives)
+    if spec.get("with_objects"):
+        total = sum(spec["with_objects"].values())
+        spec["with_objects"] = {c: s * spec["with_objects"].get(c, 0) / total + (1 - s) / len(classes)
+                                for c in classes}
+    return spec
+
+
+knob("selection",
+     "How strongly heads select the classes of their dependents (a verb its subject's and object's noun "
+     "class, an adjective its noun's, 'with' its object's): each choice is mixed with a head-blind one, "
+     "p_s(c | h) = s p(c | h) + (1 - s) p̄(c). 1 = the toy language, 0 = no selection; number agreement "
+     "stays (chapter 1).",
+     neutral=1.0, low=0.0, high=1.0, spec=_select)
+
+
+# ================================================================================ chapter 3
+# word_noise: the language a model trained with TrainConfig(noise=η) learns. Each token is
+# replaced, with probability η, by a word drawn uniformly from the vocabulary (the labels are the
+# noisy tokens), and since every word is emitted by a preterminal independently given the tree,
+# that noisier language is again a PCFG — the same rules, emissions mixed with the uniform. Its
+# exact conditionals are a model's best possible answers after such training: a coherent joint
+# that is *not* the toy language, so headroom to the truth with no inconsistency at all.
+
+def _word_noise(pcfg, value: float):
+    r"""The PCFG whose sentences are the toy language's with each word replaced, with probability
+    :math:`\eta`, by a uniformly random word of the vocabulary :math:`W`:
+
+    .. math:: e'_A(w) = (1-\eta)\, e_A(w) + \frac{\eta}{|W|} \quad \text{for every preterminal } A.
+
+    (Replacing ``x_i`` by a uniform word :math:`u` gives :math:`\tilde x_i = w` with probability
+    :math:`(1-\eta)[x_i = w] + \eta/|W|`, independently per position, so the emissions mix.)
+    """
+    import numpy as np
+
+    from .pcfg import PCFG
+
+    E = np.array(pcfg.emissions, dtype=float)
+    pre = np.asarray(pcfg.preterminals)
+    E[:, pre, :] = (1 - value) * E[:, pre, :] + value / E.shape[2]
+    return PCFG(list(pcfg.nonterminals), pcfg.start, list(pcfg.binary), list(pcfg.unary), E,
+                np.array(pcfg.topic_prior), list(pcfg.vocab))
+
+
+knob("word_noise",
+     "Share η of the words replaced by a uniformly random word of the vocabulary: the noisier language "
+     "that TrainConfig(noise=η) trains on (emissions (1-η) e_A(w) + η/|W|; rules unchanged). "
+     "0 = the toy language (chapter 3).",
+     neutral=0.0, low=0.0, high=1.0, pcfg=_word_noise)

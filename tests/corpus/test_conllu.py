@@ -95,8 +95,14 @@ def test_find_treebank(monkeypatch, tmp_path):
         find_treebank("nowhere.conllu")
     assert isinstance(err.value, TreebankError)
     msg = str(err.value)
-    assert "\n" not in msg and "nowhere.conllu" in msg and "UD_English-EWT" in msg
+    # a mistyped name is told to check the name, not to download UD English EWT
+    assert "\n" not in msg and "nowhere.conllu" in msg and "check the name" in msg and "UD_English-EWT" not in msg
     assert str(tmp_path) in msg
+    monkeypatch.setenv("MLMBOOK_DATA", str(tmp_path / "none"))
+    monkeypatch.setattr("mlmbook.corpus.conllu.data_dirs", lambda sub: [tmp_path / "none"])
+    with pytest.raises(FileNotFoundError) as err:
+        find_treebank("test")                       # UD English EWT, which the reader may not have yet
+    assert "UD_English-EWT" in str(err.value) and "\n" not in str(err.value)
 
 
 def test_load_treebank():

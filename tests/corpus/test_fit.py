@@ -13,7 +13,7 @@ TINY = Path(__file__).parent.parent / "fixtures" / "tiny.conllu"
 @pytest.fixture(scope="module")
 def toy_lm(toy_bert):
     from mlmbook.models.hf import HFMaskedLM
-    return HFMaskedLM(toy_bert, name="toy")
+    return HFMaskedLM.from_pretrained(toy_bert, name="toy")
 
 
 def test_toy_vocabulary_on_english_is_mostly_unknown(toy_lm):
@@ -42,7 +42,7 @@ def test_check_fit_stops_or_warns(toy_lm, capsys):
 
 def test_subword_model_knows_english_pieces(wordpiece_bert):
     from mlmbook.models.hf import HFMaskedLM
-    lm = HFMaskedLM(wordpiece_bert)
+    lm = HFMaskedLM.from_pretrained(wordpiece_bert)
     english = read_conllu(TINY)
     fit = check_fit(lm, english, model="wp", treebank="tiny.conllu")  # letters are pieces: nothing unknown
     assert fit.n_pieces > fit.n_words and fit.share <= 0.10

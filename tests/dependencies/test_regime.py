@@ -1,46 +1,67 @@
-"""The regime map's bookkeeping: verdicts, summaries and recorded keys on synthetic counts."""
+"""The regime map's bookkeeping on synthetic counts: verdicts by the book's rule, and the text."""
 import numpy as np
 import pytest
 
+from mlmbook import stats
 from mlmbook.dependencies import regime
 
+FAMILY = stats.Family("test", size=10)
 
-def _counts(rate, n=20, gold=5, seed=0):
+
+def _counts(rate, n=40, gold=5, seed=0):
     rng = np.random.default_rng(seed)
     return rng.binomial(gold, rate, size=n), np.full(n, gold)
 
 
-def test_verdict_rule():
-    assert regime.verdict(0.01, 0.2, 10) == "above"
-    assert regime.verdict(-0.2, -0.01, 10) == "below"
-    assert regime.verdict(-0.1, 0.1, 10) == regime.LEVEL
-    assert regime.verdict(0.01, 0.2, 4) == regime.LEVEL          # too few sentences
-
-
-def test_compare_to_truth_pairs_the_sentences():
+def test_compare_to_truth_pairs_the_sentences_and_uses_the_family():
     truth = _counts(0.9)
-    far = {m: _counts(0.2, seed=1) for m in regime.METHODS}
-    pts = regime.compare_to_truth("h16", 2.0, far, truth)
-    for p in pts:
-        assert p.lo <= p.uuas <= p.hi
-        assert p.diff == pytest.approx(p.uuas - truth[0].sum() / truth[1].sum())
-        assert p.verdict == "below"
-    same = {m: truth for m in regime.METHODS}
-    assert all(p.verdict == regime.LEVEL and p.diff == 0 for p in regime.compare_to_truth("h", 0.1, same, truth))
+    far = [{m: _counts(0.2, seed=1) for m in regime.METHODS}]
+    for p in regime.compare_to_truth("h16", 2.0, far, truth, FAMILY):
+        v = p.versus_truth
+        assert v.side == "below" and v.interval.level == FAMILY.level and v.family == "test"
+        assert v.interval.estimate == pytest.approx(p.uuas.estimate - truth[0].sum() / truth[1].sum())
+        assert p.uuas.low <= p.uuas.estimate <= p.uuas.high and p.n_seeds == 1
+        assert not stats.check_record(v.to_record())
+    same = [{m: truth for m in regime.METHODS}]
+    for p in regime.compare_to_truth("h", 0.1, same, truth, FAMILY):
+        assert p.versus_truth.side == "indistinguishable" and p.versus_truth.interval.estimate == 0
+        assert np.isfinite(p.versus_truth.detectable) and p.versus_truth.detectable > 0
 
 
-def test_record_map_states_what_the_numbers_say():
+def test_several_seeds_give_a_hierarchical_interval():
+    truth = _counts(0.6, seed=9)
+    seeds = [{m: _counts(r, seed=s) for m in regime.METHODS} for s, r in ((1, 0.55), (2, 0.7), (3, 0.5))]
+    (p, _) = regime.compare_to_truth("h16", 1.0, seeds, truth, FAMILY)
+    assert p.n_seeds == 3 and p.uuas.seeds == 3 and p.versus_truth.interval.seeds == 3
+    assert "hierarchical" in p.versus_truth.interval.method
+    one = regime.compare_to_truth("h16", 1.0, seeds[:1], truth, FAMILY)[0]
+    assert one.versus_truth.interval.seeds == 1
+
+
+def test_record_map_states_what_the_verdicts_say():
     truth = _counts(0.8)
-    pts = []
-    for name, kl, rate, s in [("h16", 2.0, 0.2, 0), ("h16", 1.9, 0.25, 1), ("h16", 1.95, 0.2, 2),
-                              ("h64@30%", 1.0, 0.5, 0), ("h64", 0.3, 0.8, 0)]:
-        c = {m: (_counts(rate, seed=3 + s) if rate != 0.8 else truth) for m in regime.METHODS}
-        pts += regime.compare_to_truth(name, kl, c, truth, rung_seed=s)
+    pts = regime.compare_to_truth("h16", 2.0, [{m: _counts(0.2, seed=3 + s) for m in regime.METHODS}
+                                               for s in range(3)], truth, FAMILY)
+    pts += regime.compare_to_truth("h64@30%", 1.0, [{m: _counts(0.5, seed=7) for m in regime.METHODS}], truth, FAMILY)
+    pts += regime.compare_to_truth("h64", 0.3, [{m: truth for m in regime.METHODS}], truth, FAMILY)
     rec = {}
-    out = regime.record_map(pts, 0.8, 20, rec.__setitem__)
-    assert rec["regime_lowest"] == "h16" and rec["regime_highest"] == "h64"
-    assert rec["regime_n_seeds"] == 3 and len(rec["regime_seed_mlm_uuas"]) == 3
-    assert rec["regime_mlm_level"] == ["h64"] and "h16" in rec["regime_mlm_below"]
-    assert rec["regime_mlm_trend"] == "rises"
-    assert "statistically indistinguishable" in out["text"] and rec["regime_text"] == out["text"]
-    assert rec["regime_h64_30_mlm_verdict"] == "below"
+    text = regime.record_map(pts, 0.8, 40, rec.__setitem__)
+    assert rec["regime_rungs"] == ["h16", "h64@30%", "h64"]
+    assert rec["regime_mlm_level"] == ["h64"] and rec["regime_mlm_below"] == ["h16", "h64@30%"]
+    assert rec["regime_h64_30_mlm_vs_truth"].side == "below" and rec["regime_text"] == text
+    assert rec["regime_h16_mlm_n_seeds"] == 3 and "h16 (3 seeds)" in text
+    # every indistinguishable rung is followed by the difference it could have detected
+    assert "h64 (KL 0.30; a difference of" in text
+    # the old text said an interval "contains zero" when it did not: the text now only reads verdicts
+    assert "contains zero" not in text and "rises" not in text
+
+
+def test_the_old_contradiction_cannot_come_back():
+    """Issue 25: the regime text called CPMI's 99 % interval [-0.370, -0.048] one that "contains zero".
+    With the book's rule an interval below zero is a *below* verdict, and the text says so."""
+    iv = stats.Interval(-0.2, -0.370, -0.048, FAMILY.level, "given", 16, 0.08)
+    v = stats.decide(iv, family=FAMILY)
+    p = regime.RungPoint("h128", regime.METHODS[1], 0.06, stats.Interval(0.6, 0.5, 0.7), v)
+    s = regime.summarize([p], regime.METHODS[1])
+    assert s["below"] == ["h128"] and "below the truth's on h128" in s["text"]
+    assert "indistinguishable" not in s["text"]

@@ -11,7 +11,7 @@ import torch
 from scipy.special import logsumexp
 
 from mlmbook import dependencies as dep
-from mlmbook.stats import mutual_information, ratio_bootstrap
+from mlmbook.stats import mutual_information, ratio
 from mlmbook.toy import Grammar
 from tests.fakes import JointOracle, PerturbedOracle, random_joint
 
@@ -33,10 +33,10 @@ class Fake:
         self.special_ids = [base.mask_id]
         self.max_length = base.n
 
-    def logits(self, ids, positions, keep_special=False):
+    def logits(self, ids, positions, full_softmax=False):
         return self.base.logits(ids, positions)
 
-    def log_probs(self, ids, positions, keep_special=False):
+    def log_probs(self, ids, positions, full_softmax=False):
         return torch.log_softmax(self.logits(ids, positions), -1)
 
     def encode_words(self, words):
@@ -169,7 +169,7 @@ def test_pieces_to_words_averages_scored_piece_pairs():
 def test_batched_equals_one_pair_at_a_time(toy_bert, toy):
     """Several sentences in one call give the numbers each pair gets on its own."""
     from mlmbook.models import HFMaskedLM
-    lm = HFMaskedLM(toy_bert)
+    lm = HFMaskedLM.from_pretrained(toy_bert)
     sents = ["the old dog barks .".split(), "mary sees the cat .".split()]
     keep = [[0, 1, 2, 3], [0, 1, 2, 3]]
     grid, cp = dep.cmi_grid(lm, sents, keep), dep.cpmi(lm, sents, keep)
@@ -188,7 +188,7 @@ def test_batched_equals_one_pair_at_a_time(toy_bert, toy):
 
 def test_top_k_grid_equals_full_grid_at_k_equals_v(toy_bert):
     from mlmbook.models import HFMaskedLM
-    lm = HFMaskedLM(toy_bert)
+    lm = HFMaskedLM.from_pretrained(toy_bert)
     sent, keep = ["the old dog barks .".split()], [[0, 1, 2, 3]]
     full = dep.cmi_grid(lm, sent, keep)
     V = len(dep.pieces.non_special(lm))
@@ -203,7 +203,7 @@ def test_top_k_grid_reports_left_out_mass_and_bounds_its_error(toy_bert):
     """K < V: 2K + 1 rows per pair, the mass left out per pair, and each pair's CMI within its
     stated bound of the full grid's (on this model the restricted chain stays on its candidates)."""
     from mlmbook.models import HFMaskedLM
-    lm = HFMaskedLM(toy_bert)
+    lm = HFMaskedLM.from_pretrained(toy_bert)
     sent, keep = ["the old dog barks .".split()], [[0, 1, 2, 3]]
     full = dep.cmi_grid(lm, sent, keep)
     for K in (5, 20):
@@ -243,8 +243,8 @@ def test_decode_breaks_ties_toward_neighbours():
 
 
 def test_paired_uuas_difference_from_counts():
-    """The chapter's paired comparison: ratio_bootstrap with ``minus`` (same resampling for both)."""
+    """The chapter's paired comparison: stats.ratio with ``minus`` (same resampling for both)."""
     c_a, c_b, g = np.array([3, 2, 4, 1]), np.array([2, 2, 3, 1]), np.array([4, 3, 5, 2])
-    diff, lo, hi = ratio_bootstrap(c_a, g, minus=c_b, n_boot=2000, seed=0)
+    diff, lo, hi = ratio(c_a, g, minus=c_b, n_boot=2000, seed=0)
     assert diff == pytest.approx(2 / 14)
     assert 0 <= lo <= diff <= hi                           # a never does worse than b

@@ -201,17 +201,17 @@ def test_uuas_hand_cases():
 
 def test_uuas_interval_from_counts():
     """Corpus UUAS and its interval, as chapter 1 computes them: uuas_counts, then
-    mlmbook.stats.ratio_bootstrap over sentences."""
-    from mlmbook.stats import ratio_bootstrap
+    mlmbook.stats.ratio over sentences."""
+    from mlmbook.stats import ratio
     rng = np.random.default_rng(3)
     n = rng.integers(3, 16, size=300)
     gold = [adjacent_edges(k) for k in n]
     pred = [random_tree_edges(k, rng) for k in n]
     correct, total = uuas_counts(pred, gold)
-    point, lo, hi = ratio_bootstrap(correct, total, n_boot=1000, seed=0)
+    point, lo, hi = ratio(correct, total, n_boot=1000, seed=0)
     assert point == pytest.approx(uuas(pred, gold))
     assert lo < point < hi and hi - lo < 0.1
-    _, lo2, hi2 = ratio_bootstrap(correct[:30], total[:30], n_boot=1000, seed=0)
+    _, lo2, hi2 = ratio(correct[:30], total[:30], n_boot=1000, seed=0)
     assert hi2 - lo2 > hi - lo
 
 

@@ -144,7 +144,7 @@ class FakeOracle:
         self.vocab = [f"w{i}" for i in range(m)] + ["[MASK]"]
         self.V, self.mask_id, self.calls = m + 1, m, []
 
-    def logits(self, ids, positions, keep_special=False):
+    def logits(self, ids, positions, full_softmax=False):
         self.calls.append((tuple(ids.shape), tuple(positions.shape)))
         out = torch.full((*positions.shape, self.V), -np.inf, dtype=torch.float64)
         for r in range(ids.shape[0]):
@@ -211,3 +211,135 @@ def test_ag_warm_start_reaches_the_same_fixed_point(seed):
     zeroed = J.PairConditionals(pc.log_a_given_b, pc.log_b_given_a,
                                 np.where(np.arange(9) < 3, -np.inf, pc.log_a), pc.log_b)
     assert np.abs(np.log(J.ag(zeroed).joint) - np.log(cold.joint)).max() < 1e-5
+
+
+# --------------------------------------------------------------------------- third edition additions
+
+def test_anchor_rescales_conditionals_to_the_mlm_marginals():
+    P = random_joint(6, 8)
+    pc = J.PairConditionals.from_joint(P)
+    assert np.abs(J.anchor(P, pc) - P).max() < 1e-12                # true conditionals, true marginals: exact
+    # blocks: any block weights in the joint, the anchored joint has the marginals' weights
+    Q = np.zeros((6, 6))
+    Q[:3, :3], Q[3:, 3:] = P[:3, :3], P[3:, 3:]
+    Q /= Q.sum()
+    pcq = J.PairConditionals.from_joint(Q)
+    wrong = Q.copy()
+    wrong[:3] *= 5
+    wrong /= wrong.sum()
+    assert np.abs(J.anchor(wrong, pcq) - Q).max() < 1e-12
+    assert np.abs(J.match_blocks(wrong, pcq) - Q).max() < 1e-12
+    # by hand on an incompatible pair: the mean of q(a) p(b|a) and q(b) p(a|b)
+    noisy = perturbed(P, 3)
+    joint = J.ag(noisy).joint
+    qa, qb = np.exp(noisy.log_a), np.exp(noisy.log_b)
+    by_hand = 0.5 * (qa[:, None] * joint / joint.sum(1, keepdims=True) + qb[None, :] * joint / joint.sum(0, keepdims=True))
+    assert np.abs(J.anchor(joint, noisy) - by_hand).max() < 1e-12
+    assert set(J.derive_all(noisy)) == set(J.METHODS)
+
+
+def test_weighted_compatibility_is_the_weighted_least_squares_fit():
+    rng = np.random.default_rng(4)
+    P = random_joint(5, 9)
+    for pc in (perturbed(P, 1), perturbed(random_joint(5, 10, zeros=0.3, full_row=0), 2)):
+        S = np.isfinite(pc.log_a_given_b) & np.isfinite(pc.log_b_given_a)
+        i, j = np.nonzero(S)
+        r = pc.log_a_given_b[S] - pc.log_b_given_a[S]
+        for weighted in (True, False):
+            w = np.exp(pc.log_a)[i] * np.exp(pc.log_b)[j] if weighted else np.ones(len(i))
+            w = w / w.sum()
+            X = np.zeros((len(i), 10))
+            X[np.arange(len(i)), i], X[np.arange(len(i)), 5 + j] = 1, 1
+            fit = np.linalg.lstsq(X * np.sqrt(w)[:, None], r * np.sqrt(w), rcond=None)[0]
+            assert np.isclose(J.compatibility(pc, weighted=weighted), np.sum(w * (r - X @ fit) ** 2), rtol=1e-6)
+    assert J.compatibility(J.PairConditionals.from_joint(P)) < 1e-20
+    # weighting by probability: noise on rows of negligible mass (most of a real grid) barely counts
+    Q = P.copy()
+    Q[:2] *= 1e-6
+    Q /= Q.sum()
+    pc = J.PairConditionals.from_joint(Q)
+    noise = np.zeros(Q.shape)
+    noise[:2] = rng.standard_normal((2, 5))
+    noisy = J.PairConditionals(pc.log_a_given_b + noise, pc.log_b_given_a, pc.log_a, pc.log_b)
+    assert J.compatibility(noisy) < 1e-4 * J.compatibility(noisy, weighted=False)
+
+
+def test_nearest_compatible_is_a_probability_weighted_kl_to_ag():
+    P = random_joint(6, 11)
+    assert J.nearest_compatible(J.PairConditionals.from_joint(P)) < 1e-12
+    pc = perturbed(P, 4)
+    joint = J.ag(pc).joint
+    D = J.PairConditionals.from_joint(joint)
+    qa, qb = np.exp(pc.log_a), np.exp(pc.log_b)
+    by_hand = 0.5 * sum(qb[b] * stats.kl(np.exp(pc.log_a_given_b[:, b]), np.exp(D.log_a_given_b[:, b]))
+                        for b in range(6))
+    by_hand += 0.5 * sum(qa[a] * stats.kl(np.exp(pc.log_b_given_a[a]), np.exp(D.log_b_given_a[a])) for a in range(6))
+    assert np.isclose(J.nearest_compatible(pc), by_hand) and np.isclose(J.nearest_compatible(pc, joint), by_hand)
+    assert J.nearest_compatible(pc, J.naive(pc)) > by_hand            # AG is the nearest (in its own metric)
+
+
+def test_ag_tolerance_below_float64_is_raised_to_the_floor():
+    pc = perturbed(random_joint(6, 12), 5)
+    with pytest.warns(UserWarning, match="below what float64 can reach"):
+        res = J.ag(pc, tol=1e-16)
+    assert res.converged and res.error_bound <= J.TOL_FLOOR
+    with pytest.raises(ValueError, match="positive tolerance"):
+        J.ag(pc, tol=0.0)
+
+
+@pytest.mark.parametrize("heads, i, j, d", [([-1, 0, 0, 1], 0, 1, 1), ([-1, 0, 0, 1], 1, 2, 2),
+                                            ([-1, 0, 0, 1], 3, 2, 3), ([1, -1, 1, 2], 0, 3, 3),
+                                            ([1, -1, 1, 2], 3, 3, 0)])
+def test_tree_distance(heads, i, j, d):
+    assert J.tree_distance(heads, i, j) == d == J.tree_distance(heads, j, i)
+
+
+def test_tree_distance_rejects_a_cycle():
+    with pytest.raises(ValueError, match="cycle"):
+        J.tree_distance([1, 0, -1], 0, 2)
+
+
+def test_block_error_counts_only_mass_between_blocks():
+    P = np.zeros((4, 4))
+    P[:2, :2], P[2:, 2:] = 0.1, 0.15                   # two blocks holding 0.4 and 0.6
+    pc = J.PairConditionals.from_joint(P)
+    n, labels, _ = J.support_blocks(pc)
+    assert n == 2
+    inside = P.copy()
+    inside[0, 0], inside[0, 1] = 0.15, 0.05            # mass moved inside a block: no block error
+    assert J.block_error(P, inside, labels) == 0.0 < J.tv_joint(P, inside)
+    wrong = P.copy()
+    wrong[:2] *= 2
+    wrong /= wrong.sum()                               # block weights 4/7 and 3/7 instead of 0.4 and 0.6
+    assert np.isclose(J.block_error(P, wrong, labels), 4 / 7 - 0.4)
+    assert J.block_error(P, J.hcb(pc), labels) > 0.35  # HCB sees only its pivot's block
+
+
+def test_newton_step_block_solve_matches_the_dense_system():
+    """AG's Newton step solves the (K_A + K_B)-sized system through a Schur complement and Sherman–
+    Morrison; it must give the dense solve's answer (and fall back to it when it cannot)."""
+    import sys
+    step = sys.modules["mlmbook.joints.ag"]._newton_step
+    rng = np.random.default_rng(7)
+    for na, nb in ((5, 7), (30, 30)):
+        u = rng.dirichlet(np.ones(na * nb)).reshape(na, nb)
+        w = rng.random((na, nb))
+        R, C = u / u.sum(1, keepdims=True), u / u.sum(0, keepdims=True)
+        B, Cw = R * (1 - w), C * w
+        da, db = -B.sum(1), -Cw.sum(0)
+        g = np.concatenate([(u * w).sum(1), (u * (1 - w)).sum(0)])
+        F = rng.standard_normal(na + nb) * 1e-3
+        jac = np.zeros((na + nb, na + nb))
+        jac[:na, na:], jac[na:, :na] = B, Cw.T
+        jac[np.arange(na), np.arange(na)] = da
+        jac[np.arange(na, na + nb), np.arange(na, na + nb)] = db
+        jac -= g[None, :]
+        d = step(B, Cw, da, db, g, F)
+        assert np.abs(jac @ d + F).max() < 1e-12 and np.allclose(d, np.linalg.solve(jac, -F), atol=1e-9)
+        # a zero on D_a's diagonal takes the dense path: still the answer
+        da0 = da.copy()
+        da0[0] = 0.0
+        jac0 = jac.copy()
+        jac0[0, 0] = -g[0]
+        d0 = step(B, Cw, da0, db, g, F)
+        assert np.abs(jac0 @ d0 + F).max() < 1e-9

@@ -1,0 +1,143 @@
+r"""Is the family of conditionals consistent (the rectangle test), and where does resampling take a
+sentence (tempered Glauber dynamics)?"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from .. import consistency, queries
+from ..glauber import GlauberSampler
+from .models import as_model, tokens_of
+
+__all__ = ["Rectangles", "rectangle_test", "GlauberRun", "glauber_chains"]
+
+
+@dataclass(frozen=True)
+class Rectangles:
+    r"""The rectangle test on pairs of positions of one text.
+
+    Attributes
+    ----------
+    pairs : ndarray (P, 2)
+        Token positions ``(i, j)``.
+    delta : ndarray (P,)
+        :math:`\Delta` of each pair's most plausible rectangle (its top two tokens at each position,
+        both masked); 0 for any joint distribution.
+    corners : list of (str, str, str, str)
+        The rectangle's tokens ``(a, a', b, b')``.
+    noise_floor : float
+        :math:`|\Delta|` below this is float rounding (:data:`mlmbook.consistency.FLOAT32_NOISE_FLOOR`).
+    """
+
+    pairs: np.ndarray
+    delta: np.ndarray
+    corners: list
+    noise_floor: float
+
+    @property
+    def inconsistent(self) -> np.ndarray:
+        """Per pair: :math:`|\\Delta|` beyond the noise floor, so no joint produced these conditionals."""
+        return np.abs(self.delta) > self.noise_floor
+
+
+def rectangle_test(model, text, pairs=None) -> Rectangles:
+    r"""Young & You's rectangle test: can one joint have produced the model's conditionals at two positions?
+
+    For positions :math:`i, j`, the top two tokens :math:`a, a'` at :math:`i` and :math:`b, b'` at
+    :math:`j` (both masked) span a rectangle, and
+
+    .. math:: \Delta = \log\frac{q(a\mid b)\,q(a'\mid b')}{q(a'\mid b)\,q(a\mid b')}
+                     - \log\frac{q(b\mid a)\,q(b'\mid a')}{q(b'\mid a)\,q(b\mid a')}
+
+    vanishes for every joint distribution (:mod:`mlmbook.consistency`).
+
+    Parameters
+    ----------
+    model : MaskedLM, model name or path
+    text : str or list of words
+    pairs : sequence of (i, j), optional
+        Token positions; default every pair.
+
+    Returns
+    -------
+    Rectangles
+
+    Examples
+    --------
+    >>> import mlmbook
+    >>> lm = mlmbook.load_mlm("toy")                                  # doctest: +SKIP
+    >>> res = mlmbook.rectangle_test(lm, "the farmers feed the cows .", pairs=[(1, 2), (0, 4)])
+    >>> res.delta.shape, res.inconsistent.dtype == bool, len(res.corners[0])
+    ((2,), True, 4)
+    """
+    lm = as_model(model)
+    ids, _, _ = queries.encode_sentence(lm, text)
+    if pairs is None:
+        pairs = [(i, j) for i in range(len(ids)) for j in range(i + 1, len(ids))]
+    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    rect = consistency.top2_rectangles(lm, ids, pairs)
+    corners = [tuple(tokens_of(lm, c)) for c in zip(rect.a, rect.a2, rect.b, rect.b2)]
+    return Rectangles(pairs, np.asarray(rect.delta), corners, consistency.FLOAT32_NOISE_FLOOR)
+
+
+@dataclass(frozen=True)
+class GlauberRun:
+    """Chains of tempered Glauber dynamics from one text.
+
+    Attributes
+    ----------
+    states : LongTensor (steps + 1, chains, n)
+        Token ids after every step, the start first.
+    texts : list of str
+        Each chain's final state, as tokens joined by spaces.
+    temperature : float
+    """
+
+    states: torch.Tensor
+    texts: list
+    temperature: float
+
+    @property
+    def changed(self) -> np.ndarray:
+        """Per chain, the share of positions whose token differs from the start at the end."""
+        return (self.states[-1] != self.states[0]).double().mean(-1).numpy()
+
+
+def glauber_chains(model, text, steps: int = 100, temperature: float = 1.0, chains: int = 4,
+                   seed: int = 0) -> GlauberRun:
+    r"""Run tempered Glauber dynamics: at each step one position per chain is resampled from
+    :math:`q(x_i \mid x_{\setminus i})^{1/T}`, renormalised.
+
+    For more (frozen positions, per-site candidates, couplings) use :class:`mlmbook.glauber.GlauberSampler`.
+
+    Parameters
+    ----------
+    model : MaskedLM, model name or path
+    text : str or list of words
+        The start of every chain.
+    steps : int
+    temperature : float
+    chains : int
+    seed : int
+        Same seed, same model: same chains.
+
+    Returns
+    -------
+    GlauberRun
+
+    Examples
+    --------
+    >>> import mlmbook
+    >>> lm = mlmbook.load_mlm("toy")                                  # doctest: +SKIP
+    >>> run = mlmbook.glauber_chains(lm, "the farmers feed the cows .", steps=20, chains=3)
+    >>> tuple(run.states.shape[:2]), len(run.texts)
+    ((21, 3), 3)
+    """
+    lm = as_model(model)
+    ids, _, _ = queries.encode_sentence(lm, text)
+    sampler = GlauberSampler(lm, temperature=temperature, seed=seed)
+    states = sampler.run(torch.tensor([ids] * chains), steps, progress=False)
+    texts = [" ".join(tokens_of(lm, row)) for row in states[-1]]
+    return GlauberRun(states, texts, float(temperature))

@@ -1,0 +1,97 @@
+r"""Pseudo-log-likelihoods of plain strings or word lists, per sentence or per token."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import queries
+from .models import as_model, tokens_of
+
+__all__ = ["TokenScores", "pll"]
+
+REDUCTIONS = ("sum", "mean")
+
+
+@dataclass(frozen=True)
+class TokenScores:
+    r"""One sentence's PLL terms :math:`\log q(x_t \mid \cdot)` (nats), in token order.
+
+    Attributes
+    ----------
+    tokens : list of str
+        The model's pieces of the sentence.
+    scores : ndarray (len(tokens),)
+    words : list of str
+        The words, as the tokenizer split the text.
+    pieces : list of list of int
+        For each word, the positions of its pieces in ``tokens``.
+    """
+
+    tokens: list
+    scores: np.ndarray
+    words: list
+    pieces: list
+
+    @property
+    def total(self) -> float:
+        """The PLL of the sentence: the sum of the terms."""
+        return float(self.scores.sum())
+
+    def by_word(self) -> np.ndarray:
+        """The terms summed over each word's pieces: (len(words),)."""
+        return np.array([self.scores[p].sum() for p in self.pieces])
+
+
+def pll(model, sentences, variant: str = "token", per_token: bool = False, reduction: str = "sum",
+        full_softmax: bool = True):
+    r"""Pseudo-log-likelihood (Salazar et al. 2020) of each sentence under a masked LM.
+
+    .. math:: \mathrm{PLL}(x) = \sum_{t=1}^{n} \log q(x_t \mid x_{\setminus t})
+
+    Parameters
+    ----------
+    model : MaskedLM, model name or path
+        e.g. ``mlmbook.load_mlm("toy")``, ``"bert-base-uncased"`` or a saved model's folder.
+    sentences : sequence of str or of word lists
+        Plain strings are split as the model's tokenizer splits them.
+    variant : ``"token"`` or ``"word_l2r"``
+        ``"word_l2r"`` (Kauf & Ivanova 2023) masks a piece together with the later pieces of its word.
+    per_token : bool
+        Return every sentence's terms (:class:`TokenScores`) instead of one number per sentence.
+    reduction : ``"sum"`` or ``"mean"``
+        One number per sentence: the PLL, or the mean term per token (minicons' ``reduction``).
+    full_softmax : bool
+        Softmax over the whole vocabulary, special tokens included (the literature's, minicons'),
+        or over words only.
+
+    Returns
+    -------
+    ndarray (len(sentences),), or list of TokenScores with ``per_token``
+
+    Examples
+    --------
+    >>> import mlmbook
+    >>> lm = mlmbook.load_mlm("toy")                                  # doctest: +SKIP
+    >>> scores = mlmbook.pll(lm, ["the farmers near the river often feed the cows ."])
+    >>> scores.shape, bool(scores[0] < 0)
+    ((1,), True)
+    >>> terms = mlmbook.pll(lm, ["the farmers feed the cows ."], per_token=True)[0]
+    >>> len(terms.scores) == len(terms.tokens), bool(abs(terms.total - terms.scores.sum()) < 1e-9)
+    (True, True)
+    >>> mean = mlmbook.pll(lm, ["the farmers feed the cows ."], reduction="mean")[0]
+    >>> bool(abs(mean - terms.total / len(terms.tokens)) < 1e-9)
+    True
+    """
+    if reduction not in REDUCTIONS:
+        raise ValueError(f"unknown reduction {reduction!r}; use one of {', '.join(REDUCTIONS)}")
+    lm = as_model(model)
+    sentences = [sentences] if isinstance(sentences, str) else list(sentences)
+    terms = queries.pll_tokens(lm, sentences, variant=variant, full_softmax=full_softmax)
+    if per_token:
+        out = []
+        for sentence, scores in zip(sentences, terms):
+            ids, pieces, words = queries.encode_sentence(lm, sentence)
+            out.append(TokenScores(tokens_of(lm, ids), scores, words, pieces))
+        return out
+    return np.array([t.sum() if reduction == "sum" else (t.mean() if len(t) else np.nan) for t in terms])

@@ -1,0 +1,92 @@
+r"""Effective rank of a model's representations: real tokens against ``[MASK]`` (Meng et al. 2024)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from .. import queries, rank
+from .models import as_model
+
+__all__ = ["Ranks", "effective_rank"]
+
+
+@dataclass(frozen=True)
+class Ranks:
+    r"""ε-effective ranks (:func:`mlmbook.rank.effective_rank_mass`) of one layer's rows.
+
+    Attributes
+    ----------
+    clean : int
+        Real-token rows of the unmasked sentences.
+    masked_real : int
+        Real-token rows of the masked sentences (the same positions' tokens are kept, others masked).
+    masked_all : int
+        All rows of the masked sentences, ``[MASK]`` rows included.
+    n_rows, n_mask_rows : int
+        Rows in ``clean`` and ``[MASK]`` rows in ``masked_all``.
+    eps : float
+    layer : int
+    """
+
+    clean: int
+    masked_real: int
+    masked_all: int
+    n_rows: int
+    n_mask_rows: int
+    eps: float
+    layer: int
+
+
+def effective_rank(model, sentences, layer: int = -1, mask_rate: float = 0.15, eps: float = rank.DEFAULT_EPS,
+                   seed: int = 0) -> Ranks:
+    r"""How many directions a layer's representations use, with and without ``[MASK]`` in the input.
+
+    .. math:: \operatorname{rank}_\varepsilon(H) = \min\Big\{k : \frac{\sum_{i\le k}\sigma_i^2}
+              {\sum_i \sigma_i^2} \ge 1-\varepsilon\Big\}
+
+    A share ``mask_rate`` of each sentence's tokens (at least one) is masked at random; the ranks of
+    the clean real-token rows, the masked input's real-token rows and all its rows are compared
+    (chapter 4; Meng et al. 2024). Ranks depend on the number of rows: compare like with like.
+
+    Parameters
+    ----------
+    model : MaskedLM with hidden states, model name or path
+    sentences : sequence of str or of word lists
+    layer : int
+        Index into the hidden states (0: embeddings, -1: the last layer).
+    mask_rate : float
+    eps : float
+        Share of the energy that may be left out.
+    seed : int
+
+    Returns
+    -------
+    Ranks
+
+    Examples
+    --------
+    >>> import mlmbook
+    >>> lm = mlmbook.load_mlm("toy")                                  # doctest: +SKIP
+    >>> r = mlmbook.effective_rank(lm, ["the farmers feed the cows .", "the horses rarely sleep ."])
+    >>> r.masked_real > 0 and r.masked_all > 0 and r.n_rows >= 11
+    True
+    """
+    lm = as_model(model)
+    rng = np.random.default_rng(seed)
+    clean, real, everything, n_mask = [], [], [], 0
+    for sentence in sentences:
+        ids = torch.tensor([queries.encode_sentence(lm, sentence)[0]])
+        k = max(1, int(round(mask_rate * ids.shape[1])))
+        masked_at = torch.as_tensor(rng.choice(ids.shape[1], k, replace=False))
+        corrupted = ids.clone()
+        corrupted[0, masked_at] = lm.mask_id
+        keep = torch.ones(ids.shape[1], dtype=torch.bool)
+        keep[masked_at] = False
+        h_clean, h_masked = lm.hidden_states(ids)[layer][0], lm.hidden_states(corrupted)[layer][0]
+        clean.append(h_clean), real.append(h_masked[keep]), everything.append(h_masked)
+        n_mask += k
+    clean, real, everything = (torch.cat(x).double().numpy() for x in (clean, real, everything))
+    return Ranks(rank.effective_rank_mass(clean, eps), rank.effective_rank_mass(real, eps),
+                 rank.effective_rank_mass(everything, eps), len(clean), n_mask, eps, layer)

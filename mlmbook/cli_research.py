@@ -1,0 +1,155 @@
+"""The research verbs of the command line: the research API (:mod:`mlmbook.api`) on files and strings.
+
+::
+
+    mlmbook pll MODEL FILE [--variant word_l2r] [--per-token] [--reduction mean]
+    mlmbook trees MODEL TREEBANK [--method cmi] [--projective] [--limit N]
+    mlmbook joint MODEL TEXT I J [--method hcb] [--pivot observed] [--top-k K]
+    mlmbook rectangle MODEL TEXT [--pair I J ...]
+    mlmbook rank MODEL FILE [--layer L] [--mask-rate R]
+    mlmbook glauber MODEL TEXT [--steps N] [--temperature T] [--chains C] [--seed S]
+
+``MODEL`` is ``toy``, ``truth``, a Hugging Face name or a saved model's folder; ``FILE`` holds one
+sentence per line (``-``: standard input). Output is tab-separated text on standard output; an
+error is one line on standard error (exit status 1).
+
+``python -m mlmbook`` adds these verbs with :func:`add_research_commands` and runs them through
+:data:`RESEARCH_COMMANDS`.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+__all__ = ["add_research_commands", "RESEARCH_COMMANDS", "run"]
+
+
+def _lines(path: str) -> list[str]:
+    text = sys.stdin.read() if path == "-" else open(path, encoding="utf-8").read()
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def _pll(args) -> None:
+    from . import api
+    sentences = _lines(args.file)
+    if args.per_token:
+        for k, scores in enumerate(api.pll(args.model, sentences, variant=args.variant, per_token=True)):
+            for token, score in zip(scores.tokens, scores.scores):
+                print(f"{k}\t{token}\t{score:.6f}")
+        return
+    for sentence, score in zip(sentences, api.pll(args.model, sentences, variant=args.variant,
+                                                  reduction=args.reduction)):
+        print(f"{score:.6f}\t{sentence}")
+
+
+def _trees(args) -> None:
+    from . import api
+    res = api.dependency_trees(args.model, args.treebank, method=args.method, projective=args.projective,
+                               limit=args.limit)
+    print(f"UUAS\t{res.uuas.format(3)}\t({len(res.trees)} sentences, {int(res.total.sum())} gold edges)")
+
+
+def _joint(args) -> None:
+    from . import api
+    method = {"hcb": api.HCB(pivot=int(args.pivot) if args.pivot.isdigit() else args.pivot),
+              "ag": api.AG(tol=args.tol)}.get(args.method, args.method)
+    joint = api.derive_joint(args.model, args.text, args.i, args.j, method=method, top_k=args.top_k)
+    for a, b, p in joint.top(args.show):
+        print(f"{p:.6f}\t{a}\t{b}")
+
+
+def _rectangle(args) -> None:
+    from . import api
+    res = api.rectangle_test(args.model, args.text, pairs=args.pair)
+    for (i, j), delta, corners, bad in zip(res.pairs, res.delta, res.corners, res.inconsistent):
+        print(f"{i}\t{j}\t{delta:.6g}\t{' '.join(corners)}\t{'inconsistent' if bad else 'within rounding'}")
+
+
+def _rank(args) -> None:
+    from . import api
+    r = api.effective_rank(args.model, _lines(args.file), layer=args.layer, mask_rate=args.mask_rate)
+    print(f"clean real tokens\t{r.clean}\nmasked input, real tokens\t{r.masked_real}\n"
+          f"masked input, all tokens\t{r.masked_all}\nrows\t{r.n_rows}\t[MASK] rows\t{r.n_mask_rows}")
+
+
+def _glauber(args) -> None:
+    from . import api
+    run_ = api.glauber_chains(args.model, args.text, steps=args.steps, temperature=args.temperature,
+                              chains=args.chains, seed=args.seed)
+    for text, changed in zip(run_.texts, run_.changed):
+        print(f"{changed:.2f}\t{text}")
+
+
+RESEARCH_COMMANDS = {"pll": _pll, "trees": _trees, "joint": _joint, "rectangle": _rectangle, "rank": _rank,
+                     "glauber": _glauber}
+"""Verb -> handler (``handler(args)`` prints its result)."""
+
+
+def add_research_commands(subparsers) -> None:
+    """Add the research verbs to an ``argparse`` sub-parser set (``parser.add_subparsers(dest="command")``)."""
+    model = dict(help="toy, truth, a Hugging Face name or a saved model's folder")
+    p = subparsers.add_parser("pll", help="pseudo-log-likelihood of each line of a file")
+    p.add_argument("model", **model)
+    p.add_argument("file", help="one sentence per line ('-': standard input)")
+    p.add_argument("--variant", default="token", choices=("token", "word_l2r"))
+    p.add_argument("--reduction", default="sum", choices=("sum", "mean"))
+    p.add_argument("--per-token", action="store_true", help="print every token's term")
+
+    t = subparsers.add_parser("trees", help="trees from CPMI/CMI and their UUAS with an interval")
+    t.add_argument("model", **model)
+    t.add_argument("treebank", help="a CoNLL-U file or name, or 'toy'")
+    t.add_argument("--method", default="cpmi", choices=("cpmi", "cmi"))
+    t.add_argument("--projective", action="store_true")
+    t.add_argument("--limit", type=int, default=None, help="the first N sentences")
+
+    j = subparsers.add_parser("joint", help="the joint of two masked tokens (MRF, HCB, AG)")
+    j.add_argument("model", **model)
+    j.add_argument("text")
+    j.add_argument("i", type=int, help="token position")
+    j.add_argument("j", type=int, help="token position")
+    j.add_argument("--method", default="ag", choices=("ag", "hcb", "mrf", "mrf_local", "naive"))
+    j.add_argument("--pivot", default="both", help="HCB pivot: both, observed or a token id")
+    j.add_argument("--tol", type=float, default=1e-8, help="AG's tolerance (nats)")
+    j.add_argument("--top-k", type=int, default=None)
+    j.add_argument("--show", type=int, default=10, help="print the N likeliest pairs")
+
+    r = subparsers.add_parser("rectangle", help="the rectangle test on pairs of positions of a text")
+    r.add_argument("model", **model)
+    r.add_argument("text")
+    r.add_argument("--pair", nargs=2, type=int, action="append", metavar=("I", "J"), help="default: every pair")
+
+    k = subparsers.add_parser("rank", help="effective ranks of real-token and [MASK] representations")
+    k.add_argument("model", **model)
+    k.add_argument("file", help="one sentence per line ('-': standard input)")
+    k.add_argument("--layer", type=int, default=-1)
+    k.add_argument("--mask-rate", type=float, default=0.15)
+
+    g = subparsers.add_parser("glauber", help="tempered Glauber dynamics from a text")
+    g.add_argument("model", **model)
+    g.add_argument("text")
+    g.add_argument("--steps", type=int, default=100)
+    g.add_argument("--temperature", type=float, default=1.0)
+    g.add_argument("--chains", type=int, default=4)
+    g.add_argument("--seed", type=int, default=0)
+
+
+def run(args) -> int:
+    """Run a parsed research verb; a deliberate error is one line on stderr and exit status 1."""
+    from .errors import MLMBookError
+    try:
+        RESEARCH_COMMANDS[args.command](args)
+    except (MLMBookError, ValueError, FileNotFoundError) as err:
+        print(f"mlmbook: error: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The research verbs alone (``python -m mlmbook.cli_research``)."""
+    parser = argparse.ArgumentParser(prog="mlmbook", description="The book's analyses on any masked LM.")
+    add_research_commands(parser.add_subparsers(dest="command", required=True))
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,154 @@
+r"""Chapter 3's regime map: inconsistency and the Ensemble of Conditionals across models.
+
+For one model (a rung of :mod:`mlmbook.models.ladder`, or a knob setting of the zoo)
+:func:`rung_measures` runs the probes on a fixed set of pairs and the ensemble on a fixed set of
+targets, and keeps the per-pair and per-target values; the truth's conditional gives every
+target its **Bayes value**. :func:`rung_points` turns them into intervals of :mod:`mlmbook.stats`:
+
+==================  ========================================================================
+``delta``           median :math:`|\Delta|` of the top-2 rectangles
+``order``           mean order inconsistency of the pairs (relative difference of the two orders)
+``flips``           share of pairs whose two orders prefer different bigrams
+``paper``           mean order inconsistency of one random pair per sentence (the paper's sample)
+``loss_gain``       the ensemble's mean gain in log-loss, :math:`\ell^{\text{single}} - \ell^{\text{EoC}}`
+``loss_headroom``   the single conditional's mean excess over the Bayes value
+``loss_frac``       the gain as a fraction of the headroom (below), 0/0 undefined
+``alone_frac``      the same fraction for the routes' versions on their own
+``acc_frac``        the same fraction in accuracy
+==================  ========================================================================
+
+.. math:: f = \frac{\sum_n \big(\ell^{\text{single}}_n - \ell^{\text{EoC}}_n\big)}
+                   {\sum_n \big(\ell^{\text{single}}_n - \ell^{\text{Bayes}}_n\big)}
+
+is 1 when the ensemble reaches the Bayes value, 0 when it changes nothing, negative when it
+widens the gap. Predictors are scored over the whole vocabulary without the gold word forced
+into the candidates (:func:`~.ensemble.ensemble_curve` with ``vocabulary=True``).
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Sequence
+
+import numpy as np
+
+from .. import stats
+from .ensemble import Versions, ensemble_curve, ensemble_versions_many, harsh
+from .order import PairProbes, order_inconsistency, probe_pairs
+
+if TYPE_CHECKING:
+    from ..models.base import MaskedLM
+
+__all__ = ["QUANTITIES", "rung_measures", "ensemble_scores", "rung_points", "concat"]
+
+QUANTITIES = ("delta", "order", "flips", "paper", "loss_gain", "loss_headroom", "loss_frac", "alone_frac",
+              "acc_frac")
+"""The map's quantities per rung (each an :class:`~mlmbook.stats.Interval`)."""
+
+
+def ensemble_scores(versions: Sequence[Versions], gold, truth_p: Sequence[np.ndarray], how: str = "mean") -> dict:
+    """Per-target log-losses and hits of the single conditional, the ensemble of all versions, the
+    routes' versions on their own and the truth (Bayes), each over the whole vocabulary, leak-free.
+
+    ``truth_p``: per target the truth's conditional ``p(x_t = v | x_{\\setminus t})`` indexed by token id.
+    """
+    cur = ensemble_curve(versions, gold, how, vocabulary=True)
+    last = np.array([np.flatnonzero(np.isfinite(r))[-1] for r in cur.log_loss])   # all versions of each target
+    rows = np.arange(len(last))
+    alone, bayes, hit_bayes = [], [], []
+    for v, g, p in zip(versions, gold, truth_p):
+        v = harsh(v)
+        hit = np.flatnonzero(v.candidates == g)
+        own = v.mass * v.probs[1:, hit[0]] if len(hit) else np.full(len(v.probs) - 1, v.outside)
+        alone.append(float(np.mean(-np.log(own))))
+        bayes.append(float(-np.log(p[g])))
+        hit_bayes.append(float(np.argmax(p) == g))
+    return dict(single=cur.log_loss[:, 0], ens=cur.log_loss[rows, last], hit_single=cur.correct[:, 0],
+                hit_ens=cur.correct[rows, last], alone=np.array(alone), bayes=np.array(bayes),
+                hit_bayes=np.array(hit_bayes))
+
+
+def rung_measures(lm: MaskedLM, ids: Sequence, pairs: np.ndarray, eoc_ids: Sequence, targets: Sequence[int],
+                  aux: Sequence[Sequence[int]], truth_p: Sequence[np.ndarray], candidates: int = 20,
+                  probes: PairProbes | None = None, versions: Sequence[Versions] | None = None,
+                  paper_ids: Sequence | None = None, paper_pairs: np.ndarray | None = None) -> dict:
+    """Per-pair and per-target measurements of one model.
+
+    Parameters
+    ----------
+    lm : MaskedLM
+    ids, pairs : sentences (token ids) and ``(sentence, i, j)`` rows for the probes
+    eoc_ids, targets, aux : the ensemble's sentences, target positions and auxiliary positions
+    truth_p : one array per target, the exact conditional ``p(x_t = v | x_{\\setminus t})`` indexed by token id
+    candidates : size of each version's candidate set (the direct conditional's top K)
+    probes, versions : optional, this model's :func:`~.order.probe_pairs` of ``pairs`` and
+        :func:`~.ensemble.ensemble_versions_many` of the targets when the caller has them already
+    paper_ids, paper_pairs : optional, sentences and one ``(sentence, i, j)`` pair each (the paper's sample)
+
+    Returns
+    -------
+    dict of 1-d arrays: ``abs_delta``, ``order``, ``flip`` (per pair); ``paper`` (per paper pair, if
+    given); ``single``, ``ens``, ``alone``, ``bayes`` (log-loss per target) and ``hit_single``,
+    ``hit_ens``, ``hit_bayes`` (0/1 per target)
+    """
+    if probes is None:
+        probes = probe_pairs(lm, ids, pairs)
+    if versions is None:
+        versions = ensemble_versions_many(lm, eoc_ids, targets, aux, candidates=candidates)
+    gold = np.array([int(r[t]) for r, t in zip(eoc_ids, targets)])
+    out = dict(abs_delta=np.abs(probes.rect.delta), order=probes.order.rel,
+               flip=probes.flips.flip.astype(float) if probes.flips is not None else np.zeros(0))
+    if paper_pairs is not None and len(paper_pairs):
+        s, i, j = np.asarray(paper_pairs).T
+        out["paper"] = order_inconsistency(lm, [paper_ids[k] for k in s], i, j).rel
+    out.update(ensemble_scores(versions, gold, truth_p))
+    return out
+
+
+def concat(measures: Sequence[dict]) -> tuple[dict, np.ndarray, np.ndarray]:
+    """Several models' measures stacked (e.g. the seeds of one rung), with a group label per pair
+    and per target for a hierarchical interval: ``(measures, pair_groups, target_groups)``."""
+    keys = measures[0].keys()
+    out = {k: np.concatenate([m[k] for m in measures]) for k in keys}
+    pg = np.concatenate([np.full(len(m["order"]), g) for g, m in enumerate(measures)])
+    tg = np.concatenate([np.full(len(m["single"]), g) for g, m in enumerate(measures)])
+    return out, pg, tg
+
+
+def rung_points(m: dict, level: float = stats.LEVEL, seed: int = 0, pair_groups=None,
+                target_groups=None, quantities=QUANTITIES) -> dict:
+    """The map's points of one rung: a :class:`~mlmbook.stats.Interval` per quantity of
+    :data:`QUANTITIES` (see the module), at ``level``. With group labels (e.g. training seeds,
+    :func:`concat`) every interval is hierarchical: seeds, then pairs or targets."""
+    pg, tg = pair_groups, target_groups
+    mean = lambda x: x.mean(-1)                                                     # noqa: E731
+    out = {}
+    for q in quantities:
+        if q == "delta":
+            out[q] = stats.bootstrap(lambda x: np.median(x, -1), m["abs_delta"], level=level, seed=seed,
+                                     groups=pg, what="pairs")
+        elif q == "order":
+            out[q] = stats.bootstrap(mean, m["order"], level=level, seed=seed, groups=pg, what="pairs")
+        elif q == "flips":
+            k, n = int(m["flip"].sum()), len(m["flip"])
+            out[q] = (stats.proportion(k, n, level=level) if pg is None else
+                      stats.bootstrap(mean, m["flip"], level=level, seed=seed, groups=pg, what="pairs"))
+        elif q == "paper":
+            if "paper" in m:
+                out[q] = stats.bootstrap(mean, m["paper"], level=level, seed=seed, what="sentences")
+        elif q == "loss_gain":
+            out[q] = stats.bootstrap(lambda s, e: (s - e).mean(-1), m["single"], m["ens"], level=level, seed=seed,
+                                     groups=tg, what="targets")
+        elif q == "loss_headroom":
+            out[q] = stats.bootstrap(lambda s, b: (s - b).mean(-1), m["single"], m["bayes"], level=level,
+                                     seed=seed, groups=tg, what="targets")
+        elif q == "loss_frac":
+            out[q] = stats.ratio(m["single"], m["single"] - m["bayes"], minus=m["ens"], level=level, seed=seed,
+                                 groups=tg, what="targets")
+        elif q == "alone_frac":
+            out[q] = stats.ratio(m["single"], m["single"] - m["bayes"], minus=m["alone"], level=level, seed=seed,
+                                 groups=tg, what="targets")
+        elif q == "acc_frac":
+            out[q] = stats.ratio(m["hit_ens"], m["hit_bayes"] - m["hit_single"], minus=m["hit_single"], level=level,
+                                 seed=seed, groups=tg, what="targets")
+        else:
+            raise ValueError(f"unknown quantity {q!r}; use one of {', '.join(QUANTITIES)}")
+    return out

@@ -1,0 +1,94 @@
+"""The sentences a dependency analysis scores, and which gold edges a parser finds.
+
+Both papers remove punctuation from the gold tree and the predicted one but not from what the
+model reads: scores are computed on the whole sentence, and the rows and columns of punctuation
+are dropped before decoding. :class:`Scored` keeps the three views together — the words the
+model reads, the positions that are scored, and the gold tree over those positions — and
+:func:`pick` draws them from a pool (toy sentences or a treebank) under the model's limits.
+:func:`edge_relations` and :func:`recall` break a parser's hits down by relation, length or
+distance.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, Sequence
+
+import numpy as np
+
+from ..corpus.sentence import Sentence, remove_punct
+
+if TYPE_CHECKING:
+    from ..models.base import MaskedLM
+
+__all__ = ["Scored", "pick", "edge_relations", "recall"]
+
+
+@dataclass
+class Scored:
+    """Sentences ready to score.
+
+    Attributes
+    ----------
+    sentences : list of Sentence     as read (punctuation included)
+    words : list of list of str      what the model reads
+    keep : list of list of int       per sentence, the positions scored (not punctuation)
+    gold : list of Sentence          the gold trees over the kept words (punctuation removed)
+    edges : list of set              the gold edges, over kept-word indices
+    """
+
+    sentences: list
+    words: list
+    keep: list
+    gold: list
+    edges: list
+
+    @classmethod
+    def of(cls, sentences: Sequence[Sentence]) -> "Scored":
+        sentences = list(sentences)
+        gold = [remove_punct(s) for s in sentences]
+        return cls(sentences, [s.words for s in sentences],
+                   [[i for i, u in enumerate(s.upos) if u != "PUNCT"] for s in sentences],
+                   gold, [t.edges() for t in gold])
+
+    def __len__(self) -> int:
+        return len(self.sentences)
+
+    def head(self, n: int) -> "Scored":
+        """The first ``n`` sentences."""
+        return Scored.of(self.sentences[:n])
+
+    @property
+    def n_words(self) -> np.ndarray:
+        """Scored words per sentence."""
+        return np.array([len(k) for k in self.keep])
+
+
+def pick(pool: Sequence[Sentence], lm: "MaskedLM | None", n: int, max_words: int, min_words: int = 3) -> Scored:
+    """The first ``n`` sentences of ``pool`` with ``min_words..max_words`` scored words that ``lm`` can
+    read whole (at most ``lm.max_length`` pieces). Fewer than three words: every parser is right."""
+    out = []
+    for s in pool:
+        k = sum(u != "PUNCT" for u in s.upos)
+        if min_words <= k <= max_words and (lm is None or len(lm.encode_words(s.words)[0]) <= lm.max_length):
+            out.append(s)
+            if len(out) == n:
+                break
+    return Scored.of(out)
+
+
+def edge_relations(gold: Sequence[Sentence]) -> list[dict]:
+    """Per sentence, ``{edge: relation}`` with the relation's subtype dropped (``obl:tmod`` -> ``obl``)."""
+    return [{(min(d, h), max(d, h)): r.split(":")[0] for d, (h, r) in enumerate(zip(t.heads, t.deprels)) if h >= 0}
+            for t in gold]
+
+
+def recall(pred: Sequence[set], relations: Sequence[dict], select: Callable[[int, tuple, str], bool]) -> float:
+    """Share of the gold edges ``select(sentence, edge, relation)`` picks that the trees ``pred`` contain
+    (``nan`` when it picks none)."""
+    hit = tot = 0
+    for k, rels in enumerate(relations[: len(pred)]):
+        for e, r in rels.items():
+            if select(k, e, r):
+                tot += 1
+                hit += e in pred[k]
+    return hit / tot if tot else float("nan")

@@ -1,0 +1,196 @@
+r"""A downstream task with an exact answer: number agreement, fine-tuned, across attractors.
+
+Chapter 4 asks whether an encoder pretrained without ``[MASK]`` (MAE-LM) is better *when used*
+than one pretrained with it (the MLM). Its downstream task is a sentence classification whose
+labels the toy language fixes exactly: is the sentence grammatical, or was its verb switched to
+the wrong number ("the dogs near the river *barks* .")? A switched sentence is kept only if the
+grammar gives it probability zero, so the truth separates the two classes perfectly and every
+error is the model's.
+
+Two test sets make the task hard enough to tell encoders apart:
+
+* **ordinary** sentences, where the subject usually sits next to its verb;
+* **attractor** sentences, where a noun of the *other* number stands between the subject and
+  the verb ("the child with the shepherds *wants*"). A classifier that reads the number of the
+  nearest noun gets these wrong; one that tracks the subject gets them right. This is the
+  agreement-attraction test of psycholinguistics and of Linzen et al. (2016) for LSTMs.
+
+The encoder and a linear classifier on its mean-pooled last layer are fine-tuned together on a
+few hundred ordinary sentences (:func:`finetune_classifier`); each test sentence's correctness is
+returned, so intervals can be taken over sentences and pretraining seeds.
+"""
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import torch
+from torch import nn
+
+__all__ = ["flip_agreement", "agreeing_verb", "attractor", "agreement_task", "finetune_classifier"]
+
+
+def _verb_forms(grammar) -> dict:
+    forms = {}
+    for frame in grammar.spec["verbs"].values():
+        for ws in frame["words"]:
+            forms[ws[0]], forms[ws[1]] = ws[1], ws[0]
+    return forms
+
+
+def agreeing_verb(grammar, sentence) -> int | None:
+    """Index of the first present-tense verb whose other-number form differs, or None."""
+    forms = _verb_forms(grammar)
+    for i, (w, u, f) in enumerate(zip(sentence.words, sentence.upos, sentence.feats)):
+        if u == "VERB" and "Number" in f and forms.get(w, w) != w:
+            return i
+    return None
+
+
+def flip_agreement(grammar, sentence):
+    """The sentence with its agreeing verb switched to the other number, or None.
+
+    Only verbs that agree (present tense) can be flipped; "barked" has no number.
+    """
+    i = agreeing_verb(grammar, sentence)
+    if i is None:
+        return None
+    return sentence.words[:i] + [_verb_forms(grammar)[sentence.words[i]]] + sentence.words[i + 1:]
+
+
+def attractor(sentence, verb: int) -> bool:
+    """True when a noun of the other number than the verb's subject stands between the two.
+
+    The subject is the verb's ``nsubj`` dependent in the gold tree; a sentence without one
+    has no attractor.
+    """
+    subjects = [i for i, h in enumerate(sentence.heads) if h == verb and sentence.deprels[i] == "nsubj"]
+    if not subjects:
+        return False
+    s = subjects[0]
+    number = sentence.feats[s].get("Number")
+    lo, hi = sorted((s, verb))
+    return any(sentence.upos[i] == "NOUN" and sentence.feats[i].get("Number") not in (None, number)
+               for i in range(lo + 1, hi))
+
+
+def agreement_task(grammar, n: int, seed: int = 0, attractors: bool = False):
+    """``n`` labelled sentences, half grammatical (label 0), half with a flipped verb (label 1).
+
+    A flipped sentence is kept only if the exact grammar gives it probability zero: "the
+    sheep sleeps" flipped to "the sheep sleep" is still English, and is skipped. So the
+    truth separates the two classes perfectly; the models have to learn to.
+
+    Parameters
+    ----------
+    n : int
+        Number of examples (each from a different source sentence).
+    attractors : bool
+        Keep only source sentences with an agreement attractor (:func:`attractor`); about one
+        sentence in twenty of the toy language has one.
+
+    Returns
+    -------
+    sentences : list of list of str
+    labels : numpy.ndarray (n,)
+    """
+    pool_size = (30 if attractors else 3) * n + 50
+    pool = grammar.sample(pool_size, seed=seed)
+    flipped = []
+    for s in pool:
+        v = agreeing_verb(grammar, s)
+        if v is not None and (not attractors or attractor(s, v)):
+            flipped.append((s.words, flip_agreement(grammar, s)))
+    sents, labels, start = [], [], 0
+    while len(sents) < n and start < len(flipped):         # check only as many as needed
+        batch = flipped[start:start + n - len(sents) + 16]
+        start += len(batch)
+        for (words, wrong), zero in zip(batch, _zero_probability(grammar, [f for _, f in batch])):
+            if zero and len(sents) < n:  # each source sentence gives one example, alternately each class
+                label = len(sents) % 2
+                sents.append(wrong if label else words)
+                labels.append(label)
+    if len(sents) < n:
+        what = "attractor " if attractors else ""
+        raise ValueError(f"could not make {n} {what}agreement examples from {len(pool)} sampled sentences; "
+                         f"ask for fewer")
+    order = np.random.default_rng(seed).permutation(n)
+    return [sents[i] for i in order], np.array(labels)[order]
+
+
+def _zero_probability(grammar, sentences) -> np.ndarray:
+    """True where the exact grammar gives the word sequence probability 0 (batched by length)."""
+    out = np.zeros(len(sentences), dtype=bool)
+    by_len: dict = {}
+    for k, s in enumerate(sentences):
+        by_len.setdefault(len(s), []).append(k)
+    for _, idx in by_len.items():
+        ids = torch.stack([grammar.encode(sentences[k]) for k in idx])
+        with torch.no_grad():
+            z = grammar.pcfg.sentence_weight(ids)
+        out[idx] = (z <= 0).numpy()
+    return out
+
+
+def finetune_classifier(encoder, train_rows, train_labels, test_sets, seed: int = 0, epochs: int = 5,
+                        batch: int = 32, lr: float = 1e-3, pad_id: int = 0) -> list:
+    """Fine-tune a copy of ``encoder`` with a linear classifier on mean-pooled states.
+
+    Parameters
+    ----------
+    encoder : transformers.BertModel (or any model returning ``last_hidden_state``)
+        Left unchanged: a deep copy is trained.
+    train_rows : list of list of int
+        Token ids *with* the model's special tokens.
+    train_labels : array of int
+    test_sets : list of (rows, labels)
+        Test sentences, scored after training.
+    seed : int
+        Seeds the classifier's initialisation and the order of the training batches.
+
+    Returns
+    -------
+    list of numpy.ndarray (bool)
+        For each test set, whether each test sentence was classified correctly.
+    """
+    torch.manual_seed(seed)
+    enc = copy.deepcopy(encoder).train()
+    n_classes = int(np.max(train_labels)) + 1
+    clf = nn.Linear(enc.config.hidden_size, max(n_classes, 2))
+    params = list(enc.parameters()) + list(clf.parameters())
+    opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.01)
+
+    def pad(rows):                                # every row padded once, up front
+        ids = torch.full((len(rows), max(len(r) for r in rows)), pad_id, dtype=torch.long)
+        for i, r in enumerate(rows):
+            ids[i, :len(r)] = torch.tensor(r)
+        return ids, (ids != pad_id).long()
+
+    def scores(ids, attn):
+        n = int(attn.sum(1).max())                # the longest row of the batch: no wider
+        ids, attn = ids[:, :n], attn[:, :n]
+        h = enc(input_ids=ids, attention_mask=attn).last_hidden_state
+        pooled = (h * attn[..., None]).sum(1) / attn.sum(1, keepdim=True)
+        return clf(pooled)
+
+    train_ids, train_attn = pad(train_rows)
+    gen = torch.Generator().manual_seed(seed)
+    y = torch.as_tensor(np.asarray(train_labels), dtype=torch.long)
+    total = epochs * -(-len(train_rows) // batch)
+    warm = max(1, total // 10)                    # linear warm-up over 10 % of the steps, then linear decay
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min((s + 1) / warm, (total - s) / (total - warm + 1)))
+    for _ in range(epochs):
+        for b in torch.randperm(len(train_rows), generator=gen).split(batch):
+            loss = nn.functional.cross_entropy(scores(train_ids[b], train_attn[b]), y[b])
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            sched.step()
+    enc.eval()
+    out = []
+    with torch.no_grad():
+        for rows, labels in test_sets:
+            ids, attn = pad(rows)
+            pred = torch.cat([scores(ids[s:s + 256], attn[s:s + 256]).argmax(1) for s in range(0, len(rows), 256)])
+            out.append(pred.numpy() == np.asarray(labels))
+    return out

@@ -1,0 +1,278 @@
+r"""Beyond two tokens: joints of ``k`` masked positions derived from an MLM (a "language model").
+
+For two positions the MLM gives :math:`q(a\mid b)` and :math:`q(b\mid a)`; for a set
+:math:`S = \{s_1, \dots, s_k\}` it gives, for each site, the conditional of that site given the
+other ``k - 1`` (and the rest of the sentence), :math:`q(x_{s_i} \mid x_{S \setminus s_i},
+x_{\setminus S})`. Over candidate sets of sizes :math:`K_1, \dots, K_k` that is
+:math:`\sum_i \prod_{j \ne i} K_j` model rows. Three joints over the candidate grid:
+
+* :func:`independent_k`: the product of the marginals with all of S masked — one forward pass;
+* :func:`chain_k`: the left-to-right chain rule,
+  :math:`q(x_{s_1})\,q(x_{s_2} \mid x_{s_1})\cdots`, each factor read with the later sites masked
+  (:math:`1 + K_1 + K_1K_2 + \cdots` rows) — a distribution by construction, but one that depends
+  on the order when the model is inconsistent;
+* :func:`ag_k`: Arnold–Gokhale for ``k`` sites, the joint whose ``k`` conditionals are closest to
+  the MLM's, by the fixed point
+
+  .. math:: p^{(t+1)}(x) \;\propto\; \frac{\sum_i q(x_{s_i} \mid x_{S\setminus s_i})}
+            {\sum_i 1/p^{(t)}(x_{S\setminus s_i})},
+
+  :math:`p(x_{S \setminus s_i})` the marginal of the other sites (for ``k = 2`` the update of
+  :func:`~mlmbook.joints.ag`). It is exact for compatible conditionals.
+
+Every table is laid out over the grid ``[x_1, ..., x_k]`` and renormalised over the candidates.
+The toy world's exact answer is :func:`~mlmbook.joints.site_joint`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import product
+from typing import TYPE_CHECKING, Sequence
+
+import numpy as np
+from scipy.special import logsumexp
+
+from .. import queries as Q
+from .. import threads
+from .conditionals import _log_normalise
+
+if TYPE_CHECKING:
+    from ..models.base import MaskedLM
+
+__all__ = ["SiteConditionals", "site_conditionals_batch", "topk_site_candidates", "independent_k", "chain_k", "ag_k",
+           "ag_k_objective"]
+
+
+@dataclass
+class SiteConditionals:
+    """An MLM's view of ``k`` masked sites of one sentence, in log space over a candidate grid.
+
+    Attributes
+    ----------
+    log_cond : list of k arrays, each of shape ``(K_1, ..., K_k)``
+        ``log_cond[i][x]`` = :math:`\\log q(x_{s_i} \\mid x_{S\\setminus s_i})`, normalised along axis ``i``.
+    log_marg : list of k arrays ``(K_i,)``
+        :math:`\\log q(x_{s_i})` with every site of S masked.
+    log_chain : list of k arrays, shapes ``(K_1, ..., K_t)``
+        :math:`\\log q(x_{s_t} \\mid x_{s_1}, \\dots, x_{s_{t-1}})` with the later sites masked,
+        normalised along the last axis.
+    cands : list of k id arrays
+    """
+
+    log_cond: list
+    log_marg: list
+    log_chain: list
+    cands: list
+
+    @property
+    def shape(self) -> tuple:
+        return tuple(len(c) for c in self.cands)
+
+    @classmethod
+    def from_joint(cls, P) -> "SiteConditionals":
+        """The conditionals, marginals and chain factors of a joint (compatible by construction)."""
+        with np.errstate(divide="ignore"):
+            lp = np.log(np.asarray(P, dtype=float))
+        k = lp.ndim
+        cond = [_log_normalise(lp, axis=i) for i in range(k)]
+        marg = [_log_normalise(logsumexp(lp, axis=tuple(j for j in range(k) if j != i)), axis=0) for i in range(k)]
+        chain = []
+        for t in range(k):
+            head = logsumexp(lp, axis=tuple(range(t + 1, k))) if t + 1 < k else lp
+            chain.append(_log_normalise(head, axis=t))
+        return cls(cond, marg, chain, [np.arange(n) for n in lp.shape])
+
+
+def site_conditionals_batch(lm: "MaskedLM", queries: Sequence, candidates: Sequence,
+                            progress: bool = False) -> list[SiteConditionals]:
+    r"""Query a masked LM for the ``k``-site conditionals, marginals and chain factors of many queries.
+
+    Parameters
+    ----------
+    lm : MaskedLM
+    queries : sequence of ``(ids, positions)``
+        Token ids of a sentence (no special tokens) and ``k`` distinct token positions.
+    candidates : sequence (one per query) of ``k`` id arrays
+        The candidate tokens of each site.
+    progress : bool
+        A tqdm bar over model rows.
+
+    Returns
+    -------
+    list of :class:`SiteConditionals`, in query order. All rows of all queries go through one
+    :func:`mlmbook.queries.iter_log_probs` call (identical rows — the chain's last factor and the
+    last site's conditionals — are sent once).
+    """
+    rows, positions, owner = [], [], []
+    shapes = []
+    for k, ((ids, sites), cands) in enumerate(zip(queries, candidates)):
+        ids, sites = [int(t) for t in ids], [int(s) for s in sites]
+        if len(set(sites)) != len(sites) or len(cands) != len(sites):
+            raise ValueError(f"query {k}: need distinct positions and one candidate set per position")
+        cands = [np.asarray(c, dtype=np.int64) for c in cands]
+        shapes.append([len(c) for c in cands])
+        masked = list(ids)
+        for s in sites:
+            masked[s] = lm.mask_id
+        rows.append(masked), positions.append(sites), owner.append((k, "marg", None))
+        for i, s in enumerate(sites):                           # site i given every filling of the others
+            others = [j for j in range(len(sites)) if j != i]
+            for fill in product(*[range(len(cands[j])) for j in others]):
+                r = list(ids)
+                r[s] = lm.mask_id
+                for j, f in zip(others, fill):
+                    r[sites[j]] = int(cands[j][f])
+                rows.append(r), positions.append([s]), owner.append((k, "cond", (i, fill)))
+        for t in range(1, len(sites)):                          # the chain: sites after t masked
+            for fill in product(*[range(len(cands[j])) for j in range(t)]):
+                r = list(masked)
+                for j, f in enumerate(fill):
+                    r[sites[j]] = int(cands[j][f])
+                rows.append(r), positions.append([sites[t]]), owner.append((k, "chain", (t, fill)))
+    tables = [dict(cond=[np.empty(shape) for _ in shape], chain=[np.empty(shape[:t + 1]) for t in range(len(shape))],
+                   marg=None) for shape in shapes]
+    for idx, logp in Q.iter_log_probs(lm, rows, positions, progress=progress and "site conditionals"):
+        for r, row in zip(idx, logp):
+            k, role, key = owner[r]
+            ids, sites = queries[k]
+            cands = [np.asarray(c, dtype=np.int64) for c in candidates[k]]
+            t = tables[k]
+            if role == "marg":
+                t["marg"] = [row[i, c] for i, c in enumerate(cands)]
+            elif role == "cond":
+                i, fill = key
+                index = list(fill)
+                index.insert(i, slice(None))
+                t["cond"][i][tuple(index)] = row[0, cands[i]]
+            else:
+                step, fill = key
+                t["chain"][step][tuple(fill) + (slice(None),)] = row[0, cands[step]]
+    out = []
+    for k, t in enumerate(tables):
+        cands = [np.asarray(c, dtype=np.int64) for c in candidates[k]]
+        cond = [_log_normalise(c, axis=i) for i, c in enumerate(t["cond"])]
+        marg = [_log_normalise(m, axis=0) for m in t["marg"]]
+        chain = [marg[0]] + [_log_normalise(c, axis=step) for step, c in enumerate(t["chain"]) if step > 0]
+        out.append(SiteConditionals(cond, marg, chain, cands))
+    return out
+
+
+def _joint_from_log(lp) -> np.ndarray:
+    lp = np.where(np.isnan(lp), -np.inf, lp)
+    if not np.isfinite(lp).any():
+        raise ValueError("the derived joint has no support (all entries are zero)")
+    return np.exp(lp - logsumexp(lp))
+
+
+def independent_k(sc: SiteConditionals) -> np.ndarray:
+    r"""The product of the all-masked marginals :math:`\prod_i q(x_{s_i})` (what one forward pass samples)."""
+    k = len(sc.log_marg)
+    lp = sum(m.reshape([-1 if j == i else 1 for j in range(k)]) for i, m in enumerate(sc.log_marg))
+    return _joint_from_log(lp)
+
+
+def chain_k(sc: SiteConditionals) -> np.ndarray:
+    r"""The left-to-right chain :math:`q(x_{s_1})\, q(x_{s_2}\mid x_{s_1}) \cdots q(x_{s_k}\mid x_{s_{<k}})`,
+    each factor read from the MLM with the later sites masked."""
+    k = len(sc.log_chain)
+    lp = sum(c.reshape(c.shape + (1,) * (k - c.ndim)) for c in sc.log_chain)
+    return _joint_from_log(lp)
+
+
+def ag_k_objective(sc: SiteConditionals, joint) -> float:
+    r""":math:`\sum_i \sum_{x_{S\setminus s_i}} \mathrm{KL}\big(q(\cdot \mid x_{S\setminus s_i}) \,\|\,
+    p(\cdot \mid x_{S\setminus s_i})\big)`, the quantity :func:`ag_k` minimises (0 iff ``joint`` has
+    the MLM's conditionals; ``inf`` if it misses their support)."""
+    P = np.asarray(joint, dtype=float)
+    total = 0.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for i, lc in enumerate(sc.log_cond):
+            q = np.exp(lc)
+            log_p_cond = np.log(P) - np.log(P.sum(axis=i, keepdims=True))
+            terms = np.where(q > 0, q * (lc - log_p_cond), 0.0)
+            total += float(terms.sum())
+    return total if np.isfinite(total) else np.inf
+
+
+def ag_k(sc: SiteConditionals, tol: float = 1e-9, max_iter: int = 100_000) -> tuple[np.ndarray, int, bool]:
+    r"""Arnold–Gokhale for ``k`` sites: the fixed point of the module's update, accelerated.
+
+    The update never increases :func:`ag_k_objective` (the same majorise–minimise argument as for two
+    sites: :math:`\log p(x_{S\setminus s_i})` is concave and bounded by its tangent). Each step
+    costs a few passes over the :math:`\prod_i K_i` grid; steps are accelerated by SQUAREM on
+    :math:`\log p` (an extrapolated point is kept only if its objective is no larger). Start: the
+    chain joint :func:`chain_k`, a close guess for an MLM. Stops when two successive plain updates
+    move no log-probability by more than ``tol``.
+
+    Returns
+    -------
+    (joint, updates, converged)
+    """
+    num = sum(np.exp(lc) for lc in sc.log_cond)
+    k = num.ndim
+
+    def update(P):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            den = sum(1.0 / P.sum(axis=i, keepdims=True) for i in range(k))
+            new = np.where(num > 0, num / den, 0.0)
+        return new / new.sum()
+
+    def log(P):
+        with np.errstate(divide="ignore"):
+            return np.log(P)
+
+    with threads.limited():
+        P = chain_k(sc)
+        P = np.where(num > 0, np.maximum(P, 1e-300), 0.0)
+        P /= P.sum()
+        obj = ag_k_objective(sc, P)
+        it, converged = 0, False
+        while it < max_iter:
+            P1 = update(P)
+            P2 = update(P1)
+            it += 2
+            l0, l1, l2 = log(P), log(P1), log(P2)
+            ok = num > 0
+            step = float(np.abs(l2[ok] - l1[ok]).max(initial=0.0))
+            if step <= tol:
+                P, converged = P2, True
+                break
+            obj2 = ag_k_objective(sc, P2)
+            r, v = np.where(ok, l1 - l0, 0.0), np.where(ok, l2 - 2 * l1 + l0, 0.0)
+            alpha = -np.sqrt(np.sum(r * r) / np.sum(v * v)) if np.sum(v * v) > 0 else -1.0
+            P = P2
+            if alpha < -1.0:
+                lx = np.where(ok, l0 - 2 * alpha * r + alpha ** 2 * v, -np.inf)
+                Px = update(np.exp(lx - lx[ok].max()) / np.exp(lx - lx[ok].max()).sum())
+                it += 1
+                objx = ag_k_objective(sc, Px)
+                if objx <= obj2:
+                    P, obj2 = Px, objx
+            obj = obj2
+    return P, it, converged
+
+
+def topk_site_candidates(lm: "MaskedLM", queries: Sequence, k: int, gold: bool = True) -> list[list[np.ndarray]]:
+    """The ``k`` likeliest non-special tokens of each site under the all-masked marginals (one row per
+    query), with the observed token forced in (replacing the last candidate) when ``gold``.
+
+    ``queries``: ``(ids, positions)``. Returns one list of ``len(positions)`` id arrays per query.
+    """
+    rows, positions = [], []
+    for ids, sites in queries:
+        r = [int(t) for t in ids]
+        for s in sites:
+            r[s] = lm.mask_id
+        rows.append(r), positions.append([int(s) for s in sites])
+    out = [None] * len(queries)
+    for idx, logp in Q.iter_log_probs(lm, rows, positions):
+        for row, q in zip(logp, idx):
+            ids, sites = queries[q]
+            cands = []
+            for i, s in enumerate(sites):
+                c = np.argsort(-row[i], kind="stable")[:k].astype(np.int64)
+                if gold and int(ids[s]) not in c:
+                    c[-1] = int(ids[s])
+                cands.append(c)
+            out[q] = cands
+    return out

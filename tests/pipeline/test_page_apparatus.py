@@ -1,0 +1,178 @@
+"""What a reader meets first, built from what the build measured (mlmbook.pipeline.pages), and the
+figure record the browser check reads (mlmbook.plotting)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from mlmbook.pipeline import pages
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _timings(root: Path, quick: dict, full: dict | None = None) -> Path:
+    folder = root / "results" / "timings"
+    folder.mkdir(parents=True)
+    (folder / "quick-cached.json").write_text(json.dumps({"chapters": quick, "total_seconds": 50, "cpus": 2}))
+    if full is not None:
+        (folder / "full-cached.json").write_text(json.dumps({"chapters": full, "total_seconds": 300, "cpus": 2}))
+    return root
+
+
+def test_times_come_from_the_recorded_timings(tmp_path):
+    root = _timings(tmp_path, {"00_toy_world": 14.3, "training": 99.0}, {"00_toy_world": 126.7})
+    times = pages.measured_times(root)
+    assert times == {"00_toy_world": {"quick": 14.3, "full": 126.7}}         # 'training' is not a chapter
+    assert [pages.format_seconds(s) for s in (0.2, 14.3, 126.7, 120, 1260)] == \
+        ["1 s", "14 s", "2 min 7 s", "2 min", "21 min"]
+    assert pages.measured_times(tmp_path / "nowhere") == {}
+
+
+def test_the_committed_timings_give_every_chapter_a_time():
+    times = pages.measured_times(ROOT)
+    chapters = sorted(p.stem for p in (ROOT / "book").glob("[0-9][0-9]_*.md"))
+    assert set(chapters) <= set(times), "a chapter has no measured time in results/timings/"
+
+
+def _chapter(opening: str, words: int = 300) -> nbformat.NotebookNode:
+    prose = " ".join(["word"] * words)
+    return nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell(opening),
+        nbformat.v4.new_code_cell("profile = 'full'", metadata={"tags": ["parameters"]}),
+        nbformat.v4.new_markdown_cell(prose),
+        nbformat.v4.new_code_cell("x = 1\n" * 30)])
+
+
+OPENING = """# The toy world
+
+A long motivating paragraph comes first in the source.
+
+```{admonition} Learning objectives
+:class: tip
+
+1. learn
+```
+
+```{admonition} Key takeaways
+:class: tip
+
+- something
+```
+"""
+
+
+def test_card_and_objectives_go_right_under_the_title():
+    nb = _chapter(OPENING)
+    assert pages.prepare_chapter(nb, {"quick": 14.3, "full": 126.7})
+    text = nb.cells[0].source
+    title, card, objectives = text.index("# The toy world"), text.index("mlmbook-card"), text.index("Learning objectives")
+    assert title < card < objectives < text.index("A long motivating paragraph") < text.index("Key takeaways")
+    assert "runs in 14 s in the quick profile and 2 min 7 s in the full profile" in text
+    assert text.count("Learning objectives") == 1
+
+
+def test_reading_time_counts_prose_and_code_and_rounds_up_to_five_minutes():
+    nb = _chapter("# T", words=1500)                                   # 10 min of prose + 1 min of code
+    assert pages.reading_minutes(nb) == 15
+    assert pages.reading_minutes(_chapter("# T", words=10)) == 5
+
+
+def test_a_chapter_without_a_measured_time_says_so():
+    card = pages.chapter_card(_chapter("# T"), None)
+    assert "not been measured yet" in card and "about" not in card.lower().split("read")[1]
+
+
+def test_the_exercise_table_takes_levels_from_the_registry_and_the_titles():
+    text = """
+```{exercise} Warm-up: KL with exact zeros
+:label: ch0-kl
+
+Write it.
+```
+
+```{exercise} Stretch: more
+:label: ex-open
+
+(Coding.) Do more.
+```
+
+```{exercise}
+:label: ex-paper
+
+Prove it.
+```
+"""
+    found = {e["label"]: (e["level"], e["kind"]) for e in pages.find_exercises(text)}
+    assert found == {"ch0-kl": ("warm-up", "graded"), "ex-open": ("stretch", "coding"),
+                     "ex-paper": (None, "pen and paper")}
+    table = pages.exercise_table([("00_toy_world", "The toy world", text)])
+    assert "| 0 The toy world | {numref}`ch0-kl` | warm-up | code, graded by the truth |" in table
+    assert "|  | {numref}`ex-paper` | — | pen and paper |" in table
+
+
+def test_the_timings_table_of_the_performance_page():
+    text = pages.timings_table(ROOT)
+    assert "00_toy_world" in text and "whole book" in text and "Measured on" in text
+
+
+def test_bibliography_labels_are_author_year_like_the_citations():
+    from pybtex.database import parse_file
+    from pybtex.plugin import find_plugin
+
+    pages.register_bibliography_style()
+    style = find_plugin("pybtex.style.formatting", "mlmbook")()
+    entries = parse_file(str(ROOT / "book" / "references.bib")).entries
+    labels = {e.label for e in style.format_entries(entries.values())}
+    assert "Devlin et al., 2019" in labels and "Torroba Hennigen and Kim, 2023" in labels
+    assert "de Marneffe et al., 2021" in labels and "Sana et al., 2026" in labels
+    assert len(labels) == len(entries), "labels must be unique"
+
+
+# --------------------------------------------------------------------------- the figure record
+
+@pytest.fixture()
+def style():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from mlmbook import plotting
+
+    plotting.use_style()
+    return plotting
+
+
+def test_a_figure_records_its_smallest_font_and_resolution(style):
+    import matplotlib.pyplot as plt
+
+    fig, (a, b) = style.figure(ncols=2)
+    a.plot([0, 1], [0, 1], label="a line")
+    a.legend()
+    b.text(0.5, 0.5, "", fontsize=4)                 # empty: never drawn, never counted
+    b.text(0.5, 0.5, "note", fontsize=8)
+    data, width = style.figure_png(fig)
+    plt.close(fig)
+    record = style.png_record(data)
+    assert record["min_font_pt"] == 8 and record["dpi"] == style.PNG_DPI
+    assert 600 < width <= 700 and record["width"] == pytest.approx(2 * width, abs=2)
+    shown = min(width, style.COLUMN_PX)
+    assert style.rendered_text_px(8, record["dpi"], record["width"], shown) >= style.MIN_TEXT_PX
+
+
+def test_a_wide_figure_shrinks_its_text_below_the_floor(style):
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(13, 3))
+    ax.plot([0, 1])
+    data, width = style.figure_png(fig)
+    plt.close(fig)
+    record = style.png_record(data)
+    px = style.rendered_text_px(record["min_font_pt"], record["dpi"], record["width"], style.COLUMN_PX)
+    assert record["min_font_pt"] == style.MIN_FONT_PT and px < style.MIN_TEXT_PX
+
+
+def test_more_than_two_panels_in_a_row_is_refused(style):
+    with pytest.raises(ValueError, match="at most 2 per row"):
+        style.figure(ncols=3)
