@@ -1,4 +1,6 @@
-"""Command line of the book: ``python -m mlmbook {build,cost,chapters,results,check-site,clear-cache}``.
+"""Command line of the book: ``python -m mlmbook {build,cost,chapters,results,check-site,clear-cache}``
+and the research verbs ``{pll,trees,joint,rectangle,rank,glauber}`` (:mod:`mlmbook.cli_research`);
+installed as the console script ``mlmbook``.
 
 Examples
 --------
@@ -12,6 +14,7 @@ Examples
     python -m mlmbook chapters
     python -m mlmbook results 1
     python -m mlmbook clear-cache
+    mlmbook pll toy sentences.txt --per-token       # the research verbs: the analyses on any model
 """
 
 from __future__ import annotations
@@ -75,6 +78,8 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("html", nargs="?", default=None, help="the built site (default: _build/html)")
     sub.add_parser("clear-cache", help="delete the model cache ($MLMBOOK_CACHE, "
                                        "default ~/.cache/mlmbook)")
+    from .cli_research import add_research_commands
+    add_research_commands(sub)
     return parser
 
 
@@ -199,6 +204,10 @@ def main(argv: list[str] | None = None) -> int:
     from .pipeline.execute import BuildError, UsageError
 
     args = _parser().parse_args(argv)
+    from .cli_research import RESEARCH_COMMANDS
+    if args.command in RESEARCH_COMMANDS:
+        from .cli_research import run
+        return run(args)
     command = {"build": _cmd_build, "chapters": _cmd_chapters, "results": _cmd_results,
                "clear-cache": _cmd_clear_cache, "check-site": _cmd_check_site, "cost": _cmd_cost}[args.command]
     try:

@@ -200,7 +200,8 @@ def test_model_argument_errors():
 
 # ---------------------------------------------------------------------------- the command line
 def _cli(*argv):
-    return subprocess.run([sys.executable, "-m", "mlmbook.cli_research", *map(str, argv)], capture_output=True,
+    """The research verbs through the book's own command line (``python -m mlmbook``, the console script)."""
+    return subprocess.run([sys.executable, "-m", "mlmbook", *map(str, argv)], capture_output=True,
                           text=True, timeout=300)
 
 
