@@ -77,6 +77,9 @@ def main() -> int:
             res.update({f"top-K grid: {k}": v for k, v in mod.top_k().items()})
         lines += ["", f"## Chapter {k}", "", "| measure | value |", "|---|---|"]
         lines += [f"| {name} | {fmt(v)} |" for name, v in res.items()]
+    from benchmarks import cost as bench_cost
+    print("calibrating and checking the cost estimate (every chapter on two small BERTs) ...", file=sys.stderr)
+    lines += [""] + bench_cost.table(bench_cost.run("quick"))
     print("measuring scale (bert-base shape) ...", file=sys.stderr)
     from benchmarks import scale
     sc = scale.run()

@@ -1,6 +1,13 @@
 r"""What a chapter will cost with a real model, estimated before it runs.
 
-.. math:: \text{seconds} \approx \sum_{\text{rows}} \text{tokens per row} \,/\, \text{tokens/s}
+.. math:: \text{seconds} \approx \underbrace{\sum_{\text{rows}} \text{tokens per row} \,/\, \text{tokens/s}}_{\text{model time}}
+          \;+\; \underbrace{o_{\text{chapter, profile}}}_{\text{everything else}}
+
+The second term is measured, not modelled: ``make bench`` (``benchmarks/cost.py``) runs every
+chapter on a small saved WordPiece BERT, subtracts the modelled model time from the wall time and
+records the rest per chapter and profile in ``results/timings/overhead.json`` (the kernel's start,
+imports, trees, intervals, figures). On a large model the first term dominates; on a small one the
+second does.
 
 The rows are the masked-query rows (forward passes) a chapter will send, counted from the
 size settings the chapter itself reads (its ``SIZES`` and constants, parsed from its code
@@ -27,7 +34,11 @@ from . import chapters as ch
 if TYPE_CHECKING:
     from ..models.base import MaskedLM
 
-__all__ = ["Work", "announce", "chapter_constants", "estimate", "paragraph", "report", "rows_for", "tokens_per_second"]
+__all__ = ["Work", "announce", "chapter_constants", "estimate", "paragraph", "report", "rows_for", "tokens_per_second",
+           "overhead_seconds", "OVERHEAD_FILE"]
+
+OVERHEAD_FILE = "results/timings/overhead.json"
+"""Where ``make bench`` records each chapter's measured time outside the model (relative to the root)."""
 
 SPECIALS = 2
 """Tokens a model adds to every row ([CLS] and [SEP] for BERT)."""
@@ -199,19 +210,44 @@ def tokens_per_second(lm: MaskedLM, rows: int = 16, length: int = 16, repeats: i
     return rows * (length + SPECIALS) * repeats / max(time.perf_counter() - start, 1e-9)
 
 
-def paragraph(slug: str, model: str, work: Work | None, rate: float) -> str:
-    """The printed estimate for one chapter (``rate`` in tokens/s)."""
+def overhead_seconds(slug: str, profile: str, root=None) -> float | None:
+    """The chapter's measured time outside the model in ``profile`` (``results/timings/overhead.json``),
+    or None when ``make bench`` has not measured it."""
+    import json
+    from pathlib import Path
+
+    from ..paths import repo_root
+    path = Path(root or repo_root()) / OVERHEAD_FILE
+    try:
+        value = json.loads(path.read_text())["seconds"][profile][slug]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return float(value) if value is not None else None
+
+
+def _took(s: float) -> str:
+    return f"{s:.0f} s" if s < 120 else f"{s / 60:.1f} min" if s < 7200 else f"{s / 3600:.1f} h"
+
+
+def paragraph(slug: str, model: str, work: Work | None, rate: float, overhead: float | None = None) -> str:
+    """The printed estimate for one chapter (``rate`` in tokens/s; ``overhead``: the chapter's
+    measured seconds outside the model, :func:`overhead_seconds`)."""
+    outside = ("" if overhead is None else
+               f" Work outside the model, measured for this chapter by `make bench`: about {overhead:.0f} s.")
     if work is None:
-        return f"{slug} with {model}: no cost estimate (this chapter's real-model path is not modelled)."
+        return (f"{slug} with {model}: no estimate of its model time (this chapter's real-model path is not "
+                f"modelled).{outside}")
     if not work.rows:
-        return f"{slug} with {model}: {work.note or 'no masked queries'}."
+        return f"{slug} with {model}: {work.note or 'no masked queries'}.{outside}"
     s = work.tokens / rate
-    took = f"{s:.0f} s" if s < 120 else f"{s / 60:.1f} min" if s < 7200 else f"{s / 3600:.1f} h"
     terms = sorted(work.terms.items(), key=lambda kv: -kv[1][1])
     parts = ", ".join(f"{name} {r:,} rows ({t / work.tokens:.0%})" for name, (r, t) in terms)
-    return (f"{slug} with {model}: estimate {work.rows:,} masked-query rows x {work.tokens / work.rows:.1f} "
-            f"tokens per row / {rate:,.0f} tokens/s (measured just now) = about {took} of model time "
-            f"({s:.1f} s); by share of tokens: {parts}. Work outside the model is not counted.")
+    text = (f"{slug} with {model}: estimate {work.rows:,} masked-query rows x {work.tokens / work.rows:.1f} "
+            f"tokens per row / {rate:,.0f} tokens/s (measured just now) = about {_took(s)} of model time "
+            f"({s:.1f} s); by share of tokens: {parts}.")
+    if overhead is None:
+        return text + " Work outside the model is not counted (run `make bench` to measure it)."
+    return text + f"{outside} In all: about {_took(s + overhead)} ({s + overhead:.1f} s in all)."
 
 
 def report(plans: list[tuple[ch.Chapter, dict]]) -> list[str]:
@@ -230,7 +266,8 @@ def report(plans: list[tuple[ch.Chapter, dict]]) -> list[str]:
             lm = load_mlm(model)
             loaded[model] = (lm, tokens_per_second(lm))
         lm, rate = loaded[model]
-        out.append(paragraph(chapter.slug, model, rows_for(chapter, lm, values), rate))
+        out.append(paragraph(chapter.slug, model, rows_for(chapter, lm, values), rate,
+                             overhead_seconds(chapter.slug, values.get("profile", "full"), chapter.path.parent.parent)))
     return out
 
 

@@ -77,6 +77,18 @@ def _seconds(text):
     return float(re.search(r"\(([\d.]+) s\)", text).group(1))
 
 
+def test_the_estimate_adds_the_chapters_measured_overhead(tmp_path):
+    """The estimate used to count model time only (5-50x off for small models): the measured time
+    outside the model now joins it."""
+    import json
+    (tmp_path / "results" / "timings").mkdir(parents=True)
+    (tmp_path / cost.OVERHEAD_FILE).write_text(json.dumps({"seconds": {"quick": {"01_dependencies": 12.5}}}))
+    assert cost.overhead_seconds("01_dependencies", "quick", tmp_path) == 12.5
+    assert cost.overhead_seconds("01_dependencies", "full", tmp_path) is None
+    text = cost.paragraph("01_dependencies", "m", cost.Work().add("CPMI", 1000, 8), 1000.0, overhead=12.5)
+    assert "about 12 s" in text and re.search(r"\(22\.5 s in all\)", text)
+
+
 def test_estimate_scales_linearly_with_rows():
     one = cost.Work().add("CPMI", 1000, 10)
     two = cost.Work().add("CPMI", 2000, 10)
