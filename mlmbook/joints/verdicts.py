@@ -44,12 +44,23 @@ def paper_agreement(verdicts: Mapping[str, object]) -> str:
     return "neither confirms nor contradicts the paper"
 
 
-def best_against(who: str, verdicts: Mapping[str, object], quantity: str) -> str:
+def _detectable(names, verdicts: Mapping[str, object], unit: str) -> str:
+    """The smallest differences the sample would have detected against ``names``."""
+    u = f" {unit}" if unit else ""
+    sizes = [f"{float(verdicts[r].detectable):.2g}{u}" for r in names]
+    if len(sizes) == 1:
+        return f"a difference of {sizes[0]} or more would have been detected"
+    return f"differences of {listing(sizes)} or more, respectively, would have been detected"
+
+
+def best_against(who: str, verdicts: Mapping[str, object], quantity: str, unit: str = "") -> str:
     """One sentence on how ``who`` compares with each rival on ``quantity`` (lower is better).
 
     ``verdicts`` maps a rival's label to the verdict of (``who`` − rival). E.g. "AG is closer to the
     truth than every other joint" or "AG is closer to the truth than MRF and HCB; against MLM
-    (independent) the difference has no direction in this sample".
+    (independent) the difference has no direction in this sample (a difference of 0.2 nats or
+    more would have been detected)": a comparison without a direction always carries the
+    smallest difference the sample would have detected (``unit`` names its unit).
     """
     better = [r for r, v in verdicts.items() if v.side == "below"]
     worse = [r for r, v in verdicts.items() if v.side == "above"]
@@ -62,6 +73,7 @@ def best_against(who: str, verdicts: Mapping[str, object], quantity: str) -> str
     if worse:
         parts.append(f"{listing(worse)} {'is' if len(worse) == 1 else 'are'} {quantity} than {who}")
     if level:
-        parts.append(f"against {listing(level)} the difference has no direction in this sample")
+        parts.append(f"against {listing(level)} the difference has no direction in this sample "
+                     f"({_detectable(level, verdicts, unit)})")
     out = "; ".join(parts)
     return out[0].upper() + out[1:] if out.startswith("against") else out

@@ -144,12 +144,12 @@ class Verdict:
         return self.side in ("above", "below", "equivalent")
 
     def power_text(self, unit: str = "", digits: int = 3) -> str:
-        """``"a difference of 0.012 nats would have been detected (80 % power)"``."""
+        """``"a difference of 0.012 nats or more would have been detected, with 80 % power at the 99.8 % level"``."""
         if not math.isfinite(self.detectable):
             return "the sample bounds no difference on one side, so none can be ruled out"
         u = f" {unit}" if unit else ""
-        return (f"a difference of {self.detectable:.{digits}g}{u} or more would have been detected "
-                f"({_pct(POWER)} power at the {_pct(self.interval.level)} level)")
+        return (f"a difference of {self.detectable:.{digits}g}{u} or more would have been detected, "
+                f"with {_pct(POWER)} power at the {_pct(self.interval.level)} level")
 
     def text(self, unit: str = "", digits: int = 3) -> str:
         """The phrase, and for an indistinguishable verdict the detectable effect in brackets."""

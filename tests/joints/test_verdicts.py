@@ -42,8 +42,12 @@ def test_caption_words_follow_the_verdicts():
     text = J.best_against("AG", some, "closer to the truth")
     assert text.startswith("AG is closer to the truth than MRF")
     assert "MRF-local is closer to the truth than AG" in text and "against HCB the difference has no direction" in text
-    only_level = {"HCB": verdict(0, -1, 1)}
-    assert J.best_against("AG", only_level, "closer").startswith("Against HCB")
+    # a comparison without a direction carries the smallest difference the sample would have detected
+    hcb = some["HCB"].detectable
+    assert f"(a difference of {hcb:.2g} or more would have been detected)" in text
+    only_level = {"HCB": verdict(0, -1, 1), "MRF": verdict(0, -2, 2)}
+    text = J.best_against("AG", only_level, "closer", unit="nats")
+    assert text.startswith("Against HCB and MRF") and "nats or more, respectively" in text
 
 
 def test_listing_and_where():
