@@ -32,6 +32,7 @@ import numpy as np
 from . import stats
 from .probes import collect_states
 from .rank import DEFAULT_EPS, block_ranks, mass_rank_of
+from .threads import LARGE_HIDDEN, limited
 
 __all__ = ["ROWS_PER_DIM", "Sample", "make_sample", "Geometry", "geometry", "encode", "CONDITIONS", "Truth",
            "per_seed", "mean_interval", "paired", "contrast", "slope_weights", "probe_gap", "probe_value",
@@ -172,7 +173,8 @@ class Geometry:
         return self.ranks[condition, kind][-1]
 
 
-def geometry(lm, sample: Sample, eps: float = DEFAULT_EPS, overlap: bool = True, states=None) -> Geometry:
+def geometry(lm, sample: Sample, eps: float = DEFAULT_EPS, overlap: bool = True, states=None,
+             masked: bool = True) -> Geometry:
     """Measure one model on ``sample``: the four effective ranks of every condition, layer and block.
 
     Parameters
@@ -186,18 +188,34 @@ def geometry(lm, sample: Sample, eps: float = DEFAULT_EPS, overlap: bool = True,
     states : (dict, dict), optional
         The model's :func:`~mlmbook.probes.collect_states` of the clean and the masked input of
         ``sample``, when the caller has them already.
+    masked : bool
+        Also encode the masked input (conditions ``masked_real`` and ``all``); ``False``
+        measures the ``clean`` condition alone, at half the cost.
     """
-    clean, noisy = states if states is not None else encode(lm, sample)
-    has_mask = noisy["mask"][0].shape[0] > 0 and float(np.abs(noisy["mask"][-1]).sum()) > 0
+    if states is not None:
+        clean, noisy = states
+    elif masked:
+        clean, noisy = encode(lm, sample)
+    else:
+        clean, noisy = collect_states(lm.hidden_states, sample.rows), None
+    with limited(large=clean["real"][0].shape[1] >= LARGE_HIDDEN):       # mlmbook.threads' policy
+        return _measure(clean, noisy, sample, eps, overlap)
+
+
+def _measure(clean, noisy, sample, eps, overlap) -> Geometry:
+    has_mask = (noisy is not None and noisy["mask"][0].shape[0] > 0
+                and float(np.abs(noisy["mask"][-1]).sum()) > 0)
     ranks, ov = {}, {"mask": [], "heldout": []}
     idx_clean = _lookup(clean["real_index"], sample.kept)
-    idx_noisy = _lookup(noisy["real_index"], sample.kept)
+    idx_noisy = _lookup(noisy["real_index"], sample.kept) if noisy is not None else None
     if has_mask:
         both = np.concatenate([noisy["real_index"], noisy["mask_index"]])
         idx_all = _lookup(both, sample.every)
         mask_sent = noisy["mask_index"][:, 0]
     for layer in range(len(clean["real"])):
-        mats = {"clean": (clean["real"][layer], idx_clean), "masked_real": (noisy["real"][layer], idx_noisy)}
+        mats = {"clean": (clean["real"][layer], idx_clean)}
+        if noisy is not None:
+            mats["masked_real"] = (noisy["real"][layer], idx_noisy)
         if has_mask:
             mats["all"] = (np.concatenate([noisy["real"][layer], noisy["mask"][layer]]), idx_all)
         for cond, (H, idx) in mats.items():

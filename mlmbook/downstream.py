@@ -27,6 +27,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from .threads import using
+
 __all__ = ["flip_agreement", "agreeing_verb", "attractor", "agreement_task", "finetune_classifier"]
 
 
@@ -153,6 +155,11 @@ def finetune_classifier(encoder, train_rows, train_labels, test_sets, seed: int 
     list of numpy.ndarray (bool)
         For each test set, whether each test sentence was classified correctly.
     """
+    with using(1):        # training: one thread always, so a seed gives the same numbers everywhere
+        return _finetune(encoder, train_rows, train_labels, test_sets, seed, epochs, batch, lr, pad_id)
+
+
+def _finetune(encoder, train_rows, train_labels, test_sets, seed, epochs, batch, lr, pad_id) -> list:
     torch.manual_seed(seed)
     enc = copy.deepcopy(encoder).train()
     n_classes = int(np.max(train_labels)) + 1

@@ -22,6 +22,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from .threads import using
+
 __all__ = ["collect_states", "token_labels", "PROBE_TASKS", "UPOS_TAGS", "Probe", "fit_probe", "probe_accuracy",
            "split_sentences", "probe_counts", "layer_probe_counts"]
 
@@ -139,6 +141,11 @@ class Probe:
 def fit_probe(X, y, n_classes: int, l2: float = 1e-3, max_iter: int = 100) -> Probe:
     r"""Fit :math:`\operatorname{softmax}(W h + b)` by L-BFGS on the mean cross-entropy
     plus :math:`\lambda \|W\|^2` (features standardised first, so one :math:`\lambda` fits all)."""
+    with using(1):          # an optimisation: one thread always, the same fit on every machine
+        return _fit_probe(X, y, n_classes, l2, max_iter)
+
+
+def _fit_probe(X, y, n_classes: int, l2: float, max_iter: int) -> Probe:
     X = torch.as_tensor(X, dtype=torch.float64)
     y = torch.as_tensor(y, dtype=torch.long)
     mean, scale = X.mean(0), X.std(0).clamp_min(1e-8)

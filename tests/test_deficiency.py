@@ -170,3 +170,12 @@ def test_sample_keeps_only_the_sentences_its_blocks_use(fake):
     for b in range(2):                                   # the remapped pairs still name unmasked tokens of the block
         assert set(small.kept[b, :, 0]) <= set(small.blocks[b])
         assert not any(small.masked[s][p] for s, p in small.kept[b])
+
+
+def test_geometry_of_the_clean_input_alone_is_the_same(fake):
+    """``masked=False`` encodes only the clean input: the same clean ranks, no other condition."""
+    lm, sample = fake
+    full, clean = D.geometry(lm, sample), D.geometry(lm, sample, masked=False)
+    assert {c for c, _ in clean.ranks} == {"clean"} and not clean.overlap
+    for kind in rank.RANK_KINDS:
+        np.testing.assert_array_equal(clean.ranks["clean", kind], full.ranks["clean", kind])

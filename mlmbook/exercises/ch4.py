@@ -168,4 +168,4 @@ def _cosines_of_columns(A, B):                 # wrong: the column spaces (of th
 
 exercise("ch4-angles", "stretch", lambda: [case for case, _ in angle_cases()], _angles_expected, principal_cosines,
          wrong=(_cosines_unnormalised, _cosines_of_columns), tol=1e-8,
-         what="the cosines of the principal angles")
+         what="the cosine of every principal angle")
