@@ -18,6 +18,7 @@ module          what
 ``sample``      the sentences scored (punctuation read, not scored), recall by relation
 ``evaluate``    a model's trees and counts, its CMI against the truth's, paired verdicts
 ``regime``      the ladder of models against the truth's trees
+``figures``     the chapter's figures, one function each (imported on its own: it needs matplotlib)
 ==============  ===========================================================================
 
 Intervals and verdicts come from :mod:`mlmbook.stats` (:func:`~mlmbook.stats.ratio` on the

@@ -271,7 +271,8 @@ def cmi_grid(lm: "MaskedLM", sentences, keep=None, window: int | None = WINDOW,
         r[p] = r[q] = lm.mask_id
         both.append(r)
     cand, start, masked_out = {}, {}, {}
-    for idx, lp in queries.iter_log_probs(lm, both, [[p, q] for _, p, q in jobs], progress=progress and "CMI grid: marginals"):
+    both_masked = [[p, q] for _, p, q in jobs]
+    for idx, lp in queries.iter_log_probs(lm, both, both_masked, progress=progress and "CMI grid: marginals"):
         for b, (lpp, lpq) in zip(idx, lp):
             cp = _candidates(lpp, allowed, top_mass, max_candidates)
             cq = _candidates(lpq, allowed, top_mass, max_candidates)

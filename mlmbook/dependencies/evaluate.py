@@ -30,8 +30,8 @@ from .trees import decode, symmetrize, uuas_counts
 if TYPE_CHECKING:
     from ..models.base import MaskedLM
 
-__all__ = ["CMI", "CPMI", "model_scores", "trees", "counts", "uuas", "CMIError", "cmi_error", "compare", "Report", "report", "say",
-           "stack_seeds", "WORDS"]
+__all__ = ["CMI", "CPMI", "KEYS", "VERSUS", "model_scores", "trees", "counts", "uuas", "CMIError", "cmi_error",
+           "compare", "Report", "report", "say", "stack_seeds", "WORDS", "power_note"]
 
 CMI, CPMI = "MLM-CMI (exact)", "CPMI"
 """Names of an MLM's two score matrices."""
@@ -39,6 +39,14 @@ CMI, CPMI = "MLM-CMI (exact)", "CPMI"
 WORDS = {"above": "above", "below": "below", "indistinguishable": "statistically indistinguishable from",
          "undefined": "not comparable with"}
 """How a verdict between two parsers reads in a sentence: "the MLM's trees are <phrase> the DMV's"."""
+
+KEYS = {"truth-CMI": "truth", "MLM-CMI": "mlm", "MLM-CMI (Gibbs)": "gibbs", "CPMI": "cpmi", "DMV": "dmv",
+        "adjacent": "adjacent", "random": "random"}
+"""The record-key stem of each parser of chapter 1: ``uuas_<key>``, ``<key>_vs_<key>``."""
+
+VERSUS = (("MLM-CMI", "adjacent"), ("MLM-CMI", "DMV"), ("MLM-CMI", "CPMI"), ("MLM-CMI", "truth-CMI"),
+          ("CPMI", "adjacent"), ("truth-CMI", "adjacent"), ("truth-CMI", "DMV"))
+"""The pairs of parsers chapter 1 compares on its main sample (first minus second)."""
 
 
 def model_scores(lm: "MaskedLM", words, keep, window: int | None, with_cpmi: bool = True,
@@ -194,3 +202,23 @@ def say(verdict, other: str, digits: int = 2) -> str:
         text += (f" (a difference of {d:.{digits}f} or more would have been detected, {100 * stats.POWER:.0f} % power)"
                  if np.isfinite(d) else " (the sample bounds no difference)")
     return text
+
+
+def power_note(verdicts: dict, effect: float) -> str:
+    """One sentence on the comparisons that could not detect ``effect``: for each verdict (a
+    :class:`~mlmbook.stats.Verdict` or its record, keyed by how the sentence names it) whose
+    detectable effect exceeds ``effect``, that effect and how many times ``effect`` it is;
+    ``""`` when every comparison could detect it."""
+    weak = []
+    for name, v in verdicts.items():
+        rec = v.to_record() if hasattr(v, "to_record") else v
+        d = float(rec["detectable"])
+        if not d <= effect:
+            weak.append(f"{name} ({d:.2f}, {d / effect:.1f} times)" if np.isfinite(d) else f"{name} (no bound)")
+    if not weak:
+        return ""
+    listed = weak[0] if len(weak) == 1 else ", ".join(weak[:-1]) + " and " + weak[-1]
+    one = len(weak) == 1
+    return (f"The sample is smaller than the question for {'one comparison' if one else f'{len(weak)} comparisons'}: "
+            f"the smallest difference of UUAS {'it' if one else 'each'} could detect exceeds the {effect:.2f} the "
+            f"chapter looks for — {listed}; a smaller difference there would go unseen.")

@@ -20,7 +20,7 @@ from ..corpus.sentence import Sentence, remove_punct
 if TYPE_CHECKING:
     from ..models.base import MaskedLM
 
-__all__ = ["Scored", "pick", "edge_relations", "recall"]
+__all__ = ["Scored", "pick", "read_treebank", "edge_relations", "recall"]
 
 
 @dataclass
@@ -65,7 +65,9 @@ class Scored:
 
 def pick(pool: Sequence[Sentence], lm: "MaskedLM | None", n: int, max_words: int, min_words: int = 3) -> Scored:
     """The first ``n`` sentences of ``pool`` with ``min_words..max_words`` scored words that ``lm`` can
-    read whole (at most ``lm.max_length`` pieces). Fewer than three words: every parser is right."""
+    read whole (at most ``lm.max_length`` pieces). Fewer than three words: every parser is right.
+
+    Raises ``ValueError`` (one line) when no sentence of the pool qualifies."""
     out = []
     for s in pool:
         k = sum(u != "PUNCT" for u in s.upos)
@@ -73,7 +75,25 @@ def pick(pool: Sequence[Sentence], lm: "MaskedLM | None", n: int, max_words: int
             out.append(s)
             if len(out) == n:
                 break
+    if not out:
+        raise ValueError(f"none of the {len(pool)} sentences has {min_words}-{max_words} scored words that the "
+                         "model can read whole; give sentences of that length (or a model with a longer input)")
     return Scored.of(out)
+
+
+def read_treebank(treebank, max_words: int, seed: int = 0, min_words: int = 3):
+    """The sentences of a CoNLL-U treebank with ``min_words..max_words`` scored (non-punctuation)
+    words, punctuation kept for the model to read, in an order shuffled by ``seed``; and the
+    :class:`~mlmbook.corpus.conllu.LoadedTreebank` whose ``summary()`` says what was kept.
+
+    Raises :class:`~mlmbook.errors.TreebankError` (one line, naming the file and the window) when
+    the file cannot be read or no sentence fits: the chapter never falls back to toy sentences.
+    """
+    from ..corpus.conllu import load_sentences, read_conllu
+    loaded = load_sentences(treebank, min_len=min_words, max_len=max_words)   # the window, in scored words
+    fits = [s for s in read_conllu(loaded.path) if min_words <= sum(u != "PUNCT" for u in s.upos) <= max_words]
+    order = np.random.default_rng(seed).permutation(len(fits))
+    return [fits[k] for k in order], loaded
 
 
 def edge_relations(gold: Sequence[Sentence]) -> list[dict]:

@@ -20,7 +20,8 @@ def cmi_cases():
     from ..toy import Grammar
     g = Grammar.load("toy")
     words = "the old dog barks .".split()
-    out = [(g.pair_joint(words, 2, 3),), (g.pair_joint(words, 0, 2),), (g.pair_joint("mary sees the cat .".split(), 0, 1),)]
+    out = [(g.pair_joint(words, 2, 3),), (g.pair_joint(words, 0, 2),),
+           (g.pair_joint("mary sees the cat .".split(), 0, 1),)]
     rng = np.random.default_rng(1)
     P = rng.random((4, 5)) ** 3
     out.append((P / P.sum(),))

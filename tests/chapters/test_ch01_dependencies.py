@@ -3,12 +3,12 @@
 The estimators, the control world and the knob are tested in tests/dependencies and tests/toy.
 """
 import re
-from pathlib import Path
 
 import pytest
 
 from mlmbook import stats
 from mlmbook.toy import Grammar
+from tests.chapters.conftest import ANY_MODEL_TREEBANK
 
 SLUG = "01_dependencies"
 MAIN = [("mlm", "adjacent"), ("mlm", "dmv"), ("mlm", "cpmi"), ("mlm", "truth"),
@@ -78,6 +78,19 @@ def _check_toy_claims(r):
         group = {"above": "above", "below": "below"}.get(r[f"regime_{name}_mlm_vs_truth"]["side"], "level")
         assert name in r[f"regime_mlm_{group}"]
     assert "contains zero" not in r["regime_text"]          # issue 25: the old hard-coded parenthesis
+    # the power sentence names exactly the comparisons that could not detect the effect sought
+    checked = [r["control_vs_truth"], r["knob_truth_0_vs_1"], r["cloze_vs_random"]]
+    checked += [r[f"knob_{s}_vs_truth"] for s in ("0", "0_5", "1")]
+    checked += [r[f"regime_{name}_mlm_vs_truth"] for name in r["regime_rungs"]]
+    weak = sum(not float(v["detectable"]) <= r["effect_sought"] for v in checked)
+    if weak:
+        assert f"{weak} comparisons" in r["small_sample_note"] or (weak == 1 and "one comparison" in
+                                                                     r["small_sample_note"])
+    else:
+        assert r["small_sample_note"] == ""
+    for tag in ("control", "cloze", "knob_0", "knob_0_5"):
+        assert r[f"{tag}_cmi_mae"]["estimate"] >= 0
+    assert r["cloze_kl"] > 0
     assert r[f"regime_{r['regime_rungs'][0]}_mlm_n_seeds"] == 3   # the smallest rung pools three seeds
 
 
@@ -91,7 +104,7 @@ def _check_page(nb, r, toy=True):
     take = next(t for t in _markdown(nb) if t.startswith("- ") and ("training seed" in t or "one model" in t))
     assert "every training seed checked" not in shown                # the old claim, false in the full build
     if toy:
-        assert f"pools {seeds} training seed{'s' if seeds > 1 else ''}" in take
+        assert (f"pools {seeds} training seeds" if seeds > 1 else "rests on one training seed") in take
     else:
         assert "rests on one model" in take
     if "mlm_vs_truth" in r:
@@ -128,40 +141,11 @@ def test_chapter_full_profile_claims(full_results):
     assert r["mlm_verdicts_detectable"] > 0
 
 
-def _conllu(path: Path, n: int = 40) -> Path:
-    """Toy sentences written as CoNLL-U (1-based heads)."""
-    blocks = []
-    for k, s in enumerate(Grammar.load("toy").sample(n, seed=5)):
-        lines = [f"# sent_id = t{k}", f"# text = {s.text}"]
-        lines += [f"{i + 1}\t{w}\t{w}\t{s.upos[i]}\t_\t_\t{s.heads[i] + 1}\t{s.deprels[i] or 'dep'}\t_\t_"
-                  for i, w in enumerate(s.words)]
-        blocks.append("\n".join(lines))
-    path.write_text("\n\n".join(blocks) + "\n\n")
-    return path
-
-
-@pytest.fixture(scope="module")
-def big_wordpiece_bert(tmp_path_factory):
-    """A random WordPiece BERT with 2,000 pieces: its corpus adds made-up words so that there are
-    enough pieces to learn."""
-    import numpy as np
-
-    from tests.conftest import save_tiny_wordpiece_bert
-    rng = np.random.default_rng(0)
-    letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
-    made_up = [" ".join("".join(rng.choice(letters, rng.integers(4, 10))) for _ in range(8)) for _ in range(800)]
-    corpus = [s.text for s in Grammar.load("toy").sample(500, seed=0)] + made_up
-    path = save_tiny_wordpiece_bert(tmp_path_factory.mktemp("wp2000"), corpus, vocab_size=2000)
-    from transformers import AutoTokenizer
-    assert AutoTokenizer.from_pretrained(path).vocab_size >= 2000
-    return str(path)
-
-
 @pytest.mark.slow
-def test_chapter_runs_on_a_2000_piece_model_and_a_treebank(run_chapter, big_wordpiece_bert, tmp_path):
+def test_chapter_runs_on_a_2000_piece_model_and_a_treebank(run_chapter, wordpiece_bert_2k):
     """Issue 28: with a realistic vocabulary the exact grid is too large, Gibbs stands in, and the
     verdicts and the prose use one key scheme (no KeyError); nothing that needs the truth is faked."""
-    book = run_chapter(SLUG, model=big_wordpiece_bert, treebank=_conllu(tmp_path / "x.conllu"))
+    book = run_chapter(SLUG, model=wordpiece_bert_2k, treebank=ANY_MODEL_TREEBANK)
     r = book.results(SLUG)
     _check_claims(r)
     assert r["mlm_estimator"] == "Gibbs" and r["n_grid"] < r["n_gibbs"]
@@ -172,3 +156,17 @@ def test_chapter_runs_on_a_2000_piece_model_and_a_treebank(run_chapter, big_word
     _check_page(nb, r, toy=False)
     shown = "\n".join(_markdown(nb))
     assert "the regime map is left out" in shown and "those sections are left out" in shown
+    assert "any_model.conllu" in shown                                 # the page names its treebank
+
+
+def test_chapter_source_keeps_the_fixed_wording():
+    """Issue 25, at the source: the notation $x_{\\setminus\\{i,j\\}}$, no hard-coded verdict words,
+    one decision family stated once, no typed run time."""
+    from mlmbook.paths import repo_root
+
+    src = (repo_root() / "book" / f"{SLUG}.md").read_text(encoding="utf-8")
+    assert "x_{-ij}" not in src and "x_{-i" not in src
+    assert "contains zero" not in src and "every training seed checked" not in src
+    assert src.count("stats.Family(") == 1 and src.count("FAMILY.statement()") == 1
+    assert "ratio_bootstrap" not in src and "side_of_zero" not in src     # transition names gone
+    assert "minutes to read" not in src

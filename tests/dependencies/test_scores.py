@@ -117,11 +117,13 @@ def test_gibbs_limit_matches_the_grid_tables(perturbed):
     """cmi_grid's batched rows give the same numbers as gibbs_limit on hand-built tables."""
     lm, ids = perturbed, torch.tensor([0, 1, 2])
     p, q = 0, 2
-    rows_a = ids.repeat(4, 1); rows_a[:, p] = lm.mask_id; rows_a[:, q] = torch.arange(4)
-    rows_b = ids.repeat(4, 1); rows_b[:, q] = lm.mask_id; rows_b[:, p] = torch.arange(4)
+    rows_a, rows_b = ids.repeat(4, 1), ids.repeat(4, 1)
+    rows_a[:, p], rows_a[:, q] = lm.mask_id, torch.arange(4)
+    rows_b[:, q], rows_b[:, p] = lm.mask_id, torch.arange(4)
     la = lm.log_probs(rows_a, torch.full((4, 1), p))[:, 0, :4].numpy().T      # [a, b]
     lb = lm.log_probs(rows_b, torch.full((4, 1), q))[:, 0, :4].numpy()        # [a, b]
-    both = ids.clone(); both[p] = both[q] = lm.mask_id
+    both = ids.clone()
+    both[p] = both[q] = lm.mask_id
     start = lm.log_probs(both[None], torch.tensor([[q]]))[0, 0, :4].numpy()
     I_p, I_q, _ = dep.gibbs_limit(la, lb, start)
     M = dep.cmi_grid(lm, [["w0", "w1", "w2"]])[0]
@@ -213,7 +215,7 @@ def test_top_k_grid_reports_left_out_mass_and_bounds_its_error(toy_bert):
         assert len(top.left_out) == len(top.error_bound) == top.pairs
         assert 0 < top.max_left_out < 1 and top.max_error_bound > 0
         word = {p: w for w, ps in enumerate(lm.encode_words(sent[0])[1]) for p in ps}
-        for (s, p, q), bound in zip(top.jobs, top.error_bound):
+        for (_, p, q), bound in zip(top.jobs, top.error_bound):
             a, b = word[p], word[q]
             assert abs(top[0][a, b] - full[0][a, b]) <= bound + 1e-9
             assert abs(top[0][b, a] - full[0][b, a]) <= bound + 1e-9

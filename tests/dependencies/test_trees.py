@@ -122,13 +122,13 @@ def test_symmetrize():
 
 def test_mst_equals_brute_force():
     rng = np.random.default_rng(0)
-    for trial in range(40):
+    for _ in range(40):
         n = int(rng.integers(2, 7))
         S = symmetrize(rng.normal(size=(n, n)))
         best = max(all_trees(n), key=lambda t: tree_score(S, t))
         assert maximum_spanning_tree(S) == set(best)
     # ties (integer weights): the score is still the maximum
-    for trial in range(20):
+    for _ in range(20):
         n = int(rng.integers(2, 7))
         S = symmetrize(rng.integers(0, 3, size=(n, n)).astype(float))
         got = maximum_spanning_tree(S)
@@ -152,7 +152,7 @@ def test_eisner_directed_equals_brute_force():
     rng = np.random.default_rng(1)
     for n in range(1, 7):
         trees = projective_heads(n)
-        for trial in range(6 if n < 6 else 2):
+        for _ in range(6 if n < 6 else 2):
             S, root = rng.normal(size=(n, n)), rng.normal(size=n)
             scores = [heads_score(S, root, h) for h in trees]
             assert tuple(eisner(S, root)) == tuple(trees[int(np.argmax(scores))])
@@ -165,7 +165,7 @@ def test_eisner_undirected_is_best_non_crossing_tree():
     rng = np.random.default_rng(2)
     for n in range(2, 7):
         nc = [t for t in all_trees(n) if non_crossing(t)]
-        for trial in range(5):
+        for _ in range(5):
             S = symmetrize(rng.normal(size=(n, n)))
             heads = eisner(S)
             edges = edges_from_heads(heads)
@@ -314,7 +314,7 @@ def toy_corpus(n, seed):
     for _ in range(n):
         tags, heads = [], []
 
-        def noun_phrase(head):
+        def noun_phrase(head, tags=tags, heads=heads):
             start = len(tags)
             parts = ["DET"] + ["ADJ"] * int(rng.integers(0, 3)) + ["NOUN"]
             noun = start + len(parts) - 1

@@ -1,0 +1,226 @@
+r"""Chapter 1's figures: each one a function, so the page shows the call and the package the drawing.
+
+Every function draws on a new column-wide figure (:func:`mlmbook.plotting.figure`, at most two
+panels per row) and returns it; the chapter calls ``plt.show()``. Colours follow
+:data:`COLORS`, one per parser, the same in every figure.
+"""
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from .. import plotting
+from .sample import recall
+from .trees import symmetrize
+
+__all__ = ["COLORS", "ORDER", "pair_conditionals", "pair", "gibbs_vs_exact", "uuas_bars", "cmi_scatter",
+           "learned", "control", "knob", "regime", "breakdown", "explorer"]
+
+P = plotting.PALETTE
+COLORS = {"truth-CMI": P["truth"], "MLM-CMI": P["mlm"], "MLM-CMI (Gibbs)": P["mlm"], "CPMI": P["extra"],
+          "DMV": P["alt"], "adjacent": P["muted"], "random": P["muted"]}
+"""One colour per parser."""
+
+ORDER = ("truth-CMI", "MLM-CMI", "MLM-CMI (Gibbs)", "CPMI", "DMV", "adjacent", "random")
+"""The parsers in the order the figures list them."""
+
+
+def _errorbar(ax, x, ivs, **kw):
+    """Points with the intervals ``ivs`` (Interval-like: estimate, low, high) as error bars."""
+    est = np.array([iv.estimate for iv in ivs])
+    err = [est - np.array([iv.low for iv in ivs]), np.array([iv.high for iv in ivs]) - est]
+    ax.errorbar(x, est, yerr=err, capsize=3, **kw)
+
+
+def pair_conditionals(P: np.ndarray, vocab: Sequence[str], observed: int, top: int = 15) -> dict:
+    """The second word's distribution with the first masked, given the observed first word
+    (row ``observed`` of the joint ``P[a, b]``), and given the value of the first word among its
+    ``top`` likeliest that moves the second word most (largest KL from the observed case)."""
+    marg = P.sum(0) / P.sum()
+    cond = P / np.maximum(P.sum(1, keepdims=True), 1e-300)
+    log_cond = np.log(np.maximum(cond, 1e-300))
+    likely = np.argsort(-P.sum(1))[:top]
+    shift = [(cond[x] * (log_cond[x] - log_cond[observed])).sum() for x in likely]
+    c = likely[int(np.argmax(shift))]
+    return {"first word masked": marg, f"= {vocab[observed]}": cond[observed], f"= {vocab[c]}": cond[c]}
+
+
+def pair(panels: Sequence[tuple], words: Sequence[str], i: int, j: int):
+    """One panel per ``(title, joint P[a, b], vocabulary, observed row)``: the distribution of word
+    ``j`` with word ``i`` masked, and given two values of word ``i``."""
+    fig, axes = plotting.figure(len(panels), 1, height=2.9 * len(panels), squeeze=False)
+    for ax, (title, joint, vocab, observed) in zip(axes[:, 0], panels):
+        plotting.distribution_bars(pair_conditionals(joint, vocab, observed), vocab, top=10, ax=ax,
+                                   title=f"{title}: '{words[j]}' given '{words[i]}'")
+    return fig
+
+
+def _off_diagonal(mats) -> np.ndarray:
+    return np.concatenate([M[~np.eye(len(M), dtype=bool)] for M in mats])
+
+
+def gibbs_vs_exact(exact_mats, gibbs_mats, title: str):
+    """Each pair's Gibbs estimate against its exact value (the grey line is equality)."""
+    exact, sampled = _off_diagonal(exact_mats), _off_diagonal(gibbs_mats)
+    fig, ax = plotting.figure(height=3.2)
+    ax.scatter(exact, sampled, s=12, color=P["mlm"], alpha=0.7)
+    lim = [min(exact.min(), sampled.min()), max(exact.max(), sampled.max())]
+    ax.plot(lim, lim, color=P["muted"], lw=1)
+    ax.set_xlabel("exact (grid), nats")
+    ax.set_ylabel("Gibbs estimate, nats")
+    ax.set_title(title)
+    return fig
+
+
+def uuas_bars(ivs: Mapping[str, object], n: Mapping[str, int], title: str | None = None):
+    """Horizontal bars of each parser's UUAS with its interval; ``n`` sentences in each label."""
+    names = [m for m in ORDER if m in ivs]
+    fig, ax = plotting.figure(height=3.0)
+    for row, name in enumerate(names):
+        iv = ivs[name]
+        faint = name in ("MLM-CMI (Gibbs)", "random")
+        ax.barh(row, iv.estimate, color=COLORS[name], alpha=0.55 if faint else 1)
+        ax.errorbar(iv.estimate, row, xerr=[[iv.estimate - iv.low], [iv.high - iv.estimate]], color="k",
+                    capsize=3, lw=1)
+    ax.set_yticks(range(len(names)), [f"{m} ({n[m]})" for m in names])
+    ax.invert_yaxis()
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("UUAS (95 % interval over sentences)")
+    if title:
+        ax.set_title(title)
+    return fig
+
+
+def cmi_scatter(ax, model_mats, truth_mats, edges) -> None:
+    """Every pair of scored words: the model's CMI against the truth's (both symmetrised by the
+    larger direction), gold edges in green, other pairs in grey, and the line of equality."""
+    for gold_pair, color, label in ((False, P["muted"], "other pairs"), (True, P["hit"], "gold edges")):
+        xs, ys = [], []
+        for M, T, gold in zip(model_mats, truth_mats, edges):
+            M, T = symmetrize(M), symmetrize(T)
+            for e in zip(*np.triu_indices(len(M), 1)):
+                if (e in gold) == gold_pair:
+                    xs.append(T[e])
+                    ys.append(M[e])
+        ax.scatter(xs, ys, s=12, color=color, alpha=0.8, label=label)
+    top = max(ax.get_xlim()[1], ax.get_ylim()[1])
+    ax.plot([0, top], [0, top], color="k", lw=0.8)
+    ax.set_xlabel("truth-CMI, nats")
+    ax.set_ylabel("MLM-CMI, nats")
+    ax.legend()
+
+
+def learned(model_mats, truth_mats, edges):
+    """:func:`cmi_scatter` on its own figure."""
+    fig, ax = plotting.figure(height=3.4)
+    cmi_scatter(ax, model_mats, truth_mats, edges[: len(model_mats)])
+    return fig
+
+
+def control(by_relation: Mapping[str, tuple], model_mats, truth_mats, edges):
+    """The positive control. Left: share of each relation's gold edges the truth's and the MLM's
+    trees find (``by_relation[rel] = (truth, mlm)``). Right: :func:`cmi_scatter`."""
+    fig, (left, right) = plotting.figure(1, 2, height=3.2)
+    names = list(by_relation)
+    x = np.arange(len(names))
+    for k, (who, color) in enumerate((("truth", P["truth"]), ("MLM", P["mlm"]))):
+        left.bar(x + (k - 0.5) * 0.4, [by_relation[n][k] for n in names], 0.4, color=color, label=who)
+    left.set_xticks(x, names, rotation=45, ha="right")
+    left.set_ylim(0, 1.3)
+    left.set_yticks(np.linspace(0, 1, 6))
+    left.set_ylabel("gold edges found")
+    left.legend(loc="upper center", ncol=2)
+    cmi_scatter(right, model_mats, truth_mats, edges[: len(model_mats)])
+    right.get_legend().remove()
+    return fig
+
+
+def knob(settings: Sequence[float], truth_uuas, mlm_uuas, mlm_corr, name: str = "selection $s$",
+         title: str | None = None):
+    """Dose–response of a knob. Left: UUAS of the truth's trees and of the MLM trained at each
+    setting. Right: each MLM's CMI correlation with its own language's truth."""
+    fig, (left, right) = plotting.figure(1, 2, height=3.2)
+    xs = np.asarray(settings, dtype=float)
+    _errorbar(left, xs - 0.01, truth_uuas, fmt="o-", color=P["truth"], label="truth")
+    _errorbar(left, xs + 0.01, mlm_uuas, fmt="o-", color=P["mlm"], label="MLM")
+    left.set_xlabel(name)
+    left.set_ylabel("UUAS")
+    left.legend(loc="lower right")
+    _errorbar(right, xs, mlm_corr, fmt="o-", color=P["mlm"])
+    right.set_xlabel(name)
+    right.set_ylabel("corr(MLM-CMI, truth-CMI)")
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+def regime(points, corr: Mapping[str, object], truth_uuas: float, dmv_uuas: float, methods, main: str,
+           title: str | None = None):
+    """The regime map. Left: UUAS of each method on each rung against the rung's KL to the truth,
+    the truth's and the DMV's UUAS as lines. Right: each rung's CMI correlation with the truth's
+    (``corr[rung]``)."""
+    fig, (left, right) = plotting.figure(1, 2, height=3.4)
+    for method, color in zip(methods, (P["mlm"], P["extra"])):
+        pts = [x for x in points if x.method == method]
+        first = method == main
+        plotting.regime_map([x.kl for x in pts], [x.uuas.estimate for x in pts], [x.uuas.low for x in pts],
+                            [x.uuas.high for x in pts], ax=left, label=method.replace(" (exact)", ""),
+                            color=color, names=[x.rung for x in pts] if first else None,
+                            truth=truth_uuas if first else None, truth_label="truth-CMI", ylabel="UUAS")
+    left.axhline(dmv_uuas, ls=":", color=P["alt"], label="DMV")
+    left.legend(loc="lower left")
+    pts = [x for x in points if x.method == main]
+    _errorbar(right, [x.kl for x in pts], [corr[x.rung] for x in pts], fmt="o", color=P["mlm"])
+    right.set_xscale("log")
+    right.set_xlabel("mean single-site KL to the truth (nats)")
+    right.set_ylabel("corr(MLM-CMI, truth-CMI)")
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+DISTANCES = ((1, 1), (2, 2), (3, 3), (4, 99))
+
+
+def breakdown(pred: Mapping[str, list], relations: Sequence[dict], min_edges: int = 3):
+    """Share of gold edges each parser finds, by relation (top, relations with at least
+    ``min_edges`` gold edges; their number in brackets) and by the distance between the words."""
+    n = min(len(p) for p in pred.values())
+    rels = relations[:n]
+    count = {}
+    for d in rels:
+        for r in d.values():
+            count[r] = count.get(r, 0) + 1
+    names = [r for r, c in sorted(count.items(), key=lambda t: -t[1]) if c >= min_edges]
+    fig, (top, bottom) = plotting.figure(2, 1, height=5.6)
+    width = 0.8 / len(pred)
+    for m, (name, trees) in enumerate(pred.items()):
+        by_rel = [recall(trees, rels, lambda k, e, r, x=x: r == x) for x in names]
+        top.bar(np.arange(len(names)) + m * width, by_rel, width, color=COLORS[name], label=name)
+        by_dist = [recall(trees, rels, lambda k, e, r, lo=lo, hi=hi: lo <= e[1] - e[0] <= hi)
+                   for lo, hi in DISTANCES]
+        bottom.plot(range(len(DISTANCES)), by_dist, "o-", color=COLORS[name], label=name)
+    top.set_xticks(np.arange(len(names)) + 0.4 - width / 2, [f"{x}\n({count[x]})" for x in names])
+    top.set_ylabel("gold edges found")
+    bottom.set_xticks(range(len(DISTANCES)), ["1", "2", "3", "4+"])
+    bottom.set_xlabel("distance between the two words")
+    bottom.set_ylabel("gold edges found")
+    top.legend(ncol=3, loc="upper center")
+    top.set_ylim(0, 1.4)
+    bottom.set_ylim(0, 1.05)
+    for ax in (top, bottom):
+        ax.set_yticks(np.linspace(0, 1, 6))
+    return fig
+
+
+def explorer(words, gold_edges, tree, scores, parser: str):
+    """One sentence and one parser: its tree against the gold one (top) and the symmetrised score
+    matrix it was read from (bottom)."""
+    fig, (top, bottom) = plotting.figure(2, 1, height=5.8, gridspec_kw=dict(height_ratios=[1, 1.6]))
+    plotting.arcs(words, gold=gold_edges, pred=tree, ax=top,
+                  title=f"{parser}: {len(tree & gold_edges)} of {len(gold_edges)} gold edges")
+    M = symmetrize(scores)
+    plotting.heatmap(np.where(np.eye(len(M), dtype=bool), np.nan, M), labels=list(words), ax=bottom,
+                     cmap="magma")
+    return fig
