@@ -41,7 +41,8 @@ def main() -> int:
     c = core.run()
     lines += ["## The limit and the estimators", "",
               "| measure | value | goal |", "|---|---|---|",
-              f"| the limit: bare encoder, output layer at the queried position (tokens/s, best batch {c['limit_batch']}) | {fmt(c['limit_tokens_per_s'])} | |",
+              "| the limit: bare encoder, output layer at the queried position "
+              f"(tokens/s, best batch {c['limit_batch']}) | {fmt(c['limit_tokens_per_s'])} | |",
               f"| masked single-site conditionals, fraction of the limit | {fmt(c['conditionals_fraction'])} | ≥ 0.9 |",
               f"| pseudo-log-likelihood (mixed lengths), fraction of the limit | {fmt(c['pll_fraction'])} | ≥ 0.9 |",
               f"| Glauber site updates, 256 chains (updates/s, for reference) | {fmt(c['glauber_updates_per_s'])} | |",
@@ -101,8 +102,9 @@ def main() -> int:
     per = _timings("full-cached.json")
     if per.exists():
         t = json.loads(per.read_text())
-        lines += ["", "Per chapter, full profile, models cached: " +
-                  ", ".join(f"{k} {v:.0f} s" for k, v in t["chapters"].items()) + f"; rendering {t['render_seconds']:.0f} s."]
+        chapters = ", ".join(f"{k} {v:.0f} s" for k, v in t["chapters"].items())
+        lines += ["", "Per chapter, full profile, models cached: " + chapters
+                  + f"; rendering {t['render_seconds']:.0f} s."]
     lines += ["", f"(`make bench` itself took {time.perf_counter() - t0:.0f} s.)"]
     text = "\n".join(lines) + "\n"
     (HERE / "results.md").write_text(text)

@@ -47,8 +47,8 @@ def _timed(fn, repeats: int = 3):
 def run(n_pairs: int = 8, profile: str = "full", seed: int = 0) -> dict:
     """Time per pair of every stage of chapter 2 at the toy vocabulary; returns the figures."""
     from mlmbook import joints as J
-    from mlmbook.toy import Grammar
     from mlmbook.models import load_mlm
+    from mlmbook.toy import Grammar
 
     grammar = Grammar.load("toy")
     lm = load_mlm("toy", profile=profile, seed=seed)
@@ -83,7 +83,7 @@ def run(n_pairs: int = 8, profile: str = "full", seed: int = 0) -> dict:
     methods = {"naive": J.naive, "mrf": J.mrf, "mrf_local": J.mrf_local, "hcb": J.hcb,
                "ag": J.ag}
     for name, fn in methods.items():
-        res, wall, cpu = _timed(lambda: [fn(pc) for pc in pcs])
+        res, wall, cpu = _timed(lambda fn=fn: [fn(pc) for pc in pcs])
         out[f"derivation {J.METHODS[name]}: CPU ms per pair"] = 1000 * cpu / n_pairs
         if name == "ag":
             out["AG iterations per pair (median)"] = float(np.median([r.iterations for r in res]))
@@ -91,7 +91,8 @@ def run(n_pairs: int = 8, profile: str = "full", seed: int = 0) -> dict:
     gold = [J.gold_index(pc, ids[a], ids[b]) for pc, (_, ids, a, b) in zip(pcs, items)]
     truths, wall, cpu = _timed(lambda: J.truth_joints(grammar, [(w, a, b) for w, _, a, b in items]))
     out["true joint (inside-outside): CPU ms per pair"] = 1000 * cpu / n_pairs
-    _, wall, cpu = _timed(lambda: [J.evaluate_pair(pc, g, P, joints=jt) for pc, g, P, jt in zip(pcs, gold, truths, joints)])
+    _, wall, cpu = _timed(lambda: [J.evaluate_pair(pc, g, P, joints=jt)
+                                   for pc, g, P, jt in zip(pcs, gold, truths, joints)])
     out["metrics of all methods (given the joints): CPU ms per pair"] = 1000 * cpu / n_pairs
     _, wall, cpu = _timed(lambda: [J.evaluate_pair(pc, g, P) for pc, g, P in zip(pcs, gold, truths)])
     out["derivations + metrics (evaluate_pair): CPU ms per pair"] = 1000 * cpu / n_pairs
@@ -219,21 +220,30 @@ def k_sites(profile: str = "full", seed: int = 0, K: int = 6, K_sentence: int = 
     lm = load_mlm("toy", profile=profile, seed=seed)
     rng = np.random.default_rng(seed)
     out = {}
-    for name, k, pool in (("three words", K, [(s.words, sorted(rng.choice(len(s.words) - 1, 3, replace=False).tolist()))
-                                              for s in grammar.sample(n, seed=seed)]),
-                          ("whole sentence", K_sentence, [(s.words, [0, 1, 2, 3]) for s in
-                                                          grammar.sample(400, seed=seed) if len(s.words) == 5][:n])):
-        qk = [(lm.encode_words(w)[0], sites) for w, sites in pool]
-        grids, _, _ = _timed(lambda: J.topk_site_candidates(lm, qk, k), repeats=1)
-        scs, wall, cpu = _timed(lambda: J.site_conditionals_batch(lm, qk, grids), repeats=1)
-        out[f"{name}: model rows, CPU s per query"] = cpu / len(pool)
-        _, wall, cpu = _timed(lambda: [J.site_joint(grammar, w, s, g) for (w, s), g in zip(pool, grids)], repeats=1)
-        out[f"{name}: exact joint, CPU s per query"] = cpu / len(pool)
-        _, wall, cpu = _timed(lambda: [J.site_chain(grammar, w, s, g) for (w, s), g in zip(pool, grids)], repeats=1)
-        out[f"{name}: the truth's chain, CPU s per query"] = cpu / len(pool)
-        res, wall, cpu = _timed(lambda: [J.ag_k(sc) for sc in scs], repeats=1)
-        out[f"{name}: AG-k, CPU s per query"] = cpu / len(pool)
-        out[f"{name}: AG-k updates (median)"] = float(np.median([r[1] for r in res]))
+    three = [(s.words, sorted(rng.choice(len(s.words) - 1, 3, replace=False).tolist()))
+             for s in grammar.sample(n, seed=seed)]
+    whole = [(s.words, [0, 1, 2, 3]) for s in grammar.sample(400, seed=seed) if len(s.words) == 5][:n]
+    for name, k, pool in (("three words", K, three), ("whole sentence", K_sentence, whole)):
+        out.update(_k_site_costs(J, lm, grammar, name, k, pool))
+    return out
+
+
+def _k_site_costs(J, lm, grammar, name: str, k: int, pool: list) -> dict:
+    """:func:`k_sites`'s figures for one ``pool`` of ``(words, sites)`` queries on a ``k`` grid."""
+    out = {}
+    qk = [(lm.encode_words(w)[0], sites) for w, sites in pool]
+    grids, _, _ = _timed(lambda: J.topk_site_candidates(lm, qk, k), repeats=1)
+    scs, wall, cpu = _timed(lambda: J.site_conditionals_batch(lm, qk, grids), repeats=1)
+    out[f"{name}: model rows, CPU s per query"] = cpu / len(pool)
+    _, wall, cpu = _timed(lambda: [J.site_joint(grammar, w, s, g) for (w, s), g in zip(pool, grids)],
+                          repeats=1)
+    out[f"{name}: exact joint, CPU s per query"] = cpu / len(pool)
+    _, wall, cpu = _timed(lambda: [J.site_chain(grammar, w, s, g) for (w, s), g in zip(pool, grids)],
+                          repeats=1)
+    out[f"{name}: the truth's chain, CPU s per query"] = cpu / len(pool)
+    res, wall, cpu = _timed(lambda: [J.ag_k(sc) for sc in scs], repeats=1)
+    out[f"{name}: AG-k, CPU s per query"] = cpu / len(pool)
+    out[f"{name}: AG-k updates (median)"] = float(np.median([r[1] for r in res]))
     return out
 
 

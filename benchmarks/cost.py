@@ -28,10 +28,9 @@ CHAPTERS = ("00_toy_world", "01_dependencies", "02_joints", "03_consistency", "0
 def _models(folder: Path) -> dict[str, str]:
     """Two small saved BERTs: the calibration model (2,000 pieces) and another shape for the check."""
     sys.path.insert(0, str(ROOT))
+    from mlmbook.toy import Grammar
     from tests.chapters.conftest import pseudo_words
     from tests.conftest import save_tiny_wordpiece_bert
-
-    from mlmbook.toy import Grammar
     corpus = [s.text for s in Grammar.load("toy").sample(500, seed=0)]
     words = pseudo_words()
     corpus += [" ".join(words[i:i + 12]) for i in range(0, len(words), 12)]

@@ -34,7 +34,7 @@ def run():
     rate, params = bert_base_cpu_tokens_per_s()
     flops_per_token = 2 * params                               # one multiply-add per weight (attention over n small)
     gpu_rate = GPU_FLOPS / flops_per_token
-    n_words, pieces, V, K = 20, 26, 30522, 50                 # a 20-word sentence is ~26 WordPiece tokens
+    pieces, V, K = 26, 30522, 50                              # a 20-word sentence is ~26 WordPiece tokens
     tok = pieces + 2
     window_pairs = 9 * pieces - 45                            # pairs within 9 pieces
     rows = {

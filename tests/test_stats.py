@@ -4,7 +4,8 @@ import math
 
 import numpy as np
 import pytest
-from scipy.stats import binomtest, t as student_t
+from scipy.stats import binomtest
+from scipy.stats import t as student_t
 
 from mlmbook import stats
 from mlmbook.stats import Family, Interval, decide

@@ -119,7 +119,10 @@ def rung_points(m: dict, level: float = stats.LEVEL, seed: int = 0, pair_groups=
     :data:`QUANTITIES` (see the module), at ``level``. With group labels (e.g. training seeds,
     :func:`concat`) every interval is hierarchical: seeds, then pairs or targets."""
     pg, tg = pair_groups, target_groups
-    mean = lambda x: x.mean(-1)                                                     # noqa: E731
+
+    def mean(x):
+        return x.mean(-1)
+
     out = {}
     for q in quantities:
         if q == "delta":

@@ -57,7 +57,8 @@ _DOWNLOAD_HINT = (
 
 
 def parse_feats(text: str) -> dict[str, str]:
-    """A FEATS field as a dict: ``"Number=Sing|Person=3"`` -> ``{"Number": "Sing", "Person": "3"}``; ``"_"`` -> ``{}``."""
+    """A FEATS field as a dict: ``"Number=Sing|Person=3"`` -> ``{"Number": "Sing", "Person": "3"}``;
+    ``"_"`` -> ``{}``."""
     if text in ("_", ""):
         return {}
     return dict(kv.partition("=")[::2] for kv in text.split("|"))

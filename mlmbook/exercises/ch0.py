@@ -79,7 +79,7 @@ def _bayes_cases():
 def _bayes_expected(grammar, words):
     """Brute force: p(x_i | rest) = p(x) / sum_w p(x with w at i), from whole-sentence probabilities."""
     losses = []
-    for i, word in enumerate(words):
+    for i, _word in enumerate(words):
         logs = np.array([grammar.log_prob(list(words[:i]) + [w] + list(words[i + 1:])) for w in grammar.vocab])
         top = np.max(logs)
         log_rest = top + np.log(np.sum(np.exp(logs - top)))

@@ -39,7 +39,8 @@ def _perturb(table: np.ndarray, seed: int, axis: int) -> np.ndarray:
     """The conditionals of ``table`` (normalised along ``axis``) times random factors, renormalised."""
     noise = np.exp(np.random.default_rng(seed).normal(scale=0.5, size=table.shape))
     t = table * noise
-    return t / t.sum(axis=axis, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):      # an all-zero row or column stays 0
+        return np.nan_to_num(t / t.sum(axis=axis, keepdims=True))
 
 
 def _conditionals(P):

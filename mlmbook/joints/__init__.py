@@ -31,15 +31,41 @@ KL, total variation, perplexity, the bootstrap and the decision rule are those o
 :mod:`mlmbook.stats`.
 """
 from .ag import TOL_FLOOR, AGResult, ag, ag_objective
-from .conditionals import (PairConditionals, default_candidates, gold_index, iter_pair_conditionals,
-                           pair_conditionals, pair_conditionals_batch, topk_candidates)
-from .derive import (METHODS, anchor, default_pivot, derive_all, hcb, match_blocks, mrf, mrf_local, naive,
-                     support_blocks)
-from .ksite import (SiteConditionals, ag_k, ag_k_objective, chain_k, independent_k, site_conditionals_batch,
-                    topk_site_candidates)
-from .metrics import (AGGREGATE, block_error, compatibility, conditional_divergence, conditional_divergences, evaluate_pair,
-                      kl_joint, nearest_compatible, pair_ppl, stack, summarize, truth_conditional_kl, tv_joint,
-                      unary_ppl)
+from .conditionals import (
+                           PairConditionals,
+                           default_candidates,
+                           gold_index,
+                           iter_pair_conditionals,
+                           pair_conditionals,
+                           pair_conditionals_batch,
+                           topk_candidates,
+)
+from .derive import METHODS, anchor, default_pivot, derive_all, hcb, match_blocks, mrf, mrf_local, naive, support_blocks
+from .ksite import (
+                           SiteConditionals,
+                           ag_k,
+                           ag_k_objective,
+                           chain_k,
+                           independent_k,
+                           site_conditionals_batch,
+                           topk_site_candidates,
+)
+from .metrics import (
+                           AGGREGATE,
+                           block_error,
+                           compatibility,
+                           conditional_divergence,
+                           conditional_divergences,
+                           evaluate_pair,
+                           kl_joint,
+                           nearest_compatible,
+                           pair_ppl,
+                           stack,
+                           summarize,
+                           truth_conditional_kl,
+                           tv_joint,
+                           unary_ppl,
+)
 from .regime import LADDER_METHODS, gain_trend, gap_interval, per_sentence, rung_pairs, rung_point
 from .sampling import choose_pairs, tree_distance
 from .truth import restrict_joint, site_chain, site_joint, truth_joints
@@ -49,8 +75,9 @@ __all__ = ["PairConditionals", "default_candidates", "gold_index", "iter_pair_co
            "pair_conditionals_batch", "topk_candidates", "METHODS", "naive", "mrf", "mrf_local", "default_pivot",
            "hcb", "support_blocks", "match_blocks", "anchor", "derive_all", "AGResult", "ag", "ag_objective",
            "TOL_FLOOR", "compatibility", "nearest_compatible", "conditional_divergence", "conditional_divergences",
-           "kl_joint", "tv_joint", "block_error", "truth_conditional_kl", "pair_ppl", "unary_ppl", "evaluate_pair", "stack",
-           "AGGREGATE", "summarize", "truth_joints", "restrict_joint", "site_joint", "SiteConditionals",
-           "site_conditionals_batch", "topk_site_candidates", "site_chain", "independent_k", "chain_k", "ag_k", "ag_k_objective", "LADDER_METHODS",
+           "kl_joint", "tv_joint", "block_error", "truth_conditional_kl", "pair_ppl", "unary_ppl", "evaluate_pair",
+           "stack", "AGGREGATE", "summarize", "truth_joints", "restrict_joint", "site_joint", "SiteConditionals",
+           "site_conditionals_batch", "topk_site_candidates", "site_chain", "independent_k", "chain_k", "ag_k",
+           "ag_k_objective", "LADDER_METHODS",
            "rung_pairs", "rung_point", "gap_interval", "gain_trend", "per_sentence", "choose_pairs",
            "tree_distance", "paper_agreement", "best_against", "listing", "where"]

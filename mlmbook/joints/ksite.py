@@ -225,7 +225,6 @@ def ag_k(sc: SiteConditionals, tol: float = 1e-9, max_iter: int = 100_000) -> tu
         P = chain_k(sc)
         P = np.where(num > 0, np.maximum(P, 1e-300), 0.0)
         P /= P.sum()
-        obj = ag_k_objective(sc, P)
         it, converged = 0, False
         while it < max_iter:
             P1 = update(P)
@@ -247,8 +246,7 @@ def ag_k(sc: SiteConditionals, tol: float = 1e-9, max_iter: int = 100_000) -> tu
                 it += 1
                 objx = ag_k_objective(sc, Px)
                 if objx <= obj2:
-                    P, obj2 = Px, objx
-            obj = obj2
+                    P = Px
     return P, it, converged
 
 

@@ -20,8 +20,8 @@ from .conditionals import PairConditionals, _np, divergences
 from .derive import METHODS, anchor, hcb, mrf, mrf_local, naive
 
 __all__ = ["conditional_divergence", "conditional_divergences", "compatibility", "nearest_compatible", "kl_joint",
-           "tv_joint", "block_error", "truth_conditional_kl", "pair_ppl", "unary_ppl", "evaluate_pair", "stack", "AGGREGATE",
-           "summarize"]
+           "tv_joint", "block_error", "truth_conditional_kl", "pair_ppl", "unary_ppl", "evaluate_pair", "stack",
+           "AGGREGATE", "summarize"]
 
 
 def kl_joint(p_true, p_derived) -> float:

@@ -83,7 +83,8 @@ def rung_pairs(lm: "MaskedLM", queries: Sequence, truths: Sequence, blocks: Sequ
         rows[k] = evaluate_pair(pc, gold_index(pc, ids[a_pos], ids[b_pos]), truths[k], joints=joints,
                                 to_mlm=False)
         if blocks is not None:
-            rows[k].update({f"{m}.block_error": block_error(truths[k], joint, blocks[k]) for m, joint in joints.items()})
+            rows[k].update({f"{m}.block_error": block_error(truths[k], joint, blocks[k])
+                            for m, joint in joints.items()})
     return stack(rows)
 
 

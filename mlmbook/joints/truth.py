@@ -36,7 +36,7 @@ def truth_joints(grammar, queries: Sequence, candidates=None, offset: int = N_SP
     everything = np.arange(V) + offset
     cands = [(everything, everything)] * len(queries) if candidates is None else list(candidates)
     by_sentence: dict = {}
-    for k, (words, A, B) in enumerate(queries):
+    for k, (words, _a, _b) in enumerate(queries):
         by_sentence.setdefault(tuple(words), []).append(k)
     out = [None] * len(queries)
     for words, ks in by_sentence.items():

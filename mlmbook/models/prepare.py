@@ -44,7 +44,7 @@ TOPIC_KNOBS = ("plateau", "wall")
 """Topic worlds of chapter 5 whose MLM is trained (the ``topic`` knob of the toy grammar)."""
 
 
-NEEDS = {0: (), 1: ("mlm", "seeds"), 2: ("mlm",), 3: ("mlm",), 4: ("mlm", "maelm"), 5: ("topic",)}
+NEEDS = {0: (), 1: ("mlm", "seeds"), 2: ("mlm",), 3: ("mlm",), 4: ("mlm", "maelm"), 5: ()}
 """What each chapter loads besides the default MLM: the MLM ladder, the MAE-LM ladder, further
 seeds of the default model (chapter 1 takes its verdicts across them), the topic worlds."""
 

@@ -107,7 +107,10 @@ def chapter1(profile: str) -> list[Job]:
     * ``"cloze nsubj"``: the toy language with cloze-like masks, only subjects masked
       (``mask_only=("nsubj",)``), for as many steps as the baseline.
 
-    Full profile: four new models of about 30 s each on one core.
+    Measured (stacked training, one thread each): full profile four new models of about 30 s
+    each (~120 core-s; hidden 64, because at hidden 32 the ladder's rung is still 0.9 nats of
+    single-site KL from the truth, too far for its CMI to say whether a model learned the
+    statistics); quick profile four of 5–6 s (~21 core-s).
     """
     from dataclasses import replace
 
@@ -127,14 +130,15 @@ the setting 0 is the ladder's rung of the same size (:func:`chapter2`)."""
 
 def chapter2(profile: str) -> list[Job]:
     """Chapter 2's soft-zeros models: one MLM per setting ε of :data:`SMOOTHING`, named
-    ``"smoothing <ε>"``, with exactly the configuration of the ladder's second size (hidden 64 and
-    1500 steps in the full profile, hidden 32 and 400 steps in the quick one), so that the ladder's
-    rung of that size is the model at ε = 0 and the knob is the only difference. Full profile: two
-    models of about 35 s each on one core; quick: one of about 10 s.
+    ``"smoothing <ε>"``, with exactly the configuration of the ladder's smallest size (hidden 32
+    and 1500 steps in the full profile, hidden 16 and 400 steps in the quick one), so that the
+    ladder's rung of that size (seed 0) is the model at ε = 0 and the knob is the only
+    difference. Estimated with :func:`mlmbook.models.prepare.estimated_seconds`: full about 53
+    core-seconds (two models, stacked), quick about 6.
     """
     from .ladder import rungs
 
-    config = rungs(profile)[1].config
+    config = rungs(profile)[0].config
     return [Job(f"toy[smoothing={eps:g}]", None, config, 0, name=f"smoothing {eps:g}") for eps in SMOOTHING[profile]]
 
 
@@ -143,14 +147,18 @@ CH3_NOISE = (0.0, 0.1, 0.3)
 
 
 def chapter3(profile: str) -> list[Job]:
-    """Chapter 3's span model and its noise knob.
+    """Chapter 3's span model, its token-masked twin and its noise knob.
 
-    ``"span"``: the profile's default MLM trained with span masking (``span=3.0``: runs of mean
-    length 3, the same 15 % of tokens, steps and width) — the infilling objective of the paper's
-    T5/UL2 models. ``"noise <η>"``: a small MLM (the ladder's middle width, hidden 64 in full and 32
-    in quick, its steps) trained on a noisier language, each word replaced by a random one with
-    probability η (η = 0 is that ladder rung itself). Full profile: the span model trains as long as
-    the default model (205 s measured), the two noise models under a minute together (stacked).
+    ``"span"``: an MLM trained with span masking (``span=3.0``: geometric runs of mean length 3
+    covering the same 15 % of tokens) — the infilling objective of the paper's T5/UL2 models —
+    with exactly the configuration of ``"span twin"``, the token-masked model it is compared
+    with: the profile's default MLM in the full profile (hidden 128, 4,000 steps; the cache
+    shares it), the ladder's hidden-32 rung in the quick one (400 steps), so that the masking
+    is the only difference. ``"noise <η>"``: an MLM of the ladder's middle width (hidden 64 and
+    1,500 steps in full, 32 and 400 in quick) trained on a noisier language, each word replaced by
+    a random one with probability η; ``"noise 0"`` *is* that ladder rung. New training, measured
+    with :func:`mlmbook.models.prepare.estimated_seconds`: full about 210 s (span) + 70 s (two
+    noise models, stacked); quick about 20 s.
     """
     from dataclasses import replace
 
@@ -158,18 +166,24 @@ def chapter3(profile: str) -> list[Job]:
 
     width = {"quick": 32, "full": 64}[profile]
     small = next(r.config for r in ladder.rungs(profile) if r.hidden == width)
-    jobs = [Job("toy", None, replace(PRESETS[profile], span=3.0, checkpoints=()), 0, name="span")]
+    twin = PRESETS[profile] if profile == "full" else small
+    jobs = [Job("toy", None, replace(twin, span=3.0, checkpoints=()), 0, name="span"),
+            Job("toy", None, twin, 0, name="span twin")]
     jobs += [Job("toy", None, replace(small, noise=eta), 0, name=f"noise {eta:g}") for eta in CH3_NOISE]
     return jobs
 
 
 CH4_KNOB = {
-    "quick": dict(hidden=32, steps=400, rates=(0.15, 0.45), split_rate=0.45, seeds=(0, 1, 2), longer=1.25),
-    "full": dict(hidden=48, steps=800, rates=(0.15, 0.3, 0.45, 0.6), split_rate=0.45, seeds=(0, 1, 2), longer=1.25),
+    "quick": dict(hidden=16, steps=400, rates=(0.15, 0.45), split_rate=0.45, seeds=(0, 1, 2), longer=1.25,
+                  pair="knob"),
+    "full": dict(hidden=32, steps=800, rates=(0.15, 0.3, 0.45, 0.6), split_rate=0.45, seeds=(0, 1, 2), longer=1.1,
+                 pair="default"),
 }
 """Chapter 4's knob, the share of ``[MASK]`` in pretraining inputs, per profile: the width and steps
 of its small models, the selection rates trained with BERT's 80/10/10 split, the one rate also
-trained with the 100/0/0 split, the seeds, and how many times longer the fit-matched MAE-LM trains."""
+trained with the 100/0/0 split, the seeds, how many times longer the fit-matched MAE-LM trains, and
+what the chapter's MLM/MAE-LM pair is: the profile's default configuration (``"default"``) or the
+knob's own at r = 0.15 (``"knob"``, the quick profile: no extra training)."""
 
 
 def chapter4(profile: str) -> list[Job]:
@@ -182,15 +196,29 @@ def chapter4(profile: str) -> list[Job]:
       as deep as MAE-LM's encoder and decoder together;
     * ``"long maelm s<seed>"``: MAE-LM at the default setting trained ``longer`` times the steps (to
       the MLM's fit);
-    * ``"default <kind> s<seed>"``: the profile's default MLM and MAE-LM at seeds 0, 1 and 2 (seed 0
-      is also the book's default pair), so that the chapter's default pair has three pretraining seeds.
+    * ``"default <kind> s<seed>"``: the chapter's MLM/MAE-LM pair at seeds 0, 1 and 2 — the profile's
+      default configuration (seed 0 is the book's default MLM and the MAE-LM ladder's top rung) or,
+      in the quick profile, the knob's models at r = 0.15.
+
+    Where the knob's width and steps are those of the ladder's smallest rung (the quick profile),
+    the knob uses that rung's configuration, so its r = 0.15 models *are* the ladder's seed rungs
+    and train once. Full profile: 36 models of width 32 (about 490 core-seconds stacked, by
+    :func:`mlmbook.models.prepare.estimated_seconds`; 33 of them measured 419) plus the default
+    MLM and MAE-LM at seeds 1 and 2 (about 950 core-seconds); quick: 18 new models of width 16
+    (about 95 core-seconds estimated, 165 measured on a busy machine).
     """
     from dataclasses import replace
 
+    from .ladder import seed_rungs
+
     k = CH4_KNOB[profile]
     h = k["hidden"]
-    base = TrainConfig(hidden=h, layers=2, heads=max(1, h // 16), intermediate=4 * h, steps=k["steps"], batch=64,
-                       lr=3e-3, n_eval=60, eval_every=k["steps"], checkpoints=())
+    small = seed_rungs(profile)[0].config
+    if (small.hidden, small.steps) == (h, k["steps"]):
+        base = small                     # the ladder's seed rungs are the knob's r = 0.15 models
+    else:
+        base = TrainConfig(hidden=h, layers=2, heads=max(1, h // 16), intermediate=4 * h, steps=k["steps"],
+                           batch=64, lr=3e-3, n_eval=60, eval_every=k["steps"], checkpoints=())
     settings = [(r, (0.8, 0.1, 0.1)) for r in k["rates"]] + [(k["split_rate"], (1.0, 0.0, 0.0))]
     jobs = []
     for seed in k["seeds"]:
@@ -203,19 +231,22 @@ def chapter4(profile: str) -> list[Job]:
         long_steps = int(k["longer"] * k["steps"])
         jobs.append(Job("toy", None, replace(base, steps=long_steps, eval_every=long_steps), seed, "maelm",
                         name=f"long maelm s{seed}"))
+    pair = PRESETS[profile] if k["pair"] == "default" else base
     for seed in (0, 1, 2):
         for kind in ("mlm", "maelm"):
-            jobs.append(Job("toy", None, PRESETS[profile], seed, kind, name=f"default {kind} s{seed}"))
+            jobs.append(Job("toy", None, pair, seed, kind, name=f"default {kind} s{seed}"))
     return jobs
 
 
 def chapter5(profile: str) -> list[Job]:
-    """Chapter 5's topic-world MLMs: the plateau at the default topic preset, and a ladder of
-    MLMs behind the wall (width × steps, the default topic preset among them).
+    """Chapter 5's topic-world MLMs: the plateau model, and a ladder of MLMs behind the wall
+    (width × steps; the rung with the plateau's configuration is the chapter's default).
 
-    Names: ``"plateau"`` and ``"wall h<hidden> s<steps>"``; the rung at the default topic preset
-    is also the chapter's ``"wall"`` model. Each rung's fit (KL to the truth) is reported by the
-    chapter. Full profile: about five minutes of training in all on one core.
+    Names: ``"plateau"`` and ``"wall h<hidden> s<steps>"``. Each rung's fit (KL to the truth)
+    is reported by the chapter. The configurations derive from the topic preset by width and
+    steps only, so that a rung keeps its cache entry when the ladder changes. Training cost on
+    one core, measured: quick about 20 s in all (widths 16 and 32), full about 230 s (widths
+    32 and 64; the best-fitting rung, width 64 for 6,000 steps, is half of it).
     """
     from dataclasses import replace
 
@@ -225,15 +256,15 @@ def chapter5(profile: str) -> list[Job]:
     def cfg(hidden: int, steps: int) -> TrainConfig:
         if (hidden, steps) == (base.hidden, base.steps):
             return base
-        return replace(base, hidden=hidden, heads=max(1, hidden // 32), intermediate=4 * hidden, steps=steps,
-                       eval_every=max(100, steps // 4), checkpoints=())
+        return replace(base, hidden=hidden, heads=max(1, hidden // 32), intermediate=4 * hidden,
+                       steps=steps, eval_every=max(100, steps // 4), checkpoints=())
 
-    rungs = {"quick": [(32, 500), (base.hidden, base.steps)],
-             "full": [(32, 2000), (64, 2000), (base.hidden, base.steps), (64, 6000)]}[profile]
-    jobs = [Job("toy", "plateau", base, 0, name="plateau")]
+    default = {"quick": (32, 500), "full": (64, 2000)}[profile]
+    rungs = {"quick": [(16, 300), default],
+             "full": [(32, 600), (32, 2000), default, (64, 6000)]}[profile]
+    jobs = [Job("toy", "plateau", cfg(*default), 0, name="plateau")]
     jobs += [Job("toy", "wall", cfg(h, s), 0, name=f"wall h{h} s{s}") for h, s in rungs]
     return jobs
-
 
 
 CHAPTER_MODELS: dict[int, Callable[[str], list[Job]]] = {

@@ -1,6 +1,7 @@
 r"""What a chapter will cost with a real model, estimated before it runs.
 
-.. math:: \text{seconds} \approx \underbrace{\sum_{\text{rows}} \text{tokens per row} \,/\, \text{tokens/s}}_{\text{model time}}
+.. math:: \text{seconds} \approx
+          \underbrace{\sum_{\text{rows}} \text{tokens per row} \,/\, \text{tokens/s}}_{\text{model time}}
           \;+\; \underbrace{o_{\text{chapter, profile}}}_{\text{everything else}}
 
 The second term is measured, not modelled: ``make bench`` (``benchmarks/cost.py``) runs every

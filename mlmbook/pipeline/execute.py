@@ -27,10 +27,22 @@ import tempfile
 import time
 from pathlib import Path
 
-from .chapters import (PROFILES, BuildError, Chapter, ChapterFailed, Layout, UsageError,
-                   find_chapters, parameters_cell_index, plan_parameters, read_notebook,
-                   resolve_chapters, resolve_names, say)
 from ..paths import cache_dir, env_int
+from .chapters import (
+    PROFILES,
+    BuildError,
+    Chapter,
+    ChapterFailed,
+    Layout,
+    UsageError,
+    find_chapters,
+    parameters_cell_index,
+    plan_parameters,
+    read_notebook,
+    resolve_chapters,
+    resolve_names,
+    say,
+)
 from .checks import check_executed, clean_leftovers, last_started_cell, relax_formats
 from .cost import announce as announce_cost
 from .record import load_not_measured
@@ -365,7 +377,7 @@ def build(root: str | os.PathLike | None = None, chapters: list[str] = (),
     cache_before = set(cache_dir().glob("*")) if cache_dir().exists() else set()
     t_book = time.perf_counter()
     timings = {}
-    from ..models.load import TOY_MODELS                   # torch: imported only when building
+    from ..models.load import TOY_MODELS  # torch: imported only when building
     from ..models.prepare import prepare as prepare_models
     toy = [int(c.slug[:2]) for c, values in plans
            if values.get("model", "toy") in TOY_MODELS and "seed" not in values and c.slug[:2].isdigit()]

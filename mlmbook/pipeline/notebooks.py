@@ -41,7 +41,8 @@ if importlib.util.find_spec("mlmbook") is None:
 _GLUE_ROLE = re.compile(r"\{glue(?::(\w*))?\}`([^`]+)`")
 _GLUE_FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})\{glue(?::\w*)?\}\s+(\S+)[^\n]*\n(.*?)^\1\2\s*$\n?", re.M | re.S)
 _ROLE = re.compile(r"\{([\w:+-]+)\}`([^`]*)`")
-_OPEN = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|:{3,}|~{3,})[ \t]*(?:\{(?P<name>[\w:+-]+)\})?[ \t]*(?P<arg>[^\n]*)$")
+_OPEN = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|:{3,}|~{3,})"
+                   r"[ \t]*(?:\{(?P<name>[\w:+-]+)\})?[ \t]*(?P<arg>[^\n]*)$")
 _TARGET = re.compile(r"^\s*\((?P<label>[^()\s]+)\)=\s*$")
 _EQ_LABEL = re.compile(r"\$\$(?P<body>(?:(?!\$\$).)*?)\$\$[ \t]*\((?P<label>[^()\s]+)\)", re.S)
 _ADMONITIONS = {"note", "tip", "warning", "important", "seealso", "hint", "caution", "attention", "danger",
@@ -117,7 +118,7 @@ def _number_chapter(nb, chapter: int, ctx: Context) -> None:
         if cell.cell_type != "markdown":
             continue
         events = []
-        for name, arg, options, body, start, *_ in _directives(cell.source):
+        for name, _arg, options, _body, start, *_ in _directives(cell.source):
             label = options.get("label") or options.get("name")
             kind = {"figure": "Figure", "exercise": "Exercise", "table": "Table", "list-table": "Table",
                     "math": "Equation"}.get((name or "").split(":")[0])

@@ -26,8 +26,8 @@ WORDS_PER_MINUTE = 150          # technical prose with formulas
 CODE_LINES_PER_MINUTE = 30      # visible code, read for its idea
 EXERCISES_MARKER = "<!-- exercise-table -->"
 TIMINGS_MARKER = "<!-- timings-table -->"
-OBJECTIVES = re.compile(r"^(?P<fence>`{3,}|:{3,})\{admonition\}[ \t]*Learning objectives[^\n]*\n.*?^(?P=fence)[ \t]*$\n?",
-                        re.M | re.S)
+OBJECTIVES = re.compile(r"^(?P<fence>`{3,}|:{3,})\{admonition\}[ \t]*Learning objectives[^\n]*\n"
+                        r".*?^(?P=fence)[ \t]*$\n?", re.M | re.S)
 
 
 # --------------------------------------------------------------------------- times

@@ -26,8 +26,7 @@ from pathlib import Path
 
 from .chapters import BuildError, Layout, find_chapters, say
 from .notebooks import Context, context_for, install_source, runnable_notebook
-from .pages import (EXERCISES_MARKER, TIMINGS_MARKER, exercise_table, measured_times, prepare_chapter,
-                    timings_table)
+from .pages import EXERCISES_MARKER, TIMINGS_MARKER, exercise_table, measured_times, prepare_chapter, timings_table
 
 __all__ = ["stage", "render", "write_notebooks_branch", "runnable_notebook", "repository_url",
            "INCLUDED_FILES", "setup", "undrawn_figures", "unlink_missing", "UNDRAWN_NOTE"]
@@ -448,9 +447,9 @@ def _shift_numbers(app, env) -> list:
     table, code-block, equation and exercise number, so chapter ``00_toy_world`` shows
     "0 The toy world" and its first figure "Figure 0.1" (from its file name: partial builds too).
     """
-    from docutils import nodes
-
     import re
+
+    from docutils import nodes
 
     offset = app.config.mlmbook_first_chapter - 1
     # a chapter file NN_slug keeps the number NN even when a partial build leaves chapters out

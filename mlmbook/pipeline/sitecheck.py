@@ -171,7 +171,8 @@ def _page_problems(page, rel: str, base: str, need_explorer: bool) -> list:
         ".cell_output .output.error, .cell_output .output.traceback, .cell_output .output.stderr",
         "els => els.map(e => e.innerText.slice(0, 120))")
     out += [f"error output: {t!r}" for t in errors]
-    traces = page.eval_on_selector_all(".cell_output", "els => els.filter(e => e.innerText.includes('Traceback (most recent call last)')).length")
+    traces = page.eval_on_selector_all(
+        ".cell_output", "els => els.filter(e => e.innerText.includes('Traceback (most recent call last)')).length")
     if traces:
         out.append(f"{traces} output(s) contain a traceback")
     links = page.eval_on_selector_all("nav.bd-docs-nav a.reference, .bd-toc a.reference",

@@ -16,8 +16,17 @@ an :class:`Interval` here, and an interval becomes a verdict only through :func:
 """
 from .decide import POWER, SIDES, Family, Verdict, check_record, decide, detectable_effect, side, walk_verdicts
 from .divergences import as_array, jsd, kl, mutual_information, ppl, tv
-from .intervals import (LEVEL, Interval, bootstrap, censored_median, proportion, ratio, replicates_for, t_interval,
-                        undefined)
+from .intervals import (
+    LEVEL,
+    Interval,
+    bootstrap,
+    censored_median,
+    proportion,
+    ratio,
+    replicates_for,
+    t_interval,
+    undefined,
+)
 
 __all__ = ["kl", "jsd", "tv", "mutual_information", "ppl", "as_array",
            "Interval", "bootstrap", "ratio", "t_interval", "proportion", "censored_median", "undefined",

@@ -214,7 +214,8 @@ def check_record(rec: dict) -> list[str]:
                      for k in ("estimate", "low", "high", "level", "method", "n", "se", "seeds", "lower_bound",
                                "note")})
     d = detectable_effect(iv)
-    if not (math.isclose(d, _float(rec["detectable"]), rel_tol=1e-6) or (math.isinf(d) and math.isinf(_float(rec["detectable"])))):
+    recorded = _float(rec["detectable"])
+    if not (math.isclose(d, recorded, rel_tol=1e-6) or (math.isinf(d) and math.isinf(recorded))):
         problems.append(f"detectable effect {rec['detectable']} but its standard error gives {d}")
     return problems
 

@@ -166,7 +166,8 @@ def compile_grammar(spec: dict, topic: bool | str = False) -> PCFG:
             b.rules(f"VP_{c}_{n}", [(spec["p_adverb"], ("ADV", f"VPA_{c}_{n}"), 1, "advmod"),
                                     (1 - spec["p_adverb"], (f"VPA_{c}_{n}",), 0, None)])
             b.rules(f"VPA_{c}_{n}", [(spec["p_pp_on_verb"] * q, (f"VPB_{c}_{n}", f"PP_{k}"), 0, "obl")
-                                     for k, q in pp_v.items()] + [(1 - spec["p_pp_on_verb"], (f"VPB_{c}_{n}",), 0, None)])
+                                     for k, q in pp_v.items()]
+                    + [(1 - spec["p_pp_on_verb"], (f"VPB_{c}_{n}",), 0, None)])
             opts = []
             for f, w in fw.items():
                 if w == 0:
@@ -201,13 +202,16 @@ def compile_grammar(spec: dict, topic: bool | str = False) -> PCFG:
         pa, pa2 = (p_adj, p_adj2) if adjs else (0.0, 0.0)
         for n in nums:
             b.rules(f"NP_{c}_{n}", [(spec["p_pp_on_noun"] * q, (f"NPB_{c}_{n}", f"PP_{k}"), 0, "nmod")
-                                    for k, q in pp_n.items()] + [(1 - spec["p_pp_on_noun"], (f"NPB_{c}_{n}",), 0, None)])
+                                    for k, q in pp_n.items()]
+                    + [(1 - spec["p_pp_on_noun"], (f"NPB_{c}_{n}",), 0, None)])
             name = spec["p_proper_name"] if (c == "human" and n == "sg" and spec.get("names")) else 0.0
             bare = spec["p_bare_plural"] if n == "pl" else 0.0
             b.rules(f"NPB_{c}_{n}", [(1 - name - bare, (f"DET_{n}", f"NOM_{c}_{n}"), 1, "det"),
                                      (bare, (f"NOM_{c}_{n}",), 0, None), (name, ("NAME",), 0, None)])
-            b.rules(f"NOM_{c}_{n}", [(pa, (f"ADJ_{c}", f"NOM1_{c}_{n}"), 1, "amod"), (1 - pa, (f"NOM1_{c}_{n}",), 0, None)])
-            b.rules(f"NOM1_{c}_{n}", [(pa2, (f"ADJ_{c}", f"N_{c}_{n}"), 1, "amod"), (1 - pa2, (f"N_{c}_{n}",), 0, None)])
+            b.rules(f"NOM_{c}_{n}", [(pa, (f"ADJ_{c}", f"NOM1_{c}_{n}"), 1, "amod"),
+                                     (1 - pa, (f"NOM1_{c}_{n}",), 0, None)])
+            b.rules(f"NOM1_{c}_{n}", [(pa2, (f"ADJ_{c}", f"N_{c}_{n}"), 1, "amod"),
+                                      (1 - pa2, (f"N_{c}_{n}",), 0, None)])
             k = 0 if n == "sg" else 1
             b.words(f"N_{c}_{n}", topical([(e[k], e[2] if len(e) > 2 else None) for e in spec["nouns"][c]]))
     for n in nums:
@@ -247,7 +251,8 @@ class Grammar:
         self.base_spec = spec
         spec = _knobs.apply_spec(spec, self.knobs)
         self.spec = spec
-        base = spec.get("name", "grammar") + ("+topic" if topic else "") + (f":{topic}" if isinstance(topic, str) else "")
+        base = (spec.get("name", "grammar") + ("+topic" if topic else "")
+                + (f":{topic}" if isinstance(topic, str) else ""))
         self.name = _knobs.format_name(base, self.knobs)
         self.topic = topic
         self.coherence = coherence(spec, topic) if topic else None
@@ -382,6 +387,9 @@ class Grammar:
 
 def _mask_vector(masked, n):
     m = torch.zeros(n, dtype=torch.bool)
-    idx = list(masked) if not isinstance(masked, torch.Tensor) or masked.dtype != torch.bool else masked.nonzero().flatten().tolist()
+    if isinstance(masked, torch.Tensor) and masked.dtype == torch.bool:
+        idx = masked.nonzero().flatten().tolist()
+    else:
+        idx = list(masked)
     m[idx] = True
     return m

@@ -145,7 +145,8 @@ class PCFG:
     def sentence_weight(self, ids: torch.Tensor, masked: torch.Tensor | None = None):
         """Sum over topics and derivations, shape (B,); masked positions are marginalised."""
         ids = torch.as_tensor(ids).reshape(-1, torch.as_tensor(ids).shape[-1])
-        masked = torch.zeros_like(ids, dtype=torch.bool) if masked is None else torch.as_tensor(masked).reshape(ids.shape)
+        masked = (torch.zeros_like(ids, dtype=torch.bool) if masked is None
+                  else torch.as_tensor(masked).reshape(ids.shape))
         leaves = self._leaves(ids, masked)
         B, T, n, N = leaves.shape
         Z = self.inside(leaves.reshape(B * T, n, N))[n][:, 0, self.start].reshape(B, T)
@@ -167,7 +168,8 @@ class PCFG:
         """
         ids = torch.as_tensor(ids)
         ids = ids.reshape(-1, ids.shape[-1])
-        masked = torch.zeros_like(ids, dtype=torch.bool) if masked is None else torch.as_tensor(masked).reshape(ids.shape)
+        masked = (torch.zeros_like(ids, dtype=torch.bool) if masked is None
+                  else torch.as_tensor(masked).reshape(ids.shape))
         with torch.enable_grad():
             leaves = self._leaves(ids, masked).detach().requires_grad_(True)
             B, T, n, N = leaves.shape

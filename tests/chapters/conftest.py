@@ -30,9 +30,8 @@ def pseudo_words(n: int = 4000, seed: int = 0) -> list[str]:
 @pytest.fixture(scope="session")
 def wordpiece_bert_2k(tmp_path_factory):
     """A locally saved random BERT whose WordPiece vocabulary has 2,000 pieces."""
-    from tests.conftest import save_tiny_wordpiece_bert
-
     from mlmbook.toy import Grammar
+    from tests.conftest import save_tiny_wordpiece_bert
     corpus = [s.text for s in Grammar.load("toy").sample(500, seed=0)]
     words = pseudo_words()
     corpus += [" ".join(words[i:i + 12]) for i in range(0, len(words), 12)]

@@ -21,9 +21,8 @@ SPLICED = re.compile(r"\b[a-z]+\s+not measured\b|\bnot measured on this model\b"
 
 @pytest.fixture(scope="module")
 def other_model_book(tmp_path_factory, wordpiece_bert_2k):
-    from tests.conftest import BookRun, _with_build_dir
-
     from mlmbook.pipeline.execute import build
+    from tests.conftest import BookRun, _with_build_dir
     out = tmp_path_factory.mktemp("any_model")
     index = _with_build_dir(out / "_build", lambda: build(
         profile="quick", parameters=[("model", wordpiece_bert_2k), ("treebank", str(ANY_MODEL_TREEBANK))]))

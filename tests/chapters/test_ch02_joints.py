@@ -93,7 +93,8 @@ def check_ladder(r):
     """The regime map's words, recomputed from every rung's recorded verdicts."""
     v = verdicts(r)
     main, seeds = r["ladder_main"], r["ladder_seeds"]
-    assert len(main) >= 5 and len(seeds) == 3 and seeds[0] in main and r["ladder_n_pairs"] == 2 * r["ladder_n_sentences"]
+    assert len(main) >= 5 and len(seeds) == 3 and seeds[0] in main
+    assert r["ladder_n_pairs"] == 2 * r["ladder_n_sentences"]
     gaps = {k: Recorded(v[f"ladder_gap_verdicts.{k}"]) for k in main}
     anchors = {k: Recorded(v[f"ladder_anchor_verdicts.{k}"]) for k in main}
     name = {k: k.split("/")[0] for k in main}

@@ -32,9 +32,8 @@ def test_verdicts_reads_records_and_categories():
 
 @pytest.fixture(scope="module")
 def two_threads(tmp_path_factory):
-    from tests.conftest import BookRun, _with_build_dir
-
     from mlmbook.pipeline.execute import build
+    from tests.conftest import BookRun, _with_build_dir
     out = tmp_path_factory.mktemp("threads2")
     old = os.environ.get("MLMBOOK_THREADS")
     os.environ["MLMBOOK_THREADS"] = "2"

@@ -8,8 +8,17 @@ import os
 
 import pytest
 
-from mlmbook.corpus import (Multiword, Sentence, TreebankError, filter_length, find_treebank,
-                              edges_from_heads, load_treebank, read_conllu, remove_punct)
+from mlmbook.corpus import (
+    Multiword,
+    Sentence,
+    TreebankError,
+    edges_from_heads,
+    filter_length,
+    find_treebank,
+    load_treebank,
+    read_conllu,
+    remove_punct,
+)
 
 
 def _ewt(split):

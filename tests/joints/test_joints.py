@@ -233,7 +233,8 @@ def test_anchor_rescales_conditionals_to_the_mlm_marginals():
     noisy = perturbed(P, 3)
     joint = J.ag(noisy).joint
     qa, qb = np.exp(noisy.log_a), np.exp(noisy.log_b)
-    by_hand = 0.5 * (qa[:, None] * joint / joint.sum(1, keepdims=True) + qb[None, :] * joint / joint.sum(0, keepdims=True))
+    by_hand = 0.5 * (qa[:, None] * joint / joint.sum(1, keepdims=True)
+                     + qb[None, :] * joint / joint.sum(0, keepdims=True))
     assert np.abs(J.anchor(joint, noisy) - by_hand).max() < 1e-12
     assert set(J.derive_all(noisy)) == set(J.METHODS)
 

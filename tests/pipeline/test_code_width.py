@@ -33,14 +33,15 @@ def code_lines(text: str):
             continue
         if inside and stripped.startswith("```") and stripped.strip("`") == "":
             inside = False
-            head = " ".join(l for _, l in cell[:12] if l.strip().startswith((":tags:", "tags:", "---")) or "tags" in l)
+            head = " ".join(text for _, text in cell[:12]
+                            if text.strip().startswith((":tags:", "tags:", "---")) or "tags" in text)
             if cell and cell[0][1].strip() == "---":      # a YAML header (figure caption, tags): not code
                 end = next((k for k in range(1, len(cell)) if cell[k][1].strip() == "---"), 0)
-                head += " " + " ".join(l for _, l in cell[:end + 1])
+                head += " " + " ".join(text for _, text in cell[:end + 1])
                 cell = cell[end + 1:]
             if not any(tag in head for tag in HIDDEN):
-                yield from ((n, l) for n, l in cell
-                            if not l.strip().startswith((":tags:", "tags:", "---", ":mystnb:")))
+                yield from ((n, text) for n, text in cell
+                            if not text.strip().startswith((":tags:", "tags:", "---", ":mystnb:")))
             continue
         if inside:
             cell.append((number, line))

@@ -68,7 +68,8 @@ def test_card_and_objectives_go_right_under_the_title():
     nb = _chapter(OPENING)
     assert pages.prepare_chapter(nb, {"quick": 14.3, "full": 126.7})
     text = nb.cells[0].source
-    title, card, objectives = text.index("# The toy world"), text.index("mlmbook-card"), text.index("Learning objectives")
+    title, card = text.index("# The toy world"), text.index("mlmbook-card")
+    objectives = text.index("Learning objectives")
     assert title < card < objectives < text.index("A long motivating paragraph") < text.index("Key takeaways")
     assert "runs in 14 s in the quick profile and 2 min 7 s in the full profile" in text
     assert text.count("Learning objectives") == 1

@@ -66,13 +66,14 @@ def figure_problems(src: str) -> list[str]:
     from mlmbook.plotting import COLUMN_IN, MAX_PANELS_PER_ROW, MIN_FONT_PT
 
     problems = []
-    for head, body in CELL.findall(src):
+    for _head, body in CELL.findall(src):
         for m in FIGSIZE.finditer(body):
             if float(m.group(1)) > COLUMN_IN:
                 problems.append(f"figsize width {m.group(1)} in > {COLUMN_IN} in (use plotting.figure())")
         for m in SUBPLOTS.finditer(body):
             if int(m.group(2)) > MAX_PANELS_PER_ROW:
-                problems.append(f"plt.subplots({m.group(1)}, {m.group(2)}): more than {MAX_PANELS_PER_ROW} panels in a row")
+                problems.append(f"plt.subplots({m.group(1)}, {m.group(2)}): "
+                                f"more than {MAX_PANELS_PER_ROW} panels in a row")
         for m in SMALL_FONT.finditer(body):
             if float(m.group(1)) < MIN_FONT_PT:
                 problems.append(f"fontsize={m.group(1)} < {MIN_FONT_PT} pt")
@@ -80,7 +81,8 @@ def figure_problems(src: str) -> list[str]:
 
 
 def test_the_figure_rule_can_fail():
-    cell = "```{code-cell} ipython3\nfig, ax = plt.subplots(1, 3, figsize=(12, 3))\nax.text(0, 0, 'x', fontsize=7)\n```\n"
+    cell = ("```{code-cell} ipython3\nfig, ax = plt.subplots(1, 3, figsize=(12, 3))\n"
+            "ax.text(0, 0, 'x', fontsize=7)\n```\n")
     assert len(figure_problems(cell)) == 3
     ok = "```{code-cell} ipython3\nfig, ax = plotting.figure(ncols=2)\nax.text(0, 0, 'x', fontsize=9)\n```\n"
     assert figure_problems(ok) == []
@@ -97,7 +99,8 @@ def test_no_run_time_typed_by_hand(chapter):
     """Each chapter's reading and running times come from the build (mlmbook.pipeline.pages):
     a time typed into the prose goes stale (issue 25: "about 90 s" against a measured 18 s)."""
     typed = TYPED_TIME.findall(prose_of(chapter.read_text(encoding="utf-8")))
-    assert not typed, f"{chapter.name}: a typed time ({typed[0]!r}); the chapter card under the title shows the measured one"
+    assert not typed, (f"{chapter.name}: a typed time ({typed[0]!r}); "
+                       "the chapter card under the title shows the measured one")
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=[c.stem for c in CHAPTERS])

@@ -62,7 +62,8 @@ def figures(chapter: Path) -> list[tuple[str, str, str]]:
 def test_the_check_can_fail():
     code = 'ax.errorbar(x, y, xerr=e)\nax.set_title("UUAS")'
     assert problems([("f", "UUAS of every parser with 95 % bootstrap intervals.", code)])
-    assert problems([("f", "Bars are 95 % intervals over seeds, on 40 sentences.", "")]) == ["f: seeds without their number"]
+    no_seeds = [("f", "Bars are 95 % intervals over seeds, on 40 sentences.", "")]
+    assert problems(no_seeds) == ["f: seeds without their number"]
     assert not problems([("f", "UUAS, 95 % intervals over {glue:text}`n_corpus` sentences.", code)])
     assert not problems([("f", "UUAS with intervals.", code + '\nax.set_title(f"{n} sentences")')])
     assert not problems([("f", "A histogram.", "ax.hist(x)")])       # compares nothing with intervals

@@ -5,10 +5,7 @@ check is skipped with a one-line reason — never under ``CI=true``.
 """
 import shutil
 
-
 from mlmbook.pipeline.sitecheck import check_site
-
-
 
 
 def test_every_page_loads_clean(quick_book, chromium):

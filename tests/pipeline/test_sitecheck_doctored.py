@@ -89,10 +89,9 @@ def tiny_site(tmp_path_factory):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from mlmbook import plotting
     from mlmbook.pipeline.chapters import Layout
     from mlmbook.pipeline.site import render
-
-    from mlmbook import plotting
 
     root = tmp_path_factory.mktemp("tiny")
     (root / "book").mkdir()
@@ -238,8 +237,9 @@ def test_a_table_clipped_at_its_right_edge_fails(tiny_site, chromium, tmp_path):
 
 def test_a_table_wider_than_the_column_fails_and_one_that_scrolls_passes(tiny_site, chromium, tmp_path):
     cells = "".join(f"<td>column {k}</td>" for k in range(40))
-    html = _doctored(tiny_site, tmp_path, insert=f"<table><tr>{cells}</tr></table>"
-                                                 f'<div class="mlmbook-table-wrap"><table><tr>{cells}</tr></table></div>')
+    html = _doctored(tiny_site, tmp_path,
+                     insert=f"<table><tr>{cells}</tr></table>"
+                            f'<div class="mlmbook-table-wrap"><table><tr>{cells}</tr></table></div>')
     problems = [p for p in _check(html) if "table" in p]
     assert len(problems) == 1 and "running past the column" in problems[0], problems
 

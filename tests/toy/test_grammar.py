@@ -124,13 +124,13 @@ def test_gold_trees_are_ud_style():
         roots = [i for i, h in enumerate(s.heads) if h == -1]
         assert len(roots) == 1 and s.upos[roots[0]] == "VERB"
         assert s.words[-1] == "." and s.heads[-1] == roots[0] and s.deprels[-1] == "punct"
-        for i, h in enumerate(s.heads):      # acyclic: every word reaches the root
+        for _i, h in enumerate(s.heads):     # acyclic: every word reaches the root
             seen = set()
             while h != -1:
                 assert h not in seen
                 seen.add(h)
                 h = s.heads[h]
-        for i, (u, h) in enumerate(zip(s.upos, s.heads)):
+        for _i, (u, h) in enumerate(zip(s.upos, s.heads)):
             if u in ("DET", "ADJ", "ADP"):
                 assert s.upos[h] in ("NOUN", "PROPN")
         assert len(s.edges()) == len(s) - 1
