@@ -14,7 +14,7 @@ from .. import plotting
 from .sample import recall
 from .trees import symmetrize
 
-__all__ = ["COLORS", "ORDER", "pair_conditionals", "pair", "gibbs_vs_exact", "uuas_bars", "cmi_scatter",
+__all__ = ["COLORS", "ORDER", "shifted_conditionals", "pair", "gibbs_vs_exact", "uuas_bars", "cmi_scatter",
            "learned", "control", "knob", "regime", "breakdown", "explorer"]
 
 P = plotting.PALETTE
@@ -33,7 +33,7 @@ def _errorbar(ax, x, ivs, **kw):
     ax.errorbar(x, est, yerr=err, capsize=3, **kw)
 
 
-def pair_conditionals(P: np.ndarray, vocab: Sequence[str], observed: int, top: int = 15) -> dict:
+def shifted_conditionals(P: np.ndarray, vocab: Sequence[str], observed: int, top: int = 15) -> dict:
     """The second word's distribution with the first masked, given the observed first word
     (row ``observed`` of the joint ``P[a, b]``), and given the value of the first word among its
     ``top`` likeliest that moves the second word most (largest KL from the observed case)."""
@@ -51,7 +51,7 @@ def pair(panels: Sequence[tuple], words: Sequence[str], i: int, j: int):
     ``j`` with word ``i`` masked, and given two values of word ``i``."""
     fig, axes = plotting.figure(len(panels), 1, height=2.9 * len(panels), squeeze=False)
     for ax, (title, joint, vocab, observed) in zip(axes[:, 0], panels):
-        plotting.distribution_bars(pair_conditionals(joint, vocab, observed), vocab, top=10, ax=ax,
+        plotting.distribution_bars(shifted_conditionals(joint, vocab, observed), vocab, top=10, ax=ax,
                                    title=f"{title}: '{words[j]}' given '{words[i]}'")
     return fig
 
@@ -155,11 +155,12 @@ def knob(settings: Sequence[float], truth_uuas, mlm_uuas, mlm_corr, name: str = 
     return fig
 
 
-def regime(points, corr: Mapping[str, object], truth_uuas: float, dmv_uuas: float, methods, main: str,
+def regime(points, corr: Mapping[str, object], truth_uuas: float, dmv_uuas: float, methods,
            title: str | None = None):
-    """The regime map. Left: UUAS of each method on each rung against the rung's KL to the truth,
-    the truth's and the DMV's UUAS as lines. Right: each rung's CMI correlation with the truth's
-    (``corr[rung]``)."""
+    """The regime map. Left: UUAS of each method on each rung against the rung's KL to the truth
+    (``methods[0]``, the main one, names the rungs), the truth's and the DMV's UUAS as lines. Right:
+    each rung's CMI correlation with the truth's (``corr[rung]``)."""
+    main = methods[0]
     fig, (left, right) = plotting.figure(1, 2, height=3.4)
     for method, color in zip(methods, (P["mlm"], P["extra"])):
         pts = [x for x in points if x.method == method]
