@@ -49,8 +49,8 @@ def _timed(fn):
 def run(n_sentences: int = 6, profile: str = "full", seed: int = 0) -> dict:
     """Per-sentence cost of the chapter's probes, batched and one query at a time."""
     from mlmbook import consistency as C
-    from mlmbook.toy import Grammar
     from mlmbook.models import load_mlm
+    from mlmbook.toy import Grammar
 
     grammar = Grammar.load("toy")
     lm = load_mlm("toy", profile=profile, seed=seed)

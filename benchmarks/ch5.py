@@ -33,8 +33,8 @@ def run(chains: int = 128, steps: int = 20, single_chains: int = 16, length: int
         profile: str = "full", seed: int = 0, threads: int = 1) -> dict:
     """Measure batched vs one-at-a-time Glauber updates; returns the figures."""
     from mlmbook.glauber import GlauberSampler
-    from mlmbook.toy import Grammar
     from mlmbook.models import load_mlm
+    from mlmbook.toy import Grammar
 
     if threads:
         torch.set_num_threads(threads)

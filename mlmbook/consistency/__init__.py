@@ -23,10 +23,28 @@ module              what
 :mod:`.regime`      one model's measurements for the regime map, and their intervals
 ==================  ==========================================================================
 """
-from .ensemble import (Curve, Versions, combine, disagreement_rate, ensemble_curve, ensemble_versions,
-                       ensemble_versions_many, harsh, route_versions)
-from .order import (Flips, OrderInconsistency, PairProbes, chain_rule_grids, one_pair_per_sentence,
-                    order_inconsistency, pair_flips, preference_flips, probe_pairs)
+from .ensemble import (
+                       Curve,
+                       Versions,
+                       combine,
+                       disagreement_rate,
+                       ensemble_curve,
+                       ensemble_versions,
+                       ensemble_versions_many,
+                       harsh,
+                       route_versions,
+)
+from .order import (
+                       Flips,
+                       OrderInconsistency,
+                       PairProbes,
+                       chain_rule_grids,
+                       one_pair_per_sentence,
+                       order_inconsistency,
+                       pair_flips,
+                       preference_flips,
+                       probe_pairs,
+)
 from .rectangle import FLOAT32_NOISE_FLOOR, Rectangles, noise_floor, rectangle_delta, rectangle_deltas, top2_rectangles
 from .spans import SPANS, fits_spans, span_routes
 from .tracking import budget_tracking, pearson, rank_gap_interval, rank_interval, spearman

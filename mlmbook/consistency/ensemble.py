@@ -145,7 +145,7 @@ def route_versions(lm: MaskedLM, ids, targets, routes, candidates=20, with_gold:
                                          progress=progress and "routes (read back)"):
         tail[idx] = x[:, 0]
     logs, h = [], 0
-    for (cand, d, *_), rs in zip(direct, routes):
+    for (_cand, d, *_), rs in zip(direct, routes):
         logs.append([d] + [np.array(head[h + q], dtype=np.float64) for q in range(len(rs))])
         h += len(rs)
     start = 0
@@ -164,7 +164,10 @@ def ensemble_versions_many(lm: MaskedLM, ids, targets, aux=None, candidates=None
                            progress: bool = False) -> list[Versions]:
     r"""BERT-style versions for many targets: one route per auxiliary position :math:`k`,
 
-    .. math:: q_k(x_t = c) \propto q(x_t = c \mid x_{\setminus\{t,k\}})\; q(x_k = o_k \mid x_t = c,\, x_{\setminus\{t,k\}}),
+    .. math::
+
+        q_k(x_t = c) \propto q(x_t = c \mid x_{\setminus\{t,k\}})\;
+        q(x_k = o_k \mid x_t = c,\, x_{\setminus\{t,k\}}),
 
     the forward chain rule :math:`j_0(c, o_k)` of the pair :math:`(t, k)` (:func:`route_versions`).
     ``aux``: one array of auxiliary positions per item (default: every other unmasked position).

@@ -161,7 +161,7 @@ def _ensemble_cases():
     """Target x_i, auxiliary x_j of each table: a direct conditional and one route through j (the
     truth's), or two routes of which one is perturbed (an inconsistent model)."""
     cases = []
-    for k, (P, words, i, j) in enumerate(pair_tables()):
+    for k, (P, words, _i, j) in enumerate(pair_tables()):
         from ..toy import Grammar
         o = Grammar.load("tiny").word_id[words[j]]               # the observed word at the auxiliary position
         cand = np.flatnonzero(P[:, o] > 0)

@@ -24,7 +24,7 @@ def frame_cases():
     from ..toy import Grammar
     g = Grammar.load("tiny")
     out = []
-    for n, frames in length_frames(g, [4, 5, 6], 1, seed=1, pool=800).items():
+    for _n, frames in length_frames(g, [4, 5, 6], 1, seed=1, pool=800).items():
         frame = frames[0][0]
         out.append((truth_log_probs(g, frame.states()).reshape(frame.sizes), frame))
     return tuple(out)

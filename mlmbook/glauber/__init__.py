@@ -26,14 +26,42 @@ module              idea
 
 Divergences (``kl``, ``tv``) live in :mod:`mlmbook.stats`.
 """
-from .exact import (Frame, basin_barrier, critical_depth, escape_survival, exact_transition_matrix, hitting_times,
-                    is_reversible, relaxation_time, simulate_escapes, spectral_gap, state_index, state_space, stationary)
+from .exact import (
+                    Frame,
+                    basin_barrier,
+                    critical_depth,
+                    escape_survival,
+                    exact_transition_matrix,
+                    hitting_times,
+                    is_reversible,
+                    relaxation_time,
+                    simulate_escapes,
+                    spectral_gap,
+                    state_index,
+                    state_space,
+                    stationary,
+)
 from .mh import mh_kernel, pll_energy
 from .sampler import Coupling, GlauberSampler, influence
 from .scaling import coupon_times, exact_growth, length_frames, mixing_time, scaling_curve, support_component
-from .trajectories import (arrhenius_fit, basin_occupancy, censored_quantile, escape_counts, escape_rate, escape_times,
-                           exact_interval, growth_exponent, hamming_autocorrelation, hysteresis_labels, tail_bound,
-                           topic_log_odds, topic_posterior, topic_word_log_odds, truth_log_probs, truth_topic_scores)
+from .trajectories import (
+                    arrhenius_fit,
+                    basin_occupancy,
+                    censored_quantile,
+                    escape_counts,
+                    escape_rate,
+                    escape_times,
+                    exact_interval,
+                    growth_exponent,
+                    hamming_autocorrelation,
+                    hysteresis_labels,
+                    tail_bound,
+                    topic_log_odds,
+                    topic_posterior,
+                    topic_word_log_odds,
+                    truth_log_probs,
+                    truth_topic_scores,
+)
 
 __all__ = [
     "GlauberSampler", "Coupling", "influence",

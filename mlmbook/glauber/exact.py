@@ -22,7 +22,8 @@ if TYPE_CHECKING:
     pass
 
 __all__ = ["Frame", "state_space", "state_index", "exact_transition_matrix", "critical_depth", "basin_barrier",
-           "hitting_times", "escape_survival", "simulate_escapes", "stationary", "spectral_gap", "relaxation_time", "is_reversible"]
+           "hitting_times", "escape_survival", "simulate_escapes", "stationary", "spectral_gap", "relaxation_time",
+           "is_reversible"]
 
 class Frame:
     r"""A small state space for exact analysis: a template sentence whose free sites range

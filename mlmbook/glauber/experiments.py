@@ -81,19 +81,19 @@ def real_model_frame(lm: MaskedLM, words: list, n_sites: int = 4, rivals: int = 
 class FrameSweep(NamedTuple):
     """A frame's chains over temperatures (lists indexed like ``T``).
 
-    ``pi_mlm``, ``trel_mlm``, ``reversible_mlm``: the plain MLM chain's stationary law, relaxation
-    time (steps) and reversibility; ``net_flow``: the share of its stationary flow at T = 1 that
-    circulates. ``residual``: :math:`\\|\\pi P - \\pi\\|_1` of the plain chain's stationary law (the
-    check of the eigensolver at low temperature). ``pi_mh``, ``trel_mh``, ``mh_exact_tv``: the MH-corrected chain (energy: the MLM's
-    pseudo-log-likelihood on the frame): its stationary law, which is :math:`e^{-E/T}/Z` exactly,
-    its relaxation time, and :math:`\\|\\pi P - \\pi\\|_1` of that law under the chain's kernel (the
-    check of its machinery: 0 when the law is stationary; an eigensolver is not trusted with it,
-    since at low temperature the law spans hundreds of orders of magnitude). With the truth (else empty lists):
-    ``p_T`` (the tempered truth on the frame), ``trel_truth``, ``machinery_tv`` (TV between the
-    truth chain's stationary law and ``p_T``), ``mh_truth_tv`` (:math:`\\|p_T P - p_T\\|_1` for the MH
-    chain built from the truth with :math:`E = -\\log p`, on the truth's support), ``tv_T`` = TV(π, p_T) and ``tv_mh_T`` = TV(π_MH, p_T),
-    ``tv_1`` = TV(π, p), ``kl_T`` = KL(p_T‖π), ``ungrammatical`` (π's mass off the truth's
-    support), and ``quality`` / ``quality_mh`` / ``quality_truth``: :func:`law_quality` of π, π_MH, p_T.
+    ``pi_mlm``, ``trel_mlm``, ``reversible_mlm``: the plain MLM chain's stationary law, relaxation time (steps)
+    and reversibility; ``net_flow``: the share of its stationary flow at T = 1 that circulates. ``residual``:
+    :math:`\\|\\pi P - \\pi\\|_1` of the plain chain's stationary law (the check of the eigensolver at low
+    temperature). ``pi_mh``, ``trel_mh``, ``mh_exact_tv``: the MH-corrected chain (energy: the MLM's
+    pseudo-log-likelihood on the frame): its stationary law, which is :math:`e^{-E/T}/Z` exactly, its relaxation
+    time, and :math:`\\|\\pi P - \\pi\\|_1` of that law under the chain's kernel (the check of its machinery: 0
+    when the law is stationary; an eigensolver is not trusted with it, since at low temperature the law spans
+    hundreds of orders of magnitude). With the truth (else empty lists): ``p_T`` (the tempered truth on the
+    frame), ``trel_truth``, ``machinery_tv`` (TV between the truth chain's stationary law and ``p_T``),
+    ``mh_truth_tv`` (:math:`\\|p_T P - p_T\\|_1` for the MH chain built from the truth with :math:`E = -\\log
+    p`, on the truth's support), ``tv_T`` = TV(π, p_T) and ``tv_mh_T`` = TV(π_MH, p_T), ``tv_1`` = TV(π, p),
+    ``kl_T`` = KL(p_T‖π), ``ungrammatical`` (π's mass off the truth's support), and ``quality`` / ``quality_mh``
+    / ``quality_truth``: :func:`law_quality` of π, π_MH, p_T.
     """
     T: list
     pi_mlm: list

@@ -346,7 +346,7 @@ def influence(lm: MaskedLM, ids, temperatures, frozen=(), alternatives: int = 2,
             tv_ = 0.5 * (p1 - p0[b_idx]).abs().sum(dim=-1)                              # one per row
             col = torch.zeros(len(free)).double().index_add_(0, a_idx, tv_)
             cnt = torch.zeros(len(free)).double().index_add_(0, a_idx, torch.ones_like(tv_))
-            c = col / cnt.clamp(min=1) * (len(free) - 1)                                   # mean over v of the sum over i
+            c = col / cnt.clamp(min=1) * (len(free) - 1)          # mean over v of the sum over i
             out[s, k] = float(c.max())
     return out
 

@@ -14,7 +14,8 @@ from .. import stats
 from ..toy import N_SPECIAL
 
 __all__ = ["censored_quantile", "hamming_autocorrelation", "basin_occupancy", "escape_times", "hysteresis_labels",
-           "truth_log_probs", "topic_posterior", "truth_topic_scores", "topic_word_log_odds", "topic_log_odds", "escape_counts",
+           "truth_log_probs", "topic_posterior", "truth_topic_scores", "topic_word_log_odds", "topic_log_odds",
+           "escape_counts",
            "escape_rate", "arrhenius_fit", "exact_interval", "growth_exponent", "tail_bound"]
 
 
@@ -47,7 +48,7 @@ def hamming_autocorrelation(traj, max_lag: int | None = None) -> Autocorrelation
     R = x.shape[0]
     max_lag = R - 1 if max_lag is None else min(max_lag, R - 1)
     lags = np.arange(max_lag + 1)
-    overlap = np.array([(x[: R - l] == x[l:]).mean() for l in lags])
+    overlap = np.array([(x[: R - lag] == x[lag:]).mean() for lag in lags])
     flat = x.reshape(-1, x.shape[-1])
     freqs = [np.unique(col, return_counts=True)[1] / len(col) for col in flat.T]
     o_inf = float(np.mean([f @ f for f in freqs]))

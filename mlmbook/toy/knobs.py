@@ -119,7 +119,10 @@ def _pos_of(name: str) -> str:
 def _smooth_emissions(pcfg, value: float):
     r"""The PCFG with every preterminal's emissions mixed with the uniform over its part of speech:
 
-    .. math:: e'_A(w) = (1-\varepsilon)\, e_A(w) + \varepsilon\, \frac{[w \in W_{\mathrm{pos}(A)}]}{|W_{\mathrm{pos}(A)}|},
+    .. math::
+
+        e'_A(w) = (1-\varepsilon)\, e_A(w)
+                  + \varepsilon\, \frac{[w \in W_{\mathrm{pos}(A)}]}{|W_{\mathrm{pos}(A)}|},
 
     :math:`W_{\mathrm{pos}}` the words any preterminal of that part of speech emits (in any topic).
     """

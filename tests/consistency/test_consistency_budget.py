@@ -11,11 +11,10 @@ import pytest
 import torch
 from scipy.special import logsumexp
 
-from tests.fakes import JointOracle, PerturbedOracle, random_joint
-
 from mlmbook import consistency as C
 from mlmbook import stats
 from mlmbook.consistency import regime as R
+from tests.fakes import JointOracle, PerturbedOracle, random_joint
 
 V = 4
 

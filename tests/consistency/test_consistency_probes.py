@@ -13,10 +13,8 @@ import pytest
 import torch
 from scipy.special import logsumexp
 
-from tests.fakes import JointOracle, PerturbedOracle, random_joint
-
 from mlmbook import consistency as C
-
+from tests.fakes import JointOracle, PerturbedOracle, random_joint
 
 V = 4
 M = V  # mask id of the fake oracles
@@ -190,8 +188,8 @@ def test_independent_pair_passes_rectangle_but_not_order_test():
 @pytest.fixture(scope="module")
 def truth_case():
     """The toy language's exact oracle and three sentences encoded with its ids."""
-    from mlmbook.toy import Grammar
     from mlmbook.models import load_mlm
+    from mlmbook.toy import Grammar
 
     truth = load_mlm("truth")
     sents = [s for s in Grammar.load("toy").sample(40, seed=5) if 6 <= len(s) <= 9][:3]

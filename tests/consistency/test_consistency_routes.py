@@ -10,9 +10,8 @@ import numpy as np
 import pytest
 import torch
 
-from tests.fakes import JointOracle, PerturbedOracle, random_joint
-
 from mlmbook import consistency as C
+from tests.fakes import JointOracle, PerturbedOracle, random_joint
 
 V = 4
 M = V

@@ -102,7 +102,7 @@ def test_arrhenius_fit_recovers_the_slope_and_says_when_it_cannot():
     inv_T = np.array([1.0, 1.5, 2.0, 2.5])
     rng = np.random.default_rng(1)
     hits = 0
-    for rep in range(40):
+    for _rep in range(40):
         mean = np.exp(c + gamma * inv_T)
         t = rng.exponential(mean[:, None], (4, 60))
         cap = 3 * mean.min()
@@ -179,4 +179,5 @@ def test_sampler_check_accepts_the_sampler_and_rejects_a_wrong_matrix():
     assert ok["interval"].low < 0 < ok["interval"].high and ok["chains"] == 200
     wrong = [t * 3.0 for t in tabs]                                  # the chain at a third of the temperature
     bad = basins.sampler_check(lm, frame, wrong, start, target, [1.0, 0.6], 200, 40, seed=3, level=0.999)
-    assert stats.decide(bad["interval"]).side != "indistinguishable" and not bad["interval"].low < 0 < bad["interval"].high
+    iv = bad["interval"]
+    assert stats.decide(iv).side != "indistinguishable" and not iv.low < 0 < iv.high

@@ -74,7 +74,7 @@ def test_scaling_curve_of_the_truth_against_dense_eigenvalues_and_powers(tiny):
     g, frames = tiny
     sub = {n: fs[:1] for n, fs in frames.items()}
     out = G.scaling_curve(g, sub, [1.0, 0.5])
-    for a, (n, fs) in enumerate(sub.items()):
+    for a, (_n, fs) in enumerate(sub.items()):
         frame = fs[0][0]
         logp = G.truth_log_probs(g, frame.states())
         comp = G.support_component(frame, logp)

@@ -12,7 +12,6 @@ from mlmbook import glauber as G
 from mlmbook.stats import tv
 from tests.fakes import JointOracle, PerturbedOracle, random_joint
 
-
 # ---------------------------------------------------------------- frames and exact kernels
 
 def test_frame_with_per_site_candidates_has_the_restricted_joint_as_reversible_law():
@@ -216,8 +215,8 @@ def test_hysteresis_labels_and_escape():
 
 def test_truth_log_probs_topic_posterior_and_rectangles_of_the_truth():
     from mlmbook.consistency import top2_rectangles
-    from mlmbook.toy import Grammar
     from mlmbook.models import load_mlm
+    from mlmbook.toy import Grammar
 
     g = Grammar.load("toy", topic=True)
     truth = load_mlm("truth_topic")

@@ -3,10 +3,9 @@ import pytest
 import torch
 from scipy import stats
 
-from tests.fakes import JointOracle, PerturbedOracle, random_joint  # noqa: E402
-
 from mlmbook import glauber as G  # noqa: E402
 from mlmbook.stats import tv  # noqa: E402
+from tests.fakes import JointOracle, PerturbedOracle, random_joint  # noqa: E402
 
 
 def test_exact_matrix_of_coherent_joint_has_it_as_stationary_reversible_law():
