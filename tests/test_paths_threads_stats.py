@@ -87,8 +87,9 @@ def test_bootstraps():
     est, lo, hi = stats.bootstrap(lambda a: a.mean(-1), x, n_boot=2000)
     assert lo < est < hi and lo < 1.0 < hi and hi - lo < 0.4
     correct, total = np.array([3, 4, 5, 2]), np.array([5, 5, 5, 5])
-    est, lo, hi = stats.ratio_bootstrap(correct, total)
+    est, lo, hi = stats.ratio(correct, total)
     assert est == pytest.approx(14 / 20) and lo <= est <= hi
+    assert not hasattr(stats, "ratio_bootstrap") and not hasattr(stats, "side_of_zero")   # one name each
     same = stats.ratio(correct, total, minus=correct)
     assert tuple(same) == (0.0, 0.0, 0.0)              # a paired difference of a parser with itself
     with pytest.raises(ValueError):

@@ -32,17 +32,5 @@ __all__ = ["kl", "jsd", "tv", "mutual_information", "ppl", "as_array",
            "Interval", "bootstrap", "ratio", "t_interval", "proportion", "censored_median", "undefined",
            "replicates_for", "LEVEL",
            "Family", "Verdict", "decide", "side", "detectable_effect", "check_record", "walk_verdicts", "SIDES",
-           "POWER", "ratio_bootstrap", "side_of_zero"]
+           "POWER"]
 
-
-# ---- transition names: the chapters move to ratio()/decide(); these go when nothing uses them
-def ratio_bootstrap(correct, total, minus=None, n_boot: int = 2000, level: float = LEVEL, seed=0) -> Interval:
-    """Old name of :func:`ratio` (kept while the chapters move to the new API)."""
-    return ratio(correct, total, minus=minus, level=level, n_boot=n_boot, seed=seed)
-
-
-def side_of_zero(low: float, high: float, above: str = "above", below: str = "below",
-                 neither: str = "indistinguishable") -> str:
-    """Old spelling of :func:`side` with custom words (kept while the chapters move to :func:`decide`)."""
-    s = side(low, high)
-    return above if s == "above" else below if s == "below" else neither

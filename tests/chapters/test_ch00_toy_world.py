@@ -127,7 +127,5 @@ def test_agreement_question_is_answered_from_recorded_numbers(quick_book):
 
 def test_full_profile_gap_and_agreement(full_results):
     r = full_results("00_toy_world")
-    if "gap_vs_kl" not in r:       # reference files written before issue 26 lack them
-        pytest.skip("the full-profile reference predates the loss-gap verdict (make reference)")
     _check_gap(r)
     _check_agreement(r)

@@ -129,9 +129,6 @@ def test_chapter_quick_profile(quick_book):
 
 def test_chapter_full_profile_claims(full_results):
     r = full_results(SLUG)
-    if "decision_family" not in r:
-        pytest.skip("results/full/01_dependencies.json predates the chapter's decision family: "
-                    "regenerate it with `make reference`")
     _check_claims(r)
     _check_toy_claims(r)
     assert r["n_corpus"] >= 100 and r["n_grid"] >= 16      # the sizes the prose is written for

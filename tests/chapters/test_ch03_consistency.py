@@ -117,8 +117,6 @@ def _check_claims(r, full):
 
 def test_full_profile_claims(full_results):
     r = full_results("03_consistency")
-    if "decision_family" not in r:
-        pytest.skip("the recorded full-profile results predate issue 25; rebuild them")
     _check_claims(r, full=True)
 
 
@@ -144,8 +142,6 @@ def test_training_sentence_cannot_claim_a_shape_within_noise():
     must not be called a rise or a fall."""
     path = Path(__file__).resolve().parents[2] / "results" / "full" / "03_consistency.json"
     r = json.loads(path.read_text())
-    if "decision_family" not in r:
-        pytest.skip("the recorded full-profile results predate issue 25; rebuild them")
     v = _verdicts(r)
     for k in range(len(r["train_steps"]) - 1):
         c = v[f"train_change_{k}"]

@@ -73,8 +73,6 @@ def test_quick_profile_numbers(quick_book):
 
 def test_full_profile_claims(full_results):
     r = full_results(SLUG)
-    if "decision_family" not in r:
-        pytest.skip("the recorded full-profile results predate the decision rule (issue 25); rebuild them")
     check_claims(r)
     assert r["n_rank_rows"] >= 8 * r["d_model"] and r["n_probe_sentences"] >= 400 and r["n_ft_test"] >= 300
     assert len(r["knob_shares"]) >= 5 and r["knob_n_blocks"] >= 8
