@@ -13,14 +13,12 @@ the default MLM learned the language, and the label of every rung of the model l
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 
 import numpy as np
 
 from . import queries
 from .models import ladder
-from .paths import cache_dir
+from .paths import cache_dir, write_json_atomic
 from .toy import Grammar
 from .toy.vocab import N_SPECIAL
 
@@ -95,9 +93,5 @@ def rung_kl(rung: ladder.Rung, n_sentences: int = ladder.KL_SENTENCES) -> float:
     grammar = Grammar.load("toy")
     sentences = [s.words for s in grammar.sample(n_sentences, seed=424_242)]
     kl = float(np.mean(np.concatenate(kl_to_truth(grammar, ladder.load(rung), sentences))))
-    memo.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=memo.parent, prefix=f".{memo.name}.")
-    with os.fdopen(fd, "w") as fh:
-        json.dump({"kl": kl, "rung": rung.name, "sentences": n_sentences}, fh)
-    os.replace(tmp, memo)
+    write_json_atomic(memo, {"kl": kl, "rung": rung.name, "sentences": n_sentences})
     return kl

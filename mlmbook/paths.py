@@ -25,12 +25,14 @@ An empty variable counts as unset. Data files are searched in ``$MLMBOOK_DATA``,
 
 from __future__ import annotations
 
+import json
 import os
+import tempfile
 from pathlib import Path
 
 from .errors import UsageError
 
-__all__ = ["cache_dir", "data_dirs", "repo_root", "find_root", "build_dir", "env_str", "env_int",
+__all__ = ["write_json_atomic", "cache_dir", "data_dirs", "repo_root", "find_root", "build_dir", "env_str", "env_int",
            "env_flag", "hf_offline"]
 
 
@@ -141,3 +143,33 @@ def build_dir(root: Path | None = None) -> Path:
     """Build output: ``$MLMBOOK_BUILD`` if set (tests and parallel runs use their own), else ``<root>/_build``."""
     env = env_str("MLMBOOK_BUILD")
     return Path(env).expanduser().resolve() if env else (root or repo_root()) / "_build"
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def write_json_atomic(path: str | os.PathLike, data, indent: int | None = None, sort_keys: bool = False) -> Path:
+    """Write ``data`` as JSON to ``path`` so that a reader sees the old file or the whole new one.
+
+    The text goes to a temporary file beside ``path`` and replaces it in one ``os.replace``; a
+    killed writer leaves at most a hidden ``.<name>.*.tmp`` that nothing loads. The file gets the
+    permissions a plain ``open(path, "w")`` would (the process's umask), not ``mkstemp``'s 0600.
+    The one atomic writer of the package (results, timings, caches' memos).
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as fh:
+            json.dump(data, fh, indent=indent, sort_keys=sort_keys)
+            if indent is not None:
+                fh.write("\n")
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path

@@ -102,3 +102,21 @@ def test_ratio_with_zero_denominators():
     assert not stats.ratio([0, 0], [0, 0]).defined
     est, lo, hi = stats.ratio([1, 0, 0], [2, 0, 0], n_boot=500)
     assert est == 0.5 and np.isfinite([lo, hi]).all()
+
+
+def test_json_written_atomically_with_ordinary_permissions(tmp_path, monkeypatch):
+    """The one atomic JSON writer: the file appears whole with the umask's permissions (not
+    mkstemp's 0600), and a writer that fails mid-way leaves the old file and no temporary."""
+    import json
+    import os
+
+    from mlmbook.paths import write_json_atomic
+
+    path = write_json_atomic(tmp_path / "r" / "x.json", {"a": 1}, indent=1)
+    assert json.loads(path.read_text()) == {"a": 1}
+    mask = os.umask(0)
+    os.umask(mask)
+    assert path.stat().st_mode & 0o777 == 0o666 & ~mask
+    with pytest.raises(TypeError):
+        write_json_atomic(path, {"a": object()})          # not JSON: fails after the temp file exists
+    assert json.loads(path.read_text()) == {"a": 1} and sorted(os.listdir(path.parent)) == ["x.json"]

@@ -26,9 +26,7 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,7 +35,7 @@ import numpy as np
 import torch
 
 from .. import threads
-from ..paths import cache_dir
+from ..paths import cache_dir, write_json_atomic
 from ..toy.grammar import Grammar
 from ..toy.vocab import MASK, SPECIAL_TOKENS, make_tokenizer
 from .base import MaskedLMBase
@@ -181,11 +179,7 @@ class SingleSiteEval:
         self.bayes = float(np.mean(truth))
         uni = grammar.unigram(20000, seed=seed + 7)
         self.unigram = float(np.mean([-math.log(uni[g - offset]) for g in self.gold]))
-        memo.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=memo.parent, prefix=f".{memo.name}.")
-        with os.fdopen(fd, "w") as fh:
-            json.dump(dict(bayes=self.bayes, unigram=self.unigram, grammar=grammar.name, n=n, seed=seed), fh)
-        os.replace(tmp, memo)
+        write_json_atomic(memo, dict(bayes=self.bayes, unigram=self.unigram, grammar=grammar.name, n=n, seed=seed))
 
     def loss(self, lm) -> float:
         """Mean -log q(x_i | x_-i) over every position of the held-out sentences (one call per length)."""

@@ -24,10 +24,10 @@ import json
 import math
 import numbers
 import os
-import tempfile
 from pathlib import Path
 
 from ..errors import notice  # re-exported: the one-line notice lives with the errors
+from ..paths import write_json_atomic
 
 __all__ = ["record", "recorded", "load_results", "load_not_measured", "results_path", "not_measured",
            "notice", "NOT_MEASURED", "NOT_MEASURED_KEY"]
@@ -115,16 +115,7 @@ def _read(chapter: str | None, directory: str | os.PathLike | None) -> dict:
 
 
 def _write_atomic(path: Path, data: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(data, f, indent=2, sort_keys=True)
-            f.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_json_atomic(path, data, indent=2, sort_keys=True)
 
 
 def _glue(key: str, value) -> None:

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import time
 from pathlib import Path
 
+from ..paths import write_json_atomic
 from .chapters import Layout
 
 __all__ = ["keep_timings", "update_reference_files", "previous_run", "built_with", "mix_warning",
@@ -18,12 +18,7 @@ __all__ = ["keep_timings", "update_reference_files", "previous_run", "built_with
 
 
 def _write_json(path: Path, data: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
-    with os.fdopen(fd, "w") as f:
-        json.dump(data, f, indent=1)
-        f.write("\n")
-    os.replace(tmp, path)
+    write_json_atomic(path, data, indent=1)
 
 
 def keep_timings(layout: Layout, profile: str, chapters: dict, render_s: float, total_s: float,

@@ -116,6 +116,16 @@ def _pos_of(name: str) -> str:
     return name.split("_", 1)[0]
 
 
+def _with_emissions(pcfg, emissions):
+    """The same grammar with new emission tables (the emission knobs change nothing else)."""
+    import numpy as np
+
+    from .pcfg import PCFG
+
+    return PCFG(list(pcfg.nonterminals), pcfg.start, list(pcfg.binary), list(pcfg.unary), emissions,
+                np.array(pcfg.topic_prior), list(pcfg.vocab))
+
+
 def _smooth_emissions(pcfg, value: float):
     r"""The PCFG with every preterminal's emissions mixed with the uniform over its part of speech:
 
@@ -128,8 +138,6 @@ def _smooth_emissions(pcfg, value: float):
     """
     import numpy as np
 
-    from .pcfg import PCFG
-
     E = np.array(pcfg.emissions, dtype=float)
     groups: dict[str, list[int]] = {}
     for a in pcfg.preterminals:
@@ -138,8 +146,7 @@ def _smooth_emissions(pcfg, value: float):
         words = E[:, members, :].sum(axis=(0, 1)) > 0
         uniform = words / words.sum()
         E[:, members, :] = (1 - value) * E[:, members, :] + value * uniform
-    return PCFG(list(pcfg.nonterminals), pcfg.start, list(pcfg.binary), list(pcfg.unary), E,
-                np.array(pcfg.topic_prior), list(pcfg.vocab))
+    return _with_emissions(pcfg, E)
 
 
 knob("smoothing",
@@ -223,13 +230,10 @@ def _word_noise(pcfg, value: float):
     """
     import numpy as np
 
-    from .pcfg import PCFG
-
     E = np.array(pcfg.emissions, dtype=float)
     pre = np.asarray(pcfg.preterminals)
     E[:, pre, :] = (1 - value) * E[:, pre, :] + value / E.shape[2]
-    return PCFG(list(pcfg.nonterminals), pcfg.start, list(pcfg.binary), list(pcfg.unary), E,
-                np.array(pcfg.topic_prior), list(pcfg.vocab))
+    return _with_emissions(pcfg, E)
 
 
 knob("word_noise",
