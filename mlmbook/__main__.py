@@ -195,7 +195,7 @@ def _cmd_check_site(args) -> int:
     problems = check_site(html, shots)
     for p in problems:
         print(p)
-    print(f"{len(problems)} problem(s); screenshots in {shots}")
+    print(f"{len(problems)} problem{'' if len(problems) == 1 else 's'}; screenshots in {shots}")
     return 1 if problems else 0
 
 

@@ -282,9 +282,14 @@ def test_indistinguishable_without_its_detectable_effect_fails(tiny_site, chromi
     bare = "<p>The two parsers are statistically indistinguishable from. Then the next sentence.</p>"
     full = ("<p>The two parsers are indistinguishable (a difference of 0.012 nats or more would have been "
             "detected (80 % power at the 99.8 % level)). Then the next sentence.</p>")
-    problems = _check(_doctored(tiny_site, tmp_path, insert=bare + full))
+    table = ("<table><tr><th>difference</th><th>verdict (detectable at 80 % power)</th></tr>"
+             "<tr><td>AG − HCB</td><td>+0.01 [-0.02, +0.04]: indistinguishable; detectable 0.05</td></tr>"
+             "<tr><td>AG − MRF</td><td>+0.01 [-0.02, +0.04]: indistinguishable here</td></tr></table>")
+    problems = _check(_doctored(tiny_site, tmp_path, insert=bare + full + table))
     found = [p for p in problems if "indistinguishable" in p]
-    assert len(found) == 1 and "00_tiny" in found[0] and "statistically indistinguishable from." in found[0], problems
+    assert len(found) == 2 and all("00_tiny" in f for f in found), problems
+    assert any("statistically indistinguishable from." in f for f in found), problems
+    assert any("indistinguishable here" in f for f in found), problems       # a table cell without its effect
 
 
 def test_a_chapter_card_below_the_fold_fails(tiny_site, chromium, tmp_path):
