@@ -1,7 +1,7 @@
 """Shared fixtures: tiny models saved locally, so real-model code paths run without network; and the
-test tiers: every test that executes a chapter or builds a book is marked ``slow`` here, from what it
-uses (:func:`pytest_collection_modifyitems`), so ``pytest -m "not slow"`` (``make test-fast``) is the
-unit tier and ``make test`` the whole suite."""
+test tiers: every test that executes a chapter, builds a book or starts a browser is marked ``slow``
+here, from what it uses (:func:`pytest_collection_modifyitems`), so ``pytest -m "not slow"``
+(``make test-fast``) is the unit tier and ``make test`` the whole suite."""
 import ast
 import functools
 import inspect
@@ -156,9 +156,9 @@ def chromium():
 
 
 # ---------------------------------------------------------------- test tiers
-SLOW_FIXTURES = frozenset({"quick_book", "run_chapter"})
-"""Fixtures that execute chapters or build the book: any test that needs one (directly or through
-another fixture) is slow."""
+SLOW_FIXTURES = frozenset({"quick_book", "run_chapter", "other_model_book", "tiny_site", "chromium"})
+"""Fixtures that execute chapters, build a book (the whole book or the tiny one the browser checks
+doctor) or start a browser: any test that needs one (directly or through another fixture) is slow."""
 
 
 @functools.lru_cache(maxsize=None)

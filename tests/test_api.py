@@ -205,6 +205,7 @@ def _cli(*argv):
                           text=True, timeout=300)
 
 
+@pytest.mark.slow                  # spawns the command line once per verb
 def test_cli_verbs(toy_bert, tmp_path):
     sentences = tmp_path / "s.txt"
     sentences.write_text("the farmers feed the cows .\nthe horses rarely sleep .\n")
@@ -232,6 +233,7 @@ BOOK_PACKAGES = ("papermill", "jupytext", "jupyter_book", "sphinx", "myst_nb", "
                  "sphinx_exercise", "ipywidgets", "ipykernel", "IPython")
 
 
+@pytest.mark.slow                  # spawns a fresh interpreter
 def test_the_package_and_the_api_need_no_book_toolchain(toy_bert):
     """``pip install mlmbook`` without ``[book]``: the book's packages made unimportable."""
     code = textwrap.dedent(f"""

@@ -56,3 +56,16 @@ def write_any_model_treebank(path: Path = ANY_MODEL_TREEBANK, n: int = 120) -> P
         blocks.append("\n".join(lines))
     path.write_text(header + "\n\n".join(blocks) + "\n\n")
     return path
+
+
+@pytest.fixture(scope="session")
+def other_model_book(tmp_path_factory, wordpiece_bert_2k):
+    """The whole book built once (quick profile) on ``wordpiece_bert_2k`` with ``ANY_MODEL_TREEBANK``:
+    the any-model test reads its pages, and each chapter's real-model test its results and notebook
+    (one build instead of one per chapter)."""
+    from mlmbook.pipeline.execute import build
+    from tests.conftest import BookRun, _with_build_dir
+    out = tmp_path_factory.mktemp("any_model")
+    index = _with_build_dir(out / "_build", lambda: build(
+        profile="quick", parameters=[("model", wordpiece_bert_2k), ("treebank", str(ANY_MODEL_TREEBANK))]))
+    return BookRun(out / "_build", index)

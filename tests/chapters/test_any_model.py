@@ -11,22 +11,8 @@ show ``nan``/``n/a``/``inf`` where a number belongs, nor "not measured" spliced 
 import re
 from pathlib import Path
 
-import pytest
-
-from tests.chapters.conftest import ANY_MODEL_TREEBANK
-
 NUMBER_SLOT = re.compile(r"(?<![\w/])(nan|n/a|NaN|inf)(?![\w/])")
 SPLICED = re.compile(r"\b[a-z]+\s+not measured\b|\bnot measured on this model\b")
-
-
-@pytest.fixture(scope="module")
-def other_model_book(tmp_path_factory, wordpiece_bert_2k):
-    from mlmbook.pipeline.execute import build
-    from tests.conftest import BookRun, _with_build_dir
-    out = tmp_path_factory.mktemp("any_model")
-    index = _with_build_dir(out / "_build", lambda: build(
-        profile="quick", parameters=[("model", wordpiece_bert_2k), ("treebank", str(ANY_MODEL_TREEBANK))]))
-    return BookRun(out / "_build", index)
 
 
 def page_text(html_path: Path) -> str:

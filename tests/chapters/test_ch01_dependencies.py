@@ -8,7 +8,6 @@ import pytest
 
 from mlmbook import stats
 from mlmbook.toy import Grammar
-from tests.chapters.conftest import ANY_MODEL_TREEBANK
 
 SLUG = "01_dependencies"
 MAIN = [("mlm", "adjacent"), ("mlm", "dmv"), ("mlm", "cpmi"), ("mlm", "truth"),
@@ -139,10 +138,10 @@ def test_chapter_full_profile_claims(full_results):
 
 
 @pytest.mark.slow
-def test_chapter_runs_on_a_2000_piece_model_and_a_treebank(run_chapter, wordpiece_bert_2k):
+def test_chapter_runs_on_a_2000_piece_model_and_a_treebank(other_model_book):
     """Issue 28: with a realistic vocabulary the exact grid is too large, Gibbs stands in, and the
     verdicts and the prose use one key scheme (no KeyError); nothing that needs the truth is faked."""
-    book = run_chapter(SLUG, model=wordpiece_bert_2k, treebank=ANY_MODEL_TREEBANK)
+    book = other_model_book                   # the chapter on wordpiece_bert_2k and ANY_MODEL_TREEBANK
     r = book.results(SLUG)
     _check_claims(r)
     assert r["mlm_estimator"] == "Gibbs" and r["n_grid"] < r["n_gibbs"]

@@ -191,10 +191,10 @@ def _conllu(path: Path, sentences) -> Path:
 
 
 @pytest.mark.slow
-def test_chapter_runs_on_a_2000_piece_wordpiece_model(run_chapter, wordpiece_bert_2k):
+def test_chapter_runs_on_a_2000_piece_wordpiece_model(other_model_book):
     """The shared any-model pair: a random 2,000-piece WordPiece BERT and the shipped treebank."""
     from tests.chapters.conftest import ANY_MODEL_TREEBANK
-    run = run_chapter("03_consistency", model=wordpiece_bert_2k, treebank=str(ANY_MODEL_TREEBANK))
+    run = other_model_book
     r = run.results("03_consistency")
     assert r["n_pairs"] > 50 and 0 <= r["flip_rate"] <= 1 and r["eoc_items"] > 10
     assert ANY_MODEL_TREEBANK.name in r["corpus_source"]

@@ -196,8 +196,8 @@ def test_chapter_full_claims(full_results):
     assert r["exact_grammatical_plain"][0] > r["exact_grammatical_plain"][-1]   # colder: more grammatical
 
 
-def test_chapter_runs_on_a_random_wordpiece_bert(run_chapter, wordpiece_bert_2k):
-    run = run_chapter(SLUG, model=wordpiece_bert_2k)
+def test_chapter_runs_on_a_random_wordpiece_bert(other_model_book):
+    run = other_model_book                    # the chapter on wordpiece_bert_2k (no treebank parameter)
     r = run.results(SLUG)
     _check_common(r)
     for key in ("machinery_tv_max", "truth_rect_max", "critical_depth", "topic_gamma", "quality_grammatical",

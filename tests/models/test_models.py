@@ -198,6 +198,7 @@ def test_damaged_model_folders_are_one_line(saved, damage, expected):
     assert expected in _one_line(err)
 
 
+@pytest.mark.slow                  # spawns the command line
 def test_a_damaged_model_in_the_hugging_face_cache_says_to_delete_it(toy_bert, tmp_path):
     """The same truncation inside $HF_HOME's hub cache names the cache entry to delete."""
     import os

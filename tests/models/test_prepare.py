@@ -10,6 +10,7 @@ TINY = TrainConfig(hidden=16, layers=1, heads=1, intermediate=32, steps=20, batc
                    checkpoints=())
 
 
+@pytest.mark.slow                  # trains in worker processes
 def test_parallel_training_gives_the_weights_of_training_in_process(tmp_path, monkeypatch):
     from safetensors.torch import load_file
     jobs = [prepare.Job("tiny", None, TINY, 0), prepare.Job("tiny", None, TINY, 1),
@@ -105,6 +106,7 @@ def test_plan_stacks_small_models_by_shape_and_keeps_large_ones_alone():
     assert any(u[0].config.steps == 40 and len(u) == 1 for u in units)         # other steps: another shape
 
 
+@pytest.mark.slow                  # trains models
 def test_prepare_trains_stacks_and_reports_each_models_share(tmp_path, monkeypatch):
     jobs = [prepare.Job("tiny", None, TINY, s) for s in range(5)]
     monkeypatch.setattr(prepare, "needed", lambda *a, **k: jobs)

@@ -154,6 +154,7 @@ def test_the_trainer_is_chosen_by_the_configuration_alone():
     assert len(keys) == 2
 
 
+@pytest.mark.slow                  # trains models
 def test_training_together_fills_the_cache_with_what_load_or_train_would_train(tmp_path, monkeypatch):
     from safetensors.torch import load_file
 

@@ -60,8 +60,7 @@ def built(tmp_path_factory):
     """The fixture book, built once in the quick profile."""
     root = tmp_path_factory.mktemp("book") / "book_min"
     shutil.copytree(FIXTURE, root)
-    proc = run_cli("build", "--root", str(root), "--profile", "quick",
-                   cache=root.parent / "cache")
+    proc = run_cli("build", "--root", str(root), "--profile", "quick")   # the session's model cache
     assert proc.returncode == 0, proc.stderr
     return root, proc
 
@@ -336,7 +335,7 @@ def test_a_partial_build_keeps_the_chapter_numbers(tmp_path):
     import re
     root = tmp_path / "book_min"
     shutil.copytree(FIXTURE, root)
-    proc = run_cli("build", "1", "--root", str(root), "--profile", "quick", cache=tmp_path / "cache")
+    proc = run_cli("build", "1", "--root", str(root), "--profile", "quick")   # the session's model cache
     assert proc.returncode == 0, proc.stderr
     page = (root / "_build" / "html" / "book" / "01_fail.html").read_text()
     numbers = re.findall(r'<span class="section-number">([\d.]+)', page)

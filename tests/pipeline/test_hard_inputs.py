@@ -8,6 +8,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 
 def cli(*args, **env):
     e = {k: v for k, v in os.environ.items() if k not in ("MLMBOOK_BUILD",)}
@@ -65,6 +67,7 @@ def _fixture_book(tmp_path):
     return root
 
 
+@pytest.mark.slow                  # spawns the command line
 def test_a_relative_treebank_path_is_the_callers_path(tmp_path):
     """`-p treebank ../data/x.conllu` used to be read relative to book/ (the chapter's own cwd)."""
     import json

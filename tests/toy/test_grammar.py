@@ -24,6 +24,7 @@ def brute_conditional(table, words, i, masked=()):
     return out
 
 
+@pytest.mark.slow                  # enumerates every sentence of the tiny grammars
 def test_enumeration_is_normalised(tiny):
     g, table = tiny
     total = sum(table.values())
