@@ -29,7 +29,8 @@ def _page_text(nb) -> str:
             data = o.get("data", {})
             for mime in ("text/markdown", "text/html", "text/plain"):
                 if mime in data and "image/png" not in data:
-                    out.append(data[mime] if isinstance(data[mime], str) else "".join(data[mime]))
+                    text = data[mime] if isinstance(data[mime], str) else "".join(data[mime])
+                    out.append(re.sub(r"data:[\w/+.-]+;base64,[A-Za-z0-9+/=]+", "", text))   # embedded images
             if o.get("output_type") == "stream":
                 out.append(o.get("text", ""))
     return "\n".join(out)
