@@ -20,6 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from mlmbook.paths import write_json_atomic
+
 ROOT = Path(__file__).resolve().parent.parent
 TREEBANK = ROOT / "tests" / "fixtures" / "any_model.conllu"
 CHAPTERS = ("00_toy_world", "01_dependencies", "02_joints", "03_consistency", "04_deficiency", "05_glauber")
@@ -48,10 +50,13 @@ def _wall_times(model: str, profile: str, build: Path) -> dict[str, float]:
     """Each chapter's wall time on ``model`` (one ``build`` command per chapter, no rendering)."""
     out = {}
     env = {**os.environ, "MLMBOOK_BUILD": str(build), "HF_HUB_OFFLINE": "1"}
+    from mlmbook.pipeline.chapters import Layout, find_chapters, parameter_defaults, read_notebook
+    takes = {c.slug: parameter_defaults(read_notebook(c)) for c in find_chapters(Layout.find(ROOT))}
     for slug in CHAPTERS:
+        treebank = ["-p", "treebank", str(TREEBANK)] if "treebank" in takes.get(slug, {}) else []
         t = time.perf_counter()
         proc = subprocess.run([sys.executable, "-m", "mlmbook", "build", slug[:2], "--profile", profile,
-                               "--no-render", "-p", "model", model, "-p", "treebank", str(TREEBANK)],
+                               "--no-render", "-p", "model", model, *treebank],
                               capture_output=True, text=True, cwd=ROOT, env=env)
         if proc.returncode != 0:
             raise RuntimeError(f"{slug} failed on {model}: {proc.stderr.strip().splitlines()[-1:]}")
@@ -87,11 +92,7 @@ def run(profile: str = "quick") -> dict:
         data["measured"] = time.strftime("%Y-%m-%d %H:%M")
         data["how"] = ("wall time of `build N --no-render` on a random 2,000-piece WordPiece BERT (hidden 32, "
                        "2 layers) with tests/fixtures/any_model.conllu, minus the modelled model time")
-        fd, tmp_path = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-        with os.fdopen(fd, "w") as f:
-            json.dump(data, f, indent=1, sort_keys=True)
-            f.write("\n")
-        os.replace(tmp_path, path)
+        write_json_atomic(path, data, indent=1, sort_keys=True)
         check_wall = _wall_times(models["check"], profile, folder / "b2")
         check_model = _model_seconds(models["check"], profile)
     rows = []
