@@ -28,6 +28,7 @@ where             what
 ``errors``        :class:`MLMBookError` and its one-line errors
 ``stats``         kl, jsd, tv, mutual information, intervals, the decision rule
 ``threads``       the one thread policy, applied per call
+``workers``       tasks that wait on one another, on a pool of processes (the build's schedule)
 ``queries``       the one batched engine for masked queries (PLL, single-site, grids)
 ``compare``       a model's single-site KL to the truth; the ladder's labels
 ``toy/``          the toy language: vocab, PCFG (inside–outside), grammar
@@ -44,7 +45,7 @@ where             what
 ================  =====================================================================
 
 The layer order of the package (each layer imports only itself and the layers below;
-``tests/test_architecture.py`` enforces it): foundation (errors, paths, stats, threads, figures)
+``tests/test_architecture.py`` enforces it): foundation (errors, paths, stats, threads, workers, figures)
 → world (toy, corpus) → models → engine (queries, compare) → science (one idea per chapter)
 → uses (exercises, api) → pipeline → command line → this face.
 """
@@ -59,7 +60,7 @@ __version__ = "0.2.0"
 _LAZY_SUBMODULES = {
     "api", "compare", "consistency", "corpus", "deficiency", "dependencies", "downstream", "errors", "exercises",
     "glauber", "joints", "models", "paths", "pipeline", "plotting", "probes", "profiles", "queries", "rank", "stats",
-    "tables", "threads", "toy", "widgets",
+    "tables", "threads", "toy", "widgets", "workers",
 }
 
 _FACE = {

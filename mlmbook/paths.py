@@ -12,7 +12,7 @@ variable                    meaning                                          def
 ``MLMBOOK_BUILD``           build output (site, executed notebooks, results)  ``<root>/_build``
 ``MLMBOOK_THREADS``         torch intra-op threads (0: torch's own choice)    see :mod:`mlmbook.threads`
 ``MLMBOOK_QUERY_BUDGET``    output scores per model call                     ``16777216``
-``MLMBOOK_TRAIN_WORKERS``   processes that train toy models before a build   the number of cores
+``MLMBOOK_TRAIN_WORKERS``   processes of a build (training and chapters)     the number of cores
 ``MLMBOOK_CELL_TIMEOUT``    seconds a chapter cell may run before it fails   ``1200``
 ``MLMBOOK_CHAPTER``         set by the build: the chapter being executed     —
 ``MLMBOOK_RESULTS``         set by the build: where recorded numbers go      —

@@ -23,7 +23,7 @@ MAX_LINES = 500
 
 # ---------------------------------------------------------------------------- the layer order
 LAYERS = (
-    ("foundation", ("errors", "paths", "profiles", "stats", "threads", "tables", "plotting", "widgets")),
+    ("foundation", ("errors", "paths", "profiles", "stats", "threads", "workers", "tables", "plotting", "widgets")),
     ("world", ("corpus", "toy")),
     ("models", ("models",)),
     ("engine", ("queries", "compare")),

@@ -14,7 +14,7 @@ module              idea
 ``cache``           the atomic, locked model cache and :class:`CacheEntry`
 ``load``            :func:`load_mlm`, the one loader: a name, a folder, the truth
 ``ladder``          toy models from far from the truth to near it (their KL labels: :func:`mlmbook.compare.rung_kl`)
-``prepare``         train every toy model a build needs up front, one process per core
+``prepare``         the toy models a build needs, as training tasks (small ones stacked)
 ==================  ==============================================================
 """
 from ..errors import ModelLoadError

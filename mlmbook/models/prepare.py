@@ -14,9 +14,9 @@ holds, and cuts the rest into *units* (:func:`plan`):
   the whole stack instead of once per model.
 
 The units run in a pool of worker processes, one per core (every training uses one thread),
-longest first. Neither the pool nor the stacks change a weight: a model's weights depend only
-on its own job, whichever stack trains it and whether the build or a chapter does
-(``tests/models/test_train_stacked.py``).
+longest first (:mod:`mlmbook.workers`; a build runs them in one pool with its chapters).
+Neither the pool nor the stacks change a weight: a model's weights depend only on its own job,
+whichever stack trains it and whether the build or a chapter does (``tests/models/test_train_stacked.py``).
 
 >>> from mlmbook.models import prepare                        # doctest: +SKIP
 >>> for t in prepare.prepare("quick"):                        # doctest: +SKIP
@@ -28,17 +28,17 @@ import math
 import os
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
-from multiprocessing import get_context
 
 from ..paths import env_int
+from ..workers import Task
+from ..workers import run as run_tasks
 from . import ladder, stacked, zoo
 from .train import PRESETS, TRAIN_THREADS, preset_for
 from .zoo import Job
 
-__all__ = ["Job", "NEEDS", "Trained", "needed", "missing", "plan", "split", "estimated_seconds", "prepare",
-           "TOPIC_KNOBS"]
+__all__ = ["Job", "NEEDS", "Trained", "needed", "missing", "plan", "split", "estimated_seconds", "workers_for",
+           "tasks", "report", "prepare", "TOPIC_KNOBS"]
 
 TOPIC_KNOBS = ("plateau", "wall")
 """Topic worlds of chapter 5 whose MLM is trained (the ``topic`` knob of the toy grammar)."""
@@ -163,6 +163,35 @@ def _run(unit: list) -> list[tuple[str, float, str]]:
     return [(j.describe(), share, how) for j in unit]
 
 
+def workers_for(n: int | None = None) -> int:
+    """Training processes: ``n``, else ``$MLMBOOK_TRAIN_WORKERS``, else one per core (every
+    training uses :data:`~mlmbook.models.train.TRAIN_THREADS` thread). The weights do not depend on it."""
+    return n or env_int("MLMBOOK_TRAIN_WORKERS", max(1, (os.cpu_count() or 1) // TRAIN_THREADS), minimum=1)
+
+
+def tasks(profile: str, chapters=tuple(NEEDS), extra_seeds: tuple[int, ...] = (), workers: int = 1,
+          say=print) -> list[Task]:
+    """The training step as :class:`mlmbook.workers.Task` s: one per unit of :func:`plan` of the
+    models chapters ``chapters`` need and the cache lacks, keyed ``"train <i>"``, the unit (a list
+    of jobs) as the task's only argument. Says how many models it will train (nothing when none)."""
+    todo = missing(needed(profile, chapters, extra_seeds))
+    if not todo:
+        return []
+    units = plan(todo, workers)
+    stacks = sum(len(u) > 1 or _stackable(u[0]) for u in units)
+    say(f"training {len(todo)} toy model(s) for the {profile} profile, {max(1, min(workers, len(units)))} at a time"
+        + (f" ({stacks} stack(s) of small models)" if stacks else ""))
+    return [Task(f"train {i}", _run, (unit,), seconds=estimated_seconds(unit)) for i, unit in enumerate(units)]
+
+
+def report(results: list[tuple[str, float, str]], done: list[Trained], total: int, say=print) -> None:
+    """Append a training task's results (:func:`_run`) to ``done``, one line each."""
+    for label, seconds, how in results:
+        done.append(Trained(label, seconds, how))
+        say(f"  trained {label} in {seconds:.0f} s{'' if how == 'alone' else f' ({how})'} ({len(done)}/{total})")
+    sys.stdout.flush()
+
+
 def prepare(profile: str, chapters=tuple(NEEDS), extra_seeds: tuple[int, ...] = (),
             workers: int | None = None, say=print) -> list[Trained]:
     """Train the models chapters ``chapters`` need in ``profile`` that are not cached, ``workers`` at a time.
@@ -175,8 +204,7 @@ def prepare(profile: str, chapters=tuple(NEEDS), extra_seeds: tuple[int, ...] = 
     extra_seeds : tuple of int
         Further seeds of the default model (a chapter that takes its verdicts across seeds).
     workers : int, optional
-        Processes (default ``$MLMBOOK_TRAIN_WORKERS``, else one per core: every training uses
-        :data:`~mlmbook.models.train.TRAIN_THREADS` thread). The weights do not depend on it.
+        Processes (default: :func:`workers_for`). The weights do not depend on it.
     say : callable
         Where progress lines go (one when training starts, one per model trained).
 
@@ -185,32 +213,16 @@ def prepare(profile: str, chapters=tuple(NEEDS), extra_seeds: tuple[int, ...] = 
     list of Trained
         The models trained now, in the order they finished, each with its share of the
         training time and how it was trained; empty when everything was cached.
+
+    A build schedules these same tasks together with its chapters
+    (:func:`mlmbook.pipeline.execute.build`), so that a chapter starts when its own models are trained.
     """
-    todo = missing(needed(profile, chapters, extra_seeds))
-    if not todo:
-        return []
-    per = TRAIN_THREADS                            # threads each training uses
-    n = workers or env_int("MLMBOOK_TRAIN_WORKERS", max(1, (os.cpu_count() or 1) // per), minimum=1)
-    units = plan(todo, n)
-    n = max(1, min(n, len(units)))
-    stacks = sum(len(u) > 1 or _stackable(u[0]) for u in units)
-    say(f"training {len(todo)} toy model(s) for the {profile} profile, {n} at a time"
-        + (f" ({stacks} stack(s) of small models)" if stacks else ""))
+    n = workers_for(workers)
+    todo = tasks(profile, chapters, extra_seeds, n, say)
+    total = sum(len(t.args[0]) for t in todo)
     done: list[Trained] = []
-
-    def report(results):
-        for label, seconds, how in results:
-            done.append(Trained(label, seconds, how))
-            say(f"  trained {label} in {seconds:.0f} s{'' if how == 'alone' else f' ({how})'} "
-                f"({len(done)}/{len(todo)})")
-        sys.stdout.flush()
-
-    if n == 1:
-        for unit in units:
-            report(_run(unit))
-        return done
-    with ProcessPoolExecutor(n, mp_context=get_context("spawn")) as pool:
-        futures = [pool.submit(_run, unit) for unit in units]
-        for fut in as_completed(futures):
-            report(fut.result())
+    for _, results, error, _ in run_tasks(todo, max(1, min(n, len(todo)))):
+        if error is not None:
+            raise error
+        report(results, done, total, say)
     return done

@@ -4,9 +4,9 @@ A chapter never trains by hand. Each model it needs is a :class:`Job` — a gram
 knob settings, :mod:`mlmbook.toy.knobs`), a training configuration
 (:class:`~mlmbook.models.train.TrainConfig`), a seed and a kind — listed by that chapter's
 function in :data:`CHAPTER_MODELS`. The build's training step
-(:func:`mlmbook.models.prepare.prepare`) trains whatever the chosen chapters list and the
-cache lacks, before any chapter runs; the chapter then calls :meth:`Job.load`, which finds the
-model cached.
+(:mod:`mlmbook.models.prepare`) trains whatever the chosen chapters list and the cache lacks,
+and starts a chapter only once its own models are trained; the chapter then calls
+:meth:`Job.load`, which finds the model cached.
 
 >>> from mlmbook.models import zoo
 >>> jobs = zoo.needed("quick", chapters=[1])           # doctest: +SKIP
@@ -18,6 +18,7 @@ that chapter alone) and keep its names stable: a name is how the chapter finds i
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Callable
 
 from .train import PRESETS, TrainConfig
@@ -51,11 +52,8 @@ class Job:
         return f"{what}{world}, hidden {self.config.hidden}, {self.config.steps} steps, seed {self.seed}"
 
     def grammar_object(self):
-        from ..toy.grammar import Grammar
-        from ..toy.treemrf import TreeMRF, is_treemrf
-        if is_treemrf(self.grammar):                 # chapter 1's positive control (a Grammar too)
-            return TreeMRF.load(self.grammar)
-        return Grammar.load(self.grammar, topic=self.topic) if self.topic else Grammar.load(self.grammar)
+        """The job's world (loaded once per process: a build lists some sixty jobs on a few worlds)."""
+        return _world(self.grammar, self.topic)
 
     def run(self) -> str:
         """Train (or find) the model; returns :meth:`describe`."""
@@ -81,6 +79,15 @@ class Job:
         if self.kind == "maelm":
             return maelm.load(entry.path, name=label)
         return HFMaskedLM.from_pretrained(entry.path, name=label)
+
+
+@lru_cache(maxsize=32)
+def _world(grammar: str, topic: str | None):
+    from ..toy.grammar import Grammar
+    from ..toy.treemrf import TreeMRF, is_treemrf
+    if is_treemrf(grammar):                      # chapter 1's positive control (a Grammar too)
+        return TreeMRF.load(grammar)
+    return Grammar.load(grammar, topic=topic) if topic else Grammar.load(grammar)
 
 
 def default_models(profile: str, seeds=(0,)) -> list[Job]:
@@ -152,13 +159,14 @@ def chapter3(profile: str) -> list[Job]:
     ``"span"``: an MLM trained with span masking (``span=3.0``: geometric runs of mean length 3
     covering the same 15 % of tokens) — the infilling objective of the paper's T5/UL2 models —
     with exactly the configuration of ``"span twin"``, the token-masked model it is compared
-    with: the profile's default MLM in the full profile (hidden 128, 4,000 steps; the cache
-    shares it), the ladder's hidden-32 rung in the quick one (400 steps), so that the masking
-    is the only difference. ``"noise <η>"``: an MLM of the ladder's middle width (hidden 64 and
-    1,500 steps in full, 32 and 400 in quick) trained on a noisier language, each word replaced by
-    a random one with probability η; ``"noise 0"`` *is* that ladder rung. New training, measured
-    with :func:`mlmbook.models.prepare.estimated_seconds`: full about 210 s (span) + 70 s (two
-    noise models, stacked); quick about 20 s.
+    with: the ladder's middle rung (hidden 64 and 1,500 steps in the full profile, 32 and 400 in
+    the quick one; the cache shares it), so that the masking is the only difference.
+    ``"noise <η>"``: an MLM of the same configuration trained on a noisier language, each word replaced by
+    a random one with probability η; ``"noise 0"`` *is* that ladder rung (and the span twin).
+    New training, measured in a cold full build: about 35 s each (the span model and the two
+    noise models, stacked with the ladder's hidden-64 models); quick about 20 s in all. (A
+    hidden-128 span model beside the default model took 200 s and put the cold full build at the
+    edge of its 20 minutes.)
     """
     from dataclasses import replace
 
@@ -166,9 +174,8 @@ def chapter3(profile: str) -> list[Job]:
 
     width = {"quick": 32, "full": 64}[profile]
     small = next(r.config for r in ladder.rungs(profile) if r.hidden == width)
-    twin = PRESETS[profile] if profile == "full" else small
-    jobs = [Job("toy", None, replace(twin, span=3.0, checkpoints=()), 0, name="span"),
-            Job("toy", None, twin, 0, name="span twin")]
+    jobs = [Job("toy", None, replace(small, span=3.0, checkpoints=()), 0, name="span"),
+            Job("toy", None, small, 0, name="span twin")]
     jobs += [Job("toy", None, replace(small, noise=eta), 0, name=f"noise {eta:g}") for eta in CH3_NOISE]
     return jobs
 
@@ -177,12 +184,15 @@ CH4_KNOB = {
     "quick": dict(hidden=16, steps=400, rates=(0.15, 0.45), split_rate=0.45, seeds=(0, 1, 2), longer=1.25,
                   pair="knob"),
     "full": dict(hidden=32, steps=800, rates=(0.15, 0.3, 0.45, 0.6), split_rate=0.45, seeds=(0, 1, 2), longer=1.1,
-                 pair="default"),
+                 pair=64),
 }
 """Chapter 4's knob, the share of ``[MASK]`` in pretraining inputs, per profile: the width and steps
 of its small models, the selection rates trained with BERT's 80/10/10 split, the one rate also
 trained with the 100/0/0 split, the seeds, how many times longer the fit-matched MAE-LM trains, and
-what the chapter's MLM/MAE-LM pair is: the profile's default configuration (``"default"``) or the
+what the chapter's MLM/MAE-LM pair is: the profile's default configuration (``"default"``), the
+ladder's rung of a width (an ``int``: the full profile's pair is the hidden-64 rung, whose seed 0 the
+ladders hold, so only seeds 1 and 2 are new — 128 core-seconds measured, stacked, where three seeds of the
+hidden-128 default pair cost about 880 and put the cold full build over its 20 minutes), or the
 knob's own at r = 0.15 (``"knob"``, the quick profile: no extra training)."""
 
 
@@ -196,24 +206,24 @@ def chapter4(profile: str) -> list[Job]:
       as deep as MAE-LM's encoder and decoder together;
     * ``"long maelm s<seed>"``: MAE-LM at the default setting trained ``longer`` times the steps (to
       the MLM's fit);
-    * ``"default <kind> s<seed>"``: the chapter's MLM/MAE-LM pair at seeds 0, 1 and 2 — the profile's
-      default configuration (seed 0 is the book's default MLM and the MAE-LM ladder's top rung) or,
-      in the quick profile, the knob's models at r = 0.15.
+    * ``"default <kind> s<seed>"``: the chapter's MLM/MAE-LM pair at seeds 0, 1 and 2 — in the full
+      profile the ladders' hidden-64 rung (seed 0 is that rung of the MLM and MAE-LM ladders), in
+      the quick profile the knob's models at r = 0.15.
 
     Where the knob's width and steps are those of the ladder's smallest rung (the quick profile),
     the knob uses that rung's configuration, so its r = 0.15 models *are* the ladder's seed rungs
     and train once. Full profile: 36 models of width 32 (about 490 core-seconds stacked, by
     :func:`mlmbook.models.prepare.estimated_seconds`; 33 of them measured 419) plus the default
-    MLM and MAE-LM at seeds 1 and 2 (about 950 core-seconds); quick: 18 new models of width 16
+    MLM and MAE-LM of the hidden-64 rung at seeds 1 and 2 (128 core-seconds measured); quick: 18 new models of width 16
     (about 95 core-seconds estimated, 165 measured on a busy machine).
     """
     from dataclasses import replace
 
-    from .ladder import seed_rungs
+    from . import ladder
 
     k = CH4_KNOB[profile]
     h = k["hidden"]
-    small = seed_rungs(profile)[0].config
+    small = ladder.seed_rungs(profile)[0].config
     if (small.hidden, small.steps) == (h, k["steps"]):
         base = small                     # the ladder's seed rungs are the knob's r = 0.15 models
     else:
@@ -231,7 +241,12 @@ def chapter4(profile: str) -> list[Job]:
         long_steps = int(k["longer"] * k["steps"])
         jobs.append(Job("toy", None, replace(base, steps=long_steps, eval_every=long_steps), seed, "maelm",
                         name=f"long maelm s{seed}"))
-    pair = PRESETS[profile] if k["pair"] == "default" else base
+    if k["pair"] == "default":
+        pair = PRESETS[profile]
+    elif k["pair"] == "knob":
+        pair = base
+    else:
+        pair = next(r.config for r in ladder.rungs(profile) if r.hidden == k["pair"] and r.fraction == 1.0)
     for seed in (0, 1, 2):
         for kind in ("mlm", "maelm"):
             jobs.append(Job("toy", None, pair, seed, kind, name=f"default {kind} s{seed}"))

@@ -4,7 +4,8 @@
 module          idea
 ==============  =================================================================
 ``chapters``    chapter files, parameters, the build layout
-``execute``     executing chapters atomically, timings, the ``build`` command
+``execute``     executing chapters atomically, the build's schedule (training and chapters), the ``build`` command
+``failures``    the one-line message of a failed chapter (cell, cause, where to look)
 ``site``        staging and rendering the site, the notebooks for launch buttons
 ``pages``       what a reader meets first: chapter cards (measured times), generated tables
 ``notebooks``   chapters as plain notebooks for Binder/Colab (MyST to Markdown, solutions folded)

@@ -2,6 +2,9 @@
 
 :func:`build`
 
+0. trains the toy models the chapters need and executes the chapters on one pool of processes
+   (:func:`schedule`, :mod:`mlmbook.workers`): a chapter starts as soon as its own models are
+   trained, chapters on toy models side by side (one kernel thread each), one on a large model alone;
 1. reads each requested chapter with jupytext and executes it with papermill into
    ``_build/exec/NN_slug.ipynb`` and ``_build/results/NN_slug.json`` (both written under
    temporary names, moved there only if every cell ran within ``$MLMBOOK_CELL_TIMEOUT``
@@ -36,21 +39,22 @@ from .chapters import (
     Layout,
     UsageError,
     find_chapters,
-    parameters_cell_index,
     plan_parameters,
     read_notebook,
     resolve_chapters,
     resolve_names,
     say,
 )
-from .checks import check_executed, clean_leftovers, last_started_cell, relax_formats
+from .checks import check_executed, clean_leftovers, relax_formats
 from .cost import announce as announce_cost
+from .failures import failure
+from .pages import measured_times
 from .record import load_not_measured
 from .runs import built_with, keep_timings, mix_warning, previous_run, training_report, update_reference_files
 from .site import render, stage, write_notebooks_branch
 
-__all__ = ["build", "execute_chapter", "ensure_kernel", "previous_run", "cell_timeout", "update_reference_files",
-           "RUNNING",
+__all__ = ["build", "schedule", "execute_chapter", "ensure_kernel", "previous_run", "cell_timeout",
+           "update_reference_files", "RUNNING",
            "BuildError", "UsageError", "ChapterFailed", "Layout", "find_chapters",
            "resolve_names"]
 
@@ -101,31 +105,6 @@ def _environment(**values: str):
                 os.environ[key] = old
 
 
-def _failed_cell(nb, error) -> int | None:
-    """The 1-based code-cell number of the cell papermill reports as failed.
-
-    ``error.cell_index`` counts the cells of the executed notebook, which has the injected
-    parameters cell; the code-cell number counts the chapter's own code cells only.
-    """
-    params = parameters_cell_index(nb)
-    injected = 0 if params is None else params + 1
-    index = error.cell_index - (1 if error.cell_index > injected else 0)
-    if not 0 <= index < len(nb.cells):
-        return None
-    return sum(c.cell_type == "code" for c in nb.cells[:index + 1])
-
-
-def _source_line(chapter: Chapter, cell_source: str) -> int | None:
-    text = chapter.path.read_text(encoding="utf-8")
-    at = text.find(cell_source.strip()) if cell_source.strip() else -1
-    return None if at < 0 else text.count("\n", 0, at) + 1
-
-
-def _first_line(text: str) -> str:
-    lines = [line for line in str(text).splitlines() if line.strip()]
-    return lines[0].strip() if lines else ""
-
-
 def _prepare_for_render(nb, chapter: Chapter, parameters: dict[str, object]) -> None:
     """Hide the injected-parameters cell; note the values used under the parameters cell.
 
@@ -152,7 +131,7 @@ def cell_timeout() -> int:
 
 
 def execute_chapter(layout: Layout, chapter: Chapter, parameters: dict[str, object],
-                    progress: bool = False) -> Path:
+                    progress: bool = False, threads: int | None = None) -> Path:
     """Execute one chapter into ``_build/exec/<slug>.ipynb`` and ``_build/results/<slug>.json``.
 
     Both files appear (each by an atomic rename) only when every cell ran and the checks of
@@ -168,6 +147,11 @@ def execute_chapter(layout: Layout, chapter: Chapter, parameters: dict[str, obje
         Values injected by papermill (``profile`` included).
     progress : bool
         Show papermill's per-cell progress bar.
+    threads : int, optional
+        Threads of the kernel's torch and BLAS (``OMP_NUM_THREADS`` and friends), unless
+        ``$MLMBOOK_THREADS`` sets them: the build gives a chapter on toy models 1, so that two
+        such chapters side by side on two cores never oversubscribe them (and a chapter's numbers
+        do not depend on whether it ran alone).
 
     Returns
     -------
@@ -201,12 +185,12 @@ def execute_chapter(layout: Layout, chapter: Chapter, parameters: dict[str, obje
     tmp = Path(tmp_name)
     jupyter_path = os.pathsep.join(p for p in (str(layout.kernels),
                                                os.environ.get("JUPYTER_PATH")) if p)
-    threads = os.environ.get("MLMBOOK_THREADS")
-    if threads:  # a machine shared with other jobs: oversubscribed BLAS threads are ~10x slower
-        os.environ.update(OMP_NUM_THREADS=threads, OPENBLAS_NUM_THREADS=threads, MKL_NUM_THREADS=threads)
     env = dict(MLMBOOK_CHAPTER=chapter.slug, MLMBOOK_RESULTS=str(running_dir),
                MLMBOOK_ROOT=str(layout.root), JUPYTER_PATH=jupyter_path,
                PYDEVD_DISABLE_FILE_VALIDATION="1")
+    count = os.environ.get("MLMBOOK_THREADS") or (str(threads) if threads else None)
+    if count:  # a busy machine (or a chapter beside another): oversubscribed threads are ~10x slower
+        env.update(OMP_NUM_THREADS=count, OPENBLAS_NUM_THREADS=count, MKL_NUM_THREADS=count)
     timeout = cell_timeout()
 
     def fail(err: BaseException | None, problems: list[str] = ()) -> ChapterFailed:
@@ -221,7 +205,7 @@ def execute_chapter(layout: Layout, chapter: Chapter, parameters: dict[str, obje
         previous = (f"\n  the previous results and page of {chapter.slug} ({previous_run(final)}) are kept"
                     if final.is_file() else f"\n  {chapter.slug} has no earlier results; it is left out of the site")
         if err is not None:
-            return ChapterFailed(str(_failure(chapter, nb, err, kept, timeout)) + previous)
+            return ChapterFailed(str(failure(chapter, nb, err, kept, timeout)) + previous)
         message = f"chapter {chapter.slug} failed its checks: " + "; ".join(problems)
         if kept is not None:
             message += f"\n  ({chapter.path.name}; executed notebook: {kept})"
@@ -262,52 +246,82 @@ def execute_chapter(layout: Layout, chapter: Chapter, parameters: dict[str, obje
 RUNNING = ".running"  # under _build/results: the results of chapters still executing
 
 
-def _failure(chapter: Chapter, nb, err: BaseException, kept: Path | None, timeout: int) -> ChapterFailed:
-    """The one-line (plus where-to-look line) message of a chapter that raised or timed out."""
-    from nbclient.exceptions import CellTimeoutError, DeadKernelError
-    from papermill.exceptions import PapermillExecutionError
-
-    detail = chapter.path.name
-    if isinstance(err, PapermillExecutionError):
-        number = _failed_cell(nb, err)
-        where = f" in cell {number}" if number else ""
-        what = f"{err.ename}: {_first_line(err.evalue)}" if err.evalue else err.ename
-        line = _source_line(chapter, err.source or "")
-        detail = f"{chapter.path.name} line {line}" if line else detail
-    elif isinstance(err, (CellTimeoutError, DeadKernelError)):
-        number, source = _stopped_cell(kept)
-        where = f" in cell {number}" if number else ""
-        what = (f"the cell ran longer than {timeout} s (MLMBOOK_CELL_TIMEOUT) and was stopped"
-                if isinstance(err, CellTimeoutError) else "the kernel died (out of memory?)")
-        line = _source_line(chapter, source or "")
-        detail = f"{chapter.path.name} line {line}" if line else detail
-    else:
-        where, what = "", f"{type(err).__name__}: {_first_line(err)}"
-    message = f"chapter {chapter.slug} failed{where}: {what}"
-    if kept is not None:
-        message += f"\n  ({detail}; executed notebook with the traceback: {kept})"
-    return ChapterFailed(message)
-
-
-def _stopped_cell(kept: Path | None) -> tuple[int | None, str | None]:
-    """The chapter's code-cell number and source of the cell running when execution stopped."""
-    import nbformat
-
-    if kept is None:
-        return None, None
-    try:
-        nb = nbformat.read(kept, as_version=4)
-    except Exception:  # an unreadable partial notebook: the cell stays unnamed
-        return None, None
-    index = last_started_cell(nb)
-    if index is None or nb.cells[index].cell_type != "code":
-        return None, None
-    own = [c for c in nb.cells[:index + 1] if c.cell_type == "code"
-           and "injected-parameters" not in c.metadata.get("tags", [])]
-    return len(own), nb.cells[index].source
-
-
 # --------------------------------------------------------------------------- build
+
+def schedule(layout: Layout, plans, profile: str, n: int, progress: bool = False) -> tuple[list, list]:
+    """The build's tasks (:class:`mlmbook.workers.Task`): the training units of the toy models the
+    chapters need (:func:`mlmbook.models.prepare.tasks`) and one task per chapter, which needs only
+    the units holding *its* models (a chapter with a ``seed`` parameter, which trains its own, needs
+    every unit). A chapter on a toy model takes one of the ``n`` workers and a kernel of one
+    thread; a chapter on a large model takes them all. Returns ``(all tasks, training tasks)``."""
+    from .. import workers
+    from ..models import prepare
+    from ..models.load import TOY_MODELS  # torch: imported only when building
+
+    def on_toy(values):
+        return values.get("model", "toy") in TOY_MODELS
+
+    toy = [int(c.slug[:2]) for c, values in plans if on_toy(values) and "seed" not in values and c.slug[:2].isdigit()]
+    training = prepare.tasks(profile, toy, workers=n, say=say) if toy else []
+    alone = n == 1 or sum(on_toy(v) for _, v in plans) < 2       # no chapter runs beside another
+    known = measured_times(layout.root)
+    tasks = list(training)
+    for chapter, values in plans:
+        if chapter.slug[:2].isdigit() and int(chapter.slug[:2]) in toy:
+            wanted = set(prepare.needed(profile, [int(chapter.slug[:2])]))
+            needs = tuple(t.key for t in training if wanted.intersection(t.args[0]))
+        else:                       # e.g. another seed: models it trains itself, after the step
+            needs = tuple(t.key for t in training)
+        tasks.append(workers.Task(chapter.slug, execute_chapter,
+                                  (layout, chapter, values, progress and alone, 1 if on_toy(values) else None),
+                                  needs=needs, seconds=known.get(chapter.slug, {}).get(profile, 60.0),
+                                  slots=1 if on_toy(values) else n))
+    return tasks, training
+
+
+def _execute(layout: Layout, plans, profile: str, progress: bool, fail_fast: bool, timings: dict,
+             failures: list, t_book: float) -> list:
+    """Train the toy models the chapters need and execute the chapters, on one pool of workers
+    (:func:`schedule`). Records each chapter's and the training's wall time in ``timings`` and each
+    failure in ``failures``; returns the :class:`~mlmbook.models.prepare.Trained` records."""
+    from .. import workers
+    from ..models import prepare
+
+    n = prepare.workers_for()
+    if plans:
+        ensure_kernel(layout)     # written once here, only read by chapters running side by side
+    tasks, training = schedule(layout, plans, profile, n, progress)
+    total = sum(len(t.args[0]) for t in training)
+    trained: list = []
+    chapters = {c.slug for c, _ in plans}
+    stopped = []
+    values_of = {c.slug: v for c, v in plans}
+
+    def started(task):
+        if task.key in values_of:
+            shown = ", ".join(f"{k}={v!r}" for k, v in values_of[task.key].items())
+            say(f"executing {task.key} ({shown})")
+
+    for task, value, error, seconds in workers.run(tasks, n if len(tasks) > 1 else 1,
+                                                   stop=lambda: bool(stopped), started=started):
+        if task.key not in chapters:                 # a training unit
+            if error is not None:
+                raise error
+            prepare.report(value, trained, total, say)
+            if len(trained) == total:
+                timings["training"] = time.perf_counter() - t_book
+        elif isinstance(error, KeyboardInterrupt):
+            raise error
+        elif error is not None:
+            failures.append(str(error))
+            say(str(error))
+            if fail_fast:
+                stopped.append(task.key)
+        else:
+            timings[task.key] = seconds
+            say(f"  {task.key} done in {seconds:.0f} s")
+    return trained
+
 
 def build(root: str | os.PathLike | None = None, chapters: list[str] = (),
           profile: str = "full", parameters: list[tuple[str, str]] = (),
@@ -377,29 +391,7 @@ def build(root: str | os.PathLike | None = None, chapters: list[str] = (),
     cache_before = set(cache_dir().glob("*")) if cache_dir().exists() else set()
     t_book = time.perf_counter()
     timings = {}
-    from ..models.load import TOY_MODELS  # torch: imported only when building
-    from ..models.prepare import prepare as prepare_models
-    toy = [int(c.slug[:2]) for c, values in plans
-           if values.get("model", "toy") in TOY_MODELS and "seed" not in values and c.slug[:2].isdigit()]
-    trained_models = []
-    if toy:                       # train the toy models they need (stacked or one process per core)
-        trained_models = prepare_models(profile, toy, say=say)
-        if trained_models:
-            timings["training"] = time.perf_counter() - t_book
-    for chapter, values in plans:
-        shown = ", ".join(f"{k}={v!r}" for k, v in values.items())
-        say(f"executing {chapter.slug} ({shown})")
-        start = time.perf_counter()
-        try:
-            execute_chapter(layout, chapter, values, progress=progress)
-        except ChapterFailed as err:
-            failures.append(str(err))
-            say(str(err))
-            if fail_fast:
-                break
-            continue
-        timings[chapter.slug] = time.perf_counter() - start
-        say(f"  done in {timings[chapter.slug]:.0f} s")
+    trained_models = _execute(layout, plans, profile, progress, fail_fast, timings, failures, t_book)
     for line in training_report(trained_models, timings.get("training", 0.0)):
         say(line)
     if failures:

@@ -76,10 +76,15 @@ def test_full_profile_claims(full_results):
     check_claims(r)
     assert r["n_rank_rows"] >= 8 * r["d_model"] and r["n_probe_sentences"] >= 400 and r["n_ft_test"] >= 300
     assert len(r["knob_shares"]) >= 5 and r["knob_n_blocks"] >= 8
-    # the full profile's pair is the default model, so the ladder states a trend across widths
-    assert "ladder_trend" in r and r["ladder_n_seeds"][-1] == 3
-    # the prose's fixed sentences about the recorded run
-    assert r["d_model_default"] == 128 and r["n_encoder_layers"] == 2 and r["n_decoder_layers"] == 1
+    # the full profile's pair is the ladder's hidden-64 rung (three seeds), so the ladder states a
+    # trend between hidden 32 and 64, the widths with three seeds each
+    seeds = dict(zip(r["ladder_widths"], r["ladder_n_seeds"]))
+    assert "ladder_trend" in r and seeds[32] == seeds[64] == 3 and seeds[128] == 1
+    # the prose's fixed sentences about the recorded run ("the ladder's hidden-64 rung (1,500 steps)")
+    from mlmbook.models import zoo
+    pair = zoo.find(4, "full", "default mlm s0").config
+    assert r["d_model_default"] == pair.hidden == 64 and pair.steps == 1500
+    assert r["n_encoder_layers"] == 2 and r["n_decoder_layers"] == 1
 
 
 def test_no_verdict_from_point_estimates_or_two_standard_errors():

@@ -187,16 +187,17 @@ def test_word_noise_is_neutral_at_zero():
 @pytest.mark.parametrize("profile", ["quick", "full"])
 def test_span_model_and_its_twin_differ_only_in_the_masking(profile):
     """Chapter 3 compares the span model with a token-masked twin: same width, steps, rate and seed;
-    in the full profile the twin is the default model (shared in the cache, no extra training)."""
+    the twin is the ladder's middle rung, the noise knob's η = 0 model (shared in the cache, no extra training)."""
     from dataclasses import replace
 
-    from mlmbook.models import zoo
-    from mlmbook.models.train import PRESETS
+    from mlmbook.models import ladder, zoo
     span, twin = zoo.find(3, profile, "span"), zoo.find(3, profile, "span twin")
     assert span.config.span == 3.0 and twin.config.span == 0.0
     assert replace(span.config, span=0.0, checkpoints=()) == replace(twin.config, checkpoints=())
     assert (span.grammar, span.seed, span.kind) == (twin.grammar, twin.seed, twin.kind)
-    if profile == "full":
-        assert twin.config == PRESETS["full"] and twin.seed == 0
+    middle = ladder.rungs(profile)[len(ladder.LADDERS[profile]["sizes"]) - 1]
+    assert twin.config == middle.config and twin.seed == middle.seed == 0
+    assert twin.config.hidden == {"quick": 32, "full": 64}[profile]
     noise = [zoo.find(3, profile, f"noise {eta:g}") for eta in zoo.CH3_NOISE]
+    assert noise[0].config == twin.config
     assert len({j.config.hidden for j in noise}) == 1 and noise[0].config.noise == 0.0

@@ -79,11 +79,14 @@ def test_one_worker_per_core_whatever_the_thread_setting(monkeypatch, threads_en
     monkeypatch.setattr(prepare.os, "cpu_count", lambda: 2)
     monkeypatch.setenv("MLMBOOK_THREADS", threads_env)
     monkeypatch.delenv("MLMBOOK_TRAIN_WORKERS", raising=False)
-    said = []
-    monkeypatch.setattr(prepare, "ProcessPoolExecutor", None)       # stop before the pool starts
-    with pytest.raises(TypeError):
-        prepare.prepare("quick", say=said.append)
-    assert "2 at a time" in said[0]
+    said, pools = [], []
+    assert prepare.workers_for() == 2
+    monkeypatch.setattr(prepare, "run_tasks", lambda tasks, n: pools.append(n) or iter(()))   # no pool started
+    prepare.prepare("quick", say=said.append)
+    assert "2 at a time" in said[0] and pools == [2]
+    monkeypatch.undo()
+    monkeypatch.setattr(prepare, "needed", lambda *a, **k: [_Fake(0), _Fake(1)])
+    monkeypatch.setenv("MLMBOOK_THREADS", threads_env)
     monkeypatch.setenv("MLMBOOK_TRAIN_WORKERS", "1")
     done = prepare.prepare("quick", say=said.append)
     assert [(t.label, t.how) for t in done] == [("fake 0", "alone"), ("fake 1", "alone")]

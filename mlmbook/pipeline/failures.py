@@ -1,0 +1,85 @@
+"""What a failed chapter says: one line naming the chapter, the cell and the cause, and where to look.
+
+:func:`failure` turns papermill's error, a cell timeout or a dead kernel into a
+:class:`~mlmbook.errors.ChapterFailed` whose first line is ``chapter NN_slug failed in cell K:
+Error: message`` and whose second names the chapter file's line and the executed notebook kept
+with the traceback.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from .chapters import Chapter, ChapterFailed, parameters_cell_index
+from .checks import last_started_cell
+
+__all__ = ["failure"]
+
+
+def _failed_cell(nb, error) -> int | None:
+    """The 1-based code-cell number of the cell papermill reports as failed.
+
+    ``error.cell_index`` counts the cells of the executed notebook, which has the injected
+    parameters cell; the code-cell number counts the chapter's own code cells only.
+    """
+    params = parameters_cell_index(nb)
+    injected = 0 if params is None else params + 1
+    index = error.cell_index - (1 if error.cell_index > injected else 0)
+    if not 0 <= index < len(nb.cells):
+        return None
+    return sum(c.cell_type == "code" for c in nb.cells[:index + 1])
+
+
+def _source_line(chapter: Chapter, cell_source: str) -> int | None:
+    text = chapter.path.read_text(encoding="utf-8")
+    at = text.find(cell_source.strip()) if cell_source.strip() else -1
+    return None if at < 0 else text.count("\n", 0, at) + 1
+
+
+def _first_line(text: str) -> str:
+    lines = [line for line in str(text).splitlines() if line.strip()]
+    return lines[0].strip() if lines else ""
+
+
+def failure(chapter: Chapter, nb, err: BaseException, kept: Path | None, timeout: int) -> ChapterFailed:
+    """The one-line (plus where-to-look line) message of a chapter that raised or timed out."""
+    from nbclient.exceptions import CellTimeoutError, DeadKernelError
+    from papermill.exceptions import PapermillExecutionError
+
+    detail = chapter.path.name
+    if isinstance(err, PapermillExecutionError):
+        number = _failed_cell(nb, err)
+        where = f" in cell {number}" if number else ""
+        what = f"{err.ename}: {_first_line(err.evalue)}" if err.evalue else err.ename
+        line = _source_line(chapter, err.source or "")
+        detail = f"{chapter.path.name} line {line}" if line else detail
+    elif isinstance(err, (CellTimeoutError, DeadKernelError)):
+        number, source = _stopped_cell(kept)
+        where = f" in cell {number}" if number else ""
+        what = (f"the cell ran longer than {timeout} s (MLMBOOK_CELL_TIMEOUT) and was stopped"
+                if isinstance(err, CellTimeoutError) else "the kernel died (out of memory?)")
+        line = _source_line(chapter, source or "")
+        detail = f"{chapter.path.name} line {line}" if line else detail
+    else:
+        where, what = "", f"{type(err).__name__}: {_first_line(err)}"
+    message = f"chapter {chapter.slug} failed{where}: {what}"
+    if kept is not None:
+        message += f"\n  ({detail}; executed notebook with the traceback: {kept})"
+    return ChapterFailed(message)
+
+
+def _stopped_cell(kept: Path | None) -> tuple[int | None, str | None]:
+    """The chapter's code-cell number and source of the cell running when execution stopped."""
+    import nbformat
+
+    if kept is None:
+        return None, None
+    try:
+        nb = nbformat.read(kept, as_version=4)
+    except Exception:  # an unreadable partial notebook: the cell stays unnamed
+        return None, None
+    index = last_started_cell(nb)
+    if index is None or nb.cells[index].cell_type != "code":
+        return None, None
+    own = [c for c in nb.cells[:index + 1] if c.cell_type == "code"
+           and "injected-parameters" not in c.metadata.get("tags", [])]
+    return len(own), nb.cells[index].source
