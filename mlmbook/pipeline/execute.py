@@ -289,6 +289,7 @@ def _execute(layout: Layout, plans, profile: str, progress: bool, fail_fast: boo
 
     n = prepare.workers_for()
     if plans:
+        cell_timeout()            # a bad $MLMBOOK_CELL_TIMEOUT fails here, before any training
         ensure_kernel(layout)     # written once here, only read by chapters running side by side
     tasks, training = schedule(layout, plans, profile, n, progress)
     total = sum(len(t.args[0]) for t in training)
@@ -310,8 +311,10 @@ def _execute(layout: Layout, plans, profile: str, progress: bool, fail_fast: boo
             prepare.report(value, trained, total, say)
             if len(trained) == total:
                 timings["training"] = time.perf_counter() - t_book
-        elif isinstance(error, KeyboardInterrupt):
-            raise error
+        elif isinstance(error, workers.NotRun):         # after --fail-fast stopped the build
+            say(f"  {task.key} not executed: the build stopped at the first failure")
+        elif error is not None and not isinstance(error, ChapterFailed):
+            raise error                                  # not the chapter's fault: a usage error, an interrupt
         elif error is not None:
             failures.append(str(error))
             say(str(error))
