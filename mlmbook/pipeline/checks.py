@@ -137,8 +137,13 @@ def check_executed(nb, not_measured: dict[str, str] | None = None) -> list[str]:
     list of str
         One line per problem; empty when the chapter may be published.
     """
+    import copy
+
+    from .split import drop_other_world
+
     problems = []
     unrun = unrun_cells(nb)
+    nb = drop_other_world(copy.deepcopy(nb))          # the prose the page will show
     if unrun:
         problems.append(f"code cell(s) {', '.join(map(str, unrun))} did not run to completion")
     glued = glued_values(nb)

@@ -161,6 +161,8 @@ def record(key: str, value):
             del data[NOT_MEASURED_KEY][key]
         _write_atomic(path, data)
     _glue(key, value if shown is None else shown)
+    for name, field in (original.glue_fields().items() if hasattr(original, "glue_fields") else ()):
+        _glue(f"{key}.{name}", field)          # an answer's parts for the prose: {glue:text}`q_gain.estimate:.3f`
     return original if hasattr(original, "to_record") else value
 
 

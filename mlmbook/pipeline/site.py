@@ -27,6 +27,7 @@ from pathlib import Path
 from .chapters import BuildError, Layout, find_chapters, say
 from .notebooks import Context, context_for, install_source, runnable_notebook
 from .pages import EXERCISES_MARKER, TIMINGS_MARKER, exercise_table, measured_times, prepare_chapter, timings_table
+from .split import drop_other_world, split_pages
 
 __all__ = ["stage", "render", "write_notebooks_branch", "runnable_notebook", "repository_url",
            "INCLUDED_FILES", "setup", "undrawn_figures", "unlink_missing", "UNDRAWN_NOTE"]
@@ -67,6 +68,19 @@ def _filter_toc(node, available: set[str], dropped: list[str]):
                 if "file" not in out and "root" not in out:
                     return None  # a part (a caption only) left without chapters
                 del out[key]
+    return out
+
+
+def _with_pages(node, book: str, sections: dict[str, list[str]]):
+    """The TOC with each split chapter's later pages listed as its sections (see :mod:`.split`)."""
+    if isinstance(node, list):
+        return [_with_pages(item, book, sections) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: _with_pages(v, book, sections) for k, v in node.items()}
+    slug = str(out.get("file", "")).rsplit(".", 1)[0].rsplit("/", 1)[-1]
+    if sections.get(slug):
+        out["sections"] = [{"file": f"{book}/{name}"} for name in sections[slug]] + list(out.get("sections", []))
     return out
 
 
@@ -226,13 +240,19 @@ def stage(layout: Layout, notebooks: dict[str, Path], solutions: bool = True) ->
     _copy_pages(layout, dest, chapters)
     undrawn: set[str] = set()
     times = measured_times(layout.root)
+    sections: dict[str, list[str]] = {}           # chapter -> its later pages (documents under it)
     for slug, path in notebooks.items():
-        nb = nbformat.read(path, as_version=4)
+        nb = drop_other_world(nbformat.read(path, as_version=4))
         if not solutions:
             strip_solutions(nb)
         undrawn |= undrawn_figures(nb)
         prepare_chapter(nb, times.get(slug))
-        nbformat.write(nb, dest / "book" / f"{slug}.ipynb")
+        (dest / "_full").mkdir(exist_ok=True)         # the whole chapter: what a page's download holds
+        nbformat.write(nb, dest / "_full" / f"{slug}.ipynb")
+        pages = split_pages(nb, slug)
+        for name, page in pages:
+            nbformat.write(page, dest / "book" / f"{name}.ipynb")
+        sections[slug] = [name for name, _ in pages[1:]]
     _write_generated_tables(layout, dest)
     if not solutions:
         for page in (dest / "book").rglob("*.md"):
@@ -250,7 +270,7 @@ def stage(layout: Layout, notebooks: dict[str, Path], solutions: bool = True) ->
     if str(toc.get("root", "")).rsplit(".", 1)[0] not in available:
         raise BuildError(f"the TOC root {toc.get('root')!r} does not exist")
     dropped: list[str] = []
-    toc = _filter_toc(toc, available, dropped)
+    toc = _filter_toc(_with_pages(toc, layout.book.name, sections), available, dropped)
     _dump_yaml(toc, dest / "_toc.yml")
     _unlink_dropped(dest, layout, {Path(d).name for d in dropped if Path(d).name in chapters})
     _unlink_undrawn(dest, undrawn)
@@ -331,7 +351,7 @@ def render(layout: Layout, source: Path, verbose: bool = False) -> Path:
             raise BuildError(f"rendering failed ({len(problems)} warnings/errors); the site was "
                              f"not updated; full log: {log}")
         _dedupe_inline_scripts(html)
-        _runnable_downloads(html, repository_url(layout), layout.book)
+        _runnable_downloads(html, repository_url(layout), layout.book, source / "_full")
         _swap_in(html, layout.html)
     finally:
         shutil.rmtree(out, ignore_errors=True)
@@ -352,15 +372,23 @@ def _read_all(paths: dict):
     return {slug: nbformat.read(path, as_version=4) for slug, path in paths.items()}
 
 
-def _runnable_downloads(html: Path, url: str, book: Path) -> None:
-    """Make the site's "download .ipynb" files (``_sources/**.ipynb``) runnable notebooks too."""
+def _runnable_downloads(html: Path, url: str, book: Path, full: Path | None = None) -> None:
+    """Make the site's "download .ipynb" files (``_sources/**.ipynb``) runnable notebooks too: every
+    page of a chapter downloads the whole chapter (``full``: the staged whole notebooks)."""
     import nbformat
 
     paths = {p.stem: p for p in (html / "_sources").rglob("*.ipynb")}
-    notebooks = _read_all(paths)
-    ctx = context_for(notebooks, book)
-    for slug, nb in notebooks.items():
-        nbformat.write(runnable_notebook(nb, url, ctx), paths[slug])
+    wholes = {p.stem: p for p in full.glob("*.ipynb")} if full is not None and full.is_dir() else {}
+    notebooks = _read_all({name: wholes.get(_chapter_of(name, wholes), path) for name, path in paths.items()})
+    ctx = context_for({_chapter_of(name, wholes): nb for name, nb in notebooks.items()}, book)
+    for name, nb in notebooks.items():
+        nbformat.write(runnable_notebook(nb, url, ctx), paths[name])
+
+
+def _chapter_of(name: str, chapters) -> str:
+    """``01_dependencies-3`` -> ``01_dependencies`` when that is a chapter (a later page of it)."""
+    base = name.rsplit("-", 1)[0]
+    return base if name not in chapters and base in chapters and name[len(base) + 1:].isdigit() else name
 
 
 BINDER_README = """\
@@ -393,11 +421,14 @@ def write_notebooks_branch(layout: Layout, notebooks: dict) -> Path:
     (tmp / "student").mkdir()
     loaded = _read_all(notebooks)
     for slug, nb in loaded.items():
+        drop_other_world(nb)
         prepare_chapter(nb, measured_times(layout.root).get(slug), site=False)
     ctx: Context = context_for(loaded, layout.book)
     for slug, nb in loaded.items():
-        nbformat.write(runnable_notebook(nb, url, ctx), tmp / "book" / f"{slug}.ipynb")
-        nbformat.write(runnable_notebook(nb, url, ctx, student=True), tmp / "student" / f"{slug}.ipynb")
+        runnable, student = runnable_notebook(nb, url, ctx), runnable_notebook(nb, url, ctx, student=True)
+        for name, _ in split_pages(nb, slug):      # a later page's launch button opens the whole chapter
+            nbformat.write(runnable, tmp / "book" / f"{name}.ipynb")
+            nbformat.write(student, tmp / "student" / f"{name}.ipynb")
     binder = layout.root / "binder"
     if binder.is_dir():
         shutil.copytree(binder, tmp / "binder")

@@ -7,13 +7,21 @@ module                 what
 ``intervals``          :class:`Interval` and its constructors: :func:`bootstrap` (paired,
                        hierarchical over seeds), :func:`ratio`, :func:`t_interval`,
                        :func:`proportion`, :func:`censored_median`, :func:`undefined`
-``decide``             the decision rule: :class:`Family` (one per chapter, Bonferroni),
-                       :func:`decide` → :class:`Verdict` with its detectable effect
+``paired``             tests that fit the data: exact sign-flip and its inverted interval,
+                       studentized bootstrap, t over seed means, :func:`fieller`; :func:`estimate`
+                       picks the one that fits (per-unit contributions, :func:`by_unit`)
+``power``              the units a question needs, the effect a sample detects
+``study``              the study layer: :class:`Question`, :class:`Study` (≤ 6 primary
+                       questions, one family), :class:`Answer`, :func:`describe`
+``audit``              every answer re-derived with an independent implementation
+``decide``             the reading of an interval (:func:`side`, :func:`detectable_effect`) and
+                       the older per-verdict :class:`Family` / :func:`decide`
 =====================  ================================================================
 
-No chapter or module keeps a threshold or an interval rule of its own: an estimate becomes
-an :class:`Interval` here, and an interval becomes a verdict only through :func:`decide`.
+No chapter or module keeps a threshold or an interval rule of its own: a primary question becomes
+an answer only through :meth:`Study.answer`; everything else is described (:func:`describe`).
 """
+from .audit import audit, rederive, walk_answers
 from .decide import POWER, SIDES, Family, Verdict, check_record, decide, detectable_effect, side, walk_verdicts
 from .divergences import as_array, jsd, kl, mutual_information, ppl, tv
 from .intervals import (
@@ -27,10 +35,15 @@ from .intervals import (
     t_interval,
     undefined,
 )
+from .paired import Tested, bootstrap_t, by_unit, estimate, fieller, seed_t, sign_flip
+from .power import detectable, feasible_units, needed_units, unit_sd
+from .study import MAX_PRIMARY, VERDICTS, Answer, Question, Study, describe
 
 __all__ = ["kl", "jsd", "tv", "mutual_information", "ppl", "as_array",
            "Interval", "bootstrap", "ratio", "t_interval", "proportion", "censored_median", "undefined",
            "replicates_for", "LEVEL",
            "Family", "Verdict", "decide", "side", "detectable_effect", "check_record", "walk_verdicts", "SIDES",
-           "POWER"]
+           "POWER", "Tested", "bootstrap_t", "by_unit", "estimate", "fieller", "seed_t", "sign_flip",
+           "detectable", "feasible_units", "needed_units", "unit_sd", "MAX_PRIMARY", "VERDICTS", "Answer",
+           "Question", "Study", "describe", "audit", "rederive", "walk_answers"]
 

@@ -39,13 +39,12 @@ from dataclasses import dataclass, field
 from scipy.stats import norm
 
 from .intervals import Interval
+from .power import POWER
 
 __all__ = ["Family", "Verdict", "decide", "side", "detectable_effect", "check_record", "SIDES", "POWER",
            "walk_verdicts"]
 
 SIDES = ("above", "below", "equivalent", "indistinguishable", "undefined")
-POWER = 0.8
-"""The power at which the detectable effect is stated."""
 
 _WORDS = {"above": "above", "below": "below", "equivalent": "the same within the margin",
           "indistinguishable": "statistically indistinguishable", "undefined": "undefined"}

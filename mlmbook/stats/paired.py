@@ -1,0 +1,381 @@
+r"""Tests that fit the data: an estimate, its p-value and the interval that inverts the test.
+
+Every comparison in the book reduces to **per-unit contributions**: unit :math:`k` (a sentence, a
+sentence cluster, a training seed) contributes :math:`d_k` to a numerator and :math:`g_k \ge 0`
+to a denominator, and the quantity is the ratio of sums
+
+.. math:: \hat\theta = \frac{\sum_k d_k}{\sum_k g_k}
+
+— a plain mean when every :math:`g_k = 1`, a corpus UUAS difference when :math:`d_k` is the
+difference of correct edges and :math:`g_k` the gold edges of sentence :math:`k`. Pairs drawn
+from one sentence are summed into that sentence first (:func:`by_unit`), so the unit of
+resampling is always the independent one.
+
+Which test, by the data (:func:`estimate` chooses):
+
+=========================  ===================================================================
+data                       test and interval
+=========================  ===================================================================
+fewer than 30 units        exact paired **sign-flip** test (every sign pattern up to
+                           :math:`2^{16}`, else Monte Carlo with its error stated); the
+                           interval is the set of shifts :math:`\delta` it does not reject
+30 units or more           **studentized bootstrap** (bootstrap-t) over units, linearised
+                           standard error in every replicate
+training seeds (a recipe)  Student **t over the seed means**
+=========================  ===================================================================
+
+Under :math:`H_0: \theta = \delta` the centred contributions :math:`e_k = d_k - \delta g_k` are
+symmetric about zero, so flipping their signs leaves their distribution unchanged; the p-value is
+the share of sign patterns whose :math:`|\sum_k s_k e_k|` reaches the observed :math:`|\sum_k e_k|`.
+With :math:`n` non-zero units the smallest attainable two-sided p-value is :math:`2/2^{n}`: six
+units can never reach :math:`\alpha/m = 0.0083`, whatever the data (the *feasibility guard* of
+:mod:`mlmbook.stats.study`). A percentile bootstrap at that level would still produce a side.
+
+A ratio of two estimates whose denominator's interval contains 0 has no interval at all:
+:func:`fieller` returns *undefined*.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.stats import norm
+from scipy.stats import t as student_t
+
+from .intervals import Interval, replicates_for, undefined
+
+__all__ = ["Tested", "by_unit", "sign_flip", "bootstrap_t", "seed_t", "estimate", "fieller", "min_p",
+           "EXACT_UNITS", "SMALL_UNITS", "MC_DRAWS", "sign_flip_p"]
+
+EXACT_UNITS = 16
+"""Up to this many units the sign-flip test enumerates every sign pattern (2^16 = 65,536)."""
+SMALL_UNITS = 30
+"""Below this many units the sign-flip test is used; from it on, the studentized bootstrap."""
+MC_DRAWS = 40_000
+"""Sign patterns drawn when there are too many to enumerate."""
+
+
+@dataclass(frozen=True)
+class Tested:
+    """An :class:`~mlmbook.stats.Interval` with the test behind it.
+
+    Attributes
+    ----------
+    interval : Interval
+        The estimate and the interval that inverts the test at ``interval.level``.
+    p : float
+        Two-sided p-value against ``reference``.
+    min_p : float
+        The smallest p-value this test could give on a sample of this size (1/B for a
+        bootstrap): above :math:`\\alpha/m` no direction is possible.
+    p_error : float
+        Monte Carlo standard error of ``p`` (0 when exact).
+    test : str
+        ``"sign-flip"``, ``"bootstrap-t"`` or ``"seed t"``.
+    reference : float
+    """
+
+    interval: Interval
+    p: float
+    min_p: float
+    p_error: float
+    test: str
+    reference: float = 0.0
+
+    def to_record(self) -> dict:
+        iv = self.interval.to_record()
+        iv.pop("kind")
+        return {"kind": "tested", "p": self.p, "min_p": self.min_p, "p_error": self.p_error,
+                "test": self.test, "reference": self.reference, **iv}
+
+
+def by_unit(values, weights=None, units=None) -> tuple[np.ndarray, np.ndarray]:
+    """Sum rows into their independent units.
+
+    Parameters
+    ----------
+    values : array_like (N,)
+        Per-row numerators (a pair's difference, a sentence's correct-edge difference).
+    weights : array_like (N,), optional
+        Per-row denominators (default 1: a mean over rows).
+    units : array_like (N,), optional
+        The unit each row belongs to (e.g. the sentence a pair was drawn from). Without it every
+        row is its own unit.
+
+    Returns
+    -------
+    d, g : np.ndarray
+        Per-unit sums, in the order units first appear.
+    """
+    v = np.asarray(values, dtype=float).ravel()
+    g = np.ones_like(v) if weights is None else np.asarray(weights, dtype=float).ravel()
+    if v.shape != g.shape:
+        raise ValueError(f"{len(v)} values but {len(g)} weights")
+    if units is None:
+        return v, g
+    u = np.asarray(units)
+    if len(u) != len(v):
+        raise ValueError(f"{len(u)} unit labels for {len(v)} rows")
+    _, first, inverse = np.unique(u, return_index=True, return_inverse=True)
+    order = np.argsort(np.argsort(first))          # unit index by first appearance
+    k = len(first)
+    d, w = np.zeros(k), np.zeros(k)
+    np.add.at(d, order[inverse], v)
+    np.add.at(w, order[inverse], g)
+    return d, w
+
+
+def _check(d, g):
+    d, g = np.asarray(d, float).ravel(), np.asarray(g, float).ravel()
+    if len(d) == 0 or d.shape != g.shape:
+        raise ValueError("need non-empty per-unit values and weights of one length")
+    if np.any(g < 0) or not np.all(np.isfinite(d)) or not np.all(np.isfinite(g)):
+        raise ValueError("per-unit values must be finite and weights non-negative")
+    return d, g
+
+
+def min_p(n_nonzero: int, exact: bool = True) -> float:
+    """The smallest two-sided p-value a sign-flip test can give with ``n_nonzero`` non-zero units."""
+    return 1.0 if n_nonzero <= 0 else min(1.0, 2.0 / 2.0 ** n_nonzero)
+
+
+# --------------------------------------------------------------------------- sign-flip
+class _Signs:
+    """Sign patterns for ``n`` units: all of them (exact) or ``MC_DRAWS`` random ones."""
+
+    def __init__(self, n: int, seed: int = 0):
+        self.exact = n <= EXACT_UNITS
+        if self.exact:
+            self.S = np.array(list(itertools.product((1.0, -1.0), repeat=n))) if n else np.ones((1, 0))
+        else:
+            rng = np.random.default_rng(seed)
+            self.S = rng.choice((1.0, -1.0), size=(MC_DRAWS, n))
+
+    def p(self, e: np.ndarray) -> float:
+        obs = abs(e.sum())
+        tol = 1e-12 * max(1.0, np.abs(e).sum())
+        hits = int((np.abs(self.S @ e) >= obs - tol).sum())
+        if self.exact:
+            return hits / len(self.S)
+        return (hits + 1) / (len(self.S) + 1)
+
+
+def sign_flip(d, g=None, level: float = 0.95, reference: float = 0.0, seed: int = 0,
+              what: str = "sentences") -> Tested:
+    r"""Exact paired sign-flip (permutation) test of :math:`\theta = \sum d / \sum g` and its inverted interval.
+
+    Parameters
+    ----------
+    d, g : array_like
+        Per-unit contributions (see the module docstring); ``g`` defaults to ones (a mean).
+    level : float
+        Level of the interval (the family's :math:`1-\alpha/m` for a primary question).
+    reference : float
+        The value the p-value tests.
+
+    Returns
+    -------
+    Tested
+        The interval is every :math:`\delta` with :math:`p(\delta) > 1 - \text{level}`; it is
+        unbounded on a side where no shift can be rejected (too few units for the level).
+    """
+    d, g = _check(d, np.ones(len(np.ravel(d))) if g is None else g)
+    n, G = len(d), g.sum()
+    if G <= 0:
+        iv = undefined("the denominator is zero (0/0)", n=n, level=level)
+        return Tested(iv, float("nan"), 1.0, 0.0, "sign-flip", reference)
+    theta = float(d.sum() / G)
+    signs = _Signs(n, seed)
+    alpha = 1 - level
+    p_at = lambda delta: signs.p(d - delta * g)                         # noqa: E731
+    # the most extreme shifts: all centred contributions of one sign
+    ratios = d[g > 0] / g[g > 0]
+    span = float(np.ptp(ratios)) if len(ratios) > 1 else 1.0
+    scale = max(span, abs(theta), 1e-12)
+    lo = _end(p_at, theta, -1, alpha, scale)
+    hi = _end(p_at, theta, +1, alpha, scale)
+    nz = int(np.count_nonzero(np.abs(d - theta * g) > 1e-15 * max(1.0, np.abs(d).max())))
+    how = (f"exact sign-flip over {n} {what} ({len(signs.S):,} sign patterns)" if signs.exact
+           else f"sign-flip over {n} {what} (Monte Carlo, {len(signs.S):,} sign patterns)")
+    p = p_at(reference)
+    p_err = 0.0 if signs.exact else math.sqrt(max(p * (1 - p), 1e-12) / len(signs.S))
+    se = _linearised_se(d, g, theta)
+    iv = Interval(theta, lo, hi, level, how, n, se)
+    return Tested(iv, float(p), min_p(max(nz, _nonzero(d - reference * g))), p_err, "sign-flip", reference)
+
+
+def sign_flip_p(d, g=None, reference: float = 0.0, seed: int = 0) -> tuple[float, float, float]:
+    """Only the sign-flip test's ``(p, p_error, min_p)`` against ``reference`` (no interval)."""
+    d, g = _check(d, np.ones(len(np.ravel(d))) if g is None else g)
+    signs = _Signs(len(d), seed)
+    e = d - reference * g
+    p = signs.p(e)
+    err = 0.0 if signs.exact else math.sqrt(max(p * (1 - p), 1e-12) / len(signs.S))
+    return float(p), err, min_p(_nonzero(e))
+
+
+def _nonzero(e: np.ndarray) -> int:
+    return int(np.count_nonzero(np.abs(e) > 1e-15 * max(1.0, float(np.abs(e).max(initial=0.0)))))
+
+
+def _end(p_at, theta: float, direction: int, alpha: float, scale: float) -> float:
+    """The end of the inverted interval on one side: the last shift not rejected, by bisection."""
+    inside = theta
+    step = scale
+    outside = None
+    for _ in range(60):                                  # walk out until a shift is rejected
+        trial = theta + direction * step
+        if p_at(trial) <= alpha:
+            outside = trial
+            break
+        inside = trial
+        step *= 2
+        if step > 1e6 * scale:
+            return direction * float("inf")
+    if outside is None:
+        return direction * float("inf")
+    for _ in range(60):
+        mid = (inside + outside) / 2
+        if p_at(mid) <= alpha:
+            outside = mid
+        else:
+            inside = mid
+        if abs(outside - inside) <= 1e-10 * scale:
+            break
+    return float(inside)
+
+
+def _linearised_se(d: np.ndarray, g: np.ndarray, theta: float) -> float:
+    """Standard error of a ratio of sums by linearisation (a mean's s/√n when g = 1)."""
+    n = len(d)
+    if n < 2 or g.sum() <= 0:
+        return float("nan")
+    e = d - theta * g
+    return float(math.sqrt((e ** 2).sum() * n / (n - 1)) / g.sum())
+
+
+# --------------------------------------------------------------------------- bootstrap-t
+def bootstrap_t(d, g=None, level: float = 0.95, reference: float = 0.0, seed: int = 0,
+                n_boot: int | None = None, what: str = "sentences") -> Tested:
+    r"""Studentized bootstrap (bootstrap-t) of :math:`\theta = \sum d / \sum g` over units.
+
+    Each replicate draws the units with replacement and studentizes its estimate by its own
+    linearised standard error, :math:`t^* = (\theta^* - \hat\theta)/\widehat{se}^*`; the interval is
+    :math:`[\hat\theta - t^*_{1-a/2}\,\widehat{se},\ \hat\theta - t^*_{a/2}\,\widehat{se}]` and the p-value
+    the equal-tailed share of :math:`t^*` beyond :math:`(\hat\theta - \text{reference})/\widehat{se}`.
+    """
+    d, g = _check(d, np.ones(len(np.ravel(d))) if g is None else g)
+    n = len(d)
+    if g.sum() <= 0:
+        iv = undefined("the denominator is zero (0/0)", n=n, level=level)
+        return Tested(iv, float("nan"), 1.0, 0.0, "bootstrap-t", reference)
+    theta = float(d.sum() / g.sum())
+    se = _linearised_se(d, g, theta)
+    n_boot = n_boot or replicates_for(level)
+    rng = np.random.default_rng(seed)
+    ts = []
+    chunk = max(1, 2_000_000 // n)
+    for start in range(0, n_boot, chunk):
+        idx = rng.integers(0, n, size=(min(chunk, n_boot - start), n))
+        D, W = d[idx], g[idx]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            th = D.sum(1) / W.sum(1)
+            e = D - th[:, None] * W
+            s = np.sqrt((e ** 2).sum(1) * n / (n - 1)) / W.sum(1)
+            t = (th - theta) / s
+        t[(s == 0) & (th == theta)] = 0.0
+        ts.append(t[np.isfinite(t) | np.isinf(t)])
+    t = np.concatenate(ts)
+    t = t[~np.isnan(t)]
+    a = 1 - level
+    how = f"studentized bootstrap over {n} {what} ({len(t):,} replicates)"
+    if not (se > 0):
+        iv = Interval(theta, theta, theta, level, how + "; every unit equal", n, 0.0)
+        return Tested(iv, 1.0 if theta == reference else 0.0, 1.0 / len(t), 0.0, "bootstrap-t", reference)
+    q_lo, q_hi = np.quantile(t, [a / 2, 1 - a / 2])
+    lo, hi = theta - q_hi * se, theta - q_lo * se
+    t_obs = (theta - reference) / se
+    p = float(min(1.0, 2 * min((t >= t_obs).mean(), (t <= t_obs).mean())))
+    p = max(p, 1.0 / len(t))
+    return Tested(Interval(theta, float(min(lo, theta)), float(max(hi, theta)), level, how, n, se),
+                  p, 1.0 / len(t), math.sqrt(max(p * (1 - p), 1e-12) / len(t)), "bootstrap-t", reference)
+
+
+# --------------------------------------------------------------------------- seeds
+def seed_t(values, level: float = 0.95, reference: float = 0.0) -> Tested:
+    r"""Student t over one value per training seed: the claim is about the recipe, the seed is the unit.
+
+    With :math:`k` seeds, :math:`\bar x \pm t_{1-a/2,\,k-1}\, s/\sqrt{k}`; one seed gives no spread
+    (*undefined*).
+    """
+    v = np.asarray(values, dtype=float).ravel()
+    k = len(v)
+    if k < 2:
+        iv = undefined("one trained model gives no spread between seeds", n=k, level=level)
+        return Tested(iv, float("nan"), 1.0, 0.0, "seed t", reference)
+    m = float(v.mean())
+    se = float(v.std(ddof=1) / math.sqrt(k))
+    q = float(student_t.ppf(0.5 + level / 2, k - 1))
+    iv = Interval(m, m - q * se, m + q * se, level, f"Student t over {k} seeds", k, se, seeds=k)
+    if se == 0:
+        p = 0.0 if m != reference else 1.0
+    else:
+        p = float(2 * student_t.sf(abs(m - reference) / se, k - 1))
+    return Tested(iv, p, 0.0, 0.0, "seed t", reference)
+
+
+# --------------------------------------------------------------------------- dispatch
+def estimate(values, weights=None, *, units=None, seeds=None, level: float = 0.95, reference: float = 0.0,
+             seed: int = 0, what: str = "sentences") -> Tested:
+    """The test that fits the data (see the module table), on rows summed into their units.
+
+    Parameters
+    ----------
+    values, weights : array_like (N,)
+        Per-row contributions (see :func:`by_unit`).
+    units : array_like (N,), optional
+        The independent unit of each row (a sentence for pairs drawn from it).
+    seeds : array_like (N,), optional
+        The training seed of each row. With two or more seeds the claim is about the training
+        recipe: each seed's ratio is one value and the test is :func:`seed_t`.
+    """
+    if seeds is not None and len(np.unique(np.asarray(seeds))) >= 2:
+        s = np.asarray(seeds)
+        v = np.asarray(values, float).ravel()
+        w = np.ones_like(v) if weights is None else np.asarray(weights, float).ravel()
+        per_seed = [v[s == k].sum() / w[s == k].sum() for k in _ordered(s)]
+        return seed_t(per_seed, level=level, reference=reference)
+    d, g = by_unit(values, weights, units)
+    test = sign_flip if len(d) < SMALL_UNITS else bootstrap_t
+    return test(d, g, level=level, reference=reference, seed=seed, what=what)
+
+
+def _ordered(labels: np.ndarray) -> list:
+    _, first = np.unique(labels, return_index=True)
+    return [labels[i] for i in sorted(first)]
+
+
+# --------------------------------------------------------------------------- ratios
+def fieller(num: float, den: float, se_num: float, se_den: float, cov: float = 0.0,
+            level: float = 0.95, df: int | None = None) -> Interval:
+    r"""Fieller's interval for a ratio :math:`a/b` of two estimates.
+
+    The interval is :math:`\{\rho : |a - \rho b| \le q\, \mathrm{sd}(a - \rho b)\}`. When the
+    denominator is not significantly away from zero (:math:`b^2 \le q^2 s_b^2`, i.e. its own interval
+    contains 0), that set is unbounded or the whole line: the ratio is **undefined**.
+    """
+    q = float(student_t.ppf(0.5 + level / 2, df) if df else norm.ppf(0.5 + level / 2))
+    a, b = float(num), float(den)
+    A = b * b - q * q * se_den ** 2
+    if A <= 0:
+        return undefined(f"the denominator's {100 * level:.4g} % interval contains 0 "
+                         f"({b:.3g} ± {q * se_den:.3g}), so the ratio has no bounded interval", level=level)
+    B = -2 * (a * b - q * q * cov)
+    C = a * a - q * q * se_num ** 2
+    disc = max(B * B - 4 * A * C, 0.0)
+    lo, hi = (-B - math.sqrt(disc)) / (2 * A), (-B + math.sqrt(disc)) / (2 * A)
+    est = a / b
+    se = abs(est) * math.sqrt((se_num / a) ** 2 + (se_den / b) ** 2 - 2 * cov / (a * b)) if a else se_num / abs(b)
+    return Interval(est, min(lo, est), max(hi, est), level, "Fieller interval of a ratio", 0, se)

@@ -1,0 +1,385 @@
+r"""The study layer: a chapter's primary questions, declared once, answered by one rule, recorded whole.
+
+A chapter answers its paper in at most :data:`MAX_PRIMARY` **primary questions**. Each is declared
+before any result (:class:`Question`): the claim, the **effect of interest** :math:`\delta` (the
+paper's scale, or a stated fraction of a natural one), the independent unit, and — from a planning
+standard deviation — the sample its power calculation asks for. The chapter's family is those
+questions only: every interval behind an answer is at level :math:`1 - \alpha/m` (Bonferroni over
+the :math:`m \le 6` questions). Everything else a chapter shows is *descriptive*
+(:func:`describe`): an estimate with a 95 % interval, no verdict.
+
+How a question is answered (:meth:`Study.answer`):
+
+1. rows are summed into their independent units (:func:`mlmbook.stats.paired.by_unit`), and the
+   test that fits them gives an interval at the family's level — exact sign-flip for fewer than 30
+   units, studentized bootstrap above, a t over seed means for a claim about a training recipe;
+2. **feasibility guard**: when the smallest p-value the test can attain exceeds :math:`\alpha/m`,
+   no direction is possible and the answer is "cannot decide", with the units it would need;
+3. the side: *above*/*below* when the interval excludes the reference **and a second method agrees**
+   (a t on the same units where the primary is a sign-flip, a sign-flip where it is a bootstrap,
+   each trained model's own test where it is a t over seeds); *equivalent* when the interval lies
+   inside :math:`\pm\delta`; otherwise *indistinguishable*;
+4. the detectable effect :math:`(z_{1-\alpha'/2}+z_{0.8})\,\widehat{se}` and the units needed for
+   :math:`\delta` (:mod:`mlmbook.stats.power`): the question is *decidable* at this sample when the
+   detectable effect is at most :math:`\delta`.
+
+The record (:meth:`Answer.to_record`) keeps the per-row values, weights, unit and seed labels, so
+:mod:`mlmbook.stats.audit` re-derives every answer with an independent implementation.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.stats import norm
+from scipy.stats import t as student_t
+
+from . import paired
+from .intervals import LEVEL, Interval
+from .power import POWER, detectable, needed_units, unit_sd
+
+__all__ = ["Question", "Study", "Answer", "describe", "MAX_PRIMARY", "VERDICTS"]
+
+MAX_PRIMARY = 6
+"""The most primary questions a chapter may declare."""
+
+VERDICTS = ("above", "below", "equivalent", "inconclusive", "cannot decide", "undefined")
+"""The verdict labels an answer can carry (``above``/``below`` may be renamed per question)."""
+
+
+@dataclass(frozen=True)
+class Question:
+    """One primary question of a chapter, declared before its data are seen.
+
+    Attributes
+    ----------
+    key : str
+        Short name; results are recorded as ``q_<key>``.
+    claim : str
+        The claim tested, as a table label ("MLM trees above the adjacent chain").
+    effect : float
+        The effect of interest :math:`\\delta` (> 0), in the measure's scale.
+    basis : str
+        Where :math:`\\delta` comes from, as a label ("5 UUAS points, the paper's gaps").
+    unit : str
+        The independent unit: ``"sentence"``, ``"sentence cluster"``, ``"seed"``, ...
+    measure : str
+        The scale of the estimate ("UUAS", "nats", "accuracy").
+    reference : float
+        The value tested against (0 for a difference).
+    planning_sd : float, optional
+        Per-unit standard deviation used to size the sample before looking (a pilot or the last
+        reference's per-unit values); the needed sample is computed from it.
+    words : dict
+        Labels for the sides, e.g. ``{"above": "MLM ahead", "below": "chain ahead"}``.
+    """
+
+    key: str
+    claim: str
+    effect: float
+    basis: str
+    unit: str = "sentence"
+    measure: str = ""
+    reference: float = 0.0
+    planning_sd: float | None = None
+    words: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        if not (self.effect > 0 and math.isfinite(self.effect)):
+            raise ValueError(f"question {self.key!r}: the effect of interest must be a positive number")
+        if not self.key.replace("_", "").isalnum():
+            raise ValueError(f"question key {self.key!r}: letters, digits and '_' only")
+
+    def test_label(self) -> str:
+        """The test, as a table label."""
+        if self.unit == "seed":
+            return "t over seed means; each model's own test"
+        return "sign-flip (< 30 units) or studentized bootstrap; t or sign-flip as second method"
+
+    def needed(self, level: float) -> int | None:
+        """Units the planning standard deviation asks for (None without one)."""
+        if self.planning_sd is None:
+            return None
+        return needed_units(self.planning_sd, self.effect, level, unit=self.unit)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A question answered: the test, the second method, the verdict, power and the per-row data."""
+
+    question: Question
+    tested: paired.Tested
+    second: dict
+    side: str
+    feasible: bool
+    detectable: float
+    needed: int
+    needed_planned: int | None
+    level: float
+    family: str
+    family_size: int
+    alpha: float
+    values: list
+    weights: list | None
+    units: list | None
+    seeds: list | None
+    seed_se: list | None
+    note: str = ""
+
+    @property
+    def interval(self) -> Interval:
+        return self.tested.interval
+
+    @property
+    def n(self) -> int:
+        return self.tested.interval.n
+
+    @property
+    def decidable(self) -> bool:
+        """The sample could have detected the effect of interest (80 % power at the family's level)."""
+        return self.feasible and self.detectable <= self.question.effect
+
+    @property
+    def verdict(self) -> str:
+        """A label: the side's word, ``"equivalent"``, ``"inconclusive"``, ``"cannot decide"`` or ``"undefined"``."""
+        if self.side == "undefined":
+            return "undefined"
+        if self.side in ("above", "below"):
+            return self.question.words.get(self.side, self.side)
+        if self.side == "equivalent":
+            return self.question.words.get("equivalent", "equivalent")
+        return "inconclusive" if self.decidable else "cannot decide"
+
+    @property
+    def stated(self) -> bool:
+        return self.side in ("above", "below", "equivalent")
+
+    def glue_fields(self) -> dict:
+        """Flat values for the prose: ``q_<key>.estimate``, ``.low``, ``.high``, ``.verdict``, ..."""
+        iv = self.interval
+        out = {"estimate": iv.estimate, "low": iv.low, "high": iv.high, "verdict": self.verdict,
+               "side": self.side, "detectable": self.detectable, "effect": self.question.effect,
+               "n": self.n, "needed": self.needed, "p": self.tested.p, "level_pct": 100 * self.level}
+        return {k: v for k, v in out.items()
+                if isinstance(v, str) or (isinstance(v, (int, float)) and math.isfinite(v))}
+
+    def row(self, digits: int = 3) -> list:
+        """The answers table's row (see :meth:`Study.table`)."""
+        q = self.question
+        est = self.interval.format(digits)
+        det = "∞" if not math.isfinite(self.detectable) else f"{self.detectable:.{digits}f}"
+        need = f"{self.n} (needs {self.needed})" if self.needed > self.n else f"{self.n}"
+        return [q.claim, est, self.verdict, det, f"{q.effect:g}", need]
+
+    def to_record(self) -> dict:
+        iv = self.interval.to_record()
+        iv.pop("kind")
+        q = self.question
+        return {"kind": "answer", "key": q.key, "claim": q.claim, "effect": q.effect, "basis": q.basis,
+                "unit": q.unit, "measure": q.measure, "reference": q.reference, "planning_sd": q.planning_sd,
+                "side": self.side, "verdict": self.verdict, "decidable": self.decidable,
+                "feasible": self.feasible, "detectable": _plain(self.detectable), "needed": self.needed,
+                "needed_planned": self.needed_planned, "test": self.tested.test, "p": _plain(self.tested.p),
+                "min_p": self.tested.min_p, "p_error": self.tested.p_error, "second": self.second,
+                "family": self.family, "family_size": self.family_size, "alpha": self.alpha,
+                "values": self.values, "weights": self.weights, "units": self.units, "seeds": self.seeds,
+                "seed_se": self.seed_se, "note": self.note, **{f"interval_{k}": v for k, v in iv.items()}}
+
+
+class Study:
+    """A chapter's primary questions: at most :data:`MAX_PRIMARY`, one Bonferroni family.
+
+    >>> from mlmbook.stats import Question, Study
+    >>> study = Study("chapter 9", [Question("gain", "ensemble gains", 0.02, "2 % of the headroom",
+    ...                                      measure="nats")])
+    >>> study.level
+    0.95
+    >>> a = study.answer("gain", [0.03, 0.05, 0.04, 0.02, 0.06, 0.05, 0.04, 0.03])
+    >>> a.side, a.verdict
+    ('above', 'above')
+    """
+
+    def __init__(self, name: str, questions: list[Question], alpha: float = 0.05):
+        if not 1 <= len(questions) <= MAX_PRIMARY:
+            raise ValueError(f"{name}: a chapter declares 1 to {MAX_PRIMARY} primary questions, "
+                             f"not {len(questions)}; show the others descriptively")
+        keys = [q.key for q in questions]
+        if len(set(keys)) != len(keys):
+            raise ValueError(f"{name}: question keys must be distinct")
+        if not 0 < alpha < 1:
+            raise ValueError("alpha must lie in (0, 1)")
+        self.name, self.questions, self.alpha = name, {q.key: q for q in questions}, alpha
+        self.answers: dict[str, Answer] = {}
+
+    @property
+    def size(self) -> int:
+        return len(self.questions)
+
+    @property
+    def level(self) -> float:
+        """The level of every interval behind an answer: :math:`1 - \\alpha/m`."""
+        return 1 - self.alpha / self.size
+
+    def needed(self, key: str) -> int | None:
+        """Units the question's planning SD asks for at the family's level (None without one)."""
+        return self.questions[key].needed(self.level)
+
+    def answer(self, key: str, values, weights=None, *, units=None, seeds=None, seed_se=None,
+               what: str | None = None, seed: int = 0) -> Answer:
+        """Answer question ``key`` from per-row contributions (see :func:`mlmbook.stats.paired.by_unit`).
+
+        Parameters
+        ----------
+        values, weights : array_like (N,)
+            Per-row numerator and denominator contributions (``weights`` default 1: a mean).
+        units : array_like (N,), optional
+            The independent unit of each row (the sentence a pair was drawn from).
+        seeds : array_like (N,), optional
+            The training seed of each row: with two or more, the unit is the seed (a t over seed
+            means), and each seed's own rows give the second method.
+        seed_se : array_like, optional
+            With one row per seed: each seed's own standard error (the second method's input).
+        """
+        q = self.questions[key]
+        if key in self.answers:
+            raise ValueError(f"{self.name}: question {key!r} is answered twice")
+        what = what or (q.unit + "s" if not q.unit.endswith("s") else q.unit)
+        level, alpha_m = self.level, self.alpha / self.size
+        v = np.asarray(values, float).ravel()
+        w = None if weights is None else np.asarray(weights, float).ravel()
+        s = None if seeds is None else list(np.asarray(seeds).tolist())
+        many_seeds = s is not None and len(set(s)) >= 2
+        if q.unit == "seed" and not many_seeds and s is not None:
+            note = "conditional on one trained model"
+        else:
+            note = ""
+        tested = paired.estimate(v, w, units=units, seeds=s if many_seeds else None, level=level,
+                                 reference=q.reference, seed=seed, what=what)
+        iv = tested.interval
+        second = _second(tested, v, w, units, s if many_seeds else None, seed_se, level, q.reference, seed, what)
+        feasible = iv.defined and tested.min_p + 2 * tested.p_error <= alpha_m
+        df = iv.n - 1 if tested.test == "seed t" else None
+        det = detectable(iv.se, level, POWER, df) if feasible else float("inf")
+        need = needed_units(unit_sd(iv.se, iv.n), q.effect, level, unit="seed" if tested.test == "seed t" else q.unit)
+        if not iv.defined:
+            side = "undefined"
+        else:
+            side = _side(iv, q.reference, q.effect)
+            if side in ("above", "below"):
+                agree = second.get("side") == side
+                if not feasible:
+                    side, note = "indistinguishable", _join(note, "too few units for a direction at this level")
+                elif not agree:
+                    side, note = "indistinguishable", _join(note, f"the second method ({second.get('test')}) "
+                                                                  "does not confirm the direction")
+        a = Answer(q, tested, second, side, bool(feasible), float(det), int(need), q.needed(level), level,
+                   self.name, self.size, self.alpha, v.tolist(), None if w is None else w.tolist(),
+                   None if units is None else list(np.asarray(units).tolist()), s,
+                   None if seed_se is None else [float(x) for x in seed_se], note)
+        self.answers[key] = a
+        return a
+
+    # ---------------------------------------------------------------- what a chapter shows
+    def declaration(self):
+        """The declared questions as a table (before any result): claim, effect, unit, test, needs."""
+        from ..tables import table
+        rows = []
+        for i, q in enumerate(self.questions.values(), 1):
+            need = q.needed(self.level)
+            rows.append([f"Q{i}", q.claim, f"{q.effect:g} {q.measure}".strip() + f" ({q.basis})", q.unit,
+                         q.test_label(), "—" if need is None else f"{need} {q.unit}s"])
+        return table(rows, header=["", "claim", "effect of interest", "unit", "test", "sample it needs"])
+
+    def table(self, digits: int = 3):
+        """The answers: estimate [interval], verdict, detectable effect (80 % power), effect, n (needs)."""
+        from ..tables import table
+        rows = []
+        for i, (key, q) in enumerate(self.questions.items(), 1):
+            a = self.answers.get(key)
+            rows.append([f"Q{i}", *(a.row(digits) if a else [q.claim, "not measured on this run", "—", "—",
+                                                               f"{q.effect:g}", "—"])])
+        pct = f"{100 * self.level:.4g} %"
+        return table(rows, header=["", "question", f"estimate [{pct} interval]", "verdict",
+                                   "detectable (80 % power)", "effect of interest", "units (needs)"])
+
+    def to_record(self) -> dict:
+        return {"kind": "study", "name": self.name, "size": self.size, "alpha": self.alpha, "level": self.level,
+                "questions": [q.key for q in self.questions.values()]}
+
+
+def describe(values, weights=None, *, units=None, seeds=None, level: float = LEVEL, seed: int = 0,
+             what: str = "sentences") -> Interval:
+    """A descriptive estimate with its interval (default 95 %) by the test that fits the data; no verdict."""
+    return paired.estimate(values, weights, units=units, seeds=seeds, level=level, seed=seed, what=what).interval
+
+
+# ------------------------------------------------------------------------------------------ internals
+def _side(iv: Interval, reference: float, margin: float) -> str:
+    if iv.low > reference:
+        return "above"
+    if iv.high < reference:
+        return "below"
+    if reference - margin < iv.low and iv.high < reference + margin:
+        return "equivalent"
+    return "indistinguishable"
+
+
+def _join(a: str, b: str) -> str:
+    return f"{a}; {b}" if a else b
+
+
+def _second(tested: paired.Tested, v, w, units, seeds, seed_se, level, reference, seed, what) -> dict:
+    """The second method's p-value and side (see the module docstring)."""
+    alpha = 1 - level
+    iv = tested.interval
+    if not iv.defined:
+        return {"test": "none", "side": "undefined", "p": None}
+    if tested.test == "sign-flip":                        # a t on the same units
+        d, g = paired.by_unit(v, w, units)
+        n = len(d)
+        if n < 2:
+            return {"test": "t", "side": "undefined", "p": None}
+        theta = d.sum() / g.sum()
+        se = paired._linearised_se(d, g, theta)
+        if not se > 0:
+            p = 0.0 if theta != reference else 1.0
+        else:
+            p = float(2 * student_t.sf(abs(theta - reference) / se, n - 1))
+        return {"test": "t", "p": p, "side": _dir(theta - reference, p, alpha)}
+    if tested.test == "bootstrap-t":                     # a sign-flip on the same units
+        d, g = paired.by_unit(v, w, units)
+        p, err, _ = paired.sign_flip_p(d, g, reference=reference, seed=seed)
+        return {"test": "sign-flip", "p": p, "p_error": err,
+                "side": _dir(d.sum() / g.sum() - reference, p + 2 * err, alpha)}
+    # a t over seeds: each trained model's own test must agree (intersection-union)
+    s = np.asarray(seeds)
+    labels = paired._ordered(s)
+    if seed_se is not None:
+        ests = [float(v[s == k].sum() / (np.ones_like(v) if w is None else w)[s == k].sum()) for k in labels]
+        ps = [float(2 * norm.sf(abs(e - reference) / se)) if se > 0 else float(e == reference)
+              for e, se in zip(ests, seed_se)]
+    else:
+        ests, ps = [], []
+        for k in labels:
+            rows = s == k
+            if rows.sum() < 2:
+                return {"test": "each model", "side": "none", "p": None, "why": "one row per seed and no seed_se"}
+            t = paired.estimate(v[rows], None if w is None else w[rows],
+                                units=None if units is None else np.asarray(units)[rows],
+                                level=level, reference=reference, seed=seed, what=what)
+            ests.append(t.interval.estimate)
+            ps.append(t.p + 2 * t.p_error)
+    sides = {_dir(e - reference, p, alpha) for e, p in zip(ests, ps)}
+    side = sides.pop() if len(sides) == 1 else "indistinguishable"
+    return {"test": "each model", "p": max(ps), "per_seed": ests, "per_seed_p": ps, "side": side}
+
+
+def _dir(diff: float, p: float, alpha: float) -> str:
+    if p is None or not p <= alpha:
+        return "indistinguishable"
+    return "above" if diff > 0 else "below" if diff < 0 else "indistinguishable"
+
+
+def _plain(x: float):
+    return x if math.isfinite(x) else ("inf" if x > 0 else "nan" if math.isnan(x) else "-inf")
