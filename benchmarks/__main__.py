@@ -61,6 +61,9 @@ def main() -> int:
     from benchmarks import training as bench_training
     print("measuring stacked against one-process-per-core training ...", file=sys.stderr)
     lines += [""] + bench_training.table(bench_training.run())
+    from benchmarks import scheduler as bench_scheduler
+    print("measuring the build's scheduler: Dask against the old process pool ...", file=sys.stderr)
+    lines += [""] + bench_scheduler.table(bench_scheduler.run())
     from benchmarks import ladder as bench_ladder
     from benchmarks import threads as bench_threads
     print("reading the model ladder ...", file=sys.stderr)

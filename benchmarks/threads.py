@@ -170,8 +170,8 @@ def table(r: dict) -> list[str]:
              f"thread, whichever the engine measured faster), against the one-padded-batch reference (minicons "
              f"style, full model, full softmax) on the same threads; \"before\" is the second edition's engine "
              f"on {n} threads (each forward pass split across them). The padded reference agrees with the engine "
-             f"to {r['pll_max_abs_diff_vs_padded_batch']:.1e} nats per sentence, the engine on {n} threads with "
-             f"the engine on one to {r['pll_max_abs_diff_threads']:.1e}. Times are medians of interleaved runs "
+             f"to {r['pll_max_abs_diff_vs_padded_batch']:.2g} nats per sentence, the engine on {n} threads with "
+             f"the engine on one to {r['pll_max_abs_diff_threads']:.2g}. Times are medians of interleaved runs "
              f"(s); ratios below 1 favour the engine on {n} threads.", "",
              f"| machine | engine, 1 thread | engine, {n} threads | before, {n} threads "
              f"| padded batch, 1 thread | padded batch, {n} threads | {n} threads vs 1 (goal ≤ 1 busy) "

@@ -11,6 +11,10 @@ The research face — the book's analyses on any masked LM, one call each (:mod:
     mlmbook.effective_rank(lm, ["The cat sat on the mat."])
     mlmbook.glauber_chains(lm, "The cat sat on the mat.", steps=200, temperature=0.8)
 
+Every call first checks that the model knows the text (:func:`check_fit`: unknown pieces, a tokenisation
+of another language) and stops with one line when it does not (``allow_unknown=True`` runs anyway);
+``read_for_model`` is the same front door from a treebank to a model (length window, surface tokens, fit).
+
 and the chapters' face::
 
     g = mlmbook.Grammar.load("toy")
@@ -28,7 +32,7 @@ where             what
 ``errors``        :class:`MLMBookError` and its one-line errors
 ``stats``         kl, jsd, tv, mutual information, intervals, the decision rule
 ``threads``       the one thread policy, applied per call
-``workers``       tasks that wait on one another, on a pool of processes (the build's schedule)
+``workers``       tasks that wait on one another, on a Dask cluster (the build's schedule)
 ``queries``       the one batched engine for masked queries (PLL, single-site, grids)
 ``compare``       a model's single-site KL to the truth; the ladder's labels
 ``toy/``          the toy language: vocab, PCFG (inside–outside), grammar
@@ -67,7 +71,8 @@ _FACE = {
     "pll": "api", "dependency_trees": "api", "derive_joint": "api", "HCB": "api", "AG": "api",
     "rectangle_test": "api", "effective_rank": "api", "glauber_chains": "api",
     "load_mlm": "models", "MaskedLM": "models",
-    "Grammar": "toy", "Sentence": "corpus", "load_treebank": "corpus",
+    "Grammar": "toy", "Sentence": "corpus", "load_treebank": "corpus", "check_fit": "corpus",
+    "read_for_model": "corpus",
     "record": "pipeline.record", "not_measured": "pipeline.record",
     "MLMBookError": "errors", "ModelLoadError": "errors",
 }

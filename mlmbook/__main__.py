@@ -11,6 +11,8 @@ Examples
     python -m mlmbook build 1 -p model bert-base-uncased -p treebank en_ewt-ud-test.conllu
     python -m mlmbook build --no-solutions --render-only   # student edition of the site
     python -m mlmbook cost 1 2 -p model bert-base-uncased   # time estimate only
+    python -m mlmbook cost --profile extended --workers 16  # the extended profile's plan on 16 workers
+    python -m mlmbook build --scheduler tcp://HOST:8786     # on an existing Dask cluster
     python -m mlmbook chapters
     python -m mlmbook results 1
     python -m mlmbook clear-cache
@@ -25,7 +27,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from .profiles import PROFILES
+from .profiles import KNOWN_PROFILES, PROFILES
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -58,11 +60,22 @@ def _parser() -> argparse.ArgumentParser:
                         "results/ folder; only with --profile full and no -p parameters")
     b.add_argument("--root", help="the book's root directory (default: found from here)")
     b.add_argument("-v", "--verbose", action="store_true", help="show jupyter-book's output")
+    b.add_argument("--scheduler", metavar="ADDRESS",
+                   help="run the training and the chapters on an existing Dask cluster, e.g. tcp://host:8786 "
+                        "(default: $MLMBOOK_SCHEDULER, else a local cluster of one process per core)")
+    b.add_argument("--shared-cache", action="store_true", default=None,
+                   help="the cluster's workers see this model cache (default: $MLMBOOK_SHARED_CACHE); "
+                        "otherwise models travel to and from them as bytes")
+    b.add_argument("--large-model-resource", metavar="NAME",
+                   help="a chapter on a large model asks for one unit of this Dask resource (e.g. GPU) "
+                        "instead of taking every local worker")
 
     e = sub.add_parser("cost", help="print the time estimate of a real-model build, without building")
     e.add_argument("chapters", nargs="*", metavar="CHAPTER")
-    e.add_argument("--profile", default="full", choices=PROFILES)
+    e.add_argument("--profile", default="full", choices=KNOWN_PROFILES)
     e.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"))
+    e.add_argument("--workers", type=int, metavar="N",
+                   help="print the profile's plan and its estimated wall time on N workers (training and chapters)")
     e.add_argument("--root")
 
     c = sub.add_parser("chapters", help="list the chapters")
@@ -92,7 +105,8 @@ def _cmd_build(args) -> int:
                   parameters=[tuple(p) for p in args.parameter],
                   solutions=not args.no_solutions, execute=not args.render_only,
                   fail_fast=args.fail_fast, verbose=args.verbose, render_site=not args.no_render,
-                  update_reference=args.update_reference)
+                  update_reference=args.update_reference, scheduler=args.scheduler, shared_cache=args.shared_cache,
+                  resource=args.large_model_resource)
     print(index)
     return 0
 
@@ -100,6 +114,12 @@ def _cmd_build(args) -> int:
 def _cmd_cost(args) -> int:
     from .pipeline.cost import estimate
 
+    if args.workers is not None:
+        from .pipeline.plan import plan_lines
+        print("\n".join(plan_lines(args.root, args.chapters, args.profile, args.workers)))
+        return 0
+    if args.profile not in PROFILES:
+        raise SystemExit(f"mlmbook: error: the {args.profile} profile's estimate is its plan: add --workers N")
     lines = estimate(args.root, args.chapters, args.profile, [tuple(p) for p in args.parameter])
     print("\n\n".join(lines) or "no estimate: the book's own toy models need none (give -p model M)")
     return 0
@@ -201,6 +221,7 @@ def _cmd_check_site(args) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
+    from .errors import MLMBookError
     from .pipeline.execute import BuildError, UsageError
 
     args = _parser().parse_args(argv)
@@ -217,6 +238,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except BuildError as err:
         print(f"mlmbook: {err}", file=sys.stderr)
+        return 1
+    except MLMBookError as err:           # a model that does not load, a treebank that does not fit: one line
+        print(f"mlmbook: error: {err}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("mlmbook: interrupted; nothing half-written was kept (previous results and site are "

@@ -2,16 +2,18 @@
 
 ::
 
-    mlmbook pll MODEL FILE [--variant word_l2r] [--per-token] [--reduction mean]
-    mlmbook trees MODEL TREEBANK [--method cmi] [--projective] [--limit N]
+    mlmbook pll MODEL FILE [--variant word_l2r] [--per-token] [--reduction mean] [--scheduler ADDRESS]
+    mlmbook trees MODEL TREEBANK [--method cmi] [--projective] [--limit N] [--max-words N] [--budget-rows R]
     mlmbook joint MODEL TEXT I J [--method hcb] [--pivot observed] [--top-k K]
-    mlmbook rectangle MODEL TEXT [--pair I J ...]
+    mlmbook rectangle MODEL TEXT [--pair I J ...] [--scheduler ADDRESS]
     mlmbook rank MODEL FILE [--layer L] [--mask-rate R]
     mlmbook glauber MODEL TEXT [--steps N] [--temperature T] [--chains C] [--seed S]
 
 ``MODEL`` is ``toy``, ``truth``, a Hugging Face name or a saved model's folder; ``FILE`` holds one
-sentence per line (``-``: standard input). Output is tab-separated text on standard output; an
-error is one line on standard error (exit status 1).
+sentence per line (``-``: standard input). Output is tab-separated text on standard output; notes
+(what was left out, the estimator) and an error are one line each on standard error (an error: exit
+status 1). Every verb first checks that the model knows the text (:func:`mlmbook.check_fit`) and stops
+with one line when it does not; ``--allow-unknown`` runs anyway, with a warning.
 
 ``python -m mlmbook`` adds these verbs with :func:`add_research_commands` and runs them through
 :data:`RESEARCH_COMMANDS`.
@@ -29,23 +31,37 @@ def _lines(path: str) -> list[str]:
     return [line.strip() for line in text.splitlines() if line.strip()]
 
 
+def _scheduler(args) -> str | None:
+    """``--scheduler``, else ``$MLMBOOK_SCHEDULER``: a Dask cluster to spread the work over (None: here)."""
+    from .workers.cluster import address
+    return address(args.scheduler)
+
+
 def _pll(args) -> None:
     from . import api
     sentences = _lines(args.file)
     if args.per_token:
-        for k, scores in enumerate(api.pll(args.model, sentences, variant=args.variant, per_token=True)):
+        for k, scores in enumerate(api.pll(args.model, sentences, variant=args.variant, per_token=True,
+                                           allow_unknown=args.allow_unknown, scheduler=_scheduler(args))):
             for token, score in zip(scores.tokens, scores.scores):
                 print(f"{k}\t{token}\t{score:.6f}")
         return
     for sentence, score in zip(sentences, api.pll(args.model, sentences, variant=args.variant,
-                                                  reduction=args.reduction)):
+                                                  reduction=args.reduction, allow_unknown=args.allow_unknown,
+                                                  scheduler=_scheduler(args))):
         print(f"{score:.6f}\t{sentence}")
 
 
 def _trees(args) -> None:
     from . import api
     res = api.dependency_trees(args.model, args.treebank, method=args.method, projective=args.projective,
-                               limit=args.limit)
+                               limit=args.limit, max_words=args.max_words, allow_unknown=args.allow_unknown,
+                               scheduler=_scheduler(args),
+                               **({} if args.budget_rows is None else {"budget_rows": args.budget_rows}))
+    print(f"note: {res.corpus.summary()}", file=sys.stderr)
+    if res.estimator != "cpmi":
+        print(f"note: CMI by the {res.estimator}" + (f", each pair within {res.bound:.3g} nats of the exact grid"
+                                                     if res.estimator != "exact grid" else ""), file=sys.stderr)
     print(f"UUAS\t{res.uuas.format(3)}\t({len(res.trees)} sentences, {int(res.total.sum())} gold edges)")
 
 
@@ -53,21 +69,27 @@ def _joint(args) -> None:
     from . import api
     method = {"hcb": api.HCB(pivot=int(args.pivot) if args.pivot.isdigit() else args.pivot),
               "ag": api.AG(tol=args.tol)}.get(args.method, args.method)
-    joint = api.derive_joint(args.model, args.text, args.i, args.j, method=method, top_k=args.top_k)
+    joint = api.derive_joint(args.model, args.text, args.i, args.j, method=method, top_k=args.top_k,
+                             allow_unknown=args.allow_unknown)
     for a, b, p in joint.top(args.show):
         print(f"{p:.6f}\t{a}\t{b}")
 
 
 def _rectangle(args) -> None:
     from . import api
-    res = api.rectangle_test(args.model, args.text, pairs=args.pair)
+    res = api.rectangle_test(args.model, args.text, pairs=args.pair, allow_unknown=args.allow_unknown,
+                             scheduler=_scheduler(args))
     for (i, j), delta, corners, bad in zip(res.pairs, res.delta, res.corners, res.inconsistent):
         print(f"{i}\t{j}\t{delta:.6g}\t{' '.join(corners)}\t{'inconsistent' if bad else 'within rounding'}")
 
 
 def _rank(args) -> None:
     from . import api
-    r = api.effective_rank(args.model, _lines(args.file), layer=args.layer, mask_rate=args.mask_rate)
+    r = api.effective_rank(args.model, _lines(args.file), layer=args.layer, mask_rate=args.mask_rate,
+                           allow_unknown=args.allow_unknown)
+    if r.n_too_long:
+        print(f"note: {r.n_too_long} of {r.n_too_long + r.n_sentences} sentences left out: longer than the "
+              f"model's window", file=sys.stderr)
     print(f"clean real tokens\t{r.clean}\nmasked input, real tokens\t{r.masked_real}\n"
           f"masked input, all tokens\t{r.masked_all}\nrows\t{r.n_rows}\t[MASK] rows\t{r.n_mask_rows}")
 
@@ -75,7 +97,7 @@ def _rank(args) -> None:
 def _glauber(args) -> None:
     from . import api
     run_ = api.glauber_chains(args.model, args.text, steps=args.steps, temperature=args.temperature,
-                              chains=args.chains, seed=args.seed)
+                              chains=args.chains, seed=args.seed, allow_unknown=args.allow_unknown)
     for text, changed in zip(run_.texts, run_.changed):
         print(f"{changed:.2f}\t{text}")
 
@@ -94,13 +116,22 @@ def add_research_commands(subparsers) -> None:
     p.add_argument("--variant", default="token", choices=("token", "word_l2r"))
     p.add_argument("--reduction", default="sum", choices=("sum", "mean"))
     p.add_argument("--per-token", action="store_true", help="print every token's term")
+    cluster = dict(metavar="ADDRESS", help="spread the work over an existing Dask cluster (default: "
+                                            "$MLMBOOK_SCHEDULER, else this process); the same numbers either way")
+    p.add_argument("--scheduler", **cluster)
 
     t = subparsers.add_parser("trees", help="trees from CPMI/CMI and their UUAS with an interval")
     t.add_argument("model", **model)
     t.add_argument("treebank", help="a CoNLL-U file or name, or 'toy'")
     t.add_argument("--method", default="cpmi", choices=("cpmi", "cmi"))
     t.add_argument("--projective", action="store_true")
-    t.add_argument("--limit", type=int, default=None, help="the first N sentences")
+    t.add_argument("--limit", type=int, default=None, help="the first N sentences that qualify")
+    t.add_argument("--max-words", type=int, default=None,
+                   help="keep sentences of at most N scored words (default: any the model reads whole)")
+    t.add_argument("--budget-rows", type=int, default=None,
+                   help="forward passes the CMI grid may spend: the exact grid if it fits, else top-K "
+                        "(default 140,000, as chapter 1's full profile)")
+    t.add_argument("--scheduler", **cluster)
 
     j = subparsers.add_parser("joint", help="the joint of two masked tokens (MRF, HCB, AG)")
     j.add_argument("model", **model)
@@ -117,6 +148,7 @@ def add_research_commands(subparsers) -> None:
     r.add_argument("model", **model)
     r.add_argument("text")
     r.add_argument("--pair", nargs=2, type=int, action="append", metavar=("I", "J"), help="default: every pair")
+    r.add_argument("--scheduler", **cluster)
 
     k = subparsers.add_parser("rank", help="effective ranks of real-token and [MASK] representations")
     k.add_argument("model", **model)
@@ -131,6 +163,9 @@ def add_research_commands(subparsers) -> None:
     g.add_argument("--temperature", type=float, default=1.0)
     g.add_argument("--chains", type=int, default=4)
     g.add_argument("--seed", type=int, default=0)
+    for verb in (p, t, j, r, k, g):
+        verb.add_argument("--allow-unknown", action="store_true",
+                          help="run even when the model does not know the text (a warning, not an error)")
 
 
 def run(args) -> int:

@@ -13,16 +13,19 @@ the default MLM learned the language, and the label of every rung of the model l
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 import numpy as np
 
 from . import queries
 from .models import ladder
 from .paths import cache_dir, write_json_atomic
+from .stats import kl as _kl
 from .toy import Grammar
 from .toy.vocab import N_SPECIAL
 
-__all__ = ["single_site_log_probs", "kl_to_truth", "kl_unigram_to_truth", "rung_kl"]
+__all__ = ["single_site_log_probs", "kl_to_truth", "kl_unigram_to_truth", "rung_kl", "exact_conditionals",
+           "compare_with_truth", "TruthComparison"]
 
 
 def single_site_log_probs(lm, sentences) -> list:
@@ -77,6 +80,77 @@ def kl_unigram_to_truth(grammar, sentences, unigram) -> list:
             terms = np.where(p > 0, p * np.log(np.where(p > 0, p, 1.0) / unigram), 0.0)
         out.append(terms.sum(1))
     return out
+
+
+def exact_conditionals(grammar, sentences) -> list:
+    """The truth's ``p(x_i = w | x_{-i})`` at every position of every sentence: list of (n, V) arrays.
+
+    :meth:`mlmbook.toy.Grammar.conditionals`, with the sentences of one length in one batch.
+    """
+    out: list = [None] * len(sentences)
+    by_length: dict[int, list[int]] = {}
+    for k, words in enumerate(sentences):
+        by_length.setdefault(len(words), []).append(k)
+    for ks in by_length.values():
+        ids = np.stack([grammar.encode(sentences[k]).numpy() for k in ks])
+        for k, p in zip(ks, grammar.pcfg.conditionals(ids).numpy()):
+            out[k] = p
+    return out
+
+
+@dataclass(frozen=True)
+class TruthComparison:
+    """A model's single-site conditionals held against the truth on held-out sentences: one array
+    per sentence, one value per position (:func:`compare_with_truth`).
+
+    Attributes
+    ----------
+    kl : list of (n,) arrays           KL(truth || model), nats
+    kl_unigram : list of (n,) arrays   KL(truth || unigram baseline), nats (empty without a unigram)
+    gap : list of (n,) arrays          log p(x_i | rest) - log q(x_i | rest) at the word that is there:
+                                       the model's loss minus the Bayes-optimal loss
+    ruled_out : list of (n,) arrays    the model's probability on words the truth gives 0
+    log_q : list of (n, V) arrays      the model's log conditionals over the grammar's words
+    """
+
+    kl: list
+    kl_unigram: list
+    gap: list
+    ruled_out: list
+    log_q: list
+
+    def mean(self, field: str) -> float:
+        """Mean over every position of every sentence."""
+        return float(np.mean(np.concatenate(getattr(self, field))))
+
+    def sums(self, field: str) -> np.ndarray:
+        """Per-sentence sums of ``field`` (with :meth:`lengths` as weights: a ratio of sums)."""
+        return np.array([float(np.sum(v)) for v in getattr(self, field)])
+
+    def lengths(self) -> np.ndarray:
+        return np.array([len(v) for v in self.kl])
+
+
+def compare_with_truth(grammar, lm, sentences, unigram=None, offset: int = N_SPECIAL) -> TruthComparison:
+    """Hold ``lm``'s single-site conditionals against the truth at every position of ``sentences``.
+
+    One batched call of the model (:func:`single_site_log_probs`) and one exact pass per sentence
+    length (:func:`exact_conditionals`). ``offset`` maps grammar word ids to the model's token ids.
+    """
+    log_q = single_site_log_probs(lm, sentences)
+    truth = exact_conditionals(grammar, sentences)
+    kl, kl_uni, gap, ruled, logs = [], [], [], [], []
+    for words, p, lq in zip(sentences, truth, log_q):
+        lq = lq[:, offset:offset + p.shape[1]]
+        q = np.exp(lq)
+        seen = np.arange(len(words)), [grammar.word_id[w] for w in words]
+        kl.append(_kl(p, q))
+        if unigram is not None:
+            kl_uni.append(_kl(p, unigram))
+        gap.append(np.log(p[seen]) - lq[seen])
+        ruled.append(np.where(p == 0, q, 0.0).sum(1))
+        logs.append(lq)
+    return TruthComparison(kl, kl_uni, gap, ruled, logs)
 
 
 def rung_kl(rung: ladder.Rung, n_sentences: int = ladder.KL_SENTENCES) -> float:

@@ -15,8 +15,9 @@ Two test sets make the task hard enough to tell encoders apart:
   nearest noun gets these wrong; one that tracks the subject gets them right. This is the
   agreement-attraction test of psycholinguistics and of Linzen et al. (2016) for LSTMs.
 
-The encoder and a linear classifier on its mean-pooled last layer are fine-tuned together on a
-few hundred ordinary sentences (:func:`finetune_classifier`); each test sentence's correctness is
+The encoder and a linear classifier on its mean-pooled last layer are fine-tuned together on
+ordinary sentences (:func:`finetune_classifier`; from a masked LM and word lists, :func:`finetune_encoder`) —
+enough of them that the encoders clear chance; each test sentence's correctness is
 returned, so intervals can be taken over sentences and pretraining seeds.
 """
 from __future__ import annotations
@@ -29,7 +30,8 @@ from torch import nn
 
 from .threads import using
 
-__all__ = ["flip_agreement", "agreeing_verb", "attractor", "agreement_task", "finetune_classifier"]
+__all__ = ["flip_agreement", "agreeing_verb", "attractor", "agreement_task", "finetune_encoder",
+           "finetune_classifier"]
 
 
 def _verb_forms(grammar) -> dict:
@@ -132,6 +134,33 @@ def _zero_probability(grammar, sentences) -> np.ndarray:
             z = grammar.pcfg.sentence_weight(ids)
         out[idx] = (z <= 0).numpy()
     return out
+
+
+def finetune_encoder(lm, train_words, train_labels, test_sets, seed: int = 0, epochs: int = 5) -> list:
+    """:func:`finetune_classifier` on a masked LM's encoder, from word lists.
+
+    Parameters
+    ----------
+    lm : MaskedLM
+        With ``encoder`` (the part a downstream task receives: an MLM's Transformer body, MAE-LM's
+        encoder), ``encode_words`` and a ``tokenizer`` with ``[CLS]``/``[SEP]`` ids.
+    train_words : list of list of str
+    train_labels : array of int
+    test_sets : list of (list of list of str, labels)
+
+    Returns
+    -------
+    list of numpy.ndarray (bool)
+        For each test set, whether each test sentence was classified correctly.
+    """
+    tok = lm.tokenizer
+
+    def rows(sentences):
+        return [[tok.cls_token_id] + lm.encode_words(list(w))[0] + [tok.sep_token_id] for w in sentences]
+
+    return finetune_classifier(lm.encoder, rows(train_words), train_labels,
+                               [(rows(w), y) for w, y in test_sets], seed=seed, epochs=epochs,
+                               pad_id=tok.pad_token_id or 0)
 
 
 def finetune_classifier(encoder, train_rows, train_labels, test_sets, seed: int = 0, epochs: int = 5,

@@ -16,6 +16,9 @@ variable                    meaning                                          def
 ``MLMBOOK_CELL_TIMEOUT``    seconds a chapter cell may run before it fails   ``1200``
 ``MLMBOOK_CHAPTER``         set by the build: the chapter being executed     —
 ``MLMBOOK_RESULTS``         set by the build: where recorded numbers go      —
+``MLMBOOK_SCHEDULER``       a Dask scheduler's address: build and research   a local cluster (verbs:
+                            verbs run there                                  this process)
+``MLMBOOK_SHARED_CACHE``    a flag: the cluster's workers see this cache     off (models travel as bytes)
 ``HF_HUB_OFFLINE``          (Hugging Face's) never reach the Hub             off
 ==========================  ===============================================  ==============================
 

@@ -7,8 +7,10 @@
 Numbers are formatted with ``digits`` significant decimals; strings are escaped, except
 that ``**bold**`` and ``*italic*`` become ``<b>``/``<i>`` so a verdict cell can carry emphasis.
 A table wider than the page's column scrolls sideways inside its own box
-(``<div class="mlmbook-table-wrap">``): its last columns are never cut off. Keep tables to what
-a reader compares (about six columns); split a wider one in two.
+(``<div class="mlmbook-table-wrap mlmbook-scroll">``) and says so: the book's script marks a box
+that overflows and its CSS writes "scroll sideways" above it (``book/_static/mlmbook.{js,css}``;
+``check-site`` fails a wide table that scrolls without that mark). Keep tables to what a reader
+compares (about six columns); split a wider one in two.
 """
 from __future__ import annotations
 
@@ -35,7 +37,7 @@ def _cell(value, digits: int) -> str:
 def table_html(rows: Sequence[Sequence], header: Sequence[str] | None = None, caption: str | None = None,
                digits: int = 3, align_numbers: bool = True) -> str:
     """The HTML of a table (see :func:`table`)."""
-    out = ["<div class='mlmbook-table-wrap'><table class='table mlmbook-table'>"]
+    out = ["<div class='mlmbook-table-wrap mlmbook-scroll'><table class='table mlmbook-table'>"]
     if caption:
         out.append(f"<caption>{_cell(caption, digits)}</caption>")
     if header:

@@ -1,7 +1,7 @@
 """Explorers: ipywidgets controls that also leave a static figure for the printed site.
 
 :func:`explore` draws the figure once at the default setting and shows it as *one* output:
-the image with a sentence under it that says what the static figure shows (a chapter gives
+the image with a label under it that says what the static figure shows and at which setting (a chapter gives
 that output a number and a caption through the cell's ``mystnb: figure:`` metadata). When
 the notebook runs in Jupyter the live controls follow and redraw the figure. When the book
 build executes the notebook (``$MLMBOOK_CHAPTER`` is set) no controls are shown: a static
@@ -21,19 +21,36 @@ __all__ = ["explore", "static_note"]
 
 
 def static_note(setting: dict, shows: str | None = None) -> str:
-    """The sentence under an explorer's static figure (plain text).
+    """The label under an explorer's static figure: what it shows, at which setting, and the
+    controls a reader can move in Jupyter — in words, not Python (``model name toy``, not
+    ``model_name='toy'``).
 
     Parameters
     ----------
     setting : dict
         The controls' default values, e.g. ``{"sentence": 0, "position": 2}``.
     shows : str, optional
-        What the figure shows at that setting, e.g. "the exact conditional of the masked word
-        beside the model's"; a chapter should always say it.
+        What the figure shows, e.g. "the exact conditional of the masked word beside the
+        model's"; a chapter should always say it.
+
+    >>> static_note({"model_name": "toy", "eps": 0.01, "centred": True}, "the spectrum")
+    'The spectrum, at model name toy, eps 0.01, centred on. Controls in Jupyter: model name, eps, centred.'
     """
-    at = ", ".join(f"{k} = {v!r}" for k, v in setting.items())
-    what = f"The figure shows {shows} at {at}." if shows else f"The figure shows the explorer at {at}."
-    return f"{what} Run this notebook in Jupyter to change {' and '.join(setting)} and redraw it."
+    at = ", ".join(f"{_words(k)} {_value(v)}" for k, v in setting.items())
+    what = f"{shows[:1].upper()}{shows[1:]}, at {at}" if shows else f"Static figure at {at}"
+    return f"{what}. Controls in Jupyter: {', '.join(_words(k) for k in setting)}."
+
+
+def _words(name: str) -> str:
+    return str(name).replace("_", " ")
+
+
+def _value(v) -> str:
+    if isinstance(v, bool):
+        return "on" if v else "off"
+    if isinstance(v, float):
+        return f"{v:g}"
+    return str(v)
 
 
 def _figure_html(fig, note: str) -> str:

@@ -55,7 +55,7 @@ def test_numpy_docstring(fn):
 
 def test_the_face_exports_the_api_and_no_name_shadows_a_submodule():
     for name in ("pll", "dependency_trees", "derive_joint", "rectangle_test", "effective_rank", "glauber_chains",
-                 "HCB", "AG", "load_mlm"):
+                 "HCB", "AG", "load_mlm", "check_fit", "read_for_model"):
         assert name in mlmbook.__all__ and getattr(mlmbook, name) is not None
     # a face name equal to a subpackage's name would be shadowed once that subpackage is imported
     assert not set(mlmbook._FACE) & mlmbook._LAZY_SUBMODULES
@@ -66,7 +66,9 @@ def test_the_science_the_api_wraps_still_takes_these_arguments():
     calls = {
         queries.pll_tokens: ((None, []), dict(variant="token", full_softmax=True)),
         dependencies.cpmi: ((None, [], []), {}),
-        dependencies.cmi_grid: ((None, [], []), dict(max_candidates=30)),
+        dependencies.cmi_scores: ((None, [], []), dict(budget_rows=1, window=9)),
+        mlmbook.corpus.read_for_model: ((None, [], None), dict(limit=None, allow_unknown=False)),
+        mlmbook.corpus.check_fit: ((None, []), dict(allow=False)),
         dependencies.decode: ((None,), dict(projective=False)),
         dependencies.uuas_counts: (([], []), {}),
         mlmbook.stats.ratio: (([], []), dict(level=0.95)),
@@ -125,6 +127,22 @@ def test_dependency_trees_on_a_treebank_file(wordpiece_bert):
     assert res.uuas.estimate == pytest.approx(res.correct.sum() / res.total.sum())
     with pytest.raises(ValueError, match="method"):
         mlmbook.dependency_trees(wordpiece_bert, "toy", method="dmv", limit=2)
+
+
+def test_every_call_refuses_text_the_model_does_not_know_unless_allowed(toy_bert):
+    from mlmbook.errors import DataFitError
+    english = "the dog sees a cat ."                                      # "a" is not a toy word
+    calls = [lambda **o: mlmbook.pll(toy_bert, [english], **o),
+             lambda **o: mlmbook.derive_joint(toy_bert, english, 1, 2, method="hcb", **o),
+             lambda **o: mlmbook.rectangle_test(toy_bert, english, pairs=[(1, 2)], **o),
+             lambda **o: mlmbook.effective_rank(toy_bert, [english], **o),
+             lambda **o: mlmbook.glauber_chains(toy_bert, english, steps=2, **o)]
+    for call in calls:
+        with pytest.raises(DataFitError, match="'a'"):
+            call()
+        call(allow_unknown=True)
+    with pytest.raises(TypeError, match="max_words"):
+        mlmbook.pll(toy_bert, [english], max_words=3)                   # an option this call does not take
 
 
 def test_dependency_trees_of_the_truth_recover_more_than_chance():

@@ -329,8 +329,6 @@ mlmbook.probes.layer_probe_counts
 mlmbook.probes.probe_accuracy
 mlmbook.probes.probe_counts
 # chapter 5
-mlmbook.glauber.basins.escape_experiment
-mlmbook.glauber.basins.sample_quality
 mlmbook.glauber.basins.sampler_check
 mlmbook.glauber.basins.sampler_escapes
 mlmbook.glauber.exact.exact_transition_matrix
@@ -379,7 +377,6 @@ def signatures_by_name() -> dict[str, set[tuple[str, ...]]]:
 
 
 SAME_NAME_ALLOWED = _names("""
-summarize     # chapter 1: dependencies.regime.summarize(points, method); chapter 2: joints.metrics.summarize
 uuas          # chapter 1: dependencies.trees.uuas(pred, gold) -> float; dependencies.evaluate.uuas(c, ...) -> Interval
 """)
 """Public function names defined in several research-facing modules with different parameters (one

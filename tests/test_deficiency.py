@@ -1,10 +1,12 @@
-"""Chapter 4's measurements: like-with-like rank comparisons on blocks, paired intervals, the fit to the truth."""
+"""Chapter 4's measurements: like-with-like rank comparisons on blocks, the fit to the truth, the training
+seed as the unit (rows for the study layer, the per-width panel, MAE-LM's training failures), its figures."""
 import numpy as np
 import pytest
 import torch
 
 from mlmbook import deficiency as D
 from mlmbook import rank, stats
+from mlmbook.deficiency import measure as geometry_module
 from mlmbook.toy import Grammar
 
 MASK_ID = 4
@@ -75,44 +77,6 @@ def test_geometry_on_a_model_whose_answer_is_known(fake):
     assert g.ranks["clean", "mass_centred"][1, 3] == rank.effective_rank_mass(2 * H, center=True)
 
 
-def test_paired_and_mean_intervals_follow_the_stats_rule():
-    rng = np.random.default_rng(0)
-    a = [rng.normal(10, 1, size=12) for _ in range(3)]
-    b = [x + 0.5 + rng.normal(0, 0.01, size=12) for x in a]           # paired: a constant shift
-    iv = D.paired(a, b, level=0.99)
-    assert iv.estimate == pytest.approx(np.mean(np.concatenate(b) - np.concatenate(a)))
-    assert iv.seeds == 3 and "hierarchical" in iv.method and iv.low > 0.4 and iv.high < 0.6
-    assert stats.decide(iv).side == "above"
-    assert D.paired(a, a).estimate == 0 and D.paired(a[:1], b[:1]).seeds == 1
-    m = D.mean_interval(a)
-    assert m.low < np.mean(np.concatenate(a)) < m.high
-    with pytest.raises(ValueError, match="same units"):
-        D.per_seed([np.zeros(3), np.zeros(4)])
-
-
-def test_slope_contrast_recovers_a_linear_dose_response():
-    x = [0.12, 0.24, 0.36, 0.48]
-    w = D.slope_weights(x)
-    assert np.dot(w, x) == pytest.approx(1.0) and np.sum(w) == pytest.approx(0.0)
-    rng = np.random.default_rng(2)
-    noise = [rng.normal(0, 0.02, size=10) for _ in range(3)]
-    series = [[2.0 * xs + 1 + e for e in noise] for xs in x]          # the same units at every setting
-    iv = D.contrast(series, w, level=0.99)
-    assert iv.estimate == pytest.approx(2.0) and iv.low < 2.0 < iv.high and iv.high - iv.low < 1e-6
-    flat = D.contrast([[np.full(10, 1.0) + e for e in noise] for _ in x], w)
-    assert flat.estimate == pytest.approx(0.0, abs=1e-12)
-    with pytest.raises(ValueError):
-        D.slope_weights([0.3, 0.3])
-
-
-def test_probe_gap_is_a_paired_ratio_over_seeds_and_sentences():
-    total = [np.full(20, 5.0)] * 3
-    a = [(np.full(20, 3.0), t) for t in total]
-    b = [(np.full(20, 4.0), t) for t in total]
-    iv = D.probe_gap(a, b)
-    assert iv.estimate == pytest.approx(0.2) and iv.seeds == 3
-
-
 def test_truth_kl_is_the_package_kl_per_sentence():
     from mlmbook.compare import kl_to_truth
     from mlmbook.models.truth import TruthOracle
@@ -133,27 +97,10 @@ def test_truth_kl_is_the_package_kl_per_sentence():
     assert np.all(truth.kl(u) > 0)
 
 
-def test_beside_paper_reads_sides_never_point_estimates():
-    assert D.beside_paper(["above", "indistinguishable"]) == "agrees"
-    assert D.beside_paper(["below", "indistinguishable", "indistinguishable"]) == "runs against"
-    assert D.beside_paper(["above", "below"]) == "mixed"
-    assert D.beside_paper(["indistinguishable", "undefined"]) == "inconclusive"
-    # the old chapter called the downstream result agreeing or not from point estimates; an
-    # indistinguishable verdict whose estimate favours MAE-LM must not count as agreement
-    iv = stats.Interval(0.02, -0.01, 0.05, level=0.99, se=0.015)
-    assert D.beside_paper([stats.decide(iv).side]) == "inconclusive"
-
-
-def test_probe_value_is_the_pooled_ratio():
-    runs = [(np.full(10, 2.0), np.full(10, 4.0)) for _ in range(3)]
-    iv = D.probe_value(runs)
-    assert iv.estimate == pytest.approx(0.5) and iv.low < 0.5 < iv.high
-
-
 def test_top_directions_are_the_top_subspace_at_the_eps_rank():
     rng = np.random.default_rng(5)
     H = rng.normal(size=(200, 8)) @ np.diag([6, 4, 3, 1, 0.5, 0.3, 0.2, 0.1])
-    U = D._top_directions(H, 0.1)
+    U = geometry_module._top_directions(H, 0.1)
     k = rank.effective_rank_mass(H, 0.1)
     V = rank.top_subspace(H, k)
     assert U.shape == (8, k)
@@ -179,3 +126,137 @@ def test_geometry_of_the_clean_input_alone_is_the_same(fake):
     assert {c for c, _ in clean.ranks} == {"clean"} and not clean.overlap
     for kind in rank.RANK_KINDS:
         np.testing.assert_array_equal(clean.ranks["clean", kind], full.ranks["clean", kind])
+
+
+def test_make_sample_leaves_out_sentences_longer_than_the_model_reads(fake):
+    """Issue 35: a treebank's long sentences crashed chapter 4 with a tensor-size error; the sample keeps only
+    sentences within the model's window, and the width comes from the model, not from a sentence."""
+    lm, _ = fake
+    rng = np.random.default_rng(4)
+    words = [[f"w{k}" for k in rng.integers(0, 30, size=n)] for n in rng.integers(4, 60, size=400)]
+    sample = D.make_sample(lm, words, mask_rate=0.2, n_rows=48, seed=0)
+    assert all(len(r) <= lm.max_length for r in sample.rows)
+    assert len(sample.rows) < sum(len(w) <= lm.max_length for w in words) + 1
+    assert D.geometry(lm, sample, masked=False).width == 24
+
+
+def test_sentences_for_the_toy_language():
+    words, corpus = D.sentences_for(None, 12, seed=3)
+    assert corpus is None and len(words) == 12
+    assert words == [s.words for s in Grammar.load("toy").sample(12, seed=3 + 10_000)]
+
+
+# ------------------------------------------------------------------------ the seed as the unit
+def test_seed_rows_flatten_per_block_values_and_keep_each_seed_mean():
+    rows = D.seed_rows({2: [1.0, 3.0], 0: np.array([0.0, 1.0, 2.0])})
+    assert rows.seeds == [0, 0, 0, 2, 2] and rows.values.tolist() == [0, 1, 2, 1, 3]
+    assert rows.means == {0: 1.0, 2: 2.0} and rows.n_seeds == 2
+    with pytest.raises(ValueError):
+        D.seed_rows({})
+    with pytest.raises(ValueError, match="no values"):
+        D.seed_rows({0: []})
+
+
+def test_difference_pairs_units_seed_by_seed():
+    a = {0: np.array([1.0, 2.0]), 1: np.array([3.0, 5.0]), 2: np.array([0.0, 0.0])}
+    b = {0: np.array([2.0, 4.0]), 1: np.array([3.0, 6.0])}
+    d = D.difference(a, b, scale=2.0)
+    assert list(d) == [0, 1] and d[0].tolist() == [0.5, 1.0] and d[1].tolist() == [0.0, 0.5]
+    with pytest.raises(ValueError, match="different units"):
+        D.difference({0: np.zeros(2)}, {0: np.zeros(3)})
+    with pytest.raises(ValueError, match="no seed"):
+        D.difference({0: np.zeros(2)}, {1: np.zeros(2)})
+
+
+def test_a_recipe_claim_is_a_t_over_seed_means():
+    """Three seeds, many blocks each: the interval is Student t over the three seed means (df 2), by
+    brute force; the study layer's answer on the same rows uses the same test, and one seed's rows give
+    an interval over its blocks that is conditional on that model."""
+    from scipy.stats import t as student_t
+    rng = np.random.default_rng(7)
+    by_seed = {s: rng.normal(mu, 0.01, size=18) for s, mu in zip((0, 1, 2), (0.07, 0.045, 0.034))}
+    means = np.array([v.mean() for v in by_seed.values()])
+    half = student_t.ppf(0.975, 2) * means.std(ddof=1) / np.sqrt(3)
+    iv = D.describe_seeds(by_seed)
+    assert iv.estimate == pytest.approx(means.mean()) and iv.seeds == 3
+    assert (iv.low, iv.high) == pytest.approx((means.mean() - half, means.mean() + half))
+    study = stats.Study("test", [stats.Question(k, k, 0.02, "2 %", unit="seed") for k in ("gap", *"bcdef")])
+    rows = D.seed_rows(by_seed)
+    a = study.answer("gap", rows.values, seeds=rows.seeds)
+    assert a.tested.test == "seed t" and a.interval.estimate == pytest.approx(means.mean())
+    assert a.side == "indistinguishable"          # all three positive, but three seeds at 5 % / 6 cannot decide
+    one = D.describe_seeds({0: by_seed[0]})
+    assert one.seeds == 1 and one.low > 0.06 and one.n == 18
+
+
+def test_width_panel_reads_each_trained_model_and_the_sign_change():
+    rng = np.random.default_rng(8)
+    neg = {s: rng.normal(-0.05, 0.01, size=10) for s in range(3)}
+    pos = {s: rng.normal(0.05, 0.01, size=10) for s in range(3)}
+    mixed = {0: rng.normal(0.05, 0.01, size=10), 1: rng.normal(-0.05, 0.01, size=10)}
+    panel = D.width_panel({64: pos, 32: neg, 128: {0: pos[0]}})
+    assert [r.width for r in panel] == [32, 64, 128]
+    assert [r.side for r in panel] == ["below", "above", "above"] and panel[2].conditional
+    assert all(iv.high < 0 for iv in panel[0].per_model.values())
+    assert panel[0].per_seed == pytest.approx({s: v.mean() for s, v in neg.items()})
+    assert D.sign_change(panel) == "changes sign"
+    assert D.sign_change(D.width_panel({32: pos, 64: pos})) == "keeps one sign"
+    assert D.sign_change(D.width_panel({32: neg, 64: mixed})) == D.SIGN_LABELS[2]
+    assert D.width_panel({16: mixed})[0].side == "mixed"
+
+
+def test_training_failures_count_runs_far_above_their_twin():
+    from scipy.stats import beta
+    runs = {"a": (2.23, 2.13), "b": (2.675, 1.851), "c": (1.95, 1.90), "d": (2.20, 1.90)}
+    st = D.training_failures(runs)
+    assert st.n == 4 and st.failed == ["b", "d"] and st.excess["b"] == pytest.approx(0.824)
+    assert st.interval.estimate == 0.5
+    assert (st.interval.low, st.interval.high) == pytest.approx((beta.ppf(0.025, 2, 3), beta.ppf(0.975, 3, 2)))
+    assert D.training_failures(runs, margin=0.9).failed == []
+    with pytest.raises(ValueError):
+        D.training_failures({})
+
+
+def test_interval_text_has_no_negative_zero():
+    assert D.interval_text(stats.Interval(-0.0001, -0.02, 0.01)) == "0.000 [-0.020, 0.010]"
+    assert D.interval_text(stats.Interval(0.0512, 0.0023, 0.099)) == "0.051 [0.002, 0.099]"
+    assert D.interval_text(stats.Interval(-0.04, -0.09, -0.0004), 4) == "-0.0400 [-0.0900, -0.0004]"
+    assert D.interval_text(stats.Interval(0.02, float("-inf"), float("inf"))) == "0.020 [unbounded]"
+
+
+INTERVALS = ("gap_share", "gap_directions", "deficiency_slope", "mask_adds_slope", "fit_matched", "depth_matched")
+
+
+def test_earlier_results_are_intervals_with_their_commit():
+    for key, entry in D.EARLIER.items():
+        assert len(entry["commit"]) >= 7, key
+        intervals = [v for k, v in entry.items() if k in INTERVALS] + [
+            iv for k in ("mlm", "maelm") for iv in entry.get(k, {}).values()]
+        for value in intervals:
+            assert len(value) == 3 and value[1] <= value[0] <= value[2], (key, value)
+    h128 = D.EARLIER["h128_three_seeds"]
+    excess = [a - b for a, b in zip(h128["maelm_final_loss"], h128["mlm_final_loss"])]
+    assert D.training_failures(dict(enumerate(zip(h128["maelm_final_loss"], h128["mlm_final_loss"])))).failed == [1]
+    assert max(excess) > D.FAIL_MARGIN > sorted(excess)[-2]
+
+
+def test_figures_keep_legends_off_the_data():
+    """Issue 36: Fig 4.2's legend covered data; the chapter's figures place legends where they cover none."""
+    import matplotlib.pyplot as plt
+
+    from mlmbook import plotting
+    from mlmbook.deficiency import figures
+    plotting.use_style()
+    iv = [stats.Interval(x, x - 0.5, x + 0.5) for x in (0.0, 1.0, 2.0)]
+    by_layer = {(k, kind): iv for k in ("a", "b", "c") for kind in ("entropy", "entropy_centred")}
+    fig = figures.layers(by_layer, {"a": "first", "b": "second", "c": "third"})
+    fig.draw_without_rendering()
+    assert plotting.legend_overlaps(fig, fig.legends) == 0
+    panel = D.width_panel({32: {s: np.full(4, -0.05 + 0.01 * s) for s in range(3)},
+                           64: {0: np.linspace(0.04, 0.06, 8)}})
+    fig = figures.widths(panel, {(n, w): 0.5 for n in ("MLM", "MAE-LM") for w in (32, 64)},
+                         earlier=(64, (-0.07, -0.27, 0.09), "earlier"))
+    fig.draw_without_rendering()
+    legends = [a.get_legend() for a in fig.axes if a.get_legend() is not None]
+    assert legends and plotting.legend_overlaps(fig, legends) == 0
+    plt.close("all")

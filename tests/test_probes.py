@@ -130,3 +130,23 @@ def test_finetune_classifier_scores_each_test_set_and_leaves_the_encoder_alone(g
     out = downstream.finetune_classifier(enc, rows[:16], labels[:16], tests, seed=0, epochs=1, batch=8)
     assert [o.shape for o in out] == [(8,), (4,)] and out[0].dtype == bool
     assert all(torch.equal(before[k], v) for k, v in enc.state_dict().items())
+
+
+def test_finetune_encoder_reads_word_lists_through_the_models_own_tokens(grammar):
+    """``finetune_encoder`` is ``finetune_classifier`` on the encoder a downstream task receives, with the
+    model's [CLS] ... [SEP] rows: the same seed gives the same hits either way (MAE-LM: its encoder)."""
+    from mlmbook.models import maelm
+    from mlmbook.models.train import TrainConfig
+    from mlmbook.toy.vocab import make_tokenizer
+    net = maelm.make_maelm(grammar, TrainConfig(hidden=32, layers=2, heads=2, intermediate=64), seed=1)
+    tok = make_tokenizer(grammar)
+    lm = maelm.MAEMaskedLM(net, tok.convert_ids_to_tokens(list(range(len(tok)))), tokenizer=tok)
+    assert lm.encoder is net.encoder and lm.hidden_size == 32
+    sents, labels = downstream.agreement_task(grammar, 20, seed=6)
+    tests = [(sents[12:], labels[12:])]
+    got = downstream.finetune_encoder(lm, sents[:12], labels[:12], tests, seed=2, epochs=1)
+    rows = [[tok.cls_token_id] + lm.encode_words(s)[0] + [tok.sep_token_id] for s in sents]
+    want = downstream.finetune_classifier(net.encoder, rows[:12], labels[:12], [(rows[12:], labels[12:])], seed=2,
+                                          epochs=1, pad_id=tok.pad_token_id)
+    assert rows[0][0] == tok.cls_token_id and rows[0][-1] == tok.sep_token_id and len(rows[0]) == len(sents[0]) + 2
+    assert len(got) == 1 and np.array_equal(got[0], want[0])

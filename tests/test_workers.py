@@ -1,14 +1,37 @@
-"""The build's scheduler (mlmbook.workers): needs respected, longest path first, failures contained."""
+"""The build's scheduler (mlmbook.workers): needs respected, longest path first, failures contained;
+in this process or on a local Dask cluster of separate processes bound to 127.0.0.1."""
+import os
 import time
 
 import pytest
 
 from mlmbook import workers
-from mlmbook.workers import NotRun, Task
+from mlmbook.workers import NotRun, Task, WorkerLost
 
 
 def fail(message):
     raise ValueError(message)
+
+
+def die_once(marker):
+    """Kill this worker process the first time (the marker file does not exist yet); then return its pid."""
+    if not os.path.exists(marker):
+        open(marker, "w").close()
+        os._exit(1)
+    return os.getpid()
+
+
+def die(_):
+    os._exit(1)
+
+
+def add_needs(x, values):
+    return x + sum(v for v in values.values())
+
+
+def chatty(n):
+    workers.tell(f"step {n} of a task")
+    return n
 
 
 def test_upward_rank_is_own_seconds_plus_the_longest_chain_waiting():
@@ -17,22 +40,37 @@ def test_upward_rank_is_own_seconds_plus_the_longest_chain_waiting():
     assert workers.ranks(tasks) == {"x": 13, "y": 5, "z": 12, "w": 2}
 
 
+def test_makespan_plays_list_scheduling_out_on_the_estimates():
+    tasks = [Task("x", abs, seconds=1), Task("y", abs, seconds=5),
+             Task("z", abs, needs=("x",), seconds=10), Task("w", abs, needs=("z",), seconds=2)]
+    assert workers.makespan(tasks, 1) == 18                       # one worker: everything in a row
+    assert workers.makespan(tasks, 2) == 13                       # x then z then w on one, y beside them
+    assert workers.makespan(tasks, 8) == max(workers.ranks(tasks).values())   # the critical path
+    big = tasks + [Task("all", abs, seconds=4, slots=2)]          # a task of two slots runs alone
+    assert workers.makespan(big, 2) == 17
+
+
 def test_one_worker_runs_by_rank_once_needs_are_done():
     tasks = [Task("y", abs, (-2,), seconds=5), Task("x", abs, (-1,), seconds=1),
              Task("z", abs, (-3,), needs=("x",), seconds=10)]
     started = []
-    out = list(workers.run(tasks, workers=1, started=lambda t: started.append(t.key)))
+    progress = workers.Progress(print, on_start=lambda t: started.append(t.key))
+    out = list(workers.run(tasks, workers=1, progress=progress))
     assert [t.key for t, *_ in out] == started == ["x", "z", "y"]      # x unblocks the longest task
     assert [v for _, v, _, _ in out] == [1, 3, 2]
 
 
-@pytest.mark.parametrize("n", [1, 2])
+ON_A_CLUSTER = pytest.param(2, marks=pytest.mark.slow(reason="starts a local Dask cluster"), id="2")
+
+
+@pytest.mark.parametrize("n", [1, ON_A_CLUSTER])
 def test_a_failure_skips_what_needs_it_and_nothing_else(n):
     tasks = [Task("bad", fail, ("broken input",)), Task("after", abs, (-1,), needs=("bad",)),
-             Task("other", abs, (-4,))]
+             Task("later", abs, (-2,), needs=("after",)), Task("other", abs, (-4,))]
     out = {t.key: (v, e) for t, v, e, _ in workers.run(tasks, workers=n)}
     assert isinstance(out["bad"][1], ValueError) and "broken input" in str(out["bad"][1])
     assert isinstance(out["after"][1], NotRun) and "needs bad, which failed" in str(out["after"][1])
+    assert isinstance(out["later"][1], NotRun) and "needs after, which failed" in str(out["later"][1])
     assert out["other"] == (4, None)
 
 
@@ -43,17 +81,78 @@ def test_stop_starts_nothing_more():
     assert [type(e) for _, _, e, _ in out[1:]] == [NotRun, NotRun]
 
 
-@pytest.mark.slow(reason="spawns two worker processes (about 5 s)")
-def test_two_workers_overlap_and_wait_for_needs():
-    """c runs beside a; b, which needs a, starts only after a ends."""
-    tasks = [Task("a", time.sleep, (1.5,), seconds=2), Task("b", time.sleep, (0.0,), needs=("a",), seconds=1),
-             Task("c", time.sleep, (0.2,), seconds=1)]
-    t0 = time.perf_counter()
-    order = [t.key for t, _, e, _ in workers.run(tasks, workers=2) if e is None]
-    assert order == ["c", "a", "b"]
-    assert time.perf_counter() - t0 < 1.5 + 0.2 + 4      # side by side, not one after another (plus spawn)
+@pytest.mark.parametrize("n", [1, ON_A_CLUSTER])
+def test_a_task_is_passed_the_values_of_its_needs_and_of_data(n):
+    tasks = [Task("a", abs, (-3,), seconds=2), Task("b", add_needs, (100,), needs=("a", "given"), pass_needs=True)]
+    out = {t.key: v for t, v, e, _ in workers.run(tasks, workers=n, data={"given": 20})}
+    assert out == {"a": 3, "b": 123}
 
 
 def test_bad_needs_are_refused():
     with pytest.raises(ValueError, match="unknown keys"):
         list(workers.run([Task("a", abs, (1,), needs=("nope",))]))
+
+
+def test_progress_prints_a_line_after_a_silence_naming_what_runs():
+    said = []
+    progress = workers.Progress(said.append, quiet=0.0)
+    progress.begin(Task("train 3", abs))
+    progress({"key": "train 3", "text": "train 3: 8 models", "show": False})
+    assert said == []
+    progress.heartbeat()
+    assert len(said) == 1 and "running: train 3: 8 models" in said[0] and "elapsed" in said[0]
+    progress((0.0, {"key": "03_x", "text": "03_x cell 4/9", "show": True}))      # a Dask event
+    assert said[-1] == "03_x cell 4/9"
+
+
+@pytest.mark.slow(reason="starts a local Dask cluster of two processes (a few seconds)")
+def test_two_workers_overlap_wait_for_needs_and_tell_from_their_processes():
+    """c runs beside a; b, which needs a, starts only after a ends; a line told in a worker arrives here."""
+    tasks = [Task("a", time.sleep, (1.5,), seconds=2), Task("b", time.sleep, (0.0,), needs=("a",), seconds=1),
+             Task("c", chatty, (7,), seconds=1)]
+    said = []
+    t0 = time.perf_counter()
+    order = [t.key for t, _, e, _ in workers.run(tasks, workers=2, progress=workers.Progress(said.append))
+             if e is None]
+    assert order == ["c", "a", "b"]
+    assert time.perf_counter() - t0 < 1.5 + 0.2 + 8      # side by side, not one after another (plus start)
+    deadline = time.time() + 5
+    while "step 7 of a task" not in said and time.time() < deadline:
+        time.sleep(0.1)
+    assert "step 7 of a task" in said
+
+
+@pytest.mark.slow(reason="starts a local Dask cluster and kills its workers")
+def test_a_worker_lost_mid_task_is_retried_once_then_the_task_fails(tmp_path):
+    marker = tmp_path / "died-once"
+    out = {t.key: (v, e) for t, v, e, _ in workers.run([Task("flaky", die_once, (str(marker),))], workers=2)}
+    assert out["flaky"][1] is None and out["flaky"][0] != os.getpid() and marker.exists()   # the second try
+    tasks = [Task("doomed", die, (0,)), Task("after", abs, (-1,), needs=("doomed",))]
+    out = {t.key: (v, e) for t, v, e, _ in workers.run(tasks, workers=2)}
+    assert isinstance(out["doomed"][1], WorkerLost) and "doomed: its worker process died" in str(out["doomed"][1])
+    assert len(str(out["doomed"][1]).splitlines()) == 1
+    assert isinstance(out["after"][1], NotRun)
+
+
+def _environment():
+    return {k: v for k, v in os.environ.items() if "THREADS" in k or k.startswith("MALLOC")}
+
+
+@pytest.mark.slow(reason="starts a local Dask cluster")
+def test_the_local_cluster_listens_on_127_0_0_1_only_and_keeps_the_environment():
+    """Its servers are on 127.0.0.1 only; its workers get this process's thread settings (not Dask's), and
+    this process's environment is left as it was."""
+    import psutil
+
+    from mlmbook.workers.cluster import client_for
+    before = _environment()
+    with client_for(2) as client:
+        assert list(client.run(_environment).values()) == [before, before]
+        pids = [os.getpid(), *client.run(os.getpid).values()]
+        info = client.scheduler_info()
+        assert info["address"].startswith("tcp://127.0.0.1:") and len(info["workers"]) == 2
+        assert all(w.startswith("tcp://127.0.0.1:") for w in info["workers"])
+        listening = [c.laddr for pid in pids for c in psutil.Process(pid).net_connections("inet")
+                     if c.status == psutil.CONN_LISTEN]
+    assert listening and {a.ip for a in listening} == {"127.0.0.1"}, listening
+    assert _environment() == before

@@ -9,7 +9,8 @@ import torch
 
 from .. import consistency, queries
 from ..glauber import GlauberSampler
-from .models import as_model, tokens_of
+from ..workers.cluster import map_blocks
+from .models import as_model, guard, options_of, text_of, tokens_of
 
 __all__ = ["Rectangles", "rectangle_test", "GlauberRun", "glauber_chains"]
 
@@ -42,7 +43,7 @@ class Rectangles:
         return np.abs(self.delta) > self.noise_floor
 
 
-def rectangle_test(model, text, pairs=None) -> Rectangles:
+def rectangle_test(model, text, pairs=None, **options) -> Rectangles:
     r"""Young & You's rectangle test: can one joint have produced the model's conditionals at two positions?
 
     For positions :math:`i, j`, the top two tokens :math:`a, a'` at :math:`i` and :math:`b, b'` at
@@ -59,6 +60,10 @@ def rectangle_test(model, text, pairs=None) -> Rectangles:
     text : str or list of words
     pairs : sequence of (i, j), optional
         Token positions; default every pair.
+    options : keyword options
+        ``allow_unknown=True`` runs even when the model does not know the text (:func:`mlmbook.check_fit`);
+        ``scheduler``: a Dask cluster (its scheduler's address, or a client) to spread the pairs over, in
+        blocks of :data:`PAIR_BLOCK` (computed in the same blocks here): the same numbers either way.
 
     Returns
     -------
@@ -72,14 +77,28 @@ def rectangle_test(model, text, pairs=None) -> Rectangles:
     >>> res.delta.shape, res.inconsistent.dtype == bool, len(res.corners[0])
     ((2,), True, 4)
     """
+    scheduler = options.pop("scheduler", None)
     lm = as_model(model)
+    text = text_of(text)
+    guard(lm, [text], options_of("rectangle_test", options).allow_unknown)
     ids, _, _ = queries.encode_sentence(lm, text)
     if pairs is None:
         pairs = [(i, j) for i in range(len(ids)) for j in range(i + 1, len(ids))]
     pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
-    rect = consistency.top2_rectangles(lm, ids, pairs)
-    corners = [tuple(tokens_of(lm, c)) for c in zip(rect.a, rect.a2, rect.b, rect.b2)]
-    return Rectangles(pairs, np.asarray(rect.delta), corners, consistency.FLOAT32_NOISE_FLOOR)
+    rows = map_blocks(_rectangle_block, list(pairs), lm, ids, scheduler=scheduler, size=PAIR_BLOCK)
+    corners = [tuple(tokens_of(lm, r[:4])) for r in rows]
+    delta = np.array([r[4] for r in rows], dtype=np.float64)
+    return Rectangles(pairs, delta, corners, consistency.FLOAT32_NOISE_FLOOR)
+
+
+PAIR_BLOCK = 256
+"""Pairs per block of :func:`rectangle_test` (every pair of a sentence of up to 23 tokens in one)."""
+
+
+def _rectangle_block(pairs, lm, ids) -> list:
+    """``(a, a', b, b', delta)`` of each pair of one block (on a worker, or here)."""
+    rect = consistency.top2_rectangles(lm, ids, np.asarray(pairs, dtype=np.int64).reshape(-1, 2))
+    return list(zip(rect.a, rect.a2, rect.b, rect.b2, np.asarray(rect.delta, dtype=np.float64)))
 
 
 @dataclass(frozen=True)
@@ -106,7 +125,7 @@ class GlauberRun:
 
 
 def glauber_chains(model, text, steps: int = 100, temperature: float = 1.0, chains: int = 4,
-                   seed: int = 0) -> GlauberRun:
+                   seed: int = 0, **options) -> GlauberRun:
     r"""Run tempered Glauber dynamics: at each step one position per chain is resampled from
     :math:`q(x_i \mid x_{\setminus i})^{1/T}`, renormalised.
 
@@ -122,6 +141,8 @@ def glauber_chains(model, text, steps: int = 100, temperature: float = 1.0, chai
     chains : int
     seed : int
         Same seed, same model: same chains.
+    options : keyword options
+        ``allow_unknown=True`` runs even when the model does not know the text (:func:`mlmbook.check_fit`).
 
     Returns
     -------
@@ -136,6 +157,8 @@ def glauber_chains(model, text, steps: int = 100, temperature: float = 1.0, chai
     ((21, 3), 3)
     """
     lm = as_model(model)
+    text = text_of(text)
+    guard(lm, [text], options_of("glauber_chains", options).allow_unknown)
     ids, _, _ = queries.encode_sentence(lm, text)
     sampler = GlauberSampler(lm, temperature=temperature, seed=seed)
     states = sampler.run(torch.tensor([ids] * chains), steps, progress=False)

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import joints, queries
-from .models import as_model, tokens_of
+from .models import as_model, guard, options_of, text_of, tokens_of
 
 __all__ = ["HCB", "AG", "Joint", "derive_joint"]
 
@@ -82,7 +82,7 @@ def _pivot(pc: joints.PairConditionals, pivot, observed: int) -> int:
     return int(np.flatnonzero(pc.cand_a == int(token))[0])
 
 
-def derive_joint(model, text, i: int, j: int, method="ag", top_k: int | None = None) -> Joint:
+def derive_joint(model, text, i: int, j: int, method="ag", top_k: int | None = None, **options) -> Joint:
     r"""The joint of the tokens at positions ``i`` and ``j`` of ``text``, both masked, from the model's conditionals.
 
     The model gives :math:`q(x_i \mid x_j, \cdot)`, :math:`q(x_j \mid x_i, \cdot)` and the both-masked
@@ -103,6 +103,9 @@ def derive_joint(model, text, i: int, j: int, method="ag", top_k: int | None = N
         Candidates per position: every word for vocabularies up to :data:`AUTO_CANDIDATES`, else the
         model's ``top_k`` (default 50) likeliest tokens with both positions masked (the text's own tokens
         are always candidates).
+    options : keyword options
+        ``allow_unknown=True`` runs even when the model does not know the text (:func:`mlmbook.check_fit`);
+        by default that is a one-line :class:`~mlmbook.errors.DataFitError`.
 
     Returns
     -------
@@ -123,11 +126,13 @@ def derive_joint(model, text, i: int, j: int, method="ag", top_k: int | None = N
     >>> observed.method
     'hcb'
     """
-    options = METHODS.get(method, method) if isinstance(method, str) else method
+    settings = METHODS.get(method, method) if isinstance(method, str) else method
     name = method if isinstance(method, str) else type(method).__name__.lower()
     if name not in METHODS:
         raise ValueError(f"unknown method {method!r}; use one of {', '.join(METHODS)}, HCB(...) or AG(...)")
     lm = as_model(model)
+    text = text_of(text)
+    guard(lm, [text], options_of("derive_joint", options).allow_unknown)
     ids, _, _ = queries.encode_sentence(lm, text)
     if not (0 <= i < len(ids) and 0 <= j < len(ids)) or i == j:
         raise ValueError(f"positions must be two different token positions in [0, {len(ids)}); the text has "
@@ -139,9 +144,9 @@ def derive_joint(model, text, i: int, j: int, method="ag", top_k: int | None = N
     pc = joints.pair_conditionals(lm, ids, i, j, candidates)
     converged = True
     if name == "hcb":
-        probs = joints.hcb(pc, _pivot(pc, options.pivot, ids[i]))
+        probs = joints.hcb(pc, _pivot(pc, settings.pivot, ids[i]))
     elif name == "ag":
-        result = joints.ag(pc, tol=options.tol)
+        result = joints.ag(pc, tol=settings.tol)
         probs, converged = result.joint, bool(result.converged)
     else:
         probs = getattr(joints, name)(pc)

@@ -1,14 +1,20 @@
-"""What the research API accepts as a model: a :class:`~mlmbook.models.base.MaskedLM`, or a name or a
-path loaded once with :func:`~mlmbook.models.load.load_mlm`."""
+"""What the research API accepts: a model (a :class:`~mlmbook.models.base.MaskedLM`, or a name or a path
+loaded once with :func:`~mlmbook.models.load.load_mlm`) and text (a string, a word list or a
+:class:`~mlmbook.corpus.Sentence`, read by its surface tokens); and the one guard every call passes
+(:func:`guard`: the fit check of :mod:`mlmbook.corpus.fit`); the calls' keyword options (:class:`Options`)."""
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from functools import lru_cache
 
+from ..corpus import Fit, Sentence, check_fit
+from ..dependencies.pieces import WINDOW
+from ..dependencies.policy import BUDGET_ROWS
 from ..models.base import MaskedLM
 from ..models.load import load_mlm
 
-__all__ = ["as_model", "tokens_of"]
+__all__ = ["as_model", "tokens_of", "text_of", "guard", "Options", "options_of"]
 
 
 @lru_cache(maxsize=4)
@@ -29,3 +35,49 @@ def as_model(model) -> MaskedLM:
 def tokens_of(lm: MaskedLM, ids) -> list[str]:
     """The token strings of ids."""
     return [lm.vocab[int(t)] for t in ids]
+
+
+def text_of(sentence):
+    """A string or a word list as given; a :class:`~mlmbook.corpus.Sentence` as its surface tokens."""
+    return sentence.tokens if isinstance(sentence, Sentence) else sentence
+
+
+def guard(lm: MaskedLM, texts, allow_unknown: bool) -> Fit:
+    """The fit check every API call makes on its text (:func:`mlmbook.check_fit`): one line of
+    :class:`~mlmbook.errors.DataFitError` when the model does not know the text, unless ``allow_unknown``."""
+    return check_fit(lm, [text_of(t) for t in texts], allow=allow_unknown)
+
+
+@dataclass(frozen=True)
+class Options:
+    """The keyword options of the research API's calls (each call takes those that apply to it).
+
+    Attributes
+    ----------
+    allow_unknown : bool
+        Run even when the model does not fit the text (:func:`mlmbook.check_fit`: unknown pieces, a
+        tokenisation of another language); the default stops with one line.
+    max_words : int or None
+        Read sentences of at most this many scored words (:func:`mlmbook.read_for_model`).
+    budget_rows : int
+        Forward passes a CMI grid may spend (:func:`mlmbook.dependencies.cmi_scores`).
+    window : int or None
+        Largest distance, in pieces, between two positions whose CMI is computed.
+    scheduler : str or distributed.Client, optional
+        A Dask cluster to spread the work over (for the calls that shard their sentences).
+    """
+
+    allow_unknown: bool = False
+    max_words: int | None = None
+    budget_rows: int = BUDGET_ROWS
+    window: int | None = WINDOW
+    scheduler: object = None
+
+
+def options_of(call: str, given: dict, accepted: tuple = ("allow_unknown",)) -> Options:
+    """The :class:`Options` of a call from its keyword arguments; a name it does not take is a TypeError."""
+    wrong = sorted(set(given) - set(accepted))
+    if wrong:
+        raise TypeError(f"{call}() got an unexpected keyword argument {wrong[0]!r}; its options are "
+                        f"{', '.join(accepted)}")
+    return Options(**given)

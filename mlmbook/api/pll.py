@@ -6,7 +6,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import queries
-from .models import as_model, tokens_of
+from ..workers.cluster import map_blocks
+from .models import as_model, guard, options_of, text_of, tokens_of
 
 __all__ = ["TokenScores", "pll"]
 
@@ -44,7 +45,7 @@ class TokenScores:
 
 
 def pll(model, sentences, variant: str = "token", per_token: bool = False, reduction: str = "sum",
-        full_softmax: bool = True):
+        full_softmax: bool = True, **options):
     r"""Pseudo-log-likelihood (Salazar et al. 2020) of each sentence under a masked LM.
 
     .. math:: \mathrm{PLL}(x) = \sum_{t=1}^{n} \log q(x_t \mid x_{\setminus t})
@@ -53,8 +54,8 @@ def pll(model, sentences, variant: str = "token", per_token: bool = False, reduc
     ----------
     model : MaskedLM, model name or path
         e.g. ``mlmbook.load_mlm("toy")``, ``"bert-base-uncased"`` or a saved model's folder.
-    sentences : sequence of str or of word lists
-        Plain strings are split as the model's tokenizer splits them.
+    sentences : sequence of str, of word lists or of :class:`mlmbook.Sentence`
+        Plain strings are split as the model's tokenizer splits them; a Sentence is read by its surface tokens.
     variant : ``"token"`` or ``"word_l2r"``
         ``"word_l2r"`` (Kauf & Ivanova 2023) masks a piece together with the later pieces of its word.
     per_token : bool
@@ -64,6 +65,12 @@ def pll(model, sentences, variant: str = "token", per_token: bool = False, reduc
     full_softmax : bool
         Softmax over the whole vocabulary, special tokens included (the literature's, minicons'),
         or over words only.
+    options : keyword options
+        ``allow_unknown=True`` scores text the model does not know (:func:`mlmbook.check_fit`: more than 10 %
+        unknown pieces, or a tokenisation of another language) instead of stopping with a one-line
+        :class:`~mlmbook.errors.DataFitError`; ``scheduler``: a Dask cluster (its scheduler's address, or
+        a client) to spread the sentences over, in blocks of :data:`mlmbook.workers.cluster.BLOCK`
+        (computed in the same blocks here): the same numbers either way.
 
     Returns
     -------
@@ -85,9 +92,11 @@ def pll(model, sentences, variant: str = "token", per_token: bool = False, reduc
     """
     if reduction not in REDUCTIONS:
         raise ValueError(f"unknown reduction {reduction!r}; use one of {', '.join(REDUCTIONS)}")
+    scheduler = options.pop("scheduler", None)
     lm = as_model(model)
-    sentences = [sentences] if isinstance(sentences, str) else list(sentences)
-    terms = queries.pll_tokens(lm, sentences, variant=variant, full_softmax=full_softmax)
+    sentences = [sentences] if isinstance(sentences, str) else [text_of(s) for s in sentences]
+    guard(lm, sentences, options_of("pll", options).allow_unknown)
+    terms = map_blocks(_pll_block, sentences, lm, variant, full_softmax, scheduler=scheduler)
     if per_token:
         out = []
         for sentence, scores in zip(sentences, terms):
@@ -95,3 +104,8 @@ def pll(model, sentences, variant: str = "token", per_token: bool = False, reduc
             out.append(TokenScores(tokens_of(lm, ids), scores, words, pieces))
         return out
     return np.array([t.sum() if reduction == "sum" else (t.mean() if len(t) else np.nan) for t in terms])
+
+
+def _pll_block(sentences, lm, variant, full_softmax) -> list:
+    """The PLL terms of one block of sentences (on a worker, or here)."""
+    return queries.pll_tokens(lm, sentences, variant=variant, full_softmax=full_softmax)

@@ -7,7 +7,7 @@ import numpy as np
 import torch
 
 from .. import queries, rank
-from .models import as_model
+from .models import as_model, guard, options_of, text_of
 
 __all__ = ["Ranks", "effective_rank"]
 
@@ -28,6 +28,8 @@ class Ranks:
         Rows in ``clean`` and ``[MASK]`` rows in ``masked_all``.
     eps : float
     layer : int
+    n_sentences, n_too_long : int
+        Sentences used, and sentences left out because the model cannot read them whole (longer than its window).
     """
 
     clean: int
@@ -37,10 +39,12 @@ class Ranks:
     n_mask_rows: int
     eps: float
     layer: int
+    n_sentences: int = 0
+    n_too_long: int = 0
 
 
 def effective_rank(model, sentences, layer: int = -1, mask_rate: float = 0.15, eps: float = rank.DEFAULT_EPS,
-                   seed: int = 0) -> Ranks:
+                   seed: int = 0, **options) -> Ranks:
     r"""How many directions a layer's representations use, with and without ``[MASK]`` in the input.
 
     .. math:: \operatorname{rank}_\varepsilon(H) = \min\Big\{k : \frac{\sum_{i\le k}\sigma_i^2}
@@ -53,13 +57,16 @@ def effective_rank(model, sentences, layer: int = -1, mask_rate: float = 0.15, e
     Parameters
     ----------
     model : MaskedLM with hidden states, model name or path
-    sentences : sequence of str or of word lists
+    sentences : sequence of str, of word lists or of :class:`mlmbook.Sentence`
+        Sentences longer than the model's window are left out and counted (``n_too_long``).
     layer : int
         Index into the hidden states (0: embeddings, -1: the last layer).
     mask_rate : float
     eps : float
         Share of the energy that may be left out.
     seed : int
+    options : keyword options
+        ``allow_unknown=True`` runs even when the model does not know the text (:func:`mlmbook.check_fit`).
 
     Returns
     -------
@@ -74,10 +81,17 @@ def effective_rank(model, sentences, layer: int = -1, mask_rate: float = 0.15, e
     True
     """
     lm = as_model(model)
+    texts = [text_of(s) for s in ([sentences] if isinstance(sentences, str) else sentences)]
+    encoded = [queries.encode_sentence(lm, t)[0] for t in texts]
+    fits = [k for k, e in enumerate(encoded) if 0 < len(e) <= lm.max_length]
+    if not fits:
+        raise ValueError(f"none of the {len(texts)} sentences fits the model's window of {lm.max_length} tokens; "
+                         f"give shorter sentences")
+    guard(lm, [texts[k] for k in fits], options_of("effective_rank", options).allow_unknown)
     rng = np.random.default_rng(seed)
     clean, real, everything, n_mask = [], [], [], 0
-    for sentence in sentences:
-        ids = torch.tensor([queries.encode_sentence(lm, sentence)[0]])
+    for k in fits:
+        ids = torch.tensor([encoded[k]])
         k = max(1, int(round(mask_rate * ids.shape[1])))
         masked_at = torch.as_tensor(rng.choice(ids.shape[1], k, replace=False))
         corrupted = ids.clone()
@@ -89,4 +103,5 @@ def effective_rank(model, sentences, layer: int = -1, mask_rate: float = 0.15, e
         n_mask += k
     clean, real, everything = (torch.cat(x).double().numpy() for x in (clean, real, everything))
     return Ranks(rank.effective_rank_mass(clean, eps), rank.effective_rank_mass(real, eps),
-                 rank.effective_rank_mass(everything, eps), len(clean), n_mask, eps, layer)
+                 rank.effective_rank_mass(everything, eps), len(clean), n_mask, eps, layer, len(fits),
+                 len(texts) - len(fits))

@@ -21,8 +21,15 @@ module              what
 :mod:`.tracking`    rank correlations: inconsistency against a pair-level quantity, an
                     incompatibility budget against the ensemble's gain across models
 :mod:`.regime`      one model's measurements for the regime map, and their intervals
+:mod:`.corpus`      chapter 3's sentences, their pairs and the ensemble's targets
+:mod:`.dependence`  the truth's CMI of a pair; two kinds of pairs compared within sentences
+:mod:`.noise`       the noise knob's exact floor and the models' fit
+:mod:`.paper`       the paper's numbers and the last edition's span result
+:mod:`.shown`       a descriptive interval recorded whole, its parts glued for the prose
+:mod:`.figures`     chapter 3's figures (imported on its own: it needs matplotlib)
 ==================  ==========================================================================
 """
+from . import corpus, dependence, noise, paper, regime
 from .ensemble import (
                        Curve,
                        Versions,
@@ -46,8 +53,9 @@ from .order import (
                        probe_pairs,
 )
 from .rectangle import FLOAT32_NOISE_FLOOR, Rectangles, noise_floor, rectangle_delta, rectangle_deltas, top2_rectangles
-from .spans import SPANS, fits_spans, span_routes
-from .tracking import budget_tracking, pearson, rank_gap_interval, rank_interval, spearman
+from .shown import Shown
+from .spans import ARMS, SPANS, Targets, arms, fits_spans, span_routes, stacked
+from .tracking import budget_tracking, pearson, rank_gap_interval, rank_interval, spearman, target_budget
 
 __all__ = [
     "rectangle_delta", "rectangle_deltas", "top2_rectangles", "noise_floor", "Rectangles", "FLOAT32_NOISE_FLOOR",
@@ -55,6 +63,7 @@ __all__ = [
     "PairProbes", "pair_flips", "one_pair_per_sentence",
     "route_versions", "ensemble_versions", "ensemble_versions_many", "harsh", "combine", "ensemble_curve", "Curve",
     "Versions", "disagreement_rate",
-    "SPANS", "span_routes", "fits_spans",
+    "SPANS", "ARMS", "span_routes", "fits_spans", "arms", "stacked", "Shown",
+    "corpus", "dependence", "noise", "paper", "regime", "target_budget", "Targets",
     "spearman", "pearson", "rank_interval", "rank_gap_interval", "budget_tracking",
 ]

@@ -176,7 +176,7 @@ class PairProbes(NamedTuple):
 
 
 def probe_pairs(lm: MaskedLM, ids, pairs, rectangles: Rectangles | None = None, progress: bool = False,
-                flips: bool = True, alternatives=None, desc: str = "pairs") -> PairProbes:
+                flips: bool = True, alternatives=None, desc: str = "pairs", index=None) -> PairProbes:
     r"""The rectangle test, the order inconsistency and preference flips for many pairs of positions.
 
     All queries go through :mod:`mlmbook.queries` (length groups, de-duplication, one memory
@@ -196,6 +196,9 @@ def probe_pairs(lm: MaskedLM, ids, pairs, rectangles: Rectangles | None = None, 
         Also count preference flips (:func:`pair_flips`).
     alternatives : array_like (P,), optional
         The alternative words of the flips (e.g. another model's ``flips.alt``, to test the same bigrams).
+    index : array_like (P,), optional
+        The pairs' rows in a longer list they were taken from, so that each flip alters the same side
+        as it did there (:func:`pair_flips`).
 
     Returns
     -------
@@ -218,18 +221,20 @@ def probe_pairs(lm: MaskedLM, ids, pairs, rectangles: Rectangles | None = None, 
         rect = r._replace(delta=rectangle_deltas(lm, both, i, j, r.a, r.a2, r.b, r.b2, progress=progress))
     rows = [sents[t] for t in s]
     order = order_inconsistency(lm, rows, i, j, progress=progress)
-    out = pair_flips(lm, sents, pairs, alternatives, progress=progress) if flips else None
+    out = pair_flips(lm, sents, pairs, alternatives, progress=progress, index=index) if flips else None
     return PairProbes(rect, order, out)
 
 
-def pair_flips(lm: MaskedLM, ids, pairs, alternatives=None, progress: bool = False) -> Flips:
+def pair_flips(lm: MaskedLM, ids, pairs, alternatives=None, progress: bool = False, index=None) -> Flips:
     """:func:`preference_flips` of many ``(sentence, i, j)`` pairs; the word altered alternates between
     the first and the second position of successive pairs (even rows: ``i``, odd rows: ``j``), so
-    neither side is favoured. ``alternatives``: the words to compare with (default: the model's own)."""
+    neither side is favoured. ``alternatives``: the words to compare with (default: the model's own).
+    ``index``: the rows' numbers in a longer list of pairs (a subset keeps the sides chosen there)."""
     pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 3)
     sents = as_rows(ids)
     s, i, j = pairs.T
-    odd = np.arange(len(pairs)) % 2 == 1
+    rows = np.arange(len(pairs)) if index is None else np.asarray(index, dtype=np.int64).reshape(-1)
+    odd = rows % 2 == 1
     altered, kept = np.where(odd, j, i), np.where(odd, i, j)
     return preference_flips(lm, [sents[t] for t in s], altered, kept, alt=alternatives, progress=progress)
 

@@ -3,7 +3,7 @@ r"""Chapter 3's regime map: inconsistency and the Ensemble of Conditionals acros
 For one model (a rung of :mod:`mlmbook.models.ladder`, or a knob setting of the zoo)
 :func:`rung_measures` runs the probes on a fixed set of pairs and the ensemble on a fixed set of
 targets, and keeps the per-pair and per-target values; the truth's conditional gives every
-target its **Bayes value**. :func:`rung_points` turns them into intervals of :mod:`mlmbook.stats`:
+target its **Bayes value**. :func:`rung_intervals` turns them into intervals of :mod:`mlmbook.stats`:
 
 ==================  ========================================================================
 ``delta``           median :math:`|\Delta|` of the top-2 rectangles
@@ -12,7 +12,8 @@ target its **Bayes value**. :func:`rung_points` turns them into intervals of :mo
 ``paper``           mean order inconsistency of one random pair per sentence (the paper's sample)
 ``loss_gain``       the ensemble's mean gain in log-loss, :math:`\ell^{\text{single}} - \ell^{\text{EoC}}`
 ``loss_headroom``   the single conditional's mean excess over the Bayes value
-``loss_frac``       the gain as a fraction of the headroom (below), 0/0 undefined
+``loss_frac``       the gain as a fraction of the headroom (below), with Fieller's interval:
+                    *undefined* when the headroom's interval contains 0 (:func:`headroom_fraction`)
 ``alone_frac``      the same fraction for the routes' versions on their own
 ``acc_frac``        the same fraction in accuracy
 ==================  ========================================================================
@@ -21,11 +22,15 @@ target its **Bayes value**. :func:`rung_points` turns them into intervals of :mo
                    {\sum_n \big(\ell^{\text{single}}_n - \ell^{\text{Bayes}}_n\big)}
 
 is 1 when the ensemble reaches the Bayes value, 0 when it changes nothing, negative when it
-widens the gap. Predictors are scored over the whole vocabulary without the gold word forced
+widens the gap. Pairs are drawn several per sentence, so the pair quantities resample sentences
+(``pair_units``); each target has a sentence of its own. Every interval is descriptive (95 %).
+Predictors are scored over the whole vocabulary without the gold word forced
 into the candidates (:func:`~.ensemble.ensemble_curve` with ``vocabulary=True``).
 """
 from __future__ import annotations
 
+import math
+from dataclasses import replace
 from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
@@ -37,7 +42,8 @@ from .order import PairProbes, order_inconsistency, probe_pairs
 if TYPE_CHECKING:
     from ..models.base import MaskedLM
 
-__all__ = ["QUANTITIES", "rung_measures", "ensemble_scores", "rung_points", "concat"]
+__all__ = ["QUANTITIES", "rung_measures", "ensemble_scores", "rung_intervals", "concat", "headroom_fraction",
+           "cluster_median", "rung_table"]
 
 QUANTITIES = ("delta", "order", "flips", "paper", "loss_gain", "loss_headroom", "loss_frac", "alone_frac",
               "acc_frac")
@@ -69,7 +75,7 @@ def ensemble_scores(versions: Sequence[Versions], gold, truth_p: Sequence[np.nda
 def rung_measures(lm: MaskedLM, ids: Sequence, pairs: np.ndarray, eoc_ids: Sequence, targets: Sequence[int],
                   aux: Sequence[Sequence[int]], truth_p: Sequence[np.ndarray], candidates: int = 20,
                   probes: PairProbes | None = None, versions: Sequence[Versions] | None = None,
-                  paper_ids: Sequence | None = None, paper_pairs: np.ndarray | None = None) -> dict:
+                  paper_ids: Sequence | None = None, paper_pairs: np.ndarray | None = None, index=None) -> dict:
     """Per-pair and per-target measurements of one model.
 
     Parameters
@@ -82,6 +88,7 @@ def rung_measures(lm: MaskedLM, ids: Sequence, pairs: np.ndarray, eoc_ids: Seque
     probes, versions : optional, this model's :func:`~.order.probe_pairs` of ``pairs`` and
         :func:`~.ensemble.ensemble_versions_many` of the targets when the caller has them already
     paper_ids, paper_pairs : optional, sentences and one ``(sentence, i, j)`` pair each (the paper's sample)
+    index : optional, the pairs' rows in the list they were drawn from (the flips alter the same sides)
 
     Returns
     -------
@@ -90,7 +97,7 @@ def rung_measures(lm: MaskedLM, ids: Sequence, pairs: np.ndarray, eoc_ids: Seque
     ``hit_ens``, ``hit_bayes`` (0/1 per target)
     """
     if probes is None:
-        probes = probe_pairs(lm, ids, pairs)
+        probes = probe_pairs(lm, ids, pairs, index=index)
     if versions is None:
         versions = ensemble_versions_many(lm, eoc_ids, targets, aux, candidates=candidates)
     gold = np.array([int(r[t]) for r, t in zip(eoc_ids, targets)])
@@ -113,45 +120,84 @@ def concat(measures: Sequence[dict]) -> tuple[dict, np.ndarray, np.ndarray]:
     return out, pg, tg
 
 
-def rung_points(m: dict, level: float = stats.LEVEL, seed: int = 0, pair_groups=None,
-                target_groups=None, quantities=QUANTITIES) -> dict:
+def headroom_fraction(single, other, bayes, level: float = stats.LEVEL) -> stats.Interval:
+    r"""The share of the headroom that ``other`` closes, :math:`\sum (s - o) / \sum (s - b)`, with Fieller's interval.
+
+    ``single``, ``other`` and ``bayes`` are per-target scores (log-losses; for accuracy pass the hits with
+    their signs flipped); each target is its own unit. Numerator and denominator are means over the same
+    targets, so their covariance enters the interval (:func:`mlmbook.stats.fieller`). When the headroom's
+    own interval contains 0 — a model about as good as the truth, or no headroom at all — the fraction is
+    **undefined**, never a number.
+    """
+    s, o, b = (np.asarray(x, dtype=float).ravel() for x in (single, other, bayes))
+    a, h = s - o, s - b
+    n = len(a)
+    if n < 2 or not np.any(h != 0):
+        return stats.undefined("no headroom: the single conditional is the truth's on every target", n=n,
+                               level=level)
+    cov = np.cov(a, h, ddof=1)
+    iv = stats.fieller(a.mean(), h.mean(), math.sqrt(cov[0, 0] / n), math.sqrt(cov[1, 1] / n), cov[0, 1] / n,
+                       level=level, df=n - 1)
+    return replace(iv, n=n, method=f"{iv.method} over {n} targets") if iv.defined else replace(iv, n=n)
+
+
+def cluster_median(values, units, level: float = stats.LEVEL, seed: int = 0) -> stats.Interval:
+    """The median of ``values`` with a percentile interval that resamples whole units (sentences) with replacement."""
+    x = np.asarray(values, dtype=float)
+    _, inverse = np.unique(np.asarray(units), return_inverse=True)
+    groups = [x[inverse == k] for k in range(inverse.max() + 1)]
+    rng = np.random.default_rng(seed)
+    n_boot = stats.replicates_for(level)
+    reps = np.array([np.median(np.concatenate([groups[k] for k in rng.integers(0, len(groups), len(groups))]))
+                     for _ in range(n_boot)])
+    lo, hi = np.quantile(reps, [(1 - level) / 2, (1 + level) / 2])
+    est = float(np.median(x))
+    return stats.Interval(est, float(min(lo, est)), float(max(hi, est)), level,
+                          f"percentile bootstrap over {len(groups)} sentences", len(groups), float(np.std(reps)))
+
+
+def rung_intervals(m: dict, level: float = stats.LEVEL, seed: int = 0, pair_units=None,
+                quantities=QUANTITIES) -> dict:
     """The map's points of one rung: a :class:`~mlmbook.stats.Interval` per quantity of
-    :data:`QUANTITIES` (see the module), at ``level``. With group labels (e.g. training seeds,
-    :func:`concat`) every interval is hierarchical: seeds, then pairs or targets."""
-    pg, tg = pair_groups, target_groups
-
-    def mean(x):
-        return x.mean(-1)
-
+    :data:`QUANTITIES` (see the module), at ``level``. ``pair_units``: the sentence of each pair
+    (pairs are resampled by sentence); targets are one per sentence."""
+    pg = pair_units
     out = {}
     for q in quantities:
         if q == "delta":
-            out[q] = stats.bootstrap(lambda x: np.median(x, -1), m["abs_delta"], level=level, seed=seed,
-                                     groups=pg, what="pairs")
-        elif q == "order":
-            out[q] = stats.bootstrap(mean, m["order"], level=level, seed=seed, groups=pg, what="pairs")
-        elif q == "flips":
-            k, n = int(m["flip"].sum()), len(m["flip"])
-            out[q] = (stats.proportion(k, n, level=level) if pg is None else
-                      stats.bootstrap(mean, m["flip"], level=level, seed=seed, groups=pg, what="pairs"))
+            out[q] = (stats.bootstrap(lambda x: np.median(x, -1), m["abs_delta"], level=level, seed=seed, what="pairs")
+                      if pg is None else cluster_median(m["abs_delta"], pg, level=level, seed=seed))
+        elif q in ("order", "flips"):
+            out[q] = stats.describe(m["flip" if q == "flips" else "order"], units=pg, level=level, seed=seed,
+                                    what="sentences")
         elif q == "paper":
             if "paper" in m:
-                out[q] = stats.bootstrap(mean, m["paper"], level=level, seed=seed, what="sentences")
+                out[q] = stats.describe(m["paper"], level=level, seed=seed, what="sentences")
         elif q == "loss_gain":
-            out[q] = stats.bootstrap(lambda s, e: (s - e).mean(-1), m["single"], m["ens"], level=level, seed=seed,
-                                     groups=tg, what="targets")
+            out[q] = stats.describe(m["single"] - m["ens"], level=level, seed=seed, what="targets")
         elif q == "loss_headroom":
-            out[q] = stats.bootstrap(lambda s, b: (s - b).mean(-1), m["single"], m["bayes"], level=level,
-                                     seed=seed, groups=tg, what="targets")
+            out[q] = stats.describe(m["single"] - m["bayes"], level=level, seed=seed, what="targets")
         elif q == "loss_frac":
-            out[q] = stats.ratio(m["single"], m["single"] - m["bayes"], minus=m["ens"], level=level, seed=seed,
-                                 groups=tg, what="targets")
+            out[q] = headroom_fraction(m["single"], m["ens"], m["bayes"], level=level)
         elif q == "alone_frac":
-            out[q] = stats.ratio(m["single"], m["single"] - m["bayes"], minus=m["alone"], level=level, seed=seed,
-                                 groups=tg, what="targets")
+            out[q] = headroom_fraction(m["single"], m["alone"], m["bayes"], level=level)
         elif q == "acc_frac":
-            out[q] = stats.ratio(m["hit_ens"], m["hit_bayes"] - m["hit_single"], minus=m["hit_single"], level=level,
-                                 seed=seed, groups=tg, what="targets")
+            out[q] = headroom_fraction(-m["hit_single"], -m["hit_ens"], -m["hit_bayes"], level=level)
         else:
             raise ValueError(f"unknown quantity {q!r}; use one of {', '.join(QUANTITIES)}")
     return out
+
+
+def rung_table(names, kl, points: Sequence[dict]):
+    """Every rung's values with 95 % intervals (the regime map's points), five columns to fit the page."""
+    from ..tables import table as html_table
+    from .shown import interval_label
+
+    def show(iv, digits=3):
+        return interval_label(iv, digits) if iv.defined else "undefined"
+
+    rows = [[n, f"{k:.2f}", show(p["flips"]), show(p["paper"]), show(p["loss_headroom"]), show(p["loss_frac"])]
+            for n, k, p in zip(names, kl, points)]
+    return html_table(rows, header=["rung", "KL to truth", "flip share", "paper's measure", "headroom (nats)",
+                                    "gain / headroom"],
+                      caption="Each rung's values, 95 % intervals (the fraction by Fieller)")

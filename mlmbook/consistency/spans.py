@@ -19,9 +19,11 @@ are the BERT-style routes of one adjacent auxiliary word.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
-__all__ = ["SPANS", "span_routes", "fits_spans"]
+import numpy as np
+
+__all__ = ["SPANS", "ARMS", "Targets", "span_routes", "fits_spans", "arms", "stacked", "seed_table"]
 
 SPANS = ((2, 0), (2, 1), (3, 0), (3, 1), (3, 2))
 """The (length, offset) of every span route: each span of 2 or 3 words that covers the target."""
@@ -48,3 +50,69 @@ def span_routes(t: int, positions: Sequence[int], spans=SPANS) -> list[tuple]:
 def fits_spans(t: int, positions: Sequence[int], spans=SPANS) -> bool:
     """Whether every span of ``spans`` around ``t`` fits inside ``positions`` (all versions exist)."""
     return len(span_routes(t, positions, spans)) == len(spans)
+
+
+ARMS = (("span", "span routes, span model"), ("token", "single-word routes, span model"),
+        ("twin", "span routes, token-masked twin"))
+"""The span comparison's arms: ``(key, label)``. ``"token"`` is the control: the same span model and
+targets, as many versions over the same candidates, routes of one nearest word instead of spans."""
+
+
+class Targets(NamedTuple):
+    """The targets the span comparison predicts, the same for every model.
+
+    ``ids``: their sentences (token ids); ``targets``: the positions; ``positions``: each sentence's
+    maskable positions (the span routes' words); ``aux``: each target's nearest positions (the single-word
+    routes); ``gold``: the observed words; ``truth_p``: the truth's conditionals at the targets.
+    """
+
+    ids: list
+    targets: list
+    positions: list
+    aux: list
+    gold: np.ndarray
+    truth_p: list
+
+
+def arms(span_lm, twin_lm, items: Targets, candidates: int = 8, progress: bool = False) -> dict:
+    """Per-target scores (:func:`~.regime.ensemble_scores`) of each arm of :data:`ARMS` for one seed.
+
+    ``span_lm`` is a span-trained model and ``twin_lm`` its token-masked twin (same width, steps and seed);
+    every arm's versions are over the same ``candidates`` (the direct conditional's top K), and the
+    single-word arm has as many routes as the span arm.
+    """
+    from .ensemble import route_versions
+    from .regime import ensemble_scores
+    spans = [span_routes(t, p) for t, p in zip(items.targets, items.positions)]
+    words = [[(int(k),) for k in a[:len(s)]] for a, s in zip(items.aux, spans)]
+    out = {}
+    for key, lm, routes in (("span", span_lm, spans), ("token", span_lm, words), ("twin", twin_lm, spans)):
+        versions = route_versions(lm, items.ids, items.targets, routes, candidates=candidates, progress=progress)
+        out[key] = ensemble_scores(versions, items.gold, items.truth_p)
+    return out
+
+
+def stacked(per_seed: dict, value) -> tuple:
+    """``(values, seeds)``: ``value(scores)`` of every seed's targets, one after another, with each row's seed
+    (the rows of a claim about the training recipe: :meth:`mlmbook.stats.Study.answer` with ``seeds=``)."""
+    rows = [np.asarray(value(scores), dtype=float) for scores in per_seed.values()]
+    return np.concatenate(rows), np.concatenate([np.full(len(r), s) for s, r in zip(per_seed, rows)])
+
+
+def seed_table(per_seed: dict):
+    """Each seed's log-loss gains (nats, 95 % intervals over targets) of the three :data:`ARMS`, with the span
+    model's and the twin's single-token headroom beside them (an HTML table)."""
+    from .. import stats
+    from ..tables import table
+    from .shown import interval_label
+
+    def gain(sc, arm):
+        return interval_label(stats.describe(sc[arm]["single"] - sc[arm]["ens"]))
+
+    def head(sc, arm):
+        return f"{(sc[arm]['single'] - sc[arm]['bayes']).mean():.2f}"
+
+    rows = [[f"seed {s}", f"{head(sc, 'span')} / {head(sc, 'twin')}", *(gain(sc, arm) for arm, _ in ARMS)]
+            for s, sc in per_seed.items()]
+    return table(rows, header=["", "headroom: span / twin", "span routes", "single-word routes", "twin, span routes"],
+                 caption="Per seed: log-loss gain (nats, 95 %) and headroom (nats)")

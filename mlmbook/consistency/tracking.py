@@ -19,7 +19,7 @@ from scipy.stats import rankdata
 
 from .. import stats
 
-__all__ = ["spearman", "pearson", "rank_interval", "rank_gap_interval", "budget_tracking"]
+__all__ = ["spearman", "pearson", "rank_interval", "rank_gap_interval", "budget_tracking", "target_budget"]
 
 
 def spearman(x, y) -> np.ndarray:
@@ -69,3 +69,15 @@ def budget_tracking(budget, gain, level: float = stats.LEVEL, seed: int = 0) -> 
         raise ValueError("budget_tracking needs two (targets, models) arrays of one shape with 3 or more models")
     return stats.bootstrap(lambda x, y: spearman(x.mean(-2), y.mean(-2)), b, g, level=level, seed=seed,
                            what="targets")
+
+
+def target_budget(distance, sentences, targets, aux) -> np.ndarray:
+    """Per target, the mean ``distance(sentences, pairs)`` of the pairs (target, auxiliary word): its
+    **incompatibility budget** when ``distance`` is a pair's distance from the nearest compatible joint
+    (the chapter's ``incompatibility``: chapter 2's AG objective at its minimum, per conditional).
+
+    ``distance`` takes the sentences and a ``(P, 3)`` array of ``(sentence, i, j)`` rows and returns P values.
+    """
+    pairs = np.array([(n, t, a) for n, (t, ks) in enumerate(zip(targets, aux)) for a in ks], dtype=np.int64)
+    d = np.asarray(distance(sentences, pairs), dtype=float)
+    return np.array([d[pairs[:, 0] == n].mean() for n in range(len(targets))])

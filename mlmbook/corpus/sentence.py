@@ -3,13 +3,23 @@
 ``heads[i]`` is the 0-based index of word ``i``'s head, ``-1`` for the root (UD's ``HEAD``
 minus one). Edges are unordered pairs ``(min, max)`` of word indices, the root arc excluded:
 the objects UUAS counts.
+
+Surface text and syntactic words. A treebank splits some surface tokens into several syntactic
+words (UD multiword tokens: French ``du`` = ``de le``, English ``don't`` = ``do n't``). The tree
+is over the words; **the model reads the surface tokens** (:attr:`Sentence.tokens`), as it would
+read the text. :meth:`Sentence.surface` returns the words together with that mapping (a
+:class:`Surface`), and :func:`encode` gives every word the pieces of its surface token. The
+convention for two words that share one token: they share its positions, so an analysis over
+words gives them the same pieces and cannot tell them apart; a pair of two such words is not
+scored (its score is 0, see :mod:`mlmbook.dependencies.pieces`).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from typing import Iterable, Sequence
 
-__all__ = ["Sentence", "Multiword", "Edge", "edges_from_heads", "remove_punct", "filter_length", "PUNCT_TAGS"]
+__all__ = ["Sentence", "Multiword", "Edge", "Surface", "encode", "model_words", "edges_from_heads", "remove_punct",
+           "filter_length", "PUNCT_TAGS"]
 
 Edge = tuple[int, int]
 
@@ -71,17 +81,78 @@ class Sentence:
 
     @property
     def tokens(self) -> list[str]:
-        """Surface tokens: words, with each multiword range replaced by its surface form."""
+        """Surface tokens: words, with each multiword range replaced by its surface form (what the model reads)."""
+        return self.surface().tokens
+
+    @property
+    def token_of(self) -> list[int]:
+        """For each word, the index of its surface token in :attr:`tokens`."""
+        return self.surface().token_of
+
+    def surface(self) -> "Surface":
+        """The words (a list) with the surface tokens the model reads and each word's token."""
         starts = {m.start: m for m in self.multiword}
-        out, i = [], 0
+        tokens, token_of, i = [], [], 0
         while i < len(self.words):
-            if i in starts:
-                out.append(starts[i].form)
-                i = starts[i].end + 1
-            else:
-                out.append(self.words[i])
-                i += 1
-        return out
+            m = starts.get(i)
+            end = m.end if m is not None and m.end < len(self.words) else i
+            tokens.append(m.form if end > i else self.words[i])
+            token_of += [len(tokens) - 1] * (end - i + 1)
+            i = end + 1
+        return Surface(self.words, tokens, token_of)
+
+
+class Surface(list):
+    """A sentence's syntactic words (the list itself) and the surface tokens a model reads.
+
+    Attributes
+    ----------
+    tokens : list of str
+        The surface tokens (a multiword token such as ``don't`` once, not ``do n't``).
+    token_of : list of int
+        For each word, the index of its token; two words of one multiword token share it.
+
+    Every estimator that takes "a sentence as a list of words" accepts a :class:`Surface` and then
+    feeds the model :attr:`tokens` (through :func:`encode`), while its results stay indexed by words.
+    """
+
+    def __init__(self, words: Sequence[str], tokens: Sequence[str] | None = None,
+                 token_of: Sequence[int] | None = None):
+        super().__init__(words)
+        self.tokens = list(self) if tokens is None else list(tokens)
+        self.token_of = list(range(len(self))) if token_of is None else [int(t) for t in token_of]
+        if len(self.token_of) != len(self) or (self.token_of and not 0 <= min(self.token_of) <= max(
+                self.token_of) < len(self.tokens)):
+            raise ValueError(f"token_of must give each of the {len(self)} words a token in [0, {len(self.tokens)})")
+
+    @property
+    def shared(self) -> bool:
+        """Whether some words share a surface token."""
+        return len(self.tokens) != len(self)
+
+    def __reduce__(self):
+        return (Surface, (list(self), self.tokens, self.token_of))
+
+
+def model_words(sentence) -> list[str] | Surface:
+    """What a model reads of ``sentence``: a :class:`Sentence` as its :meth:`~Sentence.surface` (words that
+    remember their surface tokens); a :class:`Surface` or a word list as it is."""
+    return sentence.surface() if isinstance(sentence, Sentence) else sentence
+
+
+def encode(lm, words) -> tuple[list[int], list[list[int]]]:
+    """Token ids of a sentence and, for each **word**, the positions of its pieces.
+
+    ``words`` is a word list, a :class:`Surface` or a :class:`Sentence`. With surface tokens the model
+    reads the tokens (``lm.encode_words(tokens)``) and each word gets the pieces of its token: two words of
+    one multiword token get the same positions. For a plain word list this is ``lm.encode_words(words)``.
+    """
+    words = model_words(words)
+    tokens = getattr(words, "tokens", None)
+    if tokens is None or not words.shared:
+        return lm.encode_words(list(words))
+    ids, pieces = lm.encode_words(list(tokens))
+    return ids, [list(pieces[t]) for t in words.token_of]
 
 
 def remove_punct(sentence: Sentence, punct_tags: Iterable[str] = PUNCT_TAGS) -> Sentence:

@@ -9,34 +9,44 @@ syntactic tree by unlabelled undirected attachment score (UUAS).
 module          what
 ==============  ===========================================================================
 ``pieces``      sub-word pieces, the pairs to score, piece scores -> word scores
-``cmi``         the exact CMI grid (full or top-K), the Gibbs chain's limit, the truth's CMI
+``cmi``         the CMI grid (full, or K candidates per position), the Gibbs chain's limit, the truth's CMI
+``policy``      which CMI estimator a budget affords (exact grid, or top-K with its bound)
+``truncation``  the top-K grid on the truth: exact and truncated CMI from the same exact joints
 ``gibbs``       the paper's Monte Carlo estimator of CMI
 ``cpmi``        Hoover et al.'s contextual PMI
 ``trees``       decoding (maximum spanning tree, Eisner), UUAS counting
 ``baselines``   adjacent chain, uniformly random trees, random projective trees
 ``dmv``         the dependency model with valence, trained by EM
 ``sample``      the sentences scored (punctuation read, not scored), recall by relation
-``evaluate``    a model's trees and counts, its CMI against the truth's, paired verdicts
-``regime``      the ladder of models against the truth's trees
+``design``      chapter 1's sample: sizes per profile, a nested length-stratified order
+``questions``   chapter 1's primary questions (the study) and the rows of a UUAS difference
+``evaluate``    a model's trees and counts, its CMI against the truth's
+``mechanism``   the model's CMI on gold edges the truth leaves at zero, against other such pairs
+``regime``      the ladder of models beside the truth's trees (descriptive)
+``summary``     chapter 1's tables: its numbers beside the papers', every toy model's fit beside its trees
+``cited``       an interval the prose cites by its parts (``record(key, Cited(iv))``)
 ``figures``     the chapter's figures, one function each (imported on its own: it needs matplotlib)
 ==============  ===========================================================================
 
-Intervals and verdicts come from :mod:`mlmbook.stats` (:func:`~mlmbook.stats.ratio` on the
-counts of :func:`uuas_counts`, :func:`~mlmbook.stats.decide`); :func:`evaluate.compare` does
-both for two parsers. Gold edges: :func:`mlmbook.corpus.edges_from_heads`.
+Intervals and answers come from :mod:`mlmbook.stats` (:func:`~mlmbook.stats.ratio` on the
+counts of :func:`uuas_counts`, :func:`~mlmbook.stats.describe` and the study of
+:mod:`~mlmbook.dependencies.questions` on the rows of :func:`questions.uuas_rows`). Gold edges:
+:func:`mlmbook.corpus.edges_from_heads`.
 """
-from . import evaluate, regime, sample
+from . import cited, design, evaluate, mechanism, questions, regime, sample, summary, truncation
 from .baselines import (
     adjacent_edges,
     prufer_to_edges,
+    random_counts,
     random_projective_tree,
     random_tree_edges,
 )
 from .cmi import CMIGrid, cmi_grid, gibbs_limit, grid_rows, left_out_bound, truth_cmi
 from .cpmi import cpmi
-from .dmv import DMV, FIRST, LATER, LEFT, RIGHT
+from .dmv import DMV, FIRST, LATER, LEFT, RIGHT, dmv_trees
 from .gibbs import cmi_gibbs
 from .pieces import WINDOW, pieces_to_words
+from .policy import CMIScores, cmi_candidates, cmi_scores, exact_prefix
 from .trees import (
     decode,
     eisner,
@@ -50,9 +60,10 @@ from .trees import (
 
 __all__ = [
     "WINDOW", "pieces_to_words", "CMIGrid", "cmi_grid", "grid_rows", "gibbs_limit", "left_out_bound",
-    "truth_cmi", "cmi_gibbs", "cpmi",
+    "truth_cmi", "cmi_gibbs", "cpmi", "CMIScores", "cmi_scores", "cmi_candidates", "exact_prefix",
     "decode", "symmetrize", "maximum_spanning_tree", "eisner", "tree_from_scores",
     "uuas", "uuas_counts", "sentence_uuas",
     "adjacent_edges", "random_tree_edges", "random_projective_tree", "prufer_to_edges",
-    "DMV", "LEFT", "RIGHT", "FIRST", "LATER", "evaluate", "regime", "sample",
+    "DMV", "LEFT", "RIGHT", "FIRST", "LATER", "dmv_trees", "random_counts",
+    "cited", "design", "evaluate", "mechanism", "questions", "regime", "sample", "summary", "truncation",
 ]

@@ -9,9 +9,9 @@ import numpy as np
 from scipy.special import logsumexp
 
 from ..corpus.sentence import Edge, edges_from_heads
-from .trees import _edge, _projective_backtrace, _projective_chart
+from .trees import _edge, _projective_backtrace, _projective_chart, uuas_counts
 
-__all__ = ["adjacent_edges", "prufer_to_edges", "random_tree_edges", "random_projective_tree"]
+__all__ = ["adjacent_edges", "prufer_to_edges", "random_tree_edges", "random_projective_tree", "random_counts"]
 
 
 def adjacent_edges(n: int) -> set[Edge]:
@@ -80,3 +80,12 @@ def random_projective_tree(n: int, rng=None) -> set[Edge]:
         return min(int(np.searchsorted(cum, rng.random() * cum[-1], side="right")), len(cum) - 1)
 
     return edges_from_heads(_projective_backtrace(chart, sample))
+
+
+def random_counts(n_words: Sequence[int], gold_edges: Sequence[set], seed: int = 0,
+                  draws: int = 20) -> tuple[np.ndarray, np.ndarray]:
+    """The random baseline's ``(correct, gold)`` per sentence of ``n_words`` words: gold edges found by a
+    uniformly random spanning tree, averaged over ``draws`` trees per sentence (so ``correct`` is fractional)."""
+    rng = np.random.default_rng(seed)
+    found = [uuas_counts([random_tree_edges(int(n), rng) for n in n_words], gold_edges)[0] for _ in range(draws)]
+    return np.mean(found, axis=0), np.array([len(g) for g in gold_edges])

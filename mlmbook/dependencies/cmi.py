@@ -27,6 +27,21 @@ if TYPE_CHECKING:
 __all__ = ["gibbs_limit", "CMIGrid", "cmi_grid", "grid_rows", "truth_cmi", "left_out_bound"]
 
 
+def _conditional(log_table: np.ndarray, axis: int) -> np.ndarray:
+    """``exp(log_table)`` normalised along ``axis``; a slice with no mass at all (every entry ``-inf``: no
+    candidate is possible given that value, which the exact oracle can say) stays all zeros."""
+    lse = logsumexp(log_table, axis=axis, keepdims=True)
+    return np.exp(log_table - np.where(np.isfinite(lse), lse, 0.0))
+
+
+def _kernel(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    r"""The ``b``-chain's kernel :math:`A^\top B`; a value from which the candidates offer no move (a zero
+    slice of :func:`_conditional`) stays where it is, so every row sums to one."""
+    K = A.T @ B
+    K[np.diag_indices_from(K)] += np.clip(1.0 - K.sum(axis=1), 0.0, None)
+    return K
+
+
 def _long_run(K: np.ndarray, start: np.ndarray, tol: float = 1e-13) -> np.ndarray:
     r"""Long-run distribution of the Markov chain with kernel ``K`` started from ``start``.
 
@@ -81,13 +96,12 @@ def gibbs_limit(log_a_given_b, log_b_given_a, log_b=None) -> tuple[float, float,
     """
     la = np.asarray(log_a_given_b, dtype=float)
     lb = np.asarray(log_b_given_a, dtype=float)
-    A = np.exp(la - logsumexp(la, axis=0, keepdims=True))
-    B = np.exp(lb - logsumexp(lb, axis=1, keepdims=True))
+    A, B = _conditional(la, 0), _conditional(lb, 1)
     if log_b is None:
         start = np.full(A.shape[1], 1.0 / A.shape[1])
     else:
         start = np.exp(np.asarray(log_b, dtype=float) - logsumexp(log_b))
-    mu_b = _long_run(A.T @ B, start)
+    mu_b = _long_run(_kernel(A, B), start)
     pi_p = A * mu_b[None, :]
     pi_q = (A @ mu_b)[:, None] * B
     return mutual_information(pi_p), mutual_information(pi_q), pi_p
@@ -127,10 +141,9 @@ def _grid_limit(a_rows, b_rows, cp, cq, log_start):
     chain's law lands outside the candidates of ``q`` (resp. ``p``).
     """
     la, lb = a_rows[:, cp].T, b_rows[:, cq]                         # [a, b] on candidates
-    A = np.exp(la - logsumexp(la, axis=0, keepdims=True))
-    B = np.exp(lb - logsumexp(lb, axis=1, keepdims=True))
+    A, B = _conditional(la, 0), _conditional(lb, 1)
     start = np.exp(log_start - logsumexp(log_start))
-    mu_b = _long_run(A.T @ B, start)
+    mu_b = _long_run(_kernel(A, B), start)
     mu_a = A @ mu_b
     pi_p = np.exp(a_rows).T * mu_b[None, :]                          # (V, K_q)
     I_p = mutual_information(pi_p)
@@ -151,6 +164,33 @@ def _candidates(logp: np.ndarray, allowed: np.ndarray, top_mass, max_candidates)
     if max_candidates is not None:
         order = order[:max_candidates]
     return allowed[order]
+
+
+def _ranked(logp: np.ndarray, allowed: np.ndarray, cap: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``cap`` likeliest allowed token ids of one position (probability 0 left out), and their log-probs."""
+    lp = logp[allowed]
+    order = np.argsort(-lp, kind="stable")[:cap]
+    order = order[np.isfinite(lp[order])]
+    return allowed[order], lp[order]
+
+
+def _share(ranked: list, total: int) -> list[int]:
+    r"""How many of its ranked candidates each position of one sentence gets, ``total`` in all.
+
+    Greedy on the mass left out: the next candidate goes to the position whose candidates so far leave the
+    most of its both-masked prediction out, so the left-out masses :math:`\varepsilon_i` of the sentence's
+    positions end as equal as the budget allows (this minimises the largest of them, which sets the pairs'
+    error bounds, :func:`left_out_bound`). Every position gets at least one candidate.
+    """
+    gains = []                                       # (mass left out before this candidate, position, rank)
+    for i, (_, lp) in enumerate(ranked):
+        left = 1.0 - np.concatenate([[0.0], np.cumsum(np.exp(lp))[:-1]])
+        gains.append(np.stack([left, np.full(len(lp), i), np.arange(len(lp))], axis=1))
+    g = np.concatenate(gains) if gains else np.zeros((0, 3))
+    first = g[:, 2] == 0                             # one candidate each, then by the mass left out
+    rest = g[~first][np.lexsort((g[~first][:, 2], g[~first][:, 1], -g[~first][:, 0]))]
+    taken = np.concatenate([g[first], rest[: max(0, total - int(first.sum()))]])
+    return np.bincount(taken[:, 1].astype(int), minlength=len(ranked)).tolist()
 
 
 class CMIGrid(list):
@@ -211,7 +251,7 @@ def _grid_rows(enc, job, cp, cq, mask_id):
 
 def cmi_grid(lm: "MaskedLM", sentences, keep=None, window: int | None = WINDOW,
              top_mass: float | None = None, max_candidates: int | None = None,
-             keep_joints: bool = False, progress: bool = False) -> CMIGrid:
+             keep_joints: bool = False, progress: bool = False, allocate: str = "sentence") -> CMIGrid:
     r"""Zhang & Hashimoto's conditional mutual information, computed by enumeration.
 
     For each pair of pieces :math:`p < q` within ``window`` (of two different kept words) and
@@ -224,9 +264,13 @@ def cmi_grid(lm: "MaskedLM", sentences, keep=None, window: int | None = WINDOW,
 
     Candidates: by default the whole vocabulary (special tokens excluded, and tokens the model
     gives probability 0 with both positions masked), ``2V + 1`` rows per pair. For a real
-    vocabulary that is infeasible; ``max_candidates=K`` keeps at each position the MLM's own
-    top ``K`` given the rest (its prediction with both positions masked), ``2K + 1`` rows per
-    pair, and ``top_mass`` the fewest tokens holding that much of that prediction (both may be
+    vocabulary that is infeasible; ``max_candidates=K`` enumerates at each position the MLM's own
+    likeliest values given the rest (its prediction with both positions masked), ``2K + 1`` rows
+    per pair: ``K`` per position on average over each sentence's pairs, shared out so that the
+    positions whose prediction is flat get more and the peaked ones fewer (``allocate="sentence"``,
+    :func:`_share`: the largest mass left out in the sentence is as small as ``K`` allows), or
+    exactly the top ``K`` at every position (``allocate="position"``). ``top_mass`` keeps the
+    fewest tokens holding that much of that prediction (capped at ``K`` per position if both are
     given). The chain then runs on the candidates with renormalised conditionals, while the
     informations use each queried conditional over the whole vocabulary. Per pair, the grid
     reports the mass left outside the candidates and a bound on the error it can cause
@@ -246,6 +290,10 @@ def cmi_grid(lm: "MaskedLM", sentences, keep=None, window: int | None = WINDOW,
         Largest distance between two scored pieces (None: every pair).
     top_mass, max_candidates : optional
         The restricted grid, see above.
+    allocate : {"sentence", "position"}
+        How ``max_candidates`` alone is spent: on average per position of a sentence (default), or
+        exactly at each position. Either way a pair costs ``2K + 1`` rows; a sentence's candidates
+        depend on that sentence alone (the same numbers however the sentences are split into blocks).
     keep_joints : bool
         Keep each pair's chain joint in ``.joints``.
     progress : bool
@@ -270,14 +318,28 @@ def cmi_grid(lm: "MaskedLM", sentences, keep=None, window: int | None = WINDOW,
         r = list(enc[s].ids)
         r[p] = r[q] = lm.mask_id
         both.append(r)
-    cand, start, masked_out = {}, {}, {}
+    if allocate not in ("sentence", "position"):
+        raise ValueError(f"allocate must be 'sentence' or 'position', not {allocate!r}")
+    shared = max_candidates is not None and top_mass is None and allocate == "sentence"
+    cand, start, masked_out, ranked = {}, {}, {}, {}
     both_masked = [[p, q] for _, p, q in jobs]
     for idx, lp in queries.iter_log_probs(lm, both, both_masked, progress=progress and "CMI grid: marginals"):
         for b, (lpp, lpq) in zip(idx, lp):
+            if shared:                   # keep the ranked head of each prediction; shared out per sentence below
+                cap = min(n_words, 8 * max_candidates)
+                ranked[jobs[b]] = (_ranked(lpp, allowed, cap), _ranked(lpq, allowed, cap))
+                continue
             cp = _candidates(lpp, allowed, top_mass, max_candidates)
             cq = _candidates(lpq, allowed, top_mass, max_candidates)
             cand[jobs[b]], start[jobs[b]] = (cp, cq), lpq[cq]
             masked_out[jobs[b]] = (1 - np.exp(logsumexp(lpp[cp])), 1 - np.exp(logsumexp(lpq[cq])))
+    for s in sorted({j[0] for j in ranked}):
+        mine = [j for j in jobs if j[0] == s]
+        sizes = _share([r for j in mine for r in ranked[j]], 2 * max_candidates * len(mine))
+        for j, (n_p, n_q) in zip(mine, zip(sizes[::2], sizes[1::2])):
+            (ip, lpp), (iq, lpq) = ranked[j]
+            cand[j], start[j] = (ip[:n_p], iq[:n_q]), lpq[:n_q]
+            masked_out[j] = (1 - np.exp(logsumexp(lpp[:n_p])), 1 - np.exp(logsumexp(lpq[:n_q])))
     out.rows += len(jobs)
     # 2. the grid, a slice of pairs at a time (pairs of equal-length sentences together)
     cap = max(1, queries.budget() // lm.V)

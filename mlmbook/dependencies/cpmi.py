@@ -34,7 +34,8 @@ def cpmi(lm: "MaskedLM", sentences, keep=None, progress: bool = False) -> list:
     revealed. This is exact for a model whose conditionals are compatible; for an MLM it is one
     well-defined choice among several (another order gives another number). A piece that is a
     special token (``[UNK]``, which the interface never predicts) is left out of the product;
-    a word with no other piece gets CPMI 0.
+    a word with no other piece gets CPMI 0. Two words of one surface token (a
+    :class:`~mlmbook.corpus.Surface`) share its pieces and their pair is not scored (0).
 
     Batching: the ``m_a (1 + n_keep - 1)`` rows of every word of every sentence go to
     :func:`mlmbook.queries.iter_log_probs` together.
@@ -57,7 +58,7 @@ def cpmi(lm: "MaskedLM", sentences, keep=None, progress: bool = False) -> list:
     rows, pos, what = [], [], []   # what: (sentence, a, b or -1, target id)
     for s, e in enumerate(enc):
         for a in e.keep:
-            for b in [-1] + [b for b in e.keep if b != a]:
+            for b in [-1] + [b for b in e.keep if b != a and e.pieces[b] != e.pieces[a]]:
                 for k, piece in enumerate(e.pieces[a]):
                     if e.ids[piece] in unpredictable:     # e.g. [UNK]: the model never predicts it
                         continue
@@ -75,7 +76,7 @@ def cpmi(lm: "MaskedLM", sentences, keep=None, progress: bool = False) -> list:
         M = np.zeros((len(e.keep), len(e.keep)))
         for ia, a in enumerate(e.keep):
             for ib, b in enumerate(e.keep):
-                if a != b:
+                if a != b and e.pieces[a] != e.pieces[b]:       # two words of one surface token: not scored
                     M[ia, ib] = logq[(s, a, -1)] - logq[(s, a, b)]
         mats.append(M)
     return mats

@@ -9,7 +9,7 @@ import numpy as np
 
 from .trees import _spans
 
-__all__ = ["DMV", "LEFT", "RIGHT", "FIRST", "LATER"]
+__all__ = ["DMV", "LEFT", "RIGHT", "FIRST", "LATER", "dmv_trees"]
 
 LEFT, RIGHT = 0, 1   # direction of a dependent from its head
 FIRST, LATER = 0, 1  # valence: head has no dependent yet on that side / has at least one
@@ -325,3 +325,12 @@ class DMV:
                 m = s + int(np.argmax(CR[s, ks] * PL[ks + 1, t]))
                 stack += [("R", s, m), ("L", m + 1, t)]
         return heads
+
+
+def dmv_trees(train_tags: Iterable[Sequence[str]], test_tags: Sequence[Sequence[str]], n_iter: int = 25) -> list[set]:
+    """The DMV baseline of chapter 1: trained by EM on the tags of unlabelled sentences (``train_tags``, and the
+    test sentences' own tags, as unsupervised parsing may), then each test sentence's best tree, as undirected
+    edges ``(i, j)``, ``i < j``."""
+    model = DMV()
+    model.fit(list(train_tags) + list(test_tags), n_iter=n_iter)
+    return [{(min(d, h), max(d, h)) for d, h in enumerate(heads) if h >= 0} for heads in model.parse_many(test_tags)]

@@ -1,61 +1,76 @@
-r"""Judging dependency scores: trees and UUAS counts, the MLM's CMI against the truth's, verdicts.
+r"""Judging dependency scores: trees and UUAS counts, and the model's CMI against the truth's.
 
-Chapter 1 asks the same three questions of every model it reads (the default MLM, each rung of
-the ladder, each knob setting, the positive control):
+Chapter 1 asks the same two questions of every model it reads (the default MLM, each rung of the
+ladder, each knob setting, the positive control):
 
-1. **How good are its trees?** :func:`model_scores` computes its CMI (the exact grid) and CPMI
-   matrices, :func:`trees` reads a maximum spanning tree off each, and :func:`counts` counts the
-   gold edges each tree finds, per sentence — the unit every interval resamples.
+1. **How good are its trees?** :func:`model_scores` computes its CMI (by the candidate policy of
+   :func:`~mlmbook.dependencies.cmi_scores`) and CPMI matrices, :func:`trees` reads a maximum spanning tree
+   off each, and :func:`counts` counts the gold edges each tree finds, per sentence — the unit every
+   interval resamples. Two parsers are compared by the per-sentence rows of their difference
+   (:func:`mlmbook.dependencies.questions.uuas_rows`), through the chapter's study (a primary question)
+   or :func:`mlmbook.stats.describe` (descriptive).
 2. **Has it learned the statistics?** :func:`cmi_error` sets the model's CMI matrix beside the
    truth's, pair by pair: the correlation and the mean absolute error over the scored pairs.
    That is Zhang & Hashimoto's premise, measured directly, and it need not go with UUAS (an MLM
-   can err *towards* syntax).
-3. **Which of two parsers is ahead?** :func:`compare` turns two parsers' counts on the same
-   sentences into a paired difference of UUAS with :func:`mlmbook.stats.ratio` — hierarchical
-   over training seeds when the rows come from several seeds' models — and reads it with
-   :func:`mlmbook.stats.decide` under the chapter's verdict family.
+   can err *towards* syntax, :mod:`mlmbook.dependencies.mechanism`).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .. import stats
-from .cmi import cmi_grid
+from ..compare import kl_to_truth
 from .cpmi import cpmi
+from .policy import BUDGET_ROWS, CMIScores, cmi_scores
 from .trees import decode, symmetrize, uuas_counts
 
 if TYPE_CHECKING:
     from ..models.base import MaskedLM
 
-__all__ = ["CMI", "CPMI", "KEYS", "VERSUS", "model_scores", "trees", "counts", "uuas", "CMIError", "cmi_error",
-           "compare", "Report", "report", "say", "stack_seeds", "WORDS", "power_note"]
+__all__ = ["CMI", "CPMI", "KEYS", "model_scores", "trees", "counts", "uuas", "CMIError", "cmi_error",
+           "Report", "report", "report_of", "kl_to_world"]
 
-CMI, CPMI = "MLM-CMI (exact)", "CPMI"
+CMI, CPMI = "MLM-CMI", "CPMI"
 """Names of an MLM's two score matrices."""
-
-WORDS = {"above": "above", "below": "below", "indistinguishable": "statistically indistinguishable from",
-         "undefined": "not comparable with"}
-"""How a verdict between two parsers reads in a sentence: "the MLM's trees are <phrase> the DMV's"."""
 
 KEYS = {"truth-CMI": "truth", "MLM-CMI": "mlm", "MLM-CMI (Gibbs)": "gibbs", "CPMI": "cpmi", "DMV": "dmv",
         "adjacent": "adjacent", "random": "random"}
-"""The record-key stem of each parser of chapter 1: ``uuas_<key>``, ``<key>_vs_<key>``."""
-
-VERSUS = (("MLM-CMI", "adjacent"), ("MLM-CMI", "DMV"), ("MLM-CMI", "CPMI"), ("MLM-CMI", "truth-CMI"),
-          ("CPMI", "adjacent"), ("truth-CMI", "adjacent"), ("truth-CMI", "DMV"))
-"""The pairs of parsers chapter 1 compares on its main sample (first minus second)."""
+"""The record-key stem of each parser of chapter 1: ``uuas_<key>``."""
 
 
-def model_scores(lm: "MaskedLM", words, keep, window: int | None, with_cpmi: bool = True,
-                 progress: bool = False) -> dict:
-    """``{CMI: [matrix per sentence], CPMI: [...]}`` of ``lm`` on the sentences (CPMI optional)."""
-    out = {CMI: list(cmi_grid(lm, words, keep, window=window, progress=progress))}
+_MEMO: dict = {}
+_MEMO_SIZE = 8
+
+
+def _identity(lm) -> object:
+    """What makes two loaded models the same model: the folder their weights came from (a chapter loads one
+    cached model under two names, e.g. a knob setting that is also a rung of the ladder), else the object."""
+    where = getattr(getattr(lm, "model", None), "name_or_path", None)
+    return ("path", str(where)) if where else ("object", id(lm))
+
+
+def model_scores(lm: "MaskedLM", words, keep, window: int | None, budget_rows: int = BUDGET_ROWS,
+                 with_cpmi: bool = True) -> tuple[dict, CMIScores]:
+    """``({CMI: [matrix per sentence], CPMI: [...]}, the CMI estimator)`` of ``lm`` on the sentences: CMI by
+    :func:`~mlmbook.dependencies.cmi_scores` within ``budget_rows`` forward passes, CPMI optional.
+
+    The last few results are kept: the same model (by :func:`_identity`) on the same sentences with the same
+    settings is computed once per process."""
+    key = (_identity(lm), window, budget_rows, with_cpmi, tuple(tuple(map(str, w)) for w in words),
+           tuple(tuple(k) for k in keep))
+    if key in _MEMO:
+        return _MEMO[key]
+    scores = cmi_scores(lm, words, keep, budget_rows=budget_rows, window=window)
+    out = {CMI: list(scores.scores)}
     if with_cpmi:
-        out[CPMI] = cpmi(lm, words, keep, progress=progress)
-    return out
+        out[CPMI] = cpmi(lm, words, keep)
+    while len(_MEMO) >= _MEMO_SIZE:
+        _MEMO.pop(next(iter(_MEMO)))
+    _MEMO[key] = out, scores
+    return out, scores
 
 
 def trees(mats, projective: bool = False) -> list[set]:
@@ -68,9 +83,10 @@ def counts(mats, gold_edges) -> tuple[np.ndarray, np.ndarray]:
     return uuas_counts(trees(mats), gold_edges[: len(mats)])
 
 
-def uuas(c: tuple, level: float = stats.LEVEL, seed: int = 0, groups=None) -> stats.Interval:
-    """UUAS with its interval from per-sentence ``(correct, gold)`` counts (bootstrap over sentences)."""
-    return stats.ratio(c[0], c[1], level=level, seed=seed, groups=groups)
+def uuas(c: tuple, level: float = stats.LEVEL, seed: int = 0) -> stats.Interval:
+    """UUAS with its (descriptive) interval from per-sentence ``(correct, gold)`` counts: a bootstrap over
+    sentences, never narrower than the Wilson interval of the pooled counts (:func:`mlmbook.stats.ratio`)."""
+    return stats.ratio(c[0], c[1], level=level, seed=seed)
 
 
 @dataclass(frozen=True)
@@ -129,40 +145,6 @@ def cmi_error(model_mats, truth_mats, level: float = stats.LEVEL, seed: int = 0)
     return CMIError(c, e, int(n.sum()))
 
 
-def stack_seeds(per_seed: Sequence[tuple]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Counts of several seeds' models on the same sentences, stacked as rows: ``(correct, gold, seed)``
-    with the seed's index as the group of each row (for a hierarchical interval)."""
-    c = np.concatenate([np.asarray(x[0]) for x in per_seed])
-    g = np.concatenate([np.asarray(x[1]) for x in per_seed])
-    s = np.concatenate([np.full(len(x[0]), k) for k, x in enumerate(per_seed)])
-    return c, g, s
-
-
-def compare(a: Sequence[tuple], b: Sequence[tuple], family: stats.Family, seed: int = 0,
-            words: dict | None = None) -> stats.Verdict:
-    r"""Is parser ``a``'s UUAS above or below parser ``b``'s on the same sentences?
-
-    ``a`` and ``b`` are lists with one ``(correct, gold)`` per training seed (a parser that does not
-    depend on the model, such as the DMV, repeats its counts). The paired difference
-
-    .. math:: \Delta = \frac{\sum_k (c^a_k - c^b_k)}{\sum_k g_k}
-
-    over rows ``k`` = (seed, sentence) gets a bootstrap interval at the family's level — over
-    sentences, and over seeds first when there are several (hierarchical) — and
-    :func:`mlmbook.stats.decide` reads it. ``b`` may cover more sentences than ``a``; the first
-    ``len(a)`` are used.
-    """
-    if len(a) != len(b):
-        raise ValueError("give both parsers' counts for the same training seeds")
-    b = [(np.asarray(cb)[: len(ca)], np.asarray(gb)[: len(ca)]) for (ca, _), (cb, gb) in zip(a, b)]
-    ca, g, grp = stack_seeds(a)
-    cb, gb, _ = stack_seeds(b)
-    if not np.array_equal(g, gb):
-        raise ValueError("the two parsers were scored on different gold trees")
-    iv = stats.ratio(ca, g, minus=cb, level=family.level, seed=seed, groups=grp if len(a) > 1 else None)
-    return stats.decide(iv, family=family, words=words or WORDS)
-
-
 @dataclass
 class Report:
     """What the chapter asks of one model on some sentences (see :func:`report`).
@@ -173,52 +155,41 @@ class Report:
     counts : dict        ``{method: (correct, gold)}`` per sentence
     uuas : dict          ``{method: Interval}`` (95 %)
     error : CMIError or None   the CMI against the truth's (None without truth matrices)
+    scores : CMIScores   the CMI estimator: candidates, forward passes, the truncation's bound
     """
 
     mats: dict
     counts: dict
     uuas: dict
     error: CMIError | None
+    scores: CMIScores
+
+    def trees(self, method: str = CMI) -> list[set]:
+        return trees(self.mats[method])
 
 
-def report(lm: "MaskedLM", scored, window: int | None, truth_mats=None, with_cpmi: bool = True) -> Report:
+def report(lm: "MaskedLM", scored, window: int | None, budget_rows: int = BUDGET_ROWS, truth_mats=None,
+           with_cpmi: bool = True) -> Report:
     """Score ``lm`` on the sentences of ``scored`` (a :class:`~mlmbook.dependencies.sample.Scored`,
     :func:`model_scores`), count each tree's gold edges, and set its CMI beside the truth's when
     ``truth_mats`` (one per sentence, at least as many) are given."""
-    mats = model_scores(lm, scored.words, scored.keep, window, with_cpmi=with_cpmi)
+    mats, scores = model_scores(lm, scored.words, scored.keep, window, budget_rows=budget_rows,
+                                with_cpmi=with_cpmi)
+    return report_of(mats, scores, scored, truth_mats)
+
+
+def report_of(mats: dict, scores: CMIScores, scored, truth_mats=None) -> Report:
+    """The :class:`Report` of score matrices measured already (``mats[method]``: one per sentence of ``scored``,
+    or more: the first ``len(scored)`` are used)."""
+    n = len(scored)
+    mats = {m: list(x[:n]) for m, x in mats.items()}
     c = {m: counts(M, scored.edges) for m, M in mats.items()}
-    err = cmi_error(mats[CMI], truth_mats[: len(scored)]) if truth_mats is not None else None
-    return Report(mats, c, {m: uuas(x) for m, x in c.items()}, err)
+    err = cmi_error(mats[CMI], truth_mats[:n]) if truth_mats is not None else None
+    return Report(mats, c, {m: uuas(x) for m, x in c.items()}, err, scores)
 
 
-def say(verdict, other: str, digits: int = 2) -> str:
-    """A verdict as a phrase about ``other``: ``"above the DMV's"``, or for an indistinguishable one
-    ``"statistically indistinguishable from the DMV's (a difference of 0.12 or more would have been
-    detected ...)"``. Takes a :class:`~mlmbook.stats.Verdict` or its record."""
-    rec = verdict.to_record() if hasattr(verdict, "to_record") else verdict
-    text = f"{WORDS.get(rec['side'], rec['side'])} {other}"
-    if rec["side"] == "indistinguishable":
-        d = float(rec["detectable"])
-        text += (f" (a difference of {d:.{digits}f} or more would have been detected, {100 * stats.POWER:.0f} % power)"
-                 if np.isfinite(d) else " (the sample bounds no difference)")
-    return text
-
-
-def power_note(verdicts: dict, effect: float) -> str:
-    """One sentence on the comparisons that could not detect ``effect``: for each verdict (a
-    :class:`~mlmbook.stats.Verdict` or its record, keyed by how the sentence names it) whose
-    detectable effect exceeds ``effect``, that effect and how many times ``effect`` it is;
-    ``""`` when every comparison could detect it."""
-    weak = []
-    for name, v in verdicts.items():
-        rec = v.to_record() if hasattr(v, "to_record") else v
-        d = float(rec["detectable"])
-        if not d <= effect:
-            weak.append(f"{name} ({d:.2f}, {d / effect:.1f} times)" if np.isfinite(d) else f"{name} (no bound)")
-    if not weak:
-        return ""
-    listed = weak[0] if len(weak) == 1 else ", ".join(weak[:-1]) + " and " + weak[-1]
-    one = len(weak) == 1
-    return (f"The sample is smaller than the question for {'one comparison' if one else f'{len(weak)} comparisons'}: "
-            f"the smallest difference of UUAS {'it' if one else 'each'} could detect exceeds the {effect:.2f} the "
-            f"chapter looks for — {listed}; a smaller difference there would go unseen.")
+def kl_to_world(world, lm: "MaskedLM", n_sentences: int, seed: int = 0) -> float:
+    """The model's fit to its world: mean single-site KL(truth || model) in nats over the positions of
+    ``n_sentences`` held-out sentences of ``world`` (:func:`mlmbook.compare.kl_to_truth`)."""
+    held = [x.words for x in world.sample(n_sentences, seed=seed)]
+    return float(np.mean(np.concatenate(kl_to_truth(world, lm, held))))

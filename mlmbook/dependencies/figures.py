@@ -11,7 +11,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from .. import plotting
-from .sample import recall
+from .sample import edge_relations, recall
 from .trees import symmetrize
 
 __all__ = ["COLORS", "ORDER", "shifted_conditionals", "pair", "gibbs_vs_exact", "uuas_bars", "cmi_scatter",
@@ -73,8 +73,8 @@ def gibbs_vs_exact(exact_mats, gibbs_mats, title: str):
     return fig
 
 
-def uuas_bars(ivs: Mapping[str, object], n: Mapping[str, int], title: str | None = None):
-    """Horizontal bars of each parser's UUAS with its interval; ``n`` sentences in each label."""
+def uuas_bars(ivs: Mapping[str, object], title: str | None = None):
+    """Horizontal bars of each parser's UUAS with its interval (all on the same sentences)."""
     names = [m for m in ORDER if m in ivs]
     fig, ax = plotting.figure(height=3.0)
     for row, name in enumerate(names):
@@ -83,7 +83,7 @@ def uuas_bars(ivs: Mapping[str, object], n: Mapping[str, int], title: str | None
         ax.barh(row, iv.estimate, color=COLORS[name], alpha=0.55 if faint else 1)
         ax.errorbar(iv.estimate, row, xerr=[[iv.estimate - iv.low], [iv.high - iv.estimate]], color="k",
                     capsize=3, lw=1)
-    ax.set_yticks(range(len(names)), [f"{m} ({n[m]})" for m in names])
+    ax.set_yticks(range(len(names)), names)
     ax.invert_yaxis()
     ax.set_xlim(0, 1)
     ax.set_xlabel("UUAS (95 % interval over sentences)")
@@ -118,36 +118,46 @@ def learned(model_mats, truth_mats, edges):
     return fig
 
 
-def control(by_relation: Mapping[str, tuple], model_mats, truth_mats, edges):
-    """The positive control. Left: share of each relation's gold edges the truth's and the MLM's
-    trees find (``by_relation[rel] = (truth, mlm)``). Right: :func:`cmi_scatter`."""
+def control(sentences, truth_mats, model_mats: Mapping[str, list]):
+    """The positive control on ``sentences`` (a :class:`~mlmbook.dependencies.sample.Scored`). Left: share of
+    each relation's gold edges the truth's trees and each model's trees find. Right: :func:`cmi_scatter` of
+    the last model in ``model_mats``."""
+    from .evaluate import trees
     fig, (left, right) = plotting.figure(1, 2, height=3.2)
-    names = list(by_relation)
+    rels = edge_relations(sentences.gold)
+    names = sorted({r for d in rels for r in d.values()})
+    found = {"truth": trees(truth_mats), **{m: trees(x) for m, x in model_mats.items()}}
+    colors = [P["truth"], P["muted"], P["mlm"], P["extra"]]
+    width = 0.8 / len(found)
     x = np.arange(len(names))
-    for k, (who, color) in enumerate((("truth", P["truth"]), ("MLM", P["mlm"]))):
-        left.bar(x + (k - 0.5) * 0.4, [by_relation[n][k] for n in names], 0.4, color=color, label=who)
+    for k, ((who, tr), color) in enumerate(zip(found.items(), colors)):
+        left.bar(x + (k - (len(found) - 1) / 2) * width,
+                 [recall(tr, rels, lambda s, e, r, n=n: r == n) for n in names], width, color=color, label=who)
     left.set_xticks(x, names, rotation=45, ha="right")
-    left.set_ylim(0, 1.3)
+    left.set_ylim(0, 1.45)
     left.set_yticks(np.linspace(0, 1, 6))
     left.set_ylabel("gold edges found")
-    left.legend(loc="upper center", ncol=2)
-    cmi_scatter(right, model_mats, truth_mats, edges[: len(model_mats)])
+    left.legend(loc="upper center", ncol=2, fontsize="small")
+    last = list(model_mats)[-1]
+    cmi_scatter(right, model_mats[last], truth_mats, sentences.edges[: len(truth_mats)])
+    right.set_title(last)
     right.get_legend().remove()
     return fig
 
 
-def knob(settings: Sequence[float], truth_uuas, mlm_uuas, mlm_corr, name: str = "selection $s$",
-         title: str | None = None):
-    """Dose–response of a knob. Left: UUAS of the truth's trees and of the MLM trained at each
-    setting. Right: each MLM's CMI correlation with its own language's truth."""
+def knob(results: Mapping[float, tuple], name: str = "selection $s$", title: str | None = None):
+    """Dose–response of a knob, the truth and the models on the same sentences: ``results[s] = (truth counts,
+    model report)`` (:func:`~mlmbook.dependencies.evaluate.report`). Left: UUAS of the truth's trees and of the
+    MLM trained at each setting. Right: each MLM's CMI correlation with its own language's truth."""
+    from .evaluate import CMI, uuas
     fig, (left, right) = plotting.figure(1, 2, height=3.2)
-    xs = np.asarray(settings, dtype=float)
-    _errorbar(left, xs - 0.01, truth_uuas, fmt="o-", color=P["truth"], label="truth")
-    _errorbar(left, xs + 0.01, mlm_uuas, fmt="o-", color=P["mlm"], label="MLM")
+    xs = np.asarray(list(results), dtype=float)
+    _errorbar(left, xs - 0.01, [uuas(t) for t, _ in results.values()], fmt="o-", color=P["truth"], label="truth")
+    _errorbar(left, xs + 0.01, [r.uuas[CMI] for _, r in results.values()], fmt="o-", color=P["mlm"], label="MLM")
     left.set_xlabel(name)
     left.set_ylabel("UUAS")
     left.legend(loc="lower right")
-    _errorbar(right, xs, mlm_corr, fmt="o-", color=P["mlm"])
+    _errorbar(right, xs, [r.error.corr for _, r in results.values()], fmt="o-", color=P["mlm"])
     right.set_xlabel(name)
     right.set_ylabel("corr(MLM-CMI, truth-CMI)")
     if title:
@@ -194,7 +204,7 @@ def breakdown(pred: Mapping[str, list], relations: Sequence[dict], min_edges: in
         for r in d.values():
             count[r] = count.get(r, 0) + 1
     names = [r for r, c in sorted(count.items(), key=lambda t: -t[1]) if c >= min_edges]
-    fig, (top, bottom) = plotting.figure(2, 1, height=5.6)
+    fig, (top, bottom) = plotting.figure(2, 1, height=4.6)
     width = 0.8 / len(pred)
     for m, (name, trees) in enumerate(pred.items()):
         by_rel = [recall(trees, rels, lambda k, e, r, x=x: r == x) for x in names]
@@ -218,7 +228,7 @@ def breakdown(pred: Mapping[str, list], relations: Sequence[dict], min_edges: in
 def explorer(words, gold_edges, tree, scores, parser: str):
     """One sentence and one parser: its tree against the gold one (top) and the symmetrised score
     matrix it was read from (bottom)."""
-    fig, (top, bottom) = plotting.figure(2, 1, height=5.8, gridspec_kw=dict(height_ratios=[1, 1.6]))
+    fig, (top, bottom) = plotting.figure(2, 1, height=4.8, gridspec_kw=dict(height_ratios=[1, 1.5]))
     plotting.arcs(words, gold=gold_edges, pred=tree, ax=top,
                   title=f"{parser}: {len(tree & gold_edges)} of {len(gold_edges)} gold edges")
     M = symmetrize(scores)

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
+from ..corpus.sentence import encode
+
 if TYPE_CHECKING:
     from ..models.base import MaskedLM
 
@@ -23,10 +25,15 @@ WINDOW = 9
 
 
 class Encoded:
-    """A sentence as the model sees it: token ids, the pieces of each word, the scored words."""
+    """A sentence as the model sees it: token ids, the pieces of each word, the scored words.
+
+    ``words`` may be a :class:`~mlmbook.corpus.Surface` (or a :class:`~mlmbook.corpus.Sentence`): the model
+    then reads the surface tokens, and two words of one multiword token share its pieces, so their pair is
+    never scored (its score is 0; see :func:`mlmbook.corpus.encode`).
+    """
 
     def __init__(self, lm: "MaskedLM", words: Sequence[str], keep: Sequence[int] | None = None):
-        self.ids, self.pieces = lm.encode_words(list(words))
+        self.ids, self.pieces = encode(lm, words)
         self.keep = list(range(len(words))) if keep is None else [int(k) for k in keep]
         self.owner = np.full(len(self.ids), -1)
         for w, ps in enumerate(self.pieces):
@@ -34,7 +41,7 @@ class Encoded:
 
     def piece_pairs(self, window: int | None) -> list[tuple[int, int]]:
         """Pairs ``p < q`` of pieces of two different kept words, at most ``window`` apart."""
-        kept = sorted(p for w in self.keep for p in self.pieces[w])
+        kept = sorted({p for w in self.keep for p in self.pieces[w]})      # shared pieces once
         return [(p, q) for a, p in enumerate(kept) for q in kept[a + 1:]
                 if self.owner[p] != self.owner[q] and (window is None or q - p <= window)]
 

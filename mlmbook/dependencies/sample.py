@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
 
-from ..corpus.sentence import Sentence, remove_punct
+from ..corpus.sentence import Sentence, encode, remove_punct
 
 if TYPE_CHECKING:
     from ..models.base import MaskedLM
 
-__all__ = ["Scored", "pick", "read_treebank", "edge_relations", "recall"]
+__all__ = ["Scored", "pick", "example_pair", "read_treebank", "edge_relations", "recall"]
 
 
 @dataclass
@@ -30,7 +30,7 @@ class Scored:
     Attributes
     ----------
     sentences : list of Sentence     as read (punctuation included)
-    words : list of list of str      what the model reads
+    words : list of Surface          the words, remembering the surface tokens the model reads
     keep : list of list of int       per sentence, the positions scored (not punctuation)
     gold : list of Sentence          the gold trees over the kept words (punctuation removed)
     edges : list of set              the gold edges, over kept-word indices
@@ -44,10 +44,11 @@ class Scored:
 
     @classmethod
     def of(cls, sentences: Sequence[Sentence]) -> "Scored":
+        """The three views of ``sentences``; ``words`` remember their surface tokens (the model reads those)."""
         sentences = list(sentences)
-        gold = [remove_punct(s) for s in sentences]
-        return cls(sentences, [s.words for s in sentences],
-                   [[i for i, u in enumerate(s.upos) if u != "PUNCT"] for s in sentences],
+        gold = [remove_punct(s) if s.upos else s for s in sentences]          # no tags: every word is scored
+        return cls(sentences, [s.surface() for s in sentences],
+                   [[i for i, u in enumerate(s.upos or [""] * len(s)) if u != "PUNCT"] for s in sentences],
                    gold, [t.edges() for t in gold])
 
     def __len__(self) -> int:
@@ -63,22 +64,53 @@ class Scored:
         return np.array([len(k) for k in self.keep])
 
 
+def _readable(lm: "MaskedLM", s: Sentence) -> bool:
+    """Whether ``lm`` reads the sentence's surface tokens whole (within ``lm.max_length`` pieces)."""
+    try:
+        return len(encode(lm, s)[0]) <= lm.max_length
+    except (KeyError, ValueError):          # a closed vocabulary without the word
+        return False
+
+
 def pick(pool: Sequence[Sentence], lm: "MaskedLM | None", n: int, max_words: int, min_words: int = 3) -> Scored:
     """The first ``n`` sentences of ``pool`` with ``min_words..max_words`` scored words that ``lm`` can
-    read whole (at most ``lm.max_length`` pieces). Fewer than three words: every parser is right.
+    read whole (its surface tokens in at most ``lm.max_length`` pieces). Fewer than three words: every
+    parser is right. (:func:`mlmbook.corpus.read_for_model` does the same and counts what it leaves out.)
 
     Raises ``ValueError`` (one line) when no sentence of the pool qualifies."""
     out = []
     for s in pool:
         k = sum(u != "PUNCT" for u in s.upos)
-        if min_words <= k <= max_words and (lm is None or len(lm.encode_words(s.words)[0]) <= lm.max_length):
+        if min_words <= k <= max_words and (lm is None or _readable(lm, s)):
             out.append(s)
             if len(out) == n:
                 break
     if not out:
         raise ValueError(f"none of the {len(pool)} sentences has {min_words}-{max_words} scored words that the "
-                         "model can read whole; give sentences of that length (or a model with a longer input)")
+                         "model can read whole; give sentences of that length (max_words) or a model with a longer "
+                         "input")
     return Scored.of(out)
+
+
+def example_pair(corpus: Scored, lm: "MaskedLM", relation: str = "nsubj", among: int | None = None):
+    """A gold edge to show a computation on: ``(k, a, b)`` — sentence ``k``, kept-word indices ``a, b`` — whose
+    two words are each one piece the model can predict (not ``[UNK]`` nor another special token), preferring
+    ``relation``; among the first ``among`` sentences (default all). None when no edge qualifies (a model
+    that knows none of the words: then show nothing)."""
+    special = set(getattr(lm, "special_ids", [])) | {lm.mask_id}
+    rels = edge_relations(corpus.gold)
+    best = None
+    for k in range(min(len(corpus), among or len(corpus))):
+        ids, pieces = encode(lm, corpus.words[k])
+        keep = corpus.keep[k]
+        for (a, b), r in sorted(rels[k].items()):
+            i, j = keep[a], keep[b]
+            if len(pieces[i]) == len(pieces[j]) == 1 and pieces[i] != pieces[j] \
+                    and ids[pieces[i][0]] not in special and ids[pieces[j][0]] not in special:
+                if r == relation:
+                    return k, a, b
+                best = best or (k, a, b)
+    return best
 
 
 def read_treebank(treebank, max_words: int, seed: int = 0, min_words: int = 3):

@@ -28,6 +28,10 @@ def _edge(i: int, j: int) -> Edge:
     return (i, j) if i < j else (j, i)
 
 
+ZERO = 1e-10
+"""Scores smaller than this in size are exact zeros up to float rounding: they tie (:func:`decode`)."""
+
+
 def decode(M, how: str = "max", projective: bool = False, neighbour_bonus: float = 1e-6) -> set[Edge]:
     r"""The tree a score matrix implies: symmetrise, break ties toward neighbours, decode.
 
@@ -36,9 +40,11 @@ def decode(M, how: str = "max", projective: bool = False, neighbour_bonus: float
     then :func:`tree_from_scores` (maximum spanning tree, or Eisner's best projective tree).
     The small bonus :math:`\epsilon` only matters between equal scores — frequent for exact
     distributions, whose CMI is exactly 0 for many pairs — and prefers the adjacent pair,
-    as Zhang & Hashimoto's evaluation does.
+    as Zhang & Hashimoto's evaluation does. Scores within :data:`ZERO` of 0 count as 0, so that
+    float rounding (``1e-17`` from one computation, ``0`` from another) cannot rank exact zeros.
     """
     S = symmetrize(M, how)
+    S[np.abs(S) < ZERO] = 0.0
     n = len(S)
     if n > 1:
         i = np.arange(n - 1)

@@ -15,6 +15,10 @@ check cell that grades it against the exact oracle of the toy world:
 expected 0.214, got 0.198 …); a function that still raises ``NotImplementedError`` is "not
 attempted yet", never an error, so a student edition executes end to end.
 
+From a terminal, ``python -m mlmbook.exercises check NOTEBOOK`` grades every check cell of a
+notebook at once without running the rest of the chapter (:mod:`mlmbook.exercises.grading`), and
+``python -m mlmbook.exercises list [N]`` lists the graded exercises.
+
 Each chapter registers its exercises in ``mlmbook/exercises/chN.py`` with :func:`exercise`:
 the cases (inputs drawn from the toy world), the expected answers (from the exact oracle or a
 brute-force computation), a tolerance, a reference solution and at least one deliberately wrong

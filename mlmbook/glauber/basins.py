@@ -1,31 +1,36 @@
-r"""Chapter 5's basin and sample-quality experiments, as functions the chapter calls.
+r"""Chapter 5's topic basins, as functions the chapter calls.
 
 :func:`topic_frame` builds the frame of the topic experiment; :func:`escape_experiment` measures
-the mean time to escape from the farm basin into the town basin of one topic world, exactly
-(mean hitting times of the frame's transition matrix) and by simulation of that matrix
-(censored escape times, a Poisson fit of the Arrhenius slope). Restricted to the frame, an
-MLM's Glauber chain *is* a finite Markov chain, whose matrix comes from one pass of the MLM
-over the frame's contexts; :func:`sampler_escapes` runs the real sampler there, and
-:func:`sampler_check` tests it against the exact law of the escape time.
-:func:`sample_quality` runs coupled pairs from random strings and scores, with the truth, the
-states of the pairs that met.
+the mean time to escape from the farm basin into the town basin of one topic world exactly
+(mean hitting times of the frame's transition matrix), with the barrier and the path over it
+(:func:`~mlmbook.glauber.landscape.barrier_path`). Restricted to the frame, an MLM's Glauber chain
+*is* a finite Markov chain, whose matrix comes from one pass of the MLM over the frame's contexts;
+:func:`sampler_escapes` runs the real sampler there, and :func:`sampler_check` tests it against the
+exact law of the escape time. :func:`state_kl` is the MLM's single-site KL to the truth at each
+state of the frame (on the barrier's path, say, against elsewhere). :func:`topic_worlds` runs the
+experiment in the three worlds, :func:`ladder_fit` gives each MLM's fit to its world's truth, and
+:func:`topic_trajectory` follows an MLM's chain over the whole vocabulary with a lexical topic probe.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 import torch
 
 from .. import stats
-from .exact import Frame, basin_barrier, escape_survival, hitting_times, simulate_escapes
+from ..compare import kl_to_truth
+from ..toy import Grammar
+from .exact import Frame, escape_survival, hitting_times
+from .landscape import barrier_path
 from .sampler import GlauberSampler
-from .trajectories import arrhenius_fit, escape_counts, escape_rate, truth_log_probs, truth_topic_scores
+from .trajectories import escape_rate, hysteresis_labels, topic_log_odds, topic_posterior, truth_topic_scores
 
 if TYPE_CHECKING:
     from ..models.base import MaskedLM
 
-__all__ = ["topic_frame", "escape_experiment", "sampler_escapes", "sampler_check", "sample_quality"]
+__all__ = ["topic_frame", "escape_experiment", "state_kl", "sampler_escapes", "sampler_check", "TopicWorlds",
+           "topic_worlds", "ladder_fit", "topic_trajectory", "saddle_move"]
 
 TOPIC_SENTENCE = "the farmer feeds the cow in the barn ."
 TOPIC_SITES = [1, 2, 4, 7]
@@ -100,16 +105,15 @@ def sampler_check(lm: MaskedLM, frame: Frame, site_logits, start: int, target, t
                 interval=iv, chains=n_chains, cap=cap)
 
 
-def escape_experiment(grammar, frame: Frame, exact_T: list, sim_T: list, n_chains: int, cap: int,
-                      mlms: dict | None = None, seed: int = 0, vocab=None,
-                      check: tuple[int, int] | None = None, level: float = stats.LEVEL) -> dict:
-    r"""Escape from the farm basin into the town basin of one topic world.
+def escape_experiment(grammar, frame: Frame, temps: list, mlms: dict | None = None, check: tuple | None = None,
+                      seed: int = 0) -> dict:
+    r"""Escape from the farm basin into the town basin of one topic world, exactly.
 
     The start :math:`s` is the most probable frame sentence whose exact topic posterior of farm
     is at least 0.95; the target :math:`B` the sentences with posterior of town at least 0.95.
     Each chain (the truth's, and each MLM's restricted to the frame) is a finite Markov chain
-    with a known matrix: its mean escape times are solved exactly, and its censored escapes are
-    simulated from the matrix (``n_chains`` per temperature, each stopped at its escape).
+    with a known matrix: its mean escape time is one sparse solve per temperature
+    (:func:`~mlmbook.glauber.exact.hitting_times`), with no sampling noise and no cap.
 
     Parameters
     ----------
@@ -117,30 +121,23 @@ def escape_experiment(grammar, frame: Frame, exact_T: list, sim_T: list, n_chain
         A topic variant (``Grammar.load("toy", topic=knob)``).
     frame : Frame
         From :func:`topic_frame`.
-    exact_T, sim_T : list of float
-        Temperatures of the exact hitting times and of the simulations (descending).
-    n_chains, cap : int
-        Simulated chains per temperature, and the cap in steps.
+    temps : list of float
+        Temperatures, descending (the last two give the local Arrhenius slope).
     mlms : dict, optional
         ``{name: MaskedLM}`` trained on that world; each matrix is built from
         :meth:`Frame.conditional_logits`.
-    vocab : sequence of str, optional
-        To spell the start sentence.
-    check : (chains, cap), optional
-        Run the real sampler of the first MLM, ``chains`` per ``sim_T``, capped at ``cap`` steps,
-        against the exact law of its matrix (:func:`sampler_check`).
-    level : float
-        The level of the slope intervals (the chapter's family level).
+    check : (temps, chains, cap), optional
+        Run the real sampler of the first MLM, ``chains`` per temperature capped at ``cap`` steps,
+        against the exact law of its matrix (:func:`sampler_check`, 95 % interval).
 
     Returns
     -------
     dict
-        ``gamma`` (the barrier Γ(s → B), nats), ``start``, ``start_text``, ``states``, and for
-        ``who`` in "truth" and the MLMs' names: ``exact_{who}`` (mean escape, sweeps, per ``exact_T``),
-        ``exact_slope_{who}`` (the local slope between the two coldest), ``sim_{who}`` (censored-MLE
-        mean escape, sweeps, per ``sim_T``: :class:`~mlmbook.stats.Interval`\ s at 95 %),
-        ``censored_{who}`` (share unescaped per T), ``fit_{who}`` (the Arrhenius slope, an
-        Interval at ``level``); with ``check``, ``check_mlm``.
+        ``gamma`` (the barrier Γ(s → B), nats), ``path`` (:class:`~mlmbook.glauber.landscape.BarrierPath`),
+        ``start``, ``town`` (state indices), ``logp`` (the truth's, per state), ``states`` (the frame's
+        size), ``tables`` (``{who: site log-scores}``), and for ``who`` in "truth" and the MLMs' names:
+        ``exact_{who}`` (mean escape time in sweeps, per temperature) and ``exact_slope_{who}`` (the
+        local slope of its log against :math:`1/T` between the two coldest); with ``check``, ``check_mlm``.
     """
     states = frame.states()
     logp, post = truth_topic_scores(grammar, states)
@@ -148,68 +145,150 @@ def escape_experiment(grammar, frame: Frame, exact_T: list, sim_T: list, n_chain
     farm = np.flatnonzero(np.isfinite(logp) & (post >= 0.95))
     town = np.flatnonzero(np.isfinite(logp) & (post <= 0.05))
     s0 = int(farm[np.argmax(logp[farm])])
-    text = " ".join(vocab[int(v)] for v in states[s0]) if vocab is not None else None
-    w = dict(gamma=basin_barrier(logp, frame, s0, town), start=s0, start_text=text, states=frame.size)
+    path = barrier_path(logp, frame, s0, town)
+    w = dict(gamma=path.gamma, path=path, start=s0, town=town, logp=logp, states=frame.size, tables={})
     n_sites = len(frame.sites)
-    tables = {"truth": [logp[frame.families(a)] for a in range(n_sites)]}
+    w["tables"]["truth"] = [logp[frame.families(a)] for a in range(n_sites)]
     for name, lm in (mlms or {}).items():
-        tables[name] = frame.conditional_logits(lm)
-    inv_e = 1 / np.asarray(exact_T, dtype=float)
-    for who, tab in tables.items():
-        exact = [hitting_times(frame.kernel(tab, T), town)[s0] / n_sites for T in exact_T]
+        w["tables"][name] = frame.conditional_logits(lm)
+    inv = 1 / np.asarray(temps, dtype=float)
+    for who, tab in w["tables"].items():
+        exact = [hitting_times(frame.kernel(tab, T), town)[s0] / n_sites for T in temps]
         w[f"exact_{who}"] = exact
-        w[f"exact_slope_{who}"] = float((np.log(exact[-1]) - np.log(exact[-2])) / (inv_e[-1] - inv_e[-2]))
-        sims = [simulate_escapes(frame.kernel(tab, T), s0, town, n_chains, cap, seed=seed + k)
-                for k, T in enumerate(sim_T)]
-        counts = [escape_counts(t, c) for t, c in sims]
-        w[f"fit_{who}"] = arrhenius_fit(1 / np.array(sim_T), [d for d, _ in counts], [e for _, e in counts],
-                                        level=level)
-        w[f"sim_{who}"] = [escape_rate(t, c).scale(1 / n_sites) for t, c in sims]
-        w[f"censored_{who}"] = [float(np.mean(c)) for _, c in sims]
+        w[f"exact_slope_{who}"] = float((np.log(exact[-1]) - np.log(exact[-2])) / (inv[-1] - inv[-2]))
     if mlms and check:
         name = next(iter(mlms))
-        w["check_mlm"] = sampler_check(mlms[name], frame, tables[name], s0, town, sim_T, *check, seed=seed,
-                                       level=level)
+        check_T, chains, cap = check
+        w["check_mlm"] = sampler_check(mlms[name], frame, w["tables"][name], s0, town, list(check_T), chains, cap,
+                                       seed=seed)
     return w
 
 
-def sample_quality(lm: MaskedLM, start_like, temps: list, n_pairs: int, sweeps: int, seed: int = 0,
-                   grammar=None) -> dict:
-    """Coupled pairs of chains from two uniformly random strings, ``n_pairs`` per temperature, scored
-    only where the pair has met.
+def state_kl(frame: Frame, logp, site_scores) -> np.ndarray:
+    r"""The MLM's single-site KL to the truth at every state of the frame, over the candidates:
 
-    Two copies from different starts that agree everywhere have forgotten where they began; the
-    state of a met pair after ``sweeps`` sweeps is scored (copy a is an ordinary chain, see
-    :meth:`GlauberSampler.coupled_run`). Pairs that never met are counted, not scored.
+    .. math:: \kappa(x) = \frac1L \sum_i
+              \mathrm{KL}\big(p(\cdot \mid x_{\setminus i}) \,\|\, q(\cdot \mid x_{\setminus i})\big),
 
-    Parameters
-    ----------
-    start_like : (n,) tensor
-        A sentence of the wanted length; its final token stays, the others are drawn uniformly
-        from the non-special tokens.
-    grammar : Grammar, optional
-        The toy truth, to score grammaticality and exact log-probabilities.
+    both conditionals renormalised over site :math:`i`'s candidates (what the frame's chains use),
+    :math:`p` from the truth's exact ``logp`` of the states, :math:`q` from the MLM's
+    :meth:`Frame.conditional_logits` ``site_scores``. NaN at a state one of whose contexts the truth
+    forbids entirely.
+    """
+    logp = np.asarray(logp, dtype=np.float64)
+    out = np.zeros(frame.size)
+    for a, lq in enumerate(site_scores):
+        fam = frame.families(a)
+        lp = logp[fam]
+        top = lp.max(axis=1, keepdims=True)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            p = np.exp(lp - top)
+            p /= p.sum(axis=1, keepdims=True)
+            lq = np.asarray(lq, dtype=np.float64)
+            lq = lq - lq.max(axis=1, keepdims=True)
+            lq = lq - np.log(np.exp(lq).sum(axis=1, keepdims=True))
+            kl = np.where(p > 0, p * (np.log(np.where(p > 0, p, 1.0)) - lq), 0.0).sum(axis=1)
+        kl[~np.isfinite(top[:, 0])] = np.nan
+        out[fam] += kl[:, None] / len(site_scores)
+    return out
+
+
+class TopicWorlds(NamedTuple):
+    """The topic experiment: its ``frame`` and ``worlds`` (``{knob: escape_experiment(...)}``)."""
+    frame: Frame
+    worlds: dict
+
+
+def topic_worlds(lms: dict, slot_words: list, temps: list, default: str, check: tuple | None = None,
+                 seed: int = 0) -> TopicWorlds | None:
+    """The exact escapes of :func:`escape_experiment` in the three topic worlds: the plateau with its MLM
+    ``lms["plateau"]``, the ridge (the truth alone) and the wall with every MLM whose name starts with
+    ``"wall"`` (``default`` first; the sampler ``check`` runs on it). None without MLMs (a model other than
+    the toy one: the worlds are the toy language's)."""
+    if not lms:
+        return None
+    frame = topic_frame(lms["plateau"], slot_words)                  # the toy tokenizer is shared
+    wall = [default] + sorted(name for name in lms if name.startswith("wall") and name != default)
+    worlds = {}
+    for knob, names in (("plateau", ["plateau"]), ("ridge", []), ("wall", wall)):
+        worlds[knob] = escape_experiment(Grammar.load("toy", topic=knob), frame, list(temps),
+                                         mlms={name: lms[name] for name in names},
+                                         check=check if knob == "wall" else None, seed=seed)
+    return TopicWorlds(frame, worlds)
+
+
+def ladder_fit(lms: dict, knob: str = "wall", sentences: int = 60, seed: int = 7) -> dict:
+    """Each MLM's mean single-site KL to the truth of the topic world ``knob`` (nats per token) on
+    ``sentences`` sentences of that world: ``{name: KL}`` for the MLMs whose name starts with ``knob``."""
+    grammar = Grammar.load("toy", topic=knob)
+    words = [s.words for s in grammar.sample(sentences, seed=seed)]
+    return {name: float(np.mean(np.concatenate(kl_to_truth(grammar, lm, words))))
+            for name, lm in sorted(lms.items()) if name.startswith(knob)}
+
+
+def topic_trajectory(lm: MaskedLM, plan, seed: int = 0, odds: float = 19.0) -> dict | None:
+    r"""An MLM trained behind the wall writes sentences of ``plan.topic_len`` tokens over its whole
+    vocabulary at ``plan.trajectory_T``; the lexical topic probe :math:`\lambda`
+    (:func:`~mlmbook.glauber.trajectories.topic_log_odds`) labels each sweep farm (:math:`\lambda \ge \log`
+    ``odds``) or town (:math:`\le -\log` ``odds``), keeping the label in between.
+
+    The ``plan.trajectory_chains`` chains start on the farmiest sentences of the wall world. None without
+    the model.
 
     Returns
     -------
     dict
-        ``final`` (copy a's last states), ``met`` (bool per pair), ``met_count`` and ``n`` per T,
-        and with the grammar ``grammatical_count`` (per T, among met pairs) and ``logp``
-        (per T, exact log p of the met pairs' grammatical states).
+        ``lam`` (sweeps + 1, chains), ``labels``, ``threshold``, ``probe_agreement`` (share of 200 true
+        sentences with a decisive exact topic posterior whose sign the probe gets right), ``switches``,
+        ``farm_share``, ``chain_sweeps`` and ``stay`` (the mean stay on one side in sweeps, censored
+        exponential, a 95 % :class:`~mlmbook.stats.Interval`).
     """
-    L = len(start_like)
-    sampler = GlauberSampler(lm, temperature=np.repeat(temps, n_pairs), frozen=[L - 1], seed=seed)
-    words_only = torch.tensor([v for v in range(lm.V) if v not in set(lm.special_ids)])
-    a = sampler.random_states(len(temps) * n_pairs, start_like, pool=words_only)
-    b = sampler.random_states(len(temps) * n_pairs, start_like, pool=words_only)
-    res = sampler.coupled_run(a, b, sweeps * (L - 1), stop_when_met=False, coupling="maximal", progress=True)
-    met = ~res.censored
-    final = res.final_a
-    per_T = lambda v: [v[k * n_pairs:(k + 1) * n_pairs] for k in range(len(temps))]   # noqa: E731
-    out = dict(final=final, met=met, n=n_pairs, met_count=[int(m.sum()) for m in per_T(met)])
-    if grammar is None:
-        return out
-    lp = truth_log_probs(grammar, final)
-    out["grammatical_count"] = [int((np.isfinite(l_) & m).sum()) for l_, m in zip(per_T(lp), per_T(met))]
-    out["logp"] = [l_[np.isfinite(l_) & m].tolist() for l_, m in zip(per_T(lp), per_T(met))]
-    return out
+    if lm is None:
+        return None
+    grammar, L = Grammar.load("toy", topic="wall"), plan.topic_len
+    pool = [s for s in grammar.sample(2000, seed=seed + 3) if len(s) == L]
+    ids = torch.tensor([lm.encode_words(s.words)[0] for s in pool])
+    lam0 = topic_log_odds(grammar, ids)
+    post = topic_posterior(grammar, ids[:200])[:, 0]
+    decisive = np.isfinite(post) & (np.abs(post - 0.5) > 0.45)
+    agree = float(np.mean((lam0[:200][decisive] > 0) == (post[decisive] > 0.5)))
+    start = ids[np.argsort(lam0)[::-1][:plan.trajectory_chains].copy()]
+    sampler = GlauberSampler(lm, temperature=plan.trajectory_T, frozen=[L - 1], seed=seed)
+    traj = sampler.run(start, plan.trajectory_sweeps * (L - 1), record_every=L - 1, progress=False)
+    lam = topic_log_odds(grammar, traj)
+    thr = float(np.log(odds))
+    labels = hysteresis_labels(lam, -thr, thr)
+    stays, cut = [], []
+    for c in range(labels.shape[1]):
+        change = np.flatnonzero(np.diff(labels[:, c])) + 1
+        bounds = np.concatenate([[0], change, [len(labels) - 1]])
+        stays += np.diff(bounds).tolist()
+        cut += [False] * len(change) + [True]                           # the last stay is cut by the end
+    return dict(lam=lam, labels=labels, threshold=thr, probe_agreement=agree,
+                switches=int(np.abs(np.diff(labels, axis=0)).sum()), farm_share=float((labels == 1).mean()),
+                chain_sweeps=plan.trajectory_sweeps * len(start), stay=escape_rate(stays, cut, level=0.95))
+
+
+def saddle_move(frame: Frame, logp, site_scores, saddle: tuple) -> dict:
+    r"""The barrier's top move :math:`x \to y` (one site :math:`i` apart) as the truth and a model see it.
+
+    Returns ``truth`` and ``model``: the log-odds :math:`\log \frac{q(y_i \mid x_{\setminus i})}{q(x_i \mid
+    x_{\setminus i})}` of crossing against staying, each conditional renormalised over the site's candidates
+    (the truth's from ``logp``, the model's from ``site_scores``), and ``kl``: the model's
+    :math:`\mathrm{KL}(p \,\|\, q)` over the candidates at that context, which weighs an error on the move
+    by the truth's own small probability of it.
+    """
+    x, y = saddle
+    states = frame.states()
+    a = int(np.flatnonzero((states[x] != states[y]).numpy())[0])
+    site = frame.sites.index(a)
+    fam = frame.families(site)
+    row = int(np.flatnonzero((fam == x).any(axis=1))[0])
+    ix, iy = int(np.flatnonzero(fam[row] == x)[0]), int(np.flatnonzero(fam[row] == y)[0])
+    lp = np.asarray(logp, dtype=np.float64)[fam[row]]
+    lp = lp - np.logaddexp.reduce(lp)
+    lq = np.asarray(site_scores[site][row], dtype=np.float64)
+    lq = lq - np.logaddexp.reduce(lq)
+    p = np.exp(lp)
+    kl = float(np.sum(np.where(p > 0, p * (lp - lq), 0.0)))
+    return dict(truth=float(lp[iy] - lp[ix]), model=float(lq[iy] - lq[ix]), kl=kl)

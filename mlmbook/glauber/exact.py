@@ -1,15 +1,13 @@
 r"""Exact analysis of Glauber dynamics on a small state space (a :class:`Frame`).
 
-The transition matrix, :func:`stationary`, :func:`spectral_gap`, :func:`critical_depth` (the
-Arrhenius slope of the low-temperature relaxation time), :func:`basin_barrier` (the same
-height between two given sets of states), :func:`hitting_times` (exact mean escape times) and
-:func:`escape_survival` (their exact law).
+The transition matrix, :func:`stationary`, :func:`spectral_gap`, :func:`hitting_times` (exact mean
+escape times) and :func:`escape_survival` (their exact law). The landscape's heights (critical
+depth, barriers between basins) are in :mod:`mlmbook.glauber.landscape`.
 """
 
 from __future__ import annotations
 
 import inspect
-from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
@@ -18,12 +16,9 @@ import torch
 
 from .. import queries
 
-if TYPE_CHECKING:
-    pass
+__all__ = ["Frame", "state_space", "state_index", "exact_transition_matrix", "hitting_times", "escape_survival",
+           "simulate_escapes", "stationary", "spectral_gap", "relaxation_time", "is_reversible"]
 
-__all__ = ["Frame", "state_space", "state_index", "exact_transition_matrix", "critical_depth", "basin_barrier",
-           "hitting_times", "escape_survival", "simulate_escapes", "stationary", "spectral_gap", "relaxation_time",
-           "is_reversible"]
 
 class Frame:
     r"""A small state space for exact analysis: a template sentence whose free sites range
@@ -208,99 +203,6 @@ def exact_transition_matrix(cond, n: int, V_subset, T: float = 1.0, scan: str = 
         raise NotImplementedError("only the random-scan kernel is built exactly")
     frame = Frame.shared(n, V_subset, template, sites)
     return frame.kernel(frame.conditional_logits(cond, mask_id, progress), T)
-
-
-def critical_depth(log_p, frame: Frame, return_trap: bool = False):
-    r"""Critical depth :math:`\Gamma` of the energy landscape :math:`E = -\log p` for heat-bath
-    Glauber dynamics on a :class:`Frame`.
-
-    At temperature :math:`T` the Gibbs sampler of :math:`p^{1/T}` moves between neighbours
-    :math:`x, y` (one site apart, on the line :math:`\ell` of states that differ only there)
-    with flow :math:`\pi_T(x)P(x,y) \asymp e^{-h(x,y)/T}`, where
-    :math:`h(x, y) = E(x) + E(y) - \min_{z \in \ell} E(z)`. The depth of a local minimum
-    is the least possible maximum of :math:`h` along a path to a state of lower energy, minus
-    its own energy; :math:`\Gamma` is the largest depth over all minima but the ground state.
-    As :math:`T \to 0` the spectral gap behaves like :math:`e^{-\Gamma/T}` (Holley & Stroock;
-    Catoni), so :math:`\log t_\text{rel} \approx \Gamma / T`: the Arrhenius law. Computed by
-    Kruskal's algorithm over the moves sorted by height; states with :math:`p = 0` are left out.
-
-    Parameters
-    ----------
-    log_p : (S,) log-probabilities of the frame's states, in frame order
-    frame : :class:`Frame` (or any object with ``sites`` and ``families(a)``)
-    return_trap : also return the deepest trap: the index of its minimum and the move
-        ``(x, y)`` (state indices) at the top of its cheapest way out
-
-    Returns
-    -------
-    float, or ``(depth, minimum, (x, y))`` with ``return_trap`` (``minimum`` is -1 when
-    there is a single well)
-    """
-    E, (h, u, v) = _moves(log_p, frame)
-    parent = np.arange(len(E))
-    bottom = np.arange(len(E))                                             # each component's lowest state
-    depth, trap = 0.0, (-1, (-1, -1))
-    for k in np.argsort(h, kind="stable"):
-        ru, rv = _root(parent, u[k]), _root(parent, v[k])
-        if ru == rv:
-            continue
-        if E[bottom[ru]] > E[bottom[rv]]:
-            ru, rv = rv, ru                                                # ru holds the lower minimum
-        if h[k] - E[bottom[rv]] > depth:
-            depth, trap = float(h[k] - E[bottom[rv]]), (int(bottom[rv]), (int(u[k]), int(v[k])))
-        parent[rv] = ru
-    return (depth, *trap) if return_trap else depth
-
-
-def basin_barrier(log_p, frame: Frame, source: int, target) -> float:
-    r"""Height of the cheapest way from state ``source`` into the set ``target``, above ``source``:
-
-    .. math:: \Gamma(s \to B) = \min_{\text{paths } s \to B}\; \max_{(x,y) \in \text{path}} h(x, y) \;-\; E(s),
-
-    with the heat-bath heights :math:`h` of :func:`critical_depth`. As :math:`T \to 0` the mean
-    time for the tempered Gibbs sampler started at a local minimum :math:`s` to reach :math:`B`
-    grows like :math:`e^{\Gamma(s\to B)/T}` when :math:`s` is the bottom of its basin
-    (the Arrhenius law of the escape). ``inf`` if no path reaches ``target``.
-    """
-    E, (h, u, v) = _moves(log_p, frame)
-    tgt = np.zeros(len(E), bool)
-    tgt[np.asarray(sorted(target) if isinstance(target, (set, frozenset)) else target, dtype=np.int64)] = True
-    if tgt[source]:
-        return 0.0
-    parent = np.arange(len(E))
-    hit = tgt.copy()                                                      # per root: holds a target state
-    for k in np.argsort(h, kind="stable"):
-        ru, rv = _root(parent, u[k]), _root(parent, v[k])
-        if ru == rv:
-            continue
-        parent[rv] = ru
-        hit[ru] |= hit[rv]
-        if hit[_root(parent, source)]:
-            return float(h[k] - E[source])
-    return float("inf")
-
-
-def _root(parent: np.ndarray, x: int) -> int:
-    while parent[x] != x:
-        parent[x] = parent[parent[x]]
-        x = parent[x]
-    return x
-
-
-def _moves(log_p, frame):
-    """Energies and every single-site move ``(h, u, v)`` between states of positive probability."""
-    E = -np.asarray(log_p, dtype=np.float64)
-    hs, us, vs = [], [], []
-    for a in range(len(frame.sites)):
-        fam = frame.families(a)
-        e = E[fam]                                                          # (F, m)
-        low = e.min(axis=1, keepdims=True)
-        iu, iv = np.triu_indices(fam.shape[1], 1)
-        with np.errstate(invalid="ignore"):                                # inf - inf on forbidden lines
-            h = e[:, iu] + e[:, iv] - low
-        ok = np.isfinite(h)
-        hs.append(h[ok]), us.append(fam[:, iu][ok]), vs.append(fam[:, iv][ok])
-    return E, tuple(np.concatenate(z) for z in (hs, us, vs))
 
 
 def hitting_times(P, target) -> np.ndarray:

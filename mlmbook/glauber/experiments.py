@@ -5,6 +5,7 @@ function                    what it computes
 ==========================  ================================================================
 :func:`rectangle_pairs`     random and adjacent pairs of positions for the rectangle test
 :func:`real_model_frame`    a frame for a real model: single-piece words and their top rivals
+:func:`chapter_frame`       the chapter's frame: given candidate lists (toy), or the real model's rivals
 :func:`frame_sweep`         stationary law, relaxation time, reversibility of a frame's
                             plain and MH-corrected chains over temperatures, and (with the
                             truth) their distances to :math:`p_T` and the exact quality of
@@ -15,8 +16,8 @@ function                    what it computes
 :func:`influence_crossing`  where the influence estimate crosses 1
 ==========================  ================================================================
 
-Each returns plain arrays, dicts and :class:`~mlmbook.stats.Interval`\ s; the chapter turns
-intervals into verdicts (:func:`mlmbook.stats.decide`) and records the numbers its prose cites.
+Each returns plain arrays, dicts and :class:`~mlmbook.stats.Interval`\ s; the chapter records the
+numbers its prose cites (its primary questions are answered through :mod:`mlmbook.glauber.study`).
 """
 from __future__ import annotations
 
@@ -31,13 +32,13 @@ from .exact import Frame, is_reversible, spectral_gap, stationary
 from .mh import mh_kernel, pll_energy
 from .sampler import GlauberSampler, influence
 from .scaling import coupon_times
-from .trajectories import growth_exponent
+from .trajectories import growth_exponent, truth_log_probs
 
 if TYPE_CHECKING:
     from ..models.base import MaskedLM
 
-__all__ = ["rectangle_pairs", "real_model_frame", "FrameSweep", "frame_sweep", "law_quality", "arrhenius_slopes",
-           "Grid", "coupling_grid", "growth_exponents", "influence_crossing"]
+__all__ = ["rectangle_pairs", "real_model_frame", "chapter_frame", "FrameSweep", "frame_sweep", "law_quality",
+           "arrhenius_slopes", "Grid", "coupling_grid", "growth_exponents", "influence_crossing"]
 
 
 def rectangle_pairs(sentences, rng: np.random.Generator, per_sentence: int = 2) -> dict:
@@ -78,6 +79,19 @@ def real_model_frame(lm: MaskedLM, words: list, n_sites: int = 4, rivals: int = 
     return template, sites, cands
 
 
+def chapter_frame(lm: MaskedLM, words: list, slot_words: list) -> Frame:
+    """The chapter's frame over ``words`` (a five-token sentence with its period): its determiner, subject,
+    verb and object (positions 0, 1, 2, 4) range over ``slot_words``, one word list per slot, when the model
+    reads each of those words, and the sentence's, as one piece; otherwise over the model's own rivals
+    (:func:`real_model_frame`)."""
+    template, pieces = lm.encode_words(words)
+    enc = [lm.encode_words([w]) for ws in slot_words for w in ws]
+    if len(template) != len(words) or any(len(ids) != 1 for ids, _ in enc):
+        return Frame(*real_model_frame(lm, words))
+    it = iter(ids[0] for ids, _ in enc)
+    return Frame(template, [0, 1, 2, 4], [[next(it) for _ in ws] for ws in slot_words])
+
+
 class FrameSweep(NamedTuple):
     """A frame's chains over temperatures (lists indexed like ``T``).
 
@@ -93,9 +107,11 @@ class FrameSweep(NamedTuple):
     ``mh_truth_tv`` (:math:`\\|p_T P - p_T\\|_1` for the MH chain built from the truth with :math:`E = -\\log
     p`, on the truth's support), ``tv_T`` = TV(π, p_T) and ``tv_mh_T`` = TV(π_MH, p_T), ``tv_1`` = TV(π, p),
     ``kl_T`` = KL(p_T‖π), ``ungrammatical`` (π's mass off the truth's support), and ``quality`` / ``quality_mh``
-    / ``quality_truth``: :func:`law_quality` of π, π_MH, p_T.
+    / ``quality_truth``: :func:`law_quality` of π, π_MH, p_T; ``logp``: the truth's exact log p of the states
+    (None without the truth).
     """
     T: list
+    logp: np.ndarray | None
     pi_mlm: list
     trel_mlm: list
     reversible_mlm: list
@@ -141,9 +157,9 @@ def law_quality(pi, logp) -> dict:
                 effective=float(np.exp(-(pi[nz] * np.log(pi[nz])).sum())))
 
 
-def frame_sweep(frame: Frame, tab_mlm, temps: list, logp=None, tab_truth=None) -> FrameSweep:
-    """Exact analysis of the frame's plain and MH-corrected MLM chains (and the truth's, given
-    ``logp`` and ``tab_truth``).
+def frame_sweep(frame: Frame, tab_mlm, temps: list, truth=None) -> FrameSweep:
+    r"""Exact analysis of the frame's plain and MH-corrected MLM chains (and, given the toy language's
+    ``truth`` oracle, the truth's chain and the exact log-probabilities of the frame's states).
 
     Parameters
     ----------
@@ -152,14 +168,14 @@ def frame_sweep(frame: Frame, tab_mlm, temps: list, logp=None, tab_truth=None) -
         ``frame.conditional_logits(lm)`` (log-probabilities: they also give the MH energy).
     temps : list of float
         Must contain 1.0 (the net flow is read there).
-    logp : (S,) array, optional
-        The truth's exact log-probabilities of the frame's states (``-inf`` off its support).
-    tab_truth : list of arrays, optional
-        ``frame.conditional_logits(truth)``.
+    truth : TruthOracle, optional
+        ``load_mlm("truth")``: its conditionals on the frame, and ``truth.grammar``'s exact :math:`\log p`.
     """
-    out = {k: [] for k in FrameSweep._fields if k not in ("T", "net_flow")}
+    out = {k: [] for k in FrameSweep._fields if k not in ("T", "net_flow", "logp")}
     net = float("nan")
     energy = pll_energy(frame, tab_mlm)
+    logp = None if truth is None else truth_log_probs(truth.grammar, frame.states())
+    tab_truth = None if truth is None else frame.conditional_logits(truth)
     if logp is not None:
         support = np.isfinite(logp)
         p1 = _tempered(logp, support, 1.0)
@@ -200,7 +216,7 @@ def frame_sweep(frame: Frame, tab_mlm, temps: list, logp=None, tab_truth=None) -
         out["quality"].append(law_quality(pi, logp))
         out["quality_mh"].append(law_quality(pi_mh, logp))
         out["quality_truth"].append(law_quality(pT, logp))
-    return FrameSweep(T=list(temps), net_flow=net, **out)
+    return FrameSweep(T=list(temps), net_flow=net, logp=logp, **out)
 
 
 def arrhenius_slopes(temps, trel) -> np.ndarray:

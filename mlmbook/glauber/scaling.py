@@ -13,7 +13,7 @@ their growth with :math:`n` can be set against the coupon collector's :math:`m H
 :func:`length_frames`       two-candidate frames over sentences of the toy language, by length
 :func:`support_component`   the truth's states reachable from the sentence by allowed moves
 :func:`scaling_curve`       exact :math:`t_\text{rel}` and :math:`t_\text{mix}` per frame and temperature
-:func:`exact_growth`        the growth exponent against a size, with a bootstrap over sentences
+:func:`exact_scaling`       the chapter's design: frames by length, the truth's and an MLM's mixing times
 :func:`coupon_times`        :math:`m H_m`
 ==========================  ================================================================
 """
@@ -25,7 +25,6 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
-from .. import stats
 from ..toy import N_SPECIAL
 from .exact import Frame, spectral_gap, stationary
 from .trajectories import truth_log_probs
@@ -33,7 +32,8 @@ from .trajectories import truth_log_probs
 if TYPE_CHECKING:
     from ..models.base import MaskedLM
 
-__all__ = ["mixing_time", "length_frames", "support_component", "scaling_curve", "exact_growth", "coupon_times"]
+__all__ = ["mixing_time", "length_frames", "support_component", "scaling_curve", "exact_scaling", "coupon_times",
+           "STEP_LIMIT"]
 
 
 def _distance(Pt: np.ndarray, pi: np.ndarray) -> float:
@@ -41,17 +41,49 @@ def _distance(Pt: np.ndarray, pi: np.ndarray) -> float:
     return float(0.5 * np.abs(Pt - pi[None, :]).sum(axis=1).max())
 
 
-def mixing_time(P, eps: float = 0.25, pi=None, max_steps: int = 1 << 24) -> float:
+STEP_LIMIT = 4096
+"""Steps :func:`mixing_time` walks one at a time before it switches to repeated squaring."""
+
+
+def mixing_time(P, eps: float = 0.25, pi=None, max_steps: int = 1 << 24, block: int = 512) -> float:
     r"""Exact worst-start mixing time :math:`t_\text{mix}(\varepsilon) = \min\{t : d(t) \le \varepsilon\}`,
     :math:`d(t) = \max_x \|P^t(x,\cdot) - \pi\|_\mathrm{TV}`, in steps.
 
-    :math:`d` does not increase with :math:`t` (Levin & Peres, Lemma 4.11), so the powers
-    :math:`P^{2^k}` are squared until :math:`d \le \varepsilon`, and the time is then found by
-    bisection over products of those powers: about :math:`2\log_2 t_\text{mix}` dense products of
-    :math:`S \times S` matrices (a few thousand states at most). ``inf`` beyond ``max_steps``.
+    Each start's distance :math:`\|P^t(x,\cdot) - \pi\|_\mathrm{TV}` does not increase with :math:`t`
+    (:math:`P` contracts signed measures of mass 0 and fixes :math:`\pi`), so
+    :math:`t_\text{mix} = \max_x t_x` with :math:`t_x` the first time start :math:`x` is within
+    :math:`\varepsilon`. The starts are walked forward ``block`` at a time, one sparse product per step,
+    each dropped once it is within :math:`\varepsilon`: about :math:`S^2\,\bar d\, t_\text{mix}` operations for
+    :math:`\bar d` non-zeros per row (a random-scan chain on :math:`2^m` states has :math:`m+1`), against
+    :math:`S^3 \log t_\text{mix}` for squaring dense powers. A chain still unmixed after
+    :data:`STEP_LIMIT` steps is finished by squaring :math:`P^{2^k}` and bisecting (Levin & Peres,
+    Lemma 4.11: :math:`d` does not increase). ``inf`` beyond ``max_steps``.
     """
-    P = sp.csr_matrix(P).toarray() if sp.issparse(P) else np.asarray(P, dtype=np.float64)
-    pi = stationary(sp.csr_matrix(P)) if pi is None else np.asarray(pi, dtype=np.float64)
+    Ps = sp.csr_matrix(P)
+    pi = stationary(Ps) if pi is None else np.asarray(pi, dtype=np.float64)
+    S = Ps.shape[0]
+    PT = Ps.T.tocsr()
+    limit = min(max_steps, STEP_LIMIT)
+    worst = 0
+    for first in range(0, S, block):
+        cols = np.arange(first, min(S, first + block))
+        D = np.zeros((S, len(cols)))
+        D[cols, np.arange(len(cols))] = 1.0
+        t = 0
+        while True:
+            far = 0.5 * np.abs(D - pi[:, None]).sum(axis=0) > eps
+            if not far.any():
+                break
+            if t >= limit:
+                return float("inf") if limit >= max_steps else _mixing_time_squaring(Ps.toarray(), eps, pi, max_steps)
+            D = PT @ D[:, far]
+            t += 1
+        worst = max(worst, t)
+    return float(worst)
+
+
+def _mixing_time_squaring(P: np.ndarray, eps: float, pi: np.ndarray, max_steps: int) -> float:
+    """:func:`mixing_time` by repeated squaring of dense powers, then bisection (slow chains)."""
     S = len(P)
     if _distance(np.eye(S), pi) <= eps:
         return 0.0
@@ -78,27 +110,28 @@ def coupon_times(lengths) -> np.ndarray:
     return m_free * np.array([sum(1 / k for k in range(1, m + 1)) for m in m_free])
 
 
-def length_frames(grammar, lengths, per_length: int, seed: int = 0, pool: int = 6000,
+def length_frames(grammar, lengths, per_length, seed: int = 0, pool: int = 6000,
                   offset: int = N_SPECIAL) -> dict:
     r"""Frames of growing length over sentences of the toy language: ``{n: [(frame, words), ...]}``.
 
     For each length :math:`n`, the first ``per_length`` distinct sentences of that length among
-    ``pool`` samples; every position but the final token is free, over two candidates: the
-    sentence's word and the word the truth finds most likely there in its place,
+    ``pool`` samples (an int for every length, or a dict ``{n: count}``; the sentences of a smaller
+    count are the first of a larger one); every position but the final token is free, over two
+    candidates: the sentence's word and the word the truth finds most likely there in its place,
     :math:`\arg\max_{v \ne x_i} p(v \mid x_{\setminus i})` (exact conditionals). State 0 is the sentence.
     Token ids are ``offset`` + word ids (the toy tokenizer's).
     """
-    rng_seed = seed
-    by_len: dict = {int(n): [] for n in lengths}
+    want = {int(n): int(per_length[n] if isinstance(per_length, dict) else per_length) for n in lengths}
+    by_len: dict = {n: [] for n in want}
     seen = set()
-    for s in grammar.sample(pool, seed=rng_seed):
+    for s in grammar.sample(pool, seed=seed):
         n = len(s.words)
-        if n in by_len and len(by_len[n]) < per_length and tuple(s.words) not in seen:
+        if n in by_len and len(by_len[n]) < want[n] and tuple(s.words) not in seen:
             seen.add(tuple(s.words))
             by_len[n].append(list(s.words))
     out = {}
     for n, sentences in by_len.items():
-        if len(sentences) < per_length:
+        if len(sentences) < want[n]:
             raise ValueError(f"only {len(sentences)} sentences of length {n} among {pool} samples: "
                              f"raise pool or drop that length")
         frames = []
@@ -139,63 +172,57 @@ def _tempered(logp: np.ndarray, T: float) -> np.ndarray:
 
 
 def scaling_curve(grammar, frames: dict, temps, mlm: MaskedLM | None = None, eps: float = 0.25,
-                  progress: bool = False) -> dict:
+                  relaxation: bool = True) -> dict:
     r"""Exact relaxation and mixing times of the tempered chains on every frame of :func:`length_frames`.
 
     The truth's chain runs on :func:`support_component` (its stationary law there is
     :math:`p^{1/T}` restricted and renormalised); an MLM's chain on the whole frame (its
-    conditionals give every state mass). Times are in steps.
+    conditionals give every state mass). Times are in steps. One *unit* per frame (sentence), in
+    the order of ``frames`` (lengths ascending, then the sentences of each length). Without
+    ``relaxation`` the relaxation times are left out (NaN): they cost an eigensolver per chain.
 
     Returns
     -------
     dict
-        ``lengths``; ``states_truth`` and ``states_mlm`` (n -> list of state counts); and for
-        ``who`` in ("truth", "mlm"): ``trel_{who}`` and ``tmix_{who}``, arrays
-        (len(temps), len(lengths), per_length).
+        ``length`` (U,) the sentence length of each unit; ``states_truth`` and ``states_mlm`` (U,)
+        the states each chain runs on; ``temps``; and for ``who`` in ("truth", "mlm"):
+        ``trel_{who}`` and ``tmix_{who}``, arrays (len(temps), U).
     """
-    lengths = sorted(frames)
-    K = len(frames[lengths[0]])
-    out = {"lengths": lengths, "temps": list(temps), "states_truth": {}, "states_mlm": {}}
+    units = [(n, frame) for n in sorted(frames) for frame, _ in frames[n]]
+    U = len(units)
+    out = {"length": np.array([n for n, _ in units]), "temps": list(temps),
+           "states_truth": np.zeros(U, dtype=np.int64), "states_mlm": np.zeros(U, dtype=np.int64)}
     whos = ("truth", "mlm") if mlm is not None else ("truth",)
     for who in whos:
         for what in ("trel", "tmix"):
-            out[f"{what}_{who}"] = np.zeros((len(temps), len(lengths), K))
-    for a, n in enumerate(lengths):
-        out["states_truth"][n], out["states_mlm"][n] = [], []
-        for k, (frame, _) in enumerate(frames[n]):
-            logp = truth_log_probs(grammar, frame.states())
-            comp = support_component(frame, logp)
-            tab_truth = [logp[frame.families(s)] for s in range(len(frame.sites))]
-            out["states_truth"][n].append(len(comp))
-            tab_mlm = frame.conditional_logits(mlm, progress=progress) if mlm is not None else None
-            out["states_mlm"][n].append(frame.size)
-            for b, T in enumerate(temps):
-                Pt = frame.kernel(tab_truth, T)[comp][:, comp]
-                pT = _tempered(logp[comp], T)
-                out["trel_truth"][b, a, k] = 1 / spectral_gap(Pt, pT, reversible=True)
-                out["tmix_truth"][b, a, k] = mixing_time(Pt, eps, pT)
-                if tab_mlm is not None:
-                    P = frame.kernel(tab_mlm, T)
-                    pi = stationary(P)
-                    out["trel_mlm"][b, a, k] = 1 / spectral_gap(P, pi)
-                    out["tmix_mlm"][b, a, k] = mixing_time(P, eps, pi)
+            out[f"{what}_{who}"] = np.zeros((len(temps), U))
+    for k, (_, frame) in enumerate(units):
+        logp = truth_log_probs(grammar, frame.states(), chunk=128)
+        comp = support_component(frame, logp)
+        tab_truth = [logp[frame.families(s)] for s in range(len(frame.sites))]
+        out["states_truth"][k], out["states_mlm"][k] = len(comp), frame.size
+        tab_mlm = frame.conditional_logits(mlm) if mlm is not None else None
+        for b, T in enumerate(temps):
+            Pt = frame.kernel(tab_truth, T)[comp][:, comp]
+            pT = _tempered(logp[comp], T)
+            out["trel_truth"][b, k] = 1 / spectral_gap(Pt, pT, reversible=True) if relaxation else np.nan
+            out["tmix_truth"][b, k] = mixing_time(Pt, eps, pT)
+            if tab_mlm is not None:
+                P = frame.kernel(tab_mlm, T)
+                pi = stationary(P)
+                out["trel_mlm"][b, k] = 1 / spectral_gap(P, pi) if relaxation else np.nan
+                out["tmix_mlm"][b, k] = mixing_time(P, eps, pi)
     return out
 
 
-def exact_growth(x, values, level: float = stats.LEVEL, seed: int = 0) -> stats.Interval:
-    r"""Growth exponent :math:`\beta` of exact times against a size, :math:`\log \bar t(x) = c + \beta\log x`
-    (least squares of the log of the mean over sentences), with a percentile bootstrap over the
-    sentences of each size (:func:`mlmbook.stats.bootstrap`; the units are sentences, the times
-    themselves carry no noise).
-
-    ``values`` is (sizes, sentences): the same number of sentences at every size.
-    """
-    v = np.asarray(values, dtype=np.float64)
-    lx = np.log(np.asarray(x, dtype=np.float64))
-    lx = lx - lx.mean()
-
-    def stat(*cols):
-        ly = np.log(np.stack([c.mean(axis=-1) for c in cols], axis=-1))
-        return ((ly - ly.mean(axis=-1, keepdims=True)) * lx).sum(axis=-1) / (lx ** 2).sum()
-
-    return stats.bootstrap(stat, *v, level=level, seed=seed, what="sentences per length")
+def exact_scaling(truth, mlm: MaskedLM, counts: dict, temps, seed: int = 0, pool: int = 6000) -> dict | None:
+    """Chapter 5's exact scaling: :func:`length_frames` with ``counts`` sentences per length, then
+    :func:`scaling_curve` of the truth's chain and ``mlm``'s (mixing times only), plus ``words`` (the
+    sentence of each unit). None without the toy language's ``truth`` oracle (it picks every rival word and
+    gives the exact law)."""
+    if truth is None:
+        return None
+    frames = length_frames(truth.grammar, list(counts), counts, seed=seed, pool=pool)
+    out = scaling_curve(truth.grammar, frames, temps, mlm=mlm, relaxation=False)
+    out["words"] = [words for n in sorted(frames) for _, words in frames[n]]
+    return out

@@ -16,7 +16,7 @@ from ..toy import N_SPECIAL
 __all__ = ["censored_quantile", "hamming_autocorrelation", "basin_occupancy", "escape_times", "hysteresis_labels",
            "truth_log_probs", "topic_posterior", "truth_topic_scores", "topic_word_log_odds", "topic_log_odds",
            "escape_counts",
-           "escape_rate", "arrhenius_fit", "exact_interval", "growth_exponent", "tail_bound"]
+           "escape_rate", "arrhenius_fit", "growth_exponent", "tail_bound"]
 
 
 def censored_quantile(times, censored, q: float = 0.5) -> float:
@@ -281,13 +281,6 @@ def arrhenius_fit(inv_T, events, exposure, level: float = stats.LEVEL) -> stats.
     high = brentq(g, b, span) if g(span) > 0 else float("inf")
     return stats.Interval(b, float(low), float(high), level,
                           f"profile likelihood of a Poisson escape rate over {len(x)} temperatures", int(d.sum()))
-
-
-def exact_interval(value: float, level: float = stats.LEVEL, what: str = "exact") -> stats.Interval:
-    """An exact number (no sampling noise: computed from a known transition matrix) as an interval of
-    zero width, labelled with ``level`` (a family's), so that :func:`mlmbook.stats.decide` reads it like
-    any other; its detectable effect is 0."""
-    return stats.Interval(float(value), float(value), float(value), level, what, 1, 0.0)
 
 
 def growth_exponent(x, times, censored, level: float = stats.LEVEL, seed: int = 0, names=None) -> stats.Interval:

@@ -20,15 +20,19 @@ reading order:
                      and of k positions, :func:`site_joint`, :func:`site_chain`
 :mod:`.ksite`        beyond two tokens: :class:`SiteConditionals`, :func:`independent_k`,
                      :func:`chain_k`, :func:`ag_k`, :func:`topk_site_candidates`
-:mod:`.sampling`     the sample of pairs, :func:`choose_pairs`, with :func:`tree_distance`
+:mod:`.sampling`     the sample: :func:`experiment_sentences`, :func:`choose_pairs`,
+                     :func:`tree_distance`
+:mod:`.experiment`   the experiment: :func:`measure` every joint on every pair, described in
+                     :func:`methods_table` and :func:`truth_table`
+:mod:`.study`        the chapter's primary questions (:func:`questions`), the rows that answer
+                     them (:func:`ppl_rows`, :func:`gap_rows`) and the sample sizes (:class:`Plan`)
 :mod:`.regime`       one rung of the model ladder: :func:`rung_pairs`, :func:`rung_point`,
-                     :func:`gap_interval`, :func:`gain_trend`, :func:`per_sentence`
-:mod:`.verdicts`     comparisons in words, from verdicts only: :func:`paper_agreement`,
-                     :func:`best_against`
+                     :func:`per_sentence`
+:mod:`.knob`         soft zeros: :func:`blocked_sample`, :func:`exact_blocks`
+:mod:`.figures`      the chapter's figures (imported on their own: ``joints.figures``)
 ==================  ===========================================================================
 
-KL, total variation, perplexity, the bootstrap and the decision rule are those of
-:mod:`mlmbook.stats`.
+KL, total variation, perplexity, intervals and the decision rule are those of :mod:`mlmbook.stats`.
 """
 from .ag import TOL_FLOOR, AGResult, ag, ag_objective
 from .conditionals import (
@@ -41,12 +45,17 @@ from .conditionals import (
                            topk_candidates,
 )
 from .derive import METHODS, anchor, default_pivot, derive_all, hcb, match_blocks, mrf, mrf_local, naive, support_blocks
+from .experiment import ROWS, cell, measure, methods_table, queries_of, truth_table
+from .knob import blocked_sample, exact_blocks, word_pairs
 from .ksite import (
+                           K_JOINTS,
                            SiteConditionals,
                            ag_k,
                            ag_k_objective,
                            chain_k,
                            independent_k,
+                           k_token_kls,
+                           k_token_pools,
                            site_conditionals_batch,
                            topk_site_candidates,
 )
@@ -66,10 +75,21 @@ from .metrics import (
                            tv_joint,
                            unary_ppl,
 )
-from .regime import LADDER_METHODS, gain_trend, gap_interval, per_sentence, rung_pairs, rung_point
-from .sampling import choose_pairs, tree_distance
+from .regime import LADDER_METHODS, per_sentence, rung_pairs, rung_point
+from .sampling import Source, choose_pairs, experiment_pairs, experiment_sentences, item_for, marked, tree_distance
+from .study import (
+    KL_SHARE,
+    KNOB_EFFECT,
+    PPL_EFFECT,
+    Described,
+    Plan,
+    exp_interval,
+    gap_rows,
+    interval_text,
+    ppl_rows,
+    questions,
+)
 from .truth import restrict_joint, site_chain, site_joint, truth_joints
-from .verdicts import best_against, listing, paper_agreement, where
 
 __all__ = ["PairConditionals", "default_candidates", "gold_index", "iter_pair_conditionals", "pair_conditionals",
            "pair_conditionals_batch", "topk_candidates", "METHODS", "naive", "mrf", "mrf_local", "default_pivot",
@@ -79,5 +99,8 @@ __all__ = ["PairConditionals", "default_candidates", "gold_index", "iter_pair_co
            "stack", "AGGREGATE", "summarize", "truth_joints", "restrict_joint", "site_joint", "SiteConditionals",
            "site_conditionals_batch", "topk_site_candidates", "site_chain", "independent_k", "chain_k", "ag_k",
            "ag_k_objective", "LADDER_METHODS",
-           "rung_pairs", "rung_point", "gap_interval", "gain_trend", "per_sentence", "choose_pairs",
-           "tree_distance", "paper_agreement", "best_against", "listing", "where"]
+           "rung_pairs", "rung_point", "per_sentence", "choose_pairs", "experiment_sentences", "tree_distance",
+           "ROWS", "cell", "measure", "methods_table", "queries_of", "truth_table", "blocked_sample", "exact_blocks",
+           "word_pairs", "KL_SHARE", "KNOB_EFFECT", "PPL_EFFECT", "Described", "Plan", "exp_interval", "gap_rows",
+           "ppl_rows", "questions", "K_JOINTS", "k_token_pools", "k_token_kls", "item_for", "marked",
+           "experiment_pairs", "interval_text", "Source"]

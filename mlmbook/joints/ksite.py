@@ -35,12 +35,14 @@ from scipy.special import logsumexp
 from .. import queries as Q
 from .. import threads
 from .conditionals import _log_normalise
+from .metrics import kl_joint
+from .truth import site_chain, site_joint
 
 if TYPE_CHECKING:
     from ..models.base import MaskedLM
 
 __all__ = ["SiteConditionals", "site_conditionals_batch", "topk_site_candidates", "independent_k", "chain_k", "ag_k",
-           "ag_k_objective"]
+           "ag_k_objective", "K_JOINTS", "k_token_pools", "k_token_kls"]
 
 
 @dataclass
@@ -274,3 +276,36 @@ def topk_site_candidates(lm: "MaskedLM", queries: Sequence, k: int, gold: bool =
                 cands.append(c)
             out[q] = cands
     return out
+
+
+K_JOINTS = ("independent", "chain", "AG-k", "truth's chain")
+"""The joints :func:`k_token_kls` scores, in table order."""
+
+
+def k_token_pools(items: Sequence[dict], grammar, triples: int, whole: int, seed: int = 0) -> dict[str, list]:
+    """Chapter 2's two samples of ``(words, sites)``: ``"three words"`` — three content words drawn from each of
+    the first ``triples`` sentences of the pairs' sample (``items``, two pairs per sentence) — and
+    ``"whole sentence"`` — the first ``whole`` four-word toy sentences (period included: five tokens), every
+    word masked but the period."""
+    rng = np.random.default_rng(seed + 1)
+    three = []
+    for it in list(items)[::2][:triples]:
+        content = [w for w, word in enumerate(it["words"]) if word != "."]
+        three.append((it["words"], sorted(rng.choice(content, size=3, replace=False).tolist())))
+    short = [s.words for s in grammar.sample(400, seed=seed + 2) if len(s.words) == 5]
+    return {"three words": three, "whole sentence": [(w, [0, 1, 2, 3]) for w in short[:whole]]}
+
+
+def k_token_kls(lm: "MaskedLM", grammar, pool: Sequence, k: int) -> dict[str, np.ndarray]:
+    """KL from the exact joint on a grid of ``k`` candidates per site (the model's likeliest under the
+    all-masked marginals, the observed word forced in) to each joint of :data:`K_JOINTS`, one value per
+    ``(words, sites)`` of ``pool``; the MLM's conditionals on every grid come in one batch."""
+    queries = [(lm.encode_words(words)[0], sites) for words, sites in pool]
+    grids = topk_site_candidates(lm, queries, k)
+    found = {m: [] for m in K_JOINTS}
+    for (words, sites), grid, sc in zip(pool, grids, site_conditionals_batch(lm, queries, grids)):
+        P = site_joint(grammar, words, sites, grid)
+        for m, Q_ in (("independent", independent_k(sc)), ("chain", chain_k(sc)), ("AG-k", ag_k(sc)[0]),
+                      ("truth's chain", site_chain(grammar, words, sites, grid))):
+            found[m].append(kl_joint(P, Q_))
+    return {m: np.array(v) for m, v in found.items()}

@@ -13,10 +13,9 @@ what the chapter plots against the model's distance from the truth:
   the distance to the nearest compatible joint (:func:`~mlmbook.joints.nearest_compatible`).
 
 Pairs come two per sentence (an adjacent and a random one), and two pairs of one sentence share
-its context, so every interval here resamples **sentences** (:func:`per_sentence`), and over
-several training seeds it is hierarchical (seeds, then sentences: :func:`gap_interval`). Intervals
-are :class:`~mlmbook.stats.Interval` objects at the level the caller asks for: 95 % for figures,
-the chapter family's level for verdicts (:func:`mlmbook.stats.decide` turns them into words).
+its context, so every interval here is over **sentences** (:func:`mlmbook.stats.describe` with the
+sentence as the unit): descriptive, 95 %. The one rung a primary question asks about is answered by
+the chapter's :class:`~mlmbook.stats.Study` from the same per-pair rows.
 
 The caller loads the models (``mlmbook.models.ladder``); this module only takes a
 :class:`~mlmbook.models.base.MaskedLM`.
@@ -27,7 +26,7 @@ from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
-from ..stats import LEVEL, Interval, bootstrap
+from ..stats import Interval, describe
 from .ag import ag
 from .conditionals import gold_index, iter_pair_conditionals
 from .derive import anchor, hcb, mrf, mrf_local
@@ -36,19 +35,11 @@ from .metrics import block_error, evaluate_pair, stack
 if TYPE_CHECKING:
     from ..models.base import MaskedLM
 
-__all__ = ["LADDER_METHODS", "rung_pairs", "per_sentence", "rung_point", "gap_interval", "gain_trend"]
+__all__ = ["LADDER_METHODS", "rung_pairs", "per_sentence", "rung_point"]
 
 LADDER_METHODS = ("mrf", "mrf_local", "hcb", "ag", "ag_anchored")
 """The derived joints on the regime map (the independent product is left out: it ignores the
 conditionals, which are what the ladder varies)."""
-
-
-def _mean(x):
-    return x.mean(-1)
-
-
-def _diff(x, y):
-    return x.mean(-1) - y.mean(-1)
 
 
 def rung_pairs(lm: "MaskedLM", queries: Sequence, truths: Sequence, blocks: Sequence | None = None,
@@ -99,51 +90,18 @@ def per_sentence(values, sentence) -> np.ndarray:
     return (sums / counts)[order]
 
 
-def rung_point(per_pair: dict, sentence, level: float = LEVEL, n_boot: int | None = None,
-               seed: int = 0) -> dict[str, Interval]:
-    """One rung's point of the regime map: each value an :class:`~mlmbook.stats.Interval` at ``level``,
-    resampling sentences.
+def rung_point(per_pair: dict, sentence) -> dict[str, Interval]:
+    """One rung's point of the regime map: 95 % intervals (:func:`mlmbook.stats.describe`, over sentences).
 
     Keys: ``{m}_kl_truth`` and ``{m}_tv_truth`` for ``m`` in :data:`LADDER_METHODS` (where present);
-    ``mlm_cond_kl_truth`` and ``ag_cond_kl_truth``; ``gap`` (AG's conditional KL to the truth
-    minus the MLM's, paired); ``compatibility`` and ``nearest_compatible`` (means over pairs).
+    ``mlm_cond_kl_truth`` and ``ag_cond_kl_truth``; ``gap`` (AG's conditional KL to the truth minus the
+    MLM's, paired); ``anchor`` (anchored AG's KL to the truth minus AG's, paired); ``nearest_compatible``.
     """
-    out = {}
-    unit = per_sentence
-    fields = {f"{m}_{metric}": f"{m}.{metric}" for m in LADDER_METHODS for metric in ("kl_truth", "tv_truth")}
-    fields.update(mlm_cond_kl_truth="mlm.cond_kl_truth", ag_cond_kl_truth="ag.cond_kl_truth",
-                  compatibility="compatibility", nearest_compatible="nearest_compatible")
-    for key, field in fields.items():
-        if field in per_pair:
-            out[key] = bootstrap(_mean, unit(per_pair[field], sentence), level=level, n_boot=n_boot, seed=seed,
-                                 what="sentences")
-    out["gap"] = gap_interval([per_pair], sentence, level=level, n_boot=n_boot, seed=seed)
-    return out
-
-
-def gap_interval(per_pairs: Sequence[dict], sentence, level: float = LEVEL, n_boot: int | None = None,
-                 seed: int = 0) -> Interval:
-    r"""AG's conditional KL to the truth minus the MLM's own, mean over pairs, with its interval.
-
-    ``per_pairs``: one :func:`rung_pairs` dict per training seed of the same model, measured on the
-    same pairs (``sentence`` labels them). With one seed the bootstrap resamples sentences; with
-    several it is hierarchical — seeds, then sentences — so the interval carries the spread
-    between seeds too (:func:`mlmbook.stats.bootstrap` with ``groups``).
-    """
-    rows = [per_sentence(p["ag.cond_kl_truth"] - p["mlm.cond_kl_truth"], sentence) for p in per_pairs]
-    groups = np.repeat(np.arange(len(rows)), len(rows[0])) if len(rows) > 1 else None
-    return bootstrap(_mean, np.concatenate(rows), level=level, n_boot=n_boot, seed=seed, groups=groups,
-                     what="sentences")
-
-
-def gain_trend(first: dict, second: dict, sentence, level: float = LEVEL, n_boot: int | None = None,
-               seed: int = 0) -> Interval:
-    r"""AG's gain over the MLM's conditionals on rung ``first`` minus its gain on rung ``second``.
-
-    The gain of a rung is :math:`\overline{\mathrm{KL}}_{\text{MLM}} - \overline{\mathrm{KL}}_{\text{AG}}`
-    (conditional KL to the truth, positive when AG is closer). Both rungs must have been measured on
-    the same pairs in the same order (:func:`rung_pairs`), so the bootstrap resamples sentences
-    jointly.
-    """
-    gains = [per_sentence(r["mlm.cond_kl_truth"] - r["ag.cond_kl_truth"], sentence) for r in (first, second)]
-    return bootstrap(_diff, *gains, level=level, n_boot=n_boot, seed=seed, what="sentences")
+    units = np.asarray(sentence)
+    fields = {f"{m}_{metric}": per_pair[f"{m}.{metric}"] for m in LADDER_METHODS for metric in ("kl_truth", "tv_truth")
+              if f"{m}.{metric}" in per_pair}
+    fields.update(mlm_cond_kl_truth=per_pair["mlm.cond_kl_truth"], ag_cond_kl_truth=per_pair["ag.cond_kl_truth"],
+                  gap=per_pair["ag.cond_kl_truth"] - per_pair["mlm.cond_kl_truth"],
+                  anchor=per_pair["ag_anchored.kl_truth"] - per_pair["ag.kl_truth"],
+                  nearest_compatible=per_pair["nearest_compatible"])
+    return {key: describe(values, units=units) for key, values in fields.items()}

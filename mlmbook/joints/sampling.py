@@ -1,15 +1,69 @@
-r"""Chapter 2's sample of pairs: one adjacent and one random pair of positions per sentence, with
-their linear and (where the sentence has a gold tree) syntactic distance."""
+r"""Chapter 2's sample: the sentences (:func:`experiment_sentences`: the toy language for the toy model, a
+treebank through :func:`~mlmbook.corpus.read_for_model` for any other), then one adjacent and one random
+pair of positions per sentence (:func:`choose_pairs`), with their linear and (where the sentence has a
+gold tree) syntactic distance."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
+from ..corpus.for_model import ModelCorpus, Window, read_for_model
+from ..corpus.sentence import encode
+from ..errors import TreebankError, UsageError
+
 if TYPE_CHECKING:
     from ..models.base import MaskedLM
 
-__all__ = ["choose_pairs", "tree_distance"]
+__all__ = ["choose_pairs", "tree_distance", "Source", "experiment_sentences", "experiment_pairs", "item_for", "marked"]
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where the chapter's sentences come from.
+
+    Attributes
+    ----------
+    toy : bool
+        The toy model, which reads its own language (a treebank is then an error, as in the build's input check).
+    treebank : str or path, optional
+        The treebank another model reads (``default_treebank`` when None).
+    window : Window, optional
+        Words per sentence and the rest of the length policy (:func:`~mlmbook.corpus.read_for_model`).
+    default_treebank : str
+    allow_unknown : bool
+        Run even when the model does not fit the treebank (the page then shows the warning).
+    """
+
+    toy: bool
+    treebank: object = None
+    window: Window | None = None
+    default_treebank: str = "test"
+    allow_unknown: bool = False
+
+
+def experiment_sentences(lm: "MaskedLM", n: int, grammar, source: Source,
+                         seed: int = 0) -> tuple[list, ModelCorpus | None]:
+    """The sentences the chapter draws its pairs from (four times ``n``, since some do not qualify).
+
+    The toy model reads its own language (``grammar.sample``); any other model reads the treebank through
+    :func:`~mlmbook.corpus.read_for_model`, shuffled by ``seed``, its fit checked.
+
+    Returns
+    -------
+    sentences : list
+    corpus : ModelCorpus or None
+        What was read and left out, and the fit (its ``admonition()`` goes on the page); None for the toy model.
+    """
+    if source.toy:
+        if source.treebank is not None:
+            raise UsageError("chapter 02_joints reads the toy language with the toy model and cannot use -p "
+                             "treebank (give -p model NAME to read the treebank)")
+        return grammar.sample(4 * n, seed=seed), None
+    treebank = source.treebank if source.treebank is not None else source.default_treebank
+    corpus = read_for_model(lm, treebank, source.window, limit=4 * n, seed=seed, allow_unknown=source.allow_unknown)
+    return corpus.sentences, corpus
 
 
 def tree_distance(heads: Sequence[int], i: int, j: int) -> int:
@@ -56,7 +110,8 @@ def choose_pairs(lm: "MaskedLM", sentences: Sequence, n: int, rng: np.random.Gen
     ----------
     lm : MaskedLM
     sentences : sequence of word lists or :class:`~mlmbook.corpus.Sentence` objects
-        With a ``Sentence`` (it has ``heads``) each pair also gets its distance in the gold tree.
+        With a ``Sentence`` (it has ``heads``) each pair also gets its distance in the gold tree, and the model
+        reads its surface tokens (a multiword token once; only its first word can be in a pair).
     n : int
         Sentences wanted (``2 n`` items: adjacent, random, adjacent, ...).
     rng : numpy Generator
@@ -73,11 +128,12 @@ def choose_pairs(lm: "MaskedLM", sentences: Sequence, n: int, rng: np.random.Gen
     for sentence in sentences:
         words = list(getattr(sentence, "words", sentence))
         heads = getattr(sentence, "heads", None)
-        ids, pieces = lm.encode_words(words)
+        ids, pieces = encode(lm, sentence)     # a Sentence: its surface tokens, each word the pieces of its token
         if len(ids) > lm.max_length:
             continue
         ok = [w for w, word in enumerate(words) if any(c.isalnum() for c in word)
-              and all(ids[p] not in lm.special_ids for p in pieces[w])]
+              and all(ids[p] not in lm.special_ids for p in pieces[w])
+              and (w == 0 or pieces[w] != pieces[w - 1])]          # one word per surface token
         adjacent = [(u, v) for u, v in zip(ok, ok[1:]) if v == u + 1]
         if len(ok) < 3 or not adjacent:
             continue
@@ -90,3 +146,28 @@ def choose_pairs(lm: "MaskedLM", sentences: Sequence, n: int, rng: np.random.Gen
         if len(items) == 2 * n:
             break
     return items
+
+
+def experiment_pairs(lm: "MaskedLM", sentences: Sequence, n: int, rng: np.random.Generator,
+                     source: str = "the sentences") -> list[dict]:
+    """:func:`choose_pairs`, or a one-line :class:`~mlmbook.errors.TreebankError` naming ``source`` when no
+    sentence qualifies (three words the model knows, two of them adjacent, inside its window)."""
+    items = choose_pairs(lm, sentences, n, rng)
+    if not items:
+        raise TreebankError(f"no usable sentence in {source}: chapter 2 needs sentences with three words the model "
+                            f"knows, two of them adjacent; give a treebank in the model's language")
+    return items
+
+
+def item_for(lm: "MaskedLM", words: Sequence[str], wa: int, wb: int, kind: str = "chosen") -> dict:
+    """One pair as :func:`choose_pairs` gives it (``ids``, token positions ``A``, ``B``: each word's first
+    piece), for words ``wa`` and ``wb`` of a sentence chosen by hand."""
+    ids, pieces = encode(lm, list(words))
+    return dict(kind=kind, sentence=0, words=list(words), wa=wa, wb=wb, ids=ids, A=pieces[wa][0], B=pieces[wb][0],
+                distance=wb - wa, tree_distance=None)
+
+
+def marked(item: dict) -> str:
+    """The pair's sentence with its two words replaced by ``[A]`` and ``[B]``."""
+    marks = {item["wa"]: "[A]", item["wb"]: "[B]"}
+    return " ".join(marks.get(i, w) for i, w in enumerate(item["words"]))

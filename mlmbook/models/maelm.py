@@ -230,7 +230,13 @@ class MAEMaskedLM(MaskedLMBase):
         self.name, self.vocab, self.tokenizer = name, list(vocab), tokenizer
         self.mask_id, self.special_ids = MASK, list(range(len(SPECIAL_TOKENS)))
         self.max_length = model.encoder.config.max_position_embeddings - 2
+        self.hidden_size = int(model.encoder.config.hidden_size)
         self._word_id = {w: i for i, w in enumerate(self.vocab)}
+
+    @property
+    def encoder(self):
+        """The encoder a downstream task receives (a ``BertModel``): MAE-LM without its decoder."""
+        return self.model.encoder
 
     def _full(self, ids):
         B = ids.shape[0]

@@ -13,10 +13,12 @@ holds, and cuts the rest into *units* (:func:`plan`):
   one stack (:mod:`mlmbook.models.stacked`), where per-operation overhead is paid once for
   the whole stack instead of once per model.
 
-The units run in a pool of worker processes, one per core (every training uses one thread),
-longest first (:mod:`mlmbook.workers`; a build runs them in one pool with its chapters).
-Neither the pool nor the stacks change a weight: a model's weights depend only on its own job,
-whichever stack trains it and whether the build or a chapter does (``tests/models/test_train_stacked.py``).
+The units run on the build's workers (:mod:`mlmbook.workers`: a local Dask cluster of one process
+per core, every training on one thread, or any Dask cluster), longest path first, together with
+the chapters. A worker that shares no filesystem with the build returns the entries it trained
+as bytes (:mod:`mlmbook.models.shipping`). Neither the workers nor the stacks change a weight:
+a model's weights depend only on its own job, whichever stack trains it and whether the build or
+a chapter does (``tests/models/test_train_stacked.py``).
 
 >>> from mlmbook.models import prepare                        # doctest: +SKIP
 >>> for t in prepare.prepare("quick"):                        # doctest: +SKIP
@@ -24,6 +26,7 @@ whichever stack trains it and whether the build or a chapter does (``tests/model
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import sys
@@ -37,8 +40,8 @@ from . import ladder, stacked, zoo
 from .train import PRESETS, TRAIN_THREADS, preset_for
 from .zoo import Job
 
-__all__ = ["Job", "NEEDS", "Trained", "needed", "missing", "plan", "split", "estimated_seconds", "workers_for",
-           "tasks", "report", "prepare", "TOPIC_KNOBS"]
+__all__ = ["Job", "NEEDS", "Trained", "UnitDone", "needed", "missing", "plan", "split", "estimated_seconds",
+           "workers_for", "tasks", "report", "prepare", "TOPIC_KNOBS"]
 
 TOPIC_KNOBS = ("plateau", "wall")
 """Topic worlds of chapter 5 whose MLM is trained (the ``topic`` knob of the toy grammar)."""
@@ -149,18 +152,31 @@ def estimated_seconds(unit: list) -> float:
     return factor * (6 * streams + len(unit) * (2 + 0.3 * c.hidden))
 
 
-def _run(unit: list) -> list[tuple[str, float, str]]:
-    """Train one unit (in a worker process); returns (label, seconds, how) per model."""
+@dataclass(frozen=True)
+class UnitDone:
+    """What training a unit returns: ``(label, seconds, how)`` per model, and, when asked, the
+    models' cache entries packed (:mod:`mlmbook.models.shipping`) by entry name."""
+
+    trained: list
+    models: dict
+
+
+def _run(unit: list, ship: bool = False) -> UnitDone:
+    """Train one unit (on a worker); ``ship``: return the trained entries as bytes too (a worker that
+    shares no filesystem with the build)."""
+    from . import shipping
     from .cache import train_together
 
     t = time.perf_counter()
     if len(unit) == 1 and not _stackable(unit[0]):
         label = unit[0].run()
-        return [(label, time.perf_counter() - t, "alone")]
-    train_together([(j.grammar_object(), j.config, j.seed, j.kind) for j in unit])
-    share = (time.perf_counter() - t) / len(unit)
-    how = f"stacked with {len(unit) - 1} other{'s' if len(unit) > 2 else ''}" if len(unit) > 1 else "stacked alone"
-    return [(j.describe(), share, how) for j in unit]
+        trained = [(label, time.perf_counter() - t, "alone")]
+    else:
+        train_together([(j.grammar_object(), j.config, j.seed, j.kind) for j in unit])
+        share = (time.perf_counter() - t) / len(unit)
+        how = f"stacked with {len(unit) - 1} other{'s' if len(unit) > 2 else ''}" if len(unit) > 1 else "stacked alone"
+        trained = [(j.describe(), share, how) for j in unit]
+    return UnitDone(trained, shipping.pack_jobs(unit) if ship else {})
 
 
 def workers_for(n: int | None = None) -> int:
@@ -170,10 +186,11 @@ def workers_for(n: int | None = None) -> int:
 
 
 def tasks(profile: str, chapters=tuple(NEEDS), extra_seeds: tuple[int, ...] = (), workers: int = 1,
-          say=print) -> list[Task]:
+          say=print, ship: bool = False) -> list[Task]:
     """The training step as :class:`mlmbook.workers.Task` s: one per unit of :func:`plan` of the
     models chapters ``chapters`` need and the cache lacks, keyed ``"train <i>"``, the unit (a list
-    of jobs) as the task's only argument. Says how many models it will train (nothing when none)."""
+    of jobs) as the task's first argument (``ship``: the second, see :func:`_run`). Says how many
+    models it will train (nothing when none)."""
     todo = missing(needed(profile, chapters, extra_seeds))
     if not todo:
         return []
@@ -181,14 +198,25 @@ def tasks(profile: str, chapters=tuple(NEEDS), extra_seeds: tuple[int, ...] = ()
     stacks = sum(len(u) > 1 or _stackable(u[0]) for u in units)
     say(f"training {len(todo)} toy model(s) for the {profile} profile, {max(1, min(workers, len(units)))} at a time"
         + (f" ({stacks} stack(s) of small models)" if stacks else ""))
-    return [Task(f"train {i}", _run, (unit,), seconds=estimated_seconds(unit)) for i, unit in enumerate(units)]
+    return [Task(f"train {i}", _run, (unit, ship), seconds=estimated_seconds(unit)) for i, unit in enumerate(units)]
 
 
-def report(results: list[tuple[str, float, str]], done: list[Trained], total: int, say=print) -> None:
-    """Append a training task's results (:func:`_run`) to ``done``, one line each."""
-    for label, seconds, how in results:
+def _short(label: str) -> str:
+    """``"MLM, hidden 64, 1500 steps, seed 2"`` -> ``"MLM h64 seed 2"``."""
+    parts = [p.strip() for p in label.split(",")]
+    out = [p.replace("hidden ", "h") if p.startswith("hidden ") else p for p in parts if not p.endswith(" steps")]
+    return " ".join(out)
+
+
+def report(done_unit, done: list[Trained], total: int, say=print, elapsed: str | None = None) -> None:
+    """Append a training task's results (:func:`_run`: a :class:`UnitDone`, or its list of
+    ``(label, seconds, how)``) to ``done``, one line each: ``trained 5/64 models (MLM h64 seed 2, 31 s)``
+    and the run's ``elapsed`` time, when given."""
+    for label, seconds, how in getattr(done_unit, "trained", done_unit):
         done.append(Trained(label, seconds, how))
-        say(f"  trained {label} in {seconds:.0f} s{'' if how == 'alone' else f' ({how})'} ({len(done)}/{total})")
+        stacked_with = "" if how == "alone" else f", {how}"
+        say(f"  trained {len(done)}/{total} model{'s' if total != 1 else ''} ({_short(label)}, {seconds:.0f} s"
+            f"{stacked_with})" + (f" {elapsed} elapsed" if elapsed else ""))
     sys.stdout.flush()
 
 
@@ -221,8 +249,9 @@ def prepare(profile: str, chapters=tuple(NEEDS), extra_seeds: tuple[int, ...] = 
     todo = tasks(profile, chapters, extra_seeds, n, say)
     total = sum(len(t.args[0]) for t in todo)
     done: list[Trained] = []
-    for _, results, error, _ in run_tasks(todo, max(1, min(n, len(todo)))):
-        if error is not None:
-            raise error
-        report(results, done, total, say)
+    with contextlib.closing(run_tasks(todo, max(1, min(n, len(todo))))) as results:
+        for _, unit_done, error, _ in results:
+            if error is not None:
+                raise error
+            report(unit_done, done, total, say)
     return done

@@ -1,36 +1,45 @@
-"""The book pipeline: execute chapters with papermill, then render the site.
+"""The book pipeline: train the models, execute the chapters, publish what they made, render the site.
 
 :func:`build`
 
-0. trains the toy models the chapters need and executes the chapters on one pool of processes
-   (:func:`schedule`, :mod:`mlmbook.workers`): a chapter starts as soon as its own models are
-   trained, chapters on toy models side by side (one kernel thread each), one on a large model alone;
-1. reads each requested chapter with jupytext and executes it with papermill into
-   ``_build/exec/NN_slug.ipynb`` and ``_build/results/NN_slug.json`` (both written under
-   temporary names, moved there only if every cell ran within ``$MLMBOOK_CELL_TIMEOUT``
-   and the executed chapter passed :mod:`mlmbook.pipeline.checks`), injecting ``profile``
-   and the ``-p`` parameters, with ``MLMBOOK_CHAPTER``, ``MLMBOOK_RESULTS`` and
-   ``MLMBOOK_ROOT`` set for :func:`mlmbook.record`;
-2. stages and renders the site (:mod:`mlmbook.pipeline.site`) into ``_build/html``;
-3. a whole-book build records its wall times in ``_build/timings/``. The committed
+0. takes the build folder's lock (``_build/.lock``: a second build of the same folder fails at once,
+   naming the live one's pid);
+1. trains the toy models the chapters need and executes the chapters as one graph of tasks
+   (:func:`schedule`) on Dask (:mod:`mlmbook.workers`): a local cluster of one process per core
+   by default, or any Dask cluster by ``scheduler`` (``--scheduler``, ``$MLMBOOK_SCHEDULER``). A
+   chapter starts as soon as its own models are trained; chapters on toy models side by side (one
+   kernel thread each), one on a large model alone, or on a worker with the resource it asks for.
+   Each chapter is executed by :func:`mlmbook.pipeline.chapter_run.run_chapter` with papermill,
+   with ``profile`` and the ``-p`` parameters injected and ``MLMBOOK_CHAPTER``,
+   ``MLMBOOK_RESULTS`` and ``MLMBOOK_ROOT`` set for :func:`mlmbook.record`, every cell within
+   ``$MLMBOOK_CELL_TIMEOUT``, and checked (:mod:`mlmbook.pipeline.checks`);
+2. publishes, in this process only (:func:`publish`): each executed notebook and its results arrive
+   as bytes and are written atomically to ``_build/exec/NN_slug.ipynb`` and
+   ``_build/results/NN_slug.json``; models trained on workers that share no filesystem arrive the
+   same way and go into this machine's cache. A worker, a kernel or a worker that outlives a
+   killed build never writes a published file;
+3. stages and renders the site (:mod:`mlmbook.pipeline.site`) into ``_build/html``;
+4. a whole-book build records its wall times in ``_build/timings/``. The committed
    reference results (``results/``) change only with ``update_reference``.
 
-A failed chapter is never published: the notebook with the traceback is kept in
-``_build/failed/``, the chapter's previous good run (executed notebook, results, page) stays
-as it was and the build says so, and the site is not re-rendered.
+A failed chapter is never published: its notebook with the traceback goes to ``_build/failed/``,
+its previous good run (executed notebook, results, page) stays as it was and the build says so,
+the other chapters are published, and the site is not re-rendered. Interrupted (Ctrl-C, SIGTERM)
+or killed (SIGKILL), the build's local workers and kernels stop with it and nothing more is published.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sys
-import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
-from ..paths import cache_dir, env_int
+from ..paths import cache_dir, env_flag
+from .chapter_run import RUNNING, THREAD_VARIABLES, Outcome, Run, cell_timeout, run_chapter
+from .chapter_run import ensure_kernel as _ensure_kernel
 from .chapters import (
     PROFILES,
     BuildError,
@@ -45,284 +54,206 @@ from .chapters import (
     resolve_names,
     say,
 )
-from .checks import check_executed, clean_leftovers, relax_formats
+from .checks import clean_leftovers
 from .cost import announce as announce_cost
-from .failures import failure
+from .inputs import check_inputs
 from .pages import measured_times
-from .record import load_not_measured
-from .runs import built_with, keep_timings, mix_warning, previous_run, training_report, update_reference_files
+from .runs import (
+    build_lock,
+    built_with,
+    interrupt_on_sigterm,
+    keep_timings,
+    mix_warning,
+    previous_run,
+    training_report,
+    update_reference_files,
+    write_bytes_atomic,
+)
 from .site import render, stage, write_notebooks_branch
 
-__all__ = ["build", "schedule", "execute_chapter", "ensure_kernel", "previous_run", "cell_timeout",
-           "update_reference_files", "RUNNING",
-           "BuildError", "UsageError", "ChapterFailed", "Layout", "find_chapters",
-           "resolve_names"]
+__all__ = ["build", "schedule", "Placement", "execute_chapter", "publish", "ensure_kernel", "previous_run",
+           "cell_timeout",
+           "update_reference_files", "RUNNING", "BuildError", "UsageError", "ChapterFailed", "Layout",
+           "find_chapters", "resolve_names"]
 
-
-# --------------------------------------------------------------------------- execution
 
 def ensure_kernel(layout: Layout) -> str:
-    """Write a ``python3`` kernelspec that runs *this* interpreter, in a private data dir.
+    """Write the kernelspec chapters run with into ``_build/jupyter`` (see
+    :func:`mlmbook.pipeline.chapter_run.ensure_kernel`)."""
+    return _ensure_kernel(layout.kernels)
 
-    The build puts that dir first on ``JUPYTER_PATH``, so chapters always run with the
-    Python (and packages) of the caller, whatever kernels the user has installed.
+
+# --------------------------------------------------------------------------- publishing
+
+def publish(layout: Layout, chapter: Chapter, outcome: Outcome) -> Path:
+    """Write a chapter's :class:`~mlmbook.pipeline.chapter_run.Outcome` into the build folder, atomically.
+
+    Returns ``_build/exec/<slug>.ipynb``; a failed outcome keeps its notebook in ``_build/failed/``,
+    leaves the previous good run as it was and raises :class:`ChapterFailed` saying so.
     """
-    import importlib.util
-
-    if importlib.util.find_spec("ipykernel") is None:
-        raise BuildError(f"ipykernel is not installed for {sys.executable}; "
-                         "pip install ipykernel")
-    spec = {
-        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}",
-                 # CRITICAL: not the TCP-without-encryption warning, nor the "KeyboardInterrupt
-                 # caught in kernel" that jupyter_client's interrupt-before-shutdown can cause;
-                 # a chapter's own errors reach the build through its cells' outputs
-                 "--IPKernelApp.log_level=CRITICAL"],
-        "display_name": "Python 3 (ipykernel)",
-        "language": "python",
-        "metadata": {"debugger": False},
-    }
-    path = layout.kernels / "kernels" / "python3" / "kernel.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(spec, indent=1)
-    if not path.is_file() or path.read_text() != text:
-        path.write_text(text)
-    return "python3"
+    final = layout.exec / f"{chapter.slug}.ipynb"
+    results = layout.results / f"{chapter.slug}.json"
+    failed = layout.failed / f"{chapter.slug}.ipynb"
+    if outcome.error is not None:
+        if outcome.failed:
+            write_bytes_atomic(failed, outcome.failed)
+        previous = (f"\n  the previous results and page of {chapter.slug} ({previous_run(final)}) are kept"
+                    if final.is_file() else f"\n  {chapter.slug} has no earlier results; it is left out of the site")
+        raise ChapterFailed(outcome.error + previous)
+    if outcome.results is not None:
+        write_bytes_atomic(results, outcome.results)
+    else:
+        results.unlink(missing_ok=True)                     # a chapter that records nothing has no results
+    write_bytes_atomic(final, outcome.notebook)
+    failed.unlink(missing_ok=True)
+    return final
 
 
-@contextlib.contextmanager
-def _environment(**values: str):
-    """Set environment variables (inherited by the kernel) for the duration of a block."""
-    saved = {k: os.environ.get(k) for k in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for key, old in saved.items():
-            if old is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = old
+def _run_of(layout: Layout, chapter: Chapter, parameters: dict, threads: int | None, progress: bool,
+            shared: bool) -> Run:
+    import nbformat
 
-
-def _prepare_for_render(nb, chapter: Chapter, parameters: dict[str, object]) -> None:
-    """Hide the injected-parameters cell; note the values used under the parameters cell.
-
-    The chapter's own ``parameters`` cell stays visible (it documents the knobs); a comment
-    appended to it says which values this build injected, since their cell is removed.
-    """
-    for cell in nb.cells:
-        tags = cell.metadata.setdefault("tags", [])
-        if "injected-parameters" in tags and "remove-cell" not in tags:
-            tags.append("remove-cell")
-        if "parameters" in tags and parameters:
-            used = ", ".join(f"{k}={v!r}" for k, v in parameters.items())
-            cell.source = cell.source.rstrip("\n") + f"\n# this build used: {used}"
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)",
-                                 "language": "python"}
-    meta = nb.metadata.get("papermill", {})  # input_path holds the whole source notebook
-    meta.update(input_path=f"{chapter.docname}.md",
-                output_path=f"_build/exec/{chapter.slug}.ipynb")
-
-
-def cell_timeout() -> int:
-    """Seconds one cell may run before it fails its chapter (``$MLMBOOK_CELL_TIMEOUT``, default 1200)."""
-    return env_int("MLMBOOK_CELL_TIMEOUT", 1200, minimum=1)
+    return Run(chapter, nbformat.writes(read_notebook(chapter)), dict(parameters), layout.root,
+               layout.build if shared else None, layout.failed / f"{chapter.slug}.ipynb", threads,
+               {k: os.environ.get(k) for k in THREAD_VARIABLES}, cell_timeout(), progress)
 
 
 def execute_chapter(layout: Layout, chapter: Chapter, parameters: dict[str, object],
                     progress: bool = False, threads: int | None = None) -> Path:
-    """Execute one chapter into ``_build/exec/<slug>.ipynb`` and ``_build/results/<slug>.json``.
+    """Execute one chapter in this process's kernel and publish it (:func:`publish`).
 
-    Both files appear (each by an atomic rename) only when every cell ran and the checks of
-    :func:`mlmbook.pipeline.checks.check_executed` pass. While the chapter runs, its
-    results go to ``_build/results/.running/`` and its notebook to a dot-file in
-    ``_build/exec``; a killed run leaves only those, and the next build removes them.
-
-    Parameters
-    ----------
-    layout : Layout
-    chapter : Chapter
-    parameters : dict
-        Values injected by papermill (``profile`` included).
-    progress : bool
-        Show papermill's per-cell progress bar.
-    threads : int, optional
-        Threads of the kernel's torch and BLAS (``OMP_NUM_THREADS`` and friends), unless
-        ``$MLMBOOK_THREADS`` sets them: the build gives a chapter on toy models 1, so that two
-        such chapters side by side on two cores never oversubscribe them (and a chapter's numbers
-        do not depend on whether it ran alone).
-
-    Returns
-    -------
-    pathlib.Path
-        The executed notebook.
-
-    Raises
-    ------
-    ChapterFailed
-        When a cell raises or exceeds ``$MLMBOOK_CELL_TIMEOUT`` (the message names the cell),
-        the kernel dies, or the executed chapter fails its checks (a glue key the prose cites
-        was never recorded, a number slot holds no finite number, a cell did not run). The
-        chapter's executed notebook and results are then removed, and the notebook is kept
-        in ``_build/failed/``.
+    ``threads``: threads of the kernel's torch and BLAS unless ``$MLMBOOK_THREADS`` sets them (the
+    build gives a chapter on toy models 1). Raises :class:`ChapterFailed` when a cell raises or
+    exceeds ``$MLMBOOK_CELL_TIMEOUT``, the kernel dies, or the executed chapter fails its checks.
     """
-    import nbformat
-    import papermill
-
-    nb = read_notebook(chapter)
-    kernel = ensure_kernel(layout)
-    running_dir = layout.results / RUNNING
-    for d in (layout.exec, layout.results, layout.failed, running_dir):
-        d.mkdir(parents=True, exist_ok=True)
-    final = layout.exec / f"{chapter.slug}.ipynb"
-    results = layout.results / f"{chapter.slug}.json"
-    running = running_dir / results.name
-    failed = layout.failed / f"{chapter.slug}.ipynb"
-    running.unlink(missing_ok=True)  # the chapter's results start empty
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{chapter.slug}.", suffix=".ipynb", dir=layout.exec)
-    os.close(fd)
-    tmp = Path(tmp_name)
-    jupyter_path = os.pathsep.join(p for p in (str(layout.kernels),
-                                               os.environ.get("JUPYTER_PATH")) if p)
-    env = dict(MLMBOOK_CHAPTER=chapter.slug, MLMBOOK_RESULTS=str(running_dir),
-               MLMBOOK_ROOT=str(layout.root), JUPYTER_PATH=jupyter_path,
-               PYDEVD_DISABLE_FILE_VALIDATION="1")
-    count = os.environ.get("MLMBOOK_THREADS") or (str(threads) if threads else None)
-    if count:  # a busy machine (or a chapter beside another): oversubscribed threads are ~10x slower
-        env.update(OMP_NUM_THREADS=count, OPENBLAS_NUM_THREADS=count, MKL_NUM_THREADS=count)
-    timeout = cell_timeout()
-
-    def fail(err: BaseException | None, problems: list[str] = ()) -> ChapterFailed:
-        # the previous good run (executed notebook, results, page) stays as it was
-        running.unlink(missing_ok=True)
-        with contextlib.suppress(OSError):
-            running_dir.rmdir()
-        if tmp.exists() and tmp.stat().st_size:
-            os.replace(tmp, failed)
-        tmp.unlink(missing_ok=True)
-        kept = failed if failed.exists() else None
-        previous = (f"\n  the previous results and page of {chapter.slug} ({previous_run(final)}) are kept"
-                    if final.is_file() else f"\n  {chapter.slug} has no earlier results; it is left out of the site")
-        if err is not None:
-            return ChapterFailed(str(failure(chapter, nb, err, kept, timeout)) + previous)
-        message = f"chapter {chapter.slug} failed its checks: " + "; ".join(problems)
-        if kept is not None:
-            message += f"\n  ({chapter.path.name}; executed notebook: {kept})"
-        return ChapterFailed(message + previous)
-
-    try:
-        with _environment(**env):
-            papermill.execute_notebook(nb, str(tmp), parameters=parameters, kernel_name=kernel,
-                                       language="python", cwd=str(chapter.path.parent),
-                                       progress_bar=progress, execution_timeout=timeout)
-    except KeyboardInterrupt:  # interrupted, not failed: keep the previous run as it was
-        tmp.unlink(missing_ok=True)
-        running.unlink(missing_ok=True)
-        with contextlib.suppress(OSError):
-            running_dir.rmdir()
-        raise
-    except Exception as err:
-        raise fail(err) from None
-    executed = nbformat.read(tmp, as_version=4)
-    not_measured = load_not_measured(chapter.slug, running_dir)
-    problems = check_executed(executed, not_measured)
-    if problems:
-        raise fail(None, problems)
-    relax_formats(executed, not_measured)
-    _prepare_for_render(executed, chapter, parameters)
-    nbformat.write(executed, tmp)
-    if running.exists():
-        os.replace(running, results)
-    else:
-        results.unlink(missing_ok=True)  # a chapter that records nothing has no results
-    os.replace(tmp, final)
-    failed.unlink(missing_ok=True)
-    with contextlib.suppress(OSError):  # left only while some chapter is still running
-        running_dir.rmdir()
-    return final
-
-
-RUNNING = ".running"  # under _build/results: the results of chapters still executing
+    ensure_kernel(layout)
+    return publish(layout, chapter, run_chapter(_run_of(layout, chapter, parameters, threads, progress, True)))
 
 
 # --------------------------------------------------------------------------- build
 
-def schedule(layout: Layout, plans, profile: str, n: int, progress: bool = False) -> tuple[list, list]:
+@dataclass(frozen=True)
+class Placement:
+    """Where a build's tasks run: ``ship``, on workers that share no filesystem with the build (models
+    travel as bytes); ``resource``, the Dask resource a chapter on a large model asks one of (else it
+    takes every slot)."""
+
+    ship: bool = False
+    resource: str | None = None
+
+
+def schedule(layout: Layout, plans, profile: str, n: int, progress: bool = False,
+             placement: Placement = Placement()) -> tuple[list, list, dict]:
     """The build's tasks (:class:`mlmbook.workers.Task`): the training units of the toy models the
     chapters need (:func:`mlmbook.models.prepare.tasks`) and one task per chapter, which needs only
     the units holding *its* models (a chapter with a ``seed`` parameter, which trains its own, needs
     every unit). A chapter on a toy model takes one of the ``n`` workers and a kernel of one
-    thread; a chapter on a large model takes them all. Returns ``(all tasks, training tasks)``."""
+    thread; a chapter on a large model takes them all, or asks for one of ``resource`` (e.g. ``GPU``).
+
+    ``placement.ship``: the workers share no filesystem with this process: the units return their
+    models as bytes, and each chapter is passed its models (those cached here as ``data``, the rest from
+    its units). Returns ``(all tasks, training tasks, data)``.
+    """
     from .. import workers
-    from ..models import prepare
+    from ..models import prepare, shipping
     from ..models.load import TOY_MODELS  # torch: imported only when building
 
     def on_toy(values):
         return values.get("model", "toy") in TOY_MODELS
 
+    ship, resource = placement.ship, placement.resource
     toy = [int(c.slug[:2]) for c, values in plans if on_toy(values) and "seed" not in values and c.slug[:2].isdigit()]
-    training = prepare.tasks(profile, toy, workers=n, say=say) if toy else []
+    training = prepare.tasks(profile, toy, workers=n, say=say, ship=ship) if toy else []
     alone = n == 1 or sum(on_toy(v) for _, v in plans) < 2       # no chapter runs beside another
     known = measured_times(layout.root)
-    tasks = list(training)
+    tasks, data = list(training), {}
     for chapter, values in plans:
         if chapter.slug[:2].isdigit() and int(chapter.slug[:2]) in toy:
-            wanted = set(prepare.needed(profile, [int(chapter.slug[:2])]))
-            needs = tuple(t.key for t in training if wanted.intersection(t.args[0]))
+            wanted = prepare.needed(profile, [int(chapter.slug[:2])])
+            needs = [t.key for t in training if set(wanted).intersection(t.args[0])]
+            if ship:
+                cached = shipping.pack_jobs(wanted)             # those trained now come from their units
+                data.update({f"model {name}": {name: blob} for name, blob in cached.items()})
+                needs += [f"model {name}" for name in cached]
         else:                       # e.g. another seed: models it trains itself, after the step
-            needs = tuple(t.key for t in training)
-        tasks.append(workers.Task(chapter.slug, execute_chapter,
-                                  (layout, chapter, values, progress and alone, 1 if on_toy(values) else None),
-                                  needs=needs, seconds=known.get(chapter.slug, {}).get(profile, 60.0),
-                                  slots=1 if on_toy(values) else n))
-    return tasks, training
+            needs = [t.key for t in training]
+        large = not on_toy(values)
+        run = _run_of(layout, chapter, values, None if large else 1, progress and alone, not ship)
+        tasks.append(workers.Task(chapter.slug, run_chapter, (run,),
+                                  needs=tuple(needs), seconds=known.get(chapter.slug, {}).get(profile, 60.0),
+                                  slots=n if large and not resource else 1,
+                                  resources=((resource, 1),) if large and resource else (), pass_needs=ship))
+    return tasks, training, data
 
 
 def _execute(layout: Layout, plans, profile: str, progress: bool, fail_fast: bool, timings: dict,
-             failures: list, t_book: float) -> list:
-    """Train the toy models the chapters need and execute the chapters, on one pool of workers
-    (:func:`schedule`). Records each chapter's and the training's wall time in ``timings`` and each
-    failure in ``failures``; returns the :class:`~mlmbook.models.prepare.Trained` records."""
+             failures: list, t_book: float, scheduler: str | None, shared_cache: bool, resource: str | None) -> list:
+    """Train the toy models the chapters need and execute the chapters, as one graph of tasks
+    (:func:`schedule`); publish each chapter as it ends. Records each chapter's and the training's
+    wall time in ``timings`` and each failure in ``failures``; returns the
+    :class:`~mlmbook.models.prepare.Trained` records."""
     from .. import workers
-    from ..models import prepare
+    from ..models import prepare, shipping
+    from ..workers.cluster import address
 
     n = prepare.workers_for()
+    where = address(scheduler)
+    ship = where is not None and not shared_cache
     if plans:
         cell_timeout()            # a bad $MLMBOOK_CELL_TIMEOUT fails here, before any training
         ensure_kernel(layout)     # written once here, only read by chapters running side by side
-    tasks, training = schedule(layout, plans, profile, n, progress)
+    tasks, training, data = schedule(layout, plans, profile, n, progress, Placement(ship, resource))
     total = sum(len(t.args[0]) for t in training)
     trained: list = []
-    chapters = {c.slug for c, _ in plans}
+    by_slug = {c.slug: (c, v) for c, v in plans}
     stopped = []
-    values_of = {c.slug: v for c, v in plans}
-
     def started(task):
-        if task.key in values_of:
-            shown = ", ".join(f"{k}={v!r}" for k, v in values_of[task.key].items())
-            say(f"executing {task.key} ({shown})")
-
-    for task, value, error, seconds in workers.run(tasks, n if len(tasks) > 1 else 1,
-                                                   stop=lambda: bool(stopped), started=started):
-        if task.key not in chapters:                 # a training unit
-            if error is not None:
-                raise error
-            prepare.report(value, trained, total, say)
-            if len(trained) == total:
-                timings["training"] = time.perf_counter() - t_book
-        elif isinstance(error, workers.NotRun):         # after --fail-fast stopped the build
-            say(f"  {task.key} not executed: the build stopped at the first failure")
-        elif error is not None and not isinstance(error, ChapterFailed):
-            raise error                                  # not the chapter's fault: a usage error, an interrupt
-        elif error is not None:
-            failures.append(str(error))
-            say(str(error))
-            if fail_fast:
-                stopped.append(task.key)
+        if task.key in by_slug:
+            shown = ", ".join(f"{k}={v!r}" for k, v in by_slug[task.key][1].items())
+            say(f"executing {task.key} ({shown}) {report.elapsed()} elapsed")
+            report.status[task.key] = f"{task.key} (starting)"
         else:
-            timings[task.key] = seconds
-            say(f"  {task.key} done in {seconds:.0f} s")
+            report.status[task.key] = f"training {len(task.args[0])} model(s) ({task.key})"
+
+    report = workers.Progress(say, on_start=started)
+    if where:
+        say(f"running on the Dask cluster at {where}" + ("" if ship else " (its workers share this model cache)"))
+
+    here = min(n, len(tasks)) if where is None else n       # one task: this process, no cluster to start
+    with contextlib.closing(workers.run(tasks, here, stop=lambda: bool(stopped), scheduler=where, data=data,
+                                        progress=report)) as results:
+        for task, value, error, seconds in results:
+            if task.key not in by_slug:                      # a training unit
+                if isinstance(error, workers.WorkerLost):
+                    raise BuildError(f"training failed: {error}")
+                if error is not None:
+                    raise error
+                for name, blob in value.models.items():       # trained where this cache is not: keep them here
+                    shipping.install(name, blob)
+                prepare.report(value, trained, total, say, report.elapsed())
+                if len(trained) == total:
+                    timings["training"] = time.perf_counter() - t_book
+                continue
+            if isinstance(error, workers.NotRun):            # after --fail-fast stopped the build
+                say(f"  {task.key} not executed: the build stopped at the first failure")
+                continue
+            if error is None:
+                try:
+                    publish(layout, by_slug[task.key][0], value)
+                except ChapterFailed as err:
+                    error = err
+            if isinstance(error, workers.WorkerLost):
+                error = ChapterFailed(f"chapter {error}")
+            if error is not None and not isinstance(error, ChapterFailed):
+                raise error                                  # not the chapter's fault: a usage error, an interrupt
+            if error is not None:
+                failures.append(str(error))
+                say(str(error))
+                if fail_fast:
+                    stopped.append(task.key)
+            else:
+                timings[task.key] = seconds
+                say(f"  {task.key} done in {seconds:.0f} s ({report.elapsed()} elapsed)")
     return trained
 
 
@@ -330,7 +261,8 @@ def build(root: str | os.PathLike | None = None, chapters: list[str] = (),
           profile: str = "full", parameters: list[tuple[str, str]] = (),
           solutions: bool = True, execute: bool = True, fail_fast: bool = False,
           progress: bool | None = None, verbose: bool = False, render_site: bool = True,
-          update_reference: bool = False) -> Path:
+          update_reference: bool = False, scheduler: str | None = None, shared_cache: bool | None = None,
+          resource: str | None = None) -> Path:
     """Execute the requested chapters and render the site.
 
     Nothing tracked by git changes: executed notebooks, results and timings live under the
@@ -354,7 +286,8 @@ def build(root: str | os.PathLike | None = None, chapters: list[str] = (),
     fail_fast : bool
         Stop at the first failing chapter instead of executing the others.
     progress : bool, optional
-        Per-cell progress bars (default: when stderr is a terminal).
+        Papermill's per-cell bar for a chapter run alone (default: when stderr is a terminal);
+        progress lines with times are printed either way.
     verbose : bool
         Show jupyter-book's output.
     render_site : bool
@@ -363,6 +296,15 @@ def build(root: str | os.PathLike | None = None, chapters: list[str] = (),
         Also copy the executed chapters' results (and a whole-book build's timings) to the
         committed ``results/full/`` and ``results/timings/``; only for the default full
         profile (no ``-p`` parameters).
+    scheduler : str, optional
+        The address of an existing Dask cluster's scheduler (default ``$MLMBOOK_SCHEDULER``, else a
+        local cluster of ``$MLMBOOK_TRAIN_WORKERS`` processes, one per core).
+    shared_cache : bool, optional
+        The cluster's workers see this machine's model cache (default ``$MLMBOOK_SHARED_CACHE``; a
+        local cluster always does): models are not shipped to them as bytes.
+    resource : str, optional
+        A Dask resource (e.g. ``"GPU"``) a chapter on a large model asks one of, instead of
+        taking every slot.
 
     Returns
     -------
@@ -372,7 +314,8 @@ def build(root: str | os.PathLike | None = None, chapters: list[str] = (),
     Raises
     ------
     BuildError
-        Bad arguments, a failed chapter (:class:`ChapterFailed`), or a failed rendering.
+        Bad arguments, a failed chapter (:class:`ChapterFailed`), or a failed rendering; another
+        build running in the same build folder.
     """
     if profile not in PROFILES:
         raise UsageError(f"unknown profile {profile!r}; valid profiles: {', '.join(PROFILES)}")
@@ -386,6 +329,37 @@ def build(root: str | os.PathLike | None = None, chapters: list[str] = (),
         raise UsageError("--update-reference records the default full-profile numbers: use it with "
                          "--profile full, without -p parameters and without --render-only")
     plans = plan_parameters(selected, list(parameters), profile)  # all checked up front
+    check_inputs(plans, profile)  # treebank, window, weights, model/text fit: before any training or kernel
+    shared = env_flag("MLMBOOK_SHARED_CACHE") if shared_cache is None else shared_cache
+    with build_lock(layout), interrupt_on_sigterm():
+        return _build(layout, all_chapters, plans, profile, solutions, fail_fast, progress, verbose, render_site,
+                      update_reference, scheduler, shared, resource)
+
+
+@contextlib.contextmanager
+def _still(what: str):
+    """Say that ``what`` still runs after each :data:`mlmbook.workers.QUIET_SECONDS` of a block's silence."""
+    import threading
+
+    from .. import workers
+
+    progress, done = workers.Progress(say), threading.Event()
+    progress.status[what] = what
+
+    def beat():
+        while not done.wait(5.0):
+            progress.heartbeat()
+
+    thread = threading.Thread(target=beat, daemon=True, name="mlmbook-still")
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+
+
+def _build(layout, all_chapters, plans, profile, solutions, fail_fast, progress, verbose, render_site,
+           update_reference, scheduler, shared, resource) -> Path:
     announce_cost(plans)          # a real model: the time estimate per chapter, before anything runs
     if plans:  # what a killed build left: temporary notebooks, results of unfinished chapters
         clean_leftovers(layout.exec, layout.results)
@@ -394,7 +368,12 @@ def build(root: str | os.PathLike | None = None, chapters: list[str] = (),
     cache_before = set(cache_dir().glob("*")) if cache_dir().exists() else set()
     t_book = time.perf_counter()
     timings = {}
-    trained_models = _execute(layout, plans, profile, progress, fail_fast, timings, failures, t_book)
+    try:
+        trained_models = _execute(layout, plans, profile, progress, fail_fast, timings, failures, t_book, scheduler,
+                                  shared, resource)
+    except KeyboardInterrupt:     # the workers are stopped by now: what they left in the build folder goes
+        clean_leftovers(layout.exec, layout.results)
+        raise
     for line in training_report(trained_models, timings.get("training", 0.0)):
         say(line)
     if failures:
@@ -423,7 +402,8 @@ def build(root: str | os.PathLike | None = None, chapters: list[str] = (),
         say(warning)
     say("rendering the site")
     t_render = time.perf_counter()
-    index = render(layout, stage(layout, notebooks, solutions=solutions), verbose=verbose)
+    with _still("rendering the site"):
+        index = render(layout, stage(layout, notebooks, solutions=solutions), verbose=verbose)
     write_notebooks_branch(layout, notebooks)
     whole_book = len(plans) == len(all_chapters) and all(v == {"profile": profile} for _, v in plans)
     kept = None

@@ -30,7 +30,10 @@ def _failed_cell(nb, error) -> int | None:
 
 
 def _source_line(chapter: Chapter, cell_source: str) -> int | None:
-    text = chapter.path.read_text(encoding="utf-8")
+    try:
+        text = chapter.path.read_text(encoding="utf-8")
+    except OSError:                     # a worker without the book's sources: the cell stays unlocated
+        return None
     at = text.find(cell_source.strip()) if cell_source.strip() else -1
     return None if at < 0 else text.count("\n", 0, at) + 1
 
@@ -40,8 +43,13 @@ def _first_line(text: str) -> str:
     return lines[0].strip() if lines else ""
 
 
-def failure(chapter: Chapter, nb, err: BaseException, kept: Path | None, timeout: int) -> ChapterFailed:
-    """The one-line (plus where-to-look line) message of a chapter that raised or timed out."""
+def failure(chapter: Chapter, nb, err: BaseException, kept: Path | None, timeout: int,
+            shown: Path | None = None) -> ChapterFailed:
+    """The one-line (plus where-to-look line) message of a chapter that raised or timed out.
+
+    ``kept``: the notebook written up to the failure (read here); ``shown``: where the build keeps
+    it, named in the message (default ``kept``).
+    """
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
     from papermill.exceptions import PapermillExecutionError
 
@@ -63,7 +71,7 @@ def failure(chapter: Chapter, nb, err: BaseException, kept: Path | None, timeout
         where, what = "", f"{type(err).__name__}: {_first_line(err)}"
     message = f"chapter {chapter.slug} failed{where}: {what}"
     if kept is not None:
-        message += f"\n  ({detail}; executed notebook with the traceback: {kept})"
+        message += f"\n  ({detail}; executed notebook with the traceback: {shown or kept})"
     return ChapterFailed(message)
 
 

@@ -371,8 +371,7 @@ def runnable_notebook(nb, url: str, ctx: Context | None = None, student: bool = 
             for text, state in segments:
                 if state and state[0] == "head":
                     number = ctx.numbers.get(state[1], ("Exercise", ""))[1]
-                    text = (f"**Solution to Exercise {number}.** Its cells are collapsed: expand them "
-                            f"(click the bar at the left of a cell) to read it.")
+                    text = f"**Solution to Exercise {number}** (collapsed cells: click the bar at their left)"
                 else:
                     text = myst_to_markdown(text, ctx).strip("\n")
                     if text.strip() and state:

@@ -18,7 +18,8 @@ import re
 from pathlib import Path
 
 __all__ = ["measured_times", "format_seconds", "reading_minutes", "chapter_card", "prepare_chapter",
-           "find_exercises", "exercise_table", "timings_table", "register_bibliography_style",
+           "find_exercises", "exercise_table", "exercises_anchor", "student_links", "GRADE_COMMAND",
+           "timings_table", "register_bibliography_style",
            "EXERCISES_MARKER", "TIMINGS_MARKER",
            "WORDS_PER_MINUTE", "CODE_LINES_PER_MINUTE"]
 
@@ -118,20 +119,17 @@ def reading_minutes(nb) -> int:
 
 
 def chapter_card(nb, times: dict[str, float] | None) -> str:
-    """The sentence under a chapter's title (Markdown): reading time, measured run times."""
-    read = f"**About {reading_minutes(nb)} minutes to read.**"
+    """The label under a chapter's title (Markdown): reading time · measured run times.
+
+    ``**About 25 minutes to read** · runs in 15 s (quick profile), 1 min 3 s (full) on 2 CPU cores,
+    models cached (reference build)``; without a measured time, ``run time not measured yet``.
+    """
+    read = f"**About {reading_minutes(nb)} minutes to read**"
     times = times or {}
-    if "quick" in times and "full" in times:
-        run = (f"It runs in {format_seconds(times['quick'])} in the quick profile and "
-               f"{format_seconds(times['full'])} in the full profile on two CPU cores with its models "
-               f"cached, as measured by the reference build.")
-    elif times:
-        profile, seconds = next(iter(times.items()))
-        run = (f"It runs in {format_seconds(seconds)} in the {profile} profile on two CPU cores with its "
-               f"models cached, as measured by the reference build.")
-    else:
-        run = "Its run time has not been measured yet: no reference build has run it."
-    return f"{read} {run}"
+    shown = [f"{format_seconds(times[p])} ({p} profile)" for p in ("quick", "full") if p in times]
+    if not shown:
+        return f"{read} · run time not measured yet (no reference build)"
+    return f"{read} · runs in {', '.join(shown)} on 2 CPU cores, models cached (reference build)"
 
 
 def prepare_chapter(nb, times: dict[str, float] | None, site: bool = True) -> bool:
@@ -212,22 +210,55 @@ def find_exercises(text: str) -> list[dict]:
     return out
 
 
-def exercise_table(chapters: list[tuple[str, str, str]]) -> str:
-    """A Markdown table of every chapter's exercises, for the teachers' page.
+GRADE_COMMAND = "python -m mlmbook.exercises check"
+"""Grades a student's notebook from a terminal (:mod:`mlmbook.exercises.grading`)."""
+
+
+def exercises_anchor(slug: str) -> str:
+    """The label of a chapter's section on the teachers' page: ``exercises-ch1`` (chapters cite it
+    as {ref}`student edition and launch links <exercises-ch1>`)."""
+    return f"exercises-ch{int(slug[:2])}"
+
+
+def student_links(slug: str, repository: dict | None) -> list[tuple[str, str]]:
+    """``(label, url)`` of a chapter's student edition (no solutions) on the repository's notebooks
+    branch: the file, Colab and Binder. Empty when ``_config.yml`` names no GitHub repository."""
+    url = str((repository or {}).get("url") or "").rstrip("/")
+    branch = (repository or {}).get("branch") or "notebooks"
+    m = re.match(r"^https://github\.com/([^/]+)/([^/]+)$", url)
+    if not m:
+        return []
+    owner, repo = m.groups()
+    path = f"student/{slug}.ipynb"
+    return [("notebook", f"{url}/blob/{branch}/{path}"),
+            ("Colab", f"https://colab.research.google.com/github/{owner}/{repo}/blob/{branch}/{path}"),
+            ("Binder", f"https://mybinder.org/v2/gh/{owner}/{repo}/{branch}?labpath={path}")]
+
+
+def exercise_table(chapters: list[tuple[str, str, str]], repository: dict | None = None) -> str:
+    """The teachers' page's exercises: one section per chapter (labelled :func:`exercises_anchor`)
+    with a table of its exercises, the command that grades a notebook and the student edition.
 
     Parameters
     ----------
     chapters : list of (slug, title, source text)
+    repository : dict, optional
+        ``_config.yml``'s ``repository`` (``url``, ``branch``): the student edition's links.
     """
-    rows = ["| chapter | exercise | level | kind |", "|---|---|---|---|"]
+    out = []
     for slug, title, text in chapters:
-        name = f"{int(slug[:2])} {title}"
+        rows = ["| exercise | level | kind |", "|---|---|---|"]
         for ex in find_exercises(text):
             kind = {"graded": "code, graded by the truth", "coding": "code",
                     "pen and paper": "pen and paper"}[ex["kind"]]
-            rows.append(f"| {name} | {{numref}}`{ex['label']}` | {ex['level'] or '—'} | {kind} |")
-            name = ""  # the chapter named once
-    return "\n".join(rows)
+            rows.append(f"| {{numref}}`{ex['label']}` | {ex['level'] or '—'} | {kind} |")
+        links = " · ".join(f"[{label}]({href})" for label, href in student_links(slug, repository))
+        block = [f"({exercises_anchor(slug)})=", f"### {int(slug[:2])} {title}", "", *rows, "",
+                 f"Grade a notebook: `{GRADE_COMMAND} {slug}.ipynb`"]
+        if links:
+            block[-1] += f" · student edition (no solutions): {links}"
+        out.append("\n".join(block))
+    return "\n\n".join(out)
 
 
 # --------------------------------------------------------------------------- bibliography

@@ -43,8 +43,8 @@ _RESULTS: dict[str, object] = {}
 
 def _plain(value):
     """Convert numpy/torch scalars and arrays to plain JSON-compatible Python objects; an
-    :class:`~mlmbook.stats.Interval`, :class:`~mlmbook.stats.Verdict` or
-    :class:`~mlmbook.stats.Family` to its record (a dict with ``kind``)."""
+    :class:`~mlmbook.stats.Interval`, :class:`~mlmbook.stats.Answer` or :class:`~mlmbook.stats.Study`
+    to its record (a dict with ``kind``)."""
     if hasattr(value, "to_record"):
         return value.to_record()
     if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):
@@ -137,20 +137,20 @@ def record(key: str, value):
     ----------
     key : str
         Name the prose and the tests use, e.g. ``"uuas"``; letters, digits, ``_``, ``-``, ``.``.
-    value : number, str, bool, or list/dict of those; an Interval, Verdict or Family
-        numpy and torch scalars/arrays are converted to plain Python values. A
-        :class:`~mlmbook.stats.Verdict` is stored whole (side, interval, level, family,
-        detectable effect: tests check it against the rule) and glued as its text.
+    value : number, str, bool, or list/dict of those; an Interval, Answer or Study
+        numpy and torch scalars/arrays are converted to plain Python values. An
+        :class:`~mlmbook.stats.Answer` is stored whole (its test, interval, verdict, power and per-row
+        values: the audit re-derives it from them) and its parts are glued as ``key.estimate``,
+        ``key.verdict``, ... (:meth:`~mlmbook.stats.Answer.glue_fields`).
 
     Returns
     -------
     object
         The stored (plain) value, so ``x = record("x", compute())`` reads naturally (an
-        Interval, Verdict or Family is returned as itself).
+        Interval, Answer or Study is returned as itself).
     """
     _check_key(key)
     original = value
-    shown = value.text() if hasattr(value, "text") and hasattr(value, "side") else None
     value = _plain(value)
     _RESULTS[key] = value
     path = results_path()
@@ -160,7 +160,7 @@ def record(key: str, value):
         if key in data.get(NOT_MEASURED_KEY, {}):
             del data[NOT_MEASURED_KEY][key]
         _write_atomic(path, data)
-    _glue(key, value if shown is None else shown)
+    _glue(key, value)
     for name, field in (original.glue_fields().items() if hasattr(original, "glue_fields") else ()):
         _glue(f"{key}.{name}", field)          # an answer's parts for the prose: {glue:text}`q_gain.estimate:.3f`
     return original if hasattr(original, "to_record") else value

@@ -1,20 +1,92 @@
 """What a build leaves behind and says about its runs: timings, reference results, which model
-and parameters each executed chapter was built with, and the training share per model.
+and parameters each executed chapter was built with, the training share per model; and the lock
+that keeps two builds from writing one build folder.
 
 Kept apart from :mod:`mlmbook.pipeline.execute` (which runs chapters) so each stays one idea.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
+import tempfile
+import threading
 import time
 from pathlib import Path
 
 from ..paths import write_json_atomic
-from .chapters import Layout
+from .chapters import BuildError, Layout
 
 __all__ = ["keep_timings", "update_reference_files", "previous_run", "built_with", "mix_warning",
-           "training_report"]
+           "training_report", "write_bytes_atomic", "build_lock", "interrupt_on_sigterm", "LOCK_FILE"]
+
+LOCK_FILE = ".lock"
+"""Under the build folder: held (``flock``) by the build writing it, with its pid inside."""
+
+
+def write_bytes_atomic(path: Path, data: bytes) -> Path:
+    """Write ``data`` to ``path`` so that a reader sees the old file or the whole new one (a temporary
+    dot-file beside it, renamed; the process's umask applies, as for a plain ``open``)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        mask = os.umask(0)
+        os.umask(mask)
+        os.chmod(tmp, 0o666 & ~mask)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+@contextlib.contextmanager
+def build_lock(layout: Layout):
+    """Hold ``_build/.lock`` for a block: a second build of the same folder fails at once, naming the
+    live one's pid. The lock dies with its process (SIGKILL included), so a killed build never
+    blocks the next one."""
+    import fcntl
+
+    layout.build.mkdir(parents=True, exist_ok=True)
+    path = layout.build / LOCK_FILE
+    fh = open(path, "a+")
+    try:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.seek(0)
+            pid = fh.read().strip() or "?"
+            raise BuildError(f"another build is running in {layout.build} (pid {pid}); wait for it to end, "
+                             f"or stop it, or give this one its own MLMBOOK_BUILD") from None
+        fh.seek(0)
+        fh.truncate()
+        fh.write(f"{os.getpid()}\n")
+        fh.flush()
+        yield path
+    finally:
+        fh.close()
+
+
+@contextlib.contextmanager
+def interrupt_on_sigterm():
+    """For a block in the main thread: SIGTERM stops the build as Ctrl-C does (its workers and
+    kernels stop, nothing more is published), instead of killing it mid-write."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, frame):
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
 
 
 def _write_json(path: Path, data: dict) -> None:

@@ -11,13 +11,22 @@ unplugged), and reports what a reader would notice:
   number), a chapter without the static figure of its explorer, **figure text under 10 px** at
   the width the page shows it (below);
 * layout: a code block wider than its box (measured, and estimated at the 0.6-em advance of
-  common monospace fonts, so the result does not depend on the fonts installed), **a table or
-  display equation clipped at its right edge** (neither scrolling in its own box nor inside the
-  column), **a chapter whose time card and learning objectives are not on the first screen**;
+  common monospace fonts, so the result does not depend on the fonts installed); **content wider
+  than the column**: a display equation wider than the column (break it over lines or scale it,
+  even if it would scroll), a table wider than the column unless it scrolls in a box *marked as
+  scrolling* (class ``mlmbook-scroll``, which ``book/_static/mlmbook.js`` gives the boxes the book
+  makes scroll: tables from :func:`mlmbook.tables.table`, Markdown tables, HTML outputs; its CSS
+  then shows "scroll sideways" above a box that overflows); **a chapter whose time card and
+  learning objectives are not on the first screen**; **a chapter page longer than**
+  :data:`MAX_SCREENS` **screens** (a screen is the window's height, :data:`SCREEN_PX` = 720 px, at
+  the window width 1280 px; measured on the article with folded solutions folded);
 * text a reader should never see: an absolute path or a cache key; **log-like output** (``took
   1.2 s`` on a chapter page or in any output, a printed dict, a printed verdict line ``… → above``,
   ``# noqa``); **template residue** (``seed(s)``, ``nan``/``inf`` printed
-  as numbers, math as plain text such as ``p^(1/T)``, a paragraph almost entirely bold); on a
+  as numbers, math as plain text such as ``p^(1/T)``, ``p_T``, ``m H_m`` or ``n log n``, a paragraph
+  almost entirely bold, zero in exponent notation ``0.0e+00``, a negative zero ``-0.000``, a count of
+  one with a plural noun ``1 verdicts`` or a digit after "at most" ``at most 1 verdict``, a doubled
+  word ``the the``); on a
   chapter page, **an "indistinguishable" not followed in its sentence by its
   detectable effect** ("would have been detected"); **"not drawn for this model" said of a figure
   that is on the page**.
@@ -28,7 +37,11 @@ its dpi into the PNG; the check reads them with :func:`mlmbook.plotting.png_reco
 image's pixel width and the width the browser shows it at, so the smallest text on the page is
 ``font_pt * dpi / 72 * shown / natural`` CSS pixels. An image without that record (drawn outside
 the book's style) is assumed to use the book's smallest font, 9 pt, at the dpi its PNG states.
-Images in folded solutions are unfolded for the measurement.
+Images in folded solutions are unfolded for the measurement. The same record holds the smallest
+*glyph* of the figure's tick labels, mathtext exponents included (``mlmbook-min-tick-pt``: a log
+axis labelled ``$10^{-2}$`` at 9 pt draws its exponent at 6.3 pt, 8.6 px on the page), checked
+against the same 10 px, and the number of data points under its legends (``mlmbook-legend-over-data``,
+:mod:`mlmbook.plotting.record`), which must be 0. A figure without those records is not checked for them.
 
 It saves a full-page screenshot of every page for a person to look at.
 
@@ -46,12 +59,17 @@ from pathlib import Path
 from urllib.parse import urljoin, urlparse
 
 from ..errors import BrowserMissing
+from .sitetext import text_problems
 
 __all__ = ["find_chromium", "check_site", "BrowserMissing"]
 
 CHROMIUM_FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 CHAPTER = re.compile(r"^\d\d_")
+WINDOW_PX = 1280        # the window's width
+SCREEN_PX = 720         # the window's height: one screen, what a reader sees before scrolling
+MAX_SCREENS = 12        # the longest a chapter page may be, in screens (issue 36: a sitting)
+SCROLL_MARK = "mlmbook-scroll"   # a box that scrolls sideways and says so (mlmbook.tables, mlmbook.css/js)
 
 
 def find_chromium() -> str:
@@ -120,7 +138,7 @@ def check_site(html: Path, screenshots: Path | None = None, chapters_need_explor
         Path(screenshots).mkdir(parents=True, exist_ok=True)
     with serve(html) as base, sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=find_chromium(), args=CHROMIUM_FLAGS)
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page = browser.new_page(viewport={"width": WINDOW_PX, "height": SCREEN_PX})
         foreign: list = []
 
         def offline(route):  # the network is unplugged: only the site itself answers
@@ -134,6 +152,7 @@ def check_site(html: Path, screenshots: Path | None = None, chapters_need_explor
         console: list = []
         page.on("console", lambda m: console.append((m.type, m.text, (m.location or {}).get("url", ""))))
         page.on("pageerror", lambda e: console.append(("error", str(e), base)))
+        explorers: dict = {}                      # chapter -> an explorer's figure on one of its pages
         for rel in pages:
             console.clear()
             foreign.clear()
@@ -144,10 +163,10 @@ def check_site(html: Path, screenshots: Path | None = None, chapters_need_explor
                 continue
             page.wait_for_timeout(150)
             _wait_for_math(page)
-            problems += [f"{rel}: {p}" for p in _page_problems(page, rel, base, chapters_need_explorer)]
+            problems += [f"{rel}: {p}" for p in _page_problems(page, rel, base, chapters_need_explorer, explorers)]
             problems += [f"{rel}: {p}" for p in _reader_problems(page, rel)]
             problems += [f"{rel}: {p}" for p in _layout_problems(page, rel)]
-            problems += [f"{rel}: {p}" for p in _text_problems(page, rel)]
+            problems += [f"{rel}: {p}" for p in text_problems(page, rel)]
             problems += [f"{rel}: request to another host: {u[:120]}" for u in dict.fromkeys(foreign)]
             own = [t for kind, t, where in console if kind == "error" and (not where or where.startswith(base))
                    and not where.endswith("/favicon.ico")        # the browser's own request, not the book's
@@ -157,10 +176,12 @@ def check_site(html: Path, screenshots: Path | None = None, chapters_need_explor
                 page.screenshot(path=str(Path(screenshots) / (rel.replace("/", "__")[:-5] + ".png")), full_page=True)
             problems += [f"{rel}: {p}" for p in _figure_text_problems(page, html, base)]   # unfolds solutions
         browser.close()
+    problems += [f"{chapter}: no explorer figure on any of the chapter's pages (the static figure an "
+                 f"explorer leaves at its default setting)" for chapter, seen in sorted(explorers.items()) if not seen]
     return problems
 
 
-def _page_problems(page, rel: str, base: str, need_explorer: bool) -> list:
+def _page_problems(page, rel: str, base: str, need_explorer: bool, explorers: dict) -> list:
     out = []
     images = page.eval_on_selector_all(
         "main img", "els => els.map(e => [e.getAttribute('src'), e.complete, e.naturalWidth, e.naturalHeight])")
@@ -190,11 +211,17 @@ def _page_problems(page, rel: str, base: str, need_explorer: bool) -> list:
             "els => els.map(e => { const cell = e.closest('.cell_output') || e.parentElement;"
             " const imgs = cell ? [...cell.querySelectorAll('img')] : [];"
             " return imgs.some(i => i.complete && i.naturalWidth > 0); })")
-        if not notes:
-            out.append("no explorer figure (the static figure an explorer leaves at its default setting)")
-        elif not all(notes):
+        if notes and not all(notes):
             out.append("an explorer's static figure is missing")
+        explorers[_chapter_of(rel)] = explorers.get(_chapter_of(rel), False) or bool(notes)
     return out
+
+
+def _chapter_of(rel: str) -> str:
+    """``book/01_dependencies-2.html`` -> ``book/01_dependencies.html``: the chapter a page belongs to."""
+    head, _, name = rel.rpartition("/")
+    stem = re.sub(r"-\d+$", "", name[:-len(".html")])
+    return f"{head}/{stem}.html" if head else f"{stem}.html"
 
 
 # --------------------------------------------------------------------------- what a reader sees
@@ -279,9 +306,9 @@ def _reader_problems(page, rel: str) -> list:
 
 # --------------------------------------------------------------------------- layout a reader meets
 
-FIRST_SCREEN_PX = 900   # the window's height: what a reader sees before scrolling
+FIRST_SCREEN_PX = SCREEN_PX
 
-_CLIPPED_JS = """() => {
+_CLIPPED_JS = """(mark) => {
   const col = (document.querySelector('article.bd-article') || document.querySelector('main')).getBoundingClientRect();
   const out = [];
   const items = [...document.querySelectorAll('main table')].map(e => ['table', e])
@@ -290,6 +317,7 @@ _CLIPPED_JS = """() => {
   for (const [what, el] of items) {
     const r = el.getBoundingClientRect();
     if (!r.width || el.closest('.bd-sidebar-primary, .bd-sidebar-secondary')) continue;
+    if (what === 'display equation' && el.matches('div.math') && el.querySelector('mjx-container')) continue;
     let a = el.parentElement, clip = null;
     while (a && a !== document.body) {
       const ox = getComputedStyle(a).overflowX;
@@ -297,11 +325,23 @@ _CLIPPED_JS = """() => {
       a = a.parentElement;
     }
     const text = (el.innerText || el.textContent || '').replace(/\\s+/g, ' ').trim().slice(0, 50);
-    if (clip && ['auto', 'scroll'].includes(getComputedStyle(clip).overflowX)) continue;  // scrolls: reachable
-    const edge = clip ? clip.getBoundingClientRect().right : col.right;
-    if (r.right > edge + 1) out.push([what, Math.round(r.right - edge), text, !!clip]);
+    const scrolls = clip && ['auto', 'scroll'].includes(getComputedStyle(clip).overflowX);
+    const edge = clip ? clip.getBoundingClientRect() : col;
+    const room = Math.min(col.right, edge.right) - Math.max(col.left, edge.left);
+    const wide = r.width > room + 1 || (!scrolls && r.right > edge.right + 1);
+    if (!wide) continue;
+    const by = Math.round(r.width - room);
+    if (what === 'display equation') { out.push([what, 'wide', by, text]); continue; }
+    if (!scrolls) { out.push([what, clip ? 'clipped' : 'past', Math.round(r.right - edge.right), text]); continue; }
+    const box = el.closest('.' + mark);
+    const hint = box ? getComputedStyle(box, '::before').content : 'none';
+    if (!box || !hint || hint === 'none' || hint === 'normal' || hint === '""') out.push([what, 'unmarked', by, text]);
   }
   return out;
+}"""
+_LENGTH_JS = """() => {
+  const a = document.querySelector('article.bd-article') || document.querySelector('main');
+  return a ? a.getBoundingClientRect().height : document.documentElement.scrollHeight;
 }"""
 _FIRST_SCREEN_JS = """() => {
   const top = e => e ? e.getBoundingClientRect().top + window.scrollY : null;
@@ -312,13 +352,33 @@ _FIRST_SCREEN_JS = """() => {
 }"""
 
 
+def _is_chapter_start(rel: str) -> bool:
+    """The first page of a chapter (``NN_slug.html``, not a later page ``NN_slug-2.html``)."""
+    return bool(re.match(r"^\d\d_[^-]+\.html$", rel.rsplit("/", 1)[-1]))
+
+
 def _layout_problems(page, rel: str) -> list:
     """Tables and equations clipped at the right; a chapter's card and objectives below the fold."""
     out = []
-    for what, by, text, clipped in page.evaluate(_CLIPPED_JS):
-        where = "clipped at the right edge of its box" if clipped else "running past the column's right edge"
-        out.append(f"a {what} {where} by {by} px (make it scroll in its own box, or split it): {text!r}")
+    for what, how, by, text in page.evaluate(_CLIPPED_JS, SCROLL_MARK):
+        if how == "wide":
+            out.append(f"a {what} wider than the column by {by} px (break it over lines, e.g. with aligned, "
+                       f"or shorten it): {text!r}")
+        elif how == "unmarked":
+            out.append(f"a {what} wider than the column by {by} px scrolls sideways without saying so (show it "
+                       f"with mlmbook.tables.table, or in a box of class {SCROLL_MARK}; or split it): {text!r}")
+        else:
+            where = ("clipped at the right edge of its box" if how == "clipped"
+                     else "running past the column's right edge")
+            out.append(f"a {what} {where} by {by} px (make it scroll in a box marked as scrolling, or split it): "
+                       f"{text!r}")
     if CHAPTER.match(rel.rsplit("/", 1)[-1]):
+        height = page.evaluate(_LENGTH_JS)
+        if height > MAX_SCREENS * SCREEN_PX:
+            out.append(f"a chapter page {height / SCREEN_PX:.1f} screens long, over {MAX_SCREENS} "
+                       f"({height:.0f} px at {WINDOW_PX} x {SCREEN_PX} px): cut it into pages at a level-1 "
+                       f"heading, or tighten it")
+    if _is_chapter_start(rel):
         card, objectives = page.evaluate(_FIRST_SCREEN_JS)
         for name, top in (("the chapter's time card (reading and running times)", card),
                           ("the learning objectives", objectives)):
@@ -326,111 +386,6 @@ def _layout_problems(page, rel: str) -> list:
                 out.append(f"{name}: not on the page")
             elif top > FIRST_SCREEN_PX:
                 out.append(f"{name}: {top:.0f} px down, not on the first screen ({FIRST_SCREEN_PX} px)")
-    return out
-
-
-# --------------------------------------------------------------------------- text a reader meets
-
-LOG_LINE = re.compile(r"\btook \d+(?:\.\d+)? ?s\b")
-VERDICT_LOG = re.compile(r"(?:→|->)\s*(?:above|below|indistinguishable|equivalent|undefined)\b")
-PRINTED_DICT = re.compile(r"\{\s*(?:'[^'\n]{1,60}'|\"[^\"\n]{1,60}\"|-?\d+(?:\.\d+)?)\s*:\s*\S")
-NOQA = re.compile(r"#\s*noqa\b")
-PLURAL_HACK = re.compile(r"\b\w+\(s\)")
-NON_NUMBER = re.compile(r"(?<![\w.\\])(?:nan|inf|-inf|NaN|Inf)(?![\w(])")
-INDISTINGUISHABLE = re.compile(r"indistinguishable", re.I)
-DETECTABLE = re.compile(r"would have (?:been )?detected")   # Verdict.text and Family.statement
-TABLE_DETECTABLE = re.compile(r"\s*[;,(]\s*detectable\s+[-+]?\d")
-"""A table cell's compact form, under a header that says what "detectable" means: "indistinguishable;
-detectable 0.013"."""
-NOT_DRAWN = "not drawn for this model"
-
-_PARTS_JS = """() => {
-  const text = sel => [...document.querySelectorAll(sel)].filter(e => !e.closest('.bd-sidebar-primary'))
-    .map(e => e.innerText);
-  const bareText = e => { const c = e.cloneNode(true);      // the words, without code and formulas
-    c.querySelectorAll('code, mjx-container, .math, script, style').forEach(x => x.remove());
-    return c.textContent.replace(/\\s+/g, ' ').trim(); };
-  const prose = [...document.querySelectorAll('main p, main li, main dd, main figcaption, main caption, main tr')]
-    .filter(e => !e.closest('pre, .cell_input, .highlight, .cell_output pre, .bd-sidebar-primary, .bd-toc'))
-    .filter(e => !e.querySelector('p, li, tr'))
-    .map(bareText).filter(t => t);
-  const bold = [...document.querySelectorAll('main p')]
-    .filter(e => !e.closest('pre, .cell_input, .highlight, .bd-sidebar-primary, .admonition-title'))
-    .map(p => { const all = p.innerText.replace(/\\s+/g, ' ').trim();
-      let b = 0;                                  // characters drawn bold, however they got bold
-      const w = document.createTreeWalker(p, NodeFilter.SHOW_TEXT);
-      while (w.nextNode()) {
-        const el = w.currentNode.parentElement;
-        if (el && !el.closest('mjx-container') && parseInt(getComputedStyle(el).fontWeight) >= 600)
-          b += w.currentNode.nodeValue.replace(/\\s+/g, ' ').length; }
-      return [all.slice(0, 80), all.length, b]; });
-  return {outputs: text('main .cell_output'), inputs: text('main .cell_input'), prose, bold};
-}"""
-PLAIN_MATH = re.compile(r"\w\^[({]|\w_\{|\\(?:frac|setminus|mid|log|sum)\b")
-MOSTLY_BOLD = 0.5
-_NOT_DRAWN_JS = """(phrase) => {
-  const out = [];
-  const drawn = el => el && [...el.querySelectorAll('img')].some(i => i.complete && i.naturalWidth > 0);
-  for (const span of document.querySelectorAll('main .mlmbook-undrawn[data-figure]')) {
-    const fig = document.getElementById(span.dataset.figure);
-    if (fig && drawn(fig.closest('figure, .cell') || fig)) out.push(span.dataset.figure);
-  }
-  const walker = document.createTreeWalker(document.querySelector('main') || document.body, NodeFilter.SHOW_TEXT);
-  while (walker.nextNode()) {
-    const node = walker.currentNode;
-    if (!node.nodeValue.includes(phrase) || node.parentElement.closest('.mlmbook-undrawn')) continue;
-    const section = node.parentElement.closest('section') || document.querySelector('main');
-    if (drawn(section)) out.push('(unmarked) ' + node.nodeValue.trim().slice(0, 60));
-  }
-  return out;
-}"""
-
-
-def _sentences(text: str) -> list[str]:
-    return [s for s in re.split(r"(?<=[.!?])\s+(?=[A-Z(*\"“])", text) if s.strip()]
-
-
-def _text_problems(page, rel: str) -> list:
-    """Log lines, printed dicts, template residue, verdicts without their detectable effect."""
-    out = []
-    parts = page.evaluate(_PARTS_JS)
-    prose, outputs, inputs = parts["prose"], parts["outputs"], parts["inputs"]
-    shown = prose + outputs
-    chapter = bool(CHAPTER.match(rel.rsplit("/", 1)[-1]))
-    timed = shown if chapter else outputs      # a developers' page may say what a benchmark took
-    for pattern, what, texts in ((LOG_LINE, "a log line (a timing)", timed),
-                                 (PLURAL_HACK, "a template plural", shown),
-                                 (NON_NUMBER, "a number printed as nan or inf", shown)):
-        found = sorted({m.group(0) for t in texts for m in pattern.finditer(t)})
-        if found:
-            out.append(f"{what} in the text: {', '.join(found[:3])}")
-    for text, length, bold in parts["bold"]:
-        if length > 60 and bold > MOSTLY_BOLD * length:
-            out.append(f"a paragraph almost entirely bold (bold is for the key number): {text!r}")
-    math = sorted({m.group(0) for t in prose for m in PLAIN_MATH.finditer(t)})
-    if math:
-        out.append(f"math written as plain text (write it as math, $p^{{1/T}}$): {', '.join(math[:3])}")
-    logged = sorted({line.strip()[:70] for t in outputs for line in t.splitlines() if VERDICT_LOG.search(line)})
-    if logged:
-        out.append(f"a printed verdict log line (state it in a sentence): {logged[0]!r}")
-    dicts = [t for t in outputs if PRINTED_DICT.search(t)]
-    if dicts:
-        m = PRINTED_DICT.search(dicts[0])
-        out.append(f"a printed dict in an output (write a sentence or a table): "
-                   f"{dicts[0][max(0, m.start() - 20):m.start() + 50]!r}")
-    noqa = [line.strip() for t in inputs for line in t.splitlines() if NOQA.search(line)]
-    if noqa:
-        out.append(f"a linter comment (# noqa) in visible code: {noqa[0][:70]!r}")
-    if chapter:
-        for block in shown:
-            for sentence in _sentences(block):
-                bare = [m for m in INDISTINGUISHABLE.finditer(sentence)
-                        if not TABLE_DETECTABLE.match(sentence, m.end())]
-                if bare and not DETECTABLE.search(sentence):
-                    out.append(f"'indistinguishable' without its detectable effect ('... would have been "
-                               f"detected') in its sentence: {sentence[:140]!r}")
-    for figure in page.evaluate(_NOT_DRAWN_JS, NOT_DRAWN):
-        out.append(f"the text says a figure is {NOT_DRAWN!r}, but it is drawn on the page: {figure}")
     return out
 
 
@@ -488,4 +443,14 @@ def _figure_text_problems(page, html: Path, base: str) -> list:
             out.append(f"figure text {px:.1f} px on the page, under {MIN_TEXT_PX} px ({_name(src)}: {why}, "
                        f"{natural} px wide shown at {shown:.0f} px): keep figures within "
                        f"plotting.column_width() and 2 panels per row, fonts >= {MIN_FONT_PT} pt")
+        tick = record.get("min_tick_pt")
+        if tick is not None and tick > 0:
+            tick_px = rendered_text_px(tick, record["dpi"], natural, shown)
+            if tick_px < MIN_TEXT_PX - 1e-6:
+                out.append(f"tick text {tick_px:.1f} px on the page, under {MIN_TEXT_PX} px ({_name(src)}: its "
+                           f"smallest tick glyph is {tick:g} pt, a mathtext exponent or subscript): label log "
+                           f"axes in plain numbers (plotting.use_style does), no $...$ in tick labels")
+        if record.get("legend_over_data", 0) > 0:
+            out.append(f"a legend over {record['legend_over_data']} plotted data point(s) ({_name(src)}): place "
+                       f"it with plotting.place_legend(ax)")
     return out

@@ -13,14 +13,21 @@ another page gets a hidden carrier cell holding that glue output.
 Prose for one kind of model: a cell tagged ``toy-only`` is dropped from the page when the chapter
 ran on a model other than the toy one (a Hugging Face model), and a cell tagged ``real-only`` when
 it ran on a toy model (:func:`drop_other_world`), so a real-model page never speaks of the toy
-world. The build's checks see the notebook the way the page will show it.
+world. A dropped figure stays *declared but not drawn*, so a reference to it from a page that is
+kept reads "a figure that is not drawn for this model" instead of breaking the build. The build's
+checks see the notebook the way the page will show it.
+
+Code for one kind of model: :func:`for_execution` turns the other world's code cells into
+comments before the chapter runs, so a toy-only cell (a comparison with the truth, the toy MLM's
+training curve) is not executed on a real model, and needs no ``if model == "toy":`` of its own.
 """
 from __future__ import annotations
 
 import copy
+import re
 
-__all__ = ["TOY_ONLY", "REAL_ONLY", "model_kind", "drop_other_world", "split_pages", "page_name",
-           "is_page_start"]
+__all__ = ["TOY_ONLY", "REAL_ONLY", "model_kind", "drop_other_world", "for_execution", "split_pages",
+           "page_name", "is_page_start"]
 
 TOY_ONLY = "toy-only"
 REAL_ONLY = "real-only"
@@ -28,9 +35,17 @@ _TOY_MODELS = ("toy", "truth")          # mlmbook.models.load.TOY_MODELS (kept t
 
 
 def model_kind(nb) -> str:
-    """``"toy"`` or ``"real"``: the model the executed notebook ran on (papermill's parameters)."""
+    """``"toy"`` or ``"real"``: the world the executed notebook ran in (papermill's parameters)."""
     params = nb.metadata.get("papermill", {}).get("parameters", {}) or {}
-    return "toy" if str(params.get("model", "toy")) in _TOY_MODELS else "real"
+    return kind_of(params.get("model", "toy"), params.get("treebank"))
+
+
+def kind_of(model, treebank=None) -> str:
+    """``"toy"`` for the book's own models (``toy``, ``truth``) on their own language; ``"real"`` for any
+    other model, and for a toy model read on a treebank (no exact truth there: the page speaks of the
+    model and the text it ran on, like any other model's)."""
+    on_treebank = treebank not in (None, "", "None", "none")
+    return "toy" if str(model) in _TOY_MODELS and not on_treebank else "real"
 
 
 def _dropped(cell, kind: str) -> bool:
@@ -45,15 +60,45 @@ def drop_other_world(nb, kind: str | None = None):
     in a toy-only cell stays citable.
     """
     kind = kind or model_kind(nb)
-    kept, carried = [], []
+    kept, carried, figures = [], [], []
     for cell in nb.cells:
         if _dropped(cell, kind):
             carried += [o for o in cell.get("outputs", []) if _is_glue(o)]
+            name = cell.get("metadata", {}).get("mystnb", {}).get("figure", {}).get("name")
+            if cell.cell_type == "code" and name:
+                figures.append(name)
             continue
         kept.append(cell)
     if carried:
         kept.append(_carrier(carried))
+    kept += [_undrawn_figure(name) for name in figures]
     nb.cells = kept
+    return nb
+
+
+def _undrawn_figure(name: str):
+    """A hidden code cell that declares figure ``name`` and draws nothing (see the module docstring)."""
+    from nbformat.v4 import new_code_cell
+
+    cell = new_code_cell(f"# figure {name}: drawn only on the other kind of model (hidden)")
+    cell.metadata["tags"] = ["remove-cell"]
+    cell.metadata["mystnb"] = {"figure": {"name": name}}
+    cell.execution_count = None
+    return cell
+
+
+def for_execution(nb, model):
+    """The chapter as it runs on ``model``: the other world's code cells become comments, in place.
+
+    A cell tagged ``toy-only`` (``real-only``) keeps its tags and metadata, so the page drops it
+    as usual, but its source is replaced by one comment line when ``model`` is a real (toy) model,
+    so it does not run. Returns the notebook.
+    """
+    kind = kind_of(model)
+    for cell in nb.cells:
+        if cell.cell_type == "code" and _dropped(cell, kind):
+            tag = TOY_ONLY if kind == "real" else REAL_ONLY
+            cell.source = f"# ({tag}: not run with model {model!s})"
     return nb
 
 
@@ -75,6 +120,23 @@ def _glue_key(output) -> str:
     return output["metadata"]["scrapbook"]["name"]
 
 
+_GLUE_KEY = re.compile(r"\{glue(?::\w*)?\}`([^`]+)`|^\s*(?:`{3,}|~{3,})\{glue(?::\w*)?\}\s+(\S+)", re.M)
+
+
+def _cited(nb) -> set[str]:
+    """Glue keys the Markdown cells cite (roles and directives; one inside a code fence too: carrying
+    a value a page does not show is harmless); keys of another document (``doc::key``) left out."""
+    found = set()
+    for cell in nb.cells:
+        if cell.cell_type != "markdown":
+            continue
+        for role, directive in _GLUE_KEY.findall(cell.source):
+            text = (role or directive).strip()
+            if "::" not in text:
+                found.add(text.rsplit(":", 1)[0] if role and ":" in text else text)
+    return found
+
+
 def _carrier(outputs):
     from nbformat.v4 import new_code_cell
 
@@ -93,8 +155,6 @@ def split_pages(nb, slug: str) -> list[tuple[str, object]]:
     itself produce (all glue outputs are carried when the citing cannot be read; a duplicate key in
     one page would be a build warning, so a key is never carried where it is glued).
     """
-    from .checks import glue_uses
-
     starts = [k for k, c in enumerate(nb.cells) if is_page_start(c)]
     if len(starts) <= 1:
         return [(slug, nb)]
@@ -111,7 +171,7 @@ def split_pages(nb, slug: str) -> list[tuple[str, object]]:
         cells = nb.cells[bounds[k]:bounds[k + 1]]
         page.cells = cells
         own = {_glue_key(o) for c in cells for o in c.get("outputs", []) if _is_glue(o)}
-        cited = {key for key, _ in glue_uses(page)}
+        cited = _cited(page)
         carry = [glue_outputs[key] for key in sorted(cited - own) if key in glue_outputs]
         if carry:
             page.cells = [*cells[:1], _carrier(carry), *cells[1:]]

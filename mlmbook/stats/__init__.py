@@ -14,15 +14,14 @@ module                 what
 ``study``              the study layer: :class:`Question`, :class:`Study` (≤ 6 primary
                        questions, one family), :class:`Answer`, :func:`describe`
 ``audit``              every answer re-derived with an independent implementation
-``decide``             the reading of an interval (:func:`side`, :func:`detectable_effect`) and
-                       the older per-verdict :class:`Family` / :func:`decide`
+``decide``             the reading of an interval: :func:`side`, :func:`detectable_effect`
 =====================  ================================================================
 
 No chapter or module keeps a threshold or an interval rule of its own: a primary question becomes
 an answer only through :meth:`Study.answer`; everything else is described (:func:`describe`).
 """
 from .audit import audit, rederive, walk_answers
-from .decide import POWER, SIDES, Family, Verdict, check_record, decide, detectable_effect, side, walk_verdicts
+from .decide import POWER, SIDES, detectable_effect, side, walk_verdicts
 from .divergences import as_array, jsd, kl, mutual_information, ppl, tv
 from .intervals import (
     LEVEL,
@@ -42,7 +41,7 @@ from .study import MAX_PRIMARY, VERDICTS, Answer, Question, Study, describe
 __all__ = ["kl", "jsd", "tv", "mutual_information", "ppl", "as_array",
            "Interval", "bootstrap", "ratio", "t_interval", "proportion", "censored_median", "undefined",
            "replicates_for", "LEVEL",
-           "Family", "Verdict", "decide", "side", "detectable_effect", "check_record", "walk_verdicts", "SIDES",
+           "side", "detectable_effect", "walk_verdicts", "SIDES",
            "POWER", "Tested", "bootstrap_t", "by_unit", "estimate", "fieller", "seed_t", "sign_flip",
            "detectable", "feasible_units", "needed_units", "unit_sd", "MAX_PRIMARY", "VERDICTS", "Answer",
            "Question", "Study", "describe", "audit", "rederive", "walk_answers"]

@@ -110,7 +110,7 @@ class Interval:
         """``"0.123 [0.101, 0.146]"`` (or ``"12.3 % [10.1, 14.6]"``, ``"more than 400"``, ``"undefined"``)."""
         if not self.defined:
             return "undefined" + (f" ({self.note})" if self.note else "")
-        f = (lambda x: f"{100 * x:.{max(digits - 2, 0)}f}") if percent else (lambda x: _num(x, digits))
+        f = (lambda x: _num(100 * x, max(digits - 2, 0))) if percent else (lambda x: _num(x, digits))
         u = " %" if percent else (f" {unit}" if unit else "")
         if self.lower_bound:
             return f"more than {f(self.estimate)}{u}"
@@ -135,7 +135,7 @@ def _replace(iv: Interval, **kw) -> Interval:
 def _num(x: float, digits: int) -> str:
     if not math.isfinite(x):
         return "∞" if x > 0 else "−∞" if x < 0 else "undefined"
-    return f"{x:.{digits}f}"
+    return f"{round(x, digits) + 0.0:.{digits}f}"          # + 0.0: never "-0.000"
 
 
 def _finite_or_text(v):

@@ -196,14 +196,13 @@ def sign_flip(d, g=None, level: float = 0.95, reference: float = 0.0, seed: int 
     scale = max(span, abs(theta), 1e-12)
     lo = _end(p_at, theta, -1, alpha, scale)
     hi = _end(p_at, theta, +1, alpha, scale)
-    nz = int(np.count_nonzero(np.abs(d - theta * g) > 1e-15 * max(1.0, np.abs(d).max())))
     how = (f"exact sign-flip over {n} {what} ({len(signs.S):,} sign patterns)" if signs.exact
            else f"sign-flip over {n} {what} (Monte Carlo, {len(signs.S):,} sign patterns)")
     p = p_at(reference)
     p_err = 0.0 if signs.exact else math.sqrt(max(p * (1 - p), 1e-12) / len(signs.S))
     se = _linearised_se(d, g, theta)
     iv = Interval(theta, lo, hi, level, how, n, se)
-    return Tested(iv, float(p), min_p(max(nz, _nonzero(d - reference * g))), p_err, "sign-flip", reference)
+    return Tested(iv, float(p), min_p(_nonzero(d - reference * g)), p_err, "sign-flip", reference)
 
 
 def sign_flip_p(d, g=None, reference: float = 0.0, seed: int = 0) -> tuple[float, float, float]:
@@ -258,14 +257,19 @@ def _linearised_se(d: np.ndarray, g: np.ndarray, theta: float) -> float:
 
 # --------------------------------------------------------------------------- bootstrap-t
 def bootstrap_t(d, g=None, level: float = 0.95, reference: float = 0.0, seed: int = 0,
-                n_boot: int | None = None, what: str = "sentences") -> Tested:
+                what: str = "sentences", **options) -> Tested:
     r"""Studentized bootstrap (bootstrap-t) of :math:`\theta = \sum d / \sum g` over units.
 
     Each replicate draws the units with replacement and studentizes its estimate by its own
     linearised standard error, :math:`t^* = (\theta^* - \hat\theta)/\widehat{se}^*`; the interval is
     :math:`[\hat\theta - t^*_{1-a/2}\,\widehat{se},\ \hat\theta - t^*_{a/2}\,\widehat{se}]` and the p-value
     the equal-tailed share of :math:`t^*` beyond :math:`(\hat\theta - \text{reference})/\widehat{se}`.
+    ``n_boot=`` (an option) sets the replicates (default :func:`~mlmbook.stats.replicates_for` the level).
     """
+    unknown = set(options) - {"n_boot"}
+    if unknown:
+        raise TypeError(f"bootstrap_t() got unexpected option(s) {sorted(unknown)}")
+    n_boot = options.get("n_boot")
     d, g = _check(d, np.ones(len(np.ravel(d))) if g is None else g)
     n = len(d)
     if g.sum() <= 0:
@@ -284,16 +288,17 @@ def bootstrap_t(d, g=None, level: float = 0.95, reference: float = 0.0, seed: in
             th = D.sum(1) / W.sum(1)
             e = D - th[:, None] * W
             s = np.sqrt((e ** 2).sum(1) * n / (n - 1)) / W.sum(1)
+            # a replicate whose units are all alike (many exact zeros) has no spread of its own:
+            # it is studentized by the sample's standard error instead of dividing by zero
+            s = np.where(s > 0, s, se)
             t = (th - theta) / s
-        t[(s == 0) & (th == theta)] = 0.0
-        ts.append(t[np.isfinite(t) | np.isinf(t)])
+        ts.append(t[np.isfinite(t)])
     t = np.concatenate(ts)
-    t = t[~np.isnan(t)]
     a = 1 - level
     how = f"studentized bootstrap over {n} {what} ({len(t):,} replicates)"
-    if not (se > 0):
-        iv = Interval(theta, theta, theta, level, how + "; every unit equal", n, 0.0)
-        return Tested(iv, 1.0 if theta == reference else 0.0, 1.0 / len(t), 0.0, "bootstrap-t", reference)
+    if not (se > 0) or not len(t):
+        iv = Interval(theta, theta, theta, level, f"studentized bootstrap over {n} {what}; every unit equal", n, 0.0)
+        return Tested(iv, 1.0 if theta == reference else 0.0, 1.0 / n_boot, 0.0, "bootstrap-t", reference)
     q_lo, q_hi = np.quantile(t, [a / 2, 1 - a / 2])
     lo, hi = theta - q_hi * se, theta - q_lo * se
     t_obs = (theta - reference) / se
@@ -328,7 +333,7 @@ def seed_t(values, level: float = 0.95, reference: float = 0.0) -> Tested:
 
 # --------------------------------------------------------------------------- dispatch
 def estimate(values, weights=None, *, units=None, seeds=None, level: float = 0.95, reference: float = 0.0,
-             seed: int = 0, what: str = "sentences") -> Tested:
+             **options) -> Tested:
     """The test that fits the data (see the module table), on rows summed into their units.
 
     Parameters
@@ -340,7 +345,10 @@ def estimate(values, weights=None, *, units=None, seeds=None, level: float = 0.9
     seeds : array_like (N,), optional
         The training seed of each row. With two or more seeds the claim is about the training
         recipe: each seed's ratio is one value and the test is :func:`seed_t`.
+    **options
+        ``seed`` (of the resampling, default 0) and ``what`` (what a unit is, for the method's label).
     """
+    seed, what = _options(options)
     if seeds is not None and len(np.unique(np.asarray(seeds))) >= 2:
         s = np.asarray(seeds)
         v = np.asarray(values, float).ravel()
@@ -352,6 +360,13 @@ def estimate(values, weights=None, *, units=None, seeds=None, level: float = 0.9
     return test(d, g, level=level, reference=reference, seed=seed, what=what)
 
 
+def _options(options: dict) -> tuple[int, str]:
+    unknown = set(options) - {"seed", "what"}
+    if unknown:
+        raise TypeError(f"unexpected option(s) {sorted(unknown)}: the options are seed= and what=")
+    return int(options.get("seed", 0)), str(options.get("what", "sentences"))
+
+
 def _ordered(labels: np.ndarray) -> list:
     _, first = np.unique(labels, return_index=True)
     return [labels[i] for i in sorted(first)]
@@ -359,19 +374,21 @@ def _ordered(labels: np.ndarray) -> list:
 
 # --------------------------------------------------------------------------- ratios
 def fieller(num: float, den: float, se_num: float, se_den: float, cov: float = 0.0,
-            level: float = 0.95, df: int | None = None) -> Interval:
+            level: float = 0.95, **options) -> Interval:
     r"""Fieller's interval for a ratio :math:`a/b` of two estimates.
 
     The interval is :math:`\{\rho : |a - \rho b| \le q\, \mathrm{sd}(a - \rho b)\}`. When the
     denominator is not significantly away from zero (:math:`b^2 \le q^2 s_b^2`, i.e. its own interval
     contains 0), that set is unbounded or the whole line: the ratio is **undefined**.
     """
+    df = options.pop("df", None)           # Student quantiles on df degrees of freedom (default: normal)
+    if options:
+        raise TypeError(f"fieller() got unexpected option(s) {sorted(options)}")
     q = float(student_t.ppf(0.5 + level / 2, df) if df else norm.ppf(0.5 + level / 2))
     a, b = float(num), float(den)
     A = b * b - q * q * se_den ** 2
     if A <= 0:
-        return undefined(f"the denominator's {100 * level:.4g} % interval contains 0 "
-                         f"({b:.3g} ± {q * se_den:.3g}), so the ratio has no bounded interval", level=level)
+        return undefined("the denominator's interval contains 0", level=level)
     B = -2 * (a * b - q * q * cov)
     C = a * a - q * q * se_num ** 2
     disc = max(B * B - 4 * A * C, 0.0)

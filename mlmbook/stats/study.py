@@ -226,7 +226,7 @@ class Study:
         return self.questions[key].needed(self.level)
 
     def answer(self, key: str, values, weights=None, *, units=None, seeds=None, seed_se=None,
-               what: str | None = None, seed: int = 0) -> Answer:
+               **options) -> Answer:
         """Answer question ``key`` from per-row contributions (see :func:`mlmbook.stats.paired.by_unit`).
 
         Parameters
@@ -240,11 +240,14 @@ class Study:
             means), and each seed's own rows give the second method.
         seed_se : array_like, optional
             With one row per seed: each seed's own standard error (the second method's input).
+        **options
+            ``seed`` (of the resampling, default 0) and ``what`` (what a unit is, for the method's label;
+            default the question's unit).
         """
         q = self.questions[key]
+        seed, what = paired._options({"what": q.unit + "s" if not q.unit.endswith("s") else q.unit, **options})
         if key in self.answers:
             raise ValueError(f"{self.name}: question {key!r} is answered twice")
-        what = what or (q.unit + "s" if not q.unit.endswith("s") else q.unit)
         level, alpha_m = self.level, self.alpha / self.size
         v = np.asarray(values, float).ravel()
         w = None if weights is None else np.asarray(weights, float).ravel()
@@ -258,7 +261,7 @@ class Study:
                                  reference=q.reference, seed=seed, what=what)
         iv = tested.interval
         second = _second(tested, v, w, units, s if many_seeds else None, seed_se, level, q.reference, seed, what)
-        feasible = iv.defined and tested.min_p + 2 * tested.p_error <= alpha_m
+        feasible = iv.defined and tested.min_p <= alpha_m     # the smallest p this test can reach at all
         df = iv.n - 1 if tested.test == "seed t" else None
         det = detectable(iv.se, level, POWER, df) if feasible else float("inf")
         need = needed_units(unit_sd(iv.se, iv.n), q.effect, level, unit="seed" if tested.test == "seed t" else q.unit)
@@ -297,7 +300,7 @@ class Study:
         rows = []
         for i, (key, q) in enumerate(self.questions.items(), 1):
             a = self.answers.get(key)
-            rows.append([f"Q{i}", *(a.row(digits) if a else [q.claim, "not measured on this run", "—", "—",
+            rows.append([f"Q{i}", *(a.row(digits) if a else [q.claim, "—", "not asked of this model", "—",
                                                                f"{q.effect:g}", "—"])])
         pct = f"{100 * self.level:.4g} %"
         return table(rows, header=["", "question", f"estimate [{pct} interval]", "verdict",
@@ -308,10 +311,10 @@ class Study:
                 "questions": [q.key for q in self.questions.values()]}
 
 
-def describe(values, weights=None, *, units=None, seeds=None, level: float = LEVEL, seed: int = 0,
-             what: str = "sentences") -> Interval:
-    """A descriptive estimate with its interval (default 95 %) by the test that fits the data; no verdict."""
-    return paired.estimate(values, weights, units=units, seeds=seeds, level=level, seed=seed, what=what).interval
+def describe(values, weights=None, *, units=None, seeds=None, level: float = LEVEL, **options) -> Interval:
+    """A descriptive estimate with its interval (default 95 %) by the test that fits the data; no verdict.
+    ``options``: ``seed`` and ``what`` (see :func:`mlmbook.stats.paired.estimate`)."""
+    return paired.estimate(values, weights, units=units, seeds=seeds, level=level, **options).interval
 
 
 # ------------------------------------------------------------------------------------------ internals

@@ -1,131 +1,165 @@
-"""Chapter 0: the recorded numbers exist, and the prose's claims hold on them."""
+"""Chapter 0: every claim of its prose, asserted on the recorded numbers (quick build and the committed
+full reference), its descriptive form (no Study: chapter 0 has no paper), and its split into a
+toy-only page and pages every model shows."""
+from pathlib import Path
 
+import jupytext
 import pytest
 
 from mlmbook.toy import Grammar
+from tests.numbers import assert_glued_difference, sentence_citing
+
+SLUG = "00_toy_world"
+SOURCE_PATH = Path(__file__).resolve().parents[2] / "book" / f"{SLUG}.md"
+SOURCE = SOURCE_PATH.read_text(encoding="utf-8")
 
 
-def test_quick_profile_numbers(quick_book):
-    r = quick_book.results("00_toy_world")
+# --------------------------------------------------------------------------- the claims, on any run
+
+def _check_truth(r):
+    """Page 1 and the first two takeaways: exact, whatever the model."""
     assert 100 <= r["grammar_words"] <= 300 and r["grammar_max_length"] <= 15
     assert 5 <= r["mean_length"] <= 11
-    assert r["p_barks_after_plural_subject"] == 0.0          # the truth enforces agreement
-    # even the quick model beats the unigram baseline and stays above the Bayes line
-    assert r["final_eval_loss"] > r["bayes_loss"]
-    assert 0 < r["kl_mlm"] < r["kl_unigram"]
-    assert r["kl_ratio"] == pytest.approx(r["kl_unigram"] / r["kl_mlm"])
-
-
-def test_kl_summary_states_the_recorded_numbers(quick_book):
-    r = quick_book.results("00_toy_world")
-    s = r["kl_summary"]
-    assert f"On {r['n_eval_sentences']} held-out sentences" in s
-    assert f"{r['kl_mlm']:.3f} nats" in s and f"{r['kl_unigram']:.3f} for the unigram" in s
-    assert f"about {r['kl_ratio']:.0f} times closer" in s
-    assert "n/a" not in s and "nan" not in s.lower()
-
-
-def test_pp_attachment_readings(quick_book):
-    """The two readings of the PP sentence: exact, summing to the whole, and split as the grammar file says."""
-    r = quick_book.results("00_toy_world")
+    # the central step: brute force over the vocabulary and one inside-outside pass agree exactly
+    assert r["central_largest_difference"] < 1e-12
+    assert r["central_brute_bark"] == pytest.approx(r["central_package_bark"], abs=1e-12)
+    assert 0 < r["central_package_bark"] < 1
+    # agreement is exact: barks after a plural subject has probability 0
+    assert r["p_barks_after_plural_subject"] == 0.0
+    # the two readings of the PP sentence sum to the whole, split as the grammar file says
     noun, verb = r["pp_noun_reading"], r["pp_verb_reading"]
-    assert 0 < noun < 1 and 0 < verb < 1
-    assert noun + verb == pytest.approx(1, abs=1e-9) and r["pp_readings_closure"] < 1e-9
-    assert abs(noun - verb) > 0.1                                   # the readings differ: the demo shows something
-    assert r["pp_likelier"] == ("verb" if verb > noun else "noun")
-    # the ratio of the readings is the ratio of the grammar's attachment choices (the prose's explanation)
+    assert 0 < noun < verb < 1 and r["pp_readings_sum"] == pytest.approx(1, abs=1e-9)
     spec = Grammar.load("toy").spec
     pn, pv = spec["p_pp_on_noun"], spec["p_pp_on_verb"]
     share = {k: v["place"] / sum(v.values()) for k, v in spec["pp_kind"].items()}
-    expected = (pn * share["noun"] * (1 - pv)) / (pv * share["verb"] * (1 - pn))
-    assert noun / verb == pytest.approx(expected, rel=1e-9)
-    # the prose: a verb takes a PP more often than a noun, and more often a place phrase
-    assert pv > pn and share["verb"] > share["noun"]
+    assert noun / verb == pytest.approx((pn * share["noun"] * (1 - pv)) / (pv * share["verb"] * (1 - pn)), rel=1e-9)
+    assert pv > pn and share["verb"] > share["noun"]          # "a verb takes a PP more often, more often a place"
     assert r["pp_intransitive_noun_reading"] == 0.0
 
 
+def _check_model(r):
+    """Page 2 and the last two takeaways: the default MLM against the truth."""
+    assert 0 < r["kl_mlm"] < r["kl_unigram"]
+    assert r["kl_ratio"] == pytest.approx(r["kl_unigram"] / r["kl_mlm"])
+    assert r["curve_gap"] == pytest.approx(r["final_eval_loss"] - r["bayes_loss"]) and r["curve_gap"] > 0
+    # "its conditionals are worst at the words tagged <worst_pos>"
+    by_pos = r["kl_by_pos"]
+    assert r["worst_pos"] == max(by_pos, key=by_pos.get)
+    # the loss gap and the KL: the difference the sentence quotes is the difference of the numbers it
+    # quotes (same sentences, same positions), and its interval is "around the zero" it says to expect
+    assert_glued_difference(SOURCE, r, "gap_minus_kl_estimate", "loss_gap_same", "kl_mlm")
+    iv = r["gap_minus_kl"]
+    assert iv["kind"] == "interval" and iv["n"] == r["n_eval_sentences"] and iv["level"] == 0.95
+    assert iv["estimate"] == pytest.approx(r["gap_minus_kl_estimate"]) and iv["low"] < 0 < iv["high"]
+    assert (iv["low"], iv["high"]) == (r["gap_minus_kl_low"], r["gap_minus_kl_high"])
+    # agreement as the model learned it: a softmax never says 0
+    assert r["p_barks_after_plural_subject"] == 0.0 < r["q_barks_after_plural"]
+    assert 0 < r["q_bark_after_plural"] < 1 and 0 < r["verb_mass_ruled_out"] < 1
+    assert r["bark_over_barks"] == pytest.approx(r["q_bark_after_plural"] / r["q_barks_after_plural"])
+    assert r["n_verb_positions"] >= r["n_eval_sentences"]      # every sentence has a verb
+
+
+def _check_descriptive(r):
+    """No Study (chapter 0 has no paper): no answer, study, verdict or family record."""
+    kinds = {v.get("kind") for v in r.values() if isinstance(v, dict)}
+    assert not kinds & {"answer", "study", "verdict", "family"}, kinds
+
+
+def test_quick_profile_claims(quick_book):
+    r = quick_book.results(SLUG)
+    _check_truth(r)
+    _check_model(r)
+    _check_descriptive(r)
+
+
+def test_full_profile_claims(full_results):
+    r = full_results(SLUG)
+    _check_truth(r)
+    _check_model(r)
+    _check_descriptive(r)
+    # the foundation's bar: the default MLM is at least 5x closer to the truth than a unigram
+    assert r["kl_ratio"] >= 5, r["kl_ratio"]
+    assert r["n_eval_sentences"] >= 200
+
+
 def test_agreement_exercise(quick_book):
-    r = quick_book.results("00_toy_world")
+    r = quick_book.results(SLUG)
     assert r["ex0_barks_default"] == 0.0 and r["ex0_barks_past"] == 0.0
     assert 0 < r["ex0_tv_past"] < r["ex0_tv_default"] / 2            # "drops" — by more than half
 
 
-def test_full_profile_claims(full_results):
-    r = full_results("00_toy_world")
-    # the acceptance bar of the foundation: the default MLM is >= 5x closer to the truth than a unigram
-    assert r["kl_ratio"] >= 5, r["kl_ratio"]
-    if "kl_summary" in r:          # reference files written before the sentence existed lack it
-        assert f"about {r['kl_ratio']:.0f} times closer" in r["kl_summary"]
-    assert r["n_eval_sentences"] >= 200
+# --------------------------------------------------------------------------- the page: prose, not code
 
+def test_the_claims_are_prose_with_glued_numbers():
+    """The sentences the tests above check are in the Markdown, citing the numbers they state."""
+    assert "in expectation" in SOURCE and "two estimates" in SOURCE and "(eq-ch0-loss-gap)" in SOURCE
+    for old in ("by exactly its mean KL", "is exactly the mean KL", "gap_summary", "kl_summary",
+                "agreement_answer", "Markdown(", "not_measured"):
+        assert old not in SOURCE, f"back in the source: {old!r}"
+    assert "around the" in sentence_citing(SOURCE, "gap_minus_kl_low", "gap_minus_kl_high")
+    assert "times farther" in sentence_citing(SOURCE, "kl_mlm", "kl_unigram", "kl_ratio")
+
+
+def _cells():
+    return jupytext.read(SOURCE_PATH).cells
+
+
+def _pages():
+    pages, k = [], 0
+    for cell in _cells():
+        if cell.cell_type == "markdown" and cell.source.lstrip().startswith("# "):
+            k += 1
+        pages.append((k, cell))
+    return pages
+
+
+def test_the_model_page_is_toy_only_and_the_others_are_for_every_model():
+    pages = _pages()
+    second = [c for k, c in pages if k == 2]
+    assert second and all("toy-only" in c.metadata.get("tags", []) for c in second)
+    first = [c for k, c in pages if k == 1]
+    assert not any({"toy-only", "real-only"} & set(c.metadata.get("tags", [])) for c in first)
+    last = [c for k, c in pages if k == 3]
+    assert any("real-only" in c.metadata.get("tags", []) for c in last)   # the real model's own table
+    visible_code = [c.source for _, c in pages if c.cell_type == "code"
+                    and not {"remove-cell", "remove-input"} & set(c.metadata.get("tags", []))]
+    assert not any('if model' in s or "model ==" in s or "model !=" in s for s in visible_code)
+
+
+def test_prose_every_model_shows_cites_no_toy_only_number(quick_book):
+    """A key glued only by toy-only cells is cited only by toy-only prose: a real-model page never
+    shows a toy number (nor, once the build skips toy-only cells, a missing one)."""
+    from mlmbook.pipeline.checks import glue_uses
+
+    nb = quick_book.notebook(SLUG)
+    toy = lambda c: "toy-only" in c.metadata.get("tags", [])          # noqa: E731
+    glued_by = {}
+    for c in nb.cells:
+        for o in c.get("outputs", []) if c.cell_type == "code" else []:
+            if "scrapbook" in o.get("metadata", {}):
+                glued_by.setdefault(o["metadata"]["scrapbook"]["name"], set()).add(toy(c))
+    toy_only = {k for k, where in glued_by.items() if where == {True}}
+    assert {"kl_mlm", "kl_ratio", "gap_minus_kl_estimate", "worst_pos"} <= toy_only
+    shared = nb.copy()
+    shared.cells = [c for c in nb.cells if not toy(c)]
+    cited = {key for key, _ in glue_uses(shared)}
+    assert not cited & toy_only, cited & toy_only
+
+
+# --------------------------------------------------------------------------- a real model
 
 def test_chapter_runs_on_a_wordpiece_model(run_chapter, wordpiece_bert):
-    run = run_chapter("00_toy_world", model=wordpiece_bert)
-    r = run.results("00_toy_world")
-    assert "kl_mlm" not in r and "kl_summary" not in r and r["grammar_words"] > 100
-    text = "".join(o.get("text", "") for c in run.notebook("00_toy_world").cells if c.cell_type == "code"
-                   for o in c.get("outputs", []))
-    assert "PLL" in text
-    # the page says in a sentence that the distance from the truth cannot be computed; no placeholder number
-    missing = run.not_measured("00_toy_world")
-    assert "cannot be computed" in missing.get("kl_summary", "")
-    assert not any(s.strip().lower() in ("n/a", "na", "nan") for s in missing.values())
-
-
-# --------------------------------------------------------------------------- issue 26: the loss gap and agreement
-
-SOURCE = (__import__("pathlib").Path(__file__).resolve().parents[2] / "book" / "00_toy_world.md").read_text()
-
-
-def test_the_page_never_calls_the_loss_gap_exactly_the_kl():
-    """Issue 26: the old takeaway said the loss "sits above the Bayes-optimal line by exactly its mean
-    KL" while the page showed 0.073 against 0.067 (different samples). The identity holds in
-    expectation only (Eq. eq-ch0-loss-gap); the page must say so, and compare the two on one sample."""
-    import re
-
-    flat = re.sub(r"\s+", " ", SOURCE)
-    for old in ("by exactly its mean KL", "is exactly the mean KL", "line is the mean KL from the truth"):
-        assert old not in flat, f"the old claim is back: {old!r}"
-    assert "in expectation" in flat and "two estimates" in flat
-    assert "{glue:text}`gap_summary`" in SOURCE and "(eq-ch0-loss-gap)" in SOURCE
-
-
-def _check_gap(r):
-    from mlmbook import stats
-
-    v = r["gap_vs_kl"]
-    assert v["kind"] == "verdict" and stats.check_record(v) == []
-    assert v["estimate"] == pytest.approx(r["loss_gap_same"] - r["kl_mlm"], abs=1e-9)
-    s = r["gap_summary"]
-    assert f"{r['loss_gap_same']:.3f} nats above the Bayes-optimal loss" in s and f"{r['kl_mlm']:.3f} nats" in s
-    assert f"{r['curve_gap']:.3f} nats above the Bayes line" in s
-    assert r["curve_gap"] == pytest.approx(r["final_eval_loss"] - r["bayes_loss"])
-    if v["side"] == "indistinguishable":
-        assert "would have been detected" in s
-
-
-def test_loss_gap_and_kl_compared_on_one_sample(quick_book):
-    _check_gap(quick_book.results("00_toy_world"))
-
-
-def _check_agreement(r):
-    assert r["p_barks_after_plural_subject"] == 0.0 < r["q_barks_after_plural"]    # a softmax never says 0
-    assert 0 < r["q_bark_after_plural"] < 1 and 0 < r["verb_mass_ruled_out"] < 1
-    s = r["agreement_answer"]
-    assert f"{r['q_bark_after_plural']:.3f} on the agreeing “bark”" in s
-    assert f"{r['q_barks_after_plural']:.4f} on “barks”" in s
-    ratio = r["q_bark_after_plural"] / r["q_barks_after_plural"]
-    said = f"{ratio:.2g} times less" if ratio >= 1 else f"{1 / ratio:.2g} times more"   # the direction it has
-    assert f"{said} than on “bark”" in s
-    assert f"{r['verb_mass_ruled_out']:.1%}" in s and f"{r['n_verb_positions']} verb positions" in s
-    assert "*" not in s                          # glued text is plain: no Markdown inside it
-
-
-def test_agreement_question_is_answered_from_recorded_numbers(quick_book):
-    _check_agreement(quick_book.results("00_toy_world"))
-
-
-def test_full_profile_gap_and_agreement(full_results):
-    r = full_results("00_toy_world")
-    _check_gap(r)
-    _check_agreement(r)
+    run = run_chapter(SLUG, model=wordpiece_bert)
+    r = run.results(SLUG)
+    _check_truth(r)                                        # page 1 is the same on every model
+    nb = run.notebook(SLUG)
+    from mlmbook.pipeline.split import drop_other_world
+    page = drop_other_world(nb)
+    text = "".join(str(o.get("data", {}).get("text/html", "")) + str(o.get("text", ""))
+                   for c in page.cells if c.cell_type == "code" for o in c.get("outputs", []))
+    assert "PLL, " in text and "PLL, default MLM" not in text     # its own table, not the toy model's
+    prose = " ".join(c.source for c in page.cells if c.cell_type == "markdown")
+    assert "default MLM against the truth" not in prose and "times closer than a unigram" not in prose
+    skipped = [c for c in nb.cells if c.cell_type == "code" and "toy-only" in c.metadata.get("tags", [])]
+    if skipped and all(c.source.startswith("# (toy-only") for c in skipped):   # the build runs no toy-only cell
+        assert "kl_mlm" not in r

@@ -3,68 +3,89 @@
 Unit tests of the package live beside their modules: ``tests/test_rank.py``, ``tests/test_probes.py``,
 ``tests/test_deficiency.py`` and ``tests/models/test_maelm.py``.
 """
+import os
 import re
 from pathlib import Path
 
+import jupytext
 import pytest
 
 from mlmbook import deficiency as D
 from mlmbook import stats
 
 SLUG = "04_deficiency"
-TEXT = (Path(__file__).resolve().parents[2] / "book" / f"{SLUG}.md").read_text()
-
-RANK_VERDICTS = ("mask_rows_add", "mask_rows_add_centred", "mask_input_moves", "mask_input_moves_centred",
-                 "mask_outside")
-TOY_VERDICTS = ("maelm_vs_mlm_rank", "maelm_vs_mlm_rank_centred", "probe_number", "probe_depth", "probe_head_offset",
-                "ft_ordinary", "ft_attractor", "knob_rank_slope", "knob_rank_slope_centred", "knob_mask_adds_slope",
-                "knob_kl_slope", "knob_split", "fair_kl_maelm", "fair_kl_long", "fair_rank_long", "fair_rank_deep",
-                "fair_probe_long", "fair_probe_deep")
+SOURCE = Path(__file__).resolve().parents[2] / "book" / f"{SLUG}.md"
+TEXT = SOURCE.read_text()
+QUESTIONS = ("mask_adds", "rank_gap", "fit_matched", "depth_matched", "knob", "downstream")
 
 
-def check_verdicts(r, toy=True):
-    """Every verdict follows the rule at the family's level, and the family is not exceeded."""
-    family = r["decision_family"]
-    assert family["name"] == "chapter 4" and family["kind"] == "family"
-    found = dict(stats.walk_verdicts(r))
-    want = RANK_VERDICTS + (TOY_VERDICTS if toy else ())
-    assert set(want) <= set(found), set(want) - set(found)
-    assert len(found) <= family["size"]
-    for key, rec in found.items():
-        assert stats.check_record(rec) == [], key
-        assert rec["family"] == "chapter 4" and rec["family_size"] == family["size"], key
-    return found
+def _interval(d):
+    return stats.Interval.from_record(d)
+
+
+def check_study(r, toy=True):
+    """Six primary questions, one family; every answer recorded whole and re-derived by the audit; no old verdicts."""
+    study, asked = r["study"], list(QUESTIONS if toy else QUESTIONS[:1])
+    assert study["kind"] == "study" and study["name"] == "chapter 4" and study["questions"] == asked
+    assert study["size"] == len(asked) <= stats.MAX_PRIMARY
+    assert list(stats.walk_verdicts(r)) == [] and "decision_family" not in r
+    answered = {k: r[f"q_{k}"] for k in QUESTIONS if f"q_{k}" in r}
+    assert set(answered) == (set(QUESTIONS) if toy else {"mask_adds"})
+    for key, a in answered.items():
+        assert a["kind"] == "answer" and a["unit"] == "seed" and a["family_size"] == len(asked), key
+        iv = stats.Interval.from_record({k[len("interval_"):]: v for k, v in a.items() if k.startswith("interval_")})
+        assert r[f"q_{key}_text"] == D.interval_text(iv), key
+        if toy:                       # a claim about a recipe: a t over three seed means
+            assert a["test"] == "seed t" and len(set(a["seeds"])) == 3, key
+        else:                         # one model: the blocks of that model, labelled conditional on it
+            assert len(set(a["seeds"])) == 1 and "conditional on one trained model" in a["note"], key
+    assert stats.audit(r) == {}
+    return answered
 
 
 def check_claims(r):
-    """The toy run's derived claims are the ones its verdicts imply."""
-    v = check_verdicts(r)
-    side = {k: rec["side"] for k, rec in v.items()}
-    assert r["n_rank_rows"] == r["rows_per_dim"] * r["d_model"]          # N/d fixed
-    assert r["n_pretrain_seeds"] == 3 and r["n_rank_blocks"] >= 3
-    assert r["beside_paper_geometry"] == D.beside_paper([side["maelm_vs_mlm_rank"], side["maelm_vs_mlm_rank_centred"]])
-    down = [side[k] for k in ("probe_number", "probe_depth", "probe_head_offset", "ft_ordinary", "ft_attractor")]
-    assert r["beside_paper_downstream"] == D.beside_paper(down)
-    assert r["downstream_mlm_ahead"] == down.count("below") and r["downstream_maelm_ahead"] == down.count("above")
-    assert r["beside_paper_dose"] == D.beside_paper([side["knob_rank_slope"], side["knob_rank_slope_centred"]])
-    # the knob: both splits, the 80/10/10 shares 0.8 r, at one small width, three seeds of MLM and MAE-LM
-    shares = r["knob_shares"]
-    assert len(shares) == len(r["knob_deficiency"]) == len(r["knob_kl_mlm"]) and r["knob_width"] <= 64
-    assert r["knob_n_models"] == 2 * 3 * len(shares)
-    for iv in r["knob_kl_mlm"] + r["knob_kl_maelm"]:                    # a fit, measured: KL > 0
-        assert iv["estimate"] > 0
-    # the fair match: a KL margin is stated; the long MAE-LM trained longer
-    assert r["fit_margin"] > 0 and r["fair_long_factor"] > 1
-    # per-layer probes for every layer and both models
-    L = r["n_layers_measured"]
-    for t in ("number", "depth", "head_offset"):
-        assert len(r[f"probe_{t}_mlm_by_layer"]) == L and len(r[f"probe_{t}_maelm_by_layer"]) == L
-    # the attractor test set is not at ceiling for either model
-    for who in ("mlm", "maelm"):
-        assert r[f"ft_attractor_{who}"]["estimate"] < 0.99
-    assert r["ladder_widths"] == sorted(r["ladder_widths"]) and r["ladder_n_seeds"][0] == 3
-    # a trend with capacity is stated only between two widths with three seeds each
-    assert ("ladder_trend" in v) == (r["ladder_n_seeds"].count(3) >= 2)
+    """The toy run's claims, as the prose and the takeaways state them."""
+    answered = check_study(r)
+    assert r["n_rank_rows"] == D.ROWS_PER_DIM * r["d_model"] and r["n_pretrain_seeds"] == 3
+    assert r["d_model"] == r["pair_width"]
+    # Q1-Q5 at the pair's width: per-seed values shown, in the seeds' order
+    for key in QUESTIONS[:5]:
+        seeds = answered[key]["second"]["per_seed"]
+        assert r[f"q_{key}_per_seed"] == ", ".join(f"{v:.3f}" for v in seeds), key
+    # the controls: trained shorter to MAE-LM's fit, one layer deeper; each model's fit measured
+    assert r["fit_steps"] < r["pair_steps"] and r["deep_layers"] == r["n_encoder_layers"] + r["n_decoder_layers"]
+    for name, iv in r["controls_kl"].items():
+        assert iv["estimate"] > 0 and iv["seeds"] == 3, name
+    # the knob at the pair's width: two [MASK] shares x MLM and MAE-LM x three seeds
+    assert r["knob_shares"] == [0.12, round(0.8 * r["knob_rate"], 2)] and r["knob_rate"] > 0.15
+    assert len(r["knob_kl"]) == 4 and all(iv["seeds"] == 3 for iv in r["knob_kl"].values())
+    assert all(len(v) == 3 for v in r["knob_deficiency"].values())
+    # the widths side by side: per width, per seed; the summary label is the one the models give
+    widths = r["widths"]
+    assert widths == sorted(widths) and r["pair_width"] in widths and len(widths) == 3
+    panel = [D.WidthRow(w, r["width_per_seed"][str(w)], {s: _interval(iv) for s, iv in
+                                                         r["width_per_model"][str(w)].items()},
+                        _interval(r["width_interval"][str(w)])) for w in widths]
+    assert r["width_summary"] == D.sign_change(panel)
+    assert [r["width_side"][str(w)] for w in widths] == [row.side for row in panel]
+    for k, row in enumerate(panel, 1):
+        assert r[f"width_{k}"] == row.width and r[f"width_{k}_seeds"] == len(row.per_seed)
+        assert r[f"width_{k}_gap_text"] == D.interval_text(row.interval)
+        assert r[f"width_{k}_per_seed"] == ", ".join(f"{v:.3f}" for v in row.per_seed.values())
+    pair = panel[widths.index(r["pair_width"])]
+    assert len(pair.per_seed) == 3 and r["pair_side"].startswith({"below": "below zero in each", "above":
+                                                                   "above zero in each", "mixed": "of both"}[pair.side])
+    assert r["width_3_seeds"] == 1 and panel[-1].conditional and panel[-1].interval.seeds == 1
+    # downstream: every encoder's accuracy, the floor of chance, the lowest Clopper-Pearson bound
+    assert r["ft_n_models"] == len(r["ft_accuracy"]) == 6
+    assert 0 <= r["ft_models_clear"] <= r["ft_n_models"] and r["ft_lowest_low"] < 1
+    # training stability: counted from the runs at a stated margin
+    excess = r["maelm_excess"]
+    assert r["maelm_runs"] == len(excess) and r["maelm_failed"] == sum(e >= r["fail_margin"] for e in excess.values())
+    assert r["maelm_failure_text"] == D.interval_text(stats.proportion(r["maelm_failed"], r["maelm_runs"], exact=True))
+    # the earlier editions' results, as they were recorded
+    assert r["earlier_h128_text"] == D.interval_text(stats.Interval(*D.EARLIER["h128_three_seeds"]["gap_share"]))
+    assert r["earlier_h128_failed"] == max(D.EARLIER["h128_three_seeds"]["maelm_final_loss"])
 
 
 def test_quick_profile_numbers(quick_book):
@@ -72,124 +93,128 @@ def test_quick_profile_numbers(quick_book):
 
 
 def test_full_profile_claims(full_results):
+    """Issue 34's acceptance on the committed full reference."""
     r = full_results(SLUG)
     check_claims(r)
-    assert r["n_rank_rows"] >= 8 * r["d_model"] and r["n_probe_sentences"] >= 400 and r["n_ft_test"] >= 300
-    assert len(r["knob_shares"]) >= 5 and r["knob_n_blocks"] >= 8
-    # the full profile's pair is the ladder's hidden-64 rung (three seeds), so the ladder states a
-    # trend between hidden 32 and 64, the widths with three seeds each
-    seeds = dict(zip(r["ladder_widths"], r["ladder_n_seeds"]))
-    assert "ladder_trend" in r and seeds[32] == seeds[64] == 3 and seeds[128] == 1
-    # the prose's fixed sentences about the recorded run ("the ladder's hidden-64 rung (1,500 steps)")
+    # the controls and the knob at width 64 (where the paper's effect is claimed), three seeds each
     from mlmbook.models import zoo
     pair = zoo.find(4, "full", "default mlm s0").config
-    assert r["d_model_default"] == pair.hidden == 64 and pair.steps == 1500
-    assert r["n_encoder_layers"] == 2 and r["n_decoder_layers"] == 1
+    assert r["pair_width"] == pair.hidden == 64 and r["pair_steps"] == pair.steps == 1500
+    assert r["widths"] == [32, 64, 128] and r["width_1_seeds"] == r["width_2_seeds"] == 3
+    # the takeaway: the key result changes sign between widths 32 and 64, model by model
+    assert r["width_summary"] == "changes sign"
+    assert r["width_side"]["32"] == "below" and r["width_side"]["64"] == "above"
+    per_seed = r["width_per_seed"]
+    assert all(v < 0 for v in per_seed["32"].values()) and all(v > 0 for v in per_seed["64"].values())
+    # downstream that can discriminate: every encoder clears chance on both test sets
+    assert r["n_ft_train"] >= 1000 and r["n_ft_test"] >= 300
+    assert r["ft_models_clear"] == r["ft_n_models"] and r["ft_lowest_low"] > 0.5
+    # the failure rate is over every MAE-LM run of the chapter and the ladder's other widths
+    assert r["maelm_runs"] >= 10
+    assert r["n_rank_blocks"] >= 8
 
 
-def test_no_verdict_from_point_estimates_or_two_standard_errors():
-    """Issue 25: the old 2-SE rule, min/max widenings and point-estimate verdicts are gone from chapter and package."""
-    import inspect
-
-    from mlmbook import probes
-    assert "2 * se" not in TEXT and "twice its standard error" not in TEXT
-    for name in ("seed_interval", "clear_verdict", "_interval", "_contain", "rung_measures", "ladder_gaps",
-                 "mean_sd", "compare"):
-        assert not hasattr(probes, name), name
-    assert "ratio_bootstrap" not in inspect.getsource(probes) + inspect.getsource(D)
-    assert "side_of_zero" not in inspect.getsource(probes) + inspect.getsource(D)
-    assert TEXT.count("stats.Family(") == 1
+def _cells():
+    return jupytext.read(SOURCE).cells
 
 
-def test_takeaways_cannot_claim_the_paper_when_the_numbers_run_against_it():
-    """Issue 25: the old takeaways said the geometry "points the same way as" the paper from point estimates,
-    and quoted unchecked table values; the chapter now words the comparison from verdict sides only."""
-    assert "agrees_rank" not in TEXT
-    assert "points the same way as" not in TEXT.replace("points the same way as the paper", "")
-    assert "{glue:text}`agrees_downstream`" not in TEXT and "partly contradicts" not in TEXT
-    assert not re.search(r"from \{glue:text\}`paper_glue", TEXT) and "85.2" not in TEXT and "86.1" not in TEXT
-    assert "Table 1" in TEXT                                  # the paper's claim, with its table named
-    # wording is a function of sides: one MLM-ahead verdict and no MAE-LM-ahead one never reads as agreement
-    assert D.beside_paper(["below", "indistinguishable", "indistinguishable", "indistinguishable"]) == "runs against"
-    m = re.search(r"WORDS = \{(.*?)\}", TEXT, re.S)
-    words = eval("{" + m.group(1) + "}")                      # the chapter's own phrase table
-    assert words["runs against"] == "runs against the paper" and "paper" not in words["inconclusive"]
-
-
-def test_page_shape():
-    """Issue 28: objectives first (the build writes the measured times); the loss equation broken;
-    figures through plotting.figure; equations labelled; exercises with their level in the title."""
-    head = TEXT[:TEXT.index("```{code-cell}")]
-    assert "Learning objectives" in head and "minutes to read" not in head
-    assert "Key takeaways" not in head                        # takeaways come from the numbers, at the end
-    blocks = re.findall(r"\$\$(.*?)\$\$", TEXT, re.S)
-    loss = [b for b in blocks if "MAE-LM" in b]
-    assert loss and all("cases" not in b and "qquad" not in b for b in loss)   # the loss and z_j: two displays
-    assert "plt.subplots(" not in TEXT and "figsize=" not in TEXT
-    assert "print(f\"chapter computations" not in TEXT and "train_seconds']:.0f} s" not in TEXT
-    assert TEXT.count("```{exercise}") >= 5 and ":label: ch4-capstone" in TEXT
-    titles = re.findall(r"```\{exercise\}(.*)", TEXT)
-    assert all(re.match(r" (Warm-up|Core|Stretch|Capstone): ", t) for t in titles), titles
-    assert not any("`" in t for t in titles), "a backtick ends a fence's info string: the page breaks"
+def test_page_skeleton_and_claims_as_prose():
+    """Issue 36: the same skeleton in every chapter; claims written in Markdown with glue, not built in Python."""
+    heads = [line for c in _cells() if c.cell_type == "markdown" for line in c.source.splitlines()
+             if re.match(r"#{1,2} ", line)]
+    want = ["# Representation deficiency", "## The central step", "## Primary questions", "# MLM against MAE-LM",
+            "# Controls, the knob and the widths", "# Answers, real models and exercises", "## Answers",
+            "## Key takeaways", "## Run it on a real model", "## Exercises"]
+    found = [next((i for i, h in enumerate(heads) if h.startswith(w)), None) for w in want]
+    assert None not in found and found == sorted(found), list(zip(want, found))
+    assert sum(h.startswith("# ") for h in heads) == 4
+    code = "\n".join(c.source for c in _cells() if c.cell_type == "code")
+    assert "Markdown(" not in code and "display(Markdown" not in code       # no sentences built in Python
+    assert "stats.decide(" not in code and "stats.Family(" not in code      # the study layer only
+    assert "study.declaration()" in code and "study.table()" in code
+    hidden = sum(len([x for x in c.source.splitlines() if x.strip()]) for c in _cells() if c.cell_type == "code"
+                 and set(c.metadata.get("tags", [])) & {"remove-input", "remove-cell", "hide-input", "hide-cell"})
+    assert hidden <= 286, hidden                                            # at most half the 572 of the last edition
+    # the central step prints the two numbers it compares
+    assert re.search(r"by hand \{by_hand:\.6f\}.*package \{package:\.6f\}.*difference", code, re.S)
+    # every takeaway cites the recorded numbers it states
+    takeaways = TEXT[TEXT.index("## Key takeaways"):TEXT.index("## Run it on a real model")]
+    bullets = [b for b in re.split(r"\n- ", takeaways) if b.strip() and not b.startswith("## ")]
+    assert 3 <= len(bullets) <= 4 and all("{glue:text}" in b for b in bullets), bullets
+    for key in ("q_mask_adds_text", "width_summary", "width_1_per_seed", "width_2_per_seed", "q_fit_matched_text",
+                "q_depth_matched_text", "q_knob_text", "q_downstream_text", "maelm_failed"):
+        assert f"`{key}" in takeaways, key
     for label in ("eq-ch4-epsrank", "eq-ch4-erank", "eq-ch4-loss"):
         assert f"$$ ({label})" in TEXT and f"{{eq}}`{label}`" in TEXT, label
-    for name in ("ch4-erank", "ch4-epsrank", "ch4-angles"):
-        assert f'mlmbook.exercises.check("{name}"' in TEXT
+    assert "Table 1" in TEXT and "points the same way as the paper" not in TEXT
 
 
-@pytest.fixture(scope="module")
-def big_wordpiece_bert(tmp_path_factory):
-    """A random BERT with a 2,000-piece WordPiece vocabulary: the toy language plus made-up words, so
-    that the trainer has enough distinct strings to fill the vocabulary."""
-    import json
-
-    import numpy as np
-
-    from mlmbook.toy import Grammar
-    from tests.conftest import save_tiny_wordpiece_bert
-    corpus = [s.text for s in Grammar.load("toy").sample(3000, seed=0)]
-    rng = np.random.default_rng(0)
-    letters = list("abcdefghijklmnopqrstuvwxyz")
-    corpus += [" ".join("".join(rng.choice(letters, rng.integers(3, 9))) for _ in range(8)) for _ in range(3000)]
-    path = save_tiny_wordpiece_bert(tmp_path_factory.mktemp("wp_bert_2000"), corpus, vocab_size=2000)
-    assert len(json.loads((path / "tokenizer.json").read_text())["model"]["vocab"]) >= 2000
-    return str(path)
+def test_toy_world_prose_is_tagged():
+    """Issue 35 item 3: Markdown that speaks of the toy world is tagged toy-only, so a real-model page drops it
+    (page titles and the exercises, the same for every model, excepted)."""
+    for c in _cells():
+        tags = set(c.metadata.get("tags", []))
+        if c.cell_type == "markdown" and "## Exercises" in c.source:
+            break
+        if c.cell_type != "markdown" or tags & {"toy-only", "real-only"} or c.source.startswith("# "):
+            continue
+        for phrase in ("toy world", "the pair", "knob", "width 64", "Bayes", "attractor", "dogs", "edition"):
+            assert phrase not in c.source, (phrase, c.source[:200])
 
 
-NUMBER_SLOT = re.compile(r"(?<![\w/])(nan|n/a|NaN|inf|not measured)(?![\w/])")
+def test_the_zoo_puts_the_knob_and_the_controls_at_the_pairs_width():
+    """Issue 34: the controls and the knob where the effect is claimed, paid for by the width-32 grid."""
+    from mlmbook.models import ladder, prepare, zoo
+    for profile in ("quick", "full"):
+        jobs = {j.name: j for j in zoo.chapter4(profile)}
+        pair = jobs["default mlm s0"].config
+        assert all(j.config.hidden == pair.hidden for j in jobs.values())
+        for s in (0, 1, 2):
+            assert jobs[f"default maelm s{s}"].config == pair
+            assert jobs[f"deep mlm s{s}"].config.layers == pair.layers + 1
+            assert jobs[f"fit mlm s{s}"].config.steps < pair.steps
+            knob = [j for n, j in jobs.items() if n.startswith("knob ") and n.endswith(f"s{s}")]
+            assert {j.kind for j in knob} == {"mlm", "maelm"} and all(j.config.mask_rate > 0.15 for j in knob)
+        rung = next(r.config for r in ladder.rungs(profile) if r.hidden == pair.hidden and r.fraction == 1.0)
+        assert pair == rung                                   # the pair is the ladder's rung: it trains once
+    full = zoo.chapter4("full")
+    assert {j.config.hidden for j in full} == {64}
+    # the controls and the knob are this edition's new training: within the width-32 grid they replace
+    # (36 models, about 490 core-seconds estimated, 419 measured for 33 of them)
+    new = [j for j in full if not j.name.startswith("default ")]
+    assert len(new) == 12 and sum(prepare.estimated_seconds(u) for u in prepare.plan(new, 2)) <= 520
 
 
 @pytest.mark.slow
-def test_chapter_runs_on_a_2000_piece_wordpiece_model(run_chapter, big_wordpiece_bert):
-    run = run_chapter(SLUG, model=big_wordpiece_bert)
+def test_chapter_runs_on_a_2000_piece_model_and_a_treebank(other_model_book):
+    """The rank analysis on a model with no MAE-LM twin: Q1 only, conditional on the one model; its page
+    speaks of the model it ran, not of the toy world."""
+    r = other_model_book.results(SLUG)
+    check_study(r, toy=False)
+    assert r["d_model"] == 32 and r["n_rank_rows"] == D.ROWS_PER_DIM * 32
+    assert "knob_shares" not in r and "widths" not in r
+    pages = sorted((other_model_book.build_dir / "html" / "book").glob(f"{SLUG}*.html"))
+    text = " ".join(re.sub(r"<[^>]+>", " ", p.read_text()) for p in pages)
+    body = text.split("Exercises")[0]
+    for phrase in ("these dog", "the dogs near", "Bayes-optimal", "attractor sentences", "fit-matched"):
+        assert phrase not in body, phrase
+    assert "Traceback" not in text
+
+
+@pytest.mark.slow
+def test_allow_unknown_runs_the_chapter_on_a_treebank_with_the_warning_on_the_page(run_chapter):
+    """Issue 35: ``-p allow_unknown true`` with the toy model on a treebank ran into a tensor-size error
+    (sentences longer than the model's window); now it runs, and the fit warning is a box on the page."""
+    from mlmbook.corpus import find_treebank
+    from mlmbook.errors import TreebankNotFoundError
+    try:
+        path = find_treebank("test")
+    except TreebankNotFoundError as err:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{err} (CI must run this test)")
+        pytest.skip(f"UD English EWT is not on disk: {err}")
+    run = run_chapter(SLUG, treebank=path, allow_unknown="true")
     r = run.results(SLUG)
-    check_verdicts(r, toy=False)
-    assert r["d_model"] == 32 and r["n_rank_rows"] == r["rows_per_dim"] * 32
-    assert "maelm_vs_mlm_rank" not in r and "knob_shares" not in r
-    said = []
-    for cell in run.notebook(SLUG).cells:
-        for out in cell.get("outputs", []):
-            said.append(out.get("text", "") + str(out.get("data", {}).get("text/markdown", "")))
-    text = " ".join(said)
-    assert not NUMBER_SLOT.search(text), NUMBER_SLOT.search(text)
-    assert "toy model only" in text and "Traceback" not in text
-
-
-def test_the_zoo_stays_within_the_training_budget():
-    """The knob and the fair-match controls: small models (width <= 32), about 500 core-seconds in
-    full; in the quick profile the r = 0.15 models and the pair are the ladder's seed rungs."""
-    from mlmbook.models import ladder, prepare, zoo
-
-    full = [j for j in zoo.chapter4("full") if not j.name.startswith("default ")]
-    assert all(j.config.hidden <= 32 for j in full)
-    assert sum(prepare.estimated_seconds(u) for u in prepare.plan(full, 2)) <= 520
-    quick = {j.name: j for j in zoo.chapter4("quick")}
-    rungs = set()
-    for kind in ("mlm", "maelm"):
-        rungs |= {prepare.Job("toy", None, r.config, r.seed, kind) for r in ladder.seed_rungs("quick", kind)}
-    for kind in ("mlm", "maelm"):
-        for s in (0, 1, 2):
-            assert quick[f"knob {kind} r0.15 80-10-10 s{s}"] in rungs
-            assert quick[f"default {kind} s{s}"] == quick[f"knob {kind} r0.15 80-10-10 s{s}"]
-    new = [j for j in dict.fromkeys(quick.values()) if j not in rungs]
-    assert sum(prepare.estimated_seconds(u) for u in prepare.plan(new, 2)) <= 100
+    assert r["rank_source"] == Path(path).name and r["n_rank_blocks"] >= 1
+    html = [str(o.get("data", {}).get("text/html", "")) for c in run.notebook(SLUG).cells for o in c.get("outputs", [])]
+    assert any("admonition warning" in h and "allow_unknown" in h for h in html)

@@ -4,8 +4,8 @@ Toy models always train on one thread (``mlmbook.models.train.TRAIN_THREADS``), 
 ``MLMBOOK_THREADS=2`` loads the very models the quick build used; only inference runs on two
 threads (float sums in another order, differences near 1e-7). The chapters whose verdicts once
 flipped with the thread count (1 and 4) are executed again with ``MLMBOOK_THREADS=2`` and every
-verdict they record — each ``stats.Verdict`` record's side, and any categorical string — must
-agree with the quick build's.
+verdict they record — each primary answer's side and verdict label (``stats.Study``), and any
+categorical string — must agree with the quick build's.
 """
 import os
 import re
@@ -16,18 +16,18 @@ CHAPTERS = ("01_dependencies", "04_deficiency")
 
 
 def verdicts(results: dict) -> dict:
-    """Key -> the verdict's side (recorded Verdicts) or the categorical value (short strings, bools)."""
-    from mlmbook.stats import walk_verdicts
-    out = {k: rec["side"] for k, rec in walk_verdicts(results)}
+    """Key -> an answer's side and verdict (recorded answers) or the categorical value (short strings, bools)."""
+    from mlmbook.stats import walk_answers
+    out = {k: f"{rec['side']} / {rec['verdict']}" for k, rec in walk_answers(results)}
     out.update({k: v for k, v in results.items() if isinstance(v, bool) or
                 (isinstance(v, str) and v and not re.search(r"\d", v) and len(v) < 80)})
     return out
 
 
 def test_verdicts_reads_records_and_categories():
-    rec = {"kind": "verdict", "side": "above"}
-    r = {"mlm_vs_cpmi": rec, "trend": "rises", "regime_text": "3 rungs", "n": 3, "nested": [rec]}
-    assert verdicts(r) == {"mlm_vs_cpmi": "above", "nested[0]": "above", "trend": "rises"}
+    rec = {"kind": "answer", "side": "above", "verdict": "ahead"}
+    r = {"q_mlm_cpmi": rec, "trend": "rises", "regime_text": "3 rungs", "n": 3, "nested": [rec]}
+    assert verdicts(r) == {"q_mlm_cpmi": "above / ahead", "nested[0]": "above / ahead", "trend": "rises"}
 
 
 @pytest.fixture(scope="module")

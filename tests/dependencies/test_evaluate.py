@@ -1,11 +1,8 @@
-"""Judging dependency scores: counts, the CMI error against the truth, paired verdicts."""
+"""Judging dependency scores: counts, the CMI error against the truth, reports of a model."""
 import numpy as np
 import pytest
 
-from mlmbook import stats
 from mlmbook.dependencies import evaluate
-
-FAMILY = stats.Family("test", size=5)
 
 
 def test_counts_read_the_spanning_tree():
@@ -29,32 +26,27 @@ def test_cmi_error_against_a_direct_computation():
     assert same.mae.estimate == 0 and same.corr.estimate == pytest.approx(1)
 
 
-def test_compare_is_paired_and_hierarchical_over_seeds():
-    rng = np.random.default_rng(1)
-    g = np.full(30, 6)
-    base = rng.binomial(6, 0.5, 30)
-    better = [(np.minimum(base + 1, 6), g), (np.minimum(base + 2, 6), g)]
-    fixed = [(base, g), (base, g)]
-    v = evaluate.compare(better, fixed, FAMILY)
-    assert v.side == "above" and v.interval.seeds == 2 and v.interval.level == FAMILY.level
-    assert v.phrase == "above" and not stats.check_record(v.to_record())
-    tie = evaluate.compare([(base, g)], [(base, g)], FAMILY)
-    assert tie.side == "indistinguishable" and "would have been detected" in tie.text()
-    with pytest.raises(ValueError, match="same training seeds"):
-        evaluate.compare(better, fixed[:1], FAMILY)
+def test_the_report_of_a_model_is_memoised_by_its_weights_folder():
+    """A cached model loaded under two names (a knob setting that is also a rung) is scored once."""
+    from mlmbook.dependencies import evaluate as ev
+
+    class Fake:
+        def __init__(self, path):
+            self.model = type("M", (), {"name_or_path": path})()
+
+    assert ev._identity(Fake("/cache/a")) == ev._identity(Fake("/cache/a")) != ev._identity(Fake("/cache/b"))
+    plain = object()
+    assert ev._identity(plain) == ("object", id(plain))
 
 
-def test_power_note_names_only_the_comparisons_that_cannot_detect_the_effect():
-    rng = np.random.default_rng(2)
-    g = np.full(400, 6)
-    base = rng.binomial(6, 0.5, 400)
-    sharp = evaluate.compare([(base, g)], [(base, g)], FAMILY)           # 400 sentences
-    blunt = evaluate.compare([(base[:8], g[:8])], [(base[:8], g[:8])], FAMILY)   # 8 sentences
-    assert sharp.detectable < 0.05 < blunt.detectable
-    assert evaluate.power_note({"the big one": sharp}, 0.05) == ""
-    note = evaluate.power_note({"the big one": sharp, "the small one": blunt.to_record()}, 0.05)
-    assert "the small one" in note and "the big one" not in note and "one comparison" in note
-    assert f"{blunt.detectable:.2f}" in note and f"{blunt.detectable / 0.05:.1f} times" in note
+def test_report_of_reads_the_first_sentences_of_measured_matrices():
+    from mlmbook.dependencies import sample
+    from mlmbook.toy import Grammar
+    sc = sample.Scored.of(Grammar.load("toy").sample(6, seed=2))
+    mats = {evaluate.CMI: [np.ones((n, n)) for n in sc.n_words] + [np.ones((3, 3))]}
+    rep = evaluate.report_of(mats, None, sc.head(4), truth_mats=mats[evaluate.CMI])
+    assert len(rep.mats[evaluate.CMI]) == 4 and rep.counts[evaluate.CMI][1].tolist() == [len(e) for e in sc.edges[:4]]
+    assert rep.error.mae.estimate == 0
 
 
 def test_read_treebank_keeps_the_window_in_scored_words_and_fails_in_one_line(tmp_path):

@@ -1,8 +1,7 @@
 """The exact quantities chapter 5 added, each against brute force on the tiny grammar
 (``Grammar.load("tiny")``) or on hand-built chains: worst-start mixing times, frames of growing
 length and the truth's component, the MH-corrected kernel and its stationary law, the exact
-quality of a law, and the growth exponent of exact times."""
-import itertools
+quality of a law, and the rows of the chapter's questions (least-squares slopes, leave-one-out errors)."""
 
 import numpy as np
 import pytest
@@ -41,6 +40,20 @@ def test_mixing_time_is_the_first_time_the_worst_start_is_within_eps():
     assert G.mixing_time(lazy, max_steps=64) == np.inf
 
 
+def test_mixing_time_in_blocks_and_by_squaring_agree_with_the_naive_walk(monkeypatch):
+    from mlmbook.glauber import scaling
+    rng = np.random.default_rng(1)
+    P = rng.random((40, 40)) ** 8
+    P /= P.sum(axis=1, keepdims=True)
+    pi = G.stationary(sp.csr_matrix(P))
+    want = _naive_tmix(P, pi, 0.1)
+    assert G.mixing_time(P, 0.1, block=7) == want                         # starts walked 7 at a time
+    lazy = np.array([[0.999, 0.001], [0.001, 0.999]])
+    monkeypatch.setattr(scaling, "STEP_LIMIT", 16)                         # slow chains: squaring takes over
+    assert G.mixing_time(lazy) == _naive_tmix(lazy, np.array([0.5, 0.5]))
+    assert G.mixing_time(P, 0.1) == want
+
+
 def test_length_frames_and_the_truths_component_on_the_tiny_grammar(tiny):
     g, frames = tiny
     for n, fs in frames.items():
@@ -74,6 +87,7 @@ def test_scaling_curve_of_the_truth_against_dense_eigenvalues_and_powers(tiny):
     g, frames = tiny
     sub = {n: fs[:1] for n, fs in frames.items()}
     out = G.scaling_curve(g, sub, [1.0, 0.5])
+    assert out["length"].tolist() == sorted(sub) and out["tmix_truth"].shape == (2, len(sub))
     for a, (_n, fs) in enumerate(sub.items()):
         frame = fs[0][0]
         logp = G.truth_log_probs(g, frame.states())
@@ -84,8 +98,21 @@ def test_scaling_curve_of_the_truth_against_dense_eigenvalues_and_powers(tiny):
             pT /= pT.sum()
             np.testing.assert_allclose(pT @ P, pT, atol=1e-12)                  # p^(1/T) is stationary
             ev = np.sort(np.abs(np.linalg.eigvals(P)))[::-1]
-            assert out["trel_truth"][b, a, 0] == pytest.approx(1 / (1 - ev[1]), rel=1e-8)
-            assert out["tmix_truth"][b, a, 0] == _naive_tmix(P, pT)
+            assert out["trel_truth"][b, a] == pytest.approx(1 / (1 - ev[1]), rel=1e-8)
+            assert out["tmix_truth"][b, a] == _naive_tmix(P, pT)
+    quick = G.scaling_curve(g, sub, [1.0, 0.5], relaxation=False)
+    assert np.isnan(quick["trel_truth"]).all() and np.array_equal(quick["tmix_truth"], out["tmix_truth"])
+
+
+def test_length_frames_take_a_count_per_length_and_nest(tiny):
+    g, _ = tiny
+    few = G.length_frames(g, [4, 5], {4: 1, 5: 2}, seed=3, pool=800)
+    more = G.length_frames(g, [4, 5], 2, seed=3, pool=800)
+    assert [len(few[4]), len(few[5])] == [1, 2]
+    assert few[4][0][1] == more[4][0][1]                                   # the same first sentence
+    with pytest.raises(ValueError, match="raise pool"):
+        G.length_frames(g, [4], 10_000, seed=3, pool=50)
+    assert G.exact_scaling(None, None, {4: 1}, [1.0]) is None               # no truth, no frames
 
 
 def test_mh_kernel_has_the_energys_gibbs_law_and_the_truths_is_p_T(tiny):
@@ -147,15 +174,43 @@ def test_law_quality_by_brute_force_and_local_arrhenius_slopes():
     np.testing.assert_allclose(arrhenius_slopes(T, trel), [2.0, 2.0])
 
 
-def test_exact_growth_recovers_an_exponent_and_its_spread_over_sentences():
-    x = G.coupon_times([4, 5, 6, 7, 8])
-    np.testing.assert_allclose(x[0], 3 * (1 + 1 / 2 + 1 / 3))
-    exact = np.array([[2.0 * v ** 1.3] * 3 for v in x])                  # every sentence alike: no spread
-    iv = G.exact_growth(x, exact, level=0.95)
-    assert iv.estimate == pytest.approx(1.3) and iv.width == pytest.approx(0, abs=1e-9)
-    noisy = exact * np.random.default_rng(0).lognormal(0, 0.2, exact.shape)
-    iv = G.exact_growth(x, noisy, level=0.95)
-    assert iv.low < iv.estimate < iv.high and iv.width > 0 and iv.n == 3
-    assert stats.decide(iv, reference=1.0, margin=0.25, tolerance=0.25).side in ("above", "indistinguishable")
-    for rows in itertools.permutations(range(3)):                        # the sentences' order does not matter
-        assert G.exact_growth(x, noisy[:, rows], level=0.95).estimate == pytest.approx(iv.estimate)
+def test_slope_rows_are_least_squares_and_shape_rows_leave_one_out_by_brute_force():
+    from mlmbook.glauber import study as S
+    rng = np.random.default_rng(0)
+    n = np.repeat([4, 5, 6, 7, 8], 3)
+    m = n - 1
+    t = 2.0 * m ** 1.3 * rng.lognormal(0, 0.1, len(n))
+    d, g = S.slope_rows(np.log(m), np.log(t))
+    assert d.sum() / g.sum() == pytest.approx(np.polyfit(np.log(m), np.log(t), 1)[0], rel=1e-12)
+    coupon = G.coupon_times(n)
+    np.testing.assert_allclose(S.coupon(m), coupon)
+    assert S.mlogm_exponent(n) == pytest.approx(np.polyfit(np.log(m), np.log(coupon), 1)[0], rel=1e-12)
+    values, weights = S.shape_rows(n, t)
+    for k in range(len(n)):                                                  # each unit left out, by hand
+        keep = np.arange(len(n)) != k
+        c = np.mean(np.log(t[keep]) - np.log(coupon[keep]))
+        e_coupon = (np.log(t[k]) - np.log(coupon[k]) - c) ** 2
+        b1, b0 = np.polyfit(np.log(m[keep]), np.log(t[keep]), 1)
+        e_power = (np.log(t[k]) - b0 - b1 * np.log(m[k])) ** 2
+        assert weights[k] == pytest.approx(e_coupon) and values[k] == pytest.approx(e_power - e_coupon)
+    exact_power = S.shape_rows(n, 3.0 * m ** 1.4)                            # a pure power law: it predicts
+    assert exact_power[0].sum() / exact_power[1].sum() == pytest.approx(-1.0, abs=1e-9)   # with no error
+    exact_coupon = S.shape_rows(n, 3.0 * coupon)
+    assert np.allclose(exact_coupon[1], 0) and (exact_coupon[0] > 0).all()
+
+
+def test_the_chapters_questions_and_plan():
+    from mlmbook.glauber import plan as plans
+    from mlmbook.glauber import study as S
+    full = plans.plan("full")
+    assert max(full.scaling) >= 11 and min(full.scaling.values()) >= 8            # issue 34: n >= 11, 8 per length
+    assert plans.plan("extended").scaling_units > full.scaling_units
+    with pytest.raises(ValueError, match="no plan"):
+        plans.plan("huge")
+    design = [n for n, k in full.scaling.items() for _ in range(k)]
+    toy, real = S.primary_questions(True, design), S.primary_questions(False)
+    assert [q.key for q in real] == ["rectangles"] and len(toy) == 4 and len(toy) <= stats.MAX_PRIMARY
+    beta = S.mlogm_exponent(design)
+    assert 1.3 < beta < 1.5 and all(q.reference == beta for q in toy if q.key.startswith("growth"))
+    for q in toy:
+        assert q.planning_sd > 0 and q.needed(stats.Study("t", toy).level) > 0

@@ -81,7 +81,7 @@ def test_one_worker_per_core_whatever_the_thread_setting(monkeypatch, threads_en
     monkeypatch.delenv("MLMBOOK_TRAIN_WORKERS", raising=False)
     said, pools = [], []
     assert prepare.workers_for() == 2
-    monkeypatch.setattr(prepare, "run_tasks", lambda tasks, n: pools.append(n) or iter(()))   # no pool started
+    monkeypatch.setattr(prepare, "run_tasks", lambda tasks, n: pools.append(n) or (t for t in ()))   # no pool started
     prepare.prepare("quick", say=said.append)
     assert "2 at a time" in said[0] and pools == [2]
     monkeypatch.undo()

@@ -154,7 +154,7 @@ def test_gated_solutions_are_collapsed_or_removed():
     nb.metadata["papermill"] = {"input_path": "book/00_toy_world.md"}
     full = runnable_notebook(nb, "https://e.org/r")
     sources = [c.source for c in full.cells]
-    assert any(s.startswith("**Solution to Exercise 0.1.**") for s in sources)
+    assert any(s.startswith("**Solution to Exercise 0.1** (collapsed cells") for s in sources)
     assert any("<details>" in s and "The idea." in s for s in sources)
     solution = next(c for c in full.cells if "return 1" in c.source)
     assert solution.metadata["jupyter"]["source_hidden"] and "# @title Solution to Exercise 0.1" in solution.source

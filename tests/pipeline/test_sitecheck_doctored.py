@@ -1,138 +1,20 @@
 """The browser check has teeth: each problem it looks for, shown on a doctored copy of a tiny site.
 
-The tiny site is rendered once (module fixture) with the book's own ``_config.yml`` (offline
-MathJax, chapters numbered from 0, sphinx-exercise) through :func:`mlmbook.pipeline.site.render`;
+The tiny site is rendered once (the session fixture ``tiny_site``, ``tests/pipeline/tiny_site.py``)
+with the book's own ``_config.yml`` (offline MathJax, chapters numbered from 0, sphinx-exercise)
+through :func:`mlmbook.pipeline.site.render`;
 it passes the check as built, and each test breaks one copy of it in one way.
 """
 from __future__ import annotations
 
-import os
 import shutil
-from pathlib import Path
 
 import pytest
 
 from mlmbook.pipeline.sitecheck import check_site
+from tests.pipeline.tiny_site import doctored as _doctored
 
 pytestmark = pytest.mark.slow
-
-ROOT = Path(__file__).resolve().parents[2]
-
-TOC = """\
-format: jb-book
-root: book/intro
-parts:
-  - caption: Chapters
-    numbered: true
-    chapters:
-      - file: book/00_tiny
-      - file: book/01_tiny
-"""
-INTRO = """\
-# A tiny book
-
-A formula in the text, $q(x_i \\mid x_{\\setminus i})$, and an HTML table:
-
-<table><tr><th>a</th><th>b</th></tr><tr><td>1</td><td>2</td></tr></table>
-"""
-CARD = """\
-```{div} mlmbook-card
-**About 5 minutes to read.** It runs in 1 s.
-```
-
-```{admonition} Learning objectives
-:class: tip
-
-1. read a tiny chapter.
-```
-"""
-CHAPTER0 = """\
-# Tiny zero
-
-""" + CARD + """
-The conditional of one site given the others:
-
-$$
-q(x_i \\mid x_{\\setminus i}) = \\frac{p(x)}{\\sum_{y} p(x_{\\setminus i}, y)}
-$$ (eq-tiny)
-
-```{figure} dot.png
-:name: fig-tiny
-
-A captioned figure: one dot.
-```
-
-```python
-print("short code")
-```
-
-```{exercise}
-:label: ex-tiny
-
-Show that {eq}`eq-tiny` sums to one.
-```
-"""
-CHAPTER1 = """\
-# Tiny one
-
-""" + CARD + """
-See {numref}`fig-tiny`, {numref}`ex-tiny` and equation {eq}`eq-tiny` of {doc}`00_tiny`.
-"""
-
-
-
-
-@pytest.fixture(scope="module")
-def tiny_site(tmp_path_factory):
-    """Render the tiny book with the book's configuration; returns its ``html`` folder."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from mlmbook import plotting
-    from mlmbook.pipeline.chapters import Layout
-    from mlmbook.pipeline.site import render
-
-    root = tmp_path_factory.mktemp("tiny")
-    (root / "book").mkdir()
-    shutil.copytree(ROOT / "book" / "_static", root / "_static")       # the book's own CSS
-    shutil.copy2(ROOT / "_config.yml", root / "_config.yml")
-    shutil.copy2(ROOT / "book" / "references.bib", root / "book" / "references.bib")
-    (root / "_toc.yml").write_text(TOC)
-    for name, text in (("intro", INTRO), ("00_tiny", CHAPTER0), ("01_tiny", CHAPTER1)):
-        (root / "book" / f"{name}.md").write_text(text)
-    plotting.use_style()
-    fig, ax = plt.subplots(figsize=(2, 1))
-    ax.plot([0], [0], "o")
-    (root / "book" / "dot.png").write_bytes(plotting.figure_png(fig)[0])   # with its font record
-    plt.close(fig)
-    old = os.environ.get("MLMBOOK_BUILD")
-    os.environ["MLMBOOK_BUILD"] = str(root / "_build")
-    try:
-        render(Layout(root), root)
-    finally:
-        if old is None:
-            os.environ.pop("MLMBOOK_BUILD", None)
-        else:
-            os.environ["MLMBOOK_BUILD"] = old
-    return root / "_build" / "html"
-
-
-def _doctored(site: Path, tmp_path: Path, page: str = "book/00_tiny.html", insert: str = "",
-              edit=None) -> Path:
-    """A copy of ``site`` with ``insert`` placed after the title of ``page`` (or ``edit`` applied)."""
-    html = tmp_path / "html"
-    shutil.copytree(site, html)
-    path = html / page
-    text = path.read_text(encoding="utf-8")
-    if edit:
-        new = edit(text)
-    else:  # after the page title inside the article (the theme has a hidden <h1> before it)
-        at = text.index("</h1>", text.index('<article class="bd-article"')) + len("</h1>")
-        new = text[:at] + insert + text[at:]
-    assert new != text, "the doctoring changed nothing"
-    path.write_text(new, encoding="utf-8")
-    return html
 
 
 def test_tiny_site_passes_and_numbers_from_chapter_zero(tiny_site, chromium, tmp_path):
@@ -236,10 +118,11 @@ def test_a_table_clipped_at_its_right_edge_fails(tiny_site, chromium, tmp_path):
 
 
 def test_a_table_wider_than_the_column_fails_and_one_that_scrolls_passes(tiny_site, chromium, tmp_path):
+    """Past the column: fails; scrolling in a box marked as scrolling (mlmbook.tables.table's): passes."""
     cells = "".join(f"<td>column {k}</td>" for k in range(40))
     html = _doctored(tiny_site, tmp_path,
                      insert=f"<table><tr>{cells}</tr></table>"
-                            f'<div class="mlmbook-table-wrap"><table><tr>{cells}</tr></table></div>')
+                            f'<div class="mlmbook-table-wrap mlmbook-scroll"><table><tr>{cells}</tr></table></div>')
     problems = [p for p in _check(html) if "table" in p]
     assert len(problems) == 1 and "running past the column" in problems[0], problems
 
@@ -249,7 +132,7 @@ def test_a_display_equation_clipped_at_its_right_edge_fails(tiny_site, chromium,
     html = _doctored(tiny_site, tmp_path, insert='<style>mjx-container{overflow:hidden!important}</style>'
                                                  f'<div class="math notranslate nohighlight">\\[{terms}\\]</div>')
     problems = _check(html)
-    assert any("00_tiny" in p and "display equation clipped" in p for p in problems), problems
+    assert any("00_tiny" in p and "display equation wider than the column" in p for p in problems), problems
 
 
 def test_not_drawn_beside_a_drawn_figure_fails(tiny_site, chromium, tmp_path):

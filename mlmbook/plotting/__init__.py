@@ -16,7 +16,15 @@ and a 13-inch figure shows its 9-pt tick labels at 6 px. Hence:
 3. **No text below 9 pt** (:data:`MIN_FONT_PT`): ticks and legends get 9 pt from :func:`use_style`;
    do not pass ``fontsize`` < 9 to labels, annotations or heatmap cells (8 pt only for dense cell
    numbers of a full-width heatmap).
-4. Every figure reaches the page through the book's PNG formatter (installed by :func:`use_style`
+4. **Log axes read in plain numbers**: :func:`use_style` makes every log axis label its ticks
+   ``0.001, 0.01, 0.1, 1, 10`` (:class:`LogTicks`) instead of ``$10^{-3}$``, whose exponent
+   matplotlib draws at 0.7 of the tick size (6.3 pt: 8.6 px on the page, where "10⁻²" reads as
+   "10⁻⁷"); beyond :data:`LOG_DECIMALS` decades it writes ``1e-6``. Tick labels, scripts included,
+   are then at least :data:`MIN_TEXT_PX` on the page (the PNG records their smallest glyph).
+5. **Legends never over data**: :func:`place_legend` puts a legend where it covers no plotted
+   point (inside the axes if a corner is free, else outside them); the PNG records how many data
+   points lie under each legend and the site check fails a figure where any do.
+6. Every figure reaches the page through the book's PNG formatter (installed by :func:`use_style`
    in a notebook, used by :mod:`mlmbook.widgets`): it draws at :data:`PNG_DPI` (sharp on high-
    density screens), shows at :data:`DISPLAY_DPI` and writes into the PNG the smallest font it
    drew (:func:`png_record`). ``python -m mlmbook check-site`` reads that record and the width at
@@ -29,18 +37,28 @@ chapters compose figures with :func:`figure` and keep control of layout.
 """
 from __future__ import annotations
 
-import io
-import struct
-import zlib
-from contextlib import contextmanager
+import math
 
 import matplotlib.pyplot as plt
 import numpy as np
 import seaborn as sns
 from matplotlib.patches import Arc
+from matplotlib.scale import LogScale, register_scale
+from matplotlib.ticker import LogFormatter
+
+from .record import (
+    DISPLAY_DPI,
+    PNG_DPI,
+    drawn_font_sizes,
+    figure_png,
+    legend_overlaps,
+    png_record,
+    rendered_text_px,
+)
 
 __all__ = ["use_style", "figure", "column_width", "figure_png", "png_record", "rendered_text_px",
-           "drawn_font_sizes", "arcs", "heatmap", "distribution_bars", "regime_map", "PALETTE",
+           "drawn_font_sizes", "legend_overlaps", "place_legend", "LogTicks", "LOG_DECIMALS", "log_tick_text",
+           "arcs", "heatmap", "distribution_bars", "regime_map", "PALETTE",
            "COLUMN_IN", "COLUMN_PX", "MIN_FONT_PT", "MIN_TEXT_PX", "MAX_PANELS_PER_ROW"]
 
 PALETTE = {"gold": "#3a3a3a", "hit": "#1b9e77", "miss": "#d95f02", "extra": "#7570b3",
@@ -48,13 +66,11 @@ PALETTE = {"gold": "#3a3a3a", "hit": "#1b9e77", "miss": "#d95f02", "extra": "#75
 
 COLUMN_PX = 672          # the site's text column at a 1280-px window (measured in Chromium)
 COLUMN_IN = 6.8          # the widest figure: shown at 680 px, so scaled by 672/680 at most
-DISPLAY_DPI = 100        # pixels per inch at which a figure is shown (6.8 in -> 680 px)
-PNG_DPI = 200            # pixels per inch drawn into the PNG (2x: sharp on high-density screens)
 MIN_FONT_PT = 9          # the smallest font a figure may use
 MIN_TEXT_PX = 10         # the smallest text a reader may meet on the page, in CSS pixels
 MAX_PANELS_PER_ROW = 2
+LOG_DECIMALS = 4         # log-axis ticks from 10^-4 to 10^4 are written as decimals (0.0001 ... 10,000)
 PAGE_WIDTH_IN = COLUMN_IN  # older name
-RECORD_KEYS = ("mlmbook-min-font-pt", "mlmbook-dpi", "mlmbook-display-dpi")
 
 
 def column_width() -> float:
@@ -81,6 +97,7 @@ def use_style():
         "legend.fontsize": MIN_FONT_PT, "legend.title_fontsize": MIN_FONT_PT, "legend.frameon": False,
         "image.cmap": "viridis",
     })
+    register_scale(_BookLogScale)             # every log axis: plain-number ticks (LogTicks)
     _install_formatter()
 
 
@@ -118,6 +135,79 @@ def _png_output(fig):
     return data, {"width": width}
 
 
+class LogTicks(LogFormatter):
+    """Log-axis tick labels in plain numbers: ``0.01``, ``1``, ``1,000`` (``2e-6`` beyond
+    :data:`LOG_DECIMALS` decades), drawn at the tick size — no mathtext exponent to shrink.
+
+    Which ticks get a label (decades only, or also 2 and 5 on a short axis) is matplotlib's
+    :class:`~matplotlib.ticker.LogFormatter` rule.
+    """
+
+    def _num_to_string(self, x, vmin, vmax):
+        return log_tick_text(x)
+
+
+def log_tick_text(x: float) -> str:
+    """The label of one log-axis tick (see :class:`LogTicks`)."""
+    if x == 0 or not math.isfinite(x):
+        return "0" if x == 0 else str(x)
+    k = math.floor(math.log10(abs(x)) + 1e-9)
+    if abs(k) > LOG_DECIMALS:
+        mantissa = x / 10.0 ** k
+        m = f"{mantissa:.1g}" if abs(mantissa - round(mantissa)) < 1e-6 else f"{mantissa:.2g}"
+        return f"{m}e{k}"
+    if k >= 0:
+        return f"{x:,.0f}" if abs(x - round(x)) < 1e-9 * max(1.0, abs(x)) else f"{x:,.2g}"
+    return f"{x:.{-k + 1}f}".rstrip("0").rstrip(".") if x < 1 else f"{x:g}"
+
+
+class _BookLogScale(LogScale):
+    """matplotlib's log scale with :class:`LogTicks` labels (registered as ``"log"`` by :func:`use_style`)."""
+
+    name = "log"
+
+    def __init__(self, *_axis, base=10, subs=None, nonpositive="clip"):   # matplotlib < 3.11 passes the axis
+        super().__init__(None, base=base, subs=subs, nonpositive=nonpositive)
+
+    def set_default_locators_and_formatters(self, axis):
+        super().set_default_locators_and_formatters(axis)
+        axis.set_major_formatter(LogTicks(self.base))
+        axis.set_minor_formatter(LogTicks(self.base, labelOnlyBase=(self.subs is not None)))
+
+
+LEGEND_SPOTS = ("upper right", "upper left", "lower right", "lower left", "center right", "center left",
+                "upper center", "lower center")
+"""Where :func:`place_legend` tries a legend inside the axes, in this order."""
+
+
+def place_legend(ax, *args, spots=LEGEND_SPOTS, outside: str = "right", **kw):
+    """Draw ``ax``'s legend where it covers no plotted data point; returns the Legend.
+
+    Tries each of ``spots`` inside the axes and keeps the first whose box holds none of the
+    axes' data points (:func:`mlmbook.plotting.record.legend_overlaps`, the measure the site check
+    reads); when every spot covers data, puts the legend outside the axes, to the ``"right"``
+    or ``"below"`` (``outside``).
+
+    Parameters
+    ----------
+    ax : Axes
+    *args, **kw
+        Passed to ``ax.legend`` (handles, labels, ``ncols``, ``title``, ...), not ``loc``.
+    """
+    if "loc" in kw:
+        raise TypeError("place_legend chooses loc itself; pass spots=(...) to limit where it looks")
+    fig = ax.figure
+    fig.draw_without_rendering()                 # lay out first: the axes' final place on the figure
+    for spot in spots:
+        legend = ax.legend(*args, loc=spot, **kw)
+        if legend_overlaps(fig, [legend]) == 0:
+            return legend
+    if outside == "below":
+        ncols = kw.pop("ncols", min(4, max(1, len(ax.get_legend_handles_labels()[0]))))
+        return ax.legend(*args, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncols=ncols, **kw)
+    return ax.legend(*args, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, **kw)
+
+
 def figure(nrows: int = 1, ncols: int = 1, height: float | None = None, **kw):
     """A figure of the column's width with ``nrows`` × ``ncols`` panels (``plt.subplots`` arguments).
 
@@ -142,101 +232,6 @@ def figure(nrows: int = 1, ncols: int = 1, height: float | None = None, **kw):
         height = 3.2 if nrows == 1 else 2.9 * nrows
     kw.setdefault("layout", "constrained")
     return plt.subplots(nrows, ncols, figsize=(COLUMN_IN, height), **kw)
-
-
-# --------------------------------------------------------------------------- the recorded PNG
-
-@contextmanager
-def _recording_text():
-    """Collect the size in points of every text matplotlib actually draws (visible, non-empty)."""
-    from matplotlib.text import Text
-
-    sizes: list[float] = []
-    original = Text.draw
-
-    def draw(self, renderer):
-        if self.get_visible() and self.get_text().strip() and renderer is not None:
-            sizes.append(float(self.get_fontsize()))
-        return original(self, renderer)
-
-    Text.draw = draw
-    try:
-        yield sizes
-    finally:
-        Text.draw = original
-
-
-def drawn_font_sizes(fig) -> list[float]:
-    """The font sizes (points) of every text the figure draws: tick labels, legends, annotations."""
-    with _recording_text() as sizes:
-        fig.canvas.draw()
-    return sizes
-
-
-def figure_png(fig, dpi: int = PNG_DPI) -> tuple[bytes, int]:
-    """The figure as the book shows it: a PNG at ``dpi`` carrying its smallest font, and its width.
-
-    The PNG holds tEXt chunks ``mlmbook-min-font-pt`` (the smallest text drawn) and
-    ``mlmbook-dpi``; the width returned (pixels at :data:`DISPLAY_DPI`) is the size to show it at.
-    """
-    with _recording_text() as sizes:
-        buf = io.BytesIO()
-        fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight", pad_inches=0.05,
-                    facecolor="white", metadata={"Software": None})
-    smallest = min(sizes) if sizes else 0.0
-    data = _add_text_chunks(buf.getvalue(), {RECORD_KEYS[0]: f"{smallest:g}", RECORD_KEYS[1]: str(dpi),
-                                             RECORD_KEYS[2]: str(DISPLAY_DPI)})
-    width = _png_size(data)[0]
-    return data, int(round(width * DISPLAY_DPI / dpi))
-
-
-def _png_size(data: bytes) -> tuple[int, int]:
-    return struct.unpack(">II", data[16:24])
-
-
-def _chunk(kind: bytes, body: bytes) -> bytes:
-    return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body) & 0xFFFFFFFF)
-
-
-def _add_text_chunks(png: bytes, texts: dict) -> bytes:
-    """Insert tEXt chunks right after the PNG's IHDR chunk."""
-    end_ihdr = 8 + 4 + 4 + 13 + 4
-    extra = b"".join(_chunk(b"tEXt", k.encode("latin-1") + b"\0" + v.encode("latin-1")) for k, v in texts.items())
-    return png[:end_ihdr] + extra + png[end_ihdr:]
-
-
-def png_record(data: bytes) -> dict:
-    """What a PNG says about itself: ``width``, ``height`` (pixels), ``dpi`` (pHYs) and the
-    book's record (``min_font_pt``, ``dpi`` from :func:`figure_png`), where present."""
-    if data[:8] != b"\x89PNG\r\n\x1a\n":
-        return {}
-    out: dict = {}
-    out["width"], out["height"] = _png_size(data)
-    at = 8
-    while at + 8 <= len(data):
-        length, kind = struct.unpack(">I4s", data[at:at + 8])
-        body = data[at + 8:at + 8 + length]
-        if kind == b"tEXt" and b"\0" in body:
-            key, value = body.split(b"\0", 1)
-            key = key.decode("latin-1")
-            if key == RECORD_KEYS[0]:
-                out["min_font_pt"] = float(value)
-            elif key == RECORD_KEYS[1]:
-                out["dpi"] = float(value)
-        elif kind == b"pHYs" and length == 9 and "dpi" not in out:
-            ppm_x, _, unit = struct.unpack(">IIB", body)
-            if unit == 1:
-                out["dpi"] = ppm_x * 0.0254
-        elif kind == b"IDAT":
-            break
-        at += 12 + length
-    return out
-
-
-def rendered_text_px(font_pt: float, dpi: float, natural_px: float, shown_px: float) -> float:
-    """The height in CSS pixels of a ``font_pt`` text of an image drawn at ``dpi`` whose
-    ``natural_px`` pixels are shown ``shown_px`` wide."""
-    return font_pt * dpi / 72.0 * shown_px / natural_px
 
 
 # --------------------------------------------------------------------------- drawings
@@ -326,9 +321,9 @@ def distribution_bars(dists: dict, vocab, top: int = 12, ax=None, title=None):
                label=name, color=colors[k % len(colors)])
     ax.set_xticks(range(len(order)), [vocab[i] for i in order], rotation=45, ha="right")
     ax.set_ylabel("probability")
-    ax.legend()
     if title:
         ax.set_title(title)
+    place_legend(ax)
     return ax
 
 

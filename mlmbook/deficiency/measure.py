@@ -1,27 +1,16 @@
-r"""The representation deficiency, measured like with like: effective ranks of an encoder's rows.
-
-Meng et al. (2024) argue that an MLM spends some of its dimensions on ``[MASK]``, so that the
-representations of real tokens span fewer directions than they could. Chapter 4 measures that
-claim with three comparisons, each between matrices of the **same number of rows** drawn from the
-**same sentences**:
-
-1. *what the* ``[MASK]`` *rows add* — one masked input, its real-token rows against all its rows
-   (real and ``[MASK]``);
-2. *what* ``[MASK]`` *in the input does to the real tokens* — the same real tokens (same
-   sentences, same positions), in the clean input and in the masked input;
-3. *MLM against MAE-LM* — the real tokens of clean inputs, as a downstream task sees them.
+r"""Effective ranks of an encoder's rows, measured like with like on blocks of sentences.
 
 A **sample** (:func:`make_sample`) fixes the sentences, one masking draw, and a partition of the
 sentences into **blocks**. Each block yields one matrix of :math:`N = \rho d` rows per condition
 (:func:`mlmbook.rank.rows_for`; the same :math:`N/d` at every width), and every effective rank is
 taken per block (:func:`mlmbook.rank.block_ranks`). Blocks hold disjoint sentences, so their ranks
-are independent replicates: a model's rank is the mean over blocks, and two models measured on
-the same sample give paired per-block differences. Over several training seeds the interval is a
-hierarchical bootstrap over seeds, then blocks (:func:`paired`), from :mod:`mlmbook.stats`.
+are independent replicates of one trained model; two models measured on the same sample give
+paired per-block differences (:mod:`mlmbook.deficiency.seeds` turns them into rows for the study
+layer, the training seed being the unit of a claim about a recipe).
 
 This module reads a model only through the :class:`~mlmbook.models.base.MaskedLM` protocol
-(``encode_words``, ``hidden_states``, ``mask_id``); an MAE-LM's encoder has no ``[MASK]`` rows,
-so the conditions that need them are absent for it.
+(``encode_words``, ``hidden_states``, ``mask_id``, ``max_length``); an MAE-LM's encoder has no
+``[MASK]`` rows, so the conditions that need them are absent for it.
 """
 from __future__ import annotations
 
@@ -29,14 +18,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import stats
-from .probes import collect_states
-from .rank import DEFAULT_EPS, block_ranks, mass_rank_of
-from .threads import LARGE_HIDDEN, limited
+from ..probes import collect_states
+from ..rank import DEFAULT_EPS, block_ranks, mass_rank_of
+from ..threads import LARGE_HIDDEN, limited
 
-__all__ = ["ROWS_PER_DIM", "Sample", "make_sample", "Geometry", "geometry", "encode", "CONDITIONS", "Truth",
-           "per_seed", "mean_interval", "paired", "contrast", "slope_weights", "probe_gap", "probe_value",
-           "beside_paper"]
+__all__ = ["ROWS_PER_DIM", "Sample", "sentences_for", "make_sample", "Geometry", "geometry", "encode", "CONDITIONS"]
 
 ROWS_PER_DIM = 8
 r"""Rows per dimension, :math:`\rho = N/d`, of every matrix whose effective rank is taken."""
@@ -86,6 +72,29 @@ class Sample:
         tokens (``clean``, ``masked_real``) or any of its tokens (``all``)."""
         pairs = self.every[block] if condition == "all" else self.kept[block]
         return _lookup(np.asarray(index), pairs)
+
+
+def sentences_for(lm, n: int, treebank=None, seed: int = 0, window: tuple = (2, None),
+                  allow_unknown: bool = False) -> tuple:
+    """The sentences a rank analysis reads, as word lists, and the treebank's front-door record.
+
+    Without a treebank: ``n`` sentences of the toy language (seed ``seed + 10000``), and ``None``.
+    With one: the first ``n`` of its sentences that ``lm`` reads whole, shuffled by ``seed``, through
+    :func:`mlmbook.corpus.read_for_model` (the length policy and the fit check, which stops with one
+    line unless ``allow_unknown``), and its :class:`~mlmbook.corpus.ModelCorpus` (``corpus.admonition()``
+    is the fit warning for the page, None when the model fits).
+
+    Parameters
+    ----------
+    window : (min_words, max_words)
+        Words per sentence (``max_words`` None: only the model's window bounds it).
+    """
+    if treebank is None:
+        from ..toy import Grammar
+        return [s.words for s in Grammar.load("toy").sample(n, seed=seed + 10_000)], None
+    from ..corpus import Window, read_for_model
+    corpus = read_for_model(lm, treebank, Window(*window), limit=n, seed=seed, allow_unknown=allow_unknown)
+    return corpus.tokens, corpus
 
 
 def make_sample(lm, words, mask_rate: float, n_rows: int, seed: int = 0, max_blocks: int | None = None) -> Sample:
@@ -259,116 +268,3 @@ def _top_directions(H: np.ndarray, eps: float):
 def _energy_share(X: np.ndarray, U: np.ndarray) -> float:
     total = float((X ** 2).sum())
     return float(((X @ U) ** 2).sum() / total) if total > 0 else float("nan")
-
-
-# ---------------------------------------------------------------------------- the fit to the truth
-class Truth:
-    r"""The exact single-site conditionals of some toy sentences, computed once for many models.
-
-    :meth:`kl` gives each sentence's mean :math:`\mathrm{KL}(p(\cdot\mid x_{\setminus i})\,\|\,
-    q(\cdot\mid x_{\setminus i}))` over its positions — the fit of a model to the truth, the one
-    exact reference a knob of pretraining has (the truth has no representations to rank).
-    Equal to :func:`mlmbook.compare.kl_to_truth` averaged per sentence.
-    """
-
-    def __init__(self, grammar, sentences, offset: int | None = None):
-        from .toy.vocab import SPECIAL_TOKENS
-        self.sentences = [list(getattr(s, "words", s)) for s in sentences]
-        self.p = [grammar.conditionals(w) for w in self.sentences]
-        self.offset = len(SPECIAL_TOKENS) if offset is None else offset
-
-    def kl(self, lm) -> np.ndarray:
-        from .compare import single_site_log_probs
-        out = []
-        for p, lq in zip(self.p, single_site_log_probs(lm, self.sentences)):
-            lq = lq[:, self.offset:self.offset + p.shape[1]]
-            with np.errstate(divide="ignore", invalid="ignore"):
-                terms = np.where(p > 0, p * (np.log(np.where(p > 0, p, 1.0)) - lq), 0.0)
-            out.append(terms.sum(1).mean())
-        return np.asarray(out)
-
-
-# ---------------------------------------------------------------------------- intervals
-def per_seed(values) -> tuple:
-    """Flatten per-seed unit values ``[array (K,), ...]`` (one per training seed, the same units
-    for every seed) into ``(values (S·K,), seed label of each)``."""
-    arrays = [np.asarray(v, dtype=float).ravel() for v in values]
-    if len({len(a) for a in arrays}) != 1:
-        raise ValueError("every seed needs the same units (the same blocks or sentences)")
-    return np.concatenate(arrays), np.repeat(np.arange(len(arrays)), len(arrays[0]))
-
-
-def _groups(labels):
-    return labels if len(np.unique(labels)) > 1 else None
-
-
-def mean_interval(values, level: float = stats.LEVEL, what: str = "blocks of sentences") -> stats.Interval:
-    """Mean of per-seed unit values with a (hierarchical, over several seeds) bootstrap interval."""
-    x, g = per_seed(values)
-    return stats.bootstrap(lambda v: v.mean(-1), x, level=level, groups=_groups(g), what=what)
-
-
-def paired(a, b, level: float = stats.LEVEL, what: str = "blocks of sentences") -> stats.Interval:
-    """Mean of ``b - a`` over seeds and units, paired unit by unit (the same blocks or sentences),
-    with a bootstrap interval — hierarchical (seeds, then units) when there are several seeds."""
-    xa, g = per_seed(a)
-    xb, _ = per_seed(b)
-    return stats.bootstrap(lambda u, v: v.mean(-1) - u.mean(-1), xa, xb, level=level, groups=_groups(g), what=what)
-
-
-def slope_weights(x) -> np.ndarray:
-    r"""Weights :math:`c_s` with :math:`\sum_s c_s\,\bar g_s` the least-squares slope of
-    :math:`\bar g_s` on :math:`x_s`: :math:`c_s = (x_s - \bar x)/\sum_t (x_t - \bar x)^2`."""
-    x = np.asarray(x, dtype=float)
-    c = x - x.mean()
-    if not np.any(c):
-        raise ValueError("a slope needs at least two different settings")
-    return c / (c ** 2).sum()
-
-
-def contrast(series, weights, level: float = stats.LEVEL, what: str = "blocks of sentences") -> stats.Interval:
-    r"""A linear contrast :math:`\sum_s w_s \bar g_s` of the means of several settings.
-
-    ``series[s]`` holds setting *s*'s per-seed unit values (as for :func:`paired`; the same seeds
-    and units in every setting, so the bootstrap draws them jointly). With
-    :func:`slope_weights` this is the slope of a dose–response curve.
-    """
-    flat = [per_seed(v) for v in series]
-    g = flat[0][1]
-    w = np.asarray(weights, dtype=float)
-
-    def stat(*xs):
-        return sum(wk * x.mean(-1) for wk, x in zip(w, xs))
-    return stats.bootstrap(stat, *[x for x, _ in flat], level=level, groups=_groups(g), what=what)
-
-
-def probe_gap(a, b, level: float = stats.LEVEL) -> stats.Interval:
-    """Accuracy of probe ``b`` minus probe ``a`` on the same test sentences, over seeds and sentences.
-
-    ``a`` and ``b`` are lists (one per training seed) of ``(correct, total)`` per test sentence
-    (:func:`mlmbook.probes.probe_counts`).
-    """
-    ca, g = per_seed([c for c, _ in a])
-    cb, _ = per_seed([c for c, _ in b])
-    total, _ = per_seed([t for _, t in a])
-    return stats.ratio(cb, total, minus=ca, level=level, groups=_groups(g))
-
-
-
-def probe_value(runs, level: float = stats.LEVEL) -> stats.Interval:
-    """Accuracy of one probe over seeds and sentences; ``runs`` as for :func:`probe_gap`."""
-    c, g = per_seed([c for c, _ in runs])
-    total, _ = per_seed([t for _, t in runs])
-    return stats.ratio(c, total, level=level, groups=_groups(g))
-
-
-def beside_paper(sides) -> str:
-    """How verdicts on MAE-LM minus MLM stand beside the paper, whose direction is "above".
-
-    ``"agrees"`` when at least one verdict is above and none below; ``"runs against"`` when at least
-    one is below and none above; ``"mixed"`` when both occur; ``"inconclusive"`` when none has a
-    side. A point estimate never counts: only a verdict's side does.
-    """
-    sides = list(sides)
-    up, down = "above" in sides, "below" in sides
-    return "mixed" if up and down else "agrees" if up else "runs against" if down else "inconclusive"

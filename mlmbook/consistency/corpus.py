@@ -1,0 +1,199 @@
+r"""Chapter 3's sentences: encoded for the model, with the pairs the probes read and the targets the ensemble predicts.
+
+With the toy model the sentences are fresh samples of the toy language, so the truth answers every
+query on them; with another model they come from a treebank through the book's one front door
+(:func:`mlmbook.corpus.read_for_model`: length policy, surface tokens, fit check). Either way a
+sentence is encoded by the model's own tokenizer, and a **position** is a piece of a word (not
+punctuation) that the model can predict. A pair is two positions of one sentence; the sentence is
+the independent unit every interval resamples (pairs of one sentence share its words).
+
+>>> from mlmbook.consistency import corpus
+>>> enc = corpus.encode_for_probes(lm, ["the", "dog", "runs", "."])           # doctest: +SKIP
+>>> enc.content                                                    # doctest: +SKIP
+[0, 1, 2]
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Sequence
+
+import numpy as np
+import torch
+
+from ..errors import TreebankError, UsageError
+
+if TYPE_CHECKING:
+    from ..models.base import MaskedLM
+
+__all__ = ["Encoded", "Corpus", "Source", "is_word", "encode_for_probes", "load", "sample_pairs", "ensemble_targets",
+           "MAX_PIECES"]
+
+MAX_PIECES = 40
+"""The most pieces of a probed sentence (a real model's window is far larger; the probes stay cheap)."""
+
+
+def is_word(token: str) -> bool:
+    """A token that holds a word (a letter or a digit), not punctuation."""
+    return any(ch.isalnum() for ch in token)
+
+
+@dataclass(frozen=True)
+class Encoded:
+    """One sentence as the model reads it.
+
+    Attributes
+    ----------
+    words : list of str      the tokens given to the tokenizer
+    ids : torch.LongTensor   token ids without special tokens
+    content : list of int    positions of the pieces of words that the model can predict
+    """
+
+    words: list
+    ids: torch.Tensor
+    content: list
+
+
+def encode_for_probes(lm: MaskedLM, words: Sequence[str], max_pieces: int = MAX_PIECES) -> Encoded | None:
+    """The sentence's ids and its word positions; None when it has more than ``max_pieces`` pieces."""
+    ids, pieces = lm.encode_words(list(words))
+    if len(ids) > min(lm.max_length, max_pieces):
+        return None
+    special = set(lm.special_ids)                   # e.g. [UNK]: the model gives it no probability
+    content = [p for w, ps in zip(words, pieces) if is_word(w) for p in ps if ids[p] not in special]
+    return Encoded(list(words), torch.tensor(ids), content)
+
+
+@dataclass
+class Corpus:
+    """The chapter's encoded sentences (each with two or more positions) and where they come from.
+
+    Attributes
+    ----------
+    sentences : list of Encoded
+    source : str                 for the page ("fresh sentences of the toy language", a treebank's summary)
+    toy_world : bool             the toy language's sentences: the truth answers every query on them
+    admonition : object or None  the fit warning to display when a model was allowed to run on text it
+                                 does not fit (``-p allow_unknown true``)
+    grammar : Grammar or None    the toy language (toy world only)
+    """
+
+    sentences: list
+    source: str
+    toy_world: bool
+    admonition: object = field(default=None)
+    grammar: object = field(default=None)
+
+    def __len__(self) -> int:
+        return len(self.sentences)
+
+    def ids(self, start: int = 0, stop: int | None = None) -> list:
+        return [e.ids for e in self.sentences[start:stop]]
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where the chapter's sentences come from.
+
+    Attributes
+    ----------
+    toy : bool
+        The toy world: the toy model on fresh sentences of its own language (with a treebank, any model
+        — the toy one too — reads the treebank, and no truth is consulted).
+    treebank : str or path, optional
+        The treebank to read (default UD English EWT test).
+    window : mlmbook.corpus.Window, optional
+        The treebank's length policy (words per sentence; default 5–14).
+    allow_unknown : bool
+        Run on a treebank the model does not fit, with the fit warning on the page.
+    """
+
+    toy: bool
+    treebank: object = None
+    window: object = None
+    allow_unknown: bool = False
+
+
+def load(lm: MaskedLM, n: int, source: Source, seed: int = 0) -> Corpus:
+    """The chapter's corpus: ``n`` toy sentences for the toy model, a treebank's sentences for another.
+
+    Parameters
+    ----------
+    lm : MaskedLM
+    n : int
+        Toy sentences to sample (a treebank gives what it has).
+    source : Source
+    seed : int
+        Sampling (toy) or shuffling (treebank) seed.
+
+    Raises
+    ------
+    UsageError
+        A treebank with the toy model.
+    TreebankError
+        No sentence has two word pieces the model knows within its window.
+    """
+    grammar = None
+    if source.toy:
+        if source.treebank is not None:
+            raise UsageError("the toy world reads the toy language; a treebank is read outside it (Source.toy "
+                             "must be False with a treebank)")
+        from ..toy import Grammar
+        grammar = Grammar.load("toy")
+        words = [s.words for s in grammar.sample(n, seed=seed + 3000)]
+        text, note = "fresh sentences of the toy language", None
+    else:
+        from ..corpus.for_model import Window, read_for_model
+        w = source.window or Window(5, 14)
+        read = read_for_model(lm, "test" if source.treebank is None else source.treebank,
+                              Window(w.min_words, w.max_words, max_pieces=MAX_PIECES, drop_punct=w.drop_punct,
+                                     knob=None), seed=seed, allow_unknown=source.allow_unknown)
+        words, text, note = read.tokens, read.summary(), read.admonition()
+    encoded = [e for x in words if (e := encode_for_probes(lm, x)) is not None and len(e.content) >= 2]
+    if not encoded:
+        raise TreebankError(f"no sentence of the corpus ({text}) has two word pieces the model knows within "
+                            f"{min(lm.max_length, MAX_PIECES)} pieces: chapter 3 needs sentences of 5–14 words")
+    return Corpus(encoded, text, source.toy, note, grammar)
+
+
+def sample_pairs(contents: Sequence[Sequence[int]], max_pairs: int, rng: np.random.Generator) -> np.ndarray:
+    """Every pair of positions of each sentence, or ``max_pairs`` of them drawn at random when it has more.
+
+    Returns
+    -------
+    ndarray (P, 3) of ``(sentence, i, j)`` with ``i < j``, sentences in order.
+    """
+    out = []
+    for s, content in enumerate(contents):
+        pairs = [(s, i, j) for a, i in enumerate(content) for j in content[a + 1:]]
+        keep = rng.permutation(len(pairs))[:max_pairs]
+        out += [pairs[k] for k in sorted(keep)]
+    return np.array(out, dtype=np.int64).reshape(-1, 3)
+
+
+def ensemble_targets(sentences: Sequence[Encoded], n: int, n_aux: int, rng: np.random.Generator,
+                     spans: bool = False) -> tuple[list[int], list[int], list[list[int]]]:
+    """One target position per sentence and its ``n_aux`` nearest positions (the auxiliary words).
+
+    A sentence qualifies when it has more than ``n_aux`` positions and, with ``spans``, every span route of
+    :mod:`.spans` around its target fits. Returns ``(sentence indices, targets, aux)`` for the first ``n``.
+
+    Raises
+    ------
+    TreebankError
+        No sentence qualifies.
+    """
+    from .spans import fits_spans
+    rows, targets, aux = [], [], []
+    for k, e in enumerate(sentences):
+        if len(rows) >= n:
+            break
+        if len(e.content) > n_aux:
+            t = int(rng.choice(e.content))
+            if not spans or fits_spans(t, e.content):
+                rows.append(k)
+                targets.append(t)
+                aux.append(sorted((p for p in e.content if p != t), key=lambda p: (abs(p - t), p))[:n_aux])
+    if not rows:
+        raise TreebankError(f"the ensemble needs sentences with more than {n_aux} word pieces the model knows; "
+                            f"none of the {len(sentences)} given has: give a treebank with longer sentences")
+    return rows, targets, aux

@@ -1,0 +1,48 @@
+r"""The representation deficiency (Meng et al. 2024), measured like with like: chapter 4's science.
+
+Meng et al. argue that an MLM spends some of its dimensions on ``[MASK]``, so that the representations
+of real tokens span fewer directions than they could, and that MAE-LM — an encoder that never reads
+``[MASK]`` — does not. Chapter 4 measures that claim with comparisons between matrices of the **same
+number of rows** drawn from the **same sentences**:
+
+1. *what the* ``[MASK]`` *rows add* — one masked input, its real-token rows against all its rows;
+2. *what* ``[MASK]`` *in the input does to the real tokens* — the same real tokens, clean and masked input;
+3. *MLM against MAE-LM* — the real tokens of clean inputs, as a downstream task sees them, and the same
+   comparison against an MLM matched in fit or in depth, and at a larger ``[MASK]`` share.
+
+=================  =====================================================================================
+module             what
+=================  =====================================================================================
+``measure``        :class:`Sample` (sentences, one masking draw, blocks of :math:`N=\rho d` rows),
+                   :func:`geometry` (every effective rank per condition, layer and block), :func:`encode`
+``truth``          :class:`Truth`: each model's exact single-site KL to the truth (its fit)
+``seeds``          the training seed as the unit: :func:`seed_rows` for the study layer,
+                   :func:`describe_seeds`, :func:`width_panel`, :func:`training_failures`
+``earlier``        :data:`EARLIER`: results of configurations the chapter no longer runs
+``figures``        the chapter's figures, drawn from the numbers it records
+=================  =====================================================================================
+
+These modules read a model only through the :class:`~mlmbook.models.base.MaskedLM` protocol.
+"""
+from .earlier import EARLIER
+from .measure import CONDITIONS, ROWS_PER_DIM, Geometry, Sample, encode, geometry, make_sample, sentences_for
+from .seeds import (
+    FAIL_MARGIN,
+    SIGN_LABELS,
+    SeedRows,
+    Stability,
+    WidthRow,
+    describe_seeds,
+    difference,
+    interval_text,
+    seed_rows,
+    sign_change,
+    training_failures,
+    width_panel,
+)
+from .truth import Truth
+
+__all__ = ["ROWS_PER_DIM", "CONDITIONS", "Sample", "sentences_for", "make_sample", "Geometry", "geometry", "encode",
+           "Truth",
+           "SeedRows", "seed_rows", "difference", "describe_seeds", "WidthRow", "width_panel", "SIGN_LABELS",
+           "sign_change", "interval_text", "FAIL_MARGIN", "Stability", "training_failures", "EARLIER"]

@@ -1,0 +1,213 @@
+r"""Training seeds as the unit: rows for the study layer, per-width panels, and how often MAE-LM fails to train.
+
+A claim about a training recipe ("MAE-LM's real tokens use more directions than the MLM's") is a
+claim about what a *run* of the recipe gives, so its independent unit is the training seed: each
+seed's models are measured on the blocks of one :class:`~mlmbook.deficiency.measure.Sample`, the
+blocks' values are averaged into one value per seed, and the test is a t over those seed means
+(:meth:`mlmbook.stats.Study.answer` with ``seeds=``; each trained model's own test over its blocks is
+the second method). With one seed the blocks are all there is, and an interval over them is
+*conditional on that one trained model*: it says nothing about another run of the recipe.
+
+* :func:`seed_rows` flattens ``{seed: per-block values}`` into the rows the study layer takes;
+* :func:`difference` pairs two models' per-block values seed by seed;
+* :func:`describe_seeds` is the descriptive 95 % interval of the same rows (no verdict);
+* :func:`width_panel` sets a comparison side by side at several widths, each width's seeds shown, and
+  :func:`sign_change` says whether it changes sign between them, model by model;
+* :func:`training_failures` counts the MAE-LM runs that ended far above their MLM twin.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import stats
+
+__all__ = ["SeedRows", "seed_rows", "difference", "describe_seeds", "WidthRow", "width_panel", "SIGN_LABELS",
+           "sign_change", "interval_text", "FAIL_MARGIN", "Stability", "training_failures"]
+
+
+@dataclass(frozen=True)
+class SeedRows:
+    """Per-unit values of several trained models, labelled by seed.
+
+    Attributes
+    ----------
+    values : numpy.ndarray (N,)
+        Every seed's unit values, seed after seed.
+    seeds : list
+        The seed of each value.
+    means : dict
+        ``{seed: mean of its values}`` (the values a t over seeds uses).
+    """
+
+    values: np.ndarray
+    seeds: list
+    means: dict
+
+    @property
+    def n_seeds(self) -> int:
+        return len(self.means)
+
+
+def seed_rows(by_seed: dict) -> SeedRows:
+    """``{seed: array of unit values}`` -> :class:`SeedRows` (seeds in sorted order).
+
+    Raises
+    ------
+    ValueError
+        With no seed, or a seed with no value.
+    """
+    if not by_seed:
+        raise ValueError("no trained model to take rows from")
+    values, seeds, means = [], [], {}
+    for s in sorted(by_seed):
+        v = np.asarray(by_seed[s], dtype=float).ravel()
+        if v.size == 0:
+            raise ValueError(f"seed {s} has no values")
+        values.append(v)
+        seeds += [s] * v.size
+        means[s] = float(v.mean())
+    return SeedRows(np.concatenate(values), seeds, means)
+
+
+def difference(a: dict, b: dict, scale: float = 1.0) -> dict:
+    """``{seed: (b[seed] - a[seed]) / scale}``, unit by unit, for the seeds both have.
+
+    The two models of a seed must have been measured on the same units (the same blocks).
+    """
+    out = {}
+    for s in sorted(set(a) & set(b)):
+        x, y = np.asarray(a[s], dtype=float), np.asarray(b[s], dtype=float)
+        if x.shape != y.shape:
+            raise ValueError(f"seed {s}: the two models were measured on different units ({x.shape} vs {y.shape})")
+        out[s] = (y - x) / scale
+    if not out:
+        raise ValueError("the two sets of models share no seed")
+    return out
+
+
+def describe_seeds(by_seed: dict, level: float = stats.LEVEL) -> stats.Interval:
+    """A descriptive interval (no verdict) of the mean: a t over seed means with two or more seeds;
+    with one seed, the test that fits its blocks (an interval *conditional on that one model*)."""
+    rows = seed_rows(by_seed)
+    seeds = rows.seeds if rows.n_seeds >= 2 else None
+    return stats.describe(rows.values, seeds=seeds, level=level, what="blocks of sentences")
+
+
+@dataclass(frozen=True)
+class WidthRow:
+    """One width of a robustness panel: every seed's mean, each trained model's own interval, and the
+    interval over seeds.
+
+    Attributes
+    ----------
+    width : int
+    per_seed : dict
+        ``{seed: mean over its blocks}``.
+    per_model : dict
+        ``{seed: Interval over that model's blocks}`` (95 %): what each trained model alone says.
+    interval : Interval
+        :func:`describe_seeds` (``interval.seeds`` is 1 when it rests on one trained model).
+    """
+
+    width: int
+    per_seed: dict
+    per_model: dict
+    interval: stats.Interval
+
+    @property
+    def conditional(self) -> bool:
+        """The interval rests on one trained model (it resamples that model's blocks)."""
+        return len(self.per_seed) < 2
+
+    @property
+    def side(self) -> str:
+        """``"below"`` / ``"above"`` when *each* trained model's own interval lies below / above zero,
+        else ``"mixed"`` (a label for "in each of the k trained models", not a verdict on the recipe)."""
+        sides = {"below" if iv.high < 0 else "above" if iv.low > 0 else "mixed" for iv in self.per_model.values()}
+        return sides.pop() if len(sides) == 1 else "mixed"
+
+
+def width_panel(by_width: dict, level: float = stats.LEVEL) -> list[WidthRow]:
+    """``{width: {seed: unit values}}`` -> one :class:`WidthRow` per width, smallest first."""
+    return [WidthRow(int(h), seed_rows(v).means, {s: describe_seeds({s: x}, level) for s, x in sorted(v.items())},
+                     describe_seeds(v, level)) for h, v in sorted(by_width.items())]
+
+
+SIGN_LABELS = ("changes sign", "keeps one sign", "has no sign that holds in every model")
+"""The labels :func:`sign_change` returns."""
+
+
+def sign_change(rows: list[WidthRow]) -> str:
+    """How a comparison behaves across the widths of a panel, from each trained model's own interval:
+    ``"changes sign"`` when at some width every model is below zero and at another every model above;
+    ``"keeps one sign"`` when every width's models are all on the same side; else the third label."""
+    sides = [r.side for r in rows]
+    if "below" in sides and "above" in sides:
+        return SIGN_LABELS[0]
+    if len(set(sides)) == 1 and sides[0] != "mixed":
+        return SIGN_LABELS[1]
+    return SIGN_LABELS[2]
+
+
+def interval_text(iv: stats.Interval, decimals: int = 3) -> str:
+    """``"0.051 [0.002, 0.099]"`` with ``decimals`` decimals, never ``-0.000``; an interval with an infinite end
+    (too few blocks for the test to bound it) is ``"0.051 [unbounded]"``."""
+    def num(x):
+        text = f"{x:.{decimals}f}"
+        return text[1:] if text.startswith("-") and float(text) == 0 else text
+
+    if not (np.isfinite(iv.low) and np.isfinite(iv.high)):
+        return f"{num(iv.estimate)} [unbounded]"
+    return f"{num(iv.estimate)} [{num(iv.low)}, {num(iv.high)}]"
+
+
+FAIL_MARGIN = 0.3
+"""Nats: an MAE-LM run whose final held-out loss ends this far or more above its MLM twin's (the MLM of
+the same configuration and seed) has failed to train. MAE-LM normally ends 0.05–0.15 nats above its
+twin; the run of the last edition that failed ended 0.82 above."""
+
+
+@dataclass(frozen=True)
+class Stability:
+    """How often MAE-LM failed to train, over the runs compared.
+
+    Attributes
+    ----------
+    runs : list of str
+        Labels of the runs counted.
+    failed : list of str
+        Labels of the runs that failed (final loss at least ``margin`` above the MLM twin's).
+    excess : dict
+        ``{label: MAE-LM's final loss minus its twin's}`` (nats).
+    margin : float
+    interval : Interval
+        The share of failed runs with its Clopper–Pearson 95 % interval.
+    """
+
+    runs: list
+    failed: list
+    excess: dict
+    margin: float
+    interval: stats.Interval
+
+    @property
+    def n(self) -> int:
+        return len(self.runs)
+
+
+def training_failures(final_losses: dict, margin: float = FAIL_MARGIN) -> Stability:
+    """Count the MAE-LM runs whose final held-out loss is ``margin`` nats or more above their MLM twin's.
+
+    Parameters
+    ----------
+    final_losses : dict
+        ``{label: (MAE-LM's final loss, the MLM twin's final loss)}``, one entry per MAE-LM run.
+    """
+    if not final_losses:
+        raise ValueError("no MAE-LM run to count")
+    excess = {k: float(a - b) for k, (a, b) in final_losses.items()}
+    failed = [k for k, e in excess.items() if e >= margin]
+    iv = stats.proportion(len(failed), len(excess), exact=True)
+    return Stability(list(excess), failed, excess, float(margin), iv)

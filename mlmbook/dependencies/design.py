@@ -1,0 +1,177 @@
+r"""Chapter 1's sample design: how many sentences each estimate gets, and which.
+
+One ordering of the sentences serves every model. :func:`stratified` puts a pool's qualifying
+sentences in a **length-stratified** order — proportional allocation over the number of scored
+words, nested: every prefix of the order holds each length in the share it has in the pool,
+within one sentence. The chapter then reads
+
+* the default MLM, the truth, the DMV, CPMI and the adjacent chain on the first
+  :attr:`Sizes.main` sentences,
+* every knob, ladder and cloze model (and the truth of each knob setting) on the first
+  :attr:`Sizes.models` of the *same* order — a sub-sample that is itself stratified, so the
+  default model and the truth are also measured on exactly those sentences,
+* CPMI against the adjacent chain (a cheap question with a large variance) on the first
+  :attr:`Sizes.corpus`.
+
+The sizes (the chapter's ``SIZES``) come from power (:mod:`mlmbook.dependencies.questions`) where the
+profile's budget of forward passes holds them, and a model's CMI uses the candidate policy of
+:func:`mlmbook.dependencies.cmi_scores` within :attr:`Sizes.grid_rows` or :attr:`Sizes.budget_models`
+forward passes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Sequence
+
+import numpy as np
+
+from .sample import Scored
+
+if TYPE_CHECKING:
+    from ..corpus import ModelCorpus
+    from ..corpus.sentence import Sentence
+    from ..models.base import MaskedLM
+
+__all__ = ["Sizes", "nested_order", "stratified", "Sample", "sentences"]
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """Sentences per estimate and forward passes per CMI grid, for one profile (the chapter's ``SIZES``).
+
+    Attributes
+    ----------
+    main : int             the default MLM, the truth and the baselines (questions Q1–Q3)
+    models : int           each knob, ladder, cloze and control model, and the knob's truths (Q4, Q5)
+    corpus : int           the longest prefix: CPMI against the adjacent chain (Q6)
+    grid_rows : int        forward passes of the default MLM's CMI grid on ``main`` sentences
+    budget_models : int    forward passes of each other model's CMI grid on ``models`` sentences
+    gibbs, chains, steps, burn_in : int   the paper's sampler: sentences and its settings
+    probe, held_out, dmv_train : int      the cloze probe's sentences, the KL's held-out sentences,
+                                          the DMV's training sentences
+    max_words : int        the longest sentence, in scored words (WSJ10: 10)
+    """
+
+    main: int
+    models: int
+    corpus: int
+    grid_rows: int
+    budget_models: int
+    gibbs: int
+    chains: int
+    steps: int
+    burn_in: int
+    probe: int
+    held_out: int
+    dmv_train: int
+    max_words: int
+
+
+def nested_order(strata: Sequence[int]) -> list[int]:
+    r"""An order of the items whose every prefix is a proportional stratified sample.
+
+    With :math:`\pi_s` the share of stratum :math:`s` among the items, step :math:`k` takes the next item
+    (in the given order) of the stratum furthest behind its quota, :math:`\arg\max_s (k\,\pi_s - n_s)`
+    (ties to the smaller stratum label). Every prefix of length :math:`k` then holds
+    :math:`\lfloor k \pi_s \rfloor` or :math:`\lceil k \pi_s \rceil` items of each stratum, up to one.
+
+    Parameters
+    ----------
+    strata : sequence of int
+        The stratum of each item (here: its number of scored words).
+
+    Returns
+    -------
+    list of int
+        Indices of all the items.
+    """
+    labels = np.asarray(strata)
+    if labels.size == 0:
+        return []
+    kinds = sorted(set(labels.tolist()))
+    queues = {s: [int(i) for i in np.flatnonzero(labels == s)] for s in kinds}
+    share = {s: len(q) / labels.size for s, q in queues.items()}
+    taken = dict.fromkeys(kinds, 0)
+    out = []
+    for k in range(1, labels.size + 1):
+        s = max((x for x in kinds if taken[x] < len(queues[x])), key=lambda x: (k * share[x] - taken[x], -x))
+        out.append(queues[s][taken[s]])
+        taken[s] += 1
+    return out
+
+
+def stratified(sentences: Sequence["Sentence"], n: int) -> Scored:
+    """The first ``n`` of ``sentences`` in their length-stratified order (:func:`nested_order`, the strata the
+    numbers of scored words, their shares those among ``sentences``): a large pool gives the language's own
+    length distribution in every prefix."""
+    every = Scored.of(sentences)
+    order = nested_order(every.n_words.tolist())
+    return Scored.of([every.sentences[i] for i in order[:n]])
+
+
+@dataclass
+class Sample:
+    """The chapter's sentences, read through the front door (:func:`mlmbook.corpus.read_for_model`).
+
+    Attributes
+    ----------
+    corpus : Scored      the longest prefix of the stratified order (CPMI's, :attr:`Sizes.corpus`)
+    main, few : Scored   its first :attr:`Sizes.main` and :attr:`Sizes.models` sentences
+    source : str         ``"the toy language"`` or the treebank's file name
+    toy : bool           toy sentences (the truth exists for them)
+    toy_world : bool     toy sentences read by the toy model: the knob, control and ladder models apply
+    read : ModelCorpus   what the front door kept and why, and the fit check
+    """
+
+    corpus: Scored
+    main: Scored
+    few: Scored
+    source: str
+    toy: bool
+    toy_world: bool
+    read: "ModelCorpus"
+
+    @property
+    def admonition(self):
+        """The fit warning as a box for the page (None when the model fits)."""
+        return self.read.admonition()
+
+    @property
+    def truth_sentences(self) -> Scored:
+        """The sentences the truth is computed on: :attr:`main` on the toy world, none elsewhere."""
+        return self.main if self.toy_world else self.main.head(0)
+
+    def world(self, things):
+        """``things`` (settings, models, sentences of the toy world: a list, tuple or dict) on the toy world, an
+        empty one of the same kind elsewhere: the knob, control and ladder sections read their models only
+        where they apply."""
+        return things if self.toy_world else type(things)()
+
+    def dmv_tags(self, grammar, n: int, max_words: int, seed: int = 0) -> list:
+        """The DMV's unlabelled training sentences (their tags, punctuation removed, 2..``max_words`` long):
+        ``n`` fresh toy sentences, or the treebank's own."""
+        from ..corpus import remove_punct
+        pool = grammar.sample(n, seed=seed + 1) if self.toy else self.read.sentences
+        return [t for t in (remove_punct(x).upos for x in pool) if 2 <= len(t) <= max_words]
+
+    def counts(self) -> dict:
+        """The sizes the page cites: ``n_main``, ``n_models``, ``n_cpmi``, ``mean_words``."""
+        return {"n_main": len(self.main), "n_models": len(self.few), "n_cpmi": len(self.corpus),
+                "mean_words": float(self.main.n_words.mean())}
+
+
+def sentences(lm: "MaskedLM", size: Sizes, seed: int = 0, treebank=None, allow_unknown: bool = False,
+              toy_model: bool = True) -> Sample:
+    """Chapter 1's sentences: toy sentences (``treebank`` None; a pool of 10 times the sentences needed) or a
+    treebank's (shuffled by ``seed``), with ``3..size.max_words`` scored words and read whole by ``lm``, put in
+    the length-stratified order. ``toy_model``: ``lm`` is the book's toy MLM. Raises the front door's one-line
+    errors (no sentence left, a model that does not fit the text unless ``allow_unknown``)."""
+    from ..corpus import Window, read_for_model
+    from ..toy import Grammar
+    toy = treebank is None
+    source = Grammar.load("toy").sample(10 * size.corpus, seed=seed) if toy else treebank
+    read = read_for_model(lm, source, Window(3, size.max_words, knob=None), seed=None if toy else seed,
+                          allow_unknown=allow_unknown)
+    corpus = stratified(read.sentences, size.corpus)
+    return Sample(corpus, corpus.head(size.main), corpus.head(size.models),
+                  "the toy language" if toy else read.name, toy, toy and toy_model, read)

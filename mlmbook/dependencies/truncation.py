@@ -1,0 +1,140 @@
+r"""What the top-K candidate grid does to a CMI whose exact value is known: the truth's.
+
+An MLM's CMI over a large vocabulary is computed on a top-:math:`K` candidate grid
+(:func:`mlmbook.dependencies.cmi_scores`): at each position only the :math:`K` values the model finds
+likeliest with both positions masked are conditioned on, and each pair carries a bound on the error the
+mass left outside can cause (:func:`~mlmbook.dependencies.left_out_bound`). The bound is a worst case.
+On the toy language the exact answer is at hand: from the exact joint
+:math:`p(x_i, x_j \mid x_{\setminus\{i,j\}})` of a pair, :func:`truth_with_truncation` computes both the
+exact CMI and the value the top-:math:`K` grid returns when the truth's own conditionals are its rows
+(the grid's candidates from the truth's both-masked marginals; :func:`mlmbook.dependencies.cmi._grid_limit`,
+the very function the grid uses) — at the cost of the exact joints alone. :class:`TruncationCheck` then
+says whether the truncated trees are the exact ones, and by how much the values and the UUAS differ.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import queries
+from ..stats import mutual_information
+from .cmi import _grid_limit, _ranked, _share, left_out_bound
+from .pieces import WINDOW
+from .trees import decode, uuas_counts
+
+__all__ = ["TruncationCheck", "truncated_pair", "truth_with_truncation"]
+
+
+def _marginals(joint: np.ndarray):
+    P = np.asarray(joint, dtype=float)
+    P = P / P.sum()
+    with np.errstate(divide="ignore"):
+        return P, np.log(P.sum(1)), np.log(P.sum(0))
+
+
+def truncated_pair(joint: np.ndarray, n_i: int, n_j: int) -> tuple[float, float, float]:
+    r"""The candidate grid's CMI of one pair whose exact joint ``joint[a, b]`` is known.
+
+    The grid's rows are the exact conditionals :math:`p(x_i \mid x_j = b)` for the ``n_j`` likeliest ``b``
+    and :math:`p(x_j \mid x_i = a)` for the ``n_i`` likeliest ``a`` (by the exact marginals, which are what
+    the model predicts with both positions masked); the chain starts at the marginal of :math:`x_j` on its
+    candidates.
+
+    Returns
+    -------
+    (I_i, I_j, left_out)
+        The information about :math:`x_i` (from its conditionals), about :math:`x_j`, and the mass the
+        candidates leave out (the input of :func:`~mlmbook.dependencies.left_out_bound`).
+    """
+    P, la, lb = _marginals(joint)
+    cp = _ranked(la, np.arange(len(la)), n_i)[0]
+    cq = _ranked(lb, np.arange(len(lb)), n_j)[0]
+    with np.errstate(divide="ignore"):
+        a_rows = np.log(P[:, cq] / np.exp(lb[cq])).T             # row m: log p(x_i = . | x_j = cq[m])
+        b_rows = np.log(P[cp, :] / np.exp(la[cp])[:, None])      # row m: log p(x_j = . | x_i = cp[m])
+    I_i, I_j, _, _, esc_q, esc_p = _grid_limit(a_rows, b_rows, cp, cq, lb[cq])
+    left = max(1 - np.exp(la[cp]).sum(), 1 - np.exp(lb[cq]).sum(), esc_q, esc_p, 0.0)
+    return I_i, I_j, float(left if left > 1e-12 else 0.0)
+
+
+@dataclass
+class TruncationCheck:
+    """The exact truth-CMI and its top-K grid version on the same sentences.
+
+    Attributes
+    ----------
+    k : int                          candidates per position
+    exact, truncated : list          one word-level matrix per sentence (``truncated`` directional)
+    bounds : ndarray                 per pair, the grid's error bound (nats)
+    differences : ndarray            per pair, the larger of the two directions' ``|truncated - exact|``
+    """
+
+    k: int
+    exact: list
+    truncated: list
+    bounds: np.ndarray
+    differences: np.ndarray
+
+    def trees(self):
+        """``(exact trees, truncated trees)``: maximum spanning trees, ties toward neighbours."""
+        return [decode(M) for M in self.exact], [decode(M) for M in self.truncated]
+
+    def same_trees(self) -> int:
+        """Sentences whose truncated tree is the exact one."""
+        a, b = self.trees()
+        return sum(x == y for x, y in zip(a, b))
+
+    def uuas_difference(self, gold_edges) -> tuple[np.ndarray, np.ndarray]:
+        """Per sentence: gold edges found by the truncated tree minus by the exact one, and gold edges
+        (the values and weights of a corpus-UUAS difference)."""
+        a, b = self.trees()
+        ca, g = uuas_counts(a, gold_edges[: len(a)])
+        cb, _ = uuas_counts(b, gold_edges[: len(b)])
+        return cb - ca, g
+
+    @property
+    def max_difference(self) -> float:
+        return float(self.differences.max(initial=0.0))
+
+    @property
+    def max_bound(self) -> float:
+        return float(self.bounds.max(initial=0.0))
+
+
+def truth_with_truncation(grammar, sentences, keep=None, k: int = 20, window: int | None = WINDOW,
+                          progress: bool = False) -> TruncationCheck:
+    r"""The truth's CMI of every pair of kept words, exact and on the grid of ``k`` candidates per position,
+    from one pass of exact joints.
+
+    The candidates are shared out within each sentence as :func:`~mlmbook.dependencies.cmi_grid` shares
+    them (``2k`` per pair on average, to the positions that leave the most mass out). ``exact`` is what
+    :func:`~mlmbook.dependencies.truth_cmi` returns (same joints, same window); ``truncated[a, b]`` is the
+    grid's information about word ``a`` carried by word ``b``. ``grammar`` is any world with ``pair_joints``
+    (:class:`~mlmbook.toy.Grammar`, :class:`~mlmbook.toy.treemrf.TreeMRF`).
+    """
+    keep = [None] * len(sentences) if keep is None else keep
+    n_values = len(grammar.vocab)
+    exact, trunc, bounds, diffs = [], [], [], []
+    for words, kp in queries.progress_bar(zip(sentences, keep), len(sentences), "truth CMI, exact and top-K",
+                                          progress):
+        kp = list(range(len(words))) if kp is None else list(kp)
+        where = {w: a for a, w in enumerate(kp)}
+        pairs = [(kp[a], kp[b]) for a in range(len(kp)) for b in range(a + 1, len(kp))
+                 if window is None or kp[b] - kp[a] <= window]
+        E, T = np.zeros((len(kp), len(kp))), np.zeros((len(kp), len(kp)))
+        joints = list(grammar.pair_joints(list(words), pairs)) if pairs else []
+        ranked = []
+        for _, joint in joints:
+            _, la, lb = _marginals(joint)
+            ranked += [_ranked(la, np.arange(len(la)), len(la)), _ranked(lb, np.arange(len(lb)), len(lb))]
+        sizes = _share(ranked, 2 * k * len(joints))
+        for ((i, j), joint), n_i, n_j in zip(joints, sizes[::2], sizes[1::2]):
+            a, b = where[i], where[j]
+            E[a, b] = E[b, a] = mutual_information(joint)
+            T[a, b], T[b, a], left = truncated_pair(joint, n_i, n_j)
+            bounds.append(left_out_bound(left, n_values))
+            diffs.append(max(abs(T[a, b] - E[a, b]), abs(T[b, a] - E[a, b])))
+        exact.append(E)
+        trunc.append(T)
+    return TruncationCheck(k, exact, trunc, np.asarray(bounds), np.asarray(diffs))

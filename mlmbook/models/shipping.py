@@ -1,0 +1,96 @@
+"""Trained models as bytes: how a build's models travel between its process and Dask workers that
+share no filesystem with it.
+
+A worker that trains a unit (:mod:`mlmbook.models.prepare`) returns each model's cache entry
+packed by :func:`pack`; the build unpacks it into its own cache with :func:`install`, and a worker
+about to execute a chapter installs the models that chapter loads the same way, into the worker's
+own cache (``$MLMBOOK_CACHE`` there). :func:`install` writes through the cache's own lock,
+temporary directory and rename, and recomputes the checksums of the manifest: a truncated or
+altered entry never lands, and an entry already there is left alone.
+
+>>> from mlmbook.models import shipping, zoo                  # doctest: +SKIP
+>>> blobs = shipping.pack_jobs(zoo.needed("quick", [0]))      # doctest: +SKIP
+>>> [shipping.install(name, blob) for name, blob in blobs.items()]  # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import tarfile
+from pathlib import Path
+
+from ..paths import cache_dir
+from . import cache
+
+__all__ = ["entry_name", "pack", "pack_jobs", "install"]
+
+MANIFEST = "manifest.json"
+
+
+def entry_name(job) -> str | None:
+    """The name of ``job``'s cache entry (None for a job that is not a cached model)."""
+    if not hasattr(job, "grammar_object") or not hasattr(job, "config"):
+        return None
+    return cache._entry_path(job.grammar_object(), job.config, job.seed, job.kind).name
+
+
+def pack(path: Path) -> bytes:
+    """The files of a cache entry as an uncompressed tar (names relative to the entry, sorted)."""
+    def plain(info: tarfile.TarInfo) -> tarfile.TarInfo:     # the same entry packs to the same bytes
+        info.mtime, info.uid, info.gid, info.uname, info.gname = 0, 0, 0, "", ""
+        return info
+
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.USTAR_FORMAT) as tar:
+        for p in sorted(Path(path).rglob("*")):
+            if p.is_file():
+                tar.add(p, arcname=p.relative_to(path).as_posix(), recursive=False, filter=plain)
+    return buffer.getvalue()
+
+
+def pack_jobs(jobs) -> dict[str, bytes]:
+    """Each cached model among ``jobs``, packed, by entry name (a job not in this cache is left out)."""
+    out = {}
+    for job in jobs:
+        name = entry_name(job)
+        if name and name not in out and (cache_dir() / name / MANIFEST).is_file():
+            out[name] = pack(cache_dir() / name)
+    return out
+
+
+def install(name: str, blob: bytes) -> Path:
+    """Put a packed entry into this machine's cache as ``name`` (atomically); nothing when it is there.
+
+    Raises
+    ------
+    ValueError
+        The bytes are not a packed entry (no manifest), or a member would land outside the entry.
+    """
+    if "/" in name or name.startswith("."):
+        raise ValueError(f"not a cache entry name: {name!r}")
+    with tarfile.open(fileobj=io.BytesIO(blob), mode="r") as tar:
+        members = tar.getmembers()
+        names = [m.name for m in members]
+        if MANIFEST not in names:
+            raise ValueError(f"the packed model {name} has no {MANIFEST}")
+        manifest = json.loads(tar.extractfile(MANIFEST).read())
+        info = {k: v for k, v in manifest.items() if k != "sha256"}
+        if sorted(manifest.get("sha256", {})) != sorted(n for n in names if n != MANIFEST):
+            raise ValueError(f"the packed model {name} does not hold the files its manifest lists")
+
+        def make(tmp: Path) -> None:
+            tmp.mkdir(parents=True, exist_ok=True)
+            for m in members:
+                target = (tmp / m.name).resolve()
+                if not m.isfile() or not target.is_relative_to(tmp.resolve()):
+                    raise ValueError(f"the packed model {name} holds {m.name!r}, which is not a file of it")
+                if m.name == MANIFEST:                  # written again by the cache, from what landed
+                    continue
+                data = tar.extractfile(m).read()
+                if hashlib.sha256(data).hexdigest() != manifest["sha256"][m.name]:
+                    raise ValueError(f"the packed model {name}: {m.name} does not match its checksum")
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(data)
+
+        return cache._cached(cache_dir() / name, make, info)

@@ -1,0 +1,301 @@
+"""Execute one chapter on a worker and return what the build publishes, as bytes.
+
+:func:`run_chapter` runs where the build's task lands (this process, a local worker or a worker on
+another machine). It executes the chapter with papermill, checks it
+(:mod:`mlmbook.pipeline.checks`) and returns an :class:`Outcome`: the executed notebook and the
+recorded results, or the failure's message and the notebook with the traceback. It never writes
+into the build folder's published files: the build's own process does that
+(:func:`mlmbook.pipeline.execute.publish`), so a worker that outlives a killed build publishes
+nothing. A worker that shares the build folder keeps its scratch where a killed build's
+leftovers are cleaned by the next run (``_build/results/.running/`` and dot-files in
+``_build/exec``); another works in a temporary folder of its own and installs the models the
+chapter loads, shipped by the build (:mod:`mlmbook.models.shipping`).
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..paths import env_int, repo_root
+from ..workers import tell
+from ..workers.cluster import kernel_argv
+from .chapters import BuildError, Chapter
+from .checks import check_executed, relax_formats
+from .failures import failure
+from .record import load_not_measured
+
+__all__ = ["Run", "Outcome", "run_chapter", "ensure_kernel", "cell_timeout", "RUNNING", "THREAD_VARIABLES",
+           "CELL_LINE_SECONDS"]
+
+RUNNING = ".running"  # under _build/results: the results of chapters still executing
+
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+CELL_LINE_SECONDS = 30.0
+"""A chapter's ``cell K/N`` progress line is printed at most this often."""
+
+
+def cell_timeout() -> int:
+    """Seconds one cell may run before it fails its chapter (``$MLMBOOK_CELL_TIMEOUT``, default 1200)."""
+    return env_int("MLMBOOK_CELL_TIMEOUT", 1200, minimum=1)
+
+
+def ensure_kernel(kernels: Path) -> str:
+    """Write a ``python3`` kernelspec that runs *this* interpreter into the Jupyter data dir ``kernels``.
+
+    The build puts that dir first on ``JUPYTER_PATH``, so chapters always run with the
+    Python (and packages) of the caller, whatever kernels the user has installed; the kernel dies
+    with the process that started it (:func:`mlmbook.workers.cluster.kernel_argv`).
+    """
+    import importlib.util
+
+    if importlib.util.find_spec("ipykernel") is None:
+        raise BuildError(f"ipykernel is not installed for {sys.executable}; pip install ipykernel")
+    spec = {"argv": kernel_argv(), "display_name": "Python 3 (ipykernel)", "language": "python",
+            "metadata": {"debugger": False}}
+    path = Path(kernels) / "kernels" / "python3" / "kernel.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(spec, indent=1)
+    if not path.is_file() or path.read_text() != text:
+        tmp = path.with_name(f".kernel.{os.getpid()}.json")
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    return "python3"
+
+
+@dataclass(frozen=True)
+class Run:
+    """What a worker needs to execute one chapter (built by the build's process).
+
+    Attributes
+    ----------
+    chapter : Chapter
+    notebook : str
+        The chapter as notebook JSON, read by the build (a worker needs no copy of ``book/``).
+    parameters : dict
+        Values injected by papermill (``profile`` included).
+    root : Path
+        The book's root for ``MLMBOOK_ROOT`` (the worker's own root when this one is not there).
+    build : Path or None
+        The build folder, when the worker shares it; None: scratch in a temporary folder.
+    failed : Path
+        Where the build keeps the notebook of a failed run (named in the failure's message).
+    threads : int or None
+        Threads of the kernel's torch and BLAS, unless ``$MLMBOOK_THREADS`` sets them; None: the
+        build's own settings (``thread_env``).
+    thread_env : dict
+        The build's values of :data:`THREAD_VARIABLES` (None where unset).
+    timeout : int
+        Seconds a cell may run.
+    progress : bool
+        Papermill's per-cell bar on the terminal (a chapter running alone in the build's process).
+    """
+
+    chapter: Chapter
+    notebook: str
+    parameters: dict
+    root: Path
+    build: Path | None
+    failed: Path
+    threads: int | None = None
+    thread_env: dict = field(default_factory=dict)
+    timeout: int = 1200
+    progress: bool = False
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a chapter's run returns to the build: on success the executed notebook and its results
+    (None when it recorded nothing), else ``error`` (the message) and ``failed`` (the notebook with
+    the traceback, None when none was written)."""
+
+    slug: str
+    notebook: bytes | None = None
+    results: bytes | None = None
+    error: str | None = None
+    failed: bytes | None = None
+    seconds: float = 0.0
+
+
+@contextlib.contextmanager
+def _environment(**values):
+    """Set (or, for None, unset) environment variables, inherited by the kernel, for a block."""
+    saved = {k: os.environ.get(k) for k in values}
+    for key, value in values.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+    try:
+        yield
+    finally:
+        for key, old in saved.items():
+            if old is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = old
+
+
+def _prepare_for_render(nb, chapter: Chapter, parameters: dict[str, object]) -> None:
+    """Hide the injected-parameters cell; note the values used under the parameters cell.
+
+    The chapter's own ``parameters`` cell stays visible (it documents the knobs); a comment
+    appended to it says which values this build injected, since their cell is removed.
+    """
+    for cell in nb.cells:
+        tags = cell.metadata.setdefault("tags", [])
+        if "injected-parameters" in tags and "remove-cell" not in tags:
+            tags.append("remove-cell")
+        if "parameters" in tags and parameters:
+            used = ", ".join(f"{k}={_shown(v)!r}" for k, v in parameters.items())
+            cell.source = cell.source.rstrip("\n") + f"\n# this build used: {used}"
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)",
+                                 "language": "python"}
+    meta = nb.metadata.get("papermill", {})  # input_path holds the whole source notebook
+    meta.update(input_path=f"{chapter.docname}.md",
+                output_path=f"_build/exec/{chapter.slug}.ipynb")
+
+
+def _install_models(values: dict | None) -> None:
+    """Put the models shipped with the task into this worker's cache: its needs' values, each a
+    training unit's :class:`~mlmbook.models.prepare.UnitDone` or a dict of packed entries by name."""
+    from ..models import shipping
+
+    for value in (values or {}).values():
+        blobs = value if isinstance(value, dict) else getattr(value, "models", {})
+        for name, blob in blobs.items():
+            shipping.install(name, blob)
+
+
+def _cell_reporter(slug: str, total: int):
+    """A papermill hook that tells the chapter's progress: ``03_x cell 12/80`` (a line every
+    :data:`CELL_LINE_SECONDS` at most; the status on every code cell)."""
+    t0, shown = time.perf_counter(), [time.perf_counter()]
+
+    def on_cell(number: int) -> None:
+        now = time.perf_counter()
+        show = now - shown[0] >= CELL_LINE_SECONDS
+        if show:
+            shown[0] = now
+        s = int(now - t0)
+        tell(f"{slug} cell {number}/{total} ({s // 60}:{s % 60:02d} in)", show=show)
+
+    return on_cell
+
+
+def _register_engine() -> str:
+    """Papermill's nbclient engine with a per-code-cell hook (``on_cell``), registered as ``mlmbook``."""
+    from papermill.engines import NBClientEngine, papermill_engines
+
+    class _Engine(NBClientEngine):
+        @classmethod
+        def execute_managed_notebook(cls, nb_man, kernel_name, on_cell=None, **kwargs):
+            if on_cell is not None:
+                start, number = nb_man.cell_start, [0]
+
+                def cell_start(cell, cell_index=None, **kw):
+                    start(cell, cell_index, **kw)
+                    if cell.cell_type == "code" and "injected-parameters" not in cell.metadata.get("tags", []):
+                        number[0] += 1
+                        on_cell(number[0])
+
+                nb_man.cell_start = cell_start
+            return super().execute_managed_notebook(nb_man, kernel_name, **kwargs)
+
+    papermill_engines.register("mlmbook", _Engine)
+    return "mlmbook"
+
+
+def run_chapter(run: Run, needs: dict | None = None) -> Outcome:
+    """Execute ``run``'s chapter and return its :class:`Outcome` (a failed chapter is an outcome too).
+
+    ``needs``: the values of the task's needs when models are shipped (training units'
+    :class:`~mlmbook.models.prepare.UnitDone` and packed entries), installed into this worker's cache first.
+
+    Raises
+    ------
+    KeyboardInterrupt
+        Interrupted: its scratch is removed, nothing is returned.
+    """
+    import nbformat
+    import papermill
+
+    start = time.perf_counter()
+    _install_models(needs)
+    chapter, nb = run.chapter, nbformat.reads(run.notebook, as_version=4)
+    shared = run.build is not None and Path(run.build).is_dir()
+    with contextlib.ExitStack() as stack:
+        if shared:
+            running_dir, exec_dir, kernels = Path(run.build) / "results" / RUNNING, Path(run.build) / "exec", \
+                Path(run.build) / "jupyter"
+        else:
+            scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix=f"mlmbook-{chapter.slug}-")))
+            running_dir, exec_dir, kernels = scratch / "results", scratch / "exec", scratch / "jupyter"
+        for d in (running_dir, exec_dir):
+            d.mkdir(parents=True, exist_ok=True)
+        kernel = ensure_kernel(kernels)
+        running = running_dir / f"{chapter.slug}.json"
+        running.unlink(missing_ok=True)                   # the chapter's results start empty
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{chapter.slug}.", suffix=".ipynb", dir=exec_dir)
+        os.close(fd)
+        tmp = Path(tmp_name)
+        stack.callback(_remove, tmp, running, running_dir)
+        root = Path(run.root) if Path(run.root).is_dir() else repo_root()
+        cwd = chapter.path.parent if chapter.path.parent.is_dir() else exec_dir
+        count = os.environ.get("MLMBOOK_THREADS") or (str(run.threads) if run.threads else None)
+        threads = {k: count if count else run.thread_env.get(k) for k in THREAD_VARIABLES}
+        env = dict(MLMBOOK_CHAPTER=chapter.slug, MLMBOOK_RESULTS=str(running_dir), MLMBOOK_ROOT=str(root),
+                   JUPYTER_PATH=os.pathsep.join(p for p in (str(kernels), os.environ.get("JUPYTER_PATH")) if p),
+                   PYDEVD_DISABLE_FILE_VALIDATION="1", **threads)
+        code_cells = sum(c.cell_type == "code" for c in nb.cells)
+        tell(f"executing {chapter.slug} ({code_cells} code cells)", show=False)
+        try:
+            with _environment(**env):
+                papermill.execute_notebook(nb, str(tmp), parameters=run.parameters, kernel_name=kernel,
+                                           language="python", cwd=str(cwd), progress_bar=run.progress,
+                                           execution_timeout=run.timeout, engine_name=_register_engine(),
+                                           on_cell=_cell_reporter(chapter.slug, code_cells))
+        except KeyboardInterrupt:   # interrupted, not failed: the scratch goes, the previous run stays
+            raise
+        except Exception as err:
+            kept = tmp if tmp.exists() and tmp.stat().st_size else None
+            message = str(failure(chapter, nb, err, kept, run.timeout, shown=run.failed if kept else None))
+            return Outcome(chapter.slug, error=message, failed=kept.read_bytes() if kept else None,
+                           seconds=time.perf_counter() - start)
+        executed = nbformat.read(tmp, as_version=4)
+        not_measured = load_not_measured(chapter.slug, running_dir)
+        problems = check_executed(executed, not_measured)
+        if problems:
+            message = f"chapter {chapter.slug} failed its checks: " + "; ".join(problems)
+            message += f"\n  ({chapter.path.name}; executed notebook: {run.failed})"
+            return Outcome(chapter.slug, error=message, failed=tmp.read_bytes(), seconds=time.perf_counter() - start)
+        relax_formats(executed, not_measured)
+        _prepare_for_render(executed, chapter, run.parameters)
+        results = running.read_bytes() if running.exists() else None
+        text = nbformat.writes(executed)
+        text += "" if text.endswith("\n") else "\n"     # as nbformat.write ends a file
+        return Outcome(chapter.slug, notebook=text.encode(), results=results,
+                       seconds=time.perf_counter() - start)
+
+
+def _remove(tmp: Path, running: Path, running_dir: Path) -> None:
+    tmp.unlink(missing_ok=True)
+    running.unlink(missing_ok=True)
+    with contextlib.suppress(OSError):                    # left only while some chapter is still running
+        running_dir.rmdir()
+
+
+def _shown(value):
+    """A parameter as the page shows it: a local path by its last part (``…/my_model``), never the
+    machine's absolute path."""
+    import os
+
+    if isinstance(value, str) and os.path.isabs(value):
+        return "…/" + os.path.basename(value.rstrip("/"))
+    return value

@@ -1,0 +1,190 @@
+r"""A profile's plan before anything runs: each chapter's models and samples, and the estimated wall
+time of the whole graph on ``N`` workers (``python -m mlmbook cost --profile extended --workers N``).
+
+The ``extended`` profile is sized by power, for a cluster or a long run; chapters and the model
+lists (:mod:`mlmbook.models.zoo`, :mod:`~mlmbook.models.ladder`, the presets) declare its sizes as
+they are sized. Where one declares none yet, the plan takes the full profile's
+(:data:`mlmbook.profiles.FALLBACK`) and says so for that chapter.
+
+* **models**: :func:`mlmbook.models.prepare.needed` for the chapter in the profile, cut into
+  training units as the build cuts them (:func:`~mlmbook.models.prepare.plan`), each estimated by
+  :func:`~mlmbook.models.prepare.estimated_seconds`; the plan counts every model (a cluster starts
+  with an empty cache);
+* **samples**: the chapter's profile-keyed settings (``SIZES = {"quick": ..., "full": ...}``,
+  nested ones, and ``name = {"quick": ..., "full": ...}[profile]``), read from its code cells;
+* **time**: a chapter's measured time in the full profile (``results/timings/full-cached.json``),
+  scaled by the mean ratio of its numeric sample settings to the full profile's (a linear guess:
+  most chapters' work grows with their sentences); the wall time is the makespan of list
+  scheduling by upward rank on ``N`` workers (:func:`mlmbook.workers.makespan`).
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from ..profiles import FALLBACK
+from . import chapters as ch
+
+__all__ = ["ChapterPlan", "Plan", "chapter_sizes", "make_plan", "plan_lines"]
+
+DEFAULT_SECONDS = 60.0
+"""A chapter's time when no build has measured it."""
+
+
+@dataclass
+class ChapterPlan:
+    """One chapter in a profile: its models (jobs) and samples, each with the profile they were
+    read for (``profile`` itself or its fallback), and its estimated seconds."""
+
+    slug: str
+    models: list
+    models_from: str
+    sizes: dict
+    sizes_from: str
+    seconds: float
+
+
+@dataclass
+class Plan:
+    profile: str
+    chapters: list
+    units: list
+    tasks: list
+
+    def makespan(self, workers: int) -> float:
+        from ..workers import makespan
+        return makespan(self.tasks, workers)
+
+
+def _profile_keyed(node) -> bool:
+    return isinstance(node, ast.Dict) and {"quick", "full"} <= {
+        k.value for k in node.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)}
+
+
+def _pick(node, profile: str, used: set):
+    """The literal ``node`` with every profile-keyed dict replaced by its ``profile`` entry (or the fallback's)."""
+    if _profile_keyed(node):
+        entries = {k.value: v for k, v in zip(node.keys, node.values) if isinstance(k, ast.Constant)}
+        which = profile if profile in entries else FALLBACK.get(profile, "full")
+        used.add(which)
+        return _pick(entries[which], profile, used)
+    if isinstance(node, ast.Dict):
+        return {_literal(k): _pick(v, profile, used) for k, v in zip(node.keys, node.values)}
+    if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "dict" and not node.args:
+        return {k.arg: _pick(k.value, profile, used) for k in node.keywords}
+    return _literal(node)
+
+
+def _literal(node):
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError):
+        return ast.unparse(node)
+
+
+def chapter_sizes(chapter: ch.Chapter, profile: str) -> tuple[dict, str]:
+    """The chapter's sample settings in ``profile`` (flattened ``name.key -> value``) and the profile
+    they were read for: ``profile`` when the chapter declares it everywhere, else its fallback."""
+    found, used = {}, set()
+    for cell in (c for c in ch.read_notebook(chapter).cells if c.cell_type == "code"):
+        try:
+            body = ast.parse("\n".join(ln for ln in cell.source.splitlines()
+                                       if not ln.lstrip().startswith(("%", "!")))).body
+        except SyntaxError:
+            continue
+        for node in body:
+            if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
+                continue
+            name, value = node.targets[0].id, node.value
+            if isinstance(value, ast.Subscript) and _profile_keyed(value.value):
+                value = value.value                       # n = {"quick": 60, "full": 300}[profile]
+            if _profile_keyed(value) or (isinstance(value, ast.Dict) and any(map(_profile_keyed, value.values))):
+                found[name] = _pick(value, profile, used)
+    flat = {}
+
+    def walk(prefix, v):
+        if isinstance(v, dict):
+            for k, x in v.items():
+                walk(f"{prefix}.{k}", x)
+        else:
+            flat[prefix] = v
+
+    for name, value in found.items():
+        walk(name, value)
+    return flat, (profile if used <= {profile} else FALLBACK.get(profile, "full"))
+
+
+def _models(number: int, profile: str) -> tuple[list, str]:
+    from ..models import ladder, prepare
+    from ..models.train import PRESETS
+
+    lacking = [what for what, table in (("preset", PRESETS), ("ladder", ladder.LADDERS),
+                                        ("seeds", ladder.VERDICT_SEEDS)) if profile not in table]
+    if not lacking:
+        try:
+            return prepare.needed(profile, [number]), profile
+        except (KeyError, ValueError):                   # a chapter's model list without the profile
+            pass
+    fallback = FALLBACK.get(profile, "full")
+    return prepare.needed(fallback, [number]), fallback
+
+
+def _scale(sizes: dict, base: dict) -> float:
+    ratios = [sizes[k] / base[k] for k in sizes if isinstance(sizes[k], (int, float)) and not isinstance(
+        sizes[k], bool) and isinstance(base.get(k), (int, float)) and base[k]]
+    return sum(ratios) / len(ratios) if ratios else 1.0
+
+
+def make_plan(root, chapters: list[str], profile: str, workers: int) -> Plan:
+    """The plan of ``chapters`` (all when empty) in ``profile``, with its graph of tasks."""
+    from .. import workers as w
+    from ..models import prepare
+    from .pages import measured_times
+
+    layout = ch.Layout.find(root)
+    selected = ch.resolve_chapters(ch.find_chapters(layout), list(chapters))
+    known = measured_times(layout.root)
+    plans = []
+    for chapter in selected:
+        models, models_from = _models(chapter.number, profile)
+        sizes, sizes_from = chapter_sizes(chapter, profile)
+        base_profile = profile if profile in ("quick", "full") else FALLBACK.get(profile, "full")
+        base = known.get(chapter.slug, {}).get(base_profile, DEFAULT_SECONDS)
+        scale = 1.0 if base_profile == profile else _scale(sizes, chapter_sizes(chapter, base_profile)[0])
+        plans.append(ChapterPlan(chapter.slug, models, models_from, sizes, sizes_from, base * scale))
+    every = list(dict.fromkeys(j for p in plans for j in p.models))
+    units = prepare.plan(every, workers)
+    tasks = [w.Task(f"train {i}", abs, seconds=prepare.estimated_seconds(u)) for i, u in enumerate(units)]
+    for p in plans:
+        wanted = set(p.models)
+        needs = tuple(t.key for t, u in zip(tasks, units) if wanted.intersection(u))
+        tasks.append(w.Task(p.slug, abs, needs=needs, seconds=p.seconds))
+    return Plan(profile, plans, units, tasks)
+
+
+def _took(s: float) -> str:
+    return f"{s:.0f} s" if s < 120 else f"{s / 60:.1f} min" if s < 7200 else f"{s / 3600:.1f} h"
+
+
+def plan_lines(root, chapters: list[str], profile: str, workers: int) -> list[str]:
+    """What ``python -m mlmbook cost --profile P --workers N`` prints."""
+    if workers < 1:
+        raise ch.UsageError(f"--workers {workers}: give 1 or more")
+    plan = make_plan(root, chapters, profile, workers)
+    lines = [f"the {profile} profile's plan on {workers} worker{'s' if workers != 1 else ''}:"]
+    for p in plan.chapters:
+        models = f"{len(p.models)} model{'s' if len(p.models) != 1 else ''}" + (
+            "" if p.models_from == profile else f" (the {p.models_from} profile's: none declared for {profile} yet)")
+        shown = ", ".join(f"{k}={v}" for k, v in p.sizes.items()) or "none declared"
+        sizes = shown + ("" if p.sizes_from == profile or not p.sizes else
+                         f" (the {p.sizes_from} profile's where none are declared for {profile} yet)")
+        lines.append(f"  {p.slug}: {models}; samples: {sizes}; about {_took(p.seconds)}")
+    train = sum(t.seconds for t in plan.tasks if t.key.startswith("train "))
+    n_models = sum(len(u) for u in plan.units)
+    lines.append(f"  training: {n_models} models in {len(plan.units)} units, about {_took(train)} of one core "
+                 f"(estimated per unit, mlmbook.models.prepare.estimated_seconds)")
+    one, many = plan.makespan(1), plan.makespan(workers)
+    lines.append(f"estimated wall time on {workers} worker{'s' if workers != 1 else ''}: about {_took(many)} "
+                 f"({many:.0f} s; on 1 worker {_took(one)}), list scheduling by upward rank of these estimates, "
+                 f"models not cached")
+    return lines

@@ -1,0 +1,149 @@
+"""Where tasks run: a Dask client of a local cluster on 127.0.0.1, or of any existing Dask cluster;
+work split into blocks over its workers; processes that never outlive the build.
+
+* :func:`client_for` — the local cluster has one process per worker, one thread each, every
+  server bound to ``127.0.0.1`` and no dashboard; its workers inherit this process's environment
+  (as a process pool's would: none of Dask's thread or malloc settings); a worker lost while
+  running a task gets the task once more (:data:`ALLOWED_FAILURES`). An address (``--scheduler``,
+  ``$MLMBOOK_SCHEDULER``) connects to a cluster someone else started (``dask scheduler`` /
+  ``dask worker``, dask-jobqueue on SLURM or PBS), which this module never stops.
+* :func:`map_blocks` — a list cut into blocks of :data:`BLOCK` items that are computed one by
+  one here or side by side on a cluster; the blocks, and so the numbers, are the same either way.
+* :func:`kernel_argv` — a Jupyter kernel that dies with the process that started it, even when
+  that process is killed with SIGKILL (Linux: the parent-death signal, set before the kernel
+  starts); the local cluster's workers already exit when the build's process goes away.
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sys
+from typing import Callable
+
+from ..errors import UsageError
+from ..paths import env_str
+
+__all__ = ["LOCAL_HOST", "ALLOWED_FAILURES", "BLOCK", "address", "client_for", "map_blocks", "kernel_argv",
+           "set_parent_death_signal"]
+
+LOCAL_HOST = "127.0.0.1"
+"""The only address the local cluster listens on."""
+
+ALLOWED_FAILURES = 1
+"""Worker deaths a task survives on the local cluster (it is run once more, then fails)."""
+
+BLOCK = 64
+"""Items (sentences, pairs) per block of :func:`map_blocks`."""
+
+CONNECT_SECONDS = 20
+
+
+def address(explicit: str | None = None) -> str | None:
+    """The scheduler to use: ``explicit``, else ``$MLMBOOK_SCHEDULER``, else None (a local cluster)."""
+    return explicit or env_str("MLMBOOK_SCHEDULER")
+
+
+def _quiet() -> None:
+    for name in ("distributed", "distributed.client", "distributed.scheduler", "distributed.worker",
+                 "distributed.nanny", "distributed.core", "distributed.deploy"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+
+
+@contextlib.contextmanager
+def client_for(workers: int, scheduler=None):
+    """A ``distributed.Client``: of ``scheduler`` (an address, or a client returned as it is), else
+    of a new local cluster of ``workers`` processes that stops when the block ends.
+
+    Raises
+    ------
+    UsageError
+        The scheduler cannot be reached (one line: the address and what to do).
+    """
+    import dask
+    import distributed
+
+    _quiet()
+    if scheduler is not None and not isinstance(scheduler, str):
+        yield scheduler
+        return
+    if scheduler:
+        try:
+            client = distributed.Client(scheduler, timeout=CONNECT_SECONDS, set_as_default=False)
+        except (OSError, TimeoutError, ValueError) as err:
+            raise UsageError(f"cannot reach the Dask scheduler at {scheduler} ({type(err).__name__}); start one "
+                             f"(dask scheduler) or leave out --scheduler and MLMBOOK_SCHEDULER") from None
+        try:
+            yield client
+        finally:
+            with contextlib.suppress(Exception):
+                client.close(timeout=5)
+        return
+    saved = dict(os.environ)
+    # the workers get this process's environment, as a pool's would: no thread or malloc settings of Dask's
+    # (which its nannies would also write into this process's environment)
+    with dask.config.set({"distributed.scheduler.allowed-failures": ALLOWED_FAILURES,
+                          "distributed.nanny.pre-spawn-environ": {}}):
+        cluster = distributed.LocalCluster(n_workers=max(1, workers), threads_per_worker=1, processes=True,
+                                           host=LOCAL_HOST, dashboard_address=None, worker_dashboard_address=None,
+                                           scheduler_port=0, memory_limit=0, silence_logs=logging.CRITICAL,
+                                           scheduler_kwargs={"dashboard_address": f"{LOCAL_HOST}:0"})
+        client = distributed.Client(cluster, set_as_default=False)
+    try:
+        yield client
+    finally:
+        with contextlib.suppress(Exception):
+            client.close(timeout=5)
+        with contextlib.suppress(Exception):
+            cluster.close(timeout=10)
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def map_blocks(fn: Callable, items: list, *args, scheduler=None, size: int = BLOCK) -> list:
+    """``fn(block, *args)`` (a list with one result per item of ``block``) over ``items`` cut into
+    blocks of ``size``, concatenated in order: one block after another here, or side by side on the
+    cluster of ``scheduler`` (an address or a client), ``args`` sent to it once.
+
+    The blocks do not depend on the cluster, so neither do the results: a model's arithmetic on a
+    batch can depend on what else is in the batch, in the last bits.
+    """
+    chunks = [items[i:i + size] for i in range(0, len(items), size)]
+    if scheduler is None:
+        return [x for c in chunks for x in fn(c, *args)]
+    with client_for(1, scheduler) as client:
+        shared = client.scatter(list(args), hash=False) if args else []
+        futures = [client.submit(fn, c, *shared, pure=False) for c in chunks]
+        return [x for f in futures for x in f.result()]
+
+
+def set_parent_death_signal() -> bool:
+    """Ask Linux to SIGKILL this process when the thread that started it ends; False where unsupported."""
+    import ctypes
+    import signal
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL)) == 0   # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return False
+
+
+_GUARD = """import ctypes, os, signal, sys
+try:
+    ctypes.CDLL(None).prctl(1, int(signal.SIGKILL))
+except (OSError, AttributeError):
+    pass
+parent = os.environ.get("JPY_PARENT_PID", "")
+if parent.isdigit() and os.getppid() != int(parent):
+    sys.exit(1)
+os.execv(sys.executable, [sys.executable, "-m", "ipykernel_launcher", *sys.argv[1:]])
+"""
+
+
+def kernel_argv(python: str | None = None) -> list[str]:
+    """A kernelspec's ``argv`` starting ``ipykernel_launcher`` with ``python`` (default: this one), set
+    to be killed when the process that launched it dies (SIGKILL included); the kernel's own poll of
+    its parent stays as a second guard."""
+    return [python or sys.executable, "-c", _GUARD, "-f", "{connection_file}",
+            # CRITICAL: not the TCP-without-encryption warning, nor the "KeyboardInterrupt caught in
+            # kernel" that jupyter_client's interrupt-before-shutdown can cause
+            "--IPKernelApp.log_level=CRITICAL"]

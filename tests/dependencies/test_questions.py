@@ -1,0 +1,39 @@
+"""Chapter 1's study: six questions in one family, and the rows of a corpus-UUAS difference."""
+import numpy as np
+import pytest
+
+from mlmbook.dependencies import cited, questions
+from mlmbook.stats import MAX_PRIMARY, paired
+
+
+def test_six_questions_one_family_each_with_its_planned_sample():
+    study = questions.study()
+    assert study.size == len(questions.QUESTIONS) <= MAX_PRIMARY and study.level == pytest.approx(1 - 0.05 / 6)
+    assert set(questions.MAIN + questions.MODELS + questions.CPMI) == set(study.questions)
+    for key, q in study.questions.items():
+        assert q.effect == questions.EFFECT and q.unit == "sentence" and study.needed(key) > 0
+        assert set(q.words) >= {"above", "below"}
+
+
+def test_uuas_rows_give_the_corpus_uuas_difference_and_refuse_other_sentences():
+    a = (np.array([3, 2, 4]), np.array([4, 3, 5]))
+    b = (np.array([1, 2, 2, 9]), np.array([4, 3, 5, 9]))
+    v, w = questions.uuas_rows(a, b)
+    assert v.tolist() == [2, 0, 2] and w.tolist() == [4, 3, 5]
+    d, g = paired.by_unit(v, w)
+    assert d.sum() / g.sum() == pytest.approx(a[0].sum() / 12 - b[0][:3].sum() / 12)
+    with pytest.raises(ValueError, match="same sentences"):
+        questions.uuas_rows(a, (np.array([1, 1, 1]), np.array([4, 3, 6])))
+
+
+def test_an_answer_is_recorded_whole_and_glued_without_negative_zeros():
+    study = questions.study()
+    v, w = questions.uuas_rows((np.full(12, 3.0), np.full(12, 4.0)), (np.full(12, 2.0), np.full(12, 4.0)))
+    a = study.answer("mlm_adjacent", v, w)
+    c = cited.Cited(a)
+    assert c.to_record()["kind"] == "answer" and c.to_record()["values"] == v.tolist()
+    fields = c.glue_fields()
+    assert fields["verdict"] == a.verdict and fields["estimate"] == pytest.approx(0.25)
+    assert cited.clean(-0.0004) == 0.0 and cited.clean(-0.0006) == -0.0006
+    from mlmbook.stats import Interval
+    assert cited.unbounded(Interval(0.1, float("-inf"), 0.3)) == {"low": "−∞"}

@@ -1,0 +1,125 @@
+"""Issue 36's checks of ``check-site``, each failing on a doctored copy of the tiny site.
+
+Content wider than the column (a display equation, even one that scrolls; a table that scrolls
+without saying so), tick text under 10 px (a mathtext exponent on a log axis), a legend over
+plotted data, the template patterns ("0.0e+00", "-0.000", "1 verdicts", "at most 1 verdict",
+doubled words, plain-text math) and a chapter page longer than 12 screens.
+"""
+from __future__ import annotations
+
+import base64
+
+import pytest
+
+from mlmbook.pipeline.sitecheck import MAX_SCREENS, SCREEN_PX, check_site
+from tests.pipeline.tiny_site import doctored
+
+pytestmark = pytest.mark.slow
+
+
+def _check(html):
+    return check_site(html, None, chapters_need_explorer=False)
+
+
+def _ours(problems, what):
+    return [p for p in problems if "00_tiny" in p and what in p]
+
+
+def test_an_equation_wider_than_the_column_fails_even_when_it_scrolls(tiny_site, chromium, tmp_path):
+    """The book's CSS lets a display equation scroll in its own box: a reader still loses its end."""
+    terms = " + ".join(f"a_{{{k}}}" for k in range(90))
+    html = doctored(tiny_site, tmp_path, insert=f'<div class="math notranslate nohighlight">\\[{terms}\\]</div>')
+    found = _ours(_check(html), "display equation wider than the column")
+    assert len(found) == 1, found
+
+
+def test_a_wide_table_scrolling_without_a_mark_fails(tiny_site, chromium, tmp_path):
+    cells = "".join(f"<td>column {k}</td>" for k in range(40))
+    html = doctored(tiny_site, tmp_path, insert=f'<div style="overflow-x:auto"><table><tr>{cells}</tr></table></div>'
+                                                f'<div class="mlmbook-scroll"><table><tr>{cells}</tr></table></div>')
+    problems = [p for p in _check(html) if "table" in p]
+    assert len(problems) == 1 and "scrolls sideways without saying so" in problems[0], problems
+
+
+def test_a_narrow_table_in_a_scroll_box_passes(tiny_site, chromium, tmp_path):
+    html = doctored(tiny_site, tmp_path, insert='<div style="overflow-x:auto"><table><tr><td>1</td></tr></table></div>')
+    assert not [p for p in _check(html) if "table" in p]
+
+
+def _png(log_exponents: bool = False, legend_on_data: bool = False) -> tuple[str, int]:
+    """A figure through the book's PNG formatter: a log axis labelled with mathtext exponents (as
+    matplotlib's default does), or a legend set on a curve."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import LogFormatterSciNotation
+
+    from mlmbook import plotting
+
+    plotting.use_style()
+    fig, ax = plotting.figure()
+    x = [1, 10, 100, 1000]
+    ax.plot(x, x, "o-", label="a curve through the middle")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    if log_exponents:
+        ax.yaxis.set_major_formatter(LogFormatterSciNotation())
+    if legend_on_data:
+        ax.legend(loc="center")
+    else:
+        plotting.place_legend(ax)
+    data, width = plotting.figure_png(fig)
+    plt.close(fig)
+    return base64.b64encode(data).decode("ascii"), width
+
+
+def _figure(png: str, width: int, number: str) -> str:
+    return (f'<figure><img src="data:image/png;base64,{png}" width="{width}" alt="a figure">'
+            f'<figcaption><p><span class="caption-number">Fig. {number} </span>A figure.</p></figcaption></figure>')
+
+
+def test_mathtext_exponents_on_a_log_axis_fail_and_the_books_ticks_pass(tiny_site, chromium, tmp_path):
+    bad, good = _png(log_exponents=True), _png()
+    html = doctored(tiny_site, tmp_path, insert=_figure(*bad, "0.8") + _figure(*good, "0.9"))
+    problems = _check(html)
+    found = _ours(problems, "tick text")
+    assert len(found) == 1 and "under 10 px" in found[0], problems
+    assert not _ours(problems, "legend over")
+
+
+def test_a_legend_over_data_fails(tiny_site, chromium, tmp_path):
+    html = doctored(tiny_site, tmp_path, insert=_figure(*_png(legend_on_data=True), "0.8"))
+    found = _ours(_check(html), "a legend over")
+    assert len(found) == 1 and "place_legend" in found[0], found
+
+
+def test_template_patterns_fail(tiny_site, chromium, tmp_path):
+    insert = ("<p>The readings add up (relative difference 0.0e+00, rounding).</p>"
+              "<p>The gain is -0.000 [-0.048, +0.035] nats.</p>"
+              "<p>The chapter states at most 1 verdict.</p>"
+              "<p>There are 1 verdicts on the page.</p>"
+              "<p>We compare the the two models.</p>"
+              "<p>The cost is m H_m passes, about n log n in all.</p>")
+    problems = _check(doctored(tiny_site, tmp_path, insert=insert))
+    for what in ("zero in exponent notation", "a negative zero", "a template count", "a count of one with a plural",
+                 "a doubled word", "math written as plain text"):
+        assert _ours(problems, what), (what, problems)
+
+
+def test_numbers_that_look_like_templates_but_are_not_pass(tiny_site, chromium, tmp_path):
+    """No false alarms: a negative interval end, 0.1 of a verdict, 'Figure 1 shows', code names."""
+    insert = ("<p>The interval is [−0.048, +0.035] and 1e-05 is small; Figure 1 shows 10.1 verdicts per page.</p>"
+              "<p>Set <code>allow_unknown</code> and <code>p_T</code> in code; at most one verdict; 1 verdict.</p>")
+    problems = _check(doctored(tiny_site, tmp_path, insert=insert))
+    assert problems == [], problems
+
+
+def test_a_chapter_page_longer_than_twelve_screens_fails(tiny_site, chromium, tmp_path):
+    tall = MAX_SCREENS * SCREEN_PX + 100
+    problems = _check(doctored(tiny_site, tmp_path, insert=f'<div style="height:{tall}px"></div>'))
+    found = _ours(problems, "screens long")
+    assert len(found) == 1 and f"over {MAX_SCREENS}" in found[0], problems
+    # the same height on a page outside the chapters is not a chapter page: no length limit
+    intro = doctored(tiny_site, tmp_path / "intro", page="book/intro.html",
+                     insert=f'<div style="height:{tall}px"></div>')
+    assert not [p for p in _check(intro) if "screens long" in p]

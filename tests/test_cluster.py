@@ -1,0 +1,130 @@
+"""Where tasks run (mlmbook.workers.cluster): blocks that do not depend on the cluster, a one-line error for
+an unreachable scheduler, processes that die with the one that started them; models as bytes
+(mlmbook.models.shipping); the build lock."""
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import psutil
+import pytest
+
+from mlmbook.workers import cluster
+
+
+def _lengths(block, offset):
+    return [(len(block), offset + x) for x in block]
+
+
+def test_map_blocks_here_cuts_the_same_blocks_a_cluster_would():
+    out = cluster.map_blocks(_lengths, list(range(10)), 100, size=4)
+    assert out == [(4, 100), (4, 101), (4, 102), (4, 103), (4, 104), (4, 105), (4, 106), (4, 107), (2, 108), (2, 109)]
+    assert cluster.map_blocks(_lengths, [], 0) == []
+
+
+@pytest.mark.slow(reason="waits for a connection to time out")
+def test_an_unreachable_scheduler_is_one_line_naming_it():
+    from mlmbook.errors import UsageError
+    old = cluster.CONNECT_SECONDS
+    cluster.CONNECT_SECONDS = 2
+    try:
+        with pytest.raises(UsageError, match=r"cannot reach the Dask scheduler at tcp://127.0.0.1:9 .*--scheduler"):
+            cluster.map_blocks(_lengths, [1, 2], 0, scheduler="tcp://127.0.0.1:9")
+    finally:
+        cluster.CONNECT_SECONDS = old
+
+
+def test_the_scheduler_comes_from_the_option_then_the_environment(monkeypatch):
+    monkeypatch.setenv("MLMBOOK_SCHEDULER", "tcp://127.0.0.1:8786")
+    assert cluster.address("tcp://127.0.0.1:1") == "tcp://127.0.0.1:1"
+    assert cluster.address() == "tcp://127.0.0.1:8786"
+    monkeypatch.setenv("MLMBOOK_SCHEDULER", "")
+    assert cluster.address() is None
+
+
+PARENT = textwrap.dedent("""
+    import subprocess, sys, time
+    child = subprocess.Popen([sys.executable, "-c", {child!r}])
+    print(child.pid, flush=True)
+    time.sleep(600)
+""")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
+@pytest.mark.parametrize("guarded", [True, False])
+def test_a_guarded_child_dies_with_its_parent_killed_by_sigkill(guarded):
+    """A process that set the parent-death signal dies when its parent is SIGKILLed; one that did not
+    lives on (so the test can fail)."""
+    child = ("import time\nfrom mlmbook.workers.cluster import set_parent_death_signal\n"
+             f"assert set_parent_death_signal() or not {guarded}\n" if guarded else "import time\n") + "time.sleep(60)"
+    parent = subprocess.Popen([sys.executable, "-c", PARENT.format(child=child)], stdout=subprocess.PIPE, text=True)
+    pid = int(parent.stdout.readline())
+    time.sleep(1.5)                                           # the child has set its signal
+    os.kill(parent.pid, signal.SIGKILL)
+    parent.wait()
+    proc = psutil.Process(pid)
+    try:
+        gone, alive = psutil.wait_procs([proc], timeout=5 if guarded else 1)
+        assert bool(gone) == guarded
+    finally:
+        if proc.is_running():
+            proc.kill()
+
+
+def test_the_kernelspec_starts_ipykernel_behind_the_guard():
+    argv = cluster.kernel_argv("/some/python")
+    assert argv[0] == "/some/python" and argv[1] == "-c" and "{connection_file}" in argv
+    assert "prctl(1, int(signal.SIGKILL))" in argv[2] and '"-m", "ipykernel_launcher"' in argv[2]
+    compile(argv[2], "guard", "exec")
+
+
+def test_a_live_build_lock_is_refused_naming_its_pid(tmp_path, monkeypatch):
+    from mlmbook.errors import BuildError
+    from mlmbook.pipeline.chapters import Layout
+    from mlmbook.pipeline.runs import build_lock
+    monkeypatch.setenv("MLMBOOK_BUILD", str(tmp_path / "_build"))
+    layout = Layout(tmp_path)
+    with build_lock(layout) as path:
+        assert path.read_text().strip() == str(os.getpid())
+        holder = subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
+            import os
+            os.environ["MLMBOOK_BUILD"] = {str(tmp_path / "_build")!r}
+            from mlmbook.pipeline.chapters import Layout
+            from mlmbook.pipeline.runs import build_lock
+            with build_lock(Layout({str(tmp_path)!r})):
+                pass
+            """)], capture_output=True, text=True)
+        assert holder.returncode != 0 and f"(pid {os.getpid()})" in holder.stderr
+    with build_lock(layout):                                  # released: the next build takes it
+        pass
+    with pytest.raises(BuildError, match="another build is running"):
+        with build_lock(layout):
+            with build_lock(layout):                          # a second holder, even in one process
+                pass
+
+
+@pytest.mark.slow(reason="trains a tiny model")
+def test_a_model_packed_as_bytes_installs_whole_and_a_damaged_one_never_lands(tmp_path, monkeypatch):
+    from mlmbook.models import load_or_train, shipping
+    from mlmbook.models.train import TrainConfig
+    tiny = TrainConfig(hidden=16, layers=1, heads=1, intermediate=32, steps=10, batch=8, n_eval=5, eval_every=5,
+                       checkpoints=())
+    monkeypatch.setenv("MLMBOOK_CACHE", str(tmp_path / "here"))
+    entry = load_or_train("tiny", tiny, seed=0, progress=False).path
+    blob = shipping.pack(entry)
+    assert shipping.pack(entry) == blob                                  # the same entry, the same bytes
+    monkeypatch.setenv("MLMBOOK_CACHE", str(tmp_path / "there"))
+    landed = shipping.install(entry.name, blob)
+    assert landed == tmp_path / "there" / entry.name
+    files = sorted(p.relative_to(entry) for p in entry.rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(landed) for p in landed.rglob("*") if p.is_file())
+    assert all((entry / f).read_bytes() == (landed / f).read_bytes() for f in files)
+    assert load_or_train("tiny", tiny, seed=0, progress=False).path == landed   # found: not trained again
+    monkeypatch.setenv("MLMBOOK_CACHE", str(tmp_path / "elsewhere"))
+    at = blob.index(b"model.safetensors")
+    damaged = blob[:at + 1024] + bytes([blob[at + 1024] ^ 0xFF]) + blob[at + 1025:]
+    with pytest.raises(ValueError, match="does not match its checksum"):
+        shipping.install(entry.name, damaged)
+    assert not [p for p in (tmp_path / "elsewhere").glob("*") if not p.name.startswith(".")]

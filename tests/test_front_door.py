@@ -1,0 +1,260 @@
+"""The researcher's front door (issue 35): one guarded path for the research API, the verbs and the build.
+
+* a model that does not know a treebank is refused in one line — by the API, by a verb and before a build —
+  the toy model on real English and an English WordPiece model on a French-like treebank alike;
+* ``allow_unknown`` runs the package functions chapters 1–4 call on such a treebank without crashing;
+* each API call returns the chapter's number on the same input (PLL, CMI trees on the exact grid, the AG joint,
+  the rectangle test, the effective rank), compared with the science function the chapter calls;
+* ``cost`` on a damaged weights file prints one line.
+
+Every treebank here is written by the project (``tests/fixtures``); the UD EWT test skips without the file
+(it must run under ``CI=true``).
+"""
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import mlmbook
+from mlmbook import cli_research
+from mlmbook.corpus import Window, read_for_model
+from mlmbook.errors import BuildError, DataFitError
+
+FIXTURES = Path(__file__).parent / "fixtures"
+ENGLISH_WEB = FIXTURES / "english_web.conllu"
+FRENCH_LIKE = FIXTURES / "french_like.conllu"
+
+
+def _one_line(text: str) -> str:
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    assert len(lines) == 1, f"expected one line, got {len(lines)}:\n{text}"
+    return lines[0]
+
+
+def _plans(numbers, parameters, profile="quick"):
+    from mlmbook.pipeline.chapters import Layout, find_chapters, plan_parameters
+    chapters = {c.number: c for c in find_chapters(Layout.find(None))}
+    return plan_parameters([chapters[n] for n in numbers], list(parameters), profile)
+
+
+@pytest.fixture(scope="module")
+def english_wordpiece(tmp_path_factory):
+    """A random BERT with a WordPiece vocabulary trained on English words (the toy language's)."""
+    from mlmbook.toy import Grammar
+    from tests.conftest import save_tiny_wordpiece_bert
+    corpus = [s.text for s in Grammar.load("toy").sample(500, seed=0)]
+    return str(save_tiny_wordpiece_bert(tmp_path_factory.mktemp("en_wp"), corpus, vocab_size=1000))
+
+
+# ---------------------------------------------------------------------------- refused in one line
+def test_the_toy_model_on_real_english_is_refused_by_the_api_the_verb_and_the_build(toy_bert, capsys):
+    with pytest.raises(DataFitError) as err:
+        mlmbook.dependency_trees(toy_bert, ENGLISH_WEB)
+    assert "unknown" in _one_line(str(err.value)) and "allow_unknown" in str(err.value)
+    assert cli_research.main(["trees", toy_bert, str(ENGLISH_WEB)]) == 1
+    line = _one_line(capsys.readouterr().err)
+    assert line.startswith("mlmbook: error:") and "english_web.conllu" in line and "--allow-unknown" in line
+    with pytest.raises(BuildError) as err:                 # the build: before any training or kernel
+        from mlmbook.pipeline.inputs import check_inputs
+        check_inputs(_plans([1], [("treebank", str(ENGLISH_WEB))]), "quick")
+    line = _one_line(str(err.value))
+    assert line.startswith("chapter 01_dependencies:") and "'toy'" in line and "unknown" in line
+    # the README's old sentence: "a" is not a toy word
+    with pytest.raises(DataFitError, match="'a'"):
+        mlmbook.pll(toy_bert, ["the dog sees a cat ."])
+
+
+def test_an_english_wordpiece_model_on_a_french_like_treebank_is_refused(english_wordpiece, capsys):
+    with pytest.raises(DataFitError) as err:
+        mlmbook.dependency_trees(english_wordpiece, FRENCH_LIKE)
+    assert "pieces on average" in _one_line(str(err.value))
+    assert cli_research.main(["trees", english_wordpiece, str(FRENCH_LIKE)]) == 1
+    assert "pieces on average" in _one_line(capsys.readouterr().err)
+    from mlmbook.pipeline.inputs import check_inputs
+    for chapter in (1, 2, 3, 4):
+        with pytest.raises(BuildError, match=f"chapter 0{chapter}_.*pieces on average"):
+            check_inputs(_plans([chapter], [("model", english_wordpiece), ("treebank", str(FRENCH_LIKE))]), "full")
+
+
+def test_a_length_option_names_its_knob(english_wordpiece, capsys):
+    from mlmbook.errors import TreebankError
+    toy_text = FIXTURES / "any_model.conllu"
+    with pytest.raises(TreebankError, match="max_words"):
+        mlmbook.dependency_trees(english_wordpiece, toy_text, max_words=2)
+    assert cli_research.main(["trees", english_wordpiece, str(toy_text), "--max-words", "2"]) == 1
+    assert "--max-words" in _one_line(capsys.readouterr().err)
+    res = mlmbook.dependency_trees(english_wordpiece, toy_text, max_words=4, limit=3)
+    assert len(res.trees) == 3 and all(len(g) + 1 <= 4 for g in res.gold)
+    assert "outside 3–4 words" in res.corpus.summary()
+
+
+def test_cost_on_a_damaged_weights_file_prints_one_line(english_wordpiece, tmp_path, capsys):
+    import shutil
+
+    from mlmbook.__main__ import main
+    damaged = tmp_path / "damaged"
+    shutil.copytree(english_wordpiece, damaged)
+    weights = damaged / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
+    assert main(["cost", "1", "-p", "model", str(damaged)]) == 1
+    out = capsys.readouterr()
+    line = _one_line(out.err)
+    assert "damaged" in line and "save_pretrained" in line and "Traceback" not in out.err + out.out
+    from mlmbook.pipeline.inputs import check_inputs
+    with pytest.raises(BuildError, match="damaged") as err:
+        check_inputs(_plans([1, 5], [("model", str(damaged))]), "quick")
+    _one_line(str(err.value))
+
+
+# ---------------------------------------------------------------------------- allow_unknown runs
+@pytest.fixture(scope="module")
+def toy_quick():
+    """The book's toy MLM in the quick profile (trained once into the cache, about 30 s on two cores)."""
+    return mlmbook.load_mlm("toy", profile="quick")
+
+
+def _chapters_1_to_4(lm, treebank):
+    """The package functions chapters 1-4 call on a treebank, on the sentences the front door lets through."""
+    import torch
+
+    from mlmbook import consistency as C
+    from mlmbook import deficiency as D
+    from mlmbook import dependencies as dep
+    from mlmbook import joints as J
+    corpus = read_for_model(lm, treebank, Window(3, 10), limit=6, seed=0, allow_unknown=True)
+    assert not corpus.fit.ok and "allow_unknown" in corpus.admonition()._repr_html_()
+    # chapter 1
+    sc = dep.sample.Scored.of(corpus.sentences)
+    n_grid = dep.exact_prefix(lm, sc.words, sc.keep, budget_rows=10_000)
+    cmi = dep.cmi_scores(lm, sc.words, sc.keep, budget_rows=10_000)
+    gibbs = dep.cmi_gibbs(lm, sc.words[:2], sc.keep[:2], chains=2, steps=6, burn_in=2, seed=0)
+    cpmi = dep.cpmi(lm, sc.words, sc.keep)
+    for scores in (cmi.scores, cpmi, gibbs):
+        trees = [dep.decode(M) for M in scores]
+        correct, total = dep.uuas_counts(trees, sc.edges[:len(trees)])
+        assert 0 <= correct.sum() <= total.sum()
+    pair = dep.sample.example_pair(sc, lm, among=max(n_grid, 1))
+    if pair is not None:
+        k, a, b = pair
+        ids, pieces = mlmbook.corpus.encode(lm, sc.words[k])
+        assert ids[pieces[sc.keep[k][a]][0]] not in lm.special_ids
+    # chapter 2
+    items = J.choose_pairs(lm, corpus.sentences, 3, np.random.default_rng(0))
+    for it in items[:2]:
+        pc = J.pair_conditionals(lm, it["ids"], it["A"], it["B"], None)
+        assert set(J.derive_all(pc)) and J.evaluate_pair(pc, J.gold_index(pc, it["ids"][it["A"]],
+                                                                          it["ids"][it["B"]]))
+    # chapter 3: pairs of word pieces the model can predict
+    rows = [mlmbook.corpus.encode(lm, s)[0] for s in corpus.sentences]
+    pairs = [(s, i, j) for s, r in enumerate(rows) for i in range(len(r)) for j in range(i + 1, len(r))
+             if r[i] not in lm.special_ids and r[j] not in lm.special_ids][:12]
+    if pairs:
+        probes = C.probe_pairs(lm, [torch.tensor(r) for r in rows], pairs, flips=False)
+        assert len(probes.rect.delta) == len(pairs)
+    # chapter 4: the sentences' surface tokens, within the model's window
+    sample = D.make_sample(lm, corpus.tokens, 0.15, 16, seed=0)
+    assert D.geometry(lm, sample).n_layers >= 2
+
+
+@pytest.mark.slow                     # trains the quick toy model on a fresh cache
+def test_allow_unknown_runs_chapters_1_to_4_on_the_toy_model_and_a_treebank(toy_quick):
+    _chapters_1_to_4(toy_quick, ENGLISH_WEB)
+
+
+@pytest.mark.slow
+def test_allow_unknown_runs_chapters_1_to_4_on_ud_ewt(toy_quick):
+    """The crashes of issue 35 were found on UD English EWT: the same functions on its test file."""
+    from mlmbook.corpus import find_treebank
+    from mlmbook.errors import TreebankNotFoundError
+    try:
+        path = find_treebank("test")
+    except TreebankNotFoundError as err:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{err} (CI must run this test)")
+        pytest.skip(f"UD English EWT is not on disk: {err}")
+    _chapters_1_to_4(toy_quick, path)
+
+
+def test_the_build_checks_the_toy_tokenizer_as_the_trained_model_reads():
+    from mlmbook.models.train import make_tokenizer
+    from mlmbook.pipeline.inputs import _Tokenizer
+    from mlmbook.toy import Grammar
+    reader = _Tokenizer("toy")
+    words = ["the", "farmers", "feed", "a", "cow"]
+    assert reader.encode_words(words)[0] == make_tokenizer(Grammar.load("toy"))(
+        words, is_split_into_words=True, add_special_tokens=False)["input_ids"]
+    assert reader.max_length == Grammar.load("toy").max_length
+
+
+@pytest.mark.slow
+def test_the_toy_tokenizer_of_the_build_is_the_trained_models(toy_quick):
+    from mlmbook.pipeline.inputs import _Tokenizer
+    reader = _Tokenizer("toy")
+    words = ["the", "farmers", "feed", "a", "cow", "."]
+    assert reader.max_length == toy_quick.max_length and reader.mask_id == toy_quick.mask_id
+    assert reader.encode_words(words) == toy_quick.encode_words(words)
+
+
+# ---------------------------------------------------------------------------- the API returns the chapter's number
+@pytest.fixture(scope="module")
+def toy_sentences():
+    return mlmbook.Grammar.load("toy").sample(12, seed=7)
+
+
+@pytest.mark.slow
+def test_api_pll_is_the_engines(toy_quick, toy_sentences):
+    from mlmbook import queries
+    words = [s.words for s in toy_sentences]
+    np.testing.assert_allclose(mlmbook.pll(toy_quick, words), queries.pll(toy_quick, words), atol=1e-10)
+    np.testing.assert_allclose(mlmbook.pll(toy_quick, toy_sentences), queries.pll(toy_quick, words), atol=1e-10)
+
+
+@pytest.mark.slow
+def test_api_cmi_trees_are_chapter_1s_exact_grid(toy_quick):
+    from mlmbook import dependencies as dep
+    short = [s for s in mlmbook.Grammar.load("toy").sample(40, seed=7) if len(s) <= 6]
+    res = mlmbook.dependency_trees(toy_quick, short, method="cmi", limit=3)
+    assert res.estimator == "exact grid" and res.bound == 0.0
+    # chapter 1: the sentences with 3+ scored words, the exact grid, decode, UUAS counts
+    sc = dep.sample.pick(short, toy_quick, 3, max_words=10 ** 6)
+    grid = dep.cmi_grid(toy_quick, sc.words, sc.keep, window=dep.WINDOW)
+    for mine, chapters in zip(res.scores, grid):
+        np.testing.assert_allclose(mine, chapters, atol=1e-12)
+    trees = [dep.decode(M) for M in grid]
+    correct, total = dep.uuas_counts(trees, sc.edges)
+    assert res.uuas.estimate == pytest.approx(correct.sum() / total.sum())
+    np.testing.assert_array_equal(res.correct, correct)
+
+
+@pytest.mark.slow
+def test_api_ag_joint_is_chapter_2s(toy_quick, toy_sentences):
+    from mlmbook import joints as J
+    words = toy_sentences[0].words
+    ids, pieces = toy_quick.encode_words(words)
+    joint = mlmbook.derive_joint(toy_quick, words, 1, 2, method="ag")
+    pc = J.pair_conditionals(toy_quick, ids, pieces[1][0], pieces[2][0], None)     # V <= 1000: the full grid
+    np.testing.assert_allclose(joint.probs, J.ag(pc).joint, atol=1e-12)
+
+
+@pytest.mark.slow
+def test_api_rectangle_is_chapter_3s(toy_quick, toy_sentences):
+    from mlmbook import consistency as C
+    words = toy_sentences[1].words
+    ids = toy_quick.encode_words(words)[0]
+    res = mlmbook.rectangle_test(toy_quick, words)
+    probes = C.probe_pairs(toy_quick, [ids], np.column_stack([np.zeros(len(res.pairs), int), res.pairs]),
+                           flips=False)
+    np.testing.assert_allclose(res.delta, probes.rect.delta, atol=1e-12)
+
+
+@pytest.mark.slow
+def test_api_effective_rank_is_chapter_4s_rank_of_the_same_rows(toy_quick, toy_sentences):
+    import torch
+
+    from mlmbook import rank
+    texts = [s.words for s in toy_sentences[:6]]
+    r = mlmbook.effective_rank(toy_quick, texts, eps=0.05)
+    clean = torch.cat([toy_quick.hidden_states(torch.tensor([toy_quick.encode_words(w)[0]]))[-1][0]
+                       for w in texts]).double().numpy()
+    assert r.clean == rank.effective_rank_mass(clean, 0.05) and r.n_rows == len(clean) and r.n_too_long == 0
