@@ -42,8 +42,9 @@ MAIN, MODELS, CPMI = ("mlm_adjacent", "mlm_dmv", "mlm_truth"), ("knob_mlm", "con
 
 
 def _q(key, claim, words):
+    sample = "SIZES.main" if key in MAIN else "SIZES.models" if key in MODELS else "SIZES.corpus"
     return Question(key, claim, EFFECT, BASIS, unit="sentence", measure="UUAS", planning_sd=PLANNING_SD[key],
-                    words=words)
+                    words=words, sample=sample)
 
 
 QUESTIONS = (

@@ -86,7 +86,7 @@ def primary_questions(toy: bool, lengths=None) -> list[Question]:
     """
     qs = [Question("rectangles", "the MLM's rectangles: log10 of |Δ| over the float32 noise floor", RECT_EFFECT,
                    "one order of magnitude over float noise", measure="", reference=0.0,
-                   planning_sd=PLANNING_SD["rectangles"],
+                   planning_sd=PLANNING_SD["rectangles"], sample="plan.rect_sentences",
                    words={"above": "above float noise", "below": "below float noise",
                           "equivalent": "at float noise"})]
     if not toy:
@@ -96,15 +96,15 @@ def primary_questions(toy: bool, lengths=None) -> list[Question]:
               "equivalent": "as the coupon collector's (±0.1)"}
     qs += [Question("growth_hot", "T = 3: growth exponent of the MLM chain's exact mixing time", GROWTH_EFFECT,
                     "±0.1 around the coupon collector's", measure="exponent", reference=beta,
-                    planning_sd=PLANNING_SD["growth_hot"], words=growth),
+                    planning_sd=PLANNING_SD["growth_hot"], words=growth, sample="plan.scaling_units"),
            Question("shape_hot", "T = 3: a power law's error against the coupon collector's curve", SHAPE_EFFECT,
                     "10 % of the curve's squared error", measure="ratio", reference=0.0,
-                    planning_sd=PLANNING_SD["shape_hot"],
+                    planning_sd=PLANNING_SD["shape_hot"], sample="plan.scaling_units",
                     words={"above": "the coupon collector's fits better", "below": "the power law fits better",
                            "equivalent": "the two fit alike (within 10 %)"}),
            Question("growth_t1", "T = 1: growth exponent of the MLM chain's exact mixing time", GROWTH_EFFECT,
                     "±0.1 around the coupon collector's", measure="exponent", reference=beta,
-                    planning_sd=PLANNING_SD["growth_t1"], words=growth)]
+                    planning_sd=PLANNING_SD["growth_t1"], words=growth, sample="plan.scaling_units")]
     return qs
 
 

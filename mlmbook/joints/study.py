@@ -104,13 +104,14 @@ def questions(truth: bool, default_kl: float | None = None, far_kl: float | None
         return PLANNING_SD[key] if truth else None
 
     ppl = "perplexities 10 % apart"
+    main = "SIZES.toy.sentences" if truth else "SIZES.real"          # where the chapter sets the units
     out = [Question("ag_vs_mlm_uppl", "AG's conditionals: U-PPL vs the MLM's own", PPL_EFFECT, ppl,
                     measure="log U-PPL", planning_sd=sd("ag_vs_mlm_uppl"),
-                    words={"below": "AG's lower", "above": "MLM's lower"}),
+                    words={"below": "AG's lower", "above": "MLM's lower"}, sample=main),
            Question("ag_vs_mrf", "AG vs MRF: P-PPL", PPL_EFFECT, ppl, measure="log P-PPL",
-                    planning_sd=sd("ag_vs_mrf"), words={"below": "AG lower", "above": "MRF lower"}),
+                    planning_sd=sd("ag_vs_mrf"), words={"below": "AG lower", "above": "MRF lower"}, sample=main),
            Question("hcb_vs_mrf", "HCB vs MRF: P-PPL", PPL_EFFECT, ppl, measure="log P-PPL",
-                    planning_sd=sd("hcb_vs_mrf"), words={"below": "HCB lower", "above": "MRF lower"})]
+                    planning_sd=sd("hcb_vs_mrf"), words={"below": "HCB lower", "above": "MRF lower"}, sample=main)]
     if not truth:
         return out
     if not (default_kl and far_kl):
@@ -119,14 +120,15 @@ def questions(truth: bool, default_kl: float | None = None, far_kl: float | None
     share = f"{100 * KL_SHARE:.0f} % of the model's single-site KL"
     return [Question("ag_vs_mlm", f"AG's conditionals vs the MLM's own: KL to the truth ({default_name})",
                      KL_SHARE * default_kl,
-                     f"{share}, {default_kl:.3f}", measure="nats", planning_sd=sd("ag_vs_mlm"), words=closer),
+                     f"{share}, {default_kl:.3f}", measure="nats", planning_sd=sd("ag_vs_mlm"), words=closer,
+                     sample=main),
             Question("ag_vs_mlm_far", f"the same on {far_name}", KL_SHARE * far_kl, f"{share}, {far_kl:.2f}",
-                     measure="nats", planning_sd=sd("ag_vs_mlm_far"), words=closer),
+                     measure="nats", planning_sd=sd("ag_vs_mlm_far"), words=closer, sample="SIZES.toy.ladder"),
             *out,
             Question("knob_block", f"soft zeros (ε 0 → 0.1): HCB block error of the {knob_name} models",
                      KNOB_EFFECT,
                      "half the truth's own fall", measure="share of mass", planning_sd=sd("knob_block"),
-                     words={"below": "falls", "above": "rises"})]
+                     words={"below": "falls", "above": "rises"}, sample="SIZES.toy.knob")]
 
 
 def ppl_rows(per_pair: dict, first: str, second: str, field: str = "logp_pair") -> np.ndarray:

@@ -128,8 +128,11 @@ PRESETS = {
     "topic_full": TrainConfig(hidden=128, layers=2, heads=4, intermediate=512, steps=2000, batch=64, lr=2e-3,
                               n_eval=100, eval_every=500),
 }
-"""Training configurations by name: one per profile of :data:`mlmbook.profiles.PROFILES`, plus
-``topic_<profile>`` where the topic variant trains differently (see :func:`preset_for`)."""
+PRESETS["extended"] = PRESETS["full"]                 # the extended profile trains the full profile's models,
+PRESETS["topic_extended"] = PRESETS["topic_full"]     # more of them (seeds): mlmbook.models.zoo
+"""Training configurations by name: one per profile of :data:`mlmbook.profiles.KNOWN_PROFILES`, plus
+``topic_<profile>`` where the topic variant trains differently (see :func:`preset_for`). The ``extended``
+profile's configurations are the full profile's (same objects, same cache entries)."""
 
 
 def preset_for(grammar_name: str, profile: str) -> str:

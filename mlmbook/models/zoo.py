@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Callable
 
+from ..profiles import FALLBACK
 from .train import PRESETS, TrainConfig
 
 __all__ = ["Job", "CHAPTER_MODELS", "needed", "find", "chapter_models", "default_models", "chapter4_pair",
@@ -104,7 +105,7 @@ def chapter0(profile: str) -> list[Job]:
     return []
 
 
-CONTROL_FITTED_STEPS = {"quick": 1000, "full": 4000}
+CONTROL_FITTED_STEPS = {"quick": 1000, "full": 4000, "extended": 4000}
 """Training steps of chapter 1's ``"control fitted"`` model (the knob models' width, longer training)."""
 
 
@@ -140,7 +141,7 @@ def chapter1(profile: str) -> list[Job]:
     return jobs
 
 
-SMOOTHING = {"quick": (0.1,), "full": (0.01, 0.1)}
+SMOOTHING = {"quick": (0.1,), "full": (0.01, 0.1), "extended": (0.01, 0.1)}
 """Chapter 2's settings of the ``smoothing`` knob (:mod:`mlmbook.toy.knobs`) with a trained MLM;
 the setting 0 is the ladder's rung of the same size (:func:`chapter2`)."""
 
@@ -162,13 +163,14 @@ def chapter2(profile: str) -> list[Job]:
 CH3_NOISE = (0.0, 0.1, 0.3)
 """Chapter 3's noise knob: shares of training words replaced by a random word (``TrainConfig(noise=...)``)."""
 
-CH3_SPAN = {"quick": 16, "full": 64}
+CH3_SPAN = {"quick": 16, "full": 64, "extended": 64}
 """Width of chapter 3's span models and their token-masked twins, per profile: the ladder's rung that the
 book trains with three seeds anyway (chapter 4's MLM/MAE-LM pair; in the quick profile the ladder's seed
 rungs), so that the three twins cost no training of their own."""
 
-CH3_SEEDS = (0, 1, 2)
-"""Training seeds of chapter 3's span models and twins (the span ensemble is a claim about a recipe)."""
+CH3_SEEDS = {"quick": (0, 1, 2), "full": (0, 1, 2), "extended": tuple(range(6))}
+"""Training seeds of chapter 3's span models and twins, per profile (the span ensemble is a claim about a
+recipe: the extended profile trains 1.2x the five seeds its questions need)."""
 
 
 def chapter3(profile: str) -> list[Job]:
@@ -196,10 +198,10 @@ def chapter3(profile: str) -> list[Job]:
 
     pair = rung(CH3_SPAN[profile])
     jobs = []
-    for seed in CH3_SEEDS:
+    for seed in CH3_SEEDS[profile]:
         jobs += [Job("toy", None, replace(pair, span=3.0, checkpoints=()), seed, name=f"span s{seed}"),
                  Job("toy", None, pair, seed, name=f"twin s{seed}")]
-    middle = rung({"quick": 32, "full": 64}[profile])
+    middle = rung({"quick": 32, "full": 64, "extended": 64}[profile])
     jobs += [Job("toy", None, replace(middle, noise=eta), 0, name=f"noise {eta:g}") for eta in CH3_NOISE]
     return jobs
 
@@ -207,6 +209,7 @@ def chapter3(profile: str) -> list[Job]:
 CH4_KNOB = {
     "quick": dict(rate=0.45, fit_steps=330, deep_layers=3),
     "full": dict(rate=0.45, fit_steps=1250, deep_layers=3),
+    "extended": dict(rate=0.45, fit_steps=1250, deep_layers=3),
 }
 """Chapter 4's knob and controls, per profile, all at the width of the chapter's MLM/MAE-LM pair (the
 ladder's hidden-64 rung in the full profile, its smallest seeded rung, hidden 16, in the quick one), the
@@ -216,6 +219,13 @@ MAE-LM's fit: the full profile's MLM at 1,250 steps ends at a held-out loss of 2
 MAE-LM ends at 2.23–2.30 after 1,500), and the layers of the depth-matched MLM (MAE-LM's encoder and
 decoder together). The fourth edition ran the knob and the controls at width 32, where the effect is
 reversed; their results stay on the page (:mod:`mlmbook.deficiency.earlier`)."""
+
+
+CH4_SEEDS = {"quick": 3, "full": 3, "extended": 126}
+"""Pretraining seeds of chapter 4's pair, knob and controls, per profile (its questions are about training
+recipes: the seed is the unit). The extended profile trains 1.2x what the largest of its questions needs at
+80 % power (the fine-tuning question, 105 seeds, from the full reference's per-seed spread; the rank questions
+need 7–22)."""
 
 
 def chapter4(profile: str) -> list[Job]:
@@ -241,11 +251,11 @@ def chapter4(profile: str) -> list[Job]:
     from . import ladder
 
     k = CH4_KNOB[profile]
-    width = 64 if profile == "full" else ladder.LADDERS[profile]["sizes"][0]
+    width = 64 if profile in ("full", "extended") else ladder.LADDERS[profile]["sizes"][0]
     pair = next(r.config for r in ladder.rungs(profile) if r.hidden == width and r.fraction == 1.0)
     fit = replace(pair, steps=k["fit_steps"], eval_every=max(1, k["fit_steps"] // 4))
     jobs = []
-    for seed in (0, 1, 2):
+    for seed in range(CH4_SEEDS[profile]):
         for kind in ("mlm", "maelm"):
             jobs.append(Job("toy", None, pair, seed, kind, name=f"default {kind} s{seed}"))
             jobs.append(Job("toy", None, replace(pair, mask_rate=k["rate"]), seed, kind,
@@ -262,7 +272,7 @@ def chapter4_pair(model: str, profile: str) -> dict:
         from .load import load_mlm
         return {("MLM", 0): load_mlm(model)}
     return {(name, s): find(4, profile, f"default {kind} s{s}").load()
-            for s in (0, 1, 2) for name, kind in (("MLM", "mlm"), ("MAE-LM", "maelm"))}
+            for s in range(CH4_SEEDS[profile]) for name, kind in (("MLM", "mlm"), ("MAE-LM", "maelm"))}
 
 
 def chapter5(profile: str) -> list[Job]:
@@ -286,13 +296,17 @@ def chapter5(profile: str) -> list[Job]:
         return replace(base, hidden=hidden, heads=max(1, hidden // 32), intermediate=4 * hidden,
                        steps=steps, eval_every=max(100, steps // 4), checkpoints=())
 
-    default = {"quick": (32, 500), "full": (64, 2000)}[profile]
+    base_profile = FALLBACK.get(profile, profile)           # extended: the full profile's topic models
+    default = {"quick": (32, 500), "full": (64, 2000)}[base_profile]
     rungs = {"quick": [(16, 300), default],
-             "full": [(32, 600), (32, 2000), default, (64, 6000)]}[profile]
+             "full": [(32, 600), (32, 2000), default, (64, 6000)]}[base_profile]
     jobs = [Job("toy", "plateau", cfg(*default), 0, name="plateau")]
     jobs += [Job("toy", "wall", cfg(h, s), 0, name=f"wall h{h} s{s}") for h, s in rungs]
     return jobs
 
+
+SEED_TABLES = {3: ("CH3_SEEDS",), 4: ("CH4_SEEDS",)}
+"""Per chapter, the tables of training seeds (per profile) its recipe questions are measured over."""
 
 CHAPTER_MODELS: dict[int, Callable[[str], list[Job]]] = {
     0: chapter0, 1: chapter1, 2: chapter2, 3: chapter3, 4: chapter4, 5: chapter5}

@@ -29,6 +29,7 @@ from .chapters import BuildError, Chapter
 from .checks import check_executed, relax_formats
 from .failures import failure
 from .record import load_not_measured
+from .split import for_execution
 
 __all__ = ["Run", "Outcome", "run_chapter", "ensure_kernel", "cell_timeout", "RUNNING", "THREAD_VARIABLES",
            "CELL_LINE_SECONDS"]
@@ -229,6 +230,8 @@ def run_chapter(run: Run, needs: dict | None = None) -> Outcome:
     start = time.perf_counter()
     _install_models(needs)
     chapter, nb = run.chapter, nbformat.reads(run.notebook, as_version=4)
+    # the other world's code cells do not run (toy-only cells on a real model, and the reverse)
+    for_execution(nb, run.parameters.get("model", "toy"), run.parameters.get("treebank"))
     shared = run.build is not None and Path(run.build).is_dir()
     with contextlib.ExitStack() as stack:
         if shared:

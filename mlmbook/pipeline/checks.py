@@ -46,17 +46,28 @@ def _prose_lines(text: str):
             yield line
 
 
+def _caption_lines(cell):
+    """The lines of a code cell's figure caption (``mystnb.figure.caption``): prose the page shows."""
+    caption = cell.get("metadata", {}).get("mystnb", {}).get("figure", {}).get("caption", "")
+    return str(caption).splitlines() if caption else []
+
+
 def glue_uses(nb) -> list[tuple[str, str | None]]:
-    """Every ``(key, format)`` the notebook's markdown cites with a ``{glue...}`` role or directive.
+    """Every ``(key, format)`` the notebook's markdown — and its figure captions — cite with a ``{glue...}``
+    role or directive.
 
     ``format`` is the format spec of a ``{glue:text}`key:spec``` role, else None. Keys of
     another document (``path::key``) are left out.
     """
     uses = []
     for cell in nb.cells:
-        if cell.cell_type != "markdown":
+        if cell.cell_type == "code":
+            lines = _caption_lines(cell)
+        elif cell.cell_type == "markdown":
+            lines = list(_prose_lines(cell.source))
+        else:
             continue
-        for line in _prose_lines(cell.source):
+        for line in lines:
             d = _DIRECTIVE.match(line)
             if d:
                 uses.append((d.group(3), None))

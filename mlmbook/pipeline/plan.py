@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from ..profiles import FALLBACK
 from . import chapters as ch
 
-__all__ = ["ChapterPlan", "Plan", "chapter_sizes", "make_plan", "plan_lines"]
+__all__ = ["ChapterPlan", "Plan", "chapter_sizes", "unit_sizes", "make_plan", "plan_lines"]
 
 DEFAULT_SECONDS = 60.0
 """A chapter's time when no build has measured it."""
@@ -114,6 +114,25 @@ def chapter_sizes(chapter: ch.Chapter, profile: str) -> tuple[dict, str]:
     return flat, (profile if used <= {profile} else FALLBACK.get(profile, "full"))
 
 
+def unit_sizes(number: int, profile: str) -> dict:
+    """The units a chapter sets outside its ``SIZES``: the training seeds of its recipe questions
+    (``zoo.CH3_SEEDS``, ``zoo.CH4_SEEDS``) and chapter 5's plan (:func:`mlmbook.glauber.plan.plan`). A
+    chapter's time grows with them as a factor (every seed repeats the chapter's per-model work)."""
+    from ..models import zoo
+    out = {}
+    for name in zoo.SEED_TABLES.get(number, ()):
+        table = getattr(zoo, name)
+        if profile in table:
+            v = table[profile]
+            out[f"zoo.{name}"] = v if isinstance(v, int) else len(v)
+    if number == 5:
+        from ..glauber.plan import PROFILES as GLAUBER
+        if profile in GLAUBER:
+            p = GLAUBER[profile]
+            out.update({"plan.scaling_units": p.scaling_units, "plan.rect_sentences": p.rect_sentences})
+    return out
+
+
 def _models(number: int, profile: str) -> tuple[list, str]:
     from ..models import ladder, prepare
     from ..models.train import PRESETS
@@ -150,8 +169,10 @@ def make_plan(root, chapters: list[str], profile: str, workers: int) -> Plan:
         sizes, sizes_from = chapter_sizes(chapter, profile)
         base_profile = profile if profile in ("quick", "full") else FALLBACK.get(profile, "full")
         base = known.get(chapter.slug, {}).get(base_profile, DEFAULT_SECONDS)
-        scale = 1.0 if base_profile == profile else _scale(sizes, chapter_sizes(chapter, base_profile)[0])
-        plans.append(ChapterPlan(chapter.slug, models, models_from, sizes, sizes_from, base * scale))
+        units, base_units = unit_sizes(chapter.number, profile), unit_sizes(chapter.number, base_profile)
+        scale = 1.0 if base_profile == profile else (
+            _scale(sizes, chapter_sizes(chapter, base_profile)[0]) * _scale(units, base_units) ** (1 if units else 0))
+        plans.append(ChapterPlan(chapter.slug, models, models_from, {**sizes, **units}, sizes_from, base * scale))
     every = list(dict.fromkeys(j for p in plans for j in p.models))
     units = prepare.plan(every, workers)
     tasks = [w.Task(f"train {i}", abs, seconds=prepare.estimated_seconds(u)) for i, u in enumerate(units)]

@@ -41,7 +41,7 @@ _PARTS_JS = """() => {
     .filter(e => !e.querySelector('p, li, tr'))
     .map(bareText).filter(t => t);
   const bold = [...document.querySelectorAll('main p')]
-    .filter(e => !e.closest('pre, .cell_input, .highlight, .bd-sidebar-primary, .admonition-title'))
+    .filter(e => !e.closest('pre, .cell_input, .highlight, .bd-sidebar-primary, .admonition-title, .prev-next-area'))
     .map(p => { const all = p.innerText.replace(/\\s+/g, ' ').trim();
       let b = 0;                                  // characters drawn bold, however they got bold
       const w = document.createTreeWalker(p, NodeFilter.SHOW_TEXT);

@@ -87,14 +87,15 @@ def _undrawn_figure(name: str):
     return cell
 
 
-def for_execution(nb, model):
-    """The chapter as it runs on ``model``: the other world's code cells become comments, in place.
+def for_execution(nb, model, treebank=None):
+    """The chapter as it runs on ``model`` (and ``treebank``): the other world's code cells become comments,
+    in place.
 
     A cell tagged ``toy-only`` (``real-only``) keeps its tags and metadata, so the page drops it
     as usual, but its source is replaced by one comment line when ``model`` is a real (toy) model,
     so it does not run. Returns the notebook.
     """
-    kind = kind_of(model)
+    kind = kind_of(model, treebank)
     for cell in nb.cells:
         if cell.cell_type == "code" and _dropped(cell, kind):
             tag = TOY_ONLY if kind == "real" else REAL_ONLY
@@ -124,13 +125,16 @@ _GLUE_KEY = re.compile(r"\{glue(?::\w*)?\}`([^`]+)`|^\s*(?:`{3,}|~{3,})\{glue(?:
 
 
 def _cited(nb) -> set[str]:
-    """Glue keys the Markdown cells cite (roles and directives; one inside a code fence too: carrying
-    a value a page does not show is harmless); keys of another document (``doc::key``) left out."""
+    """Glue keys the Markdown cells and the figure captions cite (roles and directives; one inside a
+    code fence too: carrying a value a page does not show is harmless); keys of another document
+    (``doc::key``) left out."""
     found = set()
     for cell in nb.cells:
-        if cell.cell_type != "markdown":
-            continue
-        for role, directive in _GLUE_KEY.findall(cell.source):
+        if cell.cell_type == "markdown":
+            text = cell.source
+        else:
+            text = str(cell.get("metadata", {}).get("mystnb", {}).get("figure", {}).get("caption", ""))
+        for role, directive in _GLUE_KEY.findall(text):
             text = (role or directive).strip()
             if "::" not in text:
                 found.add(text.rsplit(":", 1)[0] if role and ":" in text else text)

@@ -73,6 +73,11 @@ class Question:
         reference's per-unit values); the needed sample is computed from it.
     words : dict
         Labels for the sides, e.g. ``{"above": "MLM ahead", "below": "chain ahead"}``.
+    sample : str
+        Where the chapter sets this question's number of units, so that a profile can be sized to
+        :meth:`needed` (the ``extended`` profile) and a test can check it: ``"SIZES.<key>"`` (a setting of
+        the chapter's ``SIZES``), ``"zoo.<NAME>"`` (a seeds table of :mod:`mlmbook.models.zoo`) or
+        ``"plan.<attribute>"`` (chapter 5's :func:`mlmbook.glauber.plan.plan`).
     """
 
     key: str
@@ -84,6 +89,7 @@ class Question:
     reference: float = 0.0
     planning_sd: float | None = None
     words: dict = field(default_factory=dict)
+    sample: str = ""
 
     def __post_init__(self):
         if not (self.effect > 0 and math.isfinite(self.effect)):
@@ -178,6 +184,7 @@ class Answer:
         q = self.question
         return {"kind": "answer", "key": q.key, "claim": q.claim, "effect": q.effect, "basis": q.basis,
                 "unit": q.unit, "measure": q.measure, "reference": q.reference, "planning_sd": q.planning_sd,
+                "sample": q.sample,
                 "side": self.side, "verdict": self.verdict, "decidable": self.decidable,
                 "feasible": self.feasible, "detectable": _plain(self.detectable), "needed": self.needed,
                 "needed_planned": self.needed_planned, "test": self.tested.test, "p": _plain(self.tested.p),

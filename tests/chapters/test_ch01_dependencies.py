@@ -91,7 +91,7 @@ def _check_structure(r, toy):
     assert r["cmi_estimator"] in ("exact grid", "top-K grid") and r["cmi_rows"] <= r["grid_budget"]
     assert 0 <= r["cmi_bound_median"] <= r["cmi_bound_max"] and 0 <= r["cmi_bound_share_small"] <= 1
     assert r["full_rows_per_pair"] == 2 * r["n_values"] + 1 and r["n_exact"] <= r["n_main"]
-    assert r["paper_gibbs_cost_ratio"] > 1                        # "at N times the cost per pair"
+    assert r["gibbs_cost_ratio"] > 1                        # "at N times the cost per pair"
     study = questions.study()                                      # "the largest of their planned needs"
     assert r["plan_main"] == max(study.needed(k) for k in questions.MAIN)
     assert r["plan_cpmi"] == study.needed("cpmi_adjacent") and r["plan_knob"] == study.needed("knob_mlm")

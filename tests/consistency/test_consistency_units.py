@@ -53,9 +53,11 @@ def test_ensemble_targets_take_the_nearest_words_and_stop_at_n():
         C.corpus.ensemble_targets(sents[:1], 5, 3, np.random.default_rng(0))
 
 
-def test_the_toy_model_refuses_a_treebank_in_one_line():
+def test_the_toy_world_and_a_treebank_do_not_mix():
+    """``Source(toy=True)`` means the toy language's own sentences; the toy *model* on a treebank is
+    ``Source(toy=False, treebank=...)`` (its fit checked by the build before any work)."""
     from mlmbook.errors import UsageError
-    with pytest.raises(UsageError, match="cannot use -p treebank"):
+    with pytest.raises(UsageError, match="Source.toy must be False"):
         C.corpus.load(None, 10, C.corpus.Source(toy=True, treebank="test"))
 
 

@@ -51,8 +51,8 @@ def test_the_list_covers_each_chapter(profile):
     assert all(j.kind == "mlm" for j in prepare.needed(profile, [1, 2, 3]))
     from mlmbook.models import ladder
     defaults = [j for j in prepare.needed(profile, [1]) if j.config == prepare.PRESETS[profile] and j.kind == "mlm"]
-    assert sorted(j.seed for j in defaults) == list(range(ladder.VERDICT_SEEDS[profile]))
-    assert len(prepare.needed(profile, [1], extra_seeds=(7,))) == len(prepare.needed(profile, [1])) + 1
+    assert sorted(j.seed for j in defaults) == [0]                # chapter 1 reads one default model
+    assert ladder.VERDICT_SEEDS[profile] >= 1
 
 
 @pytest.mark.slow

@@ -68,7 +68,9 @@ def test_the_plan_counts_models_samples_and_time_on_n_workers(book):
     plan = make_plan(book, ["0", "2"], "extended", 4)
     by = {p.slug: p for p in plan.chapters}
     joints = by["02_b"]
-    assert joints.models == prepare.needed("full", [2]) and joints.models_from == "full"   # no extended models yet
+    # the model lists declare the extended profile (the full profile's configurations): read, not a fallback
+    assert joints.models == prepare.needed("extended", [2]) and joints.models_from == "extended"
+    assert set(joints.models) == set(prepare.needed("full", [2]))             # chapter 2: no more seeds
     assert joints.seconds == pytest.approx(40.0 * (256 / 64 + 1 + 1) / 3)     # the mean ratio of its sizes
     assert by["00_a"].seconds == 10.0 and by["00_a"].sizes == {"SIZES": 4, "n_eval": 50}
     assert sum(len(u) for u in plan.units) == len(set(joints.models) | set(by["00_a"].models))
@@ -85,7 +87,7 @@ def test_the_printed_plan_says_where_it_fell_back(book):
     text = "\n".join(lines)
     assert lines[0] == "the extended profile's plan on 4 workers:"
     assert "  02_b: " in text and "SIZES.toy=256, SIZES.real=24, n_eval=50" in text
-    assert "the full profile's: none declared for extended yet" in text
+    assert "the full profile's where none are declared for extended yet" in text    # SIZES.real
     assert lines[-1].startswith("estimated wall time on 4 workers: about ")
     with pytest.raises(ch.UsageError):
         plan_lines(book, ["0"], "extended", 0)

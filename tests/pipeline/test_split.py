@@ -69,3 +69,17 @@ def test_other_world_code_is_not_run():
     code = [c.source for c in toy.cells if c.cell_type == "code"]
     assert code[1:] == ["y = 2", "# (real-only: not run with model toy)"]
     nbformat.validate(toy)
+
+
+def test_a_figure_caption_on_a_later_page_gets_the_glue_it_cites():
+    """A caption (``mystnb.figure.caption``) is prose too: the key it cites, glued on page 1, is carried."""
+    nb = _chapter()
+    fig = new_code_cell("plot()", metadata={"mystnb": {"figure": {"name": "fig-x",
+                                                                  "caption": "On {glue:text}`kl:.2f` nats."}}})
+    nb.cells.insert(5, fig)                                      # on the third page, whose prose cites only `ratio`
+    third = dict(split_pages(nb, "00_x"))["00_x-3"]
+    carried = [o["metadata"]["scrapbook"]["name"] for c in third.cells
+               if "remove-cell" in c.metadata.get("tags", []) for o in c.outputs]
+    assert carried == ["kl", "ratio"]
+    from mlmbook.pipeline.checks import glue_uses
+    assert ("kl", ".2f") in glue_uses(nb)
