@@ -21,7 +21,7 @@ No chapter or module keeps a threshold or an interval rule of its own: a primary
 an answer only through :meth:`Study.answer`; everything else is described (:func:`describe`).
 """
 from .audit import audit, rederive, walk_answers
-from .decide import POWER, SIDES, detectable_effect, side, walk_verdicts
+from .decide import POWER, SIDES, detectable_effect, side, walk_records, walk_verdicts
 from .divergences import as_array, jsd, kl, mutual_information, ppl, tv
 from .intervals import (
     LEVEL,
@@ -41,7 +41,7 @@ from .study import MAX_PRIMARY, VERDICTS, Answer, Question, Study, describe
 __all__ = ["kl", "jsd", "tv", "mutual_information", "ppl", "as_array",
            "Interval", "bootstrap", "ratio", "t_interval", "proportion", "censored_median", "undefined",
            "replicates_for", "LEVEL",
-           "side", "detectable_effect", "walk_verdicts", "SIDES",
+           "side", "detectable_effect", "walk_verdicts", "walk_records", "SIDES",
            "POWER", "Tested", "bootstrap_t", "by_unit", "estimate", "fieller", "seed_t", "sign_flip",
            "detectable", "feasible_units", "needed_units", "unit_sd", "MAX_PRIMARY", "VERDICTS", "Answer",
            "Question", "Study", "describe", "audit", "rederive", "walk_answers"]

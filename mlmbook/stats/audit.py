@@ -27,20 +27,14 @@ from collections import OrderedDict
 import numpy as np
 from scipy import stats as sps
 
+from .decide import walk_records
+
 __all__ = ["rederive", "audit", "walk_answers"]
 
 
-def walk_answers(results, path: str = ""):
+def walk_answers(results):
     """Yield ``(key, record)`` for every answer record in a results dict, nested ones included."""
-    if isinstance(results, dict):
-        if results.get("kind") == "answer":
-            yield path, results
-            return
-        for k, v in results.items():
-            yield from walk_answers(v, f"{path}.{k}" if path else str(k))
-    elif isinstance(results, list):
-        for i, v in enumerate(results):
-            yield from walk_answers(v, f"{path}[{i}]")
+    return walk_records(results, "answer")
 
 
 def _units(rec) -> tuple[np.ndarray, np.ndarray]:

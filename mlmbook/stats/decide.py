@@ -21,7 +21,7 @@ from scipy.stats import norm
 from .intervals import Interval
 from .power import POWER
 
-__all__ = ["side", "detectable_effect", "SIDES", "POWER", "walk_verdicts"]
+__all__ = ["side", "detectable_effect", "SIDES", "POWER", "walk_verdicts", "walk_records"]
 
 SIDES = ("above", "below", "equivalent", "indistinguishable", "undefined")
 
@@ -52,17 +52,23 @@ def detectable_effect(interval: Interval, power: float = POWER) -> float:
     return float((z + float(norm.ppf(power))) * se)
 
 
-def walk_verdicts(results: dict, path: str = ""):
-    """Yield ``(key, record)`` for every recorded verdict in a results dict, nested ones included."""
+def walk_records(results, kind: str, path: str = ""):
+    """Yield ``(key, record)`` for every record with ``"kind": kind`` in a results dict, nested ones
+    included (``key`` the dotted path, list items as ``[i]``)."""
     if isinstance(results, dict):
-        if results.get("kind") == "verdict":
+        if results.get("kind") == kind:
             yield path, results
             return
         for k, v in results.items():
-            yield from walk_verdicts(v, f"{path}.{k}" if path else str(k))
+            yield from walk_records(v, kind, f"{path}.{k}" if path else str(k))
     elif isinstance(results, list):
         for i, v in enumerate(results):
-            yield from walk_verdicts(v, f"{path}[{i}]")
+            yield from walk_records(v, kind, f"{path}[{i}]")
+
+
+def walk_verdicts(results: dict):
+    """Yield ``(key, record)`` for every recorded old-style verdict (``walk_records(results, "verdict")``)."""
+    return walk_records(results, "verdict")
 
 
 
