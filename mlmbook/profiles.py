@@ -21,4 +21,15 @@ KNOWN_PROFILES = (*PROFILES, EXTENDED)
 FALLBACK = {EXTENDED: "full"}
 """The profile whose sizes stand in where a profile's own are not declared yet."""
 
-__all__ = ["PROFILES", "EXTENDED", "KNOWN_PROFILES", "FALLBACK"]
+
+
+def with_fallbacks(table: dict) -> dict:
+    """``table`` (profile -> setting) with every :data:`FALLBACK` profile it does not declare filled in by
+    its stand-in's setting (the same object), in place; returns it."""
+    for profile, stand_in in FALLBACK.items():
+        if stand_in in table:
+            table.setdefault(profile, table[stand_in])
+    return table
+
+
+__all__ = ["PROFILES", "EXTENDED", "KNOWN_PROFILES", "FALLBACK", "with_fallbacks"]

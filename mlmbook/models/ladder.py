@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from ..profiles import with_fallbacks
 from . import maelm
 from .base import MaskedLM
 from .cache import load_or_train
@@ -40,14 +41,14 @@ LADDERS = {
     "quick": dict(sizes=(16, 32), steps=400),
     "full": dict(sizes=(32, 64), steps=1500),
 }
-LADDERS["extended"] = LADDERS["full"]                 # the extended profile: the full ladder
+with_fallbacks(LADDERS)                                # the extended profile: the full ladder
 """Per profile: the hidden sizes trained besides the default model, and their training steps.
 The default model of the profile (:data:`~mlmbook.models.train.PRESETS`) is the top rung."""
 
 SEEDS = (0, 1, 2)
 """Training seeds of the smallest rung (:func:`seed_rungs`)."""
 
-VERDICT_SEEDS = {"quick": 3, "full": 1, "extended": 1}
+VERDICT_SEEDS = with_fallbacks({"quick": 3, "full": 1})
 """Training seeds (0, 1, ...) of the default model that a chapter's verdicts must hold for. A
 quick model trains in about a minute, a full one in five and a half, so the full profile judges
 its one model (chapter 1 says so)."""

@@ -36,6 +36,7 @@ import torch
 
 from .. import threads
 from ..paths import cache_dir, write_json_atomic
+from ..profiles import with_fallbacks
 from ..toy.grammar import Grammar
 from ..toy.vocab import MASK, SPECIAL_TOKENS, make_tokenizer
 from .base import MaskedLMBase
@@ -128,7 +129,7 @@ PRESETS = {
     "topic_full": TrainConfig(hidden=128, layers=2, heads=4, intermediate=512, steps=2000, batch=64, lr=2e-3,
                               n_eval=100, eval_every=500),
 }
-PRESETS["extended"] = PRESETS["full"]                 # the extended profile trains the full profile's models,
+with_fallbacks(PRESETS)                               # the extended profile trains the full profile's models,
 PRESETS["topic_extended"] = PRESETS["topic_full"]     # more of them (seeds): mlmbook.models.zoo
 """Training configurations by name: one per profile of :data:`mlmbook.profiles.KNOWN_PROFILES`, plus
 ``topic_<profile>`` where the topic variant trains differently (see :func:`preset_for`). The ``extended``

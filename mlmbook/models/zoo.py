@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Callable
 
-from ..profiles import FALLBACK
+from ..profiles import FALLBACK, with_fallbacks
 from .train import PRESETS, TrainConfig
 
 __all__ = ["Job", "CHAPTER_MODELS", "needed", "find", "chapter_models", "default_models", "chapter4_pair",
@@ -105,7 +105,7 @@ def chapter0(profile: str) -> list[Job]:
     return []
 
 
-CONTROL_FITTED_STEPS = {"quick": 1000, "full": 4000, "extended": 4000}
+CONTROL_FITTED_STEPS = with_fallbacks({"quick": 1000, "full": 4000})
 """Training steps of chapter 1's ``"control fitted"`` model (the knob models' width, longer training)."""
 
 
@@ -141,7 +141,7 @@ def chapter1(profile: str) -> list[Job]:
     return jobs
 
 
-SMOOTHING = {"quick": (0.1,), "full": (0.01, 0.1), "extended": (0.01, 0.1)}
+SMOOTHING = with_fallbacks({"quick": (0.1,), "full": (0.01, 0.1)})
 """Chapter 2's settings of the ``smoothing`` knob (:mod:`mlmbook.toy.knobs`) with a trained MLM;
 the setting 0 is the ladder's rung of the same size (:func:`chapter2`)."""
 
@@ -163,7 +163,7 @@ def chapter2(profile: str) -> list[Job]:
 CH3_NOISE = (0.0, 0.1, 0.3)
 """Chapter 3's noise knob: shares of training words replaced by a random word (``TrainConfig(noise=...)``)."""
 
-CH3_SPAN = {"quick": 16, "full": 64, "extended": 64}
+CH3_SPAN = with_fallbacks({"quick": 16, "full": 64})
 """Width of chapter 3's span models and their token-masked twins, per profile: the ladder's rung that the
 book trains with three seeds anyway (chapter 4's MLM/MAE-LM pair; in the quick profile the ladder's seed
 rungs), so that the three twins cost no training of their own."""
@@ -201,16 +201,15 @@ def chapter3(profile: str) -> list[Job]:
     for seed in CH3_SEEDS[profile]:
         jobs += [Job("toy", None, replace(pair, span=3.0, checkpoints=()), seed, name=f"span s{seed}"),
                  Job("toy", None, pair, seed, name=f"twin s{seed}")]
-    middle = rung({"quick": 32, "full": 64, "extended": 64}[profile])
+    middle = rung(with_fallbacks({"quick": 32, "full": 64})[profile])
     jobs += [Job("toy", None, replace(middle, noise=eta), 0, name=f"noise {eta:g}") for eta in CH3_NOISE]
     return jobs
 
 
-CH4_KNOB = {
+CH4_KNOB = with_fallbacks({
     "quick": dict(rate=0.45, fit_steps=330, deep_layers=3),
     "full": dict(rate=0.45, fit_steps=1250, deep_layers=3),
-    "extended": dict(rate=0.45, fit_steps=1250, deep_layers=3),
-}
+})
 """Chapter 4's knob and controls, per profile, all at the width of the chapter's MLM/MAE-LM pair (the
 ladder's hidden-64 rung in the full profile, its smallest seeded rung, hidden 16, in the quick one), the
 width where the paper's effect is claimed: the second selection rate of the ``[MASK]``-share knob (the
@@ -251,7 +250,7 @@ def chapter4(profile: str) -> list[Job]:
     from . import ladder
 
     k = CH4_KNOB[profile]
-    width = 64 if profile in ("full", "extended") else ladder.LADDERS[profile]["sizes"][0]
+    width = 64 if FALLBACK.get(profile, profile) == "full" else ladder.LADDERS[profile]["sizes"][0]
     pair = next(r.config for r in ladder.rungs(profile) if r.hidden == width and r.fraction == 1.0)
     fit = replace(pair, steps=k["fit_steps"], eval_every=max(1, k["fit_steps"] // 4))
     jobs = []

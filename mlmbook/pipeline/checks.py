@@ -16,6 +16,8 @@ import shutil
 import time
 from pathlib import Path
 
+from .split import figure_caption
+
 __all__ = ["glue_uses", "glued_values", "check_executed", "relax_formats", "clean_leftovers",
            "unrun_cells", "last_started_cell"]
 
@@ -46,12 +48,6 @@ def _prose_lines(text: str):
             yield line
 
 
-def _caption_lines(cell):
-    """The lines of a code cell's figure caption (``mystnb.figure.caption``): prose the page shows."""
-    caption = cell.get("metadata", {}).get("mystnb", {}).get("figure", {}).get("caption", "")
-    return str(caption).splitlines() if caption else []
-
-
 def glue_uses(nb) -> list[tuple[str, str | None]]:
     """Every ``(key, format)`` the notebook's markdown — and its figure captions — cite with a ``{glue...}``
     role or directive.
@@ -62,7 +58,7 @@ def glue_uses(nb) -> list[tuple[str, str | None]]:
     uses = []
     for cell in nb.cells:
         if cell.cell_type == "code":
-            lines = _caption_lines(cell)
+            lines = figure_caption(cell).splitlines()
         elif cell.cell_type == "markdown":
             lines = list(_prose_lines(cell.source))
         else:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import copy
 import re
 
-__all__ = ["TOY_ONLY", "REAL_ONLY", "model_kind", "drop_other_world", "for_execution", "split_pages",
+__all__ = ["TOY_ONLY", "REAL_ONLY", "model_kind", "drop_other_world", "for_execution", "split_pages", "figure_caption",
            "page_name", "is_page_start"]
 
 TOY_ONLY = "toy-only"
@@ -124,16 +124,18 @@ def _glue_key(output) -> str:
 _GLUE_KEY = re.compile(r"\{glue(?::\w*)?\}`([^`]+)`|^\s*(?:`{3,}|~{3,})\{glue(?::\w*)?\}\s+(\S+)", re.M)
 
 
+def figure_caption(cell) -> str:
+    """A code cell's figure caption (``mystnb.figure.caption``; ``""`` when it has none): prose the page shows."""
+    return str(cell.get("metadata", {}).get("mystnb", {}).get("figure", {}).get("caption", "") or "")
+
+
 def _cited(nb) -> set[str]:
     """Glue keys the Markdown cells and the figure captions cite (roles and directives; one inside a
     code fence too: carrying a value a page does not show is harmless); keys of another document
     (``doc::key``) left out."""
     found = set()
     for cell in nb.cells:
-        if cell.cell_type == "markdown":
-            text = cell.source
-        else:
-            text = str(cell.get("metadata", {}).get("mystnb", {}).get("figure", {}).get("caption", ""))
+        text = cell.source if cell.cell_type == "markdown" else figure_caption(cell)
         for role, directive in _GLUE_KEY.findall(text):
             text = (role or directive).strip()
             if "::" not in text:
