@@ -9,7 +9,8 @@ the same evaluator memo (:class:`~mlmbook.models.train.SingleSiteEval`) warm for
 *token* is a real token of a training batch (padding excluded), so tokens/s compare the
 useful work whatever each trainer pads.
 
-``python -m benchmarks.training [steps]`` prints the tables (default 1500 steps).
+``python -m benchmarks.training [steps]`` prints the tables (default 1500 steps);
+``python -m benchmarks.training grouping [steps]`` only the row of :func:`stream_grouping`.
 """
 from __future__ import annotations
 
@@ -114,6 +115,49 @@ def stack_sizes(hidden: int, steps: int, sizes=(2, 4, 8, 16)) -> dict:
     return out
 
 
+def _interleaved(group: list, workers: int = 1) -> list[list]:
+    """The stacks ``prepare.split`` cut before it put jobs that read the same sentences side by side
+    (every n-th job of the group, whatever its stream): the "before" of :func:`stream_grouping`."""
+    import math
+
+    from mlmbook.models import prepare
+    most = max(1, prepare.STACK_WIDTH // group[0].config.hidden)
+    n = max(math.ceil(len(group) / most), min(workers, len(group) // prepare.MIN_STACK), 1)
+    return [group[i::n] for i in range(n)]
+
+
+def stream_grouping(steps: int = 100, seeds: int = 4, rounds: int = 2) -> dict:
+    """Models per core-minute of the stacked trainer, before and after ``prepare.split`` grouped jobs by
+    their stream, on chapter 3 and 4's width-64 MLMs (each seed's pair MLM, span model and knob MLM, the
+    full profile's shape at ``steps`` steps): both cuts of the same jobs run one stack after another on one
+    core, alternately, ``rounds`` times; each figure is the best round (a busy machine only adds time)."""
+    from mlmbook.models import prepare, zoo
+    jobs = [replace(j, config=replace(j.config, steps=steps, eval_every=steps))
+            for j in zoo.chapter4("full") + zoo.chapter3("full")
+            if j.seed < seeds and j.kind == "mlm" and j.config.layers == 2 and j.config.steps == 1500
+            and j.config.noise == 0]
+    jobs = list(dict.fromkeys(jobs))
+    warm_evaluators([(j.config, j.seed, j.kind) for j in jobs])
+    with tempfile.TemporaryDirectory() as tmp:               # imports and first-call costs, once
+        _stack([(config(64, 2), 0, "mlm")], [f"{tmp}/warm"])
+    cuts = {"before": _interleaved(jobs), "after": prepare.split(jobs)}
+    best = {}
+    for _ in range(rounds):
+        for label, units in cuts.items():
+            with tempfile.TemporaryDirectory() as tmp:
+                t = time.process_time()
+                for i, u in enumerate(units):
+                    _stack([(j.config, j.seed, j.kind) for j in u], [f"{tmp}/{i}-{k}" for k in range(len(u))])
+                best[label] = min(best.get(label, float("inf")), time.process_time() - t)
+    out = {label: dict(models=len(jobs), core_seconds=best[label], per_core_minute=60 * len(jobs) / best[label],
+                       streams=sum(len({prepare._stream(j) for j in u}) for u in cuts[label]),
+                       stacks=[len(u) for u in cuts[label]]) for label in cuts}
+    out["ratio"] = out["after"]["per_core_minute"] / out["before"]["per_core_minute"]
+    print(f"stream grouping: {out['before']['per_core_minute']:.1f} -> {out['after']['per_core_minute']:.1f} "
+          f"models per core-minute ({out['ratio']:.2f}x)", file=sys.stderr, flush=True)
+    return out
+
+
 def run(steps: int = 1500, workers: int | None = None) -> dict:
     workers = workers or min(2, os.cpu_count() or 1)
     rows = []
@@ -129,7 +173,7 @@ def run(steps: int = 1500, workers: int | None = None) -> dict:
     knobs = [replace(config(32, steps), mask_rate=r, noise=e) for r in (0.15, 0.3, 0.45, 0.6) for e in (0.0, 0.1)]
     rows.append(compare(f"8 MLMs, hidden 32, one seed (a knob sweep: shared sentences), {steps} steps, "
                         f"{workers} cores", [(c, 0, "mlm") for c in knobs], workers))
-    return dict(rows=rows, sizes=sizes, short=short)
+    return dict(rows=rows, sizes=sizes, short=short, grouping=stream_grouping(max(60, steps // 15)))
 
 
 def table(result: dict) -> list[str]:
@@ -143,8 +187,19 @@ def table(result: dict) -> list[str]:
                      f"{' + '.join(map(str, r['stacks']))} | {r['speedup']:.2f}× |")
     lines += ["", f"One stack of K hidden-32 MLMs ({result['short']} steps) on one core, seconds per model: "
               + ", ".join(f"K = {k}: {v:.1f}" for k, v in result["sizes"].items()) + "."]
+    if "grouping" in result:
+        g = result["grouping"]
+        lines += ["", "| stacked trainer, models per core-minute | before | after | after / before |",
+                  "|---|---|---|---|",
+                  f"| {g['before']['models']} width-64 MLMs of chapters 3 and 4 (streams sampled: "
+                  f"{g['before']['streams']} before, {g['after']['streams']} after) | "
+                  f"{g['before']['per_core_minute']:.1f} | {g['after']['per_core_minute']:.1f} | {g['ratio']:.2f}× |"]
     return lines
 
 
 if __name__ == "__main__":
-    print("\n".join(table(run(int(sys.argv[1]) if len(sys.argv) > 1 else 1500))))
+    if sys.argv[1:2] == ["grouping"]:
+        g = stream_grouping(int(sys.argv[2]) if len(sys.argv) > 2 else 100)
+        print("\n".join(table(dict(rows=[], sizes={}, short=0, grouping=g))[-3:]))
+    else:
+        print("\n".join(table(run(int(sys.argv[1]) if len(sys.argv) > 1 else 1500))))

@@ -11,8 +11,9 @@ The research face — the book's analyses on any masked LM, one call each (:mod:
     mlmbook.effective_rank(lm, ["The cat sat on the mat."])
     mlmbook.glauber_chains(lm, "The cat sat on the mat.", steps=200, temperature=0.8)
 
-Every call first checks that the model knows the text (:func:`check_fit`: unknown pieces, a tokenisation
-of another language) and stops with one line when it does not (``allow_unknown=True`` runs anyway);
+Every call first checks that the model knows the text (:func:`check_fit`: unknown pieces, predictions no
+better than chance or made worse by the context) and stops with one line when it does not
+(``allow_unknown=True`` runs anyway);
 ``read_for_model`` is the same front door from a treebank to a model (length window, surface tokens, fit).
 
 and the chapters' face::

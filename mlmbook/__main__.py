@@ -27,7 +27,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from .profiles import KNOWN_PROFILES, PROFILES
+from .profiles import BUILDABLE, KNOWN_PROFILES, PROFILES
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -42,8 +42,9 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("chapters", nargs="*", metavar="CHAPTER",
                    help="chapters to execute: 1, 01, 01_dependencies or the file name "
                         "(default: all)")
-    b.add_argument("--profile", default="full", choices=PROFILES,
-                   help="quick: seconds per chapter (tests); full: the book (default)")
+    b.add_argument("--profile", default="full", choices=BUILDABLE,
+                   help="quick: seconds per chapter (tests); full: the book (default); "
+                        "pilot: the plans' planning SDs, on seeds no reference uses (mlmbook.plans)")
     b.add_argument("-p", "--parameter", nargs=2, action="append", default=[],
                    metavar=("NAME", "VALUE"),
                    help="set a chapter parameter, e.g. -p model bert-base-uncased")

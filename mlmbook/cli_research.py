@@ -11,9 +11,12 @@
 
 ``MODEL`` is ``toy``, ``truth``, a Hugging Face name or a saved model's folder; ``FILE`` holds one
 sentence per line (``-``: standard input). Output is tab-separated text on standard output; notes
-(what was left out, the estimator) and an error are one line each on standard error (an error: exit
-status 1). Every verb first checks that the model knows the text (:func:`mlmbook.check_fit`) and stops
-with one line when it does not; ``--allow-unknown`` runs anyway, with a warning.
+(what was left out, the estimator, an estimate of a long run) and an error are one line each on standard
+error (an error: exit status 2 for a missing or empty input, as for ``build`` and ``cost``; 1 for any other).
+``trees`` keeps sentences of at most :data:`MAX_WORDS` scored words by default, estimates its work before
+it starts and refuses a run estimated longer than :data:`MAX_MINUTES` unless ``--max-minutes`` allows it.
+Every verb first checks that the model knows the text (:func:`mlmbook.check_fit`) and stops with one line
+when it does not; ``--allow-unknown`` runs anyway, with a warning.
 
 ``python -m mlmbook`` adds these verbs with :func:`add_research_commands` and runs them through
 :data:`RESEARCH_COMMANDS`.
@@ -22,13 +25,44 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
-__all__ = ["add_research_commands", "RESEARCH_COMMANDS", "run"]
+__all__ = ["add_research_commands", "RESEARCH_COMMANDS", "run", "missing", "MAX_WORDS", "MAX_MINUTES"]
+
+MAX_WORDS = 40
+"""``trees`` keeps sentences of at most this many scored words by default (a longer one costs hours)."""
+MAX_MINUTES = 10.0
+"""``trees`` refuses a run estimated longer than this many minutes unless ``--max-minutes`` allows it."""
 
 
-def _lines(path: str) -> list[str]:
-    text = sys.stdin.read() if path == "-" else open(path, encoding="utf-8").read()
-    return [line.strip() for line in text.splitlines() if line.strip()]
+def missing(what: str, text: str, argument: str) -> str:
+    """The one wording of a missing input file, the build's and the verbs' alike (exit status 2):
+    ``treebank file /abs/x.conllu does not exist (-p treebank x.conllu, read relative to /here); check the
+    path``."""
+    here = Path.cwd()
+    return (f"{what} {(here / Path(text).expanduser()).resolve()} does not exist ({argument} {text}, read "
+            f"relative to {here}); check the path")
+
+
+def _lines(path: str, verb: str) -> list[str]:
+    """The sentences of a file, one a line (``-``: standard input); an empty one is an error."""
+    from .errors import UsageError
+    if path != "-" and not Path(path).expanduser().exists():
+        raise UsageError(missing("sentence file", path, f"{verb} FILE"))
+    text = sys.stdin.read() if path == "-" else Path(path).expanduser().read_text(encoding="utf-8")
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if not lines:
+        raise UsageError(f"{'standard input' if path == '-' else path} holds no sentence (one sentence a line); "
+                         f"give a file with text")
+    return lines
+
+
+def _treebank(text: str) -> str:
+    """A treebank argument that names a path must exist (the build's wording); a name is found later."""
+    from .errors import UsageError
+    if text != "toy" and ("/" in text or text.endswith(".conllu")) and not Path(text).expanduser().exists():
+        raise UsageError(missing("treebank file", text, "trees TREEBANK"))
+    return text
 
 
 def _scheduler(args) -> str | None:
@@ -39,7 +73,7 @@ def _scheduler(args) -> str | None:
 
 def _pll(args) -> None:
     from . import api
-    sentences = _lines(args.file)
+    sentences = _lines(args.file, "pll")
     if args.per_token:
         for k, scores in enumerate(api.pll(args.model, sentences, variant=args.variant, per_token=True,
                                            allow_unknown=args.allow_unknown, scheduler=_scheduler(args))):
@@ -54,14 +88,19 @@ def _pll(args) -> None:
 
 def _trees(args) -> None:
     from . import api
-    res = api.dependency_trees(args.model, args.treebank, method=args.method, projective=args.projective,
-                               limit=args.limit, max_words=args.max_words, allow_unknown=args.allow_unknown,
-                               scheduler=_scheduler(args),
+    res = api.dependency_trees(args.model, _treebank(args.treebank), method=args.method,
+                               projective=args.projective, limit=args.limit, max_words=args.max_words,
+                               allow_unknown=args.allow_unknown, scheduler=_scheduler(args),
+                               max_minutes=args.max_minutes,
                                **({} if args.budget_rows is None else {"budget_rows": args.budget_rows}))
     print(f"note: {res.corpus.summary()}", file=sys.stderr)
     if res.estimator != "cpmi":
         print(f"note: CMI by the {res.estimator}" + (f", each pair within {res.bound:.3g} nats of the exact grid"
                                                      if res.estimator != "exact grid" else ""), file=sys.stderr)
+    if any(res.undetermined):
+        print(f"note: {sum(res.undetermined)} of {len(res.trees)} trees undetermined: their pairs' CMI bounds "
+              f"exceed the differences that decide them (a larger --budget-rows narrows the bounds)",
+              file=sys.stderr)
     print(f"UUAS\t{res.uuas.format(3)}\t({len(res.trees)} sentences, {int(res.total.sum())} gold edges)")
 
 
@@ -85,7 +124,7 @@ def _rectangle(args) -> None:
 
 def _rank(args) -> None:
     from . import api
-    r = api.effective_rank(args.model, _lines(args.file), layer=args.layer, mask_rate=args.mask_rate,
+    r = api.effective_rank(args.model, _lines(args.file, "rank"), layer=args.layer, mask_rate=args.mask_rate,
                            allow_unknown=args.allow_unknown)
     if r.n_too_long:
         print(f"note: {r.n_too_long} of {r.n_too_long + r.n_sentences} sentences left out: longer than the "
@@ -126,11 +165,14 @@ def add_research_commands(subparsers) -> None:
     t.add_argument("--method", default="cpmi", choices=("cpmi", "cmi"))
     t.add_argument("--projective", action="store_true")
     t.add_argument("--limit", type=int, default=None, help="the first N sentences that qualify")
-    t.add_argument("--max-words", type=int, default=None,
-                   help="keep sentences of at most N scored words (default: any the model reads whole)")
+    t.add_argument("--max-words", type=int, default=MAX_WORDS,
+                   help=f"keep sentences of at most N scored words (default {MAX_WORDS}; the note says how "
+                        f"many were left out)")
     t.add_argument("--budget-rows", type=int, default=None,
-                   help="forward passes the CMI grid may spend: the exact grid if it fits, else top-K "
-                        "(default 140,000, as chapter 1's full profile)")
+                   help="forward passes each sentence's CMI grid may spend: its exact grid if it fits, else "
+                        "top-K (default: chapter 1's full profile per sentence)")
+    t.add_argument("--max-minutes", type=float, default=MAX_MINUTES,
+                   help=f"refuse, before any work, a run estimated longer (default {MAX_MINUTES:g})")
     t.add_argument("--scheduler", **cluster)
 
     j = subparsers.add_parser("joint", help="the joint of two masked tokens (MRF, HCB, AG)")
@@ -169,10 +211,14 @@ def add_research_commands(subparsers) -> None:
 
 
 def run(args) -> int:
-    """Run a parsed research verb; a deliberate error is one line on stderr and exit status 1."""
-    from .errors import MLMBookError
+    """Run a parsed research verb; a deliberate error is one line on stderr: exit status 2 for a wrong input
+    (a missing or empty file, as for ``build`` and ``cost``), 1 for any other."""
+    from .errors import MLMBookError, TreebankNotFoundError, UsageError
     try:
         RESEARCH_COMMANDS[args.command](args)
+    except (UsageError, TreebankNotFoundError) as err:
+        print(f"mlmbook: error: {err}", file=sys.stderr)
+        return 2
     except (MLMBookError, ValueError, FileNotFoundError) as err:
         print(f"mlmbook: error: {err}", file=sys.stderr)
         return 1

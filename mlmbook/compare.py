@@ -24,7 +24,7 @@ from .stats import kl as _kl
 from .toy import Grammar
 from .toy.vocab import N_SPECIAL
 
-__all__ = ["single_site_log_probs", "kl_to_truth", "kl_unigram_to_truth", "rung_kl", "exact_conditionals",
+__all__ = ["single_site_log_probs", "kl_to_truth", "rung_kl", "exact_conditionals",
            "compare_with_truth", "TruthComparison"]
 
 
@@ -55,29 +55,6 @@ def kl_to_truth(grammar, lm, sentences, offset: int = N_SPECIAL) -> list:
         lq = lq[:, offset:offset + p.shape[1]]
         with np.errstate(divide="ignore", invalid="ignore"):
             terms = np.where(p > 0, p * (np.log(np.where(p > 0, p, 1.0)) - lq), 0.0)
-        out.append(terms.sum(1))
-    return out
-
-
-def kl_unigram_to_truth(grammar, sentences, unigram) -> list:
-    """Per-position KL(truth || unigram) for each sentence: the baseline of a model that ignores context.
-
-    Parameters
-    ----------
-    grammar : mlmbook.toy.Grammar
-    sentences : list of list of str
-    unigram : (Vw,) array
-        Word frequencies over the grammar's vocabulary (``grammar.unigram(n)``).
-
-    Returns
-    -------
-    list of (n,) arrays, nats
-    """
-    out = []
-    for words in sentences:
-        p = grammar.conditionals(words)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            terms = np.where(p > 0, p * np.log(np.where(p > 0, p, 1.0) / unigram), 0.0)
         out.append(terms.sum(1))
     return out
 

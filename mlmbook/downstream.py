@@ -30,8 +30,8 @@ from torch import nn
 
 from .threads import using
 
-__all__ = ["flip_agreement", "agreeing_verb", "attractor", "agreement_task", "finetune_encoder",
-           "finetune_classifier"]
+__all__ = ["flip_agreement", "agreeing_verb", "attractor", "agreement_task", "verb_features", "probe_agreement",
+           "finetune_encoder", "finetune_classifier"]
 
 
 def _verb_forms(grammar) -> dict:
@@ -78,7 +78,7 @@ def attractor(sentence, verb: int) -> bool:
                for i in range(lo + 1, hi))
 
 
-def agreement_task(grammar, n: int, seed: int = 0, attractors: bool = False):
+def agreement_task(grammar, n: int, seed: int = 0, attractors: bool = False, verbs: bool = False):
     """``n`` labelled sentences, half grammatical (label 0), half with a flipped verb (label 1).
 
     A flipped sentence is kept only if the exact grammar gives it probability zero: "the
@@ -92,11 +92,16 @@ def agreement_task(grammar, n: int, seed: int = 0, attractors: bool = False):
     attractors : bool
         Keep only source sentences with an agreement attractor (:func:`attractor`); about one
         sentence in twenty of the toy language has one.
+    verbs : bool
+        Also return the position of each example's agreeing verb (the one that was or could have
+        been switched), for a probe that reads it (:func:`probe_agreement`).
 
     Returns
     -------
     sentences : list of list of str
     labels : numpy.ndarray (n,)
+    verb_positions : numpy.ndarray (n,)
+        Only with ``verbs=True``.
     """
     pool_size = (30 if attractors else 3) * n + 50
     pool = grammar.sample(pool_size, seed=seed)
@@ -104,22 +109,24 @@ def agreement_task(grammar, n: int, seed: int = 0, attractors: bool = False):
     for s in pool:
         v = agreeing_verb(grammar, s)
         if v is not None and (not attractors or attractor(s, v)):
-            flipped.append((s.words, flip_agreement(grammar, s)))
-    sents, labels, start = [], [], 0
+            flipped.append((s.words, flip_agreement(grammar, s), v))
+    sents, labels, where, start = [], [], [], 0
     while len(sents) < n and start < len(flipped):         # check only as many as needed
         batch = flipped[start:start + n - len(sents) + 16]
         start += len(batch)
-        for (words, wrong), zero in zip(batch, _zero_probability(grammar, [f for _, f in batch])):
+        for (words, wrong, v), zero in zip(batch, _zero_probability(grammar, [f for _, f, _ in batch])):
             if zero and len(sents) < n:  # each source sentence gives one example, alternately each class
                 label = len(sents) % 2
                 sents.append(wrong if label else words)
                 labels.append(label)
+                where.append(v)
     if len(sents) < n:
         what = "attractor " if attractors else ""
         raise ValueError(f"could not make {n} {what}agreement examples from {len(pool)} sampled sentences; "
                          f"ask for fewer")
     order = np.random.default_rng(seed).permutation(n)
-    return [sents[i] for i in order], np.array(labels)[order]
+    out = [sents[i] for i in order], np.array(labels)[order]
+    return (*out, np.array(where)[order]) if verbs else out
 
 
 def _zero_probability(grammar, sentences) -> np.ndarray:
@@ -134,6 +141,53 @@ def _zero_probability(grammar, sentences) -> np.ndarray:
             z = grammar.pcfg.sentence_weight(ids)
         out[idx] = (z <= 0).numpy()
     return out
+
+
+def verb_features(lm, sentences, verb_positions) -> np.ndarray:
+    """Frozen features of each example: the agreeing verb's representation at every layer of ``lm``'s
+    encoder (embeddings first), concatenated — (n, (layers + 1) * d), float64.
+
+    ``lm`` has ``hidden_states`` (content tokens only; :class:`~mlmbook.models.HFMaskedLM`,
+    :class:`~mlmbook.models.maelm.MAEMaskedLM`) and ``encode_words`` giving one piece per word, as
+    the toy models do.
+    """
+    from .probes import collect_states
+
+    rows = [lm.encode_words(list(w))[0] for w in sentences]
+    if any(len(r) != len(w) for r, w in zip(rows, sentences)):
+        raise ValueError("verb_features needs one piece per word (a toy model); this model splits words")
+    states = collect_states(lm.hidden_states, rows)
+    index = {tuple(ix): k for k, ix in enumerate(states["real_index"].tolist())}
+    at = np.array([index[s, int(v)] for s, v in enumerate(verb_positions)])
+    return np.concatenate([layer[at] for layer in states["real"]], axis=1)
+
+
+def probe_agreement(lm, train, tests, l2: float = 1e-2) -> list:
+    r"""A linear probe of agreement on frozen features: which test examples it classifies correctly.
+
+    The encoder is not trained: each example is the agreeing verb's representation at every layer
+    (:func:`verb_features`), and a logistic regression (:func:`mlmbook.probes.fit_probe`, L2 penalty
+    ``l2`` on standardised features, fitted by L-BFGS from zero) is fitted on ``train`` and scored on
+    each of ``tests``. Nothing in it is random, so two runs on one encoder agree exactly and the spread
+    between pretraining seeds is the encoders' own — unlike fine-tuning (:func:`finetune_encoder`),
+    whose result moves with its own seed and the encoder's drift.
+
+    Parameters
+    ----------
+    lm : MaskedLM
+        A toy encoder (see :func:`verb_features`).
+    train, tests : (sentences, labels, verb_positions), list of them
+        As :func:`agreement_task` returns with ``verbs=True``.
+
+    Returns
+    -------
+    list of numpy.ndarray (bool)
+        For each test set, whether each example was classified correctly.
+    """
+    from .probes import fit_probe
+
+    probe = fit_probe(verb_features(lm, train[0], train[2]), np.asarray(train[1]), 2, l2=l2)
+    return [probe.predict(verb_features(lm, w, v)) == np.asarray(y) for w, y, v in tests]
 
 
 def finetune_encoder(lm, train_words, train_labels, test_sets, seed: int = 0, epochs: int = 5) -> list:

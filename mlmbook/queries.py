@@ -50,11 +50,14 @@ from .paths import env_int
 if TYPE_CHECKING:
     from .models.base import MaskedLM
 
-__all__ = ["DEFAULT_BUDGET", "budget", "progress_bar", "iter_log_probs", "iter_logits",
-           "log_probs", "single_site", "pll", "pll_tokens", "encode_sentence"]
+__all__ = ["DEFAULT_BUDGET", "SPECIALS", "budget", "progress_bar", "iter_log_probs", "iter_logits",
+           "log_probs", "single_site", "pll", "pll_tokens", "encode_sentence", "tokens_per_second"]
 
 DEFAULT_BUDGET = 1 << 24
 """Output scores (float32) per model call: 16M, i.e. 64 MB of logits."""
+
+SPECIALS = 2
+"""Tokens a model adds to every row ([CLS] and [SEP] for BERT)."""
 
 
 def budget() -> int:
@@ -374,3 +377,21 @@ def pll(lm: MaskedLM, sentences, *, variant: str = "token", full_softmax: bool =
     """
     terms = pll_tokens(lm, sentences, variant=variant, full_softmax=full_softmax, progress=progress)
     return np.array([t.sum() for t in terms], dtype=np.float64)
+
+
+def tokens_per_second(lm: MaskedLM, rows: int = 16, length: int = 16, repeats: int = 2) -> float:
+    """The model's throughput in tokens/s (:data:`SPECIALS` included), measured now.
+
+    ``repeats`` timed :meth:`~mlmbook.models.base.MaskedLM.logits` calls on ``rows`` random rows
+    of ``length`` tokens, one masked query each, after one untimed warm-up call.
+    """
+    words = np.setdiff1d(np.arange(lm.V), list(getattr(lm, "special_ids", [])) + [lm.mask_id])
+    length = min(length, lm.max_length)
+    ids = np.random.default_rng(0).choice(words, (rows, length))
+    ids[:, 0] = lm.mask_id
+    positions = np.zeros((rows, 1), dtype=np.int64)
+    lm.logits(ids, positions)                                # warm-up
+    start = time.perf_counter()
+    for _ in range(repeats):
+        lm.logits(ids, positions)
+    return rows * (length + SPECIALS) * repeats / max(time.perf_counter() - start, 1e-9)

@@ -25,7 +25,7 @@ import numpy as np
 
 __all__ = [
     "singular_values", "cumulative_energy", "effective_rank_mass", "effective_rank_entropy", "top_subspace",
-    "principal_angles", "subspace_overlap", "DEFAULT_EPS", "mass_rank_of", "entropy_rank_of", "batch_singular_values",
+    "principal_angles", "subspace_overlap", "DEFAULT_EPS", "mass_rank_of", "entropy_rank_of",
     "RANK_KINDS", "block_ranks", "rows_for",
 ]
 
@@ -48,11 +48,6 @@ def _as_matrix(H, center: bool) -> np.ndarray:
 def singular_values(H, center: bool = False) -> np.ndarray:
     """Singular values of ``H`` (optionally column-centred), in decreasing order."""
     return np.linalg.svd(_as_matrix(H, center), compute_uv=False)
-
-
-def batch_singular_values(Hs) -> np.ndarray:
-    """Singular values of a stack of matrices ``(B, N, d)`` in one LAPACK call: ``(B, min(N, d))``."""
-    return np.linalg.svd(np.asarray(Hs, dtype=np.float64), compute_uv=False)
 
 
 def mass_rank_of(s, eps: float = DEFAULT_EPS):

@@ -39,6 +39,14 @@ def _wait(condition, seconds: float, what: str):
     raise TimeoutError(f"{what} within {seconds} s")
 
 
+def executed(address: str) -> dict:
+    """Tasks each worker of the cluster at ``address`` has run in its life (Dask's count, asked of
+    the workers themselves): how a test knows that work reached them."""
+    from distributed import Client
+    with Client(address, timeout=30) as client:
+        return client.run(lambda dask_worker: dask_worker.state.executed_count)
+
+
 @contextlib.contextmanager
 def dask_cluster(tmp: Path, n: int = 2):
     """``n`` workers of one thread each, every server on 127.0.0.1; stopped (process groups) at the end."""

@@ -2,7 +2,10 @@
 concept, short signatures.
 
 Imports are read with ``ast`` from every module, function-local imports included, so neither a
-cycle nor a wrong-way import can hide behind a late import. Imports under ``if TYPE_CHECKING:``
+cycle nor a wrong-way import can hide behind a late import. A name taken from the face
+(``from mlmbook import record``) counts as an import of the module that defines it (the face's
+``_FACE`` table); ``import mlmbook`` inside the package imports the face itself (the top layer); and
+``importlib.import_module``/``__import__`` of a literal name count like ``import``. Imports under ``if TYPE_CHECKING:``
 (annotations only) are exempt from the layer order, except that they may reach up no further than
 the :class:`~mlmbook.models.base.MaskedLM` protocol.
 
@@ -13,6 +16,7 @@ fail on exactly those.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -23,12 +27,13 @@ MAX_LINES = 500
 
 # ---------------------------------------------------------------------------- the layer order
 LAYERS = (
-    ("foundation", ("errors", "paths", "profiles", "stats", "threads", "workers", "tables", "plotting", "widgets")),
+    ("foundation", ("errors", "paths", "profiles", "stats", "threads", "workers", "tables", "plotting", "widgets",
+                    "plans")),
     ("world", ("corpus", "toy")),
     ("models", ("models",)),
     ("engine", ("queries", "compare")),
     ("science", ("dependencies", "joints", "consistency", "consistency_regime", "rank", "probes", "glauber",
-                 "deficiency", "downstream")),
+                 "deficiency", "downstream", "diffusion")),
     ("uses", ("exercises", "api")),
     ("pipeline", ("pipeline",)),
     ("cli", ("__main__", "cli_research")),
@@ -45,7 +50,7 @@ exercises and the research API, which combine the science; ``pipeline``: the bui
 LAYER_OF = {top: rank for rank, (_, tops) in enumerate(LAYERS) for top in tops}
 SCIENCE = dict(LAYERS)["science"]
 CHAPTER_OF = {"dependencies": 1, "joints": 2, "consistency": 3, "consistency_regime": 3, "rank": 4, "probes": 4,
-              "deficiency": 4, "downstream": 4, "glauber": 5}
+              "deficiency": 4, "downstream": 4, "glauber": 5, "diffusion": 6}
 """Whose idea each science module is: a chapter's modules may import each other, never another chapter's."""
 PROTOCOL = "mlmbook.models.base"
 MODEL_IMPLEMENTATIONS = ("hf", "truth", "train", "maelm", "cache", "load", "zoo", "ladder", "prepare", "corrupt")
@@ -58,6 +63,18 @@ def _module_name(path: Path) -> str:
 
 MODULES = {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
 TREES = {m: ast.parse(p.read_text(), str(p)) for m, p in MODULES.items()}
+FACE = "mlmbook"
+
+
+def _face_names() -> dict[str, str]:
+    """Each name the face serves -> the module that defines it (``_FACE`` in ``mlmbook/__init__.py``)."""
+    for node in TREES[FACE].body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "_FACE" for t in node.targets):
+            return {name: f"{FACE}.{where}" for name, where in ast.literal_eval(node.value).items()}
+    raise AssertionError("mlmbook/__init__.py has no _FACE table: teach the layer check where its names live")
+
+
+FACE_NAMES = _face_names()
 
 
 def top(module: str) -> str:
@@ -69,6 +86,8 @@ def top(module: str) -> str:
 def _resolve(module: str, node: ast.ImportFrom | ast.Import) -> list[str]:
     """Absolute names of the mlmbook modules an import statement loads."""
     is_package = MODULES[module].name == "__init__.py"
+    if isinstance(node, ast.Call):
+        return _dynamic(module, node)
     if isinstance(node, ast.Import):
         return [a.name for a in node.names if a.name.split(".")[0] == "mlmbook"]
     if node.level:
@@ -79,11 +98,36 @@ def _resolve(module: str, node: ast.ImportFrom | ast.Import) -> list[str]:
         target = node.module or ""
     if target.split(".")[0] != "mlmbook":
         return []
-    out = [target]
+    out = [target] if target != FACE else []         # `from .. import x` runs the face's module, not its names
     for alias in node.names:                         # `from . import queries` imports a submodule
         if f"{target}.{alias.name}" in MODULES:
             out.append(f"{target}.{alias.name}")
+        elif target == FACE:                         # a name of the face: where it is defined
+            out.append(FACE_NAMES.get(alias.name, FACE))
     return out
+
+
+def _dynamic(module: str, call: ast.Call) -> list[str]:
+    """The mlmbook module ``importlib.import_module(name, package)`` or ``__import__(name)`` loads,
+    when ``name`` is a literal (or an f-string that starts with ``.`` within its own package)."""
+    fn = call.func
+    called = fn.attr if isinstance(fn, ast.Attribute) else getattr(fn, "id", None)
+    if called not in ("import_module", "__import__") or not call.args:
+        return []
+    name, package = call.args[0], (call.args[1:] or [k.value for k in call.keywords if k.arg == "package"] or [None])[0]
+    own = module if MODULES[module].name == "__init__.py" else module.rsplit(".", 1)[0]
+    if isinstance(name, ast.JoinedStr) and name.values and isinstance(name.values[0], ast.Constant) \
+            and str(name.values[0].value).startswith(".") and isinstance(package, ast.Name):
+        return [own]                                 # f".{x}" under __name__: a module of its own package
+    if not (isinstance(name, ast.Constant) and isinstance(name.value, str)):
+        return [f"{own} (computed name)"] if called == "import_module" else []
+    text = name.value
+    if text.startswith("."):
+        base = package.value if isinstance(package, ast.Constant) else own
+        level = len(text) - len(text.lstrip("."))
+        parts = base.split(".")
+        text = ".".join(parts[: len(parts) - (level - 1)] + ([text.lstrip(".")] if text.lstrip(".") else []))
+    return [text] if text.split(".")[0] == "mlmbook" else []
 
 
 def _type_only_nodes(tree: ast.AST) -> set[int]:
@@ -95,25 +139,31 @@ def _type_only_nodes(tree: ast.AST) -> set[int]:
     return out
 
 
-def import_graph(type_only: bool | None = None) -> dict[str, set[str]]:
+def import_graph(type_only: bool | None = None, trees: dict | None = None) -> dict[str, set[str]]:
     """module -> mlmbook modules it imports (anywhere in its body), with the packages they live in.
 
     ``type_only``: None, every import; False, the imports that run; True, those under ``TYPE_CHECKING``.
+    ``trees``: the parsed modules (default: the package's).
     """
     graph = {}
-    for module, tree in TREES.items():
+    for module, tree in (TREES if trees is None else trees).items():
         edges, typed = set(), _type_only_nodes(tree)
         for node in ast.walk(tree):
-            if not isinstance(node, (ast.Import, ast.ImportFrom)):
+            if not isinstance(node, (ast.Import, ast.ImportFrom, ast.Call)):
                 continue
             if type_only is not None and (id(node) in typed) != type_only:
                 continue
             for target in _resolve(module, node):
+                if target == FACE and module != FACE:   # the face itself, or a name it defines
+                    edges.add(FACE)
+                    continue
                 parts = target.split(".")
-                for k in range(1, len(parts) + 1):      # importing a.b.c runs a/__init__ and a/b/__init__ too
+                for k in range(2, len(parts) + 1):      # importing a.b.c runs a/b/__init__ too
                     name = ".".join(parts[:k])
                     if name in MODULES and not module.startswith(name + ".") and name != module:
                         edges.add(name)
+                if target.endswith("(computed name)"):
+                    edges.add(target)
         graph[module] = edges
     return graph
 
@@ -138,7 +188,11 @@ def wrong_way(graph: dict[str, set[str]], typed: dict[str, set[str]] | None = No
     for module, targets in sorted(graph.items()):
         for target in sorted(targets):
             a, b = top(module), top(target)
-            if a == b or b == "mlmbook":
+            if target.endswith("(computed name)"):
+                out.append(f"{module} -> {target} (importlib with a name the layer check cannot read: "
+                           f"import it by name)")
+                continue
+            if a == b:
                 continue
             la, lb = LAYER_OF.get(a), LAYER_OF.get(b)
             if la is None or lb is None:
@@ -211,9 +265,51 @@ def test_the_layer_check_catches_each_old_wrong_way_import(edge):
     tree = ast.parse(OLD_WRONG_WAY[edge])
     assert any(imported in _resolve_line(importer, n) for n in ast.walk(tree)
                if isinstance(n, (ast.Import, ast.ImportFrom))), "the test data does not import what it names"
-    graph = {m: set(t) for m, t in import_graph(type_only=False).items()}
+    graph = {m: set(t) for m, t in _running_imports().items()}
     graph[importer].add(imported)
     assert any(line.startswith(f"{importer} -> {imported} ") for line in wrong_way(graph))
+
+
+INJECTED = [
+    # (science module, the line put into a copy of it, the module the line imports against the order)
+    ("mlmbook.joints.ag", "from ..pipeline.record import record", "mlmbook.pipeline.record"),
+    ("mlmbook.consistency.rectangle", "import mlmbook.api.pll", "mlmbook.api.pll"),
+    ("mlmbook.glauber.sampler", "from ..joints import ag", "mlmbook.joints.ag"),
+    ("mlmbook.dependencies.cmi", "from mlmbook import record", "mlmbook.pipeline.record"),
+    ("mlmbook.rank", "from . import record", "mlmbook.pipeline.record"),
+    ("mlmbook.deficiency.measure", "def later():\n    from mlmbook import pll", "mlmbook.api"),
+    ("mlmbook.probes", "import mlmbook", "mlmbook"),
+    ("mlmbook.joints.ag", "import importlib\nimportlib.import_module('mlmbook.pipeline.record')",
+     "mlmbook.pipeline.record"),
+    ("mlmbook.consistency.order", "from importlib import import_module\nimport_module('.record', 'mlmbook.pipeline')",
+     "mlmbook.pipeline.record"),
+    ("mlmbook.glauber.exact", "api = __import__('mlmbook.api')", "mlmbook.api"),
+]
+"""Ten wrong-way imports: direct, through the face (by name, by ``import mlmbook``) and through
+``importlib``; each put into a temporary copy of a science module must fail the layer check."""
+
+
+@pytest.mark.parametrize("importer, line, imported", INJECTED, ids=[f"{i}-{t}" for i, _, t in INJECTED])
+def test_each_injected_wrong_way_import_fails_the_layer_check(importer, line, imported, tmp_path):
+    copy = tmp_path / MODULES[importer].name
+    copy.write_text(MODULES[importer].read_text() + "\n\n" + line + "\n")
+    package = _running_imports()
+    assert imported not in package[importer]                          # the module as it is does not
+    injected = import_graph(type_only=False, trees={importer: ast.parse(copy.read_text(), str(copy))})
+    found = wrong_way({**package, **injected})
+    assert any(line.startswith(f"{importer} -> {imported} ") for line in found), found
+
+
+@functools.cache
+def _running_imports() -> dict[str, frozenset]:
+    return {m: frozenset(t) for m, t in import_graph(type_only=False).items()}
+
+
+def test_a_computed_importlib_name_fails_the_layer_check():
+    trees = {"mlmbook.joints.ag": ast.parse("import importlib\nname = 'x'\nimportlib.import_module(name)")}
+    assert wrong_way(import_graph(type_only=False, trees=trees)) == [
+        "mlmbook.joints.ag -> mlmbook.joints (computed name) (importlib with a name the layer check cannot read: "
+        "import it by name)"]
 
 
 def _resolve_line(module: str, node) -> list[str]:

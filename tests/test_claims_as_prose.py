@@ -54,6 +54,7 @@ EXCEPTIONS = {
     ("mlmbook/pipeline/sitecheck.py", "*"): "the site check's problem reports (diagnostics, like errors)",
     ("mlmbook/pipeline/sitetext.py", "*"): "the site check's problem reports (diagnostics, like errors)",
     ("mlmbook/pipeline/checks.py", "*"): "the build's checks of an executed chapter: problem reports",
+    ("mlmbook/pipeline/wording.py", "*"): "the words check's problem reports (diagnostics, like errors)",
     ("mlmbook/pipeline/failures.py", "*"): "the report of a failed chapter",
     ("mlmbook/pipeline/cost.py", "*"): "the cost verb's estimate, printed in a terminal",
     ("mlmbook/pipeline/plan.py", "*"): "the build's plan, printed in a terminal",
@@ -70,6 +71,7 @@ EXCEPTIONS = {
     ("mlmbook/stats/study.py", "Question.test_label"): "a table cell naming the test (13 words)",
     ("mlmbook/pipeline/site.py", "BINDER_README"): "the README file of the notebooks branch (a document)",
     ("mlmbook/pipeline/launch.py", "BINDER_README"): "the README file of the notebooks branch (a document)",
+    ("mlmbook/pipeline/launch.py", "PAGE_POINTER"): "a launched notebook's pointer to its page (navigation)",
     ("mlmbook/pipeline/notebooks.py", "_INSTALL_CELL"): "code (the install cell) and its comments",
     ("mlmbook/pipeline/record.py", "not_measured"): "its docstring's example and the default label",
     ("mlmbook/corpus/fit.py", "*"): "the fit check's warning: a user-caused problem and what to do (issue 35)",
@@ -241,3 +243,113 @@ def test_a_module_level_sentence_is_found_and_an_exception_is_named():
     found = long_strings('GAP = "the loss gap is indistinguishable from the KL, as the identity says it should be"\n')
     assert [owner for owner, *_ in found] == ["GAP"]
     assert _exempt("mlmbook/pipeline/site.py", "BINDER_README") and not _exempt("mlmbook/stats/study.py", "x")
+
+
+# ------------------------------------------------------------------ words bound to answers (issue 43)
+
+def _executed(markdown: list[str], sides: dict[str, tuple[str, str]]):
+    """A notebook as the build sees it after execution: one code cell gluing each answer's side and
+    verdict (and the study's question order), then the Markdown cells."""
+    from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+
+    def glue(key, value):
+        return new_output("display_data", data={"text/plain": repr(value)},
+                          metadata={"scrapbook": {"name": key, "mime_prefix": ""}})
+    outputs = [glue("study", {"kind": "study", "questions": list(sides)})]
+    for key, (side, verdict) in sides.items():
+        outputs += [glue(f"q_{key}.side", side), glue(f"q_{key}.verdict", verdict),
+                    glue(f"q_{key}.estimate", 0.08)]
+    outputs.append(glue("truth_dose", 0.09))
+    cell = new_code_cell("", outputs=outputs)
+    cell.metadata["papermill"] = {"start_time": "t", "status": "completed", "exception": False}
+    return new_notebook(cells=[cell, *map(new_markdown_cell, markdown)])
+
+
+def _words_problems(markdown, sides):
+    from mlmbook.pipeline.checks import check_executed
+
+    return [p for p in check_executed(_executed(markdown, sides)) if "claim more than the answer" in p]
+
+
+UNDECIDED = {"knob": ("indistinguishable", "cannot decide"), "gap": ("above", "MLM ahead")}
+LOWERS = "Turning selection off lowers the MLMs' trees by {glue:text}`q_knob.estimate:.2f` UUAS"
+
+
+def test_a_direction_word_beside_cannot_decide_fails():
+    found = _words_problems([LOWERS + " (Q1: *{glue:text}`q_knob.verdict`*)."], UNDECIDED)
+    assert len(found) == 1 and "'lowers'" in found[0] and "q_knob: cannot decide" in found[0], found
+    by_number = _words_problems([LOWERS.replace("{glue:text}`q_knob.estimate:.2f`", "0.08") + " (Q1)."],
+                                UNDECIDED)
+    assert len(by_number) == 1, by_number                      # "Q1" names the study's first question
+
+
+def test_the_same_words_pass_where_the_answer_has_a_direction():
+    assert _words_problems([LOWERS + " (Q1: *{glue:text}`q_knob.verdict`*)."],
+                           {"knob": ("below", "MLM behind")}) == []
+    neutral = ("Selection on minus off: the MLMs' trees differ by {glue:text}`q_knob.estimate:+.2f` "
+               "UUAS (Q1: *{glue:text}`q_knob.verdict`*). Q1 asks whether selection lowers them.")
+    assert _words_problems([neutral], UNDECIDED) == []
+
+
+def test_equivalence_words_need_an_equivalent_answer():
+    text = "Single-word routes do about as well as span routes (Q2: {glue:text}`q_gap.verdict`)."
+    assert len(_words_problems([text], UNDECIDED)) == 1          # Q2 has a direction, not equivalence
+    assert _words_problems([text], {"knob": UNDECIDED["knob"], "gap": ("equivalent", "equivalent")}) == []
+
+
+def test_a_bold_claim_over_an_undecided_answer_fails():
+    claim = ("- **Selection makes the trees.** The MLMs' trees move by {glue:text}`q_knob.estimate:.2f` "
+             "({glue:text}`q_knob.verdict`).")
+    found = _words_problems([claim], UNDECIDED)
+    assert len(found) == 1 and "bold claim" in found[0], found
+    question = claim.replace("**Selection makes the trees.**", "**Does selection make the trees?**")
+    assert _words_problems([question], UNDECIDED) == []
+    assert _words_problems([claim], {"knob": ("above", "selection helps"), "gap": UNDECIDED["gap"]}) == []
+
+
+def test_a_heading_over_an_undecided_answer_fails():
+    found = _words_problems(["## Selection lowers the trees\n\nThe difference is "
+                             "{glue:text}`q_knob.estimate:.2f` (Q1: {glue:text}`q_knob.verdict`)."], UNDECIDED)
+    assert any("heading" in p for p in found), found
+
+
+def test_a_descriptive_number_called_by_a_verdict_word_fails():
+    found = _words_problems(["The truth's trees move by a significant {glue:text}`truth_dose:.2f` UUAS."],
+                            UNDECIDED)
+    assert len(found) == 1 and "descriptive number" in found[0], found
+    assert _words_problems(["The truth's trees move by {glue:text}`truth_dose:.2f` UUAS."], UNDECIDED) == []
+
+
+def _reference_answers(results: Path):
+    import json
+
+    data = json.loads(results.read_text())
+    answers = {k[2:]: {"side": v["side"], "verdict": v["verdict"]} for k, v in data.items()
+               if isinstance(v, dict) and v.get("kind") == "answer"}
+    return answers, list((data.get("study") or {}).get("questions", []))
+
+
+REFERENCES = sorted((ROOT / "results" / "full").glob("0[1-9]_*.json"))
+
+
+@pytest.mark.parametrize("results", REFERENCES, ids=[p.stem for p in REFERENCES])
+@pytest.mark.parametrize("world", ["toy", "real"])
+def test_the_chapters_say_what_their_reference_answers_allow(results, world):
+    """The words check on each chapter's source, with the committed full reference's answers, and again
+    with every answer undecided, equivalent or with a direction: a rebuilt reference, a quick build or a
+    real model may answer otherwise, and the prose takes its verdict words from the glued verdict."""
+    import jupytext
+
+    from mlmbook.pipeline.split import drop_other_world
+    from mlmbook.pipeline.wording import claim_problems
+
+    source = ROOT / "book" / f"{results.stem}.md"
+    nb = drop_other_world(jupytext.read(source), world)
+    markdown = [c.source for c in nb.cells if c.cell_type == "markdown"]
+    answers, order = _reference_answers(results)
+    assert answers, f"{results.name} records no answer"
+    others = [{k: {"side": side, "verdict": side} for k in answers}
+              for side in ("indistinguishable", "equivalent", "above")]
+    for case in (answers, *others):
+        found = claim_problems(markdown, case, order)
+        assert not found, f"{source.name} ({world}):\n" + "\n".join(found)

@@ -1,11 +1,14 @@
 """Where tasks run (mlmbook.workers.cluster): blocks that do not depend on the cluster, a one-line error for
 an unreachable scheduler, processes that die with the one that started them; models as bytes
 (mlmbook.models.shipping); the build lock."""
+import contextlib
 import os
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
 import psutil
@@ -24,16 +27,61 @@ def test_map_blocks_here_cuts_the_same_blocks_a_cluster_would():
     assert cluster.map_blocks(_lengths, [], 0) == []
 
 
-@pytest.mark.slow(reason="waits for a connection to time out")
-def test_an_unreachable_scheduler_is_one_line_naming_it():
-    from mlmbook.errors import UsageError
-    old = cluster.CONNECT_SECONDS
-    cluster.CONNECT_SECONDS = 2
+@contextlib.contextmanager
+def plain_listener():
+    """A TCP server on 127.0.0.1 that accepts connections and never says a word (not Dask)."""
+    server = socket.create_server(("127.0.0.1", 0))
+    accepted = []
+
+    def accept():
+        with contextlib.suppress(OSError):
+            while True:
+                accepted.append(server.accept()[0])
+
+    threading.Thread(target=accept, daemon=True).start()
     try:
-        with pytest.raises(UsageError, match=r"cannot reach the Dask scheduler at tcp://127.0.0.1:9 .*--scheduler"):
-            cluster.map_blocks(_lengths, [1, 2], 0, scheduler="tcp://127.0.0.1:9")
+        yield f"tcp://127.0.0.1:{server.getsockname()[1]}", accepted
     finally:
-        cluster.CONNECT_SECONDS = old
+        server.close()
+        for conn in accepted:
+            conn.close()
+
+
+def test_a_bad_scheduler_address_is_one_line_within_the_connect_timeout():
+    """Malformed, nothing listening, or a listener that is not Dask: one line, no hang."""
+    import dask
+
+    from mlmbook.errors import UsageError
+    with pytest.raises(UsageError, match=r"'garbage' is not a Dask address .*tcp://HOST:8786"):
+        cluster.reach("garbage")
+    with dask.config.set({"distributed.comm.timeouts.connect": "2s"}), plain_listener() as (where, accepted):
+        start = time.perf_counter()
+        with pytest.raises(UsageError, match=rf"cannot reach the Dask scheduler at {where} \(no answer within 2 s\)"):
+            cluster.map_blocks(_lengths, [1, 2], 0, scheduler=where)
+        assert time.perf_counter() - start < 10 and accepted               # it did connect, and gave up
+        with pytest.raises(UsageError, match="cannot reach the Dask scheduler at tcp://127.0.0.1:9 "):
+            cluster.reach("tcp://127.0.0.1:9")
+
+
+def test_the_build_checks_its_scheduler_first_one_line_within_30_s(tmp_path):
+    """``build --scheduler`` at garbage, and at a plain TCP listener: one line on stderr, a non-zero
+    exit, before any planning (no build folder, no lock). The listener costs the connect timeout
+    (3 s here) beyond the start-up that garbage costs: within 30 s on a quiet machine, and measured
+    against that start-up so that a loaded one cannot flip it (the old build hung for 300 s)."""
+    from tests.dask_cluster import clean_env
+    env = clean_env(MLMBOOK_BUILD=str(tmp_path / "_build"), DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT="3s")
+    took = {}
+    with plain_listener() as (where, accepted):
+        for address in ("garbage", where):
+            start = time.perf_counter()
+            out = subprocess.run([sys.executable, "-m", "mlmbook", "build", "0", "--profile", "quick", "--no-render",
+                                  "--scheduler", address], capture_output=True, text=True, env=env, timeout=300)
+            took[address] = time.perf_counter() - start
+            lines = out.stderr.strip().splitlines()
+            assert out.returncode != 0 and len(lines) == 1 and address in lines[0], out.stderr
+        assert accepted
+    assert took[where] < took["garbage"] + 3 + 15, took
+    assert not (tmp_path / "_build").exists()
 
 
 def test_the_scheduler_comes_from_the_option_then_the_environment(monkeypatch):
@@ -50,18 +98,25 @@ PARENT = textwrap.dedent("""
     print(child.pid, flush=True)
     time.sleep(600)
 """)
+READY = "open({ready!r}, 'w').close()\n"
+"""The child's line after it set its signal (or did not): the test waits for the file, not a time."""
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
 @pytest.mark.parametrize("guarded", [True, False])
-def test_a_guarded_child_dies_with_its_parent_killed_by_sigkill(guarded):
+def test_a_guarded_child_dies_with_its_parent_killed_by_sigkill(guarded, tmp_path):
     """A process that set the parent-death signal dies when its parent is SIGKILLed; one that did not
     lives on (so the test can fail)."""
+    ready = tmp_path / "ready"
     child = ("import time\nfrom mlmbook.workers.cluster import set_parent_death_signal\n"
-             f"assert set_parent_death_signal() or not {guarded}\n" if guarded else "import time\n") + "time.sleep(60)"
+             f"assert set_parent_death_signal() or not {guarded}\n" if guarded else "import time\n") + \
+        READY.format(ready=str(ready)) + "time.sleep(60)"
     parent = subprocess.Popen([sys.executable, "-c", PARENT.format(child=child)], stdout=subprocess.PIPE, text=True)
     pid = int(parent.stdout.readline())
-    time.sleep(1.5)                                           # the child has set its signal
+    deadline = time.time() + 120
+    while not ready.exists() and time.time() < deadline:    # the child has set its signal
+        time.sleep(0.1)
+    assert ready.exists()
     os.kill(parent.pid, signal.SIGKILL)
     parent.wait()
     proc = psutil.Process(pid)

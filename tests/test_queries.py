@@ -72,10 +72,43 @@ def test_pll_word_l2r_on_a_wordpiece_model(wordpiece_bert):
     assert any(len(p) > 1 for w in sents for p in lm.encode_words(w)[1])       # the test needs split words
     l2r = queries.pll(lm, sents, variant="word_l2r")
     np.testing.assert_allclose(l2r, [_naive_pll(lm, w, variant="word_l2r") for w in sents], atol=1e-5)
-    assert np.abs(l2r - queries.pll(lm, sents)).max() > 1e-4     # differs beyond the 1e-5 agreement above
     single = [["the", "dog", "."]]
     if all(len(p) == 1 for p in lm.encode_words(single[0])[1]):
         np.testing.assert_allclose(queries.pll(lm, single, variant="word_l2r"), queries.pll(lm, single))
+
+
+def test_pll_variants_mask_exactly_the_rows_of_their_definition(wordpiece_bert, monkeypatch):
+    """Which rows each variant asks for, whatever the weights: every (row, position) the engine is
+    sent equals the brute-force list of the definition, and with a score of minus the number of
+    masked pieces in the row the two PLLs are known exactly (the variants differ on split words)."""
+    lm = HFMaskedLM.from_pretrained(wordpiece_bert)
+    sents = [["the", "shepherds", "watched", "umbrellas", "."], ["butter", "believe", "dog", "."]]
+    sent = []
+
+    def masked_count(lm_, rows, positions, **kw):
+        sent.extend((tuple(r), tuple(p)) for r, p in zip(rows, positions))
+        yield list(range(len(rows))), np.array([[-float(sum(t == lm.mask_id for t in r))] for r in rows])
+
+    monkeypatch.setattr(queries, "iter_log_probs", masked_count)
+    assert any(len(p) > 1 for w in sents for p in lm.encode_words(w)[1])       # the test needs split words
+    scores = {}
+    for variant in ("token", "word_l2r"):
+        sent.clear()
+        want, totals = [], []
+        for words in sents:
+            ids, pieces = lm.encode_words(words)
+            total = 0
+            for word in pieces:
+                for a, t in enumerate(word):
+                    hidden = word[a:] if variant == "word_l2r" else [t]
+                    want.append((tuple(lm.mask_id if i in hidden else x for i, x in enumerate(ids)), (t,)))
+                    total -= len(hidden)
+            totals.append(total)
+        got = queries.pll(lm, sents, variant=variant)
+        assert sent == want
+        np.testing.assert_array_equal(got, totals)
+        scores[variant] = got
+    assert (scores["word_l2r"] < scores["token"]).any()      # a split word's first piece hides the rest
 
 
 def test_engine_answers_do_not_depend_on_budget_or_dedupe(toy_bert, monkeypatch):

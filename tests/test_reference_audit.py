@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from mlmbook import stats
+from mlmbook import plans, stats
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCES = sorted((ROOT / "results" / "full").glob("0*.json"))
@@ -38,3 +38,16 @@ def test_committed_reference_answers_rederive(path):
 def test_quick_build_answers_rederive(quick_book):
     for path in sorted(Path(quick_book.build_dir, "results").glob("0*.json")):
         _check(json.loads(path.read_text()), f"quick {path.name}")
+
+
+@pytest.mark.parametrize("path", REFERENCES, ids=[p.stem for p in REFERENCES])
+def test_committed_reference_was_built_against_its_plan(path):
+    """Plans before data (issue 40): a reference records the hash of the plan its questions were declared
+    under, and it must be the committed plan (results/plans), with the plan's planning SDs."""
+    problems = plans.check(path.stem, json.loads(path.read_text()), ROOT)
+    assert not problems, problems
+
+
+def test_quick_build_was_declared_under_the_committed_plans(quick_book):
+    problems = plans.check_references(Path(quick_book.build_dir, "results"), ROOT)
+    assert not problems, problems

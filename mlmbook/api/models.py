@@ -55,12 +55,13 @@ class Options:
     Attributes
     ----------
     allow_unknown : bool
-        Run even when the model does not fit the text (:func:`mlmbook.check_fit`: unknown pieces, a
-        tokenisation of another language); the default stops with one line.
+        Run even when the model does not fit the text (:func:`mlmbook.check_fit`: unknown pieces,
+        predictions no better than chance or made worse by the context); the default stops with one line.
     max_words : int or None
         Read sentences of at most this many scored words (:func:`mlmbook.read_for_model`).
     budget_rows : int
-        Forward passes a CMI grid may spend (:func:`mlmbook.dependencies.cmi_scores`).
+        Forward passes each sentence's CMI grid may spend (:func:`mlmbook.dependencies.cmi_scores`; default
+        chapter 1's full profile per sentence).
     window : int or None
         Largest distance, in pieces, between two positions whose CMI is computed.
     scheduler : str or distributed.Client, optional

@@ -67,10 +67,10 @@ def pll(model, sentences, variant: str = "token", per_token: bool = False, reduc
         or over words only.
     options : keyword options
         ``allow_unknown=True`` scores text the model does not know (:func:`mlmbook.check_fit`: more than 10 %
-        unknown pieces, or a tokenisation of another language) instead of stopping with a one-line
-        :class:`~mlmbook.errors.DataFitError`; ``scheduler``: a Dask cluster (its scheduler's address, or
-        a client) to spread the sentences over, in blocks of :data:`mlmbook.workers.cluster.BLOCK`
-        (computed in the same blocks here): the same numbers either way.
+        unknown pieces, or predictions no better than chance or made worse by the context) instead of
+        stopping with a one-line :class:`~mlmbook.errors.DataFitError`; ``scheduler``: a Dask cluster (its
+        scheduler's address, or a client) to spread the sentences over, in blocks of
+        :data:`mlmbook.workers.cluster.BLOCK` (computed in the same blocks here): the same numbers either way.
 
     Returns
     -------

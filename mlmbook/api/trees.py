@@ -1,17 +1,19 @@
 r"""Dependency trees read off a masked LM's statistical dependencies, scored by UUAS with an interval."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
-from .. import dependencies, stats
+from .. import dependencies, queries, stats
 from ..corpus import ModelCorpus, Window, read_for_model
+from ..errors import MLMBookError, notice
 from ..toy import Grammar
 from ..workers.cluster import map_blocks
 from .models import as_model, options_of
 
-__all__ = ["TreeScores", "dependency_trees", "METHODS"]
+__all__ = ["TreeScores", "dependency_trees", "estimate", "CostError", "METHODS", "PROGRESS_SECONDS"]
 
 METHODS = ("cpmi", "cmi")
 """``cpmi``: Hoover et al.'s contextual PMI; ``cmi``: Zhang & Hashimoto's CMI (exact grid within the budget,
@@ -19,6 +21,12 @@ else a top-K grid with its bound: :func:`mlmbook.dependencies.cmi_scores`)."""
 
 MIN_WORDS = 3
 """Sentences with fewer scored words are left out, as in chapter 1: every parser gets them right."""
+PROGRESS_SECONDS = 30
+"""An estimate longer than this is printed before the work, and the work shows its progress."""
+
+
+class CostError(MLMBookError, ValueError):
+    """A run whose estimate is longer than the limit it was given; the message has the estimate."""
 
 
 @dataclass(frozen=True)
@@ -40,6 +48,9 @@ class TreeScores:
         ``"cpmi"``, ``"exact grid"`` or ``"top-K grid"`` (CMI).
     bound : float
         For a top-K CMI grid, the largest error bound on a pair's CMI (nats); 0 otherwise.
+    undetermined : tuple of bool
+        CMI: per sentence, whether the pairs' bounds exceed the differences that decide its tree
+        (:func:`mlmbook.dependencies.undetermined`); empty for CPMI.
     corpus : mlmbook.corpus.ModelCorpus
         The sentences read and what was left out (``corpus.summary()``), with the fit check (``corpus.fit``).
     """
@@ -53,6 +64,7 @@ class TreeScores:
     estimator: str = "cpmi"
     bound: float = 0.0
     corpus: ModelCorpus | None = None
+    undetermined: tuple = ()
 
 
 def _pool(treebank, limit: int | None):
@@ -93,12 +105,17 @@ def dependency_trees(model, treebank, method: str = "cpmi", projective: bool = F
     options : keyword options
         ``max_words``: keep sentences of at most this many scored words (default: any the model reads
         whole); ``allow_unknown``: run even when the model does not fit the sentences (the result's
-        ``corpus.fit`` says how badly); ``budget_rows``: forward passes the CMI grid may spend (chapter 1's
-        rule: the exact grid if it fits, else top-K; default 140,000); ``window``: the largest distance, in
-        pieces, between two positions whose CMI is computed (default 9; farther pairs score 0);
+        ``corpus.fit`` says how badly); ``budget_rows``: forward passes each sentence's CMI grid may
+        spend (chapter 1's rule, sentence by sentence: the exact grid if it fits, else top-K; default
+        :data:`mlmbook.dependencies.policy.SENTENCE_ROWS`, chapter 1's full profile per sentence);
+        ``window``: the largest distance, in pieces, between two positions whose CMI is computed
+        (default 9; farther pairs score 0);
+        ``max_minutes``: refuse, before any work, a run whose estimate (:func:`estimate`) is longer
+        (one line with the estimate; default None: no limit; an estimate over
+        :data:`PROGRESS_SECONDS` is printed first and the work shows progress either way);
         ``scheduler``: a Dask cluster (its scheduler's address, or a client) to spread the sentences' scores
-        over, in blocks of :data:`mlmbook.workers.cluster.BLOCK` (computed in the same blocks here; the CMI
-        estimator chosen for all the sentences at once): the same numbers either way.
+        over, in blocks of :data:`mlmbook.workers.cluster.BLOCK` (computed in the same blocks here; each
+        sentence's CMI estimator chosen from it and the budget alone): the same numbers either way.
 
     Returns
     -------
@@ -110,6 +127,8 @@ def dependency_trees(model, treebank, method: str = "cpmi", projective: bool = F
         No sentence left (the message names ``max_words``), or the file cannot be read.
     DataFitError
         The model does not fit the sentences, unless ``allow_unknown``.
+    CostError
+        The estimate is longer than ``max_minutes``.
 
     Examples
     --------
@@ -125,6 +144,7 @@ def dependency_trees(model, treebank, method: str = "cpmi", projective: bool = F
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; use one of {', '.join(METHODS)}")
     scheduler = options.pop("scheduler", None)
+    max_minutes = options.pop("max_minutes", None)
     opts = options_of("dependency_trees", options, ("allow_unknown", "max_words", "budget_rows", "window"))
     lm = as_model(model)
     window = Window(MIN_WORDS, opts.max_words, knob="max_words (--max-words for the trees verb)")
@@ -133,26 +153,70 @@ def dependency_trees(model, treebank, method: str = "cpmi", projective: bool = F
     if isinstance(treebank, str) and treebank == "toy":
         corpus.name = "the toy language"
     scored = dependencies.sample.Scored.of(corpus.sentences)
-    estimator, bound = "cpmi", 0.0
-    k = None if method == "cpmi" else dependencies.cmi_candidates(lm, scored.words, scored.keep,
-                                                                   budget_rows=opts.budget_rows, window=opts.window)
-    blocks = map_blocks(_score_block, list(zip(scored.words, scored.keep)), lm, method, k, opts.window,
-                        scheduler=scheduler)
+    estimator, bound, undetermined = "cpmi", 0.0, ()
+    ks = [None] * len(scored.words)
+    if method != "cpmi":
+        full = len(dependencies.pieces.non_special(lm))
+        ks = [dependencies.policy.sentence_candidates(len(e.piece_pairs(opts.window)), full, opts.budget_rows)
+              for e in dependencies.pieces.encode_all(lm, scored.words, scored.keep)]
+    seconds = _announce(lm, scored, method, ks, opts.window, max_minutes)
+    blocks = map_blocks(_score_block, list(zip(scored.words, scored.keep, ks)), lm, method, opts.window,
+                        seconds > PROGRESS_SECONDS, scheduler=scheduler)
     scores = [m for m, _ in blocks]
     if method != "cpmi":
-        estimator = "exact grid" if k is None else "top-K grid"
-        bound = 0.0 if k is None else float(max((b for _, b in blocks), default=0.0))
+        estimator = "exact grid" if all(k is None for k in ks) else "top-K grid"
+        bound = float(max((b.max() if b.size else 0.0 for _, b in blocks), default=0.0))
+        undetermined = tuple(dependencies.undetermined(scores, [b for _, b in blocks]))
     trees = [dependencies.decode(M, projective=projective) for M in scores]
     correct, total = dependencies.uuas_counts(trees, scored.edges)
     return TreeScores(stats.ratio(correct, total, level=level), trees, scored.edges, scores, correct, total,
-                      estimator, bound, corpus)
+                      estimator, bound, corpus, undetermined)
 
 
-def _score_block(block, lm, method: str, k: int | None, window) -> list:
-    """``(score matrix, CMI error bound)`` of each ``(words, keep)`` of one block (on a worker, or here),
-    ``k`` the CMI candidates chosen for all the sentences (None: the exact grid)."""
-    words, keep = [w for w, _ in block], [kept for _, kept in block]
+def estimate(lm, scored, method: str, ks, window) -> tuple[int, float]:
+    """Forward passes the scores will send (CPMI: ``m_a x n_keep`` per word; CMI: ``1 + 2K`` per piece pair,
+    ``K`` the sentence's candidates or every non-special token) and their seconds at the model's throughput,
+    measured now (:func:`mlmbook.queries.tokens_per_second`)."""
+    full = len(dependencies.pieces.non_special(lm))
+    rows = tokens = 0
+    for e, k in zip(dependencies.pieces.encode_all(lm, scored.words, scored.keep), ks):
+        per_pair = 1 + 2 * (full if k is None else k)
+        n = dependencies.cpmi_rows(lm, e) if method == "cpmi" else len(e.piece_pairs(window)) * per_pair
+        rows, tokens = rows + n, tokens + n * (len(e.ids) + queries.SPECIALS)
+    return rows, (tokens / queries.tokens_per_second(lm) if rows else 0.0)
+
+
+def _took(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min" if seconds < 7200 else \
+        f"{seconds / 3600:.1f} h"
+
+
+def _announce(lm, scored, method, ks, window, max_minutes) -> float:
+    """The estimate: printed when long, a :class:`CostError` when over ``max_minutes``; its seconds."""
+    rows, seconds = estimate(lm, scored, method, ks, window)
+    what = (f"{method.upper()} of {len(scored.words)} sentences: about {rows:,} forward passes, "
+            f"estimated {_took(seconds)} here")
+    if max_minutes is not None and seconds > 60 * max_minutes:
+        raise CostError(f"{what}, above the limit of {max_minutes:g} min; allow it with max_minutes "
+                        f"(--max-minutes {math.ceil(seconds / 60)} for the trees verb), or read fewer or shorter "
+                        f"sentences (--limit, --max-words), or spread the work over a cluster (--scheduler)")
+    if seconds > PROGRESS_SECONDS:
+        notice(f"note: {what}")
+    return seconds
+
+
+def _score_block(block, lm, method: str, window, progress: bool = False) -> list:
+    """``(score matrix, its pairs' CMI error bounds)`` of each ``(words, keep, K)`` of one block (on a
+    worker, or here), ``K`` the sentence's CMI candidates (None: its exact grid)."""
+    words, keep = [w for w, _, _ in block], [kept for _, kept, _ in block]
     if method == "cpmi":
-        return [(m, 0.0) for m in dependencies.cpmi(lm, words, keep)]
-    grid = dependencies.cmi_grid(lm, words, keep, window=window, max_candidates=k)
-    return [(m, float(grid.max_error_bound)) for m in grid]
+        return [(m, np.zeros_like(m)) for m in dependencies.cpmi(lm, words, keep, progress=progress)]
+    out = [None] * len(block)
+    for k in {k for _, _, k in block}:
+        idx = [s for s, (_, _, ks) in enumerate(block) if ks == k]
+        w, kp = [words[s] for s in idx], [keep[s] for s in idx]
+        grid = dependencies.cmi_grid(lm, w, kp, window=window, max_candidates=k, progress=progress)
+        enc = dependencies.pieces.encode_all(lm, w, kp)
+        for s, m, b in zip(idx, grid, dependencies.policy.word_bounds(enc, grid)):
+            out[s] = (m, b)
+    return out

@@ -244,22 +244,26 @@ def rung_map(kl, points: Sequence[dict], names, title: str):
 
 def budget_scatter(budget: dict, gains: dict, highlight: str = "span"):
     """One point per model: its mean incompatibility budget against its mean ensemble gain (95 % intervals
-    over the same targets); the truth at the origin, labelled beside its point (no legend over data)."""
+    over the same targets); the truth at the origin; every point labelled where its label covers no point,
+    error bar or other label (:func:`mlmbook.plotting.place_labels`)."""
     fig, ax = plotting.figure(height=3.2)
+    points = []
     for name in budget:
         b = stats.bootstrap(lambda x: x.mean(-1), budget[name], n_boot=1000)
         g = _bar(gains[name])
         ax.errorbar(b.estimate, g[0], xerr=[[b.estimate - b.low], [b.high - b.estimate]],
                     yerr=[[g[0] - g[1]], [g[2] - g[0]]], fmt="o", capsize=2,
                     color=PAL["alt" if name == highlight else "mlm"])
-        ax.annotate(name, (b.estimate, g[0]), textcoords="offset points", xytext=(4, 4), fontsize=9)
+        points.append((b.estimate, g[0]))
     ax.plot([0], [0], "s", color=PAL["truth"])
-    ax.annotate("truth", (0, 0), textcoords="offset points", xytext=(4, -12), fontsize=9, color=PAL["truth"])
     ax.axhline(0, color="gray", lw=0.8)
     ax.set_xlabel("incompatibility budget (nats per conditional)")
     ax.set_ylabel("ensemble gain (nats)")
     first = next(iter(budget.values()))
     ax.set_title(f"{len(budget)} models on the same {len(first)} targets")
+    ax.margins(0.15)                                    # room for the labels beside the outer points
+    plotting.place_labels(ax, points + [(0.0, 0.0)], [*budget, "truth"],
+                          color=[None] * len(points) + [PAL["truth"]])
     return fig
 
 

@@ -1,28 +1,33 @@
-r"""Does a model fit some text? Unknown pieces and a language (tokenisation) check, before anything is estimated.
+r"""Does a model fit some text? Unknown pieces and the model's own predictions, before anything is estimated.
 
 A masked LM maps a word it has no pieces for to its unknown token (``[UNK]``, ``<unk>``): every
 estimate on such a position is an estimate about ``[UNK]``. And a model can know every piece of a
-text yet not its language: an English WordPiece model reads French with 0.7 % unknown pieces, but
-splits it into 1.8 pieces per word, and its numbers there are about fragments it was not trained on.
-:func:`check_fit` measures, on the sentences a model will read (their surface tokens):
+text yet not its language: it reads the text as fragments it was not trained on. How many pieces a
+word makes says little by itself (a small vocabulary, or a compounding or agglutinative language,
+splits its own words into two pieces or more), so the language is judged by what the model does
+with the text, against references the model itself gives: the uniform guess over its vocabulary and
+its own prediction with the context taken away. :func:`check_fit` measures, on a sample of the
+sentences a model will read (their surface tokens):
 
-==========================  ==============================================================  ==========
-rule                        measured                                                        refused if
-==========================  ==============================================================  ==========
-unknown pieces              share of the pieces that are the unknown token                  > 10 %
-tokenisation                pieces per word (an English model on English: about 1.1–1.3;    > 1.5
-                            on French: 1.8)
-tokenisation and            pieces per word, and the model's own PLL per piece against a    > 1.25 and
-prediction                  uniform guess (:math:`-\log V`) on a small sample                   < −0.5 log V
-==========================  ==============================================================  ==========
+================  ==========================================================  =========================
+rule              measured                                                    refused if
+================  ==========================================================  =========================
+unknown pieces    share of the pieces that are the unknown token              > 10 %
+better than       the model's PLL per piece (each piece masked in turn)       above
+chance            against a uniform guess over its vocabulary (:math:`-\log V`)  :math:`-0.95 \log V`
+context helps     the PLL per piece minus the model's own prediction of the   < 0 nats
+                  same pieces with the whole sentence masked
+================  ==========================================================  =========================
 
-The PLL per piece alone decides nothing: a language with much freedom per word sits where a model
-on a foreign language does (the toy model on its own language scores about :math:`-0.4 \log V`,
-a model that was never trained :math:`-\log V`), so it only confirms a doubtful tokenisation.
-The language rules need a sample of at least :data:`MIN_WORDS_LANGUAGE` words (a single sentence
-with a few rare names can split into many pieces). Above a threshold :func:`check_fit` stops with
-one line (:class:`~mlmbook.errors.DataFitError`) naming the numbers, the thresholds and the knob;
-with ``allow`` it runs anyway, prints the warning on the build's terminal and returns a :class:`Fit`
+A model that was never trained predicts every piece about as well as a uniform guess (the second
+rule); a model on a language it does not know predicts its pieces worse with their context than
+without (the third): the context it reads is not a context it has learned. The pieces per word are
+measured and shown, not judged. The prediction rules need a sample of at least
+:data:`MIN_WORDS_LANGUAGE` words, and they read the same sample whatever window of sentence lengths
+an analysis then keeps (:func:`mlmbook.corpus.read_for_model`), so the verdict does not change with
+the window. Above a threshold :func:`check_fit` stops with one line
+(:class:`~mlmbook.errors.DataFitError`) naming the numbers, the thresholds and the knob; with
+``allow`` it runs anyway, prints the warning on the build's terminal and returns a :class:`Fit`
 whose :meth:`Fit.admonition` shows the same warning as a box on the page.
 """
 
@@ -37,19 +42,18 @@ from ..errors import DataFitError, notice
 from .sentence import model_words
 
 __all__ = ["Fit", "FitRules", "RULES", "Admonition", "unknown_share", "measure_fit", "check_fit", "MAX_UNKNOWN",
-           "MAX_PIECES_PER_WORD",
-           "DOUBTFUL_PIECES_PER_WORD", "MIN_PLL_SHARE", "MIN_WORDS_LANGUAGE", "PLL_SAMPLE_PIECES"]
+           "MIN_GAIN_SHARE", "MIN_CONTEXT_GAIN", "MIN_WORDS_LANGUAGE", "PLL_SAMPLE_PIECES"]
 
 MAX_UNKNOWN = 0.10
 """Largest accepted share of unknown pieces (real BERTs on UD English: < 0.01; the toy model on it: > 0.8)."""
-MAX_PIECES_PER_WORD = 1.5
-"""Largest accepted pieces per word (English WordPiece on English about 1.1–1.3, on French 1.8)."""
-DOUBTFUL_PIECES_PER_WORD = 1.25
-"""From here on a tokenisation is doubtful, and the model's PLL per piece decides (:data:`MIN_PLL_SHARE`)."""
-MIN_PLL_SHARE = 0.5
-r"""A doubtful tokenisation is refused when the model's PLL per piece is below ``-MIN_PLL_SHARE * log V``."""
+MIN_GAIN_SHARE = 0.05
+r"""A model must predict the text's pieces at least this share of :math:`\log V` better than a uniform guess
+(PLL per piece above :math:`-(1 - 0.05) \log V`); an untrained model sits at :math:`-\log V`."""
+MIN_CONTEXT_GAIN = 0.0
+"""Nats per piece by which the context must improve the model's prediction of the text's pieces (its PLL per
+piece minus its prediction with the whole sentence masked)."""
 MIN_WORDS_LANGUAGE = 30
-"""The language rules apply to samples of at least this many words."""
+"""The prediction rules apply to samples of at least this many words."""
 PLL_SAMPLE_PIECES = 160
 """The PLL per piece is measured on the first sentences holding about this many pieces (one forward pass each)."""
 
@@ -94,6 +98,9 @@ class Fit:
     pll_per_piece : float or None
         The model's mean :math:`\\log q(x_t \\mid x_{\\setminus t})` over the pieces of a small sample
         (nats, full softmax); None when not measured.
+    context_free : float or None
+        The same pieces' mean :math:`\\log q(x_t)` with every piece of the sentence masked: the model's own
+        prediction without the context.
     log_v : float
         :math:`\\log V`: minus the PLL per piece of a uniform guess.
     n_sentences : int
@@ -112,6 +119,7 @@ class Fit:
     n_words: int
     examples: tuple[str, ...]
     pll_per_piece: float | None = None
+    context_free: float | None = None
     log_v: float = float("nan")
     n_sentences: int = 0
     problems: tuple[str, ...] = field(default=())
@@ -135,7 +143,8 @@ class Fit:
                 f"({self.n_words} words of {self.n_sentences} sentences)")
         if self.pll_per_piece is not None:
             text += (f", PLL {self.pll_per_piece:.2f} nats per piece (a uniform guess: "
-                     f"{-self.log_v:.2f})")
+                     f"{-self.log_v:.2f}" + ("" if self.context_free is None else
+                                            f"; without the context: {self.context_free:.2f}") + ")")
         return text
 
     def message(self) -> str:
@@ -190,9 +199,15 @@ def _token_ids(lm, sentence) -> tuple[list[str], list[list[int | None]]]:
         return tokens, per
 
 
-def _pll_per_piece(lm, encoded: list[list[int]], budget: int) -> float | None:
-    """Mean log q(x_t | rest) over the pieces of the first sentences (about ``budget`` pieces)."""
-    total, count = 0.0, 0
+def _pll_per_piece(lm, encoded: list[list[int]], budget: int) -> tuple[float, float] | tuple[None, None]:
+    """Mean log q(x_t | rest) over the pieces of the first sentences (about ``budget`` pieces), and the
+    same pieces' mean log q(x_t) with the whole sentence masked (one more forward pass a sentence)."""
+    total, free, count = 0.0, 0.0, 0
+
+    def score(logits, ids):               # log-probabilities of ids; an impossible piece counts -50 nats
+        logp = logits.double().log_softmax(-1)[list(range(len(ids))), list(ids)]
+        return float(logp[logp.isfinite()].sum()) - 50.0 * int((~logp.isfinite()).sum())
+
     for ids in encoded:
         if count >= budget:
             break
@@ -202,12 +217,10 @@ def _pll_per_piece(lm, encoded: list[list[int]], budget: int) -> float | None:
         rows = [list(ids) for _ in range(n)]
         for t in range(n):
             rows[t][t] = lm.mask_id
-        scores = lm.logits(rows, [[t] for t in range(n)], full_softmax=True)[:, 0].double()
-        logp = scores.log_softmax(-1)[list(range(n)), list(ids)]
-        finite = logp[logp.isfinite()]
-        total += float(finite.sum()) - 50.0 * int((~logp.isfinite()).sum())   # an impossible piece: -50 nats
+        total += score(lm.logits(rows, [[t] for t in range(n)], full_softmax=True)[:, 0], ids)
+        free += score(lm.logits([[lm.mask_id] * n], [list(range(n))], full_softmax=True)[0], ids)
         count += n
-    return total / count if count else None
+    return (total / count, free / count) if count else (None, None)
 
 
 def measure_fit(lm, sentences: Iterable, *, pll: bool = True,
@@ -221,7 +234,8 @@ def measure_fit(lm, sentences: Iterable, *, pll: bool = True,
         :class:`~mlmbook.corpus.Sentence` objects (their surface tokens are read), word lists or plain strings.
     pll : bool
         Also measure the model's own PLL per piece on the first sentences (about ``pll_pieces`` pieces, one
-        forward pass each); sentences with an unknown piece are measured too.
+        forward pass each, and one with the whole sentence masked); sentences with an unknown piece are
+        measured too.
     pll_pieces : int
 
     Returns
@@ -250,8 +264,11 @@ def measure_fit(lm, sentences: Iterable, *, pll: bool = True,
         if pll and None not in row and sum(len(r) for r in known_rows) < pll_pieces:
             known_rows.append(row)
     share = n_unknown / n_pieces if n_pieces else 0.0
-    per_piece = _pll_per_piece(lm, known_rows, pll_pieces) if pll and known_rows else None
-    return Fit(share, n_unknown, n_pieces, n_wunk, n_words, tuple(examples), per_piece,
+    try:
+        per_piece, free = _pll_per_piece(lm, known_rows, pll_pieces) if pll and known_rows else (None, None)
+    except NotImplementedError:          # a tokenizer alone (a build's check of the toy model): no predictions
+        per_piece, free = None, None
+    return Fit(share, n_unknown, n_pieces, n_wunk, n_words, tuple(examples), per_piece, free,
                math.log(max(getattr(lm, "V", 2), 2)), n_sent)
 
 
@@ -272,30 +289,26 @@ class FitRules:
     ----------
     max_unknown : float
         Largest share of unknown pieces.
-    max_pieces_per_word : float
-        Largest pieces per word.
-    doubtful_pieces_per_word : float
-        From here on the model's PLL per piece decides.
-    min_pll_share : float
-        A doubtful tokenisation is refused when the PLL per piece is below ``-min_pll_share * log V``.
+    min_gain_share : float
+        The PLL per piece must be above ``-(1 - min_gain_share) * log V``.
+    min_context_gain : float
+        The PLL per piece minus the context-free prediction of the same pieces must be at least this (nats).
     min_words : int
-        The language rules apply to samples of at least this many words.
+        The prediction rules apply to samples of at least this many words.
     pll : bool or ``"auto"``
-        Measure the PLL per piece (about :data:`PLL_SAMPLE_PIECES` forward passes): always (True, e.g. to show
-        it on a page), never (False: the third rule is not applied), or when the third rule needs it (``"auto"``).
+        Measure the PLL per piece (about :data:`PLL_SAMPLE_PIECES` forward passes): always (True), never
+        (False: the prediction rules are not applied), or when the prediction rules apply (``"auto"``).
     """
 
     max_unknown: float = MAX_UNKNOWN
-    max_pieces_per_word: float = MAX_PIECES_PER_WORD
-    doubtful_pieces_per_word: float = DOUBTFUL_PIECES_PER_WORD
-    min_pll_share: float = MIN_PLL_SHARE
+    min_gain_share: float = MIN_GAIN_SHARE
+    min_context_gain: float = MIN_CONTEXT_GAIN
     min_words: int = MIN_WORDS_LANGUAGE
     pll: bool | str = "auto"
 
-    def doubtful(self, fit: Fit) -> bool:
-        """Whether the third rule needs the PLL per piece to judge ``fit``."""
-        return (fit.n_words >= self.min_words and fit.share <= self.max_unknown
-                and self.doubtful_pieces_per_word < fit.pieces_per_word <= self.max_pieces_per_word)
+    def judges_prediction(self, fit: Fit) -> bool:
+        """Whether the prediction rules apply to ``fit`` (enough words, not already refused for unknowns)."""
+        return fit.n_words >= self.min_words and fit.share <= self.max_unknown
 
     def problems(self, fit: Fit) -> list[str]:
         """Each rule ``fit`` breaks, in words."""
@@ -304,17 +317,17 @@ class FitRules:
             seen = ", ".join(repr(w) for w in fit.examples)
             out.append(f"{fit.share:.0%} of its word pieces are unknown to it ({fit.n_words_unknown} of "
                        f"{fit.n_words} words, e.g. {seen}; the limit is {self.max_unknown:.0%})")
-        if fit.n_words < self.min_words or fit.share > self.max_unknown:
+        if not self.judges_prediction(fit) or fit.pll_per_piece is None:
             return out
-        ppw, floor = fit.pieces_per_word, -self.min_pll_share * fit.log_v
-        if ppw > self.max_pieces_per_word:
-            out.append(f"it splits a word into {ppw:.2f} pieces on average (the limit is "
-                       f"{self.max_pieces_per_word:.2f}; a model on its own language splits about 1.1-1.3), so it "
-                       f"does not read this language whole")
-        elif self.doubtful(fit) and fit.pll_per_piece is not None and fit.pll_per_piece < floor:
-            out.append(f"it splits a word into {ppw:.2f} pieces (above {self.doubtful_pieces_per_word:.2f}) and "
-                       f"predicts them poorly: PLL {fit.pll_per_piece:.2f} nats per piece, below {floor:.2f} "
-                       f"({self.min_pll_share:g} of a uniform guess's {-fit.log_v:.2f})")
+        floor = -(1 - self.min_gain_share) * fit.log_v
+        if fit.pll_per_piece < floor:
+            out.append(f"it predicts the text's pieces no better than chance: PLL {fit.pll_per_piece:.2f} nats "
+                       f"per piece, below {floor:.2f} (a uniform guess over its {math.exp(fit.log_v):,.0f} "
+                       f"pieces: {-fit.log_v:.2f}; an untrained or damaged model sits there)")
+        elif fit.context_free is not None and fit.pll_per_piece - fit.context_free < self.min_context_gain:
+            out.append(f"the context does not help it: PLL {fit.pll_per_piece:.2f} nats per piece with the "
+                       f"context, {fit.context_free:.2f} with the whole sentence masked, so it does not read "
+                       f"this language ({fit.pieces_per_word:.2f} pieces per word)")
         return out
 
 
@@ -326,9 +339,9 @@ def check_fit(lm, sentences: Iterable, *, model: str | None = None, treebank: st
               allow: bool = False, rules: FitRules = RULES) -> Fit:
     r"""Stop (or warn) when ``lm`` does not fit the sentences it is about to read.
 
-    The rules and thresholds are in the module's table: more than 10 % unknown pieces; more than
-    1.5 pieces per word; more than 1.25 pieces per word with a PLL per piece below
-    :math:`-0.5 \log V` (the language rules on samples of at least 30 words).
+    The rules and thresholds are in the module's table: more than 10 % unknown pieces; a PLL per
+    piece below :math:`-0.95 \log V` (no better than chance); a context that makes the model's
+    predictions worse than none (the prediction rules on samples of at least 30 words).
 
     Parameters
     ----------
@@ -342,8 +355,8 @@ def check_fit(lm, sentences: Iterable, *, model: str | None = None, treebank: st
         Run anyway (a chapter's ``allow_unknown``): print the warning on the build's terminal and return
         the :class:`Fit`, whose :meth:`~Fit.admonition` puts it on the page.
     rules : FitRules
-        The thresholds (default :data:`RULES`, the module's table); ``FitRules(pll=True)`` always measures
-        the PLL per piece, to show it on a page.
+        The thresholds (default :data:`RULES`, the module's table); ``FitRules(pll=True)`` measures the PLL
+        per piece even on a sample too small to judge, to show it on a page.
 
     Returns
     -------
@@ -364,7 +377,7 @@ def check_fit(lm, sentences: Iterable, *, model: str | None = None, treebank: st
     """
     sentences = list(sentences)
     fit = measure_fit(lm, sentences, pll=rules.pll is True)
-    if rules.pll == "auto" and rules.doubtful(fit):
+    if rules.pll == "auto" and rules.judges_prediction(fit):
         fit = measure_fit(lm, sentences, pll=True)
     fit = replace(fit, model=model or getattr(lm, "name", None), treebank=treebank, allowed=allow,
                   problems=tuple(rules.problems(fit)))
@@ -372,7 +385,7 @@ def check_fit(lm, sentences: Iterable, *, model: str | None = None, treebank: st
         return fit
     if not allow:
         raise DataFitError(f"{fit.message()}: its numbers here would be about text it does not read; use a model "
-                           f"that knows this language and its words (e.g. bert-base-uncased for English), or run "
-                           f"anyway with allow_unknown (-p allow_unknown true in a build, --allow-unknown for a verb)")
+                           f"trained on this text's language, or run anyway with allow_unknown (-p allow_unknown "
+                           f"true in a build, --allow-unknown for a verb)")
     notice(f"warning: {fit.message()}; running anyway because allow_unknown is set")
     return fit

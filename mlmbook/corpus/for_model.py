@@ -9,8 +9,9 @@ masked LM, used by the research API and by the chapters alike:
    once (``lm.max_length``: 15 for the toy model, 510 for BERT) or than ``max_pieces`` is left out,
    and so is one the model cannot encode at all (a closed vocabulary);
 3. **order and limit**: file order, or shuffled by ``seed``; then the first ``limit``;
-4. **fit**: :func:`~mlmbook.corpus.fit.check_fit` on the sentences kept (unknown pieces, the
-   language check), which stops with one line unless ``allow_unknown``.
+4. **fit**: :func:`~mlmbook.corpus.fit.check_fit` on the file's first sentences the model reads whole,
+   whatever the window of words (unknown pieces, the model's predictions), which stops with one line
+   unless ``allow_unknown``.
 
 Every count is kept (:meth:`ModelCorpus.summary` for the page), and when nothing is left the one-line
 :class:`~mlmbook.errors.TreebankError` names the file, the counts and the knob to turn. The model reads
@@ -33,7 +34,8 @@ from .sentence import PUNCT_TAGS, Sentence, Surface, encode, remove_punct
 __all__ = ["ModelCorpus", "Window", "read_for_model", "scored_words", "model_window", "FIT_SAMPLE"]
 
 FIT_SAMPLE = 200
-"""The fit check reads the first this many sentences kept (enough for its rules, quick on any treebank)."""
+"""The fit check reads the file's first this many sentences that the model reads whole, in any window of
+words (enough for its rules, quick on any treebank, and one verdict for every window)."""
 
 
 @dataclass(frozen=True)
@@ -178,8 +180,8 @@ def read_for_model(lm, treebank: str | os.PathLike | Sequence[Sentence], window:
         Shuffle the sentences within the window of words (before the model's window and ``limit``) with this
         seed; None keeps the file order.
     allow_unknown : bool
-        Passed to :func:`~mlmbook.corpus.fit.check_fit` as ``allow`` (which reads the first
-        :data:`FIT_SAMPLE` sentences kept).
+        Passed to :func:`~mlmbook.corpus.fit.check_fit` as ``allow`` (which reads the file's first
+        :data:`FIT_SAMPLE` sentences the model reads whole).
 
     Returns
     -------
@@ -233,5 +235,8 @@ def read_for_model(lm, treebank: str | os.PathLike | Sequence[Sentence], window:
                             f"sentences{knob}")
     corpus = ModelCorpus(kept, name, len(read), len(sents) - len(in_words), outside_window, cut, window.min_words,
                          window.max_words, pieces, path=path)
-    corpus.fit = check_fit(lm, kept[:FIT_SAMPLE], treebank=name, allow=allow_unknown)
+    # the fit is judged on the file's first sentences the model reads whole, whatever the window of words:
+    # the same verdict for every window (the kept sentences when the file holds none)
+    sample = [s for s in sents[:4 * FIT_SAMPLE] if (_length(lm, s) or pieces + 1) <= pieces][:FIT_SAMPLE]
+    corpus.fit = check_fit(lm, sample or kept[:FIT_SAMPLE], treebank=name, allow=allow_unknown)
     return corpus

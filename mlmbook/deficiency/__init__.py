@@ -18,12 +18,14 @@ module             what
 ``truth``          :class:`Truth`: each model's exact single-site KL to the truth (its fit)
 ``seeds``          the training seed as the unit: :func:`seed_rows` for the study layer,
                    :func:`describe_seeds`, :func:`width_panel`, :func:`training_failures`
+``agreement``      :func:`agreement`: number agreement read from each encoder (a probe; fine-tuning)
 ``earlier``        :data:`EARLIER`: results of configurations the chapter no longer runs
 ``figures``        the chapter's figures, drawn from the numbers it records
 =================  =====================================================================================
 
 These modules read a model only through the :class:`~mlmbook.models.base.MaskedLM` protocol.
 """
+from .agreement import Agreement, agreement
 from .earlier import EARLIER
 from .measure import CONDITIONS, ROWS_PER_DIM, Geometry, Sample, encode, geometry, make_sample, sentences_for
 from .seeds import (
@@ -39,10 +41,12 @@ from .seeds import (
     sign_change,
     training_failures,
     width_panel,
+    widths_text,
 )
 from .truth import Truth
 
 __all__ = ["ROWS_PER_DIM", "CONDITIONS", "Sample", "sentences_for", "make_sample", "Geometry", "geometry", "encode",
            "Truth",
            "SeedRows", "seed_rows", "difference", "describe_seeds", "WidthRow", "width_panel", "SIGN_LABELS",
-           "sign_change", "interval_text", "FAIL_MARGIN", "Stability", "training_failures", "EARLIER"]
+           "sign_change", "interval_text", "FAIL_MARGIN", "Stability", "training_failures", "EARLIER",
+           "Agreement", "agreement", "widths_text"]

@@ -24,7 +24,7 @@ import numpy as np
 from .. import stats
 
 __all__ = ["SeedRows", "seed_rows", "difference", "describe_seeds", "WidthRow", "width_panel", "SIGN_LABELS",
-           "sign_change", "interval_text", "FAIL_MARGIN", "Stability", "training_failures"]
+           "sign_change", "widths_text", "interval_text", "FAIL_MARGIN", "Stability", "training_failures"]
 
 
 @dataclass(frozen=True)
@@ -149,6 +149,20 @@ def sign_change(rows: list[WidthRow]) -> str:
     if len(set(sides)) == 1 and sides[0] != "mixed":
         return SIGN_LABELS[1]
     return SIGN_LABELS[2]
+
+
+def widths_text(rows: list[WidthRow], per_seed_only: bool = False) -> str:
+    """A panel in words, width by width: ``"at width 32 -0.041 [-0.060, -0.022] of the width (seeds -0.040,
+    ...)"``, one trained pair said to be conditional on that model; ``per_seed_only``: the seeds' values
+    alone, ``"-0.040, -0.035 at width 32; ..."``."""
+    def seeds(row):
+        return ", ".join(f"{v:.3f}" for v in row.per_seed.values())
+
+    if per_seed_only:
+        return "; ".join(f"{seeds(row)} at width {row.width}" for row in rows)
+    return "; ".join(f"at width {row.width} {interval_text(row.interval)} of the width (seeds {seeds(row)}"
+                     + (", one trained pair: an interval conditional on that model)" if row.conditional else ")")
+                     for row in rows)
 
 
 def interval_text(iv: stats.Interval, decimals: int = 3) -> str:

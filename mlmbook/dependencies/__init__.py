@@ -42,11 +42,11 @@ from .baselines import (
     random_tree_edges,
 )
 from .cmi import CMIGrid, cmi_grid, gibbs_limit, grid_rows, left_out_bound, truth_cmi
-from .cpmi import cpmi
+from .cpmi import cpmi, cpmi_rows
 from .dmv import DMV, FIRST, LATER, LEFT, RIGHT, dmv_trees
 from .gibbs import cmi_gibbs
 from .pieces import WINDOW, pieces_to_words
-from .policy import CMIScores, cmi_candidates, cmi_scores, exact_prefix
+from .policy import CMIScores, cmi_candidates, cmi_scores, exact_prefix, undetermined
 from .trees import (
     decode,
     eisner,
@@ -60,7 +60,8 @@ from .trees import (
 
 __all__ = [
     "WINDOW", "pieces_to_words", "CMIGrid", "cmi_grid", "grid_rows", "gibbs_limit", "left_out_bound",
-    "truth_cmi", "cmi_gibbs", "cpmi", "CMIScores", "cmi_scores", "cmi_candidates", "exact_prefix",
+    "truth_cmi", "cmi_gibbs", "cpmi", "cpmi_rows", "CMIScores", "cmi_scores", "cmi_candidates", "exact_prefix",
+    "undetermined",
     "decode", "symmetrize", "maximum_spanning_tree", "eisner", "tree_from_scores",
     "uuas", "uuas_counts", "sentence_uuas",
     "adjacent_edges", "random_tree_edges", "random_projective_tree", "prufer_to_edges",

@@ -12,7 +12,7 @@ from .pieces import encode_all
 if TYPE_CHECKING:
     from ..models.base import MaskedLM
 
-__all__ = ["cpmi"]
+__all__ = ["cpmi", "cpmi_rows"]
 
 
 def cpmi(lm: "MaskedLM", sentences, keep=None, progress: bool = False) -> list:
@@ -80,3 +80,9 @@ def cpmi(lm: "MaskedLM", sentences, keep=None, progress: bool = False) -> list:
                     M[ia, ib] = logq[(s, a, -1)] - logq[(s, a, b)]
         mats.append(M)
     return mats
+
+
+def cpmi_rows(lm: "MaskedLM", e) -> int:
+    """Rows :func:`cpmi` sends for one encoded sentence ``e``: ``m_a x n_keep`` per word."""
+    unpredictable = set(getattr(lm, "special_ids", [])) | {lm.mask_id}
+    return sum(len(e.keep) * sum(e.ids[p] not in unpredictable for p in e.pieces[a]) for a in e.keep)

@@ -87,7 +87,7 @@ def truth_zeros(truth_mats, gold_edges, relations, truth_trees, min_edges: int =
         is 0; ``truth_pp_zero``: the share among the prepositional attachments (``obl``, ``nmod``; absent when
         there are none); ``truth_best_rel`` / ``truth_worst_rel`` and their ``_recall``: the relations (with at
         least ``min_edges`` gold edges, or all when none has) whose gold edges the truth's trees find most /
-        least often.
+        least often, with ``_found`` and ``_edges``: the counts behind each recall.
     """
     on, off, pp = [], [], []
     found, total = {}, {}
@@ -110,5 +110,7 @@ def truth_zeros(truth_mats, gold_edges, relations, truth_trees, min_edges: int =
     if recall:
         best, worst = max(recall, key=recall.get), min(recall, key=recall.get)
         out.update(truth_best_rel=best, truth_best_rel_recall=recall[best], truth_worst_rel=worst,
-                   truth_worst_rel_recall=recall[worst])
+                   truth_worst_rel_recall=recall[worst], truth_best_rel_found=found[best],
+                   truth_best_rel_edges=total[best], truth_worst_rel_found=found[worst],
+                   truth_worst_rel_edges=total[worst])
     return out

@@ -6,35 +6,33 @@ the difference of the gold edges the two trees find, to the denominator its gold
 (:func:`uuas_rows`), so the estimate is the corpus-UUAS difference and resampling keeps a sentence's edges
 together. Every answer is conditional on the one trained model of each kind (the full profile trains one).
 
-The effect of interest is :data:`EFFECT`, 5 UUAS points: the size of the papers' own gaps (Zhang &
-Hashimoto's 58.74 % against 55.91 % for "a classic method"). The planning standard deviations
-(:data:`PLANNING_SD`) are the per-sentence standard deviations :math:`\widehat{se}\sqrt n` of the same
-differences in the last committed full reference before this design (commit 5d78747); the sample sizes
-in chapter 1's ``SIZES`` come from them.
+The effect of interest is :data:`EFFECT`, 5 UUAS points, a twentieth of the UUAS scale. It is not the
+papers' own gap: Zhang & Hashimoto's 58.74 % against 55.91 % for "a classic method" is 2.83 points, so a
+true gap of the papers' size may pass undetected (the basis says so; an earlier basis called 5 points
+"the papers' gaps", which they are not). The planning standard deviations (:data:`PLANNING_SD`) are the
+committed plan's (:mod:`mlmbook.plans`, ``results/plans/01_dependencies.json``): the per-sentence standard
+deviations of the same differences in the ``pilot`` profile, on sentences and models of its own; the
+sample sizes in chapter 1's ``SIZES`` come from them.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from ..plans import fill, planning_sds
 from ..stats import Interval, Question, Study, describe
 
-__all__ = ["EFFECT", "BASIS", "PLANNING_SD", "QUESTIONS", "study", "uuas_rows", "descriptive_difference",
+__all__ = ["EFFECT", "BASIS", "CHAPTER", "PLANNING_SD", "QUESTIONS", "study", "uuas_rows", "descriptive_difference",
            "MAIN", "MODELS", "CPMI"]
 
 EFFECT = 0.05
 """The effect of interest: a UUAS difference of five points."""
 
-BASIS = "5 UUAS points, the papers' gaps (58.74 vs 55.91 %)"
+BASIS = "a twentieth of UUAS; papers' gap 2.83 pts (58.74 vs 55.91 %)"
 
-PLANNING_SD = {
-    "mlm_adjacent": 0.1455,    # mlm_vs_adjacent: se 0.0310 on 22 sentences
-    "mlm_dmv": 0.1509,         # mlm_vs_dmv: se 0.0322 on 22
-    "mlm_truth": 0.1085,       # mlm_vs_truth: se 0.0231 on 22
-    "knob_mlm": 0.1427,        # no MLM dose-response was measured; the truth's (s = 0 vs 1): se 0.0252 on 32
-    "control": 0.2064,         # control_vs_truth: se 0.0653 on 10
-    "cpmi_adjacent": 0.2038,   # cpmi_vs_adjacent: se 0.0186 on 120
-}
-"""Per-sentence SD of each question's UUAS difference in the last reference (commit 5d78747), in UUAS."""
+CHAPTER = "01_dependencies"
+PLANNING_SD = planning_sds(CHAPTER)
+"""Per-sentence SD of each question's UUAS difference in the pilot, in UUAS: the committed plan's
+(:func:`mlmbook.plans.planning_sds`; empty without a plan)."""
 
 MAIN, MODELS, CPMI = ("mlm_adjacent", "mlm_dmv", "mlm_truth"), ("knob_mlm", "control"), ("cpmi_adjacent",)
 """Which sample each question is measured on (:class:`~mlmbook.dependencies.design.Sizes`: ``main``,
@@ -43,8 +41,7 @@ MAIN, MODELS, CPMI = ("mlm_adjacent", "mlm_dmv", "mlm_truth"), ("knob_mlm", "con
 
 def _q(key, claim, words):
     sample = "SIZES.main" if key in MAIN else "SIZES.models" if key in MODELS else "SIZES.corpus"
-    return Question(key, claim, EFFECT, BASIS, unit="sentence", measure="UUAS", planning_sd=PLANNING_SD[key],
-                    words=words, sample=sample)
+    return Question(key, claim, EFFECT, BASIS, unit="sentence", measure="UUAS", words=words, sample=sample)
 
 
 QUESTIONS = (
@@ -65,8 +62,9 @@ QUESTIONS = (
 
 
 def study() -> Study:
-    """A fresh :class:`~mlmbook.stats.Study` of :data:`QUESTIONS` (family ``"chapter 1"``)."""
-    return Study("chapter 1", list(QUESTIONS))
+    """A fresh :class:`~mlmbook.stats.Study` of :data:`QUESTIONS` (family ``"chapter 1"``), their planning
+    SDs from the committed plan (:func:`mlmbook.plans.fill`)."""
+    return Study("chapter 1", fill(CHAPTER, QUESTIONS))
 
 
 def uuas_rows(first: tuple, second: tuple) -> tuple[np.ndarray, np.ndarray]:

@@ -12,8 +12,9 @@ check cell that grades it against the exact oracle of the toy world:
     mlmbook.exercises.check("ch1-cmi", my_cmi)    # the check cell
 
 :func:`check` returns a :class:`Grade` that shows as one line (✓ passed on 6 cases / ✗ case 3:
-expected 0.214, got 0.198 …); a function that still raises ``NotImplementedError`` is "not
-attempted yet", never an error, so a student edition executes end to end.
+expected 0.214, got 0.198 …); a function that still raises ``NotImplementedError`` is not attempted
+(○: the line says how to grade it and what passing reads, which is what the static page shows),
+never an error, so a student edition executes end to end.
 
 From a terminal, ``python -m mlmbook.exercises check NOTEBOOK`` grades every check cell of a
 notebook at once without running the rest of the chapter (:mod:`mlmbook.exercises.grading`), and
@@ -39,7 +40,7 @@ __all__ = ["Exercise", "Grade", "exercise", "check", "registry", "LEVELS"]
 LEVELS = ("warm-up", "core", "stretch", "capstone")
 """Difficulty levels, shown beside each exercise."""
 
-_CHAPTER_MODULES = ("ch0", "ch1", "ch2", "ch3", "ch4", "ch5")
+_CHAPTER_MODULES = ("ch0", "ch1", "ch2", "ch3", "ch4", "ch5", "ch6")
 
 
 @dataclass(frozen=True)
@@ -141,8 +142,8 @@ def check(name: str, candidate: Callable, cases: Sequence | None = None) -> Grad
     """Grade ``candidate`` on exercise ``name``'s cases against the exact answers.
 
     Returns a :class:`Grade`; never raises for a wrong or unfinished answer (a function that
-    raises ``NotImplementedError`` is "not attempted yet"; any other exception is a failed case
-    with its one-line message).
+    raises ``NotImplementedError`` is not attempted: ○, how to grade it, what passing reads; any other
+    exception is a failed case with its one-line message).
     """
     ex = registry().get(name)
     if ex is None:
@@ -154,7 +155,10 @@ def check(name: str, candidate: Callable, cases: Sequence | None = None) -> Grad
             got = candidate(*args)
         except NotImplementedError:
             return Grade(name, False, False, len(cases),
-                         f"{name}: not attempted yet — fill in the function and run this cell again.")
+                         f"○ {name}: waiting for your function. Write it above and run this cell, or grade "
+                         f"the notebook from a terminal: `python -m mlmbook.exercises check <notebook>`. "
+                         f"Passing reads: ✓ {name}: {ex.what} matches the exact answer on all "
+                         f"{len(cases)} cases.")
         except Exception as e:                                    # the reader's bug, reported in one line
             return Grade(name, False, True, len(cases),
                          f"✗ {name}: case {k} of {len(cases)} raised {type(e).__name__}: {e}", {"case": k})

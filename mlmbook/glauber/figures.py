@@ -149,11 +149,10 @@ def escapes(world: dict, temps, mlms: dict, fit: dict):
     kl = np.array(list(fit.values()))
     slope = np.array([wall[f"exact_slope_{name}"] for name in fit])
     ax.plot(kl, slope, "o", color=pal["mlm"], label="MLMs on the ladder")
-    for name, x, y in zip(fit, kl, slope):
-        ax.annotate(name.replace("wall ", ""), (x, y), textcoords="offset points", xytext=(6, 4), fontsize=9)
     ax.set_xscale("log")
     ax.set_xlabel("KL to the truth (nats per token)")
     ax.set_ylabel("exact escape slope (nats)")
+    plotting.place_labels(ax, list(zip(kl, slope)), [name.replace("wall ", "") for name in fit])
     plotting.place_legend(ax)
     return fig
 

@@ -37,18 +37,19 @@ parameters) and under :math:`m H_m` (one), summed into
 :math:`(\text{MSE}_\text{power} - \text{MSE}_{mH}) / \text{MSE}_{mH}`. A 10 % difference is the effect of
 interest; within it the two shapes fit alike on these lengths.
 
-Planning standard deviations (:data:`PLANNING_SD`) are the per-sentence standard deviations of each
-question's unit contributions in a pilot of the full design (the last reference recorded no
-per-sentence values), scaled to the full profile's sample.
+Planning standard deviations (:data:`PLANNING_SD`) are the committed plan's (:mod:`mlmbook.plans`): the
+per-sentence standard deviations of each question's unit contributions in the ``pilot`` profile (the
+full design's lengths, on sentences and models of its own).
 """
 from __future__ import annotations
 
 import numpy as np
 
+from ..plans import fill, planning_sds
 from ..stats import Question
 
-__all__ = ["TINY", "RECT_EFFECT", "GROWTH_EFFECT", "SHAPE_EFFECT", "PLANNING_SD", "primary_questions", "mlogm_exponent",
-           "coupon", "slope_rows", "shape_rows", "rectangle_rows"]
+__all__ = ["TINY", "RECT_EFFECT", "GROWTH_EFFECT", "SHAPE_EFFECT", "CHAPTER", "PLANNING_SD", "primary_questions",
+           "mlogm_exponent", "coupon", "slope_rows", "shape_rows", "rectangle_rows"]
 
 RECT_EFFECT = 1.0
 """One order of magnitude above the float32 noise floor: the rectangles' effect of interest."""
@@ -59,8 +60,10 @@ GROWTH_EFFECT = 0.1
 SHAPE_EFFECT = 0.1
 """A leave-one-out squared error 10 % higher or lower under the power law than under :math:`m H_m`."""
 
-PLANNING_SD = {"rectangles": 0.62, "growth_hot": 0.28, "shape_hot": 0.21, "growth_t1": 0.45}
-"""Per-sentence standard deviation of each question's unit contributions, from the pilot (see the module)."""
+CHAPTER = "05_glauber"
+PLANNING_SD = planning_sds(CHAPTER)
+"""Per-sentence standard deviation of each question's unit contributions in the pilot: the committed plan's
+(:func:`mlmbook.plans.planning_sds`; empty without a plan)."""
 
 
 def coupon(m) -> np.ndarray:
@@ -86,26 +89,26 @@ def primary_questions(toy: bool, lengths=None) -> list[Question]:
     """
     qs = [Question("rectangles", "the MLM's rectangles: log10 of |Δ| over the float32 noise floor", RECT_EFFECT,
                    "one order of magnitude over float noise", measure="", reference=0.0,
-                   planning_sd=PLANNING_SD["rectangles"], sample="plan.rect_sentences",
+                   sample="plan.rect_sentences",
                    words={"above": "above float noise", "below": "below float noise",
                           "equivalent": "at float noise"})]
     if not toy:
-        return qs
+        return fill(CHAPTER, qs)
     beta = mlogm_exponent(lengths)
     growth = {"above": "steeper than the coupon collector's", "below": "shallower than the coupon collector's",
               "equivalent": "as the coupon collector's (±0.1)"}
     qs += [Question("growth_hot", "T = 3: growth exponent of the MLM chain's exact mixing time", GROWTH_EFFECT,
                     "±0.1 around the coupon collector's", measure="exponent", reference=beta,
-                    planning_sd=PLANNING_SD["growth_hot"], words=growth, sample="plan.scaling_units"),
+                    words=growth, sample="plan.scaling_units"),
            Question("shape_hot", "T = 3: a power law's error against the coupon collector's curve", SHAPE_EFFECT,
                     "10 % of the curve's squared error", measure="ratio", reference=0.0,
-                    planning_sd=PLANNING_SD["shape_hot"], sample="plan.scaling_units",
+                    sample="plan.scaling_units",
                     words={"above": "the coupon collector's fits better", "below": "the power law fits better",
                            "equivalent": "the two fit alike (within 10 %)"}),
            Question("growth_t1", "T = 1: growth exponent of the MLM chain's exact mixing time", GROWTH_EFFECT,
                     "±0.1 around the coupon collector's", measure="exponent", reference=beta,
-                    planning_sd=PLANNING_SD["growth_t1"], words=growth, sample="plan.scaling_units")]
-    return qs
+                    words=growth, sample="plan.scaling_units")]
+    return fill(CHAPTER, qs)
 
 
 def slope_rows(x, y) -> tuple[np.ndarray, np.ndarray]:

@@ -23,8 +23,9 @@ Effects of interest. A perplexity ratio of 1.1 (:data:`PPL_EFFECT`, :math:`\log 
 on the log scale the rows use) for the three perplexity questions; 10 % of the model's mean
 single-site KL to the truth (its ladder label, known before this chapter measures anything) for the
 two truth questions; 0.05 of the mass for the knob (:data:`KNOB_EFFECT`, about half the fall of the
-truth's own HCB error in the last reference). Planning standard deviations (:data:`PLANNING_SD`) are
-the per-sentence standard deviations of the last full reference's rows.
+truth's own HCB error in the last reference, 0.199 → 0.101). Planning standard deviations
+(:data:`PLANNING_SD`) are the committed plan's (:mod:`mlmbook.plans`): the per-sentence standard deviations of
+the rows in the ``pilot`` profile, on sentences and models of its own.
 
 Every row function returns one value per *pair*; the study sums them into sentences
 (``units=``), the independent unit, since the two pairs of a sentence share its context.
@@ -36,9 +37,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..plans import fill, planning_sds
 from ..stats import Interval, Question
 
-__all__ = ["PPL_EFFECT", "KNOB_EFFECT", "KL_SHARE", "PLANNING_SD", "Plan", "questions", "ppl_rows",
+__all__ = ["PPL_EFFECT", "KNOB_EFFECT", "KL_SHARE", "CHAPTER", "PLANNING_SD", "Plan", "questions", "ppl_rows",
            "gap_rows", "exp_interval", "interval_text", "Described"]
 
 PPL_EFFECT = math.log(1.1)
@@ -50,10 +52,10 @@ KNOB_EFFECT = 0.05
 KL_SHARE = 0.1
 """The truth questions' effect of interest, as a share of the model's mean single-site KL to the truth."""
 
-PLANNING_SD = {"ag_vs_mlm": 0.011, "ag_vs_mlm_far": 0.017, "ag_vs_mlm_uppl": 0.032, "ag_vs_mrf": 0.193,
-               "hcb_vs_mrf": 0.230, "knob_block": 0.108}
-"""Per-sentence standard deviation of each question's rows in the last full reference (toy model,
-``results/full/02_joints.json``; a test keeps them within a factor of two of it)."""
+CHAPTER = "02_joints"
+PLANNING_SD = planning_sds(CHAPTER)
+"""Per-sentence standard deviation of each question's rows in the pilot (toy model): the committed plan's
+(:func:`mlmbook.plans.planning_sds`; empty without a plan)."""
 
 
 @dataclass(frozen=True)
@@ -100,35 +102,32 @@ def questions(truth: bool, default_kl: float | None = None, far_kl: float | None
     far_name, default_name, knob_name : str
         Names for the labels: the least-trained rung, the chapter's model, the knob models' size.
     """
-    def sd(key):
-        return PLANNING_SD[key] if truth else None
-
     ppl = "perplexities 10 % apart"
     main = "SIZES.toy.sentences" if truth else "SIZES.real"          # where the chapter sets the units
     out = [Question("ag_vs_mlm_uppl", "AG's conditionals: U-PPL vs the MLM's own", PPL_EFFECT, ppl,
-                    measure="log U-PPL", planning_sd=sd("ag_vs_mlm_uppl"),
+                    measure="log U-PPL",
                     words={"below": "AG's lower", "above": "MLM's lower"}, sample=main),
            Question("ag_vs_mrf", "AG vs MRF: P-PPL", PPL_EFFECT, ppl, measure="log P-PPL",
-                    planning_sd=sd("ag_vs_mrf"), words={"below": "AG lower", "above": "MRF lower"}, sample=main),
+                    words={"below": "AG lower", "above": "MRF lower"}, sample=main),
            Question("hcb_vs_mrf", "HCB vs MRF: P-PPL", PPL_EFFECT, ppl, measure="log P-PPL",
-                    planning_sd=sd("hcb_vs_mrf"), words={"below": "HCB lower", "above": "MRF lower"}, sample=main)]
-    if not truth:
+                    words={"below": "HCB lower", "above": "MRF lower"}, sample=main)]
+    if not truth:               # no plan sizes a model without the truth: no planning SD
         return out
     if not (default_kl and far_kl):
         raise ValueError("the truth questions need the models' KL to the truth (default_kl, far_kl)")
     closer = {"below": "AG's closer", "above": "MLM's closer"}
     share = f"{100 * KL_SHARE:.0f} % of the model's single-site KL"
-    return [Question("ag_vs_mlm", f"AG's conditionals vs the MLM's own: KL to the truth ({default_name})",
+    return fill(CHAPTER, [Question("ag_vs_mlm", f"AG's conditionals vs the MLM's own: KL to the truth ({default_name})",
                      KL_SHARE * default_kl,
-                     f"{share}, {default_kl:.3f}", measure="nats", planning_sd=sd("ag_vs_mlm"), words=closer,
+                     f"{share}, {default_kl:.3f}", measure="nats", words=closer,
                      sample=main),
             Question("ag_vs_mlm_far", f"the same on {far_name}", KL_SHARE * far_kl, f"{share}, {far_kl:.2f}",
-                     measure="nats", planning_sd=sd("ag_vs_mlm_far"), words=closer, sample="SIZES.toy.ladder"),
+                     measure="nats", words=closer, sample="SIZES.toy.ladder"),
             *out,
             Question("knob_block", f"soft zeros (ε 0 → 0.1): HCB block error of the {knob_name} models",
                      KNOB_EFFECT,
-                     "half the truth's own fall", measure="share of mass", planning_sd=sd("knob_block"),
-                     words={"below": "falls", "above": "rises"}, sample="SIZES.toy.knob")]
+                     "half the truth's own fall", measure="share of mass",
+                     words={"below": "falls", "above": "rises"}, sample="SIZES.toy.knob")])
 
 
 def ppl_rows(per_pair: dict, first: str, second: str, field: str = "logp_pair") -> np.ndarray:

@@ -42,7 +42,10 @@ def entry_key(grammar: Grammar, config: TrainConfig, seed: int, kind: str) -> st
     That includes the trainer: a small model is trained stacked (:func:`mlmbook.models.stacked.handles`),
     whose arithmetic differs in rounding from the one-at-a-time Hugging Face trainer's.
     """
-    parts = [VERSION, kind, grammar.fingerprint, asdict(config), seed, TRAIN_THREADS]
+    settings = asdict(config)
+    if settings["mask_ratio"] == "fixed":         # a setting added later: at its default the key is as before
+        del settings["mask_ratio"]
+    parts = [VERSION, kind, grammar.fingerprint, settings, seed, TRAIN_THREADS]
     if stacked.handles(config, kind):
         parts.append(f"stacked {stacked.VERSION}")
     blob = json.dumps(parts, sort_keys=True).encode()

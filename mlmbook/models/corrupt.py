@@ -13,7 +13,8 @@ sentences sampled from the grammar, bucketed by length (:func:`batches`), then c
    otherwise every content token is eligible.
 3. **Selection** of a set :math:`S` at rate :math:`r` (``mask_rate``) of the eligible tokens:
    independently per token (BERT; ``span = 0``), or as spans (``span`` :math:`=\mu \ge 1`), see
-   :func:`span_selection`.
+   :func:`span_selection`. With ``mask_ratio="uniform"`` the rate is drawn per sentence,
+   :math:`r \sim U(0, 1)` (masked diffusion); the loss still weights every selected token alike.
 4. **Replacement** (``replace`` :math:`=(a, b, c)`): each selected token becomes ``[MASK]`` with
    probability :math:`a`, a uniformly random word with probability :math:`b`, and stays with
    probability :math:`c` (BERT's 80/10/10; Meng et al.'s 100/0/0).
@@ -62,6 +63,11 @@ def check_config(config) -> None:
     if not all(isinstance(t, str) for t in config.mask_only):
         raise ValueError(f"mask_only={config.mask_only!r} must be a tuple of UD relations or UPOS tags, "
                          f"e.g. ('nsubj',) or ('NOUN',)")
+    if config.mask_ratio not in ("fixed", "uniform"):
+        raise ValueError(f"mask_ratio={config.mask_ratio!r}: use 'fixed' (mask_rate for every sentence) or "
+                         f"'uniform' (a rate drawn from U(0, 1) per sentence)")
+    if config.mask_ratio == "uniform" and config.span:
+        raise ValueError("span masking and mask_ratio='uniform' cannot be combined; set one of them")
     if config.decoder_layers < 1:
         raise ValueError(f"decoder_layers={config.decoder_layers} must be at least 1")
 
@@ -184,6 +190,9 @@ def mask_tokens(ids, config, vocab_size: int, gen: torch.Generator, eligible=Non
         allowed = allowed & eligible
     if config.span:
         selected = span_selection(allowed, config.mask_rate, config.span, gen)
+    elif config.mask_ratio == "uniform":                  # masked diffusion: a rate per sentence
+        rate = torch.rand(ids.shape[0], 1, generator=gen)
+        selected = (torch.rand(ids.shape, generator=gen) < rate) & allowed
     else:
         selected = (torch.rand(ids.shape, generator=gen) < config.mask_rate) & allowed
     labels = torch.where(selected, ids, torch.full_like(ids, -100))

@@ -28,14 +28,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ..profiles import with_fallbacks
+from ..profiles import seed_offset, with_fallbacks
 from . import maelm
 from .base import MaskedLM
 from .cache import load_or_train
 from .hf import HFMaskedLM
 from .train import PRESETS, TrainConfig
 
-__all__ = ["Rung", "LADDERS", "SEEDS", "VERDICT_SEEDS", "rungs", "seed_rungs", "load", "snapshot_path", "KL_SENTENCES"]
+__all__ = ["Rung", "LADDERS", "SEEDS", "VERDICT_SEEDS", "MAELM_TOP", "rungs", "seed_rungs", "load", "snapshot_path",
+           "KL_SENTENCES"]
 
 LADDERS = {
     "quick": dict(sizes=(16, 32), steps=400),
@@ -52,6 +53,11 @@ VERDICT_SEEDS = with_fallbacks({"quick": 3, "full": 1})
 """Training seeds (0, 1, ...) of the default model that a chapter's verdicts must hold for. A
 quick model trains in about a minute, a full one in five and a half, so the full profile judges
 its one model (chapter 1 says so)."""
+
+MAELM_TOP = with_fallbacks({"quick": True, "full": False})
+"""Per profile: whether the MAE-LM ladder has a rung at the default model's width. The full profile
+leaves it out: one seed at hidden 128 (about 200 core-seconds) answers no question, and its seconds go to
+the seeds of chapter 4's pair instead (:data:`mlmbook.models.zoo.CH4_SEEDS`)."""
 
 KL_SENTENCES = 60
 """Held-out sentences on which a rung's KL to the truth is measured (:func:`mlmbook.compare.rung_kl`)."""
@@ -94,18 +100,20 @@ def _small_config(profile: str, hidden: int) -> TrainConfig:
                    eval_every=max(1, spec["steps"] // 4), checkpoints=())
 
 
-def rungs(profile: str, kind: str = "mlm", seed: int = 0) -> list[Rung]:
-    """The ladder of a profile, smallest and least trained first.
+def rungs(profile: str, kind: str = "mlm", seed: int | None = None) -> list[Rung]:
+    """The ladder of a profile, smallest and least trained first; ``seed`` defaults to the profile's
+    :func:`~mlmbook.profiles.seed_offset` (0 but in the pilot).
 
     MLM: each small size, then the default model at 10 %, 30 % and 100 % of its steps.
-    MAE-LM (``kind="maelm"``): each size including the default one, final models only
-    (MAE-LM keeps no snapshots).
+    MAE-LM (``kind="maelm"``): each size, final models only (MAE-LM keeps no snapshots), and the
+    default one where :data:`MAELM_TOP` says so.
     """
     if profile not in LADDERS:
         raise ValueError(f"no ladder for profile {profile!r}; use one of {', '.join(LADDERS)}")
     top = PRESETS[profile]
+    seed = seed_offset(profile) if seed is None else seed
     out = [Rung(f"h{h}", kind, h, 1.0, seed, _small_config(profile, h), profile) for h in LADDERS[profile]["sizes"]]
-    fractions = (*top.checkpoints, 1.0) if kind == "mlm" else (1.0,)
+    fractions = (*top.checkpoints, 1.0) if kind == "mlm" else (1.0,) if MAELM_TOP[profile] else ()
     for f in fractions:
         name = f"h{top.hidden}" + ("" if f == 1.0 else f"@{f:.0%}")
         out.append(Rung(name, kind, top.hidden, float(f), seed, top, profile))
@@ -113,9 +121,9 @@ def rungs(profile: str, kind: str = "mlm", seed: int = 0) -> list[Rung]:
 
 
 def seed_rungs(profile: str, kind: str = "mlm") -> list[Rung]:
-    """The smallest rung trained with every seed of :data:`SEEDS`."""
-    h = LADDERS[profile]["sizes"][0]
-    return [Rung(f"h{h}", kind, h, 1.0, s, _small_config(profile, h), profile) for s in SEEDS]
+    """The smallest rung trained with every seed of :data:`SEEDS` (plus the profile's seed offset)."""
+    h, offset = LADDERS[profile]["sizes"][0], seed_offset(profile)
+    return [Rung(f"h{h}", kind, h, 1.0, s + offset, _small_config(profile, h), profile) for s in SEEDS]
 
 
 def _entry(rung: Rung):

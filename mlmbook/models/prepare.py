@@ -34,11 +34,12 @@ import time
 from dataclasses import dataclass
 
 from ..paths import env_int
+from ..profiles import seed_offset
 from ..workers import Task
 from ..workers import run as run_tasks
 from . import ladder, stacked, zoo
 from .train import PRESETS, TRAIN_THREADS, preset_for
-from .zoo import Job
+from .zoo import Job, estimated_seconds
 
 __all__ = ["Job", "NEEDS", "Trained", "UnitDone", "needed", "missing", "plan", "split", "estimated_seconds",
            "workers_for", "tasks", "report", "prepare", "TOPIC_KNOBS"]
@@ -63,14 +64,15 @@ def needed(profile: str, chapters=tuple(NEEDS), extra_seeds: tuple[int, ...] = (
     top = PRESETS[profile]
     wants = {w for c in chapters for w in NEEDS.get(int(c), ())}
     seeds = (*range(ladder.VERDICT_SEEDS.get(profile, 1)), *extra_seeds) if "seeds" in wants else ()
-    jobs = [Job("toy", None, top, s) for s in sorted({0, *seeds})]
+    offset = seed_offset(profile)               # the pilot's seeds are none of the references'
+    jobs = [Job("toy", None, top, s + offset) for s in sorted({0, *seeds})]
     for kind in ("mlm", "maelm"):
         if kind in wants and profile in ladder.LADDERS:
             for rung in ladder.rungs(profile, kind) + ladder.seed_rungs(profile, kind):
                 jobs.append(Job("toy", None, rung.config, rung.seed, kind))
     if "topic" in wants:
         topic = PRESETS[preset_for("toy_topic", profile)]
-        jobs += [Job("toy", knob, topic, 0) for knob in TOPIC_KNOBS]
+        jobs += [Job("toy", knob, topic, offset) for knob in TOPIC_KNOBS]
     jobs += zoo.needed(profile, [int(c) for c in chapters])
     unique = list(dict.fromkeys(jobs))
     return sorted(unique, key=lambda j: -j.cost)
@@ -128,29 +130,23 @@ def plan(jobs: list, workers: int = 1) -> list[list]:
     return sorted(units, key=lambda u: -estimated_seconds(u))
 
 
+def _stream(job) -> tuple:
+    """What the stacked trainer's members share one sampled stream by (grammar, batch size, seed, eligible
+    tags; :func:`~mlmbook.models.stacked.train_stack`), as a sortable key."""
+    return (job.grammar, job.topic or "", job.seed, job.config.batch, tuple(job.config.mask_only))
+
+
 def split(group: list, workers: int = 1) -> list[list]:
     """Cut jobs of one shape into stacks: at most :data:`STACK_WIDTH` / hidden models each, and
-    up to ``workers`` stacks of at least :data:`MIN_STACK` models, of sizes that differ by one at most."""
+    up to ``workers`` stacks of at least :data:`MIN_STACK` models, of sizes that differ by one at most.
+    Jobs that read the same sentences (:func:`_stream`) are put side by side first, so that a stack
+    samples each stream once for all of its members: sampling a batch costs about as much as a small
+    model's step (``benchmarks/training.py``). Which stack a job lands in never changes its weights."""
     most = max(1, STACK_WIDTH // group[0].config.hidden)
     n = max(math.ceil(len(group) / most), min(workers, len(group) // MIN_STACK), 1)
-    return [group[i::n] for i in range(n)]
-
-
-def estimated_seconds(unit: list) -> float:
-    r"""A rough training time of a unit on one quiet core, to start the longest units first.
-
-    Per step, from ``benchmarks/training.py``: sampling a batch of 64 sentences costs about
-    6 ms per distinct stream; a model of width :math:`h` adds about :math:`8 + 0.3h` ms alone
-    (Hugging Face trainer) and :math:`2 + 0.3h` ms in a stack; an MAE-LM a quarter more.
-    """
-    if not hasattr(unit[0], "config"):                # a job of another kind: its own estimate
-        return float(unit[0].cost)
-    c = unit[0].config
-    factor = c.steps * c.batch / 64 / 1000 * (1.25 if unit[0].kind == "maelm" else 1.0)
-    if len(unit) == 1 and not _stackable(unit[0]):
-        return factor * (6 + 8 + 0.3 * c.hidden)
-    streams = len({(j.grammar, j.topic, j.seed, j.config.mask_only) for j in unit})
-    return factor * (6 * streams + len(unit) * (2 + 0.3 * c.hidden))
+    ordered, sizes = sorted(group, key=_stream), [len(group) // n + (i < len(group) % n) for i in range(n)]
+    starts = [sum(sizes[:i]) for i in range(n)]
+    return [ordered[a:a + k] for a, k in zip(starts, sizes)]
 
 
 @dataclass(frozen=True)

@@ -84,6 +84,11 @@ class TrainConfig:
         the labels are the noisy tokens; the held-out loss stays on the clean grammar).
     decoder_layers : int
         Depth of MAE-LM's decoder (:mod:`mlmbook.models.maelm`); unused by an MLM.
+    mask_ratio : str
+        How the selection rate is drawn: ``"fixed"`` (``mask_rate`` for every sentence, BERT) or
+        ``"uniform"`` (a rate :math:`r \sim U(0, 1)` drawn per sentence, masked-diffusion style;
+        ``mask_rate`` is then unused). At ``"fixed"`` it is left out of the cache key, so the models
+        trained before the setting existed keep their entries.
 
     See :mod:`mlmbook.models.corrupt` for the corruption these settings define.
     """
@@ -106,6 +111,7 @@ class TrainConfig:
     mask_only: tuple = ()         # UD deprels or UPOS tags eligible for masking (empty: all)
     noise: float = 0.0            # share of training tokens replaced by a random word first
     decoder_layers: int = 1       # MAE-LM's decoder depth
+    mask_ratio: str = "fixed"     # "fixed" (mask_rate) or "uniform" (a rate ~ U(0, 1) per sentence)
 
     def __post_init__(self):
         for name in ("checkpoints", "replace", "mask_only"):       # lists (e.g. from JSON) -> hashable tuples

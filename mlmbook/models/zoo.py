@@ -21,11 +21,12 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Callable
 
-from ..profiles import FALLBACK, with_fallbacks
+from ..profiles import FALLBACK, PILOT, seed_offset, with_fallbacks
+from . import stacked
 from .train import PRESETS, TrainConfig
 
 __all__ = ["Job", "CHAPTER_MODELS", "needed", "find", "chapter_models", "default_models", "chapter4_pair",
-           "TrainConfig"]
+           "ch4_arm_seeds", "ch4_budget", "estimated_seconds", "TrainConfig"]
 
 
 @dataclass(frozen=True)
@@ -165,12 +166,14 @@ CH3_NOISE = (0.0, 0.1, 0.3)
 
 CH3_SPAN = with_fallbacks({"quick": 16, "full": 64})
 """Width of chapter 3's span models and their token-masked twins, per profile: the ladder's rung that the
-book trains with three seeds anyway (chapter 4's MLM/MAE-LM pair; in the quick profile the ladder's seed
-rungs), so that the three twins cost no training of their own."""
+book trains with several seeds anyway (chapter 4's MLM/MAE-LM pair; in the quick profile the ladder's seed
+rungs), so that the twins cost no training of their own."""
 
-CH3_SEEDS = {"quick": (0, 1, 2), "full": (0, 1, 2), "extended": tuple(range(6))}
+CH3_SEEDS = {"quick": (0, 1, 2), "full": tuple(range(6)), "extended": tuple(range(6))}
+CH3_SEEDS[PILOT] = tuple(range(5))     # the pilot: five seeds for the planning SD (offset: chapter_models)
 """Training seeds of chapter 3's span models and twins, per profile (the span ensemble is a claim about a
-recipe: the extended profile trains 1.2x the five seeds its questions need)."""
+recipe: the full and extended profiles train six, 1.2x the five seeds its questions need; the full
+profile's twins are chapter 4's six MLMs of the pair, so only the span models are new)."""
 
 
 def chapter3(profile: str) -> list[Job]:
@@ -181,8 +184,8 @@ def chapter3(profile: str) -> list[Job]:
     objective of the paper's T5/UL2 models — with exactly the configuration and seed of ``"twin s<k>"``,
     the token-masked model it is compared with: the ladder's rung of width :data:`CH3_SPAN` (hidden 64 and
     1,500 steps in the full profile, 16 and 400 in the quick one), so that the masking is the only
-    difference. The twins are models the book trains anyway (the ladder's rung and chapter 4's seeds 1
-    and 2 of it in the full profile; the ladder's seed rungs in the quick one): only the span models are
+    difference. The twins are models the book trains anyway (chapter 4's MLMs of the pair, whose seed 0
+    is the ladder's rung, in the full profile; the ladder's seed rungs in the quick one): only the span models are
     new, about 35 s each in a cold full build (stacked with the hidden-64 models), 3 s each in quick.
     ``"noise <η>"``: an MLM of the ladder's middle rung (hidden 64 in full, 32 in quick) trained on a
     noisier language, each word replaced by a random one with probability η; ``"noise 0"`` *is* that
@@ -220,15 +223,29 @@ decoder together). The fourth edition ran the knob and the controls at width 32,
 reversed; their results stay on the page (:mod:`mlmbook.deficiency.earlier`)."""
 
 
-CH4_SEEDS = {"quick": 3, "full": 3, "extended": 126}
-"""Pretraining seeds of chapter 4's pair, knob and controls, per profile (its questions are about training
-recipes: the seed is the unit). The extended profile trains 1.2x what the largest of its questions needs at
-80 % power (the fine-tuning question, 105 seeds, from the full reference's per-seed spread; the rank questions
-need 7–22)."""
+CH4_SEEDS = {"quick": 3, "full": 6, "extended": 126}
+CH4_SEEDS[PILOT] = 5                    # the pilot: five seeds for the planning SD (offset: chapter_models)
+"""Pretraining seeds of chapter 4's pair, per profile (its questions are about training recipes: the seed
+is the unit; the controls and the knob may train fewer, :data:`CH4_ARMS`). The extended profile trains 1.2x
+what the largest of its questions needs at 80 % power (the fine-tuning question, 105 seeds, from the full
+reference's per-seed spread; the rank questions need 7–22)."""
+
+CH4_ARMS = {"full": dict(fit=3, deep=3, knob=3)}
+"""Seeds of chapter 4's controls and knob where a profile trains fewer than the pair's
+(:data:`CH4_SEEDS`); every other profile trains all of them at every seed of the pair.
+
+The full profile's budget (20 minutes from an empty cache on 2 cores) cannot give the rank questions
+their planned 16 seeds: a seed of the pair costs about 90 core-seconds by
+:func:`mlmbook.models.prepare.estimated_seconds`, a fit-matched MLM 35, a depth-matched one 45 and the
+knob's pair 90, so the four questions at 16 seeds would add some 55 core-minutes to the build's 37. It trains
+the pair at six seeds — whose MLMs are chapter 3's token-masked twins, which it needs at six seeds anyway —
+and the controls and the knob at three; those questions are answered at their planned size in the extended
+profile, which trains every arm at every seed."""
 
 
 def chapter4(profile: str) -> list[Job]:
-    """Chapter 4's models, all at the width of its MLM/MAE-LM pair (:data:`CH4_KNOB`), seeds 0, 1 and 2:
+    """Chapter 4's models, all at the width of its MLM/MAE-LM pair (:data:`CH4_KNOB`), at the seeds of
+    :data:`CH4_SEEDS` (the controls and the knob at those of :func:`ch4_arm_seeds`):
 
     * ``"default <kind> s<seed>"``: the pair, an MLM and an MAE-LM (``kind`` ``mlm`` / ``maelm``) from the
       same initial weights — the ladder's rung of the pair's width (the full profile's hidden-64 rung,
@@ -253,19 +270,61 @@ def chapter4(profile: str) -> list[Job]:
     width = 64 if FALLBACK.get(profile, profile) == "full" else ladder.LADDERS[profile]["sizes"][0]
     pair = next(r.config for r in ladder.rungs(profile) if r.hidden == width and r.fraction == 1.0)
     fit = replace(pair, steps=k["fit_steps"], eval_every=max(1, k["fit_steps"] // 4))
+    arms = ch4_arm_seeds(profile)
     jobs = []
     for seed in range(CH4_SEEDS[profile]):
         for kind in ("mlm", "maelm"):
             jobs.append(Job("toy", None, pair, seed, kind, name=f"default {kind} s{seed}"))
-            jobs.append(Job("toy", None, replace(pair, mask_rate=k["rate"]), seed, kind,
-                            name=f"knob {kind} r{k['rate']:.2f} s{seed}"))
-        jobs.append(Job("toy", None, fit, seed, "mlm", name=f"fit mlm s{seed}"))
-        jobs.append(Job("toy", None, replace(pair, layers=k["deep_layers"]), seed, "mlm", name=f"deep mlm s{seed}"))
+            if seed < arms["knob"]:
+                jobs.append(Job("toy", None, replace(pair, mask_rate=k["rate"]), seed, kind,
+                                name=f"knob {kind} r{k['rate']:.2f} s{seed}"))
+        if seed < arms["fit"]:
+            jobs.append(Job("toy", None, fit, seed, "mlm", name=f"fit mlm s{seed}"))
+        if seed < arms["deep"]:
+            jobs.append(Job("toy", None, replace(pair, layers=k["deep_layers"]), seed, "mlm",
+                            name=f"deep mlm s{seed}"))
     return jobs
 
 
+def estimated_seconds(unit: list) -> float:
+    r"""A rough training time of a unit on one quiet core, to start the longest units first
+    (:mod:`mlmbook.models.prepare` cuts the units).
+
+    Per step, from ``benchmarks/training.py``: sampling a batch of 64 sentences costs about
+    6 ms per distinct stream; a model of width :math:`h` adds about :math:`8 + 0.3h` ms alone
+    (Hugging Face trainer) and :math:`2 + 0.3h` ms in a stack; an MAE-LM a quarter more.
+    """
+    if not hasattr(unit[0], "config"):                # a job of another kind: its own estimate
+        return float(unit[0].cost)
+    c = unit[0].config
+    factor = c.steps * c.batch / 64 / 1000 * (1.25 if unit[0].kind == "maelm" else 1.0)
+    if len(unit) == 1 and not stacked.handles(c, unit[0].kind):
+        return factor * (6 + 8 + 0.3 * c.hidden)
+    streams = len({(j.grammar, j.topic, j.seed, j.config.mask_only) for j in unit})
+    return factor * (6 * streams + len(unit) * (2 + 0.3 * c.hidden))
+
+
+def ch4_arm_seeds(profile: str) -> dict:
+    """Seeds (0, 1, ...) of each of chapter 4's arms in ``profile``: ``{"fit": n, "deep": n, "knob": n}``
+    (:data:`CH4_ARMS`; an arm the profile does not declare trains every seed of the pair)."""
+    n = CH4_SEEDS[profile]
+    return {arm: min(n, CH4_ARMS.get(profile, {}).get(arm, n)) for arm in ("fit", "deep", "knob")}
+
+
+def ch4_budget(profile: str = "full") -> dict:
+    """What chapter 4 trains in ``profile`` and what one seed of each arm costs its build, in core-seconds
+    as :func:`estimated_seconds` plans them: ``full_pair_seeds``, ``full_arm_seeds``
+    (the fewest of :func:`ch4_arm_seeds`), ``full_pair_seed_cost`` (the MLM and MAE-LM of one seed) and
+    ``full_controls_seed_cost`` (the fit- and depth-matched MLMs and the knob's pair of one seed)."""
+    jobs = {j.name.rsplit(" s", 1)[0]: j for j in chapter4(profile) if j.name.endswith(" s0")}
+    cost = {name: estimated_seconds([job]) for name, job in jobs.items()}
+    pair = cost["default mlm"] + cost["default maelm"]
+    return {"full_pair_seeds": CH4_SEEDS[profile], "full_arm_seeds": min(ch4_arm_seeds(profile).values()),
+            "full_pair_seed_cost": round(pair), "full_controls_seed_cost": round(sum(cost.values()) - pair)}
+
+
 def chapter4_pair(model: str, profile: str) -> dict:
-    """Chapter 4's encoders: ``{(name, seed): model}``, the MLM and MAE-LM of seeds 0-2 (``"default <kind>
+    """Chapter 4's encoders: ``{(name, seed): model}``, the MLM and MAE-LM of each seed (``"default <kind>
     s<seed>"`` of :func:`chapter4`) when ``model`` is ``"toy"``, else the one model given, as ``("MLM", 0)``."""
     if model != "toy":
         from .load import load_mlm
@@ -304,17 +363,46 @@ def chapter5(profile: str) -> list[Job]:
     return jobs
 
 
-SEED_TABLES = {3: ("CH3_SEEDS",), 4: ("CH4_SEEDS",)}
+CH6_SEEDS = {"quick": (0, 1, 2), "full": tuple(range(5)), "extended": tuple(range(6))}
+CH6_SEEDS[PILOT] = tuple(range(5))     # the pilot: five seeds for the planning SD (offset: chapter_models)
+"""Training seeds of chapter 6's two recipes (BERT's fixed 15 % and a uniform mask ratio), per profile."""
+
+
+def chapter6(profile: str) -> list[Job]:
+    """Chapter 6's training knob: for each seed of :data:`CH6_SEEDS`, ``"bert s<k>"``, the ladder's rung of
+    width :data:`CH3_SPAN` (BERT's fixed 15 %; the models chapter 3 calls its twins, so no training of
+    their own), and ``"diffusion s<k>"``, the same configuration and seed with a mask ratio drawn from
+    U(0, 1) per sentence (``mask_ratio="uniform"``): the ratio is the only difference. New training: five
+    models of about 35 s each in the full profile (hidden 64, 1,500 steps, stacked), 3 s in quick."""
+    from dataclasses import replace
+
+    from . import ladder
+
+    pair = next(r.config for r in ladder.rungs(profile) if r.hidden == CH3_SPAN[profile] and r.fraction == 1.0)
+    jobs = []
+    for seed in CH6_SEEDS[profile]:
+        jobs += [Job("toy", None, pair, seed, name=f"bert s{seed}"),
+                 Job("toy", None, replace(pair, mask_ratio="uniform", checkpoints=()), seed,
+                     name=f"diffusion s{seed}")]
+    return jobs
+
+
+SEED_TABLES = {3: ("CH3_SEEDS",), 4: ("CH4_SEEDS",), 6: ("CH6_SEEDS",)}
 """Per chapter, the tables of training seeds (per profile) its recipe questions are measured over."""
 
 CHAPTER_MODELS: dict[int, Callable[[str], list[Job]]] = {
-    0: chapter0, 1: chapter1, 2: chapter2, 3: chapter3, 4: chapter4, 5: chapter5}
+    0: chapter0, 1: chapter1, 2: chapter2, 3: chapter3, 4: chapter4, 5: chapter5, 6: chapter6}
 """Chapter number -> its function listing the knob and control models it trains."""
 
 
 def chapter_models(chapter: int, profile: str) -> list[Job]:
-    """The knob/control models of one chapter in ``profile``."""
-    return list(CHAPTER_MODELS.get(int(chapter), lambda p: [])(profile))
+    """The knob/control models of one chapter in ``profile``, each at its seed plus the profile's
+    :func:`~mlmbook.profiles.seed_offset` (the pilot's models are none of the references'; a model keeps its
+    name, e.g. ``"span s0"``, and its description gives the seed it is trained at)."""
+    from dataclasses import replace
+
+    offset = seed_offset(profile)
+    return [replace(j, seed=j.seed + offset) for j in CHAPTER_MODELS.get(int(chapter), lambda p: [])(profile)]
 
 
 def find(chapter: int, profile: str, name: str) -> Job:

@@ -22,7 +22,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..paths import env_int, repo_root
+from .. import plans
+from ..paths import env_int, repo_root, write_json_atomic
 from ..workers import tell
 from ..workers.cluster import kernel_argv
 from .chapters import BuildError, Chapter
@@ -280,6 +281,9 @@ def run_chapter(run: Run, needs: dict | None = None) -> Outcome:
             return Outcome(chapter.slug, error=message, failed=tmp.read_bytes(), seconds=time.perf_counter() - start)
         relax_formats(executed, not_measured)
         _prepare_for_render(executed, chapter, run.parameters)
+        if running.exists():            # the plan its questions were declared under (mlmbook.plans)
+            write_json_atomic(running, plans.stamp(json.loads(running.read_text()), chapter.slug, root),
+                              indent=2, sort_keys=True)
         results = running.read_bytes() if running.exists() else None
         text = nbformat.writes(executed)
         text += "" if text.endswith("\n") else "\n"     # as nbformat.write ends a file

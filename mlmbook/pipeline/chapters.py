@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..errors import BuildError, ChapterFailed, UsageError
 from ..paths import build_dir, find_root
-from ..profiles import PROFILES
+from ..profiles import PROFILES, seed_offset
 
 __all__ = ["BuildError", "UsageError", "ChapterFailed", "Chapter", "Layout", "PROFILES",
            "find_chapters", "resolve_names", "resolve_chapters", "read_notebook",
@@ -372,6 +372,8 @@ def plan_parameters(chapters: list[Chapter], raw: list[tuple[str, str]],
         values = check_parameters(f"chapter {chapter.slug}" if len(chapters) > 1 else where,
                                   defaults[chapter.slug], mine)
         values = resolve_user_paths(values, defaults[chapter.slug])
+        if seed_offset(profile) and "seed" in defaults[chapter.slug]:   # the pilot's own sentences, models
+            values["seed"] = int(values.get("seed", defaults[chapter.slug]["seed"])) + seed_offset(profile)
         plans.append((chapter, {"profile": profile, **values}))
     for name in sorted({v["treebank"] for _, v in plans if isinstance(v.get("treebank"), str)}):
         check_treebank(name)                # a bad explicit treebank fails before any kernel starts

@@ -2,7 +2,8 @@
 
 :func:`check_executed` turns what would break or falsify the rendered page into a failed
 chapter with the names involved: a cell that never ran, a ``{glue:...}`` key the prose cites
-but the chapter never glued, a number slot that would show ``nan`` or a placeholder.
+but the chapter never glued, a number slot that would show ``nan`` or a placeholder, a sentence whose
+words claim more than the answer it cites (:mod:`.wording`).
 :func:`relax_formats` lets a key declared with :func:`mlmbook.not_measured` show its
 sentence in a number slot. :func:`clean_leftovers` removes what a killed build left.
 """
@@ -17,35 +18,15 @@ import time
 from pathlib import Path
 
 from .split import figure_caption
+from .wording import answers_from_glue, claim_problems, prose_lines
 
 __all__ = ["glue_uses", "glued_values", "check_executed", "relax_formats", "clean_leftovers",
            "unrun_cells", "last_started_cell"]
 
 _ROLE = re.compile(r"\{glue(?::(\w*))?\}`([^`]+)`")
 _DIRECTIVE = re.compile(r"^\s*(`{3,}|~{3,})\{glue(?::(\w*))?\}\s+(\S+)")
-_FENCE = re.compile(r"^\s*(`{3,}|~{3,})\s*(.*)$")
-_CODE_DIRECTIVES = ("{code", "{sourcecode", "{literalinclude")
 _NUMBER_TYPES = set("bcdoxXeEfFgGn%")
 _GLUE_PREFIX = "application/papermill.record/"
-
-
-def _prose_lines(text: str):
-    """Lines of markdown that are prose: not inside a code fence (directive fences are prose)."""
-    stack: list[tuple[str, bool]] = []  # (fence, is_code)
-    for line in text.splitlines():
-        m = _FENCE.match(line)
-        if m:
-            fence, info = m.group(1), m.group(2).strip()
-            if stack and not info and fence[0] == stack[-1][0][0] and len(fence) >= len(stack[-1][0]):
-                stack.pop()
-                continue
-            if not stack or not stack[-1][1]:
-                stack.append((fence, not info.startswith("{") or info.startswith(_CODE_DIRECTIVES)))
-                if info.startswith("{glue"):
-                    yield line
-                continue
-        if not any(code for _, code in stack):
-            yield line
 
 
 def glue_uses(nb) -> list[tuple[str, str | None]]:
@@ -60,7 +41,7 @@ def glue_uses(nb) -> list[tuple[str, str | None]]:
         if cell.cell_type == "code":
             lines = figure_caption(cell).splitlines()
         elif cell.cell_type == "markdown":
-            lines = list(_prose_lines(cell.source))
+            lines = list(prose_lines(cell.source))
         else:
             continue
         for line in lines:
@@ -172,6 +153,10 @@ def check_executed(nb, not_measured: dict[str, str] | None = None) -> list[str]:
     if unformattable:
         problems.append("number slot(s) without a finite number: " + "; ".join(sorted(set(unformattable)))
                         + " (record a number, or declare the key with mlmbook.not_measured)")
+    answers, order = answers_from_glue(glued)
+    markdown = [cell.source for cell in nb.cells if cell.cell_type == "markdown"]
+    problems += [f"the words claim more than the answer: {p} (write what the answer allows: its estimate, "
+                 f"interval and glued verdict)" for p in claim_problems(markdown, answers, order)]
     return problems
 
 

@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import ast
 import math
-import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..dependencies.cpmi import cpmi_rows
 from ..errors import MLMBookError
+from ..queries import SPECIALS, tokens_per_second
 from . import chapters as ch
 
 if TYPE_CHECKING:
@@ -40,10 +41,6 @@ __all__ = ["Work", "announce", "chapter_constants", "estimate", "paragraph", "re
 
 OVERHEAD_FILE = "results/timings/overhead.json"
 """Where ``make bench`` records each chapter's measured time outside the model (relative to the root)."""
-
-SPECIALS = 2
-"""Tokens a model adds to every row ([CLS] and [SEP] for BERT)."""
-
 
 @dataclass
 class Work:
@@ -112,39 +109,40 @@ def _sentences(lm: MaskedLM, treebank, n: int, seed: int, min_words: int = 5, ma
     return [r for r in ids if 0 < len(r) <= lm.max_length][:n]
 
 
-def cpmi_rows(lm: MaskedLM, e) -> int:
-    """Rows :func:`mlmbook.dependencies.cpmi` sends for one encoded sentence ``e``: ``m_a x n_keep`` per word."""
-    unpredictable = set(getattr(lm, "special_ids", [])) | {lm.mask_id}
-    return sum(len(e.keep) * sum(e.ids[p] not in unpredictable for p in e.pieces[a]) for a in e.keep)
-
-
 def rows_ch1(lm: MaskedLM, values: dict, c: dict) -> Work:
-    """Chapter 1: the exact CMI grid (``2K + 1`` rows per piece pair, on the sentences its row budget
-    affords), Gibbs (``2 x chains x steps`` rows per piece pair) and CPMI (:func:`cpmi_rows`), on the
-    chapter's own corpus. With a real vocabulary the grid affords no sentence: CPMI and Gibbs remain,
-    and Gibbs dominates (hundreds of rows per pair against ``n_keep`` per word for CPMI)."""
+    """Chapter 1: the CMI grid on its first ``main`` sentences (the candidate policy of
+    :func:`mlmbook.dependencies.cmi_scores`, sentence by sentence: one row per piece pair with both
+    masked, then ``2K``, or ``2V'`` for the exact grid), the worked example (one pair, ``1 + 2K``
+    rows by the same policy), Gibbs (``2 x chains x steps`` rows per piece pair) and CPMI
+    (:func:`cpmi_rows`), on the chapter's own corpus. With a real vocabulary the grid spends about
+    its budget, and Gibbs and CPMI follow."""
     from ..corpus import find_treebank, read_conllu
-    from ..dependencies import grid_rows
-    from ..dependencies.pieces import encode_all
+    from ..dependencies.pieces import encode_all, non_special
+    from ..dependencies.policy import sentence_candidates
     from ..toy import Grammar
     size, seed, window, treebank = c["SIZES"][values["profile"]], values["seed"], values["window"], values["treebank"]
     if treebank is None:
         grammar = Grammar.load("toy")
-        pool, max_words = grammar.sample(20 * size["corpus"], seed=seed), grammar.max_length
+        pool, max_words = grammar.sample(20 * size["corpus"], seed=seed), size["max_words"]   # as the chapter
     else:
         pool = read_conllu(find_treebank(treebank))
         pool, max_words = [pool[k] for k in np.random.default_rng(seed).permutation(len(pool))], size["max_words"]
     corpus = [s for s in pool if 3 <= sum(u != "PUNCT" for u in s.upos) <= max_words
               and len(lm.encode_words(s.words)[0]) <= lm.max_length][: size["corpus"]]
     words, keep = [s.words for s in corpus], [[i for i, u in enumerate(s.upos) if u != "PUNCT"] for s in corpus]
-    grid = np.cumsum([grid_rows(lm, [w], [k], window) for w, k in zip(words, keep)])
-    n_grid = int(np.searchsorted(grid, size["grid_rows"], side="right"))
+    n_main, full = min(size["main"], len(words)), len(non_special(lm))
+    share = size["grid_rows"] / max(n_main, 1)                   # each sentence's share of the budget
     work = Work()
     for s, e in enumerate(encode_all(lm, words, keep)):
-        if s < n_grid:
-            work.add("exact CMI grid", grid[s] - (grid[s - 1] if s else 0), len(e.ids))
+        pairs = len(e.piece_pairs(window))
+        k = sentence_candidates(pairs, full, share)
+        per_pair = 1 + 2 * (full if k is None else k)
+        if s < n_main:
+            work.add("CMI grid", pairs * per_pair, len(e.ids))
+        if s == 0:
+            work.add("worked example", per_pair, len(e.ids))
         if s < size["gibbs"]:
-            work.add("Gibbs CMI", len(e.piece_pairs(window)) * 2 * size["chains"] * size["steps"], len(e.ids))
+            work.add("Gibbs CMI", pairs * 2 * size["chains"] * size["steps"], len(e.ids))
         work.add("CPMI", cpmi_rows(lm, e), len(e.ids))
     return work
 
@@ -178,37 +176,34 @@ def rows_ch4(lm: MaskedLM, values: dict, c: dict) -> Work:
     return Work().add("hidden states", 2 * len(sents), float(np.mean([len(r) for r in sents])))
 
 
+def rows_ch6(lm: MaskedLM, values: dict, c: dict) -> Work:
+    """Chapter 6 (a real model: no truth): the Monte Carlo NELBO, ``orders`` random orders a sentence with one
+    and with two positions per step (``n + n/2`` rows), and each sampler's ``samples`` rows of six tokens: six
+    steps each (twelve most confident first) and its own probability of each draw (``2**6 - 1`` subset rows
+    for left to right and random order, six for most confident first)."""
+    size = c["SIZES"]["real"][values["profile"]]
+    sents = [r for r in _sentences(lm, None, 4 * size["sentences"], values["seed"], 2, 8) if 4 <= len(r) <= 8]
+    sents = sents[: size["sentences"]]
+    mean = float(np.mean([len(r) for r in sents])) if sents else 6.0
+    nelbo_rows = size["orders"] * sum(len(r) + math.ceil(len(r) / 2) for r in sents)
+    return (Work().add("NELBO over random orders", nelbo_rows, mean)
+            .add("reveal samplers", size["samples"] * (6 + 6 + 12), 6.0)
+            .add("the samplers' own probabilities", size["samples"] * (2 * 63 + 6), 6.0))
+
+
 def rows_for(chapter: ch.Chapter, lm: MaskedLM, values: dict) -> Work | None:
     """The rows ``chapter`` will send to ``lm`` (whose tokenizer sets the row lengths).
 
     ``values`` are the planned parameters (``profile``, any ``-p`` values; the others take their
     defaults). None for a chapter whose real-model path is not modelled (chapter 5).
     """
-    counters = {1: rows_ch1, 2: rows_ch2, 3: rows_ch3, 4: rows_ch4}
+    counters = {1: rows_ch1, 2: rows_ch2, 3: rows_ch3, 4: rows_ch4, 6: rows_ch6}
     if chapter.number == 0:
         return Work(note="a real model asks no masked queries here (the chapter is about the toy model)")
     if chapter.number not in counters:
         return None
     values = {**ch.parameter_defaults(ch.read_notebook(chapter)), **values}
     return counters[chapter.number](lm, values, chapter_constants(chapter))
-
-
-def tokens_per_second(lm: MaskedLM, rows: int = 16, length: int = 16, repeats: int = 2) -> float:
-    """The model's throughput in tokens/s (:data:`SPECIALS` included), measured now.
-
-    ``repeats`` timed :meth:`~mlmbook.models.base.MaskedLM.logits` calls on ``rows`` random rows
-    of ``length`` tokens, one masked query each, after one untimed warm-up call.
-    """
-    words = np.setdiff1d(np.arange(lm.V), list(getattr(lm, "special_ids", [])) + [lm.mask_id])
-    length = min(length, lm.max_length)
-    ids = np.random.default_rng(0).choice(words, (rows, length))
-    ids[:, 0] = lm.mask_id
-    positions = np.zeros((rows, 1), dtype=np.int64)
-    lm.logits(ids, positions)                                # warm-up
-    start = time.perf_counter()
-    for _ in range(repeats):
-        lm.logits(ids, positions)
-    return rows * (length + SPECIALS) * repeats / max(time.perf_counter() - start, 1e-9)
 
 
 def overhead_seconds(slug: str, profile: str, root=None) -> float | None:

@@ -2,10 +2,11 @@
 
 :func:`build`
 
-0. takes the build folder's lock (``_build/.lock``: a second build of the same folder fails at once,
+0. reaches the Dask scheduler it was given (one line when it cannot, before anything else), then
+   takes the build folder's lock (``_build/.lock``: a second build of the same folder fails at once,
    naming the live one's pid);
 1. trains the toy models the chapters need and executes the chapters as one graph of tasks
-   (:func:`schedule`) on Dask (:mod:`mlmbook.workers`): a local cluster of one process per core
+   (:func:`schedule`) on Dask's own graph (:mod:`mlmbook.workers`): a local cluster of one process per core
    by default, or any Dask cluster by ``scheduler`` (``--scheduler``, ``$MLMBOOK_SCHEDULER``). A
    chapter starts as soon as its own models are trained; chapters on toy models side by side (one
    kernel thread each), one on a large model alone, or on a worker with the resource it asks for.
@@ -38,10 +39,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..paths import cache_dir, env_flag
+from ..profiles import BUILDABLE
 from .chapter_run import RUNNING, THREAD_VARIABLES, Outcome, Run, cell_timeout, run_chapter
 from .chapter_run import ensure_kernel as _ensure_kernel
 from .chapters import (
-    PROFILES,
     BuildError,
     Chapter,
     ChapterFailed,
@@ -71,8 +72,7 @@ from .runs import (
 )
 from .site import render, stage, write_notebooks_branch
 
-__all__ = ["build", "schedule", "Placement", "execute_chapter", "publish", "ensure_kernel", "previous_run",
-           "cell_timeout",
+__all__ = ["build", "schedule", "Placement", "publish", "ensure_kernel", "previous_run", "cell_timeout",
            "update_reference_files", "RUNNING", "BuildError", "UsageError", "ChapterFailed", "Layout",
            "find_chapters", "resolve_names"]
 
@@ -118,18 +118,6 @@ def _run_of(layout: Layout, chapter: Chapter, parameters: dict, threads: int | N
                {k: os.environ.get(k) for k in THREAD_VARIABLES}, cell_timeout(), progress)
 
 
-def execute_chapter(layout: Layout, chapter: Chapter, parameters: dict[str, object],
-                    progress: bool = False, threads: int | None = None) -> Path:
-    """Execute one chapter in this process's kernel and publish it (:func:`publish`).
-
-    ``threads``: threads of the kernel's torch and BLAS unless ``$MLMBOOK_THREADS`` sets them (the
-    build gives a chapter on toy models 1). Raises :class:`ChapterFailed` when a cell raises or
-    exceeds ``$MLMBOOK_CELL_TIMEOUT``, the kernel dies, or the executed chapter fails its checks.
-    """
-    ensure_kernel(layout)
-    return publish(layout, chapter, run_chapter(_run_of(layout, chapter, parameters, threads, progress, True)))
-
-
 # --------------------------------------------------------------------------- build
 
 @dataclass(frozen=True)
@@ -148,7 +136,9 @@ def schedule(layout: Layout, plans, profile: str, n: int, progress: bool = False
     chapters need (:func:`mlmbook.models.prepare.tasks`) and one task per chapter, which needs only
     the units holding *its* models (a chapter with a ``seed`` parameter, which trains its own, needs
     every unit). A chapter on a toy model takes one of the ``n`` workers and a kernel of one
-    thread; a chapter on a large model takes them all, or asks for one of ``resource`` (e.g. ``GPU``).
+    thread; a chapter on a large model asks for one of ``resource`` (e.g. ``GPU``), or else runs
+    alone: it needs every other task before it (so nothing runs beside it) and its kernel has all
+    the threads.
 
     ``placement.ship``: the workers share no filesystem with this process: the units return their
     models as bytes, and each chapter is passed its models (those cached here as ``data``, the rest from
@@ -167,6 +157,7 @@ def schedule(layout: Layout, plans, profile: str, n: int, progress: bool = False
     alone = n == 1 or sum(on_toy(v) for _, v in plans) < 2       # no chapter runs beside another
     known = measured_times(layout.root)
     tasks, data = list(training), {}
+    plans = sorted(plans, key=lambda plan: not on_toy(plan[1]) and not resource)     # those alone last
     for chapter, values in plans:
         if chapter.slug[:2].isdigit() and int(chapter.slug[:2]) in toy:
             wanted = prepare.needed(profile, [int(chapter.slug[:2])])
@@ -178,10 +169,11 @@ def schedule(layout: Layout, plans, profile: str, n: int, progress: bool = False
         else:                       # e.g. another seed: models it trains itself, after the step
             needs = [t.key for t in training]
         large = not on_toy(values)
+        if large and not resource:
+            needs += [t.key for t in tasks if t.key not in needs]
         run = _run_of(layout, chapter, values, None if large else 1, progress and alone, not ship)
         tasks.append(workers.Task(chapter.slug, run_chapter, (run,),
                                   needs=tuple(needs), seconds=known.get(chapter.slug, {}).get(profile, 60.0),
-                                  slots=n if large and not resource else 1,
                                   resources=((resource, 1),) if large and resource else (), pass_needs=ship))
     return tasks, training, data
 
@@ -194,10 +186,8 @@ def _execute(layout: Layout, plans, profile: str, progress: bool, fail_fast: boo
     :class:`~mlmbook.models.prepare.Trained` records."""
     from .. import workers
     from ..models import prepare, shipping
-    from ..workers.cluster import address
 
-    n = prepare.workers_for()
-    where = address(scheduler)
+    n, where = prepare.workers_for(), scheduler        # the address, reached already by build()
     ship = where is not None and not shared_cache
     if plans:
         cell_timeout()            # a bad $MLMBOOK_CELL_TIMEOUT fails here, before any training
@@ -219,7 +209,7 @@ def _execute(layout: Layout, plans, profile: str, progress: bool, fail_fast: boo
     if where:
         say(f"running on the Dask cluster at {where}" + ("" if ship else " (its workers share this model cache)"))
 
-    here = min(n, len(tasks)) if where is None else n       # one task: this process, no cluster to start
+    here = min(n, len(tasks)) if where is None else n       # one task: a worker thread of this process
     with contextlib.closing(workers.run(tasks, here, stop=lambda: bool(stopped), scheduler=where, data=data,
                                         progress=report)) as results:
         for task, value, error, seconds in results:
@@ -235,7 +225,7 @@ def _execute(layout: Layout, plans, profile: str, progress: bool, fail_fast: boo
                     timings["training"] = time.perf_counter() - t_book
                 continue
             if isinstance(error, workers.NotRun):            # after --fail-fast stopped the build
-                say(f"  {task.key} not executed: the build stopped at the first failure")
+                say(f"  {task.key} not executed: {error}")
                 continue
             if error is None:
                 try:
@@ -298,13 +288,14 @@ def build(root: str | os.PathLike | None = None, chapters: list[str] = (),
         profile (no ``-p`` parameters).
     scheduler : str, optional
         The address of an existing Dask cluster's scheduler (default ``$MLMBOOK_SCHEDULER``, else a
-        local cluster of ``$MLMBOOK_TRAIN_WORKERS`` processes, one per core).
+        local cluster of ``$MLMBOOK_TRAIN_WORKERS`` processes, one per core); checked before anything
+        else (:func:`mlmbook.workers.cluster.reach`).
     shared_cache : bool, optional
         The cluster's workers see this machine's model cache (default ``$MLMBOOK_SHARED_CACHE``; a
         local cluster always does): models are not shipped to them as bytes.
     resource : str, optional
         A Dask resource (e.g. ``"GPU"``) a chapter on a large model asks one of, instead of
-        taking every slot.
+        running alone after every other task.
 
     Returns
     -------
@@ -317,8 +308,13 @@ def build(root: str | os.PathLike | None = None, chapters: list[str] = (),
         Bad arguments, a failed chapter (:class:`ChapterFailed`), or a failed rendering; another
         build running in the same build folder.
     """
-    if profile not in PROFILES:
-        raise UsageError(f"unknown profile {profile!r}; valid profiles: {', '.join(PROFILES)}")
+    from ..workers.cluster import address, reach
+
+    if profile not in BUILDABLE:
+        raise UsageError(f"unknown profile {profile!r}; valid profiles: {', '.join(BUILDABLE)}")
+    where = address(scheduler) if execute else None
+    if where:
+        reach(where)              # before any planning or the lock: a bad address is one line, at once
     layout = Layout.find(root)
     all_chapters = find_chapters(layout)
     selected = resolve_chapters(all_chapters, list(chapters)) if execute else []
@@ -333,7 +329,7 @@ def build(root: str | os.PathLike | None = None, chapters: list[str] = (),
     shared = env_flag("MLMBOOK_SHARED_CACHE") if shared_cache is None else shared_cache
     with build_lock(layout), interrupt_on_sigterm():
         return _build(layout, all_chapters, plans, profile, solutions, fail_fast, progress, verbose, render_site,
-                      update_reference, scheduler, shared, resource)
+                      update_reference, where, shared, resource)
 
 
 @contextlib.contextmanager

@@ -11,7 +11,7 @@ chapter), caught in seconds instead of inside a kernel minutes later:
 * a model's weights must load (a truncated ``model.safetensors`` is one line, not a traceback);
 * the treebank must hold sentences inside the chapter's window of words and the model's window of pieces;
 * the model must fit the treebank (:func:`mlmbook.corpus.fit.check_fit` on a sample: unknown pieces, the
-  language check) unless ``-p allow_unknown true``.
+  model's own predictions) unless ``-p allow_unknown true``.
 
 :data:`CHAPTER_INPUTS` declares, per chapter, what it does with a treebank and the window of words it
 reads (chapters read it too: :func:`words_window`), so the check and the chapter cannot drift apart.
@@ -59,6 +59,7 @@ CHAPTER_INPUTS = {
     "03_consistency": ChapterInputs("any", True, 5, {"quick": 14, "full": 14}),
     "04_deficiency": ChapterInputs("any", False, 2, {"quick": 40, "full": 40}),
     "05_glauber": ChapterInputs(),
+    "06_diffusion": ChapterInputs(),
 }
 """Per chapter (its slug), its :class:`ChapterInputs`; a chapter not listed (another book's) is not checked."""
 

@@ -69,6 +69,35 @@ branch (`book/*.md`), not these files.
 """
 
 
+PAGE_POINTER = ("**This page of the chapter starts at [{heading}](#{anchor}).** Run the cells above it "
+                "first (JupyterLab: *Run ▸ Run All Above*; Colab: *Runtime ▸ Run before*), then work from there.")
+"""The first Markdown cell of a later page's notebook: the launch button opens the whole chapter (its
+code depends on what comes before), so the notebook says where that page — its exercises — starts."""
+
+
+def _page_heading(page) -> str | None:
+    """The heading a page's notebook points to: its "Exercises" heading if it has one, else its first."""
+    import re
+
+    headings = [m.group(1).strip() for c in page.cells if c.cell_type == "markdown"
+                for m in re.finditer(r"^#{1,6}\s+(.+)$", c.source, re.M)]
+    return next((h for h in headings if h.lower().startswith("exercises")), headings[0] if headings else None)
+
+
+def _pointing(nb, heading: str | None):
+    """A copy of ``nb`` whose first Markdown cell points to ``heading`` (a Jupyter heading anchor)."""
+    import copy
+
+    from nbformat.v4 import new_markdown_cell
+
+    if heading is None:
+        return nb
+    out = copy.deepcopy(nb)
+    at = next((k for k, c in enumerate(out.cells) if c.cell_type == "markdown"), 0)
+    out.cells.insert(at, new_markdown_cell(PAGE_POINTER.format(heading=heading, anchor=heading.replace(" ", "-"))))
+    return out
+
+
 def write_notebooks_branch(layout: Layout, notebooks: dict) -> Path:
     """Lay the executed notebooks out as the launch buttons expect, in ``_build/notebooks/``.
 
@@ -93,9 +122,10 @@ def write_notebooks_branch(layout: Layout, notebooks: dict) -> Path:
     ctx: Context = context_for(loaded, layout.book)
     for slug, nb in loaded.items():
         runnable, student = runnable_notebook(nb, url, ctx), runnable_notebook(nb, url, ctx, student=True)
-        for name, _ in split_pages(nb, slug):      # a later page's launch button opens the whole chapter
-            nbformat.write(runnable, tmp / "book" / f"{name}.ipynb")
-            nbformat.write(student, tmp / "student" / f"{name}.ipynb")
+        for name, page in split_pages(nb, slug):   # a later page's launch button opens the whole chapter,
+            heading = None if name == slug else _page_heading(page)      # pointing to where the page starts
+            nbformat.write(_pointing(runnable, heading), tmp / "book" / f"{name}.ipynb")
+            nbformat.write(_pointing(student, heading), tmp / "student" / f"{name}.ipynb")
     binder = layout.root / "binder"
     if binder.is_dir():
         shutil.copytree(binder, tmp / "binder")

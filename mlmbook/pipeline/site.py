@@ -364,11 +364,14 @@ def _dedupe_inline_scripts(html: Path) -> None:
 
     sphinx-thebe (pulled in by jupyter-book 1.x) writes its ``const THEBE_JS_URL = ...``
     block twice per page, which a browser reports as "Identifier has already been
-    declared" on every page.
+    declared" on every page. The book turns Thebe off (``launch_buttons.thebe: false``), so the
+    block's CDN address is never used: it is emptied, and no page names another host.
     """
     for page in html.rglob("*.html"):
         seen, out, changed = set(), [], False
         for line in page.read_text(encoding="utf-8").splitlines(keepends=True):
+            if "const THEBE_JS_URL = \"http" in line:
+                line, changed = re.sub(r'const THEBE_JS_URL = "[^"]*"', 'const THEBE_JS_URL = ""', line), True
             key = line.strip()
             if key.startswith("<script>const ") and key.endswith("</script>"):
                 if key in seen:

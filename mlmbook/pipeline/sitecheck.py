@@ -41,7 +41,16 @@ Images in folded solutions are unfolded for the measurement. The same record hol
 *glyph* of the figure's tick labels, mathtext exponents included (``mlmbook-min-tick-pt``: a log
 axis labelled ``$10^{-2}$`` at 9 pt draws its exponent at 6.3 pt, 8.6 px on the page), checked
 against the same 10 px, and the number of data points under its legends (``mlmbook-legend-over-data``,
-:mod:`mlmbook.plotting.record`), which must be 0. A figure without those records is not checked for them.
+:mod:`mlmbook.plotting.record`), which must be 0, and the number of point labels (``ax.annotate``) over data
+points, error bars or each other (``mlmbook-labels-over-data``), which must be 0 too. A figure without
+those records is not checked for them.
+
+**At a phone's width.** Every page is measured again at :data:`PHONE_PX` = 390 px: figure text under
+:data:`PHONE_MIN_TEXT_PX` = 9 px fails unless a tap opens the figure at full size (``book/_static/
+mlmbook.js`` makes every figure and explorer image tappable; the check taps it and measures the text
+in the full-size view against the same 10 px); a table or display equation wider than the column must
+scroll in a box that says so (the script marks display equations as it marks tables); and nothing may
+run past the right edge of the screen where nothing scrolls to it.
 
 It saves a full-page screenshot of every page for a person to look at.
 
@@ -59,9 +68,9 @@ from pathlib import Path
 from urllib.parse import urljoin, urlparse
 
 from ..errors import BrowserMissing
-from .sitetext import text_problems
+from .sitetext import PHONE_MIN_TEXT_PX, ZOOM_MARK, figure_text_problems, image_name, text_problems
 
-__all__ = ["find_chromium", "check_site", "BrowserMissing"]
+__all__ = ["find_chromium", "check_site", "BrowserMissing", "PHONE_MIN_TEXT_PX", "ZOOM_MARK"]
 
 CHROMIUM_FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -70,6 +79,8 @@ WINDOW_PX = 1280        # the window's width
 SCREEN_PX = 720         # the window's height: one screen, what a reader sees before scrolling
 MAX_SCREENS = 12        # the longest a chapter page may be, in screens (issue 36: a sitting)
 SCROLL_MARK = "mlmbook-scroll"   # a box that scrolls sideways and says so (mlmbook.tables, mlmbook.css/js)
+PHONE_PX = 390          # a phone's width: every page is measured again at it
+PHONE_SCREEN_PX = 844   # a phone's height
 
 
 def find_chromium() -> str:
@@ -174,7 +185,11 @@ def check_site(html: Path, screenshots: Path | None = None, chapters_need_explor
             problems += [f"{rel}: console error: {t[:200]}" for t in own]
             if screenshots:
                 page.screenshot(path=str(Path(screenshots) / (rel.replace("/", "__")[:-5] + ".png")), full_page=True)
-            problems += [f"{rel}: {p}" for p in _figure_text_problems(page, html, base)]   # unfolds solutions
+            problems += [f"{rel}: {p}" for p in figure_text_problems(page, html, base)]   # unfolds solutions
+            page.set_viewport_size({"width": PHONE_PX, "height": PHONE_SCREEN_PX})
+            page.wait_for_timeout(150)
+            problems += [f"{rel}: at {PHONE_PX} px: {p}" for p in _phone_problems(page, html, base)]
+            page.set_viewport_size({"width": WINDOW_PX, "height": SCREEN_PX})
         browser.close()
     problems += [f"{chapter}: no explorer figure on any of the chapter's pages (the static figure an "
                  f"explorer leaves at its default setting)" for chapter, seen in sorted(explorers.items()) if not seen]
@@ -270,10 +285,6 @@ def _wait_for_math(page, timeout_ms: int = 10000) -> None:
         pass
 
 
-def _name(src: str) -> str:
-    return "an inline (data:) image" if src.startswith("data:") else src.rsplit("/", 1)[-1]
-
-
 def _reader_problems(page, rel: str) -> list:
     """What a reader would see as broken on the page: raw markup, leaks, unusable layout."""
     out = []
@@ -291,9 +302,9 @@ def _reader_problems(page, rel: str) -> list:
     chapter = bool(CHAPTER.match(rel.rsplit("/", 1)[-1]))
     for src, captioned, numbered in page.evaluate(_FIGURES_JS):
         if not captioned:
-            out.append(f"a figure without a caption: {_name(src)}")
+            out.append(f"a figure without a caption: {image_name(src)}")
         elif chapter and not numbered:
-            out.append(f"a figure without a number: {_name(src)}")
+            out.append(f"a figure without a number: {image_name(src)}")
     text = page.evaluate(_TEXT_JS, "script, style")
     for pattern, what in ((ABSOLUTE_PATH, "an absolute path"), (CACHE_KEY, "a cache key")):
         found = sorted(set(pattern.findall(text)))
@@ -308,7 +319,7 @@ def _reader_problems(page, rel: str) -> list:
 
 FIRST_SCREEN_PX = SCREEN_PX
 
-_CLIPPED_JS = """(mark) => {
+_CLIPPED_JS = """([mark, phone]) => {
   const col = (document.querySelector('article.bd-article') || document.querySelector('main')).getBoundingClientRect();
   const out = [];
   const items = [...document.querySelectorAll('main table')].map(e => ['table', e])
@@ -331,7 +342,7 @@ _CLIPPED_JS = """(mark) => {
     const wide = r.width > room + 1 || (!scrolls && r.right > edge.right + 1);
     if (!wide) continue;
     const by = Math.round(r.width - room);
-    if (what === 'display equation') { out.push([what, 'wide', by, text]); continue; }
+    if (what === 'display equation' && !phone) { out.push([what, 'wide', by, text]); continue; }
     if (!scrolls) { out.push([what, clip ? 'clipped' : 'past', Math.round(r.right - edge.right), text]); continue; }
     const box = el.closest('.' + mark);
     const hint = box ? getComputedStyle(box, '::before').content : 'none';
@@ -357,10 +368,13 @@ def _is_chapter_start(rel: str) -> bool:
     return bool(re.match(r"^\d\d_[^-]+\.html$", rel.rsplit("/", 1)[-1]))
 
 
-def _layout_problems(page, rel: str) -> list:
-    """Tables and equations clipped at the right; a chapter's card and objectives below the fold."""
+def _clipped(page, phone: bool) -> list:
+    """Tables and display equations wider than the column, clipped, or past its edge.
+
+    At the window's width a display equation wider than the column fails even where it scrolls (break
+    it over lines); at a phone's width one that scrolls in a box saying so passes, as a table does."""
     out = []
-    for what, how, by, text in page.evaluate(_CLIPPED_JS, SCROLL_MARK):
+    for what, how, by, text in page.evaluate(_CLIPPED_JS, [SCROLL_MARK, phone]):
         if how == "wide":
             out.append(f"a {what} wider than the column by {by} px (break it over lines, e.g. with aligned, "
                        f"or shorten it): {text!r}")
@@ -372,6 +386,12 @@ def _layout_problems(page, rel: str) -> list:
                      else "running past the column's right edge")
             out.append(f"a {what} {where} by {by} px (make it scroll in a box marked as scrolling, or split it): "
                        f"{text!r}")
+    return out
+
+
+def _layout_problems(page, rel: str) -> list:
+    """Tables and equations clipped at the right; a chapter's card and objectives below the fold."""
+    out = _clipped(page, phone=False)
     if CHAPTER.match(rel.rsplit("/", 1)[-1]):
         height = page.evaluate(_LENGTH_JS)
         if height > MAX_SCREENS * SCREEN_PX:
@@ -389,68 +409,38 @@ def _layout_problems(page, rel: str) -> list:
     return out
 
 
-# --------------------------------------------------------------------------- figure text
+# --------------------------------------------------------------------------- a phone
 
-_IMAGES_JS = """() => {
-  document.querySelectorAll('details').forEach(d => d.open = true);
-  document.querySelectorAll('.toggle-hidden').forEach(e => e.classList.remove('toggle-hidden'));
-  return [...document.querySelectorAll('main img')]
-    .filter(i => !i.closest('.navbar-brand, .bd-header, .bd-sidebar-primary, a.reference.external'))
-    .map(i => [i.currentSrc || i.src, i.getAttribute('src') || '', i.naturalWidth,
-               i.getBoundingClientRect().width]);
+_PAST_EDGE_JS = """() => {
+  const main = document.querySelector('main');
+  const edge = document.documentElement.clientWidth;
+  const boxed = el => { for (let a = el.parentElement; a && a !== main; a = a.parentElement)
+    if (getComputedStyle(a).overflowX !== 'visible') return true; return false; };
+  const past = el => { const r = el.getBoundingClientRect(); return r.width > 0 && r.right > edge + 1; };
+  const out = [];
+  for (const el of (main ? main.querySelectorAll('*') : [])) {
+    const parent = el.parentElement;
+    if (el.closest('.bd-sidebar-primary, .bd-sidebar-secondary, .mlmbook-zoom-overlay')) continue;  // drawers
+    if (getComputedStyle(el).visibility === 'hidden') continue;
+    if (!past(el) || boxed(el) || el.closest('table, mjx-container[display="true"]')) continue;
+    if (parent && parent !== main && past(parent) && !boxed(parent)) continue;      // its parent is reported
+    out.push([el.tagName.toLowerCase(), Math.round(el.getBoundingClientRect().right - edge),
+              (el.innerText || el.textContent || '').replace(/\\s+/g, ' ').trim().slice(0, 50)]);
+  }
+  return [out, document.documentElement.scrollWidth - edge];
 }"""
 
 
-def _image_bytes(url: str, html: Path, base: str) -> bytes | None:
-    import base64
-
-    if url.startswith("data:"):
-        head, _, data = url.partition(",")
-        return base64.b64decode(data) if ";base64" in head else None
-    if not url.startswith(base):
-        return None
-    from urllib.parse import unquote
-
-    path = html / unquote(urlparse(url).path).lstrip("/")
-    return path.read_bytes() if path.is_file() else None
-
-
-def _figure_text_problems(page, html: Path, base: str) -> list:
-    """Figures whose smallest text a reader meets under MIN_TEXT_PX (see the module docstring)."""
-    from ..plotting import MIN_FONT_PT, MIN_TEXT_PX, png_record, rendered_text_px
-
-    images = page.evaluate(_IMAGES_JS)
-    page.wait_for_timeout(100)                         # images of unfolded solutions decode
-    images = page.evaluate(_IMAGES_JS)
-    out = []
-    for url, src, natural, shown in images:
-        if not natural or not shown:
-            continue
-        data = _image_bytes(url, Path(html), base)
-        record = png_record(data) if data else {}
-        if not record.get("dpi"):
-            continue                                   # not a PNG that says its resolution (an SVG, a photo)
-        font = record.get("min_font_pt")
-        assumed = font is None
-        if assumed:
-            font = MIN_FONT_PT
-        if font <= 0:
-            continue                                   # a figure without text
-        px = rendered_text_px(font, record["dpi"], natural, shown)
-        if px < MIN_TEXT_PX - 1e-6:
-            why = (f"assumed {MIN_FONT_PT} pt: drawn outside plotting.use_style" if assumed
-                   else f"smallest font {font:g} pt")
-            out.append(f"figure text {px:.1f} px on the page, under {MIN_TEXT_PX} px ({_name(src)}: {why}, "
-                       f"{natural} px wide shown at {shown:.0f} px): keep figures within "
-                       f"plotting.column_width() and 2 panels per row, fonts >= {MIN_FONT_PT} pt")
-        tick = record.get("min_tick_pt")
-        if tick is not None and tick > 0:
-            tick_px = rendered_text_px(tick, record["dpi"], natural, shown)
-            if tick_px < MIN_TEXT_PX - 1e-6:
-                out.append(f"tick text {tick_px:.1f} px on the page, under {MIN_TEXT_PX} px ({_name(src)}: its "
-                           f"smallest tick glyph is {tick:g} pt, a mathtext exponent or subscript): label log "
-                           f"axes in plain numbers (plotting.use_style does), no $...$ in tick labels")
-        if record.get("legend_over_data", 0) > 0:
-            out.append(f"a legend over {record['legend_over_data']} plotted data point(s) ({_name(src)}): place "
-                       f"it with plotting.place_legend(ax)")
-    return out
+def _phone_problems(page, html: Path, base: str) -> list:
+    """What a reader meets at :data:`PHONE_PX`: figure text under :data:`PHONE_MIN_TEXT_PX` that no tap
+    enlarges, a table or display equation that overflows without a visible scroll cue, anything past the
+    right edge of the screen where nothing scrolls to it."""
+    out = _clipped(page, phone=True)
+    elements, extra = page.evaluate(_PAST_EDGE_JS)
+    for tag, by, text in elements:
+        out.append(f"a {tag} past the right edge of the screen by {by} px, where nothing scrolls to it "
+                   f"(let it wrap, or put it in a box of class {SCROLL_MARK}): {text!r}")
+    if extra > 1 and not elements:
+        out.append(f"the page is {extra} px wider than the screen (something outside the article runs past "
+                   f"the right edge)")
+    return out + figure_text_problems(page, html, base, phone=True)

@@ -5,14 +5,24 @@ reader sees: code and formulas left out of the prose) and fails on log lines and
 ``# noqa`` in visible code, template residue — ``seed(s)``, ``nan``/``inf`` printed as numbers, zero
 in exponent notation ``0.0e+00``, a negative zero ``-0.000``, ``1 verdicts`` / ``at most 1 verdict``,
 a doubled word, math as plain text (``p^(1/T)``, ``p_T``, ``m H_m``, ``n log n``), a paragraph almost
-entirely bold —, on a chapter page an "indistinguishable" without its detectable effect in its
-sentence, and "not drawn for this model" said of a figure the page draws.
+entirely bold, an unrounded number ``0.00753365``, a share of ``0%``, a count ``3 of the 3``, an
+estimate and interval rounded to zero ``0.000 [0.000, ...]`` —, on a chapter page an
+"indistinguishable" without its detectable effect in its sentence, and "not drawn for this model"
+said of a figure the page draws.
+
+:func:`figure_text_problems` measures the text inside the page's figures, at the window's width and
+at a phone's (the measurement is described in :mod:`.sitecheck`).
 """
 from __future__ import annotations
 
 import re
+from pathlib import Path
+from urllib.parse import urlparse
 
-__all__ = ["text_problems"]
+__all__ = ["text_problems", "figure_text_problems", "image_name", "PHONE_MIN_TEXT_PX", "ZOOM_MARK"]
+
+PHONE_MIN_TEXT_PX = 9   # the smallest figure text on a phone, unless a tap opens the figure at full size
+ZOOM_MARK = "mlmbook-zoomable"   # an image a tap opens at full size (mlmbook.js)
 
 CHAPTER = re.compile(r"^\d\d_")
 
@@ -68,6 +78,10 @@ COUNT_NOUNS = ("verdict", "question", "answer", "sentence", "seed", "model", "un
 ONE_PLURAL = re.compile(r"(?<![\w.,−-])1 (?:" + "|".join(COUNT_NOUNS) + r")s\b")     # 1 verdicts
 AT_MOST_DIGIT = re.compile(r"\bat (?:most|least) 1 [a-z]+")                          # at most 1 verdict
 DOUBLED_WORD = re.compile(r"\b([A-Za-z]{2,})\s+\1\b", re.I)                          # the the
+UNROUNDED = re.compile(r"(?<![\w.,])[-+−]?\d+\.\d{6,}(?![\d])")                          # 0.00753365
+ZERO_PERCENT = re.compile(r"(?<![\w.,−-])0(?:\.0+)? ?%")                                    # only 0% of
+ALL_OF_ALL = re.compile(r"(?<![\w.,])(\d[\d,]*) of the \1\b")                             # 3 of the 3
+ZERO_INTERVAL = re.compile(r"(?<![\w.])[-+−]?0\.0+ \[[-+−]?0\.0+,")                         # 0.000 [0.000,
 MOSTLY_BOLD = 0.5
 _NOT_DRAWN_JS = """(phrase) => {
   const out = [];
@@ -106,7 +120,12 @@ def text_problems(page, rel: str) -> list:
                                  (NEGATIVE_ZERO, "a negative zero (write 0.000)", shown),
                                  (ONE_PLURAL, "a count of one with a plural noun", shown),
                                  (AT_MOST_DIGIT, "a template count (write 'at most one ...')", shown),
-                                 (DOUBLED_WORD, "a doubled word", parts["running"])):
+                                 (DOUBLED_WORD, "a doubled word", parts["running"]),
+                                 (UNROUNDED, "an unrounded number (round it to the digits it has)", shown),
+                                 (ZERO_PERCENT, "a share of 0% (say 'none', or give the count)", shown),
+                                 (ALL_OF_ALL, "a count 'N of the N' (say 'all N', or 'N of N')", shown),
+                                 (ZERO_INTERVAL, "an estimate and interval rounded to zero (show the digits "
+                                                 "that differ, or the bound)", shown)):
         found = sorted({m.group(0) for t in texts for m in pattern.finditer(t)})
         if found:
             out.append(f"{what} in the text: {', '.join(found[:3])}")
@@ -137,4 +156,107 @@ def text_problems(page, rel: str) -> list:
                                f"detected') in its sentence: {sentence[:140]!r}")
     for figure in page.evaluate(_NOT_DRAWN_JS, NOT_DRAWN):
         out.append(f"the text says a figure is {NOT_DRAWN!r}, but it is drawn on the page: {figure}")
+    return out
+
+
+# --------------------------------------------------------------------------- figure text
+
+
+def image_name(src: str) -> str:
+    """How a problem report names an image: its file name, or "an inline (data:) image"."""
+    return "an inline (data:) image" if src.startswith("data:") else src.rsplit("/", 1)[-1]
+
+
+_IMAGES_JS = """() => {
+  document.querySelectorAll('details').forEach(d => d.open = true);
+  document.querySelectorAll('.toggle-hidden').forEach(e => e.classList.remove('toggle-hidden'));
+  return [...document.querySelectorAll('main img')]
+    .filter(i => !i.closest('.navbar-brand, .bd-header, .bd-sidebar-primary, a.reference.external'))
+    .map((i, k) => { i.dataset.mlmbookImage = k;
+      return [i.currentSrc || i.src, i.getAttribute('src') || '', i.naturalWidth,
+              i.getBoundingClientRect().width, k]; });
+}"""
+_ZOOM_JS = """async ([k, mark]) => {
+  const img = document.querySelector(`main img.${mark}[data-mlmbook-image="${k}"]`);
+  if (!img) return 0;
+  img.click();
+  const over = document.querySelector('.mlmbook-zoom-overlay');
+  const big = over && over.querySelector('img');
+  if (!big) return 0;
+  try { await big.decode(); } catch (e) { return 0; }
+  const width = big.getBoundingClientRect().width;
+  over.click();
+  return document.querySelector('.mlmbook-zoom-overlay') ? -1 : width;   // -1: the view does not close
+}"""
+
+
+def _image_bytes(url: str, html: Path, base: str) -> bytes | None:
+    import base64
+
+    if url.startswith("data:"):
+        head, _, data = url.partition(",")
+        return base64.b64decode(data) if ";base64" in head else None
+    if not url.startswith(base):
+        return None
+    from urllib.parse import unquote
+
+    path = html / unquote(urlparse(url).path).lstrip("/")
+    return path.read_bytes() if path.is_file() else None
+
+
+def figure_text_problems(page, html: Path, base: str, phone: bool = False) -> list:
+    """Figures whose smallest text a reader meets under MIN_TEXT_PX (see :mod:`.sitecheck`).
+
+    With ``phone``, under :data:`PHONE_MIN_TEXT_PX`, unless a tap opens the figure at full size: the
+    check taps it and measures the text there against MIN_TEXT_PX; legends are checked at the window's
+    width only."""
+    from ..plotting import MIN_FONT_PT, MIN_TEXT_PX, png_record, rendered_text_px
+
+    least = PHONE_MIN_TEXT_PX if phone else MIN_TEXT_PX
+    zoomed: dict = {}
+
+    def enlarged(k, natural, font, dpi) -> bool:
+        if k not in zoomed:
+            zoomed[k] = page.evaluate(_ZOOM_JS, [k, ZOOM_MARK])
+        return zoomed[k] > 0 and rendered_text_px(font, dpi, natural, zoomed[k]) >= MIN_TEXT_PX - 1e-6
+
+    images = page.evaluate(_IMAGES_JS)
+    page.wait_for_timeout(100)                         # images of unfolded solutions decode
+    images = page.evaluate(_IMAGES_JS)
+    out = []
+    for url, src, natural, shown, k in images:
+        if not natural or not shown:
+            continue
+        data = _image_bytes(url, Path(html), base)
+        record = png_record(data) if data else {}
+        if not record.get("dpi"):
+            continue                                   # not a PNG that says its resolution (an SVG, a photo)
+        font = record.get("min_font_pt")
+        assumed = font is None
+        if assumed:
+            font = MIN_FONT_PT
+        if font <= 0:
+            continue                                   # a figure without text
+        px = rendered_text_px(font, record["dpi"], natural, shown)
+        if px < least - 1e-6 and not (phone and enlarged(k, natural, font, record["dpi"])):
+            why = (f"assumed {MIN_FONT_PT} pt: drawn outside plotting.use_style" if assumed
+                   else f"smallest font {font:g} pt")
+            fix = (f"let a tap open it at full size (mlmbook.js gives figures the class {ZOOM_MARK})" if phone
+                   else f"keep figures within plotting.column_width() and 2 panels per row, fonts >= "
+                        f"{MIN_FONT_PT} pt")
+            out.append(f"figure text {px:.1f} px on the page, under {least} px ({image_name(src)}: {why}, "
+                       f"{natural} px wide shown at {shown:.0f} px): {fix}")
+        tick = record.get("min_tick_pt")
+        if tick is not None and tick > 0:
+            tick_px = rendered_text_px(tick, record["dpi"], natural, shown)
+            if tick_px < least - 1e-6 and not (phone and enlarged(k, natural, tick, record["dpi"])):
+                out.append(f"tick text {tick_px:.1f} px on the page, under {least} px ({image_name(src)}: its "
+                           f"smallest tick glyph is {tick:g} pt, a mathtext exponent or subscript): label log "
+                           f"axes in plain numbers (plotting.use_style does), no $...$ in tick labels")
+        if not phone and record.get("labels_over_data", 0) > 0:
+            out.append(f"point labels over {record['labels_over_data']} data point(s), error bar(s) or other "
+                       f"label(s) ({image_name(src)}): place them with plotting.place_labels(ax, points, names)")
+        if not phone and record.get("legend_over_data", 0) > 0:
+            out.append(f"a legend over {record['legend_over_data']} plotted data point(s) ({image_name(src)}): place "
+                       f"it with plotting.place_legend(ax)")
     return out

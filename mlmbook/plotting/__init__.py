@@ -49,15 +49,18 @@ from matplotlib.ticker import LogFormatter
 from .record import (
     DISPLAY_DPI,
     PNG_DPI,
+    box_overlaps,
     drawn_font_sizes,
     figure_png,
+    label_overlaps,
     legend_overlaps,
     png_record,
     rendered_text_px,
 )
 
 __all__ = ["use_style", "figure", "column_width", "figure_png", "png_record", "rendered_text_px",
-           "drawn_font_sizes", "legend_overlaps", "place_legend", "LogTicks", "LOG_DECIMALS", "log_tick_text",
+           "drawn_font_sizes", "legend_overlaps", "place_legend", "label_overlaps", "place_labels",
+           "LogTicks", "LOG_DECIMALS", "log_tick_text",
            "arcs", "heatmap", "distribution_bars", "regime_map", "PALETTE",
            "COLUMN_IN", "COLUMN_PX", "MIN_FONT_PT", "MIN_TEXT_PX", "MAX_PANELS_PER_ROW"]
 
@@ -206,6 +209,80 @@ def place_legend(ax, *args, spots=LEGEND_SPOTS, outside: str = "right", **kw):
         ncols = kw.pop("ncols", min(4, max(1, len(ax.get_legend_handles_labels()[0]))))
         return ax.legend(*args, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncols=ncols, **kw)
     return ax.legend(*args, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, **kw)
+
+
+LABEL_DIRECTIONS = ((1, 1), (1, -1), (-1, 1), (-1, -1), (1, 0), (-1, 0), (0, 1), (0, -1))
+LABEL_DISTANCES = (4, 9, 16, 26, 38, 52)   # offsets tried, in points from the labelled point
+LEADER_FROM = 16                            # from this distance on, a thin line leads to the point
+LABEL_PAD = 3                               # clear space kept around a label, in display pixels
+
+
+def place_labels(ax, points, names, **kw) -> list:
+    """Label each point of ``ax`` beside it where the label covers no data, error bar or other label.
+
+    For each point in turn, tries offsets in eight directions at growing distances
+    (:data:`LABEL_DIRECTIONS`, :data:`LABEL_DISTANCES`; a thin leader line from :data:`LEADER_FROM` on)
+    and keeps the first whose box covers nothing
+    (:func:`mlmbook.plotting.record.box_overlaps`, what the PNG's ``labels-over-data`` record counts),
+    else the one covering least. Call it after everything is plotted and the limits are set.
+
+    Parameters
+    ----------
+    ax : Axes
+    points : sequence of (x, y)
+        Data coordinates of the labelled points.
+    names : sequence of str
+    **kw
+        Passed to ``ax.annotate`` (``fontsize``, ``color``); ``color`` may be a list, one per point.
+
+    Returns
+    -------
+    list of Annotation
+    """
+    from matplotlib.text import Text
+    from matplotlib.transforms import Bbox
+
+    from .record import _data_points, _renderer
+
+    fig = ax.figure
+    fig.draw_without_rendering()
+    renderer = _renderer(fig)
+    pts, patches = _data_points(ax)
+    colors = kw.pop("color", None)
+    kw.setdefault("fontsize", MIN_FONT_PT)
+    placed, boxes = [], []
+    for k, ((x, y), name) in enumerate(zip(points, names)):
+        color = colors[k] if isinstance(colors, (list, tuple)) else colors
+        best = None
+        for distance in LABEL_DISTANCES:
+            for dx, dy in LABEL_DIRECTIONS:
+                lead = {"arrowprops": {"arrowstyle": "-", "lw": 0.6, "color": "0.45", "shrinkA": 1,
+                                       "shrinkB": 4}} if distance >= LEADER_FROM else {}
+                label = ax.annotate(name, (x, y), textcoords="offset points",
+                                    xytext=(dx * distance, dy * distance), color=color,
+                                    ha={1: "left", -1: "right", 0: "center"}[dx],
+                                    va={1: "bottom", -1: "top", 0: "center"}[dy], **lead, **kw)
+                label.set_in_layout(False)                  # the axes keep their place: offsets stay true
+                label.update_positions(renderer)            # where it is drawn, not a cached place
+                words = Text.get_window_extent(label, renderer)        # the words, not the leader line
+                box = Bbox.from_extents(words.x0 - LABEL_PAD, words.y0 - LABEL_PAD,
+                                        words.x1 + LABEL_PAD, words.y1 + LABEL_PAD)
+                outside = not (ax.bbox.x0 <= box.x0 and box.x1 <= ax.bbox.x1
+                               and ax.bbox.y0 <= box.y0 and box.y1 <= ax.bbox.y1)
+                cost = box_overlaps(box, pts, patches, boxes, renderer) + 0.5 * outside
+                if best is None or cost < best[0]:
+                    if best is not None:
+                        best[1].remove()
+                    best = (cost, label, box)
+                else:
+                    label.remove()
+                if best[0] == 0:
+                    break
+            if best[0] == 0:
+                break
+        placed.append(best[1])
+        boxes.append(best[2])
+    return placed
 
 
 def figure(nrows: int = 1, ncols: int = 1, height: float | None = None, **kw):

@@ -8,6 +8,8 @@ Every figure reaches the page through :func:`figure_png` (the book's PNG formatt
   super- and subscripts included: ``$10^{-2}$`` at 9 pt draws its exponent at 6.3 pt, which the font
   size alone does not show (matplotlib shrinks scripts by 0.7);
 * ``mlmbook-legend-over-data`` — how many plotted data points lie under a legend (:func:`legend_overlaps`);
+* ``mlmbook-labels-over-data`` — how many point labels (``ax.annotate``) cover a data point, an error bar
+  or another label (:func:`label_overlaps`);
 * ``mlmbook-dpi`` and ``mlmbook-display-dpi`` — the resolution drawn and the one shown at.
 
 ``python -m mlmbook check-site`` reads them with :func:`png_record` and the width at which the browser
@@ -29,12 +31,12 @@ from contextlib import contextmanager
 import numpy as np
 
 __all__ = ["figure_png", "png_record", "rendered_text_px", "drawn_font_sizes", "legend_overlaps",
-           "smallest_glyph_pt", "RECORD_KEYS", "PNG_DPI", "DISPLAY_DPI"]
+           "label_overlaps", "box_overlaps", "smallest_glyph_pt", "RECORD_KEYS", "PNG_DPI", "DISPLAY_DPI"]
 
 DISPLAY_DPI = 100        # pixels per inch at which a figure is shown (6.8 in -> 680 px)
 PNG_DPI = 200            # pixels per inch drawn into the PNG (2x: sharp on high-density screens)
 RECORD_KEYS = ("mlmbook-min-font-pt", "mlmbook-dpi", "mlmbook-display-dpi", "mlmbook-min-tick-pt",
-               "mlmbook-legend-over-data")
+               "mlmbook-legend-over-data", "mlmbook-labels-over-data")
 SEGMENT_STEP_PX = 2.0    # spacing of the points sampled along a line's segments
 
 
@@ -196,6 +198,40 @@ def legend_overlaps(fig, legends=None) -> int:
     return count
 
 
+def box_overlaps(box, pts: np.ndarray, patches, boxes, renderer) -> int:
+    """Data points strictly inside ``box`` (a display Bbox shrunk by 1 px), data patches overlapping it
+    by more than 4 px², and other ``boxes`` overlapping it by more than 4 px²."""
+    x0, y0, x1, y1 = box.x0 + 1, box.y0 + 1, box.x1 - 1, box.y1 - 1
+    if x1 <= x0 or y1 <= y0:
+        return 0
+    count = int(np.sum((pts[:, 0] > x0) & (pts[:, 0] < x1) & (pts[:, 1] > y0) & (pts[:, 1] < y1)))
+    others = [p.get_window_extent(renderer) for p in patches] + list(boxes)
+    for p in others:
+        w = min(p.x1, x1) - max(p.x0, x0)
+        h = min(p.y1, y1) - max(p.y0, y0)
+        count += int(w > 0 and h > 0 and w * h > 4)
+    return count
+
+
+def label_overlaps(fig) -> int:
+    """How many point labels (``Annotation`` texts) of ``fig`` cover a plotted data point, an error bar, a
+    data patch or another label (counted once per pair); see :func:`box_overlaps`."""
+    from matplotlib.text import Annotation, Text
+
+    fig.draw_without_rendering()                  # texts placed at the figure's own dpi, not the PNG's
+    renderer = _renderer(fig)
+    count = 0
+    for ax in fig.axes:
+        labels = [t for t in ax.texts if isinstance(t, Annotation) and t.get_visible() and t.get_text().strip()]
+        if not labels:
+            continue
+        pts, patches = _data_points(ax)
+        boxes = [Text.get_window_extent(t, renderer) for t in labels]     # the words, not a leader line
+        for i, box in enumerate(boxes):
+            count += box_overlaps(box, pts, patches, boxes[i + 1:], renderer)
+    return count
+
+
 # --------------------------------------------------------------------------- the recorded PNG
 
 def figure_png(fig, dpi: int = PNG_DPI) -> tuple[bytes, int]:
@@ -209,15 +245,16 @@ def figure_png(fig, dpi: int = PNG_DPI) -> tuple[bytes, int]:
         fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight", pad_inches=0.05,
                     facecolor="white", metadata={"Software": None})
     try:
-        over = legend_overlaps(fig)
+        over, labels = legend_overlaps(fig), label_overlaps(fig)
     except Exception:  # noqa: BLE001 - not measurable on this canvas: no record, never a failure
-        over = None
+        over = labels = None
     record = {RECORD_KEYS[0]: f"{min(sizes) if sizes else 0.0:g}", RECORD_KEYS[1]: str(dpi),
               RECORD_KEYS[2]: str(DISPLAY_DPI)}
     if ticks:
         record[RECORD_KEYS[3]] = f"{min(ticks):g}"
     if over is not None:
         record[RECORD_KEYS[4]] = str(over)
+        record[RECORD_KEYS[5]] = str(labels)
     data = _add_text_chunks(buf.getvalue(), record)
     width = _png_size(data)[0]
     return data, int(round(width * DISPLAY_DPI / dpi))
@@ -239,7 +276,8 @@ def _add_text_chunks(png: bytes, texts: dict) -> bytes:
 
 
 _FIELDS = {RECORD_KEYS[0]: ("min_font_pt", float), RECORD_KEYS[1]: ("dpi", float),
-           RECORD_KEYS[3]: ("min_tick_pt", float), RECORD_KEYS[4]: ("legend_over_data", int)}
+           RECORD_KEYS[3]: ("min_tick_pt", float), RECORD_KEYS[4]: ("legend_over_data", int),
+           RECORD_KEYS[5]: ("labels_over_data", int)}
 
 
 def png_record(data: bytes) -> dict:

@@ -2,7 +2,8 @@ r"""Reading an interval: which side of a reference it lies on, and the effect it
 
 :func:`side` is the reading every answer of :mod:`mlmbook.stats.study` uses: *above* when the
 interval's low end exceeds the reference (plus a tolerance), *below* when its high end is under it,
-*equivalent* when it lies inside :math:`\pm\delta` (the effect of interest), *indistinguishable*
+*equivalent* when it lies inside :math:`\pm\delta` (the effect of interest: :func:`within`; a TOST
+at :math:`\alpha'` reads the interval at :math:`1 - 2\alpha'` this way), *indistinguishable*
 otherwise, *undefined* without a value. :func:`detectable_effect` is the smallest true difference a
 test at the interval's level finds with 80 % power,
 
@@ -21,7 +22,7 @@ from scipy.stats import norm
 from .intervals import Interval
 from .power import POWER
 
-__all__ = ["side", "detectable_effect", "SIDES", "POWER", "walk_verdicts", "walk_records"]
+__all__ = ["side", "within", "detectable_effect", "SIDES", "POWER", "walk_verdicts", "walk_records"]
 
 SIDES = ("above", "below", "equivalent", "indistinguishable", "undefined")
 
@@ -35,9 +36,14 @@ def side(low: float, high: float, reference: float = 0.0, tolerance: float = 0.0
         return "above"
     if high < reference - tolerance:
         return "below"
-    if margin is not None and reference - margin < low and high < reference + margin:
+    if margin is not None and within(low, high, reference, margin):
         return "equivalent"
     return "indistinguishable"
+
+
+def within(low: float, high: float, reference: float, margin: float) -> bool:
+    r"""The interval lies strictly inside :math:`(r - \delta,\ r + \delta)`."""
+    return bool(reference - margin < low and high < reference + margin)
 
 
 def detectable_effect(interval: Interval, power: float = POWER) -> float:

@@ -31,6 +31,10 @@ With :math:`n` non-zero units the smallest attainable two-sided p-value is :math
 units can never reach :math:`\alpha/m = 0.0083`, whatever the data (the *feasibility guard* of
 :mod:`mlmbook.stats.study`). A percentile bootstrap at that level would still produce a side.
 
+Every test also inverts itself at :math:`1 - 2\alpha'` (:attr:`Tested.tost`, :func:`tost_level`):
+the two one-sided tests at :math:`\alpha'` of an equivalence (TOST) reject
+:math:`|\theta - r| \ge \delta` exactly when that interval lies inside :math:`r \pm \delta`.
+
 A ratio of two estimates whose denominator's interval contains 0 has no interval at all:
 :func:`fieller` returns *undefined*.
 """
@@ -44,10 +48,10 @@ import numpy as np
 from scipy.stats import norm
 from scipy.stats import t as student_t
 
-from .intervals import Interval, replicates_for, undefined
+from .intervals import Interval, _replace, replicates_for, undefined
 
-__all__ = ["Tested", "by_unit", "sign_flip", "bootstrap_t", "seed_t", "estimate", "fieller", "min_p",
-           "EXACT_UNITS", "SMALL_UNITS", "MC_DRAWS", "sign_flip_p"]
+__all__ = ["Tested", "by_unit", "sign_flip", "FlipSettings", "bootstrap_t", "seed_t", "estimate", "fieller", "min_p",
+           "EXACT_UNITS", "SMALL_UNITS", "MC_DRAWS", "sign_flip_p", "tost_level"]
 
 EXACT_UNITS = 16
 """Up to this many units the sign-flip test enumerates every sign pattern (2^16 = 65,536)."""
@@ -59,7 +63,7 @@ MC_DRAWS = 40_000
 
 @dataclass(frozen=True)
 class Tested:
-    """An :class:`~mlmbook.stats.Interval` with the test behind it.
+    r"""An :class:`~mlmbook.stats.Interval` with the test behind it.
 
     Attributes
     ----------
@@ -69,12 +73,16 @@ class Tested:
         Two-sided p-value against ``reference``.
     min_p : float
         The smallest p-value this test could give on a sample of this size (1/B for a
-        bootstrap): above :math:`\\alpha/m` no direction is possible.
+        bootstrap): above :math:`\alpha/m` no direction is possible.
     p_error : float
         Monte Carlo standard error of ``p`` (0 when exact).
     test : str
         ``"sign-flip"``, ``"bootstrap-t"`` or ``"seed t"``.
     reference : float
+    tost : Interval, optional
+        The same test inverted at level :math:`1 - 2\alpha'` (:math:`\alpha' = 1 -` ``interval.level``):
+        the interval that the two one-sided tests at :math:`\alpha'` read (:func:`tost_level`). The
+        estimate lies within :math:`\pm\delta` of a value by the TOST when this interval does.
     """
 
     interval: Interval
@@ -83,12 +91,25 @@ class Tested:
     p_error: float
     test: str
     reference: float = 0.0
+    tost: Interval | None = None
 
     def to_record(self) -> dict:
         iv = self.interval.to_record()
         iv.pop("kind")
+        tost = {} if self.tost is None else {f"tost_{k}": v for k, v in self.tost.to_record().items()
+                                             if k in ("low", "high", "level")}
         return {"kind": "tested", "p": self.p, "min_p": self.min_p, "p_error": self.p_error,
-                "test": self.test, "reference": self.reference, **iv}
+                "test": self.test, "reference": self.reference, **iv, **tost}
+
+
+def tost_level(level: float) -> float:
+    r"""The level of the interval behind a TOST at :math:`\alpha' = 1 - \text{level}`: :math:`1 - 2\alpha'`.
+
+    Two one-sided tests at :math:`\alpha'` reject both :math:`\theta \le r - \delta` and
+    :math:`\theta \ge r + \delta` exactly when the two-sided interval at :math:`1 - 2\alpha'` lies
+    inside :math:`(r - \delta,\ r + \delta)`.
+    """
+    return 2 * level - 1
 
 
 def by_unit(values, weights=None, units=None) -> tuple[np.ndarray, np.ndarray]:
@@ -162,8 +183,19 @@ class _Signs:
         return (hits + 1) / (len(self.S) + 1)
 
 
-def sign_flip(d, g=None, level: float = 0.95, reference: float = 0.0, seed: int = 0,
-              what: str = "sentences") -> Tested:
+@dataclass(frozen=True)
+class FlipSettings:
+    """How :func:`sign_flip` draws and labels: ``seed`` of its Monte Carlo sign patterns (more than
+    :data:`EXACT_UNITS` units), ``what`` a unit is (for the method's label), and ``tost``: also invert
+    at :math:`1 - 2(1 - \text{level})` (twice the work: a descriptive interval skips it)."""
+
+    seed: int = 0
+    what: str = "sentences"
+    tost: bool = True
+
+
+def sign_flip(d, g=None, level: float = 0.95, reference: float = 0.0, *,
+              settings: FlipSettings = FlipSettings()) -> Tested:
     r"""Exact paired sign-flip (permutation) test of :math:`\theta = \sum d / \sum g` and its inverted interval.
 
     Parameters
@@ -174,19 +206,22 @@ def sign_flip(d, g=None, level: float = 0.95, reference: float = 0.0, seed: int 
         Level of the interval (the family's :math:`1-\alpha/m` for a primary question).
     reference : float
         The value the p-value tests.
+    settings : FlipSettings
+        The seed, the unit's name and whether to invert at :math:`1 - 2(1 - \text{level})` too.
 
     Returns
     -------
     Tested
         The interval is every :math:`\delta` with :math:`p(\delta) > 1 - \text{level}`; it is
-        unbounded on a side where no shift can be rejected (too few units for the level).
+        unbounded on a side where no shift can be rejected (too few units for the level). ``tost``
+        is the same inversion at :math:`p(\delta) > 2(1 - \text{level})`.
     """
     d, g = _check(d, np.ones(len(np.ravel(d))) if g is None else g)
     n, G = len(d), g.sum()
     if G <= 0:
-        iv = undefined("the denominator is zero (0/0)", n=n, level=level)
-        return Tested(iv, float("nan"), 1.0, 0.0, "sign-flip", reference)
+        return _undefined("the denominator is zero (0/0)", n, level, "sign-flip", reference)
     theta = float(d.sum() / G)
+    seed, what, tost = settings.seed, settings.what, settings.tost
     signs = _Signs(n, seed)
     alpha = 1 - level
     p_at = lambda delta: signs.p(d - delta * g)                         # noqa: E731
@@ -194,15 +229,18 @@ def sign_flip(d, g=None, level: float = 0.95, reference: float = 0.0, seed: int 
     ratios = d[g > 0] / g[g > 0]
     span = float(np.ptp(ratios)) if len(ratios) > 1 else 1.0
     scale = max(span, abs(theta), 1e-12)
-    lo = _end(p_at, theta, -1, alpha, scale)
-    hi = _end(p_at, theta, +1, alpha, scale)
+    lo, hi = (_end(p_at, theta, side, alpha, scale) for side in (-1, 1))
     how = (f"exact sign-flip over {n} {what} ({len(signs.S):,} sign patterns)" if signs.exact
            else f"sign-flip over {n} {what} (Monte Carlo, {len(signs.S):,} sign patterns)")
     p = p_at(reference)
     p_err = 0.0 if signs.exact else math.sqrt(max(p * (1 - p), 1e-12) / len(signs.S))
     se = _linearised_se(d, g, theta)
     iv = Interval(theta, lo, hi, level, how, n, se)
-    return Tested(iv, float(p), min_p(_nonzero(d - reference * g)), p_err, "sign-flip", reference)
+    at_2alpha = None
+    if tost:
+        lo2, hi2 = (_end(p_at, theta, side, 2 * alpha, scale) for side in (-1, 1))
+        at_2alpha = Interval(theta, lo2, hi2, tost_level(level), how, n, se)
+    return Tested(iv, float(p), min_p(_nonzero(d - reference * g)), p_err, "sign-flip", reference, at_2alpha)
 
 
 def sign_flip_p(d, g=None, reference: float = 0.0, seed: int = 0) -> tuple[float, float, float]:
@@ -262,8 +300,9 @@ def bootstrap_t(d, g=None, level: float = 0.95, reference: float = 0.0, seed: in
 
     Each replicate draws the units with replacement and studentizes its estimate by its own
     linearised standard error, :math:`t^* = (\theta^* - \hat\theta)/\widehat{se}^*`; the interval is
-    :math:`[\hat\theta - t^*_{1-a/2}\,\widehat{se},\ \hat\theta - t^*_{a/2}\,\widehat{se}]` and the p-value
-    the equal-tailed share of :math:`t^*` beyond :math:`(\hat\theta - \text{reference})/\widehat{se}`.
+    :math:`[\hat\theta - t^*_{1-a/2}\,\widehat{se},\ \hat\theta - t^*_{a/2}\,\widehat{se}]` (``tost``: the
+    same replicates' quantiles at :math:`a` and :math:`1 - a`) and the p-value the equal-tailed share of
+    :math:`t^*` beyond :math:`(\hat\theta - \text{reference})/\widehat{se}`.
     ``n_boot=`` (an option) sets the replicates (default :func:`~mlmbook.stats.replicates_for` the level).
     """
     unknown = set(options) - {"n_boot"}
@@ -273,8 +312,7 @@ def bootstrap_t(d, g=None, level: float = 0.95, reference: float = 0.0, seed: in
     d, g = _check(d, np.ones(len(np.ravel(d))) if g is None else g)
     n = len(d)
     if g.sum() <= 0:
-        iv = undefined("the denominator is zero (0/0)", n=n, level=level)
-        return Tested(iv, float("nan"), 1.0, 0.0, "bootstrap-t", reference)
+        return _undefined("the denominator is zero (0/0)", n, level, "bootstrap-t", reference)
     theta = float(d.sum() / g.sum())
     se = _linearised_se(d, g, theta)
     n_boot = n_boot or replicates_for(level)
@@ -298,37 +336,50 @@ def bootstrap_t(d, g=None, level: float = 0.95, reference: float = 0.0, seed: in
     how = f"studentized bootstrap over {n} {what} ({len(t):,} replicates)"
     if not (se > 0) or not len(t):
         iv = Interval(theta, theta, theta, level, f"studentized bootstrap over {n} {what}; every unit equal", n, 0.0)
-        return Tested(iv, 1.0 if theta == reference else 0.0, 1.0 / n_boot, 0.0, "bootstrap-t", reference)
-    q_lo, q_hi = np.quantile(t, [a / 2, 1 - a / 2])
-    lo, hi = theta - q_hi * se, theta - q_lo * se
+        return Tested(iv, 1.0 if theta == reference else 0.0, 1.0 / n_boot, 0.0, "bootstrap-t", reference,
+                      _replace(iv, level=tost_level(level)))
+
+    def inverted(at: float, lev: float) -> Interval:
+        q_lo, q_hi = np.quantile(t, [at / 2, 1 - at / 2])
+        lo, hi = theta - q_hi * se, theta - q_lo * se
+        return Interval(theta, float(min(lo, theta)), float(max(hi, theta)), lev, how, n, se)
+
     t_obs = (theta - reference) / se
     p = float(min(1.0, 2 * min((t >= t_obs).mean(), (t <= t_obs).mean())))
     p = max(p, 1.0 / len(t))
-    return Tested(Interval(theta, float(min(lo, theta)), float(max(hi, theta)), level, how, n, se),
-                  p, 1.0 / len(t), math.sqrt(max(p * (1 - p), 1e-12) / len(t)), "bootstrap-t", reference)
+    return Tested(inverted(a, level), p, 1.0 / len(t), math.sqrt(max(p * (1 - p), 1e-12) / len(t)),
+                  "bootstrap-t", reference, inverted(2 * a, tost_level(level)))
 
 
 # --------------------------------------------------------------------------- seeds
 def seed_t(values, level: float = 0.95, reference: float = 0.0) -> Tested:
     r"""Student t over one value per training seed: the claim is about the recipe, the seed is the unit.
 
-    With :math:`k` seeds, :math:`\bar x \pm t_{1-a/2,\,k-1}\, s/\sqrt{k}`; one seed gives no spread
-    (*undefined*).
+    With :math:`k` seeds, :math:`\bar x \pm t_{1-a/2,\,k-1}\, s/\sqrt{k}` (``tost``:
+    :math:`\bar x \pm t_{1-a,\,k-1}\, s/\sqrt{k}`); one seed gives no spread (*undefined*).
     """
     v = np.asarray(values, dtype=float).ravel()
     k = len(v)
     if k < 2:
-        iv = undefined("one trained model gives no spread between seeds", n=k, level=level)
-        return Tested(iv, float("nan"), 1.0, 0.0, "seed t", reference)
+        return _undefined("one trained model gives no spread between seeds", k, level, "seed t", reference)
     m = float(v.mean())
     se = float(v.std(ddof=1) / math.sqrt(k))
-    q = float(student_t.ppf(0.5 + level / 2, k - 1))
-    iv = Interval(m, m - q * se, m + q * se, level, f"Student t over {k} seeds", k, se, seeds=k)
+
+    def interval_at(lev: float) -> Interval:
+        q = float(student_t.ppf(0.5 + lev / 2, k - 1))
+        return Interval(m, m - q * se, m + q * se, lev, f"Student t over {k} seeds", k, se, seeds=k)
+
+    iv = interval_at(level)
     if se == 0:
         p = 0.0 if m != reference else 1.0
     else:
         p = float(2 * student_t.sf(abs(m - reference) / se, k - 1))
-    return Tested(iv, p, 0.0, 0.0, "seed t", reference)
+    return Tested(iv, p, 0.0, 0.0, "seed t", reference, interval_at(tost_level(level)))
+
+
+def _undefined(why: str, n: int, level: float, test: str, reference: float) -> Tested:
+    iv = undefined(why, n=n, level=level)
+    return Tested(iv, float("nan"), 1.0, 0.0, test, reference, _replace(iv, level=tost_level(level)))
 
 
 # --------------------------------------------------------------------------- dispatch
@@ -346,8 +397,10 @@ def estimate(values, weights=None, *, units=None, seeds=None, level: float = 0.9
         The training seed of each row. With two or more seeds the claim is about the training
         recipe: each seed's ratio is one value and the test is :func:`seed_t`.
     **options
-        ``seed`` (of the resampling, default 0) and ``what`` (what a unit is, for the method's label).
+        ``seed`` (of the resampling, default 0), ``what`` (what a unit is, for the method's label) and
+        ``tost`` (default True: also the interval at :math:`1 - 2(1 - \text{level})`, see :class:`Tested`).
     """
+    tost = bool(options.pop("tost", True))
     seed, what = _options(options)
     if seeds is not None and len(np.unique(np.asarray(seeds))) >= 2:
         s = np.asarray(seeds)
@@ -356,8 +409,9 @@ def estimate(values, weights=None, *, units=None, seeds=None, level: float = 0.9
         per_seed = [v[s == k].sum() / w[s == k].sum() for k in _ordered(s)]
         return seed_t(per_seed, level=level, reference=reference)
     d, g = by_unit(values, weights, units)
-    test = sign_flip if len(d) < SMALL_UNITS else bootstrap_t
-    return test(d, g, level=level, reference=reference, seed=seed, what=what)
+    if len(d) < SMALL_UNITS:
+        return sign_flip(d, g, level=level, reference=reference, settings=FlipSettings(seed, what, tost))
+    return bootstrap_t(d, g, level=level, reference=reference, seed=seed, what=what)
 
 
 def _options(options: dict) -> tuple[int, str]:

@@ -8,20 +8,33 @@ questions only: every interval behind an answer is at level :math:`1 - \alpha/m`
 the :math:`m \le 6` questions). Everything else a chapter shows is *descriptive*
 (:func:`describe`): an estimate with a 95 % interval, no verdict.
 
-How a question is answered (:meth:`Study.answer`):
+How a question is answered (:meth:`Study.answer`), with :math:`\alpha' = \alpha/m`:
 
 1. rows are summed into their independent units (:func:`mlmbook.stats.paired.by_unit`), and the
-   test that fits them gives an interval at the family's level — exact sign-flip for fewer than 30
-   units, studentized bootstrap above, a t over seed means for a claim about a training recipe;
-2. **feasibility guard**: when the smallest p-value the test can attain exceeds :math:`\alpha/m`,
-   no direction is possible and the answer is "cannot decide", with the units it would need;
-3. the side: *above*/*below* when the interval excludes the reference **and a second method agrees**
-   (a t on the same units where the primary is a sign-flip, a sign-flip where it is a bootstrap,
-   each trained model's own test where it is a t over seeds); *equivalent* when the interval lies
-   inside :math:`\pm\delta`; otherwise *indistinguishable*;
-4. the detectable effect :math:`(z_{1-\alpha'/2}+z_{0.8})\,\widehat{se}` and the units needed for
-   :math:`\delta` (:mod:`mlmbook.stats.power`): the question is *decidable* at this sample when the
-   detectable effect is at most :math:`\delta`.
+   test that fits them gives an interval at the family's level :math:`1 - \alpha'` — exact sign-flip
+   for fewer than 30 units, studentized bootstrap above, a t over seed means for a claim about a
+   training recipe — and the same test inverted at :math:`1 - 2\alpha'` (its TOST interval);
+2. a **second method** tests the same units: a t where the primary is a sign-flip, a sign-flip where
+   it is a bootstrap, each trained model's own test where it is a t over seeds;
+3. **feasibility guard**: a direction needs *both* methods able to reach :math:`p \le \alpha'` at all.
+   A sign-flip over :math:`k` units that differ cannot go below :math:`2/2^k` (7 units: 0.0156 >
+   :math:`0.05/6`), however large the effect; when either method cannot, the answer has no direction
+   and its verdict is "cannot decide", with the units it would need;
+4. the side: *above*/*below* when the :math:`1 - \alpha'` interval excludes the reference, the guard
+   holds **and** the second method agrees; otherwise *equivalent* when the TOST at :math:`\alpha'`
+   rejects :math:`|\theta - r| \ge \delta` — its :math:`1 - 2\alpha'` interval lies inside
+   :math:`r \pm \delta`; otherwise *indistinguishable*;
+5. power (:mod:`mlmbook.stats.power`): the detectable effect at 80 % power and the units needed for
+   :math:`\delta` — normal quantiles, :math:`(z_{1-\alpha'/2}+z_{0.8})\,\widehat{se}`, over units;
+   the **noncentral t** on :math:`n-1` degrees of freedom over seeds. The question is *decidable*
+   at this sample when the guard holds and the detectable effect is at most :math:`\delta`; an
+   indistinguishable answer is then "inconclusive", else "cannot decide".
+
+"Needs N" has two sources, and every table names which: the **planned N** comes from the question's
+planning SD, before any result (:meth:`Question.needed`, the declaration table); the **N at observed
+SD** (:attr:`Answer.needed`) from the answer's own standard error — and, where a sign-flip is one of
+the two methods, at least the units that hold :func:`~mlmbook.stats.power.feasible_units` differing
+ones at the observed share.
 
 The record (:meth:`Answer.to_record`) keeps the per-row values, weights, unit and seed labels, so
 :mod:`mlmbook.stats.audit` re-derives every answer with an independent implementation.
@@ -36,8 +49,10 @@ from scipy.stats import norm
 from scipy.stats import t as student_t
 
 from . import paired
+from .decide import side as side_of
+from .decide import within
 from .intervals import LEVEL, Interval
-from .power import POWER, detectable, needed_units, unit_sd
+from .power import POWER, detectable, feasible_units, needed_units, unit_sd
 
 __all__ = ["Question", "Study", "Answer", "describe", "MAX_PRIMARY", "VERDICTS"]
 
@@ -104,7 +119,7 @@ class Question:
         return "sign-flip (< 30 units) or studentized bootstrap; t or sign-flip as second method"
 
     def needed(self, level: float) -> int | None:
-        """Units the planning standard deviation asks for (None without one)."""
+        """The **planned N**: units the planning standard deviation asks for (None without one)."""
         if self.planning_sd is None:
             return None
         return needed_units(self.planning_sd, self.effect, level, unit=self.unit)
@@ -112,7 +127,23 @@ class Question:
 
 @dataclass(frozen=True)
 class Answer:
-    """A question answered: the test, the second method, the verdict, power and the per-row data."""
+    r"""A question answered: the test, the second method, the verdict, power and the per-row data.
+
+    Attributes
+    ----------
+    tested : paired.Tested
+        The primary test: its interval at ``level`` and its TOST interval (``tested.tost``).
+    second : dict
+        The second method: ``test``, ``p``, ``side`` and ``min_p`` (the smallest p it can reach).
+    feasible : bool
+        The guard: both methods can reach :math:`p \le \alpha/m`.
+    detectable : float
+        The effect detectable with 80 % power at ``level`` (``inf`` when not feasible).
+    needed : int
+        The **N at observed SD** (see the module docstring).
+    needed_planned : int or None
+        The **planned N**, from the question's planning SD.
+    """
 
     question: Question
     tested: paired.Tested
@@ -162,25 +193,32 @@ class Answer:
         return self.side in ("above", "below", "equivalent")
 
     def glue_fields(self) -> dict:
-        """Flat values for the prose: ``q_<key>.estimate``, ``.low``, ``.high``, ``.verdict``, ..."""
+        """Flat values for the prose: ``q_<key>.estimate``, ``.low``, ``.high``, ``.verdict``, ...
+
+        ``needed`` is the N at observed SD, ``planned`` the planned N, ``tost_low``/``tost_high`` the
+        TOST interval (at ``tost_level_pct``)."""
         iv = self.interval
+        tost = self.tested.tost
         out = {"estimate": iv.estimate, "low": iv.low, "high": iv.high, "verdict": self.verdict,
                "side": self.side, "detectable": self.detectable, "effect": self.question.effect,
-               "n": self.n, "needed": self.needed, "p": self.tested.p, "level_pct": 100 * self.level}
+               "n": self.n, "needed": self.needed, "planned": self.needed_planned, "p": self.tested.p,
+               "level_pct": 100 * self.level, **({} if tost is None else {
+                   "tost_low": tost.low, "tost_high": tost.high, "tost_level_pct": 100 * tost.level})}
         return {k: v for k, v in out.items()
                 if isinstance(v, str) or (isinstance(v, (int, float)) and math.isfinite(v))}
 
     def row(self, digits: int = 3) -> list:
-        """The answers table's row (see :meth:`Study.table`)."""
+        """The answers table's row (see :meth:`Study.table`): question, estimate [interval], verdict,
+        detectable / effect, n, planned N, N at observed SD."""
         q = self.question
-        est = self.interval.format(digits)
         det = "∞" if not math.isfinite(self.detectable) else f"{self.detectable:.{digits}f}"
-        need = f"{self.n} (needs {self.needed})" if self.needed > self.n else f"{self.n}"
-        return [q.claim, est, self.verdict, det, f"{q.effect:g}", need]
+        return [q.claim, self.interval.format(digits), self.verdict, f"{det} / {q.effect:.3g}", self.n,
+                self.needed_planned, self.needed]
 
     def to_record(self) -> dict:
         iv = self.interval.to_record()
         iv.pop("kind")
+        tost = {k: v for k, v in self.tested.to_record().items() if k.startswith("tost_")}
         q = self.question
         return {"kind": "answer", "key": q.key, "claim": q.claim, "effect": q.effect, "basis": q.basis,
                 "unit": q.unit, "measure": q.measure, "reference": q.reference, "planning_sd": q.planning_sd,
@@ -191,7 +229,7 @@ class Answer:
                 "min_p": self.tested.min_p, "p_error": self.tested.p_error, "second": self.second,
                 "family": self.family, "family_size": self.family_size, "alpha": self.alpha,
                 "values": self.values, "weights": self.weights, "units": self.units, "seeds": self.seeds,
-                "seed_se": self.seed_se, "note": self.note, **{f"interval_{k}": v for k, v in iv.items()}}
+                "seed_se": self.seed_se, "note": self.note, **{f"interval_{k}": v for k, v in iv.items()}, **tost}
 
 
 class Study:
@@ -268,25 +306,20 @@ class Study:
                                  reference=q.reference, seed=seed, what=what)
         iv = tested.interval
         second = _second(tested, v, w, units, s if many_seeds else None, seed_se, level, q.reference, seed, what)
-        feasible = iv.defined and tested.min_p <= alpha_m     # the smallest p this test can reach at all
-        df = iv.n - 1 if tested.test == "seed t" else None
-        det = detectable(iv.se, level, POWER, df) if feasible else float("inf")
-        need = needed_units(unit_sd(iv.se, iv.n), q.effect, level, unit="seed" if tested.test == "seed t" else q.unit)
-        if not iv.defined:
-            side = "undefined"
-        else:
-            side = _side(iv, q.reference, q.effect)
-            if side in ("above", "below"):
-                agree = second.get("side") == side
-                if not feasible:
-                    side, note = "indistinguishable", _join(note, "too few units for a direction at this level")
-                elif not agree:
-                    side, note = "indistinguishable", _join(note, f"the second method ({second.get('test')}) "
-                                                                  "does not confirm the direction")
+        feasible = iv.defined and tested.min_p <= alpha_m and second["min_p"] <= alpha_m
+        over_seeds = tested.test == "seed t"
+        det = detectable(iv.se, level, POWER, iv.n - 1 if over_seeds else None) if feasible else float("inf")
+        need = needed_units(unit_sd(iv.se, iv.n), q.effect, level, unit="seed" if over_seeds else q.unit)
+        if not over_seeds and iv.defined:                  # a sign-flip is one of the two methods
+            d, g = paired.by_unit(v, w, units)
+            differ = paired._nonzero(d - q.reference * g)
+            if differ:
+                need = max(need, math.ceil(feasible_units(level) * len(d) / differ))
+        side, why = _decide(tested, second, feasible, q, alpha_m)
         a = Answer(q, tested, second, side, bool(feasible), float(det), int(need), q.needed(level), level,
                    self.name, self.size, self.alpha, v.tolist(), None if w is None else w.tolist(),
                    None if units is None else list(np.asarray(units).tolist()), s,
-                   None if seed_se is None else [float(x) for x in seed_se], note)
+                   None if seed_se is None else [float(x) for x in seed_se], _join(note, why))
         self.answers[key] = a
         return a
 
@@ -297,21 +330,24 @@ class Study:
         rows = []
         for i, q in enumerate(self.questions.values(), 1):
             need = q.needed(self.level)
-            rows.append([f"Q{i}", q.claim, f"{q.effect:g} {q.measure}".strip() + f" ({q.basis})", q.unit,
+            rows.append([f"Q{i}", q.claim, f"{q.effect:.3g} {q.measure}".strip() + f" ({q.basis})", q.unit,
                          q.test_label(), "—" if need is None else f"{need} {q.unit}s"])
-        return table(rows, header=["", "claim", "effect of interest", "unit", "test", "sample it needs"])
+        return table(rows, header=["", "claim", "effect of interest", "unit", "test", "planned N"])
 
     def table(self, digits: int = 3):
-        """The answers: estimate [interval], verdict, detectable effect (80 % power), effect, n (needs)."""
+        """The answers: estimate [interval], verdict, detectable effect (80 % power) / effect of interest,
+        n, the planned N (planning SD) and the N at the observed SD."""
         from ..tables import table
         rows = []
         for i, (key, q) in enumerate(self.questions.items(), 1):
             a = self.answers.get(key)
-            rows.append([f"Q{i}", *(a.row(digits) if a else [q.claim, "—", "not asked of this model", "—",
-                                                               f"{q.effect:g}", "—"])])
+            rows.append([f"Q{i}", *(a.row(digits) if a else [q.claim, "—", "not asked of this model",
+                                                               f"— / {q.effect:.3g}", None, q.needed(self.level),
+                                                               None])])
         pct = f"{100 * self.level:.4g} %"
         return table(rows, header=["", "question", f"estimate [{pct} interval]", "verdict",
-                                   "detectable (80 % power)", "effect of interest", "units (needs)"])
+                                   "detectable (80 % power) / effect of interest", "n", "planned N",
+                                   "N at observed SD"])
 
     def to_record(self) -> dict:
         return {"kind": "study", "name": self.name, "size": self.size, "alpha": self.alpha, "level": self.level,
@@ -321,18 +357,29 @@ class Study:
 def describe(values, weights=None, *, units=None, seeds=None, level: float = LEVEL, **options) -> Interval:
     """A descriptive estimate with its interval (default 95 %) by the test that fits the data; no verdict.
     ``options``: ``seed`` and ``what`` (see :func:`mlmbook.stats.paired.estimate`)."""
-    return paired.estimate(values, weights, units=units, seeds=seeds, level=level, **options).interval
+    return paired.estimate(values, weights, units=units, seeds=seeds, level=level, tost=False, **options).interval
 
 
 # ------------------------------------------------------------------------------------------ internals
-def _side(iv: Interval, reference: float, margin: float) -> str:
-    if iv.low > reference:
-        return "above"
-    if iv.high < reference:
-        return "below"
-    if reference - margin < iv.low and iv.high < reference + margin:
-        return "equivalent"
-    return "indistinguishable"
+def _decide(tested: paired.Tested, second: dict, feasible: bool, q: Question, alpha: float) -> tuple[str, str]:
+    """The side (steps 3-4 of the module docstring) and, when a direction is withheld, why."""
+    iv = tested.interval
+    if not iv.defined:
+        return "undefined", ""
+    why = ""
+    if not feasible:
+        test, p = ((tested.test, tested.min_p) if tested.min_p > alpha
+                   else (f"the second method ({second['test']})", second["min_p"]))
+        why = f"{test} cannot reach p ≤ {alpha:.2g} (smallest p {p:.3g})"
+    direction = side_of(iv.low, iv.high, q.reference)
+    if direction in ("above", "below") and feasible:
+        if second.get("side") == direction:
+            return direction, ""
+        why = f"the second method ({second.get('test')}) does not confirm the direction"
+    tost = tested.tost
+    if tost is not None and within(tost.low, tost.high, q.reference, q.effect):
+        return "equivalent", why
+    return "indistinguishable", why
 
 
 def _join(a: str, b: str) -> str:
@@ -340,27 +387,27 @@ def _join(a: str, b: str) -> str:
 
 
 def _second(tested: paired.Tested, v, w, units, seeds, seed_se, level, reference, seed, what) -> dict:
-    """The second method's p-value and side (see the module docstring)."""
+    """The second method's p-value, side and the smallest p it can reach (see the module docstring)."""
     alpha = 1 - level
     iv = tested.interval
     if not iv.defined:
-        return {"test": "none", "side": "undefined", "p": None}
+        return {"test": "none", "side": "undefined", "p": None, "min_p": 1.0}
     if tested.test == "sign-flip":                        # a t on the same units
         d, g = paired.by_unit(v, w, units)
         n = len(d)
         if n < 2:
-            return {"test": "t", "side": "undefined", "p": None}
+            return {"test": "t", "side": "undefined", "p": None, "min_p": 1.0}
         theta = d.sum() / g.sum()
         se = paired._linearised_se(d, g, theta)
         if not se > 0:
             p = 0.0 if theta != reference else 1.0
         else:
             p = float(2 * student_t.sf(abs(theta - reference) / se, n - 1))
-        return {"test": "t", "p": p, "side": _dir(theta - reference, p, alpha)}
+        return {"test": "t", "p": p, "side": _dir(theta - reference, p, alpha), "min_p": 0.0}
     if tested.test == "bootstrap-t":                     # a sign-flip on the same units
         d, g = paired.by_unit(v, w, units)
-        p, err, _ = paired.sign_flip_p(d, g, reference=reference, seed=seed)
-        return {"test": "sign-flip", "p": p, "p_error": err,
+        p, err, least = paired.sign_flip_p(d, g, reference=reference, seed=seed)
+        return {"test": "sign-flip", "p": p, "p_error": err, "min_p": least,
                 "side": _dir(d.sum() / g.sum() - reference, p + 2 * err, alpha)}
     # a t over seeds: each trained model's own test must agree (intersection-union)
     s = np.asarray(seeds)
@@ -369,20 +416,23 @@ def _second(tested: paired.Tested, v, w, units, seeds, seed_se, level, reference
         ests = [float(v[s == k].sum() / (np.ones_like(v) if w is None else w)[s == k].sum()) for k in labels]
         ps = [float(2 * norm.sf(abs(e - reference) / se)) if se > 0 else float(e == reference)
               for e, se in zip(ests, seed_se)]
+        least = 0.0
     else:
-        ests, ps = [], []
+        ests, ps, least = [], [], 0.0
         for k in labels:
             rows = s == k
             if rows.sum() < 2:
-                return {"test": "each model", "side": "none", "p": None, "why": "one row per seed and no seed_se"}
+                return {"test": "each model", "side": "none", "p": None, "min_p": 1.0,
+                        "why": "one row per seed and no seed_se"}
             t = paired.estimate(v[rows], None if w is None else w[rows],
                                 units=None if units is None else np.asarray(units)[rows],
                                 level=level, reference=reference, seed=seed, what=what)
             ests.append(t.interval.estimate)
             ps.append(t.p + 2 * t.p_error)
+            least = max(least, t.min_p)                  # every model's own test must be able to reach
     sides = {_dir(e - reference, p, alpha) for e, p in zip(ests, ps)}
     side = sides.pop() if len(sides) == 1 else "indistinguishable"
-    return {"test": "each model", "p": max(ps), "per_seed": ests, "per_seed_p": ps, "side": side}
+    return {"test": "each model", "p": max(ps), "per_seed": ests, "per_seed_p": ps, "side": side, "min_p": least}
 
 
 def _dir(diff: float, p: float, alpha: float) -> str:

@@ -1,28 +1,26 @@
-r"""Run tasks that wait on one another, the longest path first: here, on a local Dask cluster, or on any Dask cluster.
+r"""Run tasks that wait on one another on Dask: the graph, its order and its retries are Dask's.
 
 A build has two kinds of work: training the toy models (:mod:`mlmbook.models.prepare`) and
-executing chapters (:mod:`mlmbook.pipeline.execute`). A chapter can start as soon as the models
-*it* loads are trained, so the two are scheduled together. Each :class:`Task` names the tasks it
-``needs``; :func:`run` keeps the workers busy with tasks whose needs are done.
+executing chapters (:mod:`mlmbook.pipeline.execute`). Each :class:`Task` names the tasks it
+``needs``; :func:`run` submits every task at once with the futures of its needs as arguments
+(``client.submit(fn, *needs, priority=...)``), so Dask starts a task as soon as its needs are done,
+on a free worker, and never runs one whose need failed (it is reported as :class:`NotRun`).
 
-Which ready task goes first is *list scheduling* by upward rank (the rule of the HEFT
-heuristic): a task's priority is its own estimated seconds plus the longest chain of tasks
-that wait on it,
+Dask's ``priority`` of a task is its upward rank (the rule of the HEFT heuristic): its own
+estimated seconds plus the longest chain of tasks that wait on it,
 
 .. math:: \operatorname{rank}(t) = s_t + \max_{u \,:\, t \in \operatorname{needs}(u)} \operatorname{rank}(u),
 
 so a short training that unblocks a long chapter starts before a longer one nothing waits on.
-:func:`makespan` plays that rule out on ``N`` workers with the estimated seconds (the estimate of
-``python -m mlmbook cost --workers N``).
+:func:`makespan` plays that rule out on ``N`` workers with the estimated seconds: the estimate of
+``python -m mlmbook cost --workers N`` (nothing is scheduled by it).
 
-Where the tasks run (:mod:`mlmbook.workers.cluster`): with one worker and no scheduler, one by one
-in this process; otherwise on Dask distributed, a local cluster of one process per core (one
-thread each, bound to 127.0.0.1) or an existing cluster given by its scheduler's address. A task
-is released to Dask when its needs are done and a slot is free, with its rank as Dask's
-``priority``; a task may take several ``slots`` of the local cluster (a chapter on a large model
-runs alone) or ask for a Dask resource (``resources=(("GPU", 1),)`` lands it on a GPU worker).
-A worker lost while running a task: Dask runs it again once, then :class:`WorkerLost`. The
-order never changes a result: every task is deterministic on its own.
+Where the tasks run (:mod:`mlmbook.workers.cluster`): a Dask worker thread in this process (one
+worker, no scheduler), a local cluster of one process per core bound to 127.0.0.1, or an existing
+cluster given by its scheduler's address. A worker lost while running a task: Dask runs the task
+again (once on the local cluster), then :class:`WorkerLost`; both are printed. A task may ask for a
+Dask resource (``resources=(("GPU", 1),)`` lands it on a GPU worker). The order never changes a
+result: every task is deterministic on its own.
 
 Tasks report progress with :func:`tell`; the lines reach the caller's terminal from any worker.
 
@@ -33,7 +31,10 @@ Tasks report progress with :func:`tell`; the lines reach the caller's terminal f
 """
 from __future__ import annotations
 
+import contextlib
+import graphlib
 import heapq
+import os
 import queue
 import sys
 import threading
@@ -65,10 +66,8 @@ class Task:
         Keys of the tasks (or of :func:`run`'s ``data``) that must finish without error first.
     seconds : float
         Its estimated duration, for the priority.
-    slots : int
-        Workers of the local cluster it occupies (at most their number).
     resources : tuple of (str, float)
-        Dask resources it asks for (e.g. ``(("GPU", 1),)``); such a task takes no slot.
+        Dask resources it asks for (e.g. ``(("GPU", 1),)``).
     pass_needs : bool
         Call ``fn`` with one more argument: a dict from each need's key to its value.
     """
@@ -78,7 +77,6 @@ class Task:
     args: tuple = ()
     needs: tuple = ()
     seconds: float = 1.0
-    slots: int = 1
     resources: tuple = ()
     pass_needs: bool = False
 
@@ -88,7 +86,7 @@ class NotRun(RuntimeError):
 
 
 class WorkerLost(BuildError):
-    """A task whose worker process died while running it, twice (killed, or out of memory)."""
+    """A task whose worker process died while running it, more often than the cluster allows."""
 
 
 def ranks(tasks: list[Task]) -> dict[str, float]:
@@ -112,11 +110,10 @@ def ranks(tasks: list[Task]) -> dict[str, float]:
 
 
 def makespan(tasks: list[Task], workers: int) -> float:
-    """The wall seconds :func:`run` takes on ``workers`` slots if every task takes its ``seconds``.
+    """The wall seconds of ``tasks`` on ``workers`` if every task takes its ``seconds``.
 
-    List scheduling by upward rank played out on the estimates: whenever a slot frees, the
-    highest-ranked ready task that fits starts (a task of several slots waits for them, and the
-    ready tasks of lower rank wait behind it). Needs outside ``tasks`` count as done.
+    List scheduling by upward rank played out on the estimates: whenever a worker frees, the
+    highest-ranked ready task starts. Needs outside ``tasks`` count as done.
     """
     keys = {t.key for t in tasks}
     rank = ranks(tasks)
@@ -126,18 +123,15 @@ def makespan(tasks: list[Task], workers: int) -> float:
     now, free, order = 0.0, max(1, workers), 0
     while pending or ends:
         for t in list(pending):
-            if not done.issuperset(n for n in t.needs if n in keys):
-                continue
-            if min(t.slots, workers) > free:
-                break
-            pending.remove(t)
-            free -= min(t.slots, workers)
-            heapq.heappush(ends, (now + t.seconds, order, t))
-            order += 1
+            if free and done.issuperset(n for n in t.needs if n in keys):
+                pending.remove(t)
+                free -= 1
+                heapq.heappush(ends, (now + t.seconds, order, t))
+                order += 1
         if not ends:
             break                                # unreachable needs: nothing more can start
         now, _, t = heapq.heappop(ends)
-        free += min(t.slots, workers)
+        free += 1
         done.add(t.key)
     return now
 
@@ -164,13 +158,17 @@ def _clock(seconds: float) -> str:
 
 class Progress:
     """The lines a run prints: each one at once, and after :data:`QUIET_SECONDS` of silence a line
-    naming what is running, so a log never goes quiet for minutes (on a terminal or not)."""
+    naming what is running, so a log never goes quiet for minutes (on a terminal or not). A task
+    that starts a second time (its worker was lost) and a lost worker are lines too."""
 
     def __init__(self, say: Callable[[str], None], quiet: float = QUIET_SECONDS,
                  on_start: Callable[[Task], None] | None = None):
         self.say, self.quiet, self.on_start = say, quiet, on_start
         self.t0 = self.last = time.perf_counter()
         self.status: dict[str, str] = {}
+        self.tasks: dict[str, Task] = {}
+        self.started: dict[str, float] = {}
+        self.where: dict[str, str] = {}
         self._lock = threading.Lock()
 
     def elapsed(self) -> str:
@@ -183,21 +181,47 @@ class Progress:
             self.last = time.perf_counter()
 
     def __call__(self, event) -> None:
-        """A task's message (:func:`tell`), as a dict or as Dask's ``(time, message)`` event."""
+        """A task's message (:func:`tell`, or its start on a worker), as a dict or as Dask's
+        ``(time, message)`` event."""
         msg = event[1] if isinstance(event, tuple) else event
-        if msg.get("key") in self.status:
-            self.status[msg["key"]] = msg["text"]
+        key = msg.get("key")
+        if "started_on" in msg:                   # (Dask adds "worker" to every worker's event)
+            self.begin(key, msg["started_on"])
+            return
+        if key in self.status:
+            self.status[key] = msg["text"]
         if msg.get("show"):
             self.line(msg["text"])
 
-    def begin(self, task: Task) -> None:
-        """A task starts: its status is its key (until it tells more), and ``on_start`` hears of it."""
-        self.status[task.key] = task.key
-        if self.on_start is not None:
-            self.on_start(task)
+    def begin(self, key: str, worker: str) -> None:
+        """Task ``key`` starts on ``worker``: its status is its key (until it tells more), and
+        ``on_start`` hears of it; a second start (after its worker was lost) is a line."""
+        if key in self.where:
+            self.line(f"  {key} runs again, on {worker} (the worker that ran it was lost)")
+        elif key in self.started:                 # it ended before its start arrived
+            return
+        self.where[key] = worker
+        self.started[key] = time.perf_counter()
+        self.status[key] = key
+        if self.on_start is not None and key in self.tasks:
+            self.on_start(self.tasks[key])
 
-    def end(self, key: str) -> None:
+    def end(self, key: str) -> float:
+        """Task ``key`` ended; returns its wall seconds since it started (0 if its start never arrived)."""
         self.status.pop(key, None)
+        self.where.pop(key, None)
+        return time.perf_counter() - self.started.setdefault(key, time.perf_counter())
+
+    def cluster(self, event, names: dict[str, str]) -> None:
+        """A Dask scheduler's event: a worker lost (not closed on purpose) is a line naming the
+        tasks it was running (``names``: Dask's keys -> the tasks' keys)."""
+        msg = event[1] if isinstance(event, tuple) else event
+        if msg.get("action") != "remove-worker" or msg.get("expected"):
+            return
+        ran = sorted(names[k] for k in msg.get("processing-tasks", ()) if k in names)
+        self.line(f"  lost the Dask worker {msg.get('worker')}" + (
+            f" while it ran {', '.join(ran)}: Dask runs {'it' if len(ran) == 1 else 'them'} again on another "
+            f"worker, up to the cluster's allowed failures" if ran else ""))
 
     def heartbeat(self) -> None:
         """Say what runs, when nothing was said for :attr:`quiet` seconds."""
@@ -206,207 +230,154 @@ class Progress:
 
 
 # ------------------------------------------------------------------------------ running
-def _call(sink, key: str, fn: Callable, args: tuple, values: dict | None):
-    """Run one task with :func:`tell` wired to ``sink`` (a callable, or a Dask topic name)."""
-    if isinstance(sink, str):
-        from distributed import get_worker
-        worker, topic = get_worker(), sink
-        sink = lambda msg: worker.log_event(topic, msg)  # noqa: E731
-    _context.sink, _context.key = sink, key
+def _call(topic: str, key: str, fn: Callable, args: tuple, values: dict | None, *after):
+    """On a worker: say where the task starts, then run it with :func:`tell` wired to ``topic``.
+    ``after``: the values of needs it is not passed (they only order it)."""
+    from distributed import get_worker
+
+    worker = get_worker()
+    send = lambda msg: worker.log_event(topic, msg)  # noqa: E731
+    send({"key": key, "started_on": f"{worker.address} (pid {os.getpid()})"})
+    _context.sink, _context.key = send, key
     try:
         return fn(*args, values) if values is not None else fn(*args)
+    except Exception as err:                       # its dependents fail with it: name the origin
+        with contextlib.suppress(AttributeError, TypeError):
+            err.__dict__.setdefault("_mlmbook_task", key)
+        raise
     finally:
         _context.sink = _context.key = None
+
+
+def _in_order(tasks: list[Task], data: dict) -> list[Task]:
+    """``tasks`` with every task after its needs; refuses unknown or repeated keys and cycles."""
+    by_key = {t.key: t for t in tasks}
+    unknown = {n for t in tasks for n in t.needs} - set(by_key) - set(data)
+    if len(by_key) != len(tasks) or unknown or set(by_key) & set(data):
+        raise ValueError(f"tasks need unknown keys {sorted(unknown)} or repeat a key")
+    graph = {t.key: [n for n in t.needs if n in by_key] for t in tasks}
+    try:
+        return [by_key[k] for k in graphlib.TopologicalSorter(graph).static_order()]
+    except graphlib.CycleError as err:
+        raise ValueError(f"tasks need each other in a circle: {' -> '.join(err.args[1])}") from None
 
 
 def run(tasks: list[Task], workers: int = 1, stop: Callable[[], bool] = lambda: False, scheduler=None,
         data: dict | None = None, progress: Progress | None = None) -> Iterator[tuple[Task, Any, BaseException | None,
                                                                                     float]]:
-    """Run ``tasks``; yield ``(task, value, error, seconds)`` as each ends.
+    """Run ``tasks`` on Dask; yield ``(task, value, error, seconds)`` as each ends.
 
     Parameters
     ----------
     tasks : list of Task
         Keys unique; every need a key of the list or of ``data``.
     workers : int
-        Processes of the local cluster. With 1 and no ``scheduler``, the tasks run one by one in
-        this process, in order of rank.
+        Processes of the local cluster; with 1 and no ``scheduler``, one Dask worker thread in
+        this process.
     stop : callable
-        Checked after each task ends: once it returns True no further task starts (the running
-        ones finish) and the rest are reported with a :class:`NotRun` error.
+        Checked after each task ends: once it returns True, the tasks that have not ended are
+        cancelled (reported with a :class:`NotRun` error).
     scheduler : str or distributed.Client, optional
         An existing Dask cluster (its scheduler's address, or a client of it) instead of a local one.
     data : dict, optional
         Values tasks may list in their ``needs`` (sent to the cluster once each).
     progress : Progress, optional
-        Hears of each task as it starts (:meth:`Progress.begin`), receives the tasks' :func:`tell`
-        messages and prints a line after a silence (default: on stderr).
+        Hears of each task as it starts on a worker, receives the tasks' :func:`tell` messages and
+        prints a line after a silence (default: on stderr).
 
     Yields
     ------
     tuple
         The task, its return value (None on error), its error (None on success), and its wall
         seconds. A task whose needs failed is not run and is reported with a :class:`NotRun`; a
-        task whose worker died twice, with a :class:`WorkerLost`.
+        task whose worker died too often, with a :class:`WorkerLost`.
 
-    Close the iterator (``contextlib.closing``) when leaving it early: that stops the local cluster.
+    Close the iterator (``contextlib.closing``) when leaving it early: that cancels the rest and
+    stops the local cluster.
     """
     data = dict(data or {})
-    keys = {t.key for t in tasks}
-    unknown = {n for t in tasks for n in t.needs} - keys - set(data)
-    if len(keys) != len(tasks) or unknown or keys & set(data):
-        raise ValueError(f"tasks need unknown keys {sorted(unknown)} or repeat a key")
-    progress = progress or Progress(lambda text: print(text, file=sys.stderr, flush=True))
-    state = _State(tasks, data, stop)
-    if scheduler is None and workers <= 1:
-        yield from _in_process(state, progress)
+    order = _in_order(tasks, data)
+    if not order:
         return
+    progress = progress or Progress(lambda text: print(text, file=sys.stderr, flush=True))
     from .cluster import client_for
     with client_for(workers, scheduler) as client:
-        yield from _on_dask(client, state, progress, local=scheduler is None, workers=workers)
+        yield from _on_dask(client, order, data, stop, progress)
 
 
-class _State:
-    """What :func:`run` knows: tasks by rank, which are done or failed, who still needs a value."""
-
-    def __init__(self, tasks, data, stop):
-        rank = ranks(tasks)
-        self.rank, self.stop, self.data = rank, stop, data
-        self.pending = sorted(tasks, key=lambda t: -rank[t.key])
-        self.done, self.failed = set(data), set()
-        self.users = {k: sum(k in t.needs and t.pass_needs for t in tasks) for k in [*data, *rank]}
-
-    def ready(self, t: Task) -> bool:
-        return self.done.issuperset(t.needs)
-
-    def finish(self, t: Task, error) -> None:
-        (self.failed if error is not None else self.done).add(t.key)
-
-    def skipped(self):
-        """Pending tasks that can never run (a need failed, even through others, or stop), removed and reported."""
-        while True:
-            out = [t for t in self.pending if self.stop() or self.failed.intersection(t.needs)]
-            if not out:
-                return
-            for t in out:
-                self.pending.remove(t)
-                why = ("the build stopped" if self.stop() else
-                       f"it needs {', '.join(sorted(self.failed & set(t.needs)))}, which failed")
-                self.failed.add(t.key)
-                yield t, None, NotRun(f"{t.key} was not run: {why}"), 0.0
-
-    def release(self, t: Task, values: dict) -> None:
-        """Forget the values no pending task will be passed any more."""
-        if t.pass_needs:
-            for k in t.needs:
-                self.users[k] -= 1
-                if self.users[k] <= 0:
-                    values.pop(k, None)
-
-
-def _in_process(state: _State, progress: Progress):
-    values = dict(state.data)
-    beat = threading.Event()
-
-    def heartbeat():
-        while not beat.wait(5.0):
-            progress.heartbeat()
-
-    threading.Thread(target=heartbeat, daemon=True, name="mlmbook-progress").start()
-    try:
-        while state.pending:
-            t = next((t for t in state.pending if state.ready(t)), None)
-            if t is None:
-                break
-            state.pending.remove(t)
-            progress.begin(t)
-            start = time.perf_counter()
-            try:
-                value = _call(progress, t.key, t.fn, t.args, {k: values[k] for k in t.needs} if t.pass_needs else None)
-                error = None
-            except Exception as err:          # reported; a KeyboardInterrupt stops everything
-                value, error = None, err
-            progress.end(t.key)
-            state.finish(t, error)
-            if error is None and state.users.get(t.key):
-                values[t.key] = value
-            state.release(t, values)
-            yield t, value, error, time.perf_counter() - start
-            yield from state.skipped()
-    finally:
-        beat.set()
-
-
-def _capacity(client, local: bool, workers: int) -> int:
-    if local:
-        return workers
-    return max(1, sum(client.nthreads().values()))
-
-
-def _on_dask(client, state: _State, progress: Progress, local: bool, workers: int):
-    from distributed.scheduler import KilledWorker
-
-    topic = f"mlmbook-{uuid.uuid4().hex[:12]}"
+def _on_dask(client, order: list[Task], data: dict, stop, progress: Progress):
+    topic, rank = f"mlmbook-{uuid.uuid4().hex[:12]}", ranks(order)
+    names: dict[str, str] = {}                        # Dask's key -> the task's key
+    progress.tasks.update((t.key, t) for t in order)
     client.subscribe_topic(topic, progress)
-    futures: dict[str, Any] = {}                      # values on the cluster that pending tasks are passed
-    if state.data:
-        names = list(state.data)
-        futures.update(zip(names, client.scatter([state.data[k] for k in names], hash=False)))
-    running: dict = {}                                # future -> (task, start)
+    client.subscribe_topic("all", lambda event: progress.cluster(event, names))
+    futures = dict(zip(data, client.scatter(list(data.values()), hash=False))) if data else {}
+    for t in order:
+        needs = [futures[k] for k in t.needs]
+        key = f"{_safe(t.key)}-{uuid.uuid4().hex}"
+        names[key] = t.key
+        futures[t.key] = client.submit(_call, topic, t.key, t.fn, t.args,
+                                       dict(zip(t.needs, needs)) if t.pass_needs else None,
+                                       *([] if t.pass_needs else needs), key=key, priority=rank[t.key],
+                                       pure=False, resources=dict(t.resources) or None)
+    running = {futures[t.key]: t for t in order}
+    futures.clear()                                   # Dask keeps a value while a task waits for it
     ends: queue.SimpleQueue = queue.SimpleQueue()      # futures as they end (Dask calls back from a thread)
+    for fut in running:
+        fut.add_done_callback(ends.put)
+    needs_of = {t.key: t.needs for t in order}
+    stopped = False
     try:
-        while state.pending or running:
-            cap = _capacity(client, local, workers)
-            free = cap - sum(min(t.slots, cap) for t, _ in running.values() if not t.resources)
-            for t in list(state.pending):               # by rank; the first ready one that does not fit waits
-                if not state.ready(t):
-                    continue
-                if not t.resources and min(t.slots, cap) > free:
-                    break
-                state.pending.remove(t)
-                if not t.resources:
-                    free -= min(t.slots, cap)
-                progress.begin(t)
-                values = {k: futures[k] for k in t.needs} if t.pass_needs else None
-                fut = client.submit(_call, topic, t.key, t.fn, t.args, values, key=f"{_safe(t.key)}-{uuid.uuid4().hex}",
-                                    priority=state.rank[t.key], pure=False, retries=0,
-                                    resources=dict(t.resources) or None)
-                running[fut] = (t, time.perf_counter())
-                fut.add_done_callback(ends.put)
-                state.release(t, futures)
-            if not running:
-                break
+        while running:
             try:
-                ended = [ends.get(timeout=5.0)]
+                fut = ends.get(timeout=5.0)
             except queue.Empty:
                 progress.heartbeat()
                 continue
-            while not ends.empty():
-                ended.append(ends.get())
-            for fut in ended:
-                if fut not in running:                  # called back twice
-                    continue
-                t, start = running.pop(fut)
-                progress.end(t.key)
-                error = (fut.exception() if fut.status == "error" else
-                         NotRun(f"{t.key} was cancelled by the cluster") if fut.status == "cancelled" else None)
-                if isinstance(error, KilledWorker):
-                    error = WorkerLost(f"{t.key}: its worker process died while running it, twice "
-                                       f"(killed, or out of memory?); nothing of it was kept")
-                value = fut.result() if error is None else None
-                state.finish(t, error)
-                if error is None and state.users.get(t.key):
-                    futures[t.key] = fut
-                yield t, value, error, time.perf_counter() - start
-            yield from state.skipped()
-    finally:                                          # an interrupt or a caller's error: start nothing more
-        for fut in running:
-            fut.cancel()
-        futures.clear()
-        try:
-            client.unsubscribe_topic(topic)
-        except Exception:                               # a closing client
-            pass
+            t = running.pop(fut, None)
+            if t is None:                              # called back twice
+                continue
+            value, error = _outcome(fut, t, needs_of, names)
+            yield t, value, error, progress.end(t.key)
+            if running and not stopped and stop():
+                stopped = True
+                client.cancel(list(running))
+    finally:                                          # an interrupt or a caller's error: nothing more runs
+        if running:
+            client.cancel(list(running))
+        for name in (topic, "all"):
+            try:
+                client.unsubscribe_topic(name)
+            except Exception:                           # a closing client
+                pass
+
+
+def _outcome(fut, task: Task, needs_of: dict, names: dict) -> tuple[Any, BaseException | None]:
+    """A finished future's value, or its error: its own, a :class:`WorkerLost`, or a
+    :class:`NotRun` when a need (or a need's need) failed or the run stopped."""
+    from distributed.scheduler import KilledWorker
+
+    if fut.status == "finished":
+        return fut.result(), None
+    if fut.status == "cancelled":
+        return None, NotRun(f"{task.key} was not run: the build stopped")
+    error = fut.exception()
+    origin = (names.get(error.task, task.key) if isinstance(error, KilledWorker)
+              else getattr(error, "_mlmbook_task", task.key))
+    if origin != task.key:
+        failed = [n for n in task.needs if _reaches(n, origin, needs_of)]
+        return None, NotRun(f"{task.key} was not run: it needs {', '.join(failed)}, which failed")
+    if isinstance(error, KilledWorker):
+        tries = error.allowed_failures + 1
+        return None, WorkerLost(f"{task.key}: its worker process died while running it, "
+                                f"{'twice' if tries == 2 else f'{tries} times'} (killed, or out of memory?); "
+                                f"nothing of it was kept")
+    return None, error
+
+
+def _reaches(key: str, origin: str, needs_of: dict) -> bool:
+    """Whether ``key`` is ``origin`` or needs it, through any chain of needs."""
+    return key == origin or any(_reaches(n, origin, needs_of) for n in needs_of.get(key, ()))
 
 
 def _safe(key: str) -> str:

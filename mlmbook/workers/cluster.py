@@ -4,9 +4,13 @@ work split into blocks over its workers; processes that never outlive the build.
 * :func:`client_for` — the local cluster has one process per worker, one thread each, every
   server bound to ``127.0.0.1`` and no dashboard; its workers inherit this process's environment
   (as a process pool's would: none of Dask's thread or malloc settings); a worker lost while
-  running a task gets the task once more (:data:`ALLOWED_FAILURES`). An address (``--scheduler``,
+  running a task gets the task once more (:data:`ALLOWED_FAILURES`). One worker: a Dask worker
+  thread in this process (no network at all). An address (``--scheduler``,
   ``$MLMBOOK_SCHEDULER``) connects to a cluster someone else started (``dask scheduler`` /
   ``dask worker``, dask-jobqueue on SLURM or PBS), which this module never stops.
+* :func:`reach` — an address is checked before any work: one line within Dask's connect timeout
+  (``distributed.comm.timeouts.connect``) when it is malformed, nothing listens there, or what
+  answers is not a Dask scheduler.
 * :func:`map_blocks` — a list cut into blocks of :data:`BLOCK` items that are computed one by
   one here or side by side on a cluster; the blocks, and so the numbers, are the same either way.
 * :func:`kernel_argv` — a Jupyter kernel that dies with the process that started it, even when
@@ -15,6 +19,8 @@ work split into blocks over its workers; processes that never outlive the build.
 """
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import contextlib
 import logging
 import os
@@ -24,8 +30,8 @@ from typing import Callable
 from ..errors import UsageError
 from ..paths import env_str
 
-__all__ = ["LOCAL_HOST", "ALLOWED_FAILURES", "BLOCK", "address", "client_for", "map_blocks", "kernel_argv",
-           "set_parent_death_signal"]
+__all__ = ["LOCAL_HOST", "ALLOWED_FAILURES", "BLOCK", "address", "reach", "client_for", "map_blocks",
+           "kernel_argv", "set_parent_death_signal"]
 
 LOCAL_HOST = "127.0.0.1"
 """The only address the local cluster listens on."""
@@ -36,12 +42,65 @@ ALLOWED_FAILURES = 1
 BLOCK = 64
 """Items (sentences, pairs) per block of :func:`map_blocks`."""
 
-CONNECT_SECONDS = 20
 
 
 def address(explicit: str | None = None) -> str | None:
     """The scheduler to use: ``explicit``, else ``$MLMBOOK_SCHEDULER``, else None (a local cluster)."""
     return explicit or env_str("MLMBOOK_SCHEDULER")
+
+
+def _connect_seconds() -> float:
+    import dask
+    from dask.utils import parse_timedelta
+    return parse_timedelta(dask.config.get("distributed.comm.timeouts.connect"), default="seconds")
+
+
+async def _identity(where: str, seconds: float) -> dict:
+    from distributed.comm import connect
+
+    comm = await connect(where, timeout=seconds)
+    try:
+        await comm.write({"op": "identity", "reply": True})
+        return await comm.read()
+    finally:
+        comm.abort()
+
+
+def reach(where: str) -> str:
+    """Check that a Dask scheduler answers at ``where``, within Dask's connect timeout; returns the
+    address with its protocol (``tcp://``).
+
+    Raises
+    ------
+    UsageError
+        One line: the address is malformed, cannot be reached, or answers but not as a Dask scheduler.
+    """
+    from distributed.comm.addressing import normalize_address, parse_address, parse_host_port
+
+    fix = "start one (dask scheduler) or leave out --scheduler and MLMBOOK_SCHEDULER"
+    try:
+        full = normalize_address(where)
+        scheme, location = parse_address(full)
+        if scheme in ("tcp", "tls"):
+            parse_host_port(location)
+    except ValueError as err:
+        raise UsageError(f"--scheduler {where!r} is not a Dask address ({err}); give one like "
+                         f"tcp://HOST:8786") from None
+    seconds = _connect_seconds()
+    # its own thread and event loop: the caller may be inside one (a notebook)
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        job = pool.submit(asyncio.run, asyncio.wait_for(_identity(full, seconds), seconds))
+        try:
+            answer = job.result()
+        except (OSError, TimeoutError, asyncio.TimeoutError) as err:
+            why = "no answer" if isinstance(err, (TimeoutError, asyncio.TimeoutError)) else type(err).__name__
+            raise UsageError(f"cannot reach the Dask scheduler at {where} ({why} within {seconds:g} s); "
+                             f"{fix}") from None
+        except Exception as err:                    # something answered, in another protocol
+            raise UsageError(f"{where} answers, but not as a Dask scheduler ({type(err).__name__}); {fix}") from None
+    if not isinstance(answer, dict) or answer.get("type") != "Scheduler":
+        raise UsageError(f"{where} answers, but not as a Dask scheduler; {fix}")
+    return full
 
 
 def _quiet() -> None:
@@ -68,11 +127,7 @@ def client_for(workers: int, scheduler=None):
         yield scheduler
         return
     if scheduler:
-        try:
-            client = distributed.Client(scheduler, timeout=CONNECT_SECONDS, set_as_default=False)
-        except (OSError, TimeoutError, ValueError) as err:
-            raise UsageError(f"cannot reach the Dask scheduler at {scheduler} ({type(err).__name__}); start one "
-                             f"(dask scheduler) or leave out --scheduler and MLMBOOK_SCHEDULER") from None
+        client = distributed.Client(reach(scheduler), set_as_default=False)
         try:
             yield client
         finally:
@@ -84,9 +139,11 @@ def client_for(workers: int, scheduler=None):
     # (which its nannies would also write into this process's environment)
     with dask.config.set({"distributed.scheduler.allowed-failures": ALLOWED_FAILURES,
                           "distributed.nanny.pre-spawn-environ": {}}):
-        cluster = distributed.LocalCluster(n_workers=max(1, workers), threads_per_worker=1, processes=True,
-                                           host=LOCAL_HOST, dashboard_address=None, worker_dashboard_address=None,
-                                           scheduler_port=0, memory_limit=0, silence_logs=logging.CRITICAL,
+        processes = workers > 1                        # one worker: a thread of this process, no network
+        cluster = distributed.LocalCluster(n_workers=max(1, workers), threads_per_worker=1, processes=processes,
+                                           host=LOCAL_HOST if processes else None, dashboard_address=None,
+                                           worker_dashboard_address=None, scheduler_port=0, memory_limit=0,
+                                           silence_logs=logging.CRITICAL,
                                            scheduler_kwargs={"dashboard_address": f"{LOCAL_HOST}:0"})
         client = distributed.Client(cluster, set_as_default=False)
     try:

@@ -51,7 +51,7 @@ def _check_study(r, questions):
 
 def _check_units(r, toy):
     """Pair-level answers resample sentences; the ensemble has one target per sentence; the span
-    questions are claims about a recipe, over three seeds."""
+    questions are claims about a recipe, over the span models' seeds (three or more)."""
     flips = r["q_flips"]
     assert flips["units"] is not None and len(set(flips["units"])) == r["n_sentences"] < len(flips["values"])
     assert flips["interval_n"] == r["n_sentences"]
@@ -60,9 +60,10 @@ def _check_units(r, toy):
         assert r["q_dependence"]["interval_n"] <= r["cmi_sentences"]
         for key in ("span", "routes"):
             a = r[f"q_{key}"]
-            assert a["unit"] == "seed" and a["test"] == "seed t" and a["interval_n"] == r["n_span_seeds"] == 3
-            assert len(set(a["seeds"])) == 3 and len(a["values"]) == 3 * r["span_items"]
-            assert a["second"]["test"] == "each model" and len(a["second"]["per_seed"]) == 3
+            n = r["n_span_seeds"]
+            assert a["unit"] == "seed" and a["test"] == "seed t" and a["interval_n"] == n >= 3
+            assert len(set(a["seeds"])) == n and len(a["values"]) == n * r["span_items"]
+            assert a["second"]["test"] == "each model" and len(a["second"]["per_seed"]) == n
 
 
 def _check_structure(r, full):
@@ -98,7 +99,8 @@ def _check_takeaways(r):
     # 4. span models: log-loss a little lower; Q4 undecided with three seeds; single-word routes do about as well
     assert r["q_span"]["verdict"] == "cannot decide" and r["q_span"]["needed"] > 3
     assert r["q_routes"]["side"] not in ("above", "below")
-    assert r["span_token_positive"] == 3 and r["span_routes_ahead"] <= 1 and r["span_span_positive"] >= 1
+    assert r["span_token_positive"] == r["n_span_seeds"]
+    assert r["span_routes_ahead"] <= 1 and r["span_span_positive"] >= 1
     assert r["span_twin_positive"] == 0
     # the noise knob: the headroom grows several times over, the gain does not follow it
     assert r["noise_headroom"][-1] > 2 * r["noise_headroom"][0]

@@ -1,4 +1,4 @@
-"""Model–data fit: unknown pieces, the language (tokenisation) check, the one-line stop and the page's warning box."""
+"""Model–data fit: unknown pieces, the model's own predictions (no language's yardstick), one-line stops."""
 from pathlib import Path
 
 import pytest
@@ -17,16 +17,6 @@ ENGLISH_WEB = FIXTURES / "english_web.conllu"
 def toy_lm(toy_bert):
     from mlmbook.models.hf import HFMaskedLM
     return HFMaskedLM.from_pretrained(toy_bert, name="toy")
-
-
-@pytest.fixture(scope="module")
-def english_wordpiece(tmp_path_factory):
-    """A random BERT whose WordPiece vocabulary was trained on the toy language (English words only)."""
-    from mlmbook.models import load_mlm
-    from mlmbook.toy import Grammar
-    from tests.conftest import save_tiny_wordpiece_bert
-    corpus = [s.text for s in Grammar.load("toy").sample(500, seed=0)]
-    return load_mlm(str(save_tiny_wordpiece_bert(tmp_path_factory.mktemp("en_wp"), corpus, vocab_size=1000)))
 
 
 def test_toy_vocabulary_on_english_is_mostly_unknown(toy_lm):
@@ -60,37 +50,73 @@ def test_check_fit_stops_or_warns_and_the_warning_is_a_box_on_the_page(toy_lm, c
     assert check_fit(toy_lm, [s.words for s in english[:0]] + [["the", "cows", "."]]).admonition() is None
 
 
-def test_an_english_wordpiece_model_is_refused_on_a_french_like_treebank(english_wordpiece):
-    """The French case: few unknown pieces, but many pieces per word; the same model passes on its own language."""
-    from mlmbook.toy import Grammar
-    french = read_conllu(FRENCH_LIKE)
-    fit = measure_fit(english_wordpiece, french, pll=False)
-    assert fit.share <= RULES.max_unknown < 0.5                      # not caught by unknown pieces...
-    assert fit.pieces_per_word > RULES.max_pieces_per_word           # ...but by the tokenisation
-    with pytest.raises(DataFitError, match="pieces on average") as err:
-        check_fit(english_wordpiece, french, model="en-wp", treebank="french_like.conllu")
-    assert "\n" not in str(err.value) and "1.50" in str(err.value)
-    own = check_fit(english_wordpiece, Grammar.load("toy").sample(20, seed=5), model="en-wp")
-    assert own.ok and own.pieces_per_word < RULES.doubtful_pieces_per_word
+@pytest.fixture(scope="module")
+def made_up(tmp_path_factory):
+    """A briefly trained 300-piece model of a made-up agglutinative language, and CoNLL-U files of it."""
+    from mlmbook.models import load_mlm
+    from tests.trained_models import made_up_language, train_wordpiece_bert, write_conllu
+    folder = tmp_path_factory.mktemp("made_up")
+    texts = [" ".join(words) for words, _ in made_up_language(1000)]
+    lm = load_mlm(train_wordpiece_bert(folder / "model", texts, vocab_size=300))
+    own = write_conllu(folder / "own.conllu", [(w, s.upos, s.heads) for w, s in made_up_language(300, seed=7)])
+    return lm, own
 
 
-def test_the_third_rule_needs_a_doubtful_tokenisation_and_a_poor_pll():
-    base = dict(share=0.0, n_unknown=0, n_words_unknown=0, n_words=100, examples=(), log_v=10.0, n_sentences=5)
-    doubtful_poor = Fit(n_pieces=140, pll_per_piece=-6.0, **base)
-    doubtful_good = Fit(n_pieces=140, pll_per_piece=-2.0, **base)
-    whole_poor = Fit(n_pieces=110, pll_per_piece=-9.0, **base)     # a random model on its own words: fine
-    assert RULES.doubtful(doubtful_poor) and len(RULES.problems(doubtful_poor)) == 1
-    assert "predicts them poorly" in RULES.problems(doubtful_poor)[0]
-    assert not RULES.problems(doubtful_good) and not RULES.problems(whole_poor)
-    few = Fit(n_pieces=20, pll_per_piece=-9.0, **{**base, "n_words": 10})   # too few words to judge a language
+@pytest.mark.parametrize("max_words", [5, 10, None])        # chapter 1's quick and full windows, and none
+def test_a_small_model_of_another_language_is_accepted_on_it_at_every_window(made_up, max_words):
+    from mlmbook.corpus import Window, read_for_model
+    lm, own = made_up
+    corpus = read_for_model(lm, own, Window(3, max_words))
+    assert corpus.fit.ok and corpus.fit.pll_per_piece is not None
+    assert corpus.fit.pieces_per_word > 1.5                 # an English word-split limit would refuse it
+
+
+def test_the_same_model_is_refused_on_english(made_up):
+    from mlmbook.corpus import Window, read_for_model
+    lm, _ = made_up
+    with pytest.raises(DataFitError) as err:
+        read_for_model(lm, ENGLISH_WEB, Window(3, None))
+    msg = str(err.value)
+    assert "\n" not in msg and "allow_unknown" in msg
+    assert "English" not in msg and "bert-base" not in msg and "1.5" not in msg   # no English yardstick
+    fit = read_for_model(lm, ENGLISH_WEB, Window(3, None), allow_unknown=True).fit
+    assert fit.share <= RULES.max_unknown                   # refused by its predictions, not by unknowns
+
+
+def test_a_random_weight_model_is_refused_on_its_own_language(made_up, tmp_path):
+    from mlmbook.models import load_mlm
+    from tests.trained_models import made_up_language, train_wordpiece_bert
+    texts = [" ".join(words) for words, _ in made_up_language(300)]
+    random = load_mlm(train_wordpiece_bert(tmp_path / "random", texts, vocab_size=300, steps=0))
+    sentences = [words for words, _ in made_up_language(60, seed=7)]
+    fit = measure_fit(random, sentences)
+    assert fit.share == 0.0 and abs(fit.pll_per_piece + fit.log_v) < 0.1 * fit.log_v   # about a uniform guess
+    with pytest.raises(DataFitError, match="no better than chance"):
+        check_fit(random, sentences, model="random")
+    assert check_fit(made_up[0], sentences).ok             # the trained one, on the same sentences
+
+
+def test_the_prediction_rules():
+    base = dict(share=0.0, n_unknown=0, n_words_unknown=0, n_words=100, examples=(), log_v=10.0, n_sentences=5,
+                n_pieces=180)
+    chance = Fit(pll_per_piece=-9.8, context_free=-9.9, **base)     # a uniform guess: -10
+    confused = Fit(pll_per_piece=-6.0, context_free=-5.0, **base)   # the context makes it worse
+    good = Fit(pll_per_piece=-4.0, context_free=-6.0, **base)
+    assert "no better than chance" in RULES.problems(chance)[0] and len(RULES.problems(chance)) == 1
+    assert "context does not help" in RULES.problems(confused)[0]
+    assert not RULES.problems(good)
+    few = Fit(pll_per_piece=-9.9, context_free=-9.9, **{**base, "n_words": 10})   # too few words to judge
     assert not RULES.problems(few)
-    assert FitRules(max_pieces_per_word=1.3).problems(doubtful_good)       # the thresholds are settable
+    assert FitRules(min_context_gain=3.0).problems(good)          # the thresholds are settable
 
 
-def test_the_pll_is_measured_only_when_the_third_rule_needs_it(english_wordpiece, toy_lm):
+def test_the_pll_is_measured_only_when_the_rules_apply(toy_lm):
     from mlmbook.toy import Grammar
     toy = Grammar.load("toy").sample(20, seed=5)
-    assert check_fit(toy_lm, toy).pll_per_piece is None               # word-level: nothing doubtful
-    measured = check_fit(toy_lm, toy, rules=FitRules(pll=True))
-    assert measured.pll_per_piece is not None and -measured.log_v - 1 < measured.pll_per_piece < 0
+    short = [["the", "cows", "sleep", "."]]
+    assert check_fit(toy_lm, short).pll_per_piece is None          # too few words to judge
+    assert check_fit(toy_lm, toy, rules=FitRules(pll=False)).pll_per_piece is None
+    measured = check_fit(toy_lm, toy, rules=FitRules(pll=True), allow=True)     # an untrained model
+    assert measured.pll_per_piece is not None and measured.context_free is not None
+    assert "no better than chance" in measured.message()
     assert "PLL" in measured.summary() and "pieces per word" in measured.summary()

@@ -35,4 +35,6 @@ def test_truth_zeros_count_gold_edges_other_pairs_and_relations():
     assert out["truth_pp_zero"] == 0.0
     assert out["truth_worst_rel"] == "det" and out["truth_worst_rel_recall"] == 0
     assert out["truth_best_rel_recall"] == 1.0
+    assert (out["truth_worst_rel_found"], out["truth_worst_rel_edges"]) == (0, 1)
+    assert out["truth_best_rel_found"] == out["truth_best_rel_edges"] == 1
     assert "truth_pp_zero" not in mechanism.truth_zeros([T], [gold], [{(0, 1): "det"}], [set()], min_edges=1)

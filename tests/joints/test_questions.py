@@ -8,7 +8,7 @@ import pytest
 
 from mlmbook import joints as J
 from mlmbook import stats
-from mlmbook.errors import UsageError
+from mlmbook.errors import DataFitError, UsageError
 from mlmbook.toy import Grammar
 
 
@@ -104,7 +104,7 @@ def test_the_toy_model_reads_its_language_and_refuses_a_treebank(toy_bert, gramm
         J.experiment_sentences(lm, 5, grammar, J.Source(True, "tests/fixtures/any_model.conllu"))
 
 
-def test_another_model_reads_a_treebank_through_the_front_door(toy_bert, grammar):
+def test_another_model_reads_a_treebank_through_the_front_door(toy_bert, grammar, capsys):
     from pathlib import Path
 
     from mlmbook.corpus import Window
@@ -113,7 +113,14 @@ def test_another_model_reads_a_treebank_through_the_front_door(toy_bert, grammar
     lm = load_mlm(toy_bert)
     bank = Path(__file__).resolve().parents[1] / "fixtures" / "any_model.conllu"
     window = Window(5, 14, drop_punct=True)
-    sents, corpus = J.experiment_sentences(lm, 4, grammar, J.Source(False, bank, window), seed=0)
+    # an untrained model: the fit check refuses it, so it runs only when allowed, and says so
+    with pytest.raises(DataFitError, match="no better than chance"):
+        J.experiment_sentences(lm, 4, grammar, J.Source(False, bank, window), seed=0)
+    source = J.Source(False, bank, window, allow_unknown=True)
+    sents, corpus = J.experiment_sentences(lm, 4, grammar, source, seed=0)
+    warned = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
+    assert len(warned) == 1 and "no better than chance" in warned[0] and "allow_unknown" in warned[0]
+    assert corpus.fit.allowed and not corpus.fit.ok and corpus.fit.admonition() is not None   # the page's box
     assert len(sents) == 16 and corpus.summary().startswith("kept 16 of")
     assert all(5 <= len(s.words) <= 14 and "." not in s.words for s in sents)
 

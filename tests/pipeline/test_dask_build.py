@@ -15,7 +15,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.dask_cluster import clean_env, dask_cluster
+from tests.dask_cluster import clean_env, dask_cluster, executed
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "book_min"
 pytestmark = pytest.mark.slow
@@ -81,7 +81,7 @@ def test_sigkill_of_the_build_leaves_no_process_and_publishes_nothing(waiting_bo
 
 
 def test_a_second_build_of_a_live_build_folder_is_refused_naming_its_pid(waiting_book):
-    proc = _start(waiting_book, "6", wait=30)
+    proc = _start(waiting_book, "6", wait=600)                         # still running when the second one ends
     try:
         _until(lambda: (waiting_book / "_build" / "results" / ".running" / "06_fail.json").exists(), 300,
                "the first build never started its chapter")
@@ -109,7 +109,9 @@ def test_a_quick_build_on_a_dask_cluster_is_byte_identical_to_the_default_build(
         assert there.returncode == 0, there.stderr
         assert f"running on the Dask cluster at {cluster.address}" in there.stderr
         shipped = [sorted(p.name for p in cache.glob("toy*")) for cache in cluster.caches]
+        ran = executed(cluster.address)
     assert any(shipped), "no model reached a worker's cache"
+    assert sum(ran.values()) >= 2, ran                                   # both chapters ran on the workers
     for slug in ("00_toy_world", "03_consistency"):
         a, b = (tmp_path / d / "results" / f"{slug}.json" for d in ("a", "b"))
         assert a.read_bytes() == b.read_bytes(), slug
@@ -142,6 +144,7 @@ def test_a_worker_killed_twice_mid_training_fails_the_build_with_one_line_and_pu
     assert proc.returncode == 1, err
     last = err.strip().splitlines()[-1]
     assert last.startswith("mlmbook: training failed: train 0: its worker process died while running it, twice"), err
+    assert "lost the Dask worker tcp://127.0.0.1:" in err and "while it ran train 0" in err, err   # said at once
     assert _published(tmp_path / "b") == []
     assert not [p for p in cache.glob("*") if not p.name.startswith(".")] if cache.exists() else True
 
@@ -162,12 +165,14 @@ def test_pll_and_trees_over_a_two_worker_cluster_equal_one_process_exactly(tmp_p
         there_terms = mlmbook.pll(lm, texts[:70], per_token=True, scheduler=cluster.address)
         there_trees = mlmbook.dependency_trees(lm, sents, scheduler=cluster.address)
         there_rect = mlmbook.rectangle_test(lm, text, scheduler=cluster.address)
+        ran = executed(cluster.address)
         listing = tmp_path / "sentences.txt"
         listing.write_text("\n".join(texts[:80]) + "\n")
         cli = [sys.executable, "-m", "mlmbook", "pll", str(saved), str(listing)]
         verb_here = subprocess.run(cli, capture_output=True, text=True, env=clean_env(), timeout=300)
         verb_there = subprocess.run(cli + ["--scheduler", cluster.address], capture_output=True, text=True,
                                     env=clean_env(), timeout=300)
+    assert sum(ran.values()) >= 3 + 2 + 3, ran             # the blocks of pll, per-token pll and trees ran there
     assert here_pll.tobytes() == there_pll.tobytes()
     assert all(a.scores.tobytes() == b.scores.tobytes() for a, b in zip(here_terms, there_terms))
     assert here_trees.uuas == there_trees.uuas and len(here_trees.scores) == len(there_trees.scores) > 128

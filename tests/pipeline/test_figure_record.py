@@ -80,3 +80,29 @@ def test_reference_lines_count_and_a_full_axes_sends_the_legend_outside():
     ax2.legend(loc="center left")
     fig2.draw_without_rendering()
     assert legend_overlaps(fig2) > 0
+
+
+def _cluster():
+    """Eight labelled points with error bars, close together (chapter 3's budget figure: Fig. 3.10)."""
+    rng = np.random.default_rng(0)
+    names = ["default", "h32", "h64", "h128", "noise 0.1", "noise 0.3", "span", "twin"]
+    xy = [(0.05 + 0.004 * i + rng.normal(0, 0.002), 0.01 + rng.normal(0, 0.003)) for i in range(len(names))]
+    fig, ax = plotting.figure(height=3.2)
+    for x, y in xy:
+        ax.errorbar(x, y, xerr=0.003, yerr=0.006, fmt="o", capsize=2)
+    ax.axhline(0, color="gray", lw=0.8)
+    ax.margins(0.15)
+    return fig, ax, xy, names
+
+
+def test_point_labels_over_data_are_counted_and_place_labels_sets_them_apart():
+    """Labels at one fixed offset pile on error bars and on each other, and the PNG's record says so;
+    plotting.place_labels puts every label where it covers no point, bar or label (record 0)."""
+    fig, ax, xy, names = _cluster()
+    for (x, y), name in zip(xy, names):
+        ax.annotate(name, (x, y), textcoords="offset points", xytext=(4, 4), fontsize=9)
+    assert _record(fig)["labels_over_data"] > 0
+    fig, ax, xy, names = _cluster()
+    labels = plotting.place_labels(ax, xy, names)
+    assert [t.get_text() for t in labels] == names
+    assert _record(fig)["labels_over_data"] == 0

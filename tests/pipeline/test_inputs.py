@@ -19,11 +19,11 @@ def _plans(numbers, parameters, profile="quick"):
 
 @pytest.fixture(scope="module")
 def english_wordpiece(tmp_path_factory):
-    """A random BERT whose WordPiece vocabulary holds the toy language's English words whole."""
+    """A BERT trained briefly on the toy language (English words), its WordPiece vocabulary 1,000 pieces."""
     from mlmbook.toy import Grammar
-    from tests.conftest import save_tiny_wordpiece_bert
-    corpus = [s.text for s in Grammar.load("toy").sample(500, seed=0)]
-    return str(save_tiny_wordpiece_bert(tmp_path_factory.mktemp("en_wp"), corpus, vocab_size=1000))
+    from tests.trained_models import train_wordpiece_bert
+    corpus = [s.text for s in Grammar.load("toy").sample(1000, seed=0)]
+    return train_wordpiece_bert(tmp_path_factory.mktemp("en_wp"), corpus, vocab_size=1000)
 
 
 def _one_line(err) -> str:

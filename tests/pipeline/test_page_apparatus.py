@@ -86,6 +86,13 @@ def test_a_chapter_without_a_measured_time_says_so():
     assert "not measured yet" in card and "runs in" not in card
 
 
+def test_two_profiles_timed_alike_show_one_time_and_different_ones_both():
+    alike = pages.chapter_card(_chapter("# T"), {"quick": 14.8, "full": 13.5})      # the same work, noise apart
+    assert "at either profile" in alike and "quick profile" not in alike and "15 s" in alike
+    apart = pages.chapter_card(_chapter("# T"), {"quick": 20.2, "full": 108.2})
+    assert "(quick profile)" in apart and "(full profile)" in apart
+
+
 def test_the_exercise_table_takes_levels_from_the_registry_and_the_titles():
     text = """
 ```{exercise} Warm-up: KL with exact zeros
@@ -183,3 +190,37 @@ def test_a_wide_figure_shrinks_its_text_below_the_floor(style):
 def test_more_than_two_panels_in_a_row_is_refused(style):
     with pytest.raises(ValueError, match="at most 2 per row"):
         style.figure(ncols=3)
+
+
+def test_a_later_pages_launched_notebook_points_to_its_exercises():
+    """The launch button of a later page opens the whole chapter (its code needs what comes before): the
+    notebook's first Markdown cell links to the page's "Exercises" heading."""
+    from mlmbook.pipeline.launch import _page_heading, _pointing
+
+    page = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# Answers, real models and exercises"),
+                                           nbformat.v4.new_markdown_cell("text\n\n## Exercises\n\nWrite it.")])
+    assert _page_heading(page) == "Exercises"
+    whole = _chapter("# T")
+    pointed = _pointing(whole, _page_heading(page))
+    first = next(c for c in pointed.cells if c.cell_type == "markdown")
+    assert "](#Exercises)" in first.source and len(pointed.cells) == len(whole.cells) + 1
+    assert _pointing(whole, None) is whole
+
+
+def test_graded_exercises_carry_one_mark():
+    """One style of the graded mark: "(graded)" at the end of a registered exercise's title, and nowhere
+    else (no "Graded by the truth." or "Graded." opening its text, no mark on an ungraded exercise)."""
+    import re
+
+    from mlmbook.exercises import registry
+
+    graded = registry()
+    found = []
+    for source in sorted((ROOT / "book").glob("[0-9][0-9]_*.md")):
+        for m in pages._EXERCISE.finditer(source.read_text(encoding="utf-8")):
+            label = re.search(r"^:label:\s*(\S+)", m.group("body"), re.M)
+            marked = m.group("title").rstrip().endswith("(graded)")
+            text = re.sub(r"^:\w+:.*\n", "", m.group("body"), flags=re.M).strip()
+            if marked != bool(label and label.group(1) in graded) or re.match(r"graded\b", text, re.I):
+                found.append(f"{source.name}: {m.group('title').strip()}")
+    assert not found, "exercises whose graded mark is missing, misplaced or doubled:\n" + "\n".join(found)

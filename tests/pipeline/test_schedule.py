@@ -17,7 +17,7 @@ def test_each_chapter_needs_only_the_units_holding_its_models(tmp_path, monkeypa
     for chapter, _ in plans:
         task = by_key[chapter.slug]
         run = task.args[0]
-        assert task.fn is run_chapter and task.slots == 1 and run.threads == 1          # one kernel thread
+        assert task.fn is run_chapter and not task.resources and run.threads == 1       # one kernel thread
         assert run.build == layout.build and not task.pass_needs                       # the build folder is shared
         wanted = set(prepare.needed("quick", [int(chapter.slug[:2])]))
         assert set().union(*(units[k] for k in task.needs)) >= wanted                   # all its models first
@@ -37,14 +37,23 @@ def test_a_chapter_with_another_seed_runs_after_the_training(tmp_path, monkeypat
     assert set(tasks[-1].needs) == {t.key for t in training}
 
 
-def test_a_chapter_on_a_large_model_takes_every_slot_or_asks_for_a_resource(tmp_path, monkeypatch):
+def test_a_chapter_on_a_large_model_runs_alone_or_asks_for_a_resource(tmp_path, monkeypatch):
+    """Alone: after every other task (the toy chapters and their training, the large chapters before
+    it), so nothing runs beside it, with all the threads; or on a worker with the resource."""
+    monkeypatch.setenv("MLMBOOK_CACHE", str(tmp_path / "empty-cache"))
     layout = ch.Layout.find()
-    (chapter, values), = ch.plan_parameters(ch.resolve_chapters(ch.find_chapters(layout), ["0"]), [], "quick")
-    plans = [(chapter, {**values, "model": str(tmp_path / "some-bert")})]
-    (task,), _, _ = schedule(layout, plans, "quick", n=3)
-    assert task.slots == 3 and task.resources == () and task.args[0].threads is None
-    (task,), _, _ = schedule(layout, plans, "quick", n=3, placement=Placement(resource="GPU"))
-    assert task.slots == 1 and task.resources == (("GPU", 1),)
+    (c0, v0), (c3, v3) = ch.plan_parameters(ch.resolve_chapters(ch.find_chapters(layout), ["0", "3"]), [], "quick")
+    big = str(tmp_path / "some-bert")
+    plans = [(c0, {**v0, "model": big}), (c3, v3), (c3, {**v3, "model": big})]
+    tasks, training, _ = schedule(layout, plans, "quick", n=3)
+    first, second = [t for t in tasks if t.args and getattr(t.args[0], "threads", 1) is None]
+    toy = [t for t in tasks if t not in (first, second)]
+    assert training and set(first.needs) == {t.key for t in toy} and tasks[-2:] == [first, second]
+    assert set(second.needs) == {t.key for t in toy} | {first.key} and first.resources == ()
+    tasks, training, _ = schedule(layout, plans, "quick", n=3, placement=Placement(resource="GPU"))
+    large = [t for t in tasks if t.resources]
+    assert len(large) == 2 and all(t.resources == (("GPU", 1),) for t in large)
+    assert all(set(t.needs) <= {u.key for u in training} for t in large)         # no chapter before it
 
 
 def test_shipping_passes_each_chapter_its_cached_models_and_its_units(tmp_path, monkeypatch):

@@ -1,0 +1,311 @@
+r"""Plans before data: each chapter's committed plan, written from a pilot and checked against the references.
+
+A chapter's primary questions (:class:`mlmbook.stats.Question`) are sized by a **planning standard
+deviation**. It must come from data the references never see: the ``pilot`` profile
+(:mod:`mlmbook.profiles`) runs the chapters on training seeds and sentence samples of their own, and
+:func:`from_pilot` turns its recorded answers into the chapter's plan, committed as
+``results/plans/<chapter>.json``, beside the pilot's own results in ``results/pilot/`` (the plan records their
+SHA-256, so that every planning SD re-derives from them):
+
+==================  ==========================================================================
+field               what
+==================  ==========================================================================
+``chapter``         the chapter's slug (``"01_dependencies"``)
+``family``          the family's name, its ``alpha``, ``family_size`` and ``level`` (1 − α/m)
+``source``          where the planning SDs come from: the pilot's profile, seed offset, training
+                    and sampling seeds, the models' configurations, the date, the results file's
+                    SHA-256
+``questions``       per question: ``key``, ``claim``, ``effect`` (of interest), ``basis`` (its
+                    source, in words), ``unit``, ``measure``, ``reference``, ``test``, ``sample``
+                    (where the chapter sets its units), ``planning_sd``, ``pilot_units`` (the units
+                    the SD is computed from) and ``planned_n`` (:func:`mlmbook.stats.needed_units`
+                    at the family's level and 80 % power)
+                    (both None, with a ``note``, when the pilot's units did not vary at all)
+``superseded``      earlier plans replaced after a result was seen: each with its hash, the
+                    answers recorded against it, the reason and the date (not part of the hash)
+==================  ==========================================================================
+
+**The planning SD** of a question is the standard deviation of its per-unit contributions in the
+pilot: the rows are summed into units (:func:`mlmbook.stats.by_unit`; the seed for a question
+about a training recipe), and for a ratio of sums :math:`\hat R = \sum_k d_k / \sum_k g_k` each unit
+contributes :math:`(d_k - \hat R g_k)/\bar g` (its linearisation, so that
+:math:`\sigma/\sqrt n` is the estimate's standard error); for seeds it is the SD of the seed means.
+
+**One source.** Declarations take their planning SD from the plan (:func:`fill`,
+:func:`planning_sds`), never from a number in the code, so a plan changes only by re-running the
+pilot. The build records in each chapter's results the hash of the plan it was declared under
+(:func:`stamp`, key ``"plan"``), and :func:`check` fails a reference built against another plan.
+
+**A plan changed after its result was seen** is not overwritten: :func:`supersede` keeps the old plan
+with the answers recorded against it and the reason, in ``superseded``, beside the new one.
+
+Command line::
+
+    python -m mlmbook build 1 --profile pilot --no-render     # the pilot's answers, in _build/results
+    python -m mlmbook.plans write _build/results 1            # results/plans/01_dependencies.json
+    python -m mlmbook.plans write _build/results 1 --reason "the effect of interest changed: ..."
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import sys
+from dataclasses import replace
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+
+from .paths import repo_root, write_json_atomic
+from .profiles import PILOT, seed_offset
+from .stats import Question, by_unit, needed_units
+
+__all__ = ["PLAN_KEY", "plans_dir", "plan_path", "unit_sd_of", "from_pilot", "content_hash", "load", "save",
+           "supersede", "planning_sds", "fill", "stamp", "check", "check_references", "main"]
+
+PLAN_KEY = "plan"
+"""The results key under which a chapter records the plan it was declared under (:func:`stamp`)."""
+
+_QUESTION_FIELDS = ("key", "claim", "effect", "basis", "unit", "measure", "reference", "sample")
+
+
+def plans_dir(root: str | Path | None = None) -> Path:
+    """``results/plans`` of the book's repository (``root``, default :func:`mlmbook.paths.repo_root`)."""
+    return Path(root or repo_root()) / "results" / "plans"
+
+
+def plan_path(chapter: str, root: str | Path | None = None) -> Path:
+    """Where ``chapter``'s (slug) plan is committed."""
+    return plans_dir(root) / f"{chapter}.json"
+
+
+def _units(record: dict) -> tuple[np.ndarray, np.ndarray]:
+    """Per-unit sums ``(d, g)`` of an answer record: by seed for a recipe question, else by unit."""
+    seeds = record.get("seeds")
+    by_seed = record.get("unit") == "seed" and seeds is not None and len(set(seeds)) >= 2
+    return by_unit(record["values"], record.get("weights"), seeds if by_seed else record.get("units"))
+
+
+def unit_sd_of(record: dict) -> tuple[float, int]:
+    """The planning SD an answer record gives, and the units it comes from (see the module).
+
+    >>> unit_sd_of({"values": [1.0, 3.0, 2.0, 6.0], "units": [0, 0, 1, 1], "unit": "sentence"})
+    (3.0, 2)
+    """
+    d, g = _units(record)
+    n = len(d)
+    if n < 2 or not np.all(g > 0):
+        return float("nan"), n
+    if record.get("unit") == "seed":
+        return float(np.std(d / g, ddof=1)), n
+    ratio = d.sum() / g.sum()
+    return float(np.std((d - ratio * g) / g.mean(), ddof=1)), n
+
+
+def _answers(results: dict) -> list[tuple[str, dict]]:
+    """The primary answers of a results file, in the order the chapter declared them."""
+    found = {k: v for k, v in results.items()
+             if k.startswith("q_") and isinstance(v, dict) and v.get("kind") == "answer"}
+    order = [f"q_{k}" for k in (results.get("study") or {}).get("questions", [])]
+    return [(k, found[k]) for k in [*[k for k in order if k in found], *sorted(set(found) - set(order))]]
+
+
+def from_pilot(chapter: str, results: dict, profile: str = PILOT, results_sha256: str | None = None,
+               date: str | None = None) -> dict:
+    """The plan of ``chapter`` from a pilot build's recorded ``results`` (one chapter's results file).
+
+    Raises
+    ------
+    ValueError
+        The results hold no primary answer, or were not recorded by a pilot (a plan is never sized by a
+        reference).
+    """
+    answers = _answers(results)
+    if not answers:
+        raise ValueError(f"{chapter}: the results hold no primary answer; build it with --profile pilot first")
+    recorded = results.get("profile", profile)       # a chapter that records its profile
+    if profile != PILOT or recorded != PILOT:
+        raise ValueError(f"{chapter}: a plan's SDs come from the pilot, not from the {recorded} profile")
+    first = answers[0][1]
+    alpha, size = float(first["alpha"]), int(first["family_size"])
+    level = 1 - alpha / size
+    questions, seeds = [], set()
+    for _, rec in answers:
+        sd, n = unit_sd_of(rec)
+        if not math.isfinite(sd):
+            raise ValueError(f"{chapter}: question {rec['key']!r} has fewer than two pilot units; enlarge the pilot")
+        seeds |= set(rec.get("seeds") or [])
+        q = {f: rec[f] for f in _QUESTION_FIELDS}
+        q.update(test=Question(**q).test_label(), planning_sd=round(sd, 6), pilot_units=n,
+                 planned_n=needed_units(sd, rec["effect"], level, unit=rec["unit"]))
+        if sd == 0:                 # every pilot unit alike: nothing to size a sample with
+            q.update(planning_sd=None, planned_n=None,
+                     note=f"the pilot's {n} units did not vary: no planning SD")
+        questions.append(q)
+    offset = seed_offset(profile)
+    source = {"profile": profile, "seed_offset": offset,
+              "sampling_seed": offset, "models": "the quick profile's configurations, every training seed "
+                                                 f"the references use plus {offset}",
+              "recipe_seeds": sorted(int(s) + offset for s in seeds),
+              "date": date or datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+              "results_sha256": results_sha256}
+    return {"chapter": chapter, "family": first["family"], "alpha": alpha, "family_size": size,
+            "level": level, "power": 0.8, "source": source, "questions": questions, "superseded": []}
+
+
+def content_hash(plan: dict) -> str:
+    """A hash of everything a plan decides (``superseded`` is history, not part of it)."""
+    body = {k: v for k, v in plan.items() if k != "superseded"}
+    blob = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
+    return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def load(chapter: str, root: str | Path | None = None) -> dict | None:
+    """The committed plan of ``chapter`` (None when there is none)."""
+    path = plan_path(chapter, root)
+    if not path.is_file():
+        return None
+    plan = json.loads(path.read_text())
+    if plan.get("chapter") != chapter or "questions" not in plan:
+        raise ValueError(f"{path}: not a plan of {chapter}; rewrite it with python -m mlmbook.plans write")
+    return plan
+
+
+def save(plan: dict, root: str | Path | None = None) -> Path:
+    """Write ``plan`` (atomically) where :func:`load` finds it."""
+    path = plan_path(plan["chapter"], root)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(path, plan, indent=1)
+    return path
+
+
+def _answer_summary(results: dict) -> dict:
+    out = {}
+    for _, rec in _answers(results):
+        out[rec["key"]] = {f: rec.get(f) for f in ("interval_estimate", "interval_low", "interval_high",
+                                                   "interval_n", "verdict", "planning_sd", "effect")}
+    return out
+
+
+def supersede(old: dict, new: dict, reason: str, answers: dict | None = None, date: str | None = None) -> dict:
+    """``new`` with ``old`` kept on record: its history, then ``old`` itself with its hash, the answers
+    recorded against it (``answers``: a reference's results, or None when none was seen) and ``reason``."""
+    if not reason or not reason.strip():
+        raise ValueError("a plan that replaces another needs the reason (--reason)")
+    entry = {"hash": content_hash(old), "plan": {k: v for k, v in old.items() if k != "superseded"},
+             "answers": _answer_summary(answers) if answers else {}, "reason": reason.strip(),
+             "date": date or datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
+    return {**new, "superseded": [*old.get("superseded", []), entry]}
+
+
+def planning_sds(chapter: str, root: str | Path | None = None) -> dict:
+    """``{key: planning SD}`` of ``chapter``'s committed plan (empty without one)."""
+    plan = load(chapter, root)
+    return {} if plan is None else {q["key"]: q["planning_sd"] for q in plan["questions"]}
+
+
+def stamp(results: dict, chapter: str, root: str | Path | None = None) -> dict:
+    """``results`` with the plan ``chapter`` was declared under, key :data:`PLAN_KEY`: its hash (None
+    without a committed plan). The build stamps every chapter's results as the chapter ends
+    (:mod:`mlmbook.pipeline.chapter_run`); :func:`check` compares the hash and each answer's planning SD."""
+    plan = load(chapter, root)
+    return {**results, PLAN_KEY: {"chapter": chapter, "hash": None if plan is None else content_hash(plan)}}
+
+
+def fill(chapter: str, questions, root: str | Path | None = None) -> list:
+    """``questions`` with their planning SDs from ``chapter``'s committed plan (None for a question the
+    plan lacks, or without a plan): the one way a declaration gets its SD."""
+    sds = planning_sds(chapter, root)
+    return [replace(q, planning_sd=sds.get(q.key)) for q in questions]
+
+
+def check(chapter: str, results: dict, root: str | Path | None = None) -> list[str]:
+    """Why ``chapter``'s ``results`` were not built against its committed plan (empty when they were).
+
+    A results file with primary answers must record the hash of the committed plan (:func:`stamp`), and each
+    answer's planning SD must be the plan's.
+    """
+    answers = _answers(results)
+    if not answers:
+        return []
+    plan = load(chapter, root)
+    if plan is None:
+        return [f"{chapter}: no plan; write results/plans/{chapter}.json from a pilot"]
+    want, got = content_hash(plan), (results.get(PLAN_KEY) or {}).get("hash")
+    if got != want:
+        old = {e["hash"] for e in plan.get("superseded", [])}
+        why = ("a superseded plan" if got in old else "no plan (it records no plan hash)" if got is None
+               else "another plan")
+        return [f"{chapter}: built against {why} ({got}), not the committed one ({want}); rebuild it"]
+    sds = planning_sds(chapter, root)
+    problems = []
+    for key, rec in answers:
+        if rec["key"] not in sds:
+            problems.append(f"{chapter}: {key} is not a question of its plan")
+        elif rec.get("planning_sd") is None or not math.isclose(rec["planning_sd"], sds[rec["key"]], rel_tol=1e-9):
+            problems.append(f"{chapter}: {key} declared planning SD {rec.get('planning_sd')}, the plan's is "
+                            f"{sds[rec['key']]}")
+    return problems
+
+
+def check_references(directory: str | Path, root: str | Path | None = None) -> list[str]:
+    """:func:`check` for every chapter's results file (``0*.json``) in ``directory``."""
+    problems = []
+    for path in sorted(Path(directory).glob("0*.json")):
+        problems += check(path.stem, json.loads(path.read_text()), root)
+    return problems
+
+
+def _chapter_files(directory: Path, chapters: list[str]) -> list[Path]:
+    files = sorted(directory.glob("0*.json"))
+    if chapters:
+        wanted = {c.zfill(2) if c.isdigit() else c for c in chapters}
+        files = [p for p in files if p.stem in wanted or p.stem[:2] in wanted]
+    return files
+
+
+def main(argv=None) -> int:
+    """``python -m mlmbook.plans write RESULTS_DIR [CHAPTER ...] [--reason TEXT]`` and ``check DIR``."""
+    parser = argparse.ArgumentParser(prog="python -m mlmbook.plans", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    w = sub.add_parser("write", help="write the plans from a pilot build's results")
+    w.add_argument("results", help="the pilot's results folder (e.g. _build/results)")
+    w.add_argument("chapters", nargs="*")
+    w.add_argument("--reason", help="why a plan a reference was built against is replaced")
+    w.add_argument("--root")
+    c = sub.add_parser("check", help="check results against the committed plans")
+    c.add_argument("results")
+    c.add_argument("--root")
+    args = parser.parse_args(argv)
+    if args.command == "check":
+        problems = check_references(args.results, args.root)
+        print("\n".join(problems) or "every chapter was built against its committed plan")
+        return 1 if problems else 0
+    files = _chapter_files(Path(args.results), args.chapters)
+    if not files:
+        raise SystemExit(f"mlmbook.plans: no chapter results in {args.results}; build the pilot first")
+    for path in files:
+        data = path.read_bytes()
+        new = from_pilot(path.stem, json.loads(data), results_sha256=hashlib.sha256(data).hexdigest())
+        old = load(path.stem, args.root)
+        if old is not None and content_hash(old) != content_hash(new):
+            reference = Path(args.root or repo_root()) / "results" / "full" / path.name
+            seen = json.loads(reference.read_text()) if reference.is_file() else None
+            if seen is not None and (seen.get(PLAN_KEY) or {}).get("hash") == content_hash(old):
+                if not args.reason:
+                    raise SystemExit(f"mlmbook.plans: {path.stem}: the full reference was built against the "
+                                     "committed plan; give --reason to supersede it")
+                new = supersede(old, new, args.reason, seen)
+            else:
+                new = {**new, "superseded": old.get("superseded", [])}
+        kept = plans_dir(args.root).parent / "pilot" / path.name       # the pilot's answers, committed beside
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        kept.write_bytes(data)
+        print(f"{save(new, args.root)}  {content_hash(new)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

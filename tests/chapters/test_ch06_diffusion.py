@@ -1,0 +1,113 @@
+"""Chapter 6 (masked diffusion): the prose's claims, asserted from the recorded numbers.
+
+The source tests hold the page to the book's skeleton; the claims are checked on the tracked
+full-profile numbers (``full_results``) and on a quick run of the chapter; the real-model path runs on a
+locally saved WordPiece BERT. The package's exact pieces are tested by brute force in ``tests/diffusion/``.
+"""
+import re
+from pathlib import Path
+
+import jupytext
+import pytest
+
+from mlmbook import stats
+
+SLUG = "06_diffusion"
+PATH = Path(__file__).parents[2] / "book" / f"{SLUG}.md"
+SOURCE = PATH.read_text()
+CELLS = jupytext.read(PATH).cells
+HIDE = {"remove-input", "remove-cell", "hide-input", "hide-cell"}
+TOY_PHRASES = ("toy world", "word noise", "ladder", "seeds", "η")
+"""Phrases true of the toy world only: a page built on another model must not carry them."""
+
+
+def _tags(cell) -> set:
+    return set(cell.metadata.get("tags", []))
+
+
+def _visible_code():
+    return [c.source for c in CELLS if c.cell_type == "code" and not _tags(c) & HIDE]
+
+
+# ------------------------------------------------------------------------------------------- the source
+def test_the_central_step_is_visible_and_checked_against_the_package_before_the_questions():
+    visible = _visible_code()
+    step = next(i for i, s in enumerate(visible) if "def mixture_and_nelbo(" in s)
+    declared = next(i for i, s in enumerate(visible) if "stats.Study(" in s)
+    assert step < declared and "study.declaration()" in visible[declared]
+    assert "def subset_table(" in visible[step - 1] and "queries.log_probs(" in visible[step - 1]
+    assert "D.reveal_table(" in visible[step]         # the step spans two short cells (issue 13)
+    assert "by hand" in visible[step] and "package" in visible[step]
+    assert "display(Markdown(" not in SOURCE and "Markdown(f" not in SOURCE      # no sentences built in code
+
+
+def test_exercises_are_graded_and_toy_prose_is_tagged():
+    for name in ("ch6-nelbo", "ch6-mixture"):
+        assert f'mlmbook.exercises.check("{name}"' in SOURCE
+    shown = [c.source.lower() for c in CELLS if c.cell_type == "markdown" and "toy-only" not in _tags(c)]
+    for text in shown:                         # what a real model's page shows: no toy-world prose
+        found = [p for p in TOY_PHRASES if p in text and "{exercise}" not in text and "learning objectives" not in text]
+        assert not found, (found, text[:120])
+    assert [c for c in CELLS if "real-only" in _tags(c)], "a real model's page speaks of it in cells of its own"
+
+
+def test_the_study_declares_at_most_six_questions_with_a_knob_and_seeds():
+    from mlmbook.diffusion.study import diffusion_questions as questions
+    toy = questions(True, 0.5, 1.0)
+    assert 1 <= len(toy) <= stats.MAX_PRIMARY
+    assert {q.unit for q in toy} == {"sentence", "seed"}
+    assert all(q.effect > 0 and q.basis for q in toy)
+    assert [q.key for q in questions(False)] == ["parallel_mc"]
+    with pytest.raises(ValueError, match="single-site KL"):
+        questions(True)
+
+
+# ------------------------------------------------------------------------------------ the recorded claims
+def _check_claims(r):
+    # the central step: the package is the hand-written DP; the truth's orders agree
+    assert r["step_package_gap"] < 1e-9 and r["step_truth_gap"] < 1e-9
+    assert r["step_model_gap"] > 0                                           # "its NELBO lies ... above"
+    # "Left to right, random order and most confident first ... are exact for the truth"; "Two ... is not"
+    for sampler in ("left_to_right", "random_order", "most_confident_first"):
+        assert abs(r[f"law_truth_{sampler}_kl"]) < 1e-9 and abs(r[f"law_truth_{sampler}_outside"]) < 1e-9
+    assert r["law_truth_random_two_per_step_kl"] > 1e-3
+    # "at η = 1 its largest value on any sentence is ...: the knob switches the error off"
+    assert r["knob_truth_1_max"] < 1e-9 and r["knob_truth_0_max"] > 1e-3
+    # the two parts of the bound add up to the whole (same sentences)
+    whole, part = r["gap_total"]["estimate"], r["q_bound"]["interval_estimate"] + r["gap_rest"]["estimate"]
+    assert whole == pytest.approx(part, abs=1e-9)
+    assert 0 <= r["bound_share_pct"] <= 100          # Jensen: the orders' part is never negative
+    assert min(r["q_bound"]["values"]) >= -1e-12
+    for key in ("bound", "order", "parallel", "train_gen", "train_mlm"):
+        a = r[f"q_{key}"]
+        assert a["kind"] == "answer" and a["family"] == "chapter 6"
+        assert a["verdict"] in {*stats.VERDICTS, *_words(key)}
+    assert r["study"]["size"] == 5
+
+
+def _words(key):
+    from mlmbook.diffusion.study import diffusion_questions as questions
+    q = {q.key: q for q in questions(True, 0.5, 1.0)}[key]
+    return set(q.words.values())
+
+
+def test_the_claims_hold_in_the_full_reference(full_results):
+    _check_claims(full_results(SLUG))
+
+
+def test_the_claims_hold_in_a_quick_run(run_chapter):
+    run = run_chapter(6)
+    _check_claims(run.results(SLUG))
+
+
+def test_the_chapter_runs_on_a_saved_wordpiece_bert(run_chapter, wordpiece_bert_2k):
+    # a random BERT reads the toy sentences at chance: the fit check stops it unless told to run anyway
+    run = run_chapter(6, model=wordpiece_bert_2k, allow_unknown="true")
+    r = run.results(SLUG)
+    assert r["q_parallel_mc"]["kind"] == "answer" and r["study"]["size"] == 1
+    assert not [k for k in r if k.startswith(("law_", "knob_", "train_", "q_bound"))], "no truth on this page"
+    for order in ("l2r", "random", "confident"):
+        assert 0 < r[f"real_distinct_{order}"] <= 1
+    nb = run.notebook(SLUG)
+    text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown" and "toy-only" not in _tags(c))
+    assert not re.search(r"\bword noise\b|\bmask ratio\b", text.lower())
