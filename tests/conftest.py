@@ -20,26 +20,8 @@ def save_tiny_wordpiece_bert(path, corpus, vocab_size=120, seed=0):
     The vocabulary is so small that most words split into several pieces, which exercises
     the subword paths of every estimator.
     """
-    import torch
-    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
-    from transformers import BertConfig, BertForMaskedLM, PreTrainedTokenizerFast
-
-    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
-    tok.normalizer = normalizers.BertNormalizer(lowercase=True)
-    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    tok.decoder = decoders.WordPiece()
-    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-    tok.train_from_iterator(corpus, trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=specials))
-    cls, sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
-    tok.post_processor = processors.TemplateProcessing(single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B [SEP]",
-                                                       special_tokens=[("[CLS]", cls), ("[SEP]", sep)])
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]",
-                                   sep_token="[SEP]", mask_token="[MASK]")
-    torch.manual_seed(seed)
-    model = BertForMaskedLM(BertConfig(vocab_size=tok.get_vocab_size(), hidden_size=32, num_hidden_layers=2,
-                                       num_attention_heads=2, intermediate_size=64, max_position_embeddings=64))
-    model.save_pretrained(path)
-    fast.save_pretrained(path)
+    from tests.trained_models import train_wordpiece_bert
+    train_wordpiece_bert(path, list(corpus), vocab_size=vocab_size, steps=0, seed=seed)
     return path
 
 
