@@ -244,7 +244,10 @@ def check(chapter: str, results: dict, root: str | Path | None = None) -> list[s
     for key, rec in answers:
         if rec["key"] not in sds:
             problems.append(f"{chapter}: {key} is not a question of its plan")
-        elif rec.get("planning_sd") is None or not math.isclose(rec["planning_sd"], sds[rec["key"]], rel_tol=1e-9):
+        elif (rec.get("planning_sd"), sds[rec["key"]]) == (None, None):
+            continue                                   # the pilot's units did not vary: no SD on either side
+        elif rec.get("planning_sd") is None or sds[rec["key"]] is None \
+                or not math.isclose(rec["planning_sd"], sds[rec["key"]], rel_tol=1e-9):
             problems.append(f"{chapter}: {key} declared planning SD {rec.get('planning_sd')}, the plan's is "
                             f"{sds[rec['key']]}")
     return problems

@@ -103,9 +103,9 @@ PROFILES = {
                      ("cow", "horse", "dog", "cat", "pigeon", "rat"),
                      ("barn", "field", "park", "garden", "market", "station"))),
 }
-PROFILES["extended"] = replace(PROFILES["full"], scaling={n: 34 for n in range(4, 12)})   # 1.2x Q4's need (226)
-"""The profiles: ``quick`` (tests), ``full`` (the book) and ``extended`` (a cluster: 34 sentences at every
-length, 1.2x what the growth question at T = 1 needs at 80 % power)."""
+PROFILES["extended"] = replace(PROFILES["full"], scaling={n: 45 for n in range(4, 12)})   # 360 sentences
+"""The profiles: ``quick`` (tests), ``full`` (the book) and ``extended`` (a cluster: 45 sentences at every
+length, the 360 that the committed plan asks for the shape question at high temperature)."""
 PROFILES["pilot"] = replace(PROFILES["quick"], rect_sentences=60, scaling={n: 2 for n in range(4, 12)})
 """The plans' pilot (:mod:`mlmbook.plans`): the quick plan, with the full plan's lengths (two sentences each)."""
 

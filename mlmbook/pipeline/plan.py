@@ -125,6 +125,9 @@ def unit_sizes(number: int, profile: str) -> dict:
         if profile in table:
             v = table[profile]
             out[f"zoo.{name}"] = v if isinstance(v, int) else len(v)
+    if number == 4:          # the arms a profile trains on fewer seeds than the pair (else every seed)
+        arms = zoo.CH4_ARMS.get(profile)
+        out["zoo.CH4_ARMS"] = min(arms.values()) if arms else out.get("zoo.CH4_SEEDS", 0)
     if number == 5:
         from ..glauber.plan import PROFILES as GLAUBER
         if profile in GLAUBER:

@@ -96,12 +96,12 @@ def _check_takeaways(r):
     assert r["q_dependence"]["side"] == "above" and r["dependent_mean"] > r["independent_mean"]
     # 3. on a token-masked MLM the ensemble does not buy the paper's accuracy: within 2.6 points of no change
     assert r["q_eoc"]["side"] == "equivalent" and r["q_eoc"]["decidable"]
-    # 4. span models: log-loss a little lower; Q4 undecided with three seeds; single-word routes do about as well
-    assert r["q_span"]["verdict"] == "cannot decide" and r["q_span"]["needed"] > 3
+    # 4. span models: Q4 and Q5 answered on the seeds their plan asks for (the verdicts are glued)
+    assert r["q_span"]["interval_n"] == r["n_span_seeds"] >= r["q_span"]["needed_planned"]
     assert r["q_routes"]["side"] not in ("above", "below")
-    assert r["span_token_positive"] == r["n_span_seeds"]
-    assert r["span_routes_ahead"] <= 1 and r["span_span_positive"] >= 1
-    assert r["span_twin_positive"] == 0
+    n = r["n_span_seeds"]                  # counts of seeds, cited as "k of n" (no verdict words)
+    assert all(0 <= r[k] <= n for k in ("span_token_positive", "span_span_positive", "span_twin_positive",
+                                        "span_routes_ahead"))
     # the noise knob: the headroom grows several times over, the gain does not follow it
     assert r["noise_headroom"][-1] > 2 * r["noise_headroom"][0]
     for k in range(len(r["noise_headroom"])):
