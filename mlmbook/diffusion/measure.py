@@ -64,7 +64,7 @@ def exact_laws(models: dict, grammar, n: int = 3) -> tuple[list, dict]:
             forward = float(np.sum(p * (np.log(p) - logP)))
             back = float(np.sum(np.exp(logP) / inside * (logP - np.log(inside) - np.log(p))))
             out[name, label] = (forward, back, float(1 - inside))
-            rows.append([name, label, *(_shown(v, ".4f") for v in (forward, back)), _shown(1 - inside, ".2e")])
+            rows.append([name, label, *(_shown(v, ".4f") for v in (forward, back)), _shown(1 - inside, ".4f")])
     return rows, {"laws": out, "support": len(support), "entropy": float(-np.sum(p * np.log(p)))}
 
 
