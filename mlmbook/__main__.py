@@ -207,16 +207,18 @@ def _cmd_check_site(args) -> int:
     from pathlib import Path
 
     from .pipeline.execute import Layout
-    from .pipeline.sitecheck import check_site
+    from .pipeline.sitecheck import check_site, enforced
 
     html = Path(args.html) if args.html else Layout.find(None).html
     if not (html / "index.html").exists():
         raise SystemExit(f"mlmbook: error: no site at {html}: build it first (make book)")
     shots = html.parent / "screenshots"
-    problems = check_site(html, shots)
-    for p in problems:
-        print(p)
-    print(f"{len(problems)} problem{'' if len(problems) == 1 else 's'}; screenshots in {shots}")
+    found = check_site(html, shots)
+    problems = enforced(found)
+    for p in found:
+        print(p if p in problems else f"advice: {p}")
+    print(f"{len(problems)} problem{'' if len(problems) == 1 else 's'}, {len(found) - len(problems)} advice; "
+          f"screenshots in {shots}")
     return 1 if problems else 0
 
 
