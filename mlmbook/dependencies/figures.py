@@ -108,7 +108,7 @@ def cmi_scatter(ax, model_mats, truth_mats, edges) -> None:
     ax.plot([0, top], [0, top], color="k", lw=0.8)
     ax.set_xlabel("truth-CMI, nats")
     ax.set_ylabel("MLM-CMI, nats")
-    ax.legend()
+    plotting.place_legend(ax)
 
 
 def learned(model_mats, truth_mats, edges):
@@ -137,7 +137,7 @@ def control(sentences, truth_mats, model_mats: Mapping[str, list]):
     left.set_ylim(0, 1.45)
     left.set_yticks(np.linspace(0, 1, 6))
     left.set_ylabel("gold edges found")
-    left.legend(loc="upper center", ncol=2, fontsize="small")
+    plotting.place_legend(left, ncols=2, fontsize="small")
     last = list(model_mats)[-1]
     cmi_scatter(right, model_mats[last], truth_mats, sentences.edges[: len(truth_mats)])
     right.set_title(last)
@@ -156,7 +156,7 @@ def knob(results: Mapping[float, tuple], name: str = "selection $s$", title: str
     _errorbar(left, xs + 0.01, [r.uuas[CMI] for _, r in results.values()], fmt="o-", color=P["mlm"], label="MLM")
     left.set_xlabel(name)
     left.set_ylabel("UUAS")
-    left.legend(loc="lower right")
+    plotting.place_legend(left)
     _errorbar(right, xs, [r.error.corr for _, r in results.values()], fmt="o-", color=P["mlm"])
     right.set_xlabel(name)
     right.set_ylabel("corr(MLM-CMI, truth-CMI)")
@@ -180,7 +180,7 @@ def regime(points, corr: Mapping[str, object], truth_uuas: float, dmv_uuas: floa
                             color=color, names=[x.rung for x in pts] if first else None,
                             truth=truth_uuas if first else None, truth_label="truth-CMI", ylabel="UUAS")
     left.axhline(dmv_uuas, ls=":", color=P["alt"], label="DMV")
-    left.legend(loc="lower left")
+    plotting.place_legend(left)
     pts = [x for x in points if x.method == main]
     _errorbar(right, [x.kl for x in pts], [corr[x.rung] for x in pts], fmt="o", color=P["mlm"])
     right.set_xscale("log")
@@ -217,7 +217,7 @@ def breakdown(pred: Mapping[str, list], relations: Sequence[dict], min_edges: in
     bottom.set_xticks(range(len(DISTANCES)), ["1", "2", "3", "4+"])
     bottom.set_xlabel("distance between the two words")
     bottom.set_ylabel("gold edges found")
-    top.legend(ncol=3, loc="upper center")
+    plotting.place_legend(top, ncols=3)
     top.set_ylim(0, 1.4)
     bottom.set_ylim(0, 1.05)
     for ax in (top, bottom):
