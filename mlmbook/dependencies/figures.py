@@ -156,12 +156,12 @@ def knob(results: Mapping[float, tuple], name: str = "selection $s$", title: str
     _errorbar(left, xs + 0.01, [r.uuas[CMI] for _, r in results.values()], fmt="o-", color=P["mlm"], label="MLM")
     left.set_xlabel(name)
     left.set_ylabel("UUAS")
-    plotting.place_legend(left)
     _errorbar(right, xs, [r.error.corr for _, r in results.values()], fmt="o-", color=P["mlm"])
     right.set_xlabel(name)
     right.set_ylabel("corr(MLM-CMI, truth-CMI)")
     if title:
         fig.suptitle(title)
+    plotting.place_legend(left)             # last: the layout is final
     return fig
 
 
