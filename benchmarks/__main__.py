@@ -84,6 +84,11 @@ def main() -> int:
     from benchmarks import cost as bench_cost
     print("calibrating and checking the cost estimate (every chapter on two small BERTs) ...", file=sys.stderr)
     lines += [""] + bench_cost.table(bench_cost.run("quick"))
+    from benchmarks import vocab as bench_vocab
+    print("the estimate on large vocabularies: calibrating at 100,000 pieces, checking at 50,000 and 250,000 ...",
+          file=sys.stderr)
+    bench_vocab.calibrate()
+    lines += [""] + bench_vocab.table(bench_vocab.run())
     print("measuring scale (bert-base shape) ...", file=sys.stderr)
     from benchmarks import scale
     sc = scale.run()

@@ -215,7 +215,11 @@ def test_api_pll_is_the_engines(toy_quick, toy_sentences):
 def test_api_cmi_trees_are_chapter_1s_exact_grid(toy_quick):
     from mlmbook import dependencies as dep
     short = [s for s in mlmbook.Grammar.load("toy").sample(40, seed=7) if len(s) <= 6]
-    res = mlmbook.dependency_trees(toy_quick, short, method="cmi", limit=3)
+    # the default budget (chapter 1's full profile per sentence) buys a top-K grid on the toy vocabulary;
+    # a budget the exact grid fits buys chapter 1's exact grid
+    default = mlmbook.dependency_trees(toy_quick, short, method="cmi", limit=3)
+    assert default.estimator == "top-K grid" and default.bound > 0
+    res = mlmbook.dependency_trees(toy_quick, short, method="cmi", limit=3, budget_rows=10 ** 6)
     assert res.estimator == "exact grid" and res.bound == 0.0
     # chapter 1: the sentences with 3+ scored words, the exact grid, decode, UUAS counts
     sc = dep.sample.pick(short, toy_quick, 3, max_words=10 ** 6)

@@ -160,7 +160,8 @@ class Fit:
         (``display(fit.admonition())``), else None (or, with ``always``, a note with the numbers)."""
         if self.problems:
             return Admonition(f"{self.message()}. This page ran anyway because allow_unknown is set: its numbers "
-                              f"are about a model reading text it does not know, and mean little.")
+                              f"are about a model reading text it does not know, and mean little.",
+                              title="Model and text: no fit")
         if always:
             return Admonition(f"Model {self.model or ''} on {self.treebank or 'these sentences'}: {self.summary()}.",
                               kind="note", title="Model and text")

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import stats
+from ..stats import interval_text
 
 __all__ = ["SeedRows", "seed_rows", "difference", "describe_seeds", "WidthRow", "width_panel", "SIGN_LABELS",
            "sign_change", "widths_text", "interval_text", "FAIL_MARGIN", "Stability", "training_failures"]
@@ -165,22 +166,10 @@ def widths_text(rows: list[WidthRow], per_seed_only: bool = False) -> str:
                      for row in rows)
 
 
-def interval_text(iv: stats.Interval, decimals: int = 3) -> str:
-    """``"0.051 [0.002, 0.099]"`` with ``decimals`` decimals, never ``-0.000``; an interval with an infinite end
-    (too few blocks for the test to bound it) is ``"0.051 [unbounded]"``."""
-    def num(x):
-        text = f"{x:.{decimals}f}"
-        return text[1:] if text.startswith("-") and float(text) == 0 else text
-
-    if not (np.isfinite(iv.low) and np.isfinite(iv.high)):
-        return f"{num(iv.estimate)} [unbounded]"
-    return f"{num(iv.estimate)} [{num(iv.low)}, {num(iv.high)}]"
-
-
 FAIL_MARGIN = 0.3
 """Nats: an MAE-LM run whose final held-out loss ends this far or more above its MLM twin's (the MLM of
 the same configuration and seed) has failed to train. MAE-LM normally ends 0.05–0.15 nats above its
-twin; the run of the last edition that failed ended 0.82 above."""
+twin; a run that failed to train (recorded in ``EARLIER``) ended 0.82 above."""
 
 
 @dataclass(frozen=True)

@@ -166,10 +166,25 @@ def _candidates(logp: np.ndarray, allowed: np.ndarray, top_mass, max_candidates)
     return allowed[order]
 
 
+def top_stable(values: np.ndarray, cap: int) -> np.ndarray:
+    """``np.argsort(-values, kind="stable")[:cap]`` (ties in index order) without sorting all of ``values``:
+    a partition finds the ``cap``-th largest, only those at or above it are sorted (O(V + cap log cap))."""
+    n = len(values)
+    if cap >= n:
+        return np.argsort(-values, kind="stable")
+    if cap <= 0:
+        return np.zeros(0, dtype=np.int64)
+    threshold = np.partition(values, n - cap)[n - cap]              # the cap-th largest
+    above = np.flatnonzero(values > threshold)
+    idx = np.concatenate([above, np.flatnonzero(values == threshold)[: cap - len(above)]])
+    idx.sort()
+    return idx[np.argsort(-values[idx], kind="stable")]
+
+
 def _ranked(logp: np.ndarray, allowed: np.ndarray, cap: int) -> tuple[np.ndarray, np.ndarray]:
     """The ``cap`` likeliest allowed token ids of one position (probability 0 left out), and their log-probs."""
     lp = logp[allowed]
-    order = np.argsort(-lp, kind="stable")[:cap]
+    order = top_stable(lp, cap)
     order = order[np.isfinite(lp[order])]
     return allowed[order], lp[order]
 

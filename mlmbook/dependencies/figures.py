@@ -177,11 +177,12 @@ def regime(points, corr: Mapping[str, object], truth_uuas: float, dmv_uuas: floa
         first = method == main
         plotting.regime_map([x.kl for x in pts], [x.uuas.estimate for x in pts], [x.uuas.low for x in pts],
                             [x.uuas.high for x in pts], ax=left, label=method.replace(" (exact)", ""),
-                            color=color, names=[x.rung for x in pts] if first else None,
-                            truth=truth_uuas if first else None, truth_label="truth-CMI", ylabel="UUAS")
+                            color=color, truth=truth_uuas if first else None, truth_label="truth-CMI",
+                            ylabel="UUAS")
     left.axhline(dmv_uuas, ls=":", color=P["alt"], label="DMV")
-    plotting.place_legend(left)
     pts = [x for x in points if x.method == main]
+    plotting.place_labels(left, [(x.kl, x.uuas.estimate) for x in pts], [x.rung for x in pts], color="0.3")
+    plotting.place_legend(left)
     _errorbar(right, [x.kl for x in pts], [corr[x.rung] for x in pts], fmt="o", color=P["mlm"])
     right.set_xscale("log")
     right.set_xlabel("mean single-site KL to the truth (nats)")

@@ -90,11 +90,15 @@ class CMIScores:
     def summary(self, small: float = 0.1) -> dict:
         """The numbers a page states about the estimator: ``estimator``, ``candidates``, ``rows``, ``pairs``,
         ``rows_per_pair``, the pairs' error bounds (``bound_max``, ``bound_median``, ``bound_share_small``: the
-        share of pairs whose bound is below ``small`` nats) and ``tv_median``, the median total variation
-        between the chain's long-run law and the model's both-masked prediction."""
+        share of pairs whose bound is below ``small`` nats), ``k_min``, the fewest candidates any sentence got
+        (:data:`MIN_CANDIDATES` when a sentence's budget afforded fewer and was exceeded; every token for an
+        exact grid) and ``tv_median``, the median total variation between the chain's long-run law and the
+        model's both-masked prediction."""
         bounds = np.asarray(self.scores.error_bound, dtype=float)
         pairs = max(self.scores.pairs, 1)
+        ks = [k for k in self.per_sentence if k is not None]
         return {"estimator": self.estimator, "candidates": int(self.candidates), "rows": int(self.rows),
+                "k_min": int(min(ks)) if ks else int(self.candidates),
                 "pairs": int(self.scores.pairs), "rows_per_pair": self.rows / pairs, "bound_max": float(self.bound),
                 "bound_median": float(np.median(bounds)) if bounds.size else 0.0,
                 "bound_share_small": float(np.mean(bounds < small)) if bounds.size else 1.0,

@@ -83,13 +83,13 @@ def ladder_figure(kls: Sequence[float], names: Sequence[str], points: Sequence[d
         plotting.regime_map(kls, *np.array([tuple(iv) for iv in ivs]).T, ax=axes[0], label=METHODS[m], color=color,
                             ylabel="KL(p ‖ q_m), nats")
     gap = np.array([tuple(p["gap"]) for p in points]).T
-    plotting.regime_map(kls, *gap, ax=axes[1], color=plotting.PALETTE["mlm"], names=names,
-                        ylabel="AG − MLM, cond. KL to p (nats)")
     if len(seed_points):
         extra = np.array([tuple(p["gap"]) for p in seed_points]).T
         axes[1].errorbar(seed_kls, extra[0], yerr=[extra[0] - extra[1], extra[2] - extra[0]], fmt="s",
                          color=plotting.PALETTE["muted"], capsize=2, label="smallest size, other seeds")
     axes[1].axhline(0, ls="--", color=plotting.PALETTE["truth"], lw=1)
+    plotting.regime_map(kls, *gap, ax=axes[1], color=plotting.PALETTE["mlm"], names=names,      # named last
+                        ylabel="AG − MLM, cond. KL to p (nats)")
     for ax in axes:
         ax.set_xlabel("rung's single-site KL to p (nats)")
     handles = [h for ax in axes for h in ax.get_legend_handles_labels()[0]]

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..plans import fill, planning_sds
-from ..stats import Interval, Question
+from ..stats import Interval, Question, interval_text
 
 __all__ = ["PPL_EFFECT", "KNOB_EFFECT", "KL_SHARE", "CHAPTER", "PLANNING_SD", "Plan", "questions", "ppl_rows",
            "gap_rows", "exp_interval", "interval_text", "Described"]
@@ -153,18 +153,6 @@ def exp_interval(iv: Interval) -> Interval:
     """An interval for a log perplexity, turned into one for the perplexity (a monotone map)."""
     return Interval(math.exp(iv.estimate), math.exp(iv.low), math.exp(iv.high), iv.level, iv.method, iv.n,
                     math.exp(iv.estimate) * iv.se, iv.seeds)
-
-
-def interval_text(iv: Interval, decimals: int = 3) -> str:
-    """``"-0.083 [-0.160, -0.006]"`` with ``decimals`` decimals (never ``-0.000``); an interval with an infinite
-    end (a sample too small for the test to bound it) is ``"-0.083 [unbounded]"``."""
-    def num(x):
-        text = f"{x:.{decimals}f}"
-        return text[1:] if text.startswith("-") and float(text) == 0 else text
-
-    if not (math.isfinite(iv.low) and math.isfinite(iv.high)):
-        return f"{num(iv.estimate)} [unbounded]"
-    return f"{num(iv.estimate)} [{num(iv.low)}, {num(iv.high)}]"
 
 
 class Described:

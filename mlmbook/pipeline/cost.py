@@ -37,10 +37,12 @@ if TYPE_CHECKING:
     from ..models.base import MaskedLM
 
 __all__ = ["Work", "announce", "chapter_constants", "estimate", "paragraph", "report", "rows_for", "tokens_per_second",
-           "overhead_seconds", "OVERHEAD_FILE"]
+           "overhead_seconds", "OVERHEAD_FILE", "CALIBRATION_PIECES"]
 
 OVERHEAD_FILE = "results/timings/overhead.json"
 """Where ``make bench`` records each chapter's measured time outside the model (relative to the root)."""
+CALIBRATION_PIECES = 2000
+"""The vocabulary of the model the time outside the model is measured on (``benchmarks/cost.py``)."""
 
 @dataclass
 class Work:
@@ -206,19 +208,29 @@ def rows_for(chapter: ch.Chapter, lm: MaskedLM, values: dict) -> Work | None:
     return counters[chapter.number](lm, values, chapter_constants(chapter))
 
 
-def overhead_seconds(slug: str, profile: str, root=None) -> float | None:
-    """The chapter's measured time outside the model in ``profile`` (``results/timings/overhead.json``),
-    or None when ``make bench`` has not measured it."""
+def overhead_seconds(slug: str, profile: str, root=None, pieces: int | None = None) -> float | None:
+    r"""The chapter's measured time outside the model in ``profile`` (``results/timings/overhead.json``),
+    or None when ``make bench`` has not measured it.
+
+    Work outside the model grows with the vocabulary (each query's distribution over :math:`V` pieces is
+    normalised, ranked and summed over): with ``pieces`` given, the time is
+    :math:`o + s \, \max(0, V - V_0)`, :math:`o` measured on the :data:`CALIBRATION_PIECES`-piece model and the
+    slope :math:`s` on a larger one (``python -m benchmarks.vocab calibrate``), where it was measured.
+    """
     import json
     from pathlib import Path
 
     from ..paths import repo_root
     path = Path(root or repo_root()) / OVERHEAD_FILE
     try:
-        value = json.loads(path.read_text())["seconds"][profile][slug]
+        data = json.loads(path.read_text())
+        value = data["seconds"][profile][slug]
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    return float(value) if value is not None else None
+    if value is None:
+        return None
+    slope = data.get("per_piece", {}).get(profile, {}).get(slug) if pieces is not None else None
+    return float(value) + (float(slope) * max(0, pieces - CALIBRATION_PIECES) if slope else 0.0)
 
 
 def _took(s: float) -> str:
@@ -230,6 +242,10 @@ def paragraph(slug: str, model: str, work: Work | None, rate: float, overhead: f
     measured seconds outside the model, :func:`overhead_seconds`)."""
     outside = ("" if overhead is None else
                f" Work outside the model, measured for this chapter by `make bench`: about {overhead:.0f} s.")
+    if work is None and overhead is not None:
+        return (f"{slug} with {model}: its masked queries are not counted one by one; measured in all on "
+                f"calibration models by `make bench`, at this vocabulary: about {_took(overhead)} "
+                f"({overhead:.1f} s in all).")
     if work is None:
         return (f"{slug} with {model}: no estimate of its model time (this chapter's real-model path is not "
                 f"modelled).{outside}")
@@ -263,7 +279,8 @@ def report(plans: list[tuple[ch.Chapter, dict]]) -> list[str]:
             loaded[model] = (lm, tokens_per_second(lm))
         lm, rate = loaded[model]
         out.append(paragraph(chapter.slug, model, rows_for(chapter, lm, values), rate,
-                             overhead_seconds(chapter.slug, values.get("profile", "full"), chapter.path.parent.parent)))
+                             overhead_seconds(chapter.slug, values.get("profile", "full"), chapter.path.parent.parent,
+                                              pieces=lm.V)))
     return out
 
 

@@ -45,6 +45,7 @@ _PARTS_JS = """() => {
     .map(e => e.innerText);
   const bareText = e => { const c = e.cloneNode(true);      // the words, without code and formulas
     c.querySelectorAll('code, mjx-container, .math, script, style').forEach(x => x.remove());
+    c.querySelectorAll('td, th').forEach(x => x.append(' '));       // a row's cells read apart, not run together
     return c.textContent.replace(/\\s+/g, ' ').trim(); };
   const prose = [...document.querySelectorAll('main p, main li, main dd, main figcaption, main caption, main tr')]
     .filter(e => !e.closest('pre, .cell_input, .highlight, .cell_output pre, .bd-sidebar-primary, .bd-toc'))
@@ -78,7 +79,7 @@ COUNT_NOUNS = ("verdict", "question", "answer", "sentence", "seed", "model", "un
 ONE_PLURAL = re.compile(r"(?<![\w.,−-])1 (?:" + "|".join(COUNT_NOUNS) + r")s\b")     # 1 verdicts
 AT_MOST_DIGIT = re.compile(r"\bat (?:most|least) 1 [a-z]+")                          # at most 1 verdict
 DOUBLED_WORD = re.compile(r"\b([A-Za-z]{2,})\s+\1\b", re.I)                          # the the
-UNROUNDED = re.compile(r"(?<![\w.,])[-+−]?\d+\.\d{6,}(?![\d])")                          # 0.00753365
+UNROUNDED = re.compile(r"(?<![\w.,/])[-+−]?\d+\.\d{6,}(?![\d])")    # 0.00753365, not a DOI's /1218955.1219016
 ZERO_PERCENT = re.compile(r"(?<![\w.,−-])0(?:\.0+)? ?%")                                    # only 0% of
 ALL_OF_ALL = re.compile(r"(?<![\w.,])(\d[\d,]*) of the \1\b")                             # 3 of the 3
 ZERO_INTERVAL = re.compile(r"(?<![\w.])[-+−]?0\.0+ \[[-+−]?0\.0+,")                         # 0.000 [0.000,

@@ -410,8 +410,8 @@ def regime_map(kl, value, lo=None, hi=None, *, ax=None, truth=None, label=None, 
 
     The x-axis is the rung's mean single-site :math:`\mathrm{KL}(p\,\|\,q)` (log scale, the truth
     at the left: closer to the truth means smaller KL); error bars show ``[lo, hi]``; a dashed
-    line marks the truth's own value. Call once per method on the same axes. Rung names are
-    written beside their points, alternately above and below, so neighbours do not overlap.
+    line marks the truth's own value. Call once per method on the same axes, the one with ``names`` last:
+    rung names are placed (:func:`place_labels`) where they cover nothing drawn so far.
 
     Parameters
     ----------
@@ -427,12 +427,6 @@ def regime_map(kl, value, lo=None, hi=None, *, ax=None, truth=None, label=None, 
     if lo is not None and hi is not None:
         err = np.vstack([value - np.asarray(lo, float), np.asarray(hi, float) - value])[:, order]
     ax.errorbar(kl[order], value[order], yerr=err, fmt="o-", capsize=3, label=label, color=color, lw=1.2)
-    if names is not None:
-        names = np.asarray(list(names), dtype=object)
-        for rank, k in enumerate(order):
-            dy = 5 if rank % 2 == 0 else -11
-            ax.annotate(names[k], (kl[k], value[k]), textcoords="offset points", xytext=(4, dy),
-                        fontsize=MIN_FONT_PT, color="0.3")
     if truth is not None:
         ax.axhline(truth, ls="--", color=PALETTE["truth"], lw=1, label=truth_label)
     ax.set_xscale("log")
@@ -440,4 +434,6 @@ def regime_map(kl, value, lo=None, hi=None, *, ax=None, truth=None, label=None, 
     if ylabel:
         ax.set_ylabel(ylabel)
     ax.grid(True, which="both", alpha=0.2)
+    if names is not None:
+        place_labels(ax, list(zip(kl, value)), [str(n) for n in names], color="0.3")
     return ax

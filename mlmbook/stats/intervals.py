@@ -36,7 +36,7 @@ from scipy.stats import t as student_t
 from .divergences import as_array
 
 __all__ = ["Interval", "bootstrap", "ratio", "t_interval", "proportion", "censored_median", "undefined",
-           "replicates_for", "LEVEL"]
+           "replicates_for", "interval_text", "LEVEL"]
 
 LEVEL = 0.95
 """The level of an interval that no chapter's verdict family has set (figures' error bars)."""
@@ -133,9 +133,20 @@ def _replace(iv: Interval, **kw) -> Interval:
 
 
 def _num(x: float, digits: int) -> str:
+    """``x`` at ``digits`` decimals, never ``-0.000``; an exact zero is ``0`` (no digits it does not have)."""
     if not math.isfinite(x):
         return "∞" if x > 0 else "−∞" if x < 0 else "undefined"
+    if x == 0:
+        return "0"
     return f"{round(x, digits) + 0.0:.{digits}f}"          # + 0.0: never "-0.000"
+
+
+def interval_text(iv: Interval, decimals: int = 3) -> str:
+    """``"-0.083 [-0.160, -0.006]"`` with ``decimals`` decimals (never ``-0.000``; an exact zero is ``0``); an
+    interval with an infinite end (a sample too small for the test to bound it) is ``"-0.083 [unbounded]"``."""
+    if not (math.isfinite(iv.low) and math.isfinite(iv.high)):
+        return f"{_num(iv.estimate, decimals)} [unbounded]"
+    return f"{_num(iv.estimate, decimals)} [{_num(iv.low, decimals)}, {_num(iv.high, decimals)}]"
 
 
 def _finite_or_text(v):

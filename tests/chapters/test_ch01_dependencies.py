@@ -20,6 +20,7 @@ import pytest
 
 from mlmbook import stats
 from mlmbook.dependencies import questions
+from mlmbook.dependencies.policy import MIN_CANDIDATES
 
 CHAPTER = Path(__file__).resolve().parents[2] / "book" / "01_dependencies.md"
 SLUG = "01_dependencies"
@@ -88,7 +89,9 @@ def _check_same_sentences(r, toy):
 def _check_structure(r, toy):
     """Claims true in any profile: the central step's check, the estimator and its bound, the sizes."""
     assert r["example_pair_check"] < 1e-8                         # "by hand ..., package ..., difference"
-    assert r["cmi_estimator"] in ("exact grid", "top-K grid") and r["cmi_rows"] <= r["grid_budget"]
+    assert r["cmi_estimator"] in ("exact grid", "top-K grid")
+    # "no position gets fewer than 10 candidates ..., so a long sentence may spend more than its share"
+    assert r["cmi_rows"] <= r["grid_budget"] or r["cmi_k_min"] == MIN_CANDIDATES
     assert 0 <= r["cmi_bound_median"] <= r["cmi_bound_max"] and 0 <= r["cmi_bound_share_small"] <= 1
     assert r["full_rows_per_pair"] == 2 * r["n_values"] + 1 and r["n_exact"] <= r["n_main"]
     assert r["gibbs_cost_ratio"] > 1                        # "at N times the cost per pair"

@@ -46,6 +46,7 @@ def test_check_fit_stops_or_warns_and_the_warning_is_a_box_on_the_page(toy_lm, c
     box = fit.admonition()
     html = box._repr_html_()
     assert 'class="admonition warning"' in html and "english_web.conllu" in html and "allow_unknown" in html
+    assert "Model and text" in html                               # the title every page's fit box has
     assert box._repr_markdown_().startswith("```{warning}") and str(box) in box._repr_markdown_()
     assert check_fit(toy_lm, [s.words for s in english[:0]] + [["the", "cows", "."]]).admonition() is None
 

@@ -123,3 +123,16 @@ def test_the_api_cmi_trees_are_chapter_ones(truth):
     assert chapter.estimator == api.estimator == "top-K grid"
     assert api.trees == [dep.decode(M) for M in chapter.scores]
     assert list(api.undetermined) == dep.undetermined(chapter.scores, chapter.bounds)
+
+
+def test_top_candidates_are_a_stable_sorts_prefix():
+    """The candidates come from a partition, not a sort of the whole vocabulary: the same ids in the same
+    order as a stable sort's first ``cap``, ties (the truth's equal probabilities) in index order."""
+    from mlmbook.dependencies.cmi import top_stable
+    rng = np.random.default_rng(0)
+    for _ in range(500):
+        n = int(rng.integers(1, 40))
+        values = rng.integers(-3, 3, n).astype(float) if rng.random() < 0.5 else rng.standard_normal(n)
+        values[rng.random(n) < 0.2] = -np.inf
+        cap = int(rng.integers(0, n + 3))
+        np.testing.assert_array_equal(top_stable(values, cap), np.argsort(-values, kind="stable")[:cap])

@@ -51,6 +51,7 @@ def test_interval_text_and_described():
     iv = stats.Interval(-0.0004, -0.02, 0.0102, n=12)
     assert J.interval_text(iv, 3) == "0.000 [-0.020, 0.010]"               # never -0.000
     assert J.interval_text(stats.Interval(0.5, -np.inf, np.inf), 2) == "0.50 [unbounded]"
+    assert J.interval_text(stats.Interval(0.0, 0.0, 0.369), 3) == "0 [0, 0.369]"       # an exact zero is 0
     glued = J.Described(stats.Interval(0.25, 0.1, np.inf, n=4), 2).glue_fields()
     assert glued == {"estimate": 0.25, "low": 0.1, "n": 4, "text": "0.25 [unbounded]"}
     assert J.Described(iv).to_record()["kind"] == "interval"

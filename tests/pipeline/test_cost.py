@@ -117,3 +117,19 @@ def test_the_cost_command_prints_without_building(wordpiece_bert, capsys, tmp_pa
     out = capsys.readouterr().out
     assert out.startswith("02_joints with ") and "estimate" in out
     assert not (tmp_path / "build").exists()
+
+
+def test_the_overhead_grows_with_the_vocabulary_where_a_slope_was_measured(tmp_path):
+    """Work outside the model scales with the pieces each query's distribution spans: o + s (V - V0)."""
+    import json
+    (tmp_path / "results" / "timings").mkdir(parents=True)
+    (tmp_path / cost.OVERHEAD_FILE).write_text(json.dumps({
+        "seconds": {"quick": {"01_dependencies": 10.0, "05_glauber": 20.0}},
+        "per_piece": {"quick": {"01_dependencies": 1e-4}}}))
+    v = cost.CALIBRATION_PIECES + 100_000
+    assert cost.overhead_seconds("01_dependencies", "quick", tmp_path, pieces=v) == pytest.approx(20.0)
+    assert cost.overhead_seconds("01_dependencies", "quick", tmp_path) == 10.0          # no vocabulary given
+    assert cost.overhead_seconds("05_glauber", "quick", tmp_path, pieces=v) == 20.0      # no slope measured
+    # a chapter whose queries are not counted one by one: its measured time is the whole estimate
+    text = cost.paragraph("05_glauber", "m", None, 1.0, overhead=20.0)
+    assert "not counted one by one" in text and "(20.0 s in all)" in text

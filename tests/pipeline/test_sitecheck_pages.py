@@ -114,7 +114,9 @@ def test_numbers_that_look_like_templates_but_are_not_pass(tiny_site, chromium, 
     """No false alarms: a negative interval end, 0.1 of a verdict, 'Figure 1 shows', code names."""
     insert = ("<p>The interval is [−0.048, +0.035] and 1e-05 is small; Figure 1 shows 10.1 verdicts per page.</p>"
               "<p>2 of the 3 seeds, 10% and 50 % of pairs, 0.001 [0.000, 0.004], 3.14159 and 0.12345.</p>"
-              "<p>Set <code>allow_unknown</code> and <code>p_T</code> in code; at most one verdict; 1 verdict.</p>")
+              "<p>Set <code>allow_unknown</code> and <code>p_T</code> in code; at most one verdict; 1 verdict.</p>"
+              "<p>doi:10.3115/1218955.1219016</p>"                   # a DOI is not an unrounded number
+              "<table><tr><td>0.0520</td><td>164</td><td>100</td></tr></table>")   # cells read apart
     problems = _check(doctored(tiny_site, tmp_path, insert=insert))
     assert problems == [], problems
 
