@@ -315,3 +315,18 @@ def test_allow_unknown_runs_the_toy_model_on_a_treebank_and_shows_the_fit_warnin
     shown = [o.get("data", {}).get("text/html", "") for c in nb.cells if c.cell_type == "code"
              and "remove-cell" not in c.metadata.get("tags", []) for o in c.get("outputs", [])]
     assert any("admonition warning" in h and "allow_unknown" in h for h in shown)
+
+
+@pytest.mark.slow
+def test_the_apis_cmi_trees_are_chapter_1s_recorded_trees(quick_book):
+    """The research API, given chapter 1's sentences and its budget per sentence, returns the trees chapter 1
+    recorded for its MLM (one candidate policy, sentence by sentence)."""
+    import mlmbook
+    r = quick_book.results(SLUG)
+    sentences = [mlmbook.Sentence(words=s["words"], heads=s["heads"], upos=s["upos"]) for s in r["main_sentences"]]
+    lm = mlmbook.load_mlm("toy", profile="quick", seed=0)                   # the chapter's model in this build
+    res = mlmbook.dependency_trees(lm, sentences, method="cmi", budget_rows=r["grid_budget"] / len(sentences),
+                                   window=9)
+    assert len(res.trees) == len(r["mlm_cmi_trees"]) == r["n_main"]
+    assert [sorted(sorted(e) for e in t) for t in res.trees] == r["mlm_cmi_trees"]
+    assert res.estimator == r["cmi_estimator"]
