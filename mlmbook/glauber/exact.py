@@ -346,11 +346,13 @@ def spectral_gap(P, pi=None, reversible: bool | None = None, dense_below: int = 
     else:
         op = spla.LinearOperator((S, S), matvec=lambda v: A @ v - left * (right @ v), dtype=np.float64)
         solve = spla.eigsh if reversible else spla.eigs
+        v0 = np.random.default_rng(0).random(S) + 0.5     # ARPACK's own start is random: the same run, same digits
         try:
-            ev = solve(op, k=1, which="LM", return_eigenvectors=False)
+            ev = solve(op, k=1, which="LM", v0=v0, return_eigenvectors=False)
         except (spla.ArpackError, spla.ArpackNoConvergence):          # a hard case: more room, then dense
             try:
-                ev = solve(op, k=1, which="LM", ncv=min(S - 1, 80), maxiter=50 * S, return_eigenvectors=False)
+                ev = solve(op, k=1, which="LM", ncv=min(S - 1, 80), maxiter=50 * S, v0=v0,
+                           return_eigenvectors=False)
             except (spla.ArpackError, spla.ArpackNoConvergence):
                 M = A.toarray() - np.outer(left, right)
                 ev = np.linalg.eigvalsh((M + M.T) / 2) if reversible else np.linalg.eigvals(M)
