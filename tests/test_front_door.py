@@ -85,7 +85,8 @@ def test_a_length_option_names_its_knob(english_wordpiece, capsys):
         mlmbook.dependency_trees(english_wordpiece, toy_text, max_words=2)
     assert cli_research.main(["trees", english_wordpiece, str(toy_text), "--max-words", "2"]) == 1
     assert "--max-words" in _one_line(capsys.readouterr().err)
-    res = mlmbook.dependency_trees(english_wordpiece, toy_text, max_words=4, limit=3)
+    # the length policy, not the fit (150 steps of training land near chance under some thread schedules)
+    res = mlmbook.dependency_trees(english_wordpiece, toy_text, max_words=4, limit=3, allow_unknown=True)
     assert len(res.trees) == 3 and all(len(g) + 1 <= 4 for g in res.gold)
     assert "outside 3–4 words" in res.corpus.summary()
 
