@@ -44,7 +44,8 @@ def _parser() -> argparse.ArgumentParser:
                         "(default: all)")
     b.add_argument("--profile", default="full", choices=BUILDABLE,
                    help="quick: seconds per chapter (tests); full: the book (default); "
-                        "pilot: the plans' planning SDs, on seeds no reference uses (mlmbook.plans)")
+                        "pilot: the plans' planning SDs, on seeds no reference uses (mlmbook.plans); "
+                        "extended: every question at its planned sample (hours; see cost --workers)")
     b.add_argument("-p", "--parameter", nargs=2, action="append", default=[],
                    metavar=("NAME", "VALUE"),
                    help="set a chapter parameter, e.g. -p model bert-base-uncased")
@@ -58,7 +59,10 @@ def _parser() -> argparse.ArgumentParser:
                    help="stop at the first failing chapter")
     b.add_argument("--update-reference", action="store_true",
                    help="also copy the results (and a whole-book build's timings) to the committed "
-                        "results/ folder; only with --profile full and no -p parameters")
+                        "results/<profile>/ folder; only with --profile full or extended and no -p parameters")
+    b.add_argument("--resume", action="store_true",
+                   help="keep the chapters this build folder finished earlier with the same profile and "
+                        "parameters (an interrupted build continues; trained models are always reused)")
     b.add_argument("--root", help="the book's root directory (default: found from here)")
     b.add_argument("-v", "--verbose", action="store_true", help="show jupyter-book's output")
     b.add_argument("--scheduler", metavar="ADDRESS",
@@ -107,7 +111,7 @@ def _cmd_build(args) -> int:
                   solutions=not args.no_solutions, execute=not args.render_only,
                   fail_fast=args.fail_fast, verbose=args.verbose, render_site=not args.no_render,
                   update_reference=args.update_reference, scheduler=args.scheduler, shared_cache=args.shared_cache,
-                  resource=args.large_model_resource)
+                  resource=args.large_model_resource, resume=args.resume)
     print(index)
     return 0
 

@@ -223,24 +223,25 @@ decoder together). The fourth edition ran the knob and the controls at width 32,
 reversed; their results stay on the page (:mod:`mlmbook.deficiency.earlier`)."""
 
 
-CH4_SEEDS = {"quick": 3, "full": 6, "extended": 126}
+CH4_SEEDS = {"quick": 3, "full": 6, "extended": 37}
 CH4_SEEDS[PILOT] = 5                    # the pilot: five seeds for the planning SD (offset: chapter_models)
 """Pretraining seeds of chapter 4's pair, per profile (its questions are about training recipes: the seed
-is the unit; the controls and the knob may train fewer, :data:`CH4_ARMS`). The extended profile trains 1.2x
-what the largest of its questions needs at 80 % power (the fine-tuning question, 105 seeds, from the full
-reference's per-seed spread; the rank questions need 7–22)."""
+is the unit; the controls and the knob may train fewer, :data:`CH4_ARMS`). The extended profile trains
+what its questions need at 80 % power, the larger of the planned N (``results/plans/04_deficiency.json``)
+and the N at the full reference's observed SD: the knob's 37 seeds need the pair at 37 (the knob is
+compared seed by seed with the pair); the rank gap needs 22, the downstream probe 9."""
 
 CH4_ARMS = {"full": dict(fit=3, deep=3, knob=3)}
 """Seeds of chapter 4's controls and knob where a profile trains fewer than the pair's
 (:data:`CH4_SEEDS`); every other profile trains all of them at every seed of the pair.
 
 The full profile's budget (20 minutes from an empty cache on 2 cores) cannot give the rank questions
-their planned 16 seeds: a seed of the pair costs about 90 core-seconds by
+their planned seeds: a seed of the pair costs about 90 core-seconds by
 :func:`mlmbook.models.prepare.estimated_seconds`, a fit-matched MLM 35, a depth-matched one 45 and the
-knob's pair 90, so the four questions at 16 seeds would add some 55 core-minutes to the build's 37. It trains
-the pair at six seeds — whose MLMs are chapter 3's token-masked twins, which it needs at six seeds anyway —
-and the controls and the knob at three; those questions are answered at their planned size in the extended
-profile, which trains every arm at every seed."""
+knob's pair 90. It trains the pair at six seeds — whose MLMs are chapter 3's token-masked twins, which it
+needs at six seeds anyway — and the controls and the knob at three. The extended profile trains every arm
+at every seed of the pair (37): the controls and the knob share one sample (``zoo.CH4_ARMS``, the fewest
+seeds of an arm), and the knob needs 37 (the fit-matched control 26, the depth-matched 17)."""
 
 
 def chapter4(profile: str) -> list[Job]:

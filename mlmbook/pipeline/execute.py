@@ -252,7 +252,7 @@ def build(root: str | os.PathLike | None = None, chapters: list[str] = (),
           solutions: bool = True, execute: bool = True, fail_fast: bool = False,
           progress: bool | None = None, verbose: bool = False, render_site: bool = True,
           update_reference: bool = False, scheduler: str | None = None, shared_cache: bool | None = None,
-          resource: str | None = None) -> Path:
+          resource: str | None = None, resume: bool = False) -> Path:
     """Execute the requested chapters and render the site.
 
     Nothing tracked by git changes: executed notebooks, results and timings live under the
@@ -284,8 +284,8 @@ def build(root: str | os.PathLike | None = None, chapters: list[str] = (),
         False stops after executing (``_build/exec``, ``_build/results``); nothing is rendered.
     update_reference : bool
         Also copy the executed chapters' results (and a whole-book build's timings) to the
-        committed ``results/full/`` and ``results/timings/``; only for the default full
-        profile (no ``-p`` parameters).
+        committed ``results/<profile>/`` and ``results/timings/``; only for the full and extended
+        profiles without ``-p`` parameters.
     scheduler : str, optional
         The address of an existing Dask cluster's scheduler (default ``$MLMBOOK_SCHEDULER``, else a
         local cluster of ``$MLMBOOK_TRAIN_WORKERS`` processes, one per core); checked before anything
@@ -296,6 +296,10 @@ def build(root: str | os.PathLike | None = None, chapters: list[str] = (),
     resource : str, optional
         A Dask resource (e.g. ``"GPU"``) a chapter on a large model asks one of, instead of
         running alone after every other task.
+    resume : bool
+        Keep the chapters this build folder finished earlier with the same profile and parameters,
+        whose source has not changed since (:func:`finished_earlier`); the trained models are reused
+        from the cache either way, so an interrupted build continues where it stopped.
 
     Returns
     -------
@@ -321,15 +325,21 @@ def build(root: str | os.PathLike | None = None, chapters: list[str] = (),
     if progress is None:
         progress = sys.stderr.isatty()
 
-    if update_reference and (profile != "full" or parameters or not execute):
-        raise UsageError("--update-reference records the default full-profile numbers: use it with "
-                         "--profile full, without -p parameters and without --render-only")
+    if update_reference and (profile not in REFERENCE_PROFILES or parameters or not execute):
+        raise UsageError("--update-reference records the default numbers of a reference profile: use it with "
+                         f"--profile {' or '.join(REFERENCE_PROFILES)}, without -p parameters and without --render-only")
     plans = plan_parameters(selected, list(parameters), profile)  # all checked up front
+    kept_earlier = []
+    if resume:
+        kept_earlier = [c.slug for c, values in plans if finished_earlier(layout, c, values)]
+        for slug in kept_earlier:
+            say(f"resume: {slug} finished earlier with these parameters; kept")
+        plans = [(c, v) for c, v in plans if c.slug not in kept_earlier]
     check_inputs(plans, profile)  # treebank, window, weights, model/text fit: before any training or kernel
     shared = env_flag("MLMBOOK_SHARED_CACHE") if shared_cache is None else shared_cache
     with build_lock(layout), interrupt_on_sigterm():
         return _build(layout, all_chapters, plans, profile, solutions, fail_fast, progress, verbose, render_site,
-                      update_reference, where, shared, resource)
+                      update_reference, where, shared, resource, kept_earlier)
 
 
 @contextlib.contextmanager
@@ -354,8 +364,29 @@ def _still(what: str):
         done.set()
 
 
+REFERENCE_PROFILES = ("full", "extended")
+"""The profiles whose default numbers are committed (``results/<profile>/``)."""
+
+
+def finished_earlier(layout: Layout, chapter, values: dict) -> bool:
+    """Whether this build folder holds ``chapter``'s finished run with exactly ``values`` as parameters:
+    its executed notebook and results exist (a killed chapter leaves neither, :func:`clean_leftovers`),
+    the notebook's recorded parameters are ``values`` and the chapter's source is older than both."""
+    import nbformat
+
+    notebook, results = layout.exec / f"{chapter.slug}.ipynb", layout.results / f"{chapter.slug}.json"
+    if not (notebook.is_file() and results.is_file()):
+        return False
+    try:
+        params = nbformat.read(notebook, as_version=4).metadata.get("papermill", {}).get("parameters", {})
+    except Exception:  # unreadable: run it again
+        return False
+    newest = chapter.path.stat().st_mtime
+    return params == values and notebook.stat().st_mtime > newest and results.stat().st_mtime > newest
+
+
 def _build(layout, all_chapters, plans, profile, solutions, fail_fast, progress, verbose, render_site,
-           update_reference, scheduler, shared, resource) -> Path:
+           update_reference, scheduler, shared, resource, kept_earlier=()) -> Path:
     announce_cost(plans)          # a real model: the time estimate per chapter, before anything runs
     if plans:  # what a killed build left: temporary notebooks, results of unfinished chapters
         clean_leftovers(layout.exec, layout.results)
@@ -379,7 +410,8 @@ def _build(layout, all_chapters, plans, profile, solutions, fail_fast, progress,
 
     if not render_site:
         if update_reference:
-            for path in update_reference_files(layout, [c.slug for c, _ in plans], None):
+            for path in update_reference_files(layout, [c.slug for c, _ in plans] + list(kept_earlier), None,
+                                               profile):
                 say(f"updated reference {path.relative_to(layout.root)}")
         return layout.exec
     executed_now = {c.slug for c, _ in plans}
@@ -401,12 +433,13 @@ def _build(layout, all_chapters, plans, profile, solutions, fail_fast, progress,
     with _still("rendering the site"):
         index = render(layout, stage(layout, notebooks, solutions=solutions), verbose=verbose)
     write_notebooks_branch(layout, notebooks)
-    whole_book = len(plans) == len(all_chapters) and all(v == {"profile": profile} for _, v in plans)
+    whole_book = len(plans) + len(kept_earlier) == len(all_chapters) and \
+        all(v == {"profile": profile} for _, v in plans)
     kept = None
     if whole_book and plans:
         kept = keep_timings(layout, profile, timings, time.perf_counter() - t_render,
                              time.perf_counter() - t_book, trained)
     if update_reference:
-        for path in update_reference_files(layout, [c.slug for c, _ in plans], kept):
+        for path in update_reference_files(layout, [c.slug for c, _ in plans] + list(kept_earlier), kept, profile):
             say(f"updated reference {path.relative_to(layout.root)}")
     return index

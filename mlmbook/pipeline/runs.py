@@ -112,18 +112,20 @@ def keep_timings(layout: Layout, profile: str, chapters: dict, render_s: float, 
     return path
 
 
-def update_reference_files(layout: Layout, slugs: list[str], timings: Path | None) -> list[Path]:
+def update_reference_files(layout: Layout, slugs: list[str], timings: Path | None,
+                           profile: str = "full") -> list[Path]:
     """Copy this build's results (and whole-book timings) to the committed ``results/`` folder.
 
     ``results/full/<slug>.json`` holds the numbers of a default full-profile run: the
     chapters' prose was written against them and the tests assert its claims on them, so
-    they change only by ``python -m mlmbook build --profile full --update-reference``.
+    they change only by ``python -m mlmbook build --profile full --update-reference``;
+    ``results/extended/`` likewise holds the extended profile's (``--profile extended``).
     """
     written = []
     for slug in slugs:
         src = layout.results / f"{slug}.json"
         if src.is_file():
-            dest = layout.root / "results" / "full" / src.name
+            dest = layout.root / "results" / profile / src.name
             _write_json(dest, json.loads(src.read_text()))
             written.append(dest)
     if timings is not None and timings.is_file():
