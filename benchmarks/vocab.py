@@ -9,8 +9,10 @@ are random) in a child process; its wall time and the largest resident memory of
 
 ``python -m benchmarks.vocab calibrate [V]`` measures how the time outside the model grows with the vocabulary
 (on a 100,000-piece model by default; :func:`mlmbook.pipeline.cost.overhead_seconds` reads it), and
-``python -m benchmarks.vocab [V ...]`` (default 50,000 and 250,000, neither the calibration's) checks the estimate:
-it prints a Markdown table.
+``python -m benchmarks.vocab memory [V]`` measures each chapter's peak memory on the calibration model and on a
+``V``-piece one (100,000 by default) and records the line through them (``peak_gib``, read by
+:func:`mlmbook.pipeline.cost.peak_gib`), and ``python -m benchmarks.vocab [V ...]`` (default 50,000 and 250,000,
+neither the calibration's) checks the estimates: it prints a Markdown table.
 """
 from __future__ import annotations
 
@@ -133,6 +135,37 @@ def calibrate(pieces: int = CALIBRATE_AT) -> dict:
     return slopes
 
 
+def memory(pieces: int = CALIBRATE_AT) -> dict:
+    """Measure each chapter's peak memory on the calibration model and on a ``pieces``-piece one, and record
+    ``[GiB at the calibration model, GiB per further piece]`` per chapter (``peak_gib`` in
+    ``results/timings/overhead.json``). Memory, unlike time, does not depend on what else the machine runs."""
+    from mlmbook.paths import write_json_atomic
+    from mlmbook.pipeline import cost
+    path = ROOT / cost.OVERHEAD_FILE
+    peaks = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        for v in (cost.CALIBRATION_PIECES, pieces):
+            model = save_model(folder, v)
+            for chapter in CHAPTERS:
+                row = measure(chapter, model, folder / f"build_{v}_{chapter}")
+                found, _ = _plan(chapter, model)
+                print(found.slug, v, row, file=sys.stderr, flush=True)
+                if row["ok"] and row["peak_gib"] is not None:
+                    peaks.setdefault(found.slug, {})[v] = row["peak_gib"]
+    data = json.loads(path.read_text())
+    data.setdefault("peak_gib", {})["quick"] = {
+        slug: [round(p[cost.CALIBRATION_PIECES], 3),
+               (p[pieces] - p[cost.CALIBRATION_PIECES]) / (pieces - cost.CALIBRATION_PIECES)]
+        for slug, p in peaks.items() if len(p) == 2}
+    data["peak_gib_how"] = (f"`python -m benchmarks.vocab memory`: the largest resident memory of `build N --profile "
+                            f"quick` on random WordPiece BERTs (hidden 32, 2 layers) of {cost.CALIBRATION_PIECES:,} "
+                            f"and {pieces:,} pieces: GiB at the first, GiB per further piece; measured "
+                            f"{time.strftime('%Y-%m-%d %H:%M')}")
+    write_json_atomic(path, data, indent=1, sort_keys=True)
+    return data["peak_gib"]["quick"]
+
+
 def measure(chapter: str, model: str, build: Path) -> dict:
     """Wall time, peak resident memory (GiB) and outcome of building ``chapter`` alone on ``model``."""
     env = {**os.environ, "MLMBOOK_BUILD": str(build), "HF_HUB_OFFLINE": "1"}
@@ -186,5 +219,7 @@ def table(rows: list[dict]) -> list[str]:
 if __name__ == "__main__":
     if sys.argv[1:2] == ["calibrate"]:
         print(calibrate(int(sys.argv[2]) if len(sys.argv) > 2 else CALIBRATE_AT))
+    elif sys.argv[1:2] == ["memory"]:
+        print(memory(int(sys.argv[2]) if len(sys.argv) > 2 else CALIBRATE_AT))
     else:
         print("\n".join(table(run(tuple(int(a) for a in sys.argv[1:]) or SIZES))))

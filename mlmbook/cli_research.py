@@ -13,8 +13,10 @@
 sentence per line (``-``: standard input). Output is tab-separated text on standard output; notes
 (what was left out, the estimator, an estimate of a long run) and an error are one line each on standard
 error (an error: exit status 2 for a missing or empty input, as for ``build`` and ``cost``; 1 for any other).
-``trees`` keeps sentences of at most :data:`MAX_WORDS` scored words by default, estimates its work before
-it starts and refuses a run estimated longer than :data:`MAX_MINUTES` unless ``--max-minutes`` allows it.
+``trees`` keeps sentences of at most :data:`MAX_WORDS` scored words by default (``pll`` and ``rank`` leave out,
+and count, sentences longer than the model's window; the others read one text). Every verb estimates its
+work before it starts (:func:`mlmbook.api.models.budget`: printed when long) and refuses a run estimated
+longer than :data:`MAX_MINUTES` unless ``--max-minutes`` allows it.
 Every verb first checks that the model knows the text (:func:`mlmbook.check_fit`) and stops with one line
 when it does not; ``--allow-unknown`` runs anyway, with a warning.
 
@@ -32,7 +34,7 @@ __all__ = ["add_research_commands", "RESEARCH_COMMANDS", "run", "missing", "MAX_
 MAX_WORDS = 40
 """``trees`` keeps sentences of at most this many scored words by default (a longer one costs hours)."""
 MAX_MINUTES = 10.0
-"""``trees`` refuses a run estimated longer than this many minutes unless ``--max-minutes`` allows it."""
+"""Every verb refuses a run estimated longer than this many minutes unless ``--max-minutes`` allows it."""
 
 
 def missing(what: str, text: str, argument: str) -> str:
@@ -76,13 +78,14 @@ def _pll(args) -> None:
     sentences = _lines(args.file, "pll")
     if args.per_token:
         for k, scores in enumerate(api.pll(args.model, sentences, variant=args.variant, per_token=True,
-                                           allow_unknown=args.allow_unknown, scheduler=_scheduler(args))):
+                                           allow_unknown=args.allow_unknown, scheduler=_scheduler(args),
+                                           max_minutes=args.max_minutes)):
             for token, score in zip(scores.tokens, scores.scores):
                 print(f"{k}\t{token}\t{score:.6f}")
         return
     for sentence, score in zip(sentences, api.pll(args.model, sentences, variant=args.variant,
                                                   reduction=args.reduction, allow_unknown=args.allow_unknown,
-                                                  scheduler=_scheduler(args))):
+                                                  scheduler=_scheduler(args), max_minutes=args.max_minutes)):
         print(f"{score:.6f}\t{sentence}")
 
 
@@ -109,7 +112,7 @@ def _joint(args) -> None:
     method = {"hcb": api.HCB(pivot=int(args.pivot) if args.pivot.isdigit() else args.pivot),
               "ag": api.AG(tol=args.tol)}.get(args.method, args.method)
     joint = api.derive_joint(args.model, args.text, args.i, args.j, method=method, top_k=args.top_k,
-                             allow_unknown=args.allow_unknown)
+                             allow_unknown=args.allow_unknown, max_minutes=args.max_minutes)
     for a, b, p in joint.top(args.show):
         print(f"{p:.6f}\t{a}\t{b}")
 
@@ -117,7 +120,7 @@ def _joint(args) -> None:
 def _rectangle(args) -> None:
     from . import api
     res = api.rectangle_test(args.model, args.text, pairs=args.pair, allow_unknown=args.allow_unknown,
-                             scheduler=_scheduler(args))
+                             scheduler=_scheduler(args), max_minutes=args.max_minutes)
     for (i, j), delta, corners, bad in zip(res.pairs, res.delta, res.corners, res.inconsistent):
         print(f"{i}\t{j}\t{delta:.6g}\t{' '.join(corners)}\t{'inconsistent' if bad else 'within rounding'}")
 
@@ -125,7 +128,7 @@ def _rectangle(args) -> None:
 def _rank(args) -> None:
     from . import api
     r = api.effective_rank(args.model, _lines(args.file, "rank"), layer=args.layer, mask_rate=args.mask_rate,
-                           allow_unknown=args.allow_unknown)
+                           allow_unknown=args.allow_unknown, max_minutes=args.max_minutes)
     if r.n_too_long:
         print(f"note: {r.n_too_long} of {r.n_too_long + r.n_sentences} sentences left out: longer than the "
               f"model's window", file=sys.stderr)
@@ -136,7 +139,8 @@ def _rank(args) -> None:
 def _glauber(args) -> None:
     from . import api
     run_ = api.glauber_chains(args.model, args.text, steps=args.steps, temperature=args.temperature,
-                              chains=args.chains, seed=args.seed, allow_unknown=args.allow_unknown)
+                              chains=args.chains, seed=args.seed, allow_unknown=args.allow_unknown,
+                              max_minutes=args.max_minutes)
     for text, changed in zip(run_.texts, run_.changed):
         print(f"{changed:.2f}\t{text}")
 
@@ -171,8 +175,6 @@ def add_research_commands(subparsers) -> None:
     t.add_argument("--budget-rows", type=int, default=None,
                    help="forward passes each sentence's CMI grid may spend: its exact grid if it fits, else "
                         "top-K (default: chapter 1's full profile per sentence)")
-    t.add_argument("--max-minutes", type=float, default=MAX_MINUTES,
-                   help=f"refuse, before any work, a run estimated longer (default {MAX_MINUTES:g})")
     t.add_argument("--scheduler", **cluster)
 
     j = subparsers.add_parser("joint", help="the joint of two masked tokens (MRF, HCB, AG)")
@@ -208,6 +210,8 @@ def add_research_commands(subparsers) -> None:
     for verb in (p, t, j, r, k, g):
         verb.add_argument("--allow-unknown", action="store_true",
                           help="run even when the model does not know the text (a warning, not an error)")
+        verb.add_argument("--max-minutes", type=float, default=MAX_MINUTES,
+                          help=f"refuse, before any work, a run estimated longer (default {MAX_MINUTES:g})")
 
 
 def run(args) -> int:

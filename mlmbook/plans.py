@@ -59,11 +59,12 @@ from pathlib import Path
 import numpy as np
 
 from .paths import repo_root, write_json_atomic
-from .profiles import PILOT, seed_offset
+from .profiles import EXTENDED, PILOT, seed_offset
 from .stats import Question, by_unit, needed_units
 
 __all__ = ["PLAN_KEY", "plans_dir", "plan_path", "unit_sd_of", "from_pilot", "content_hash", "load", "save",
-           "supersede", "planning_sds", "fill", "stamp", "check", "check_references", "main"]
+           "supersede", "planning_sds", "fill", "stamp", "check", "check_references", "reference", "reference_for",
+           "main"]
 
 PLAN_KEY = "plan"
 """The results key under which a chapter records the plan it was declared under (:func:`stamp`)."""
@@ -200,6 +201,31 @@ def supersede(old: dict, new: dict, reason: str, answers: dict | None = None, da
     return {**new, "superseded": [*old.get("superseded", []), entry]}
 
 
+def reference(chapter: str, profile: str = "extended", root: str | Path | None = None) -> dict | None:
+    """The committed ``profile`` reference's answers of ``chapter``, to show beside a run's
+    (:meth:`mlmbook.stats.Study.beside`): ``{"label", "answers": {key: record}}``, None when that reference
+    has not been built. The label names the profile and the date the chapter was built (:func:`stamp`; else
+    the date of the profile's last whole-book build, where one was recorded)."""
+    base = Path(root or repo_root()) / "results"
+    path = base / profile / f"{chapter}.json"
+    if not path.is_file():
+        return None
+    results = json.loads(path.read_text())
+    when = (results.get(PLAN_KEY) or {}).get("built") or max(
+        [json.loads(t.read_text()).get("when") or "" for t in (base / "timings").glob(f"{profile}-*.json")] or [""])
+    return {"label": f"the {profile} reference" + (f", built {when}" if when else ""),
+            "answers": {rec["key"]: rec for _, rec in _answers(results)}}
+
+
+def reference_for(chapter: str, model: str = "toy", profile: str = "full", treebank=None) -> dict | None:
+    """The extended reference (:func:`reference`) to show beside a run of ``chapter``
+    (:meth:`mlmbook.stats.Study.table`): for a run on the toy language (``model`` ``"toy"``, no ``treebank``)
+    of a profile other than ``extended``; None otherwise, or when that reference has not been built."""
+    if model != "toy" or treebank is not None or profile == EXTENDED:
+        return None
+    return reference(chapter, EXTENDED)
+
+
 def planning_sds(chapter: str, root: str | Path | None = None) -> dict:
     """``{key: planning SD}`` of ``chapter``'s committed plan (empty without one)."""
     plan = load(chapter, root)
@@ -208,10 +234,11 @@ def planning_sds(chapter: str, root: str | Path | None = None) -> dict:
 
 def stamp(results: dict, chapter: str, root: str | Path | None = None) -> dict:
     """``results`` with the plan ``chapter`` was declared under, key :data:`PLAN_KEY`: its hash (None
-    without a committed plan). The build stamps every chapter's results as the chapter ends
+    without a committed plan) and when the chapter was built (``built``, UTC). The build stamps every chapter's results as the chapter ends
     (:mod:`mlmbook.pipeline.chapter_run`); :func:`check` compares the hash and each answer's planning SD."""
     plan = load(chapter, root)
-    return {**results, PLAN_KEY: {"chapter": chapter, "hash": None if plan is None else content_hash(plan)}}
+    return {**results, PLAN_KEY: {"chapter": chapter, "hash": None if plan is None else content_hash(plan),
+                                  "built": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}}
 
 
 def fill(chapter: str, questions, root: str | Path | None = None) -> list:

@@ -345,3 +345,27 @@ def test_a_missing_file_is_one_status_and_one_wording_across_the_verbs(tmp_path,
         line = _one_line(capsys.readouterr().err.strip())
         said[verb] = line.split(" (")[0].split(" file ")[1] + " " + line.split(")")[-1]
     assert len(set(said.values())) == 1, said                   # the same words but for the argument's name
+
+
+@pytest.mark.parametrize("verb", ["pll", "rank", "rectangle", "glauber", "joint"])
+def test_every_verb_is_estimated_before_work_and_refused_above_its_limit(verb, tmp_path, capsys, monkeypatch):
+    """The one cost check (mlmbook.api.models.budget) in every verb: above --max-minutes, one line with the
+    estimate, the flag and what to ask for instead, and no work; the limit it names lets the run start."""
+    from mlmbook import queries
+    monkeypatch.setattr(queries, "tokens_per_second", lambda lm, *a, **k: 10.0)      # a pinned, slow rate
+    sentence = "the farmers near the river often feed the cows ."
+    lines = tmp_path / "lines.txt"
+    lines.write_text((sentence + "\n") * 150)
+    argv = {"pll": ["pll", "toy", str(lines)], "rank": ["rank", "toy", str(lines)],
+            "rectangle": ["rectangle", "toy", "the farmers near the river often feed the cows near the river ."],
+            "glauber": ["glauber", "toy", sentence, "--steps", "100"],
+            "joint": ["joint", "toy", sentence, "1", "6", "--top-k", "150"]}[verb]
+    assert cli_research.main(argv + ["--max-minutes", "0.5"]) == 1
+    out = capsys.readouterr()
+    line = _one_line(out.err.strip())
+    assert out.out == "" and line.startswith("mlmbook: error: ") and "forward passes, estimated" in line
+    assert "--max-minutes" in line and f"for the {verb} verb" in line and "above the limit of 0.5 min" in line
+    allow = line.split("--max-minutes ")[1].split(" ")[0]
+    monkeypatch.setattr(queries, "tokens_per_second", lambda lm, *a, **k: 1e6)       # the run itself, quickly
+    assert cli_research.main(argv + ["--max-minutes", allow]) == 0
+    assert capsys.readouterr().out

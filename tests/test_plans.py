@@ -238,3 +238,36 @@ def test_a_committed_plan_rederives_from_its_committed_pilot(path):
     again = plans.from_pilot(path.stem, json.loads(data))
     keep = ("key", "effect", "unit", "planning_sd", "pilot_units", "planned_n")
     assert [{k: q[k] for k in keep} for q in again["questions"]] == [{k: q[k] for k in keep} for q in plan["questions"]]
+
+
+def test_a_run_shows_its_answers_beside_the_extended_reference(tmp_path):
+    """The answers table carries a second table with the extended reference's answers, question by question,
+    only for a toy-language run of another profile, and only once the reference exists."""
+    study = Study("chapter 9", [Question("gain", "ensemble gains", 0.02, "2 %", measure="nats"),
+                                Question("loss", "something else", 0.02, "2 %", measure="nats")])
+    study.answer("gain", [0.03, 0.05, 0.04, 0.02, 0.06, 0.05, 0.04, 0.03])
+    theirs = Study("chapter 9", list(study.questions.values()))
+    theirs.answer("gain", [0.01, -0.02, 0.0, 0.01, 0.02, -0.01] * 5)
+    assert plans.reference("99_x", root=tmp_path) is None
+    assert plans.reference_for("99_x", "toy", "full") is None                # no such reference in the repo
+    results = {"study": theirs.to_record(), "q_gain": theirs.answers["gain"].to_record()}
+    (tmp_path / "results" / "extended").mkdir(parents=True)
+    (tmp_path / "results" / "extended" / "99_x.json").write_text(json.dumps(results))
+    ref = plans.reference("99_x", root=tmp_path)
+    assert ref["label"] == "the extended reference" and set(ref["answers"]) == {"gain"}
+    (tmp_path / "results" / "timings").mkdir()
+    (tmp_path / "results" / "timings" / "extended-uncached.json").write_text(json.dumps({"when": "2026-12-06 11:00"}))
+    ref = plans.reference("99_x", root=tmp_path)
+    assert ref["label"] == "the extended reference, built 2026-12-06 11:00"
+    stamped = plans.stamp(results, "99_x", tmp_path)                           # the chapter's own date first
+    (tmp_path / "results" / "extended" / "99_x.json").write_text(json.dumps(stamped))
+    assert plans.reference("99_x", root=tmp_path)["label"] == f"the extended reference, built {stamped['plan']['built']}"
+    shown = repr(study.table(beside=ref))
+    assert repr(study.table()) in shown
+    rows = shown.split("\n\n", 1)[1].splitlines()
+    assert rows[2].startswith("Q1 | 0.040 [") and f"| {theirs.answers['gain'].verdict} | 30" in rows[2]
+    assert rows[3] == "Q2 | — | not asked | — | — | not in the reference | —"
+    assert "<table" in study.table(beside=ref)._repr_html_().split("</table>", 1)[1]
+    for model, profile, treebank in (("bert-base-uncased", "full", None), ("toy", "full", "test"),
+                                     ("toy", "extended", None)):
+        assert plans.reference_for("04_deficiency", model, profile, treebank) is None

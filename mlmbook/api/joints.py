@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import joints, queries
-from .models import as_model, guard, options_of, text_of, tokens_of
+from .models import as_model, budget, guard, options_of, text_of, tokens_of
 
 __all__ = ["HCB", "AG", "Joint", "derive_joint"]
 
@@ -132,7 +132,8 @@ def derive_joint(model, text, i: int, j: int, method="ag", top_k: int | None = N
         raise ValueError(f"unknown method {method!r}; use one of {', '.join(METHODS)}, HCB(...) or AG(...)")
     lm = as_model(model)
     text = text_of(text)
-    guard(lm, [text], options_of("derive_joint", options).allow_unknown)
+    opts = options_of("derive_joint", options, ("allow_unknown", "max_minutes"))
+    guard(lm, [text], opts.allow_unknown)
     ids, _, _ = queries.encode_sentence(lm, text)
     if not (0 <= i < len(ids) and 0 <= j < len(ids)) or i == j:
         raise ValueError(f"positions must be two different token positions in [0, {len(ids)}); the text has "
@@ -141,6 +142,9 @@ def derive_joint(model, text, i: int, j: int, method="ag", top_k: int | None = N
         candidates = None
     else:
         candidates = joints.topk_candidates(lm, [(ids, i, j)], k=top_k or 50)[0]
+    k = lm.V if candidates is None else max(len(c) for c in candidates)
+    budget(lm, f"the joint over {k} x {k} candidates", 1 + 2 * k, (1 + 2 * k) * (len(ids) + queries.SPECIALS),
+           opts.max_minutes, "joint", "ask for fewer candidates (--top-k)")
     pc = joints.pair_conditionals(lm, ids, i, j, candidates)
     converged = True
     if name == "hcb":

@@ -1,20 +1,35 @@
 """What the research API accepts: a model (a :class:`~mlmbook.models.base.MaskedLM`, or a name or a path
 loaded once with :func:`~mlmbook.models.load.load_mlm`) and text (a string, a word list or a
 :class:`~mlmbook.corpus.Sentence`, read by its surface tokens); and the one guard every call passes
-(:func:`guard`: the fit check of :mod:`mlmbook.corpus.fit`); the calls' keyword options (:class:`Options`)."""
+(:func:`guard`: the fit check of :mod:`mlmbook.corpus.fit`); the one cost check of the calls that send many
+forward passes (:func:`budget`: an estimate before the work, printed when long, refused above ``max_minutes``);
+the calls' keyword options (:class:`Options`)."""
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 from functools import lru_cache
 
+from .. import queries
 from ..corpus import Fit, Sentence, check_fit
 from ..dependencies.pieces import WINDOW
 from ..dependencies.policy import BUDGET_ROWS
+from ..errors import MLMBookError, notice
 from ..models.base import MaskedLM
 from ..models.load import load_mlm
 
-__all__ = ["as_model", "tokens_of", "text_of", "guard", "Options", "options_of"]
+__all__ = ["as_model", "tokens_of", "text_of", "guard", "budget", "CostError", "PROGRESS_SECONDS", "Options",
+           "options_of"]
+
+PROGRESS_SECONDS = 30
+"""An estimate longer than this is printed before the work, and the work shows its progress."""
+SMALL_ROWS = 256
+"""Work of at most this many forward passes is not estimated (measuring the model would cost more)."""
+
+
+class CostError(MLMBookError, ValueError):
+    """A run whose estimate is longer than the limit it was given; the message has the estimate."""
 
 
 @lru_cache(maxsize=4)
@@ -48,6 +63,32 @@ def guard(lm: MaskedLM, texts, allow_unknown: bool) -> Fit:
     return check_fit(lm, [text_of(t) for t in texts], allow=allow_unknown)
 
 
+def took(seconds: float) -> str:
+    """``"42 s"``, ``"3.5 min"`` or ``"2.1 h"``."""
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min" if seconds < 7200 else \
+        f"{seconds / 3600:.1f} h"
+
+
+def budget(lm: MaskedLM, what: str, rows: int, tokens: int, max_minutes: float | None, verb: str,
+           smaller: str) -> float:
+    """The one cost check: ``rows`` forward passes of ``tokens`` tokens in all, at the model's throughput
+    measured now (:func:`mlmbook.queries.tokens_per_second`; not measured for at most :data:`SMALL_ROWS`).
+    Printed before the work when longer than :data:`PROGRESS_SECONDS`; a :class:`CostError` naming the
+    estimate, ``--max-minutes`` of ``verb`` and ``smaller`` (how to ask for less) when longer than
+    ``max_minutes`` (None: no limit). Returns the estimated seconds."""
+    if rows <= SMALL_ROWS:
+        return 0.0
+    seconds = tokens / queries.tokens_per_second(lm)
+    text = f"{what}: about {rows:,} forward passes, estimated {took(seconds)} here"
+    if max_minutes is not None and seconds > 60 * max_minutes:
+        raise CostError(f"{text}, above the limit of {max_minutes:g} min; allow it with max_minutes "
+                        f"(--max-minutes {math.ceil(seconds / 60)} for the {verb} verb), or {smaller}, or spread "
+                        f"the work over a cluster (--scheduler)")
+    if seconds > PROGRESS_SECONDS:
+        notice(f"note: {text}")
+    return seconds
+
+
 @dataclass(frozen=True)
 class Options:
     """The keyword options of the research API's calls (each call takes those that apply to it).
@@ -66,6 +107,8 @@ class Options:
         Largest distance, in pieces, between two positions whose CMI is computed.
     scheduler : str or distributed.Client, optional
         A Dask cluster to spread the work over (for the calls that shard their sentences).
+    max_minutes : float or None
+        Refuse, before any work, a call estimated to take longer (:func:`budget`; None: no limit).
     """
 
     allow_unknown: bool = False
@@ -73,6 +116,7 @@ class Options:
     budget_rows: int = BUDGET_ROWS
     window: int | None = WINDOW
     scheduler: object = None
+    max_minutes: float | None = None
 
 
 def options_of(call: str, given: dict, accepted: tuple = ("allow_unknown",)) -> Options:

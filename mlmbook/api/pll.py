@@ -7,7 +7,7 @@ import numpy as np
 
 from .. import queries
 from ..workers.cluster import map_blocks
-from .models import as_model, guard, options_of, text_of, tokens_of
+from .models import as_model, budget, guard, options_of, text_of, tokens_of
 
 __all__ = ["TokenScores", "pll"]
 
@@ -95,7 +95,11 @@ def pll(model, sentences, variant: str = "token", per_token: bool = False, reduc
     scheduler = options.pop("scheduler", None)
     lm = as_model(model)
     sentences = [sentences] if isinstance(sentences, str) else [text_of(s) for s in sentences]
-    guard(lm, sentences, options_of("pll", options).allow_unknown)
+    opts = options_of("pll", options, ("allow_unknown", "max_minutes"))
+    guard(lm, sentences, opts.allow_unknown)
+    lengths = [len(queries.encode_sentence(lm, s)[0]) for s in sentences]         # one pass per token
+    budget(lm, f"PLL of {len(sentences)} sentences", sum(lengths),
+           sum(n * (n + queries.SPECIALS) for n in lengths), opts.max_minutes, "pll", "score fewer sentences")
     terms = map_blocks(_pll_block, sentences, lm, variant, full_softmax, scheduler=scheduler)
     if per_token:
         out = []

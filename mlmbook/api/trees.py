@@ -8,10 +8,9 @@ import numpy as np
 
 from .. import dependencies, queries, stats
 from ..corpus import ModelCorpus, Window, read_for_model
-from ..errors import MLMBookError, notice
 from ..toy import Grammar
 from ..workers.cluster import map_blocks
-from .models import as_model, options_of
+from .models import PROGRESS_SECONDS, CostError, as_model, budget, options_of
 
 __all__ = ["TreeScores", "dependency_trees", "estimate", "CostError", "METHODS", "PROGRESS_SECONDS"]
 
@@ -21,14 +20,6 @@ else a top-K grid with its bound: :func:`mlmbook.dependencies.cmi_scores`)."""
 
 MIN_WORDS = 3
 """Sentences with fewer scored words are left out, as in chapter 1: every parser gets them right."""
-PROGRESS_SECONDS = 30
-"""An estimate longer than this is printed before the work, and the work shows its progress."""
-
-
-class CostError(MLMBookError, ValueError):
-    """A run whose estimate is longer than the limit it was given; the message has the estimate."""
-
-
 @dataclass(frozen=True)
 class TreeScores:
     """Trees decoded from a model's pairwise scores and their agreement with the gold trees.
@@ -144,8 +135,8 @@ def dependency_trees(model, treebank, method: str = "cpmi", projective: bool = F
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; use one of {', '.join(METHODS)}")
     scheduler = options.pop("scheduler", None)
-    max_minutes = options.pop("max_minutes", None)
-    opts = options_of("dependency_trees", options, ("allow_unknown", "max_words", "budget_rows", "window"))
+    opts = options_of("dependency_trees", options, ("allow_unknown", "max_words", "budget_rows", "window",
+                                                    "max_minutes"))
     lm = as_model(model)
     window = Window(MIN_WORDS, opts.max_words, knob="max_words (--max-words for the trees verb)")
     corpus = read_for_model(lm, _pool(treebank, limit), window, limit=limit,
@@ -159,7 +150,9 @@ def dependency_trees(model, treebank, method: str = "cpmi", projective: bool = F
         full = len(dependencies.pieces.non_special(lm))
         ks = [dependencies.policy.sentence_candidates(len(e.piece_pairs(opts.window)), full, opts.budget_rows)
               for e in dependencies.pieces.encode_all(lm, scored.words, scored.keep)]
-    seconds = _announce(lm, scored, method, ks, opts.window, max_minutes)
+    rows, tokens = estimate(lm, scored, method, ks, opts.window)
+    seconds = budget(lm, f"{method.upper()} of {len(scored.words)} sentences", rows, tokens, opts.max_minutes,
+                     "trees", "read fewer or shorter sentences (--limit, --max-words)")
     blocks = map_blocks(_score_block, list(zip(scored.words, scored.keep, ks)), lm, method, opts.window,
                         seconds > PROGRESS_SECONDS, scheduler=scheduler)
     scores = [m for m, _ in blocks]
@@ -173,36 +166,16 @@ def dependency_trees(model, treebank, method: str = "cpmi", projective: bool = F
                       estimator, bound, corpus, undetermined)
 
 
-def estimate(lm, scored, method: str, ks, window) -> tuple[int, float]:
+def estimate(lm, scored, method: str, ks, window) -> tuple[int, int]:
     """Forward passes the scores will send (CPMI: ``m_a x n_keep`` per word; CMI: ``1 + 2K`` per piece pair,
-    ``K`` the sentence's candidates or every non-special token) and their seconds at the model's throughput,
-    measured now (:func:`mlmbook.queries.tokens_per_second`)."""
+    ``K`` the sentence's candidates or every non-special token) and their tokens in all."""
     full = len(dependencies.pieces.non_special(lm))
     rows = tokens = 0
     for e, k in zip(dependencies.pieces.encode_all(lm, scored.words, scored.keep), ks):
         per_pair = 1 + 2 * (full if k is None else k)
         n = dependencies.cpmi_rows(lm, e) if method == "cpmi" else len(e.piece_pairs(window)) * per_pair
         rows, tokens = rows + n, tokens + n * (len(e.ids) + queries.SPECIALS)
-    return rows, (tokens / queries.tokens_per_second(lm) if rows else 0.0)
-
-
-def _took(seconds: float) -> str:
-    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min" if seconds < 7200 else \
-        f"{seconds / 3600:.1f} h"
-
-
-def _announce(lm, scored, method, ks, window, max_minutes) -> float:
-    """The estimate: printed when long, a :class:`CostError` when over ``max_minutes``; its seconds."""
-    rows, seconds = estimate(lm, scored, method, ks, window)
-    what = (f"{method.upper()} of {len(scored.words)} sentences: about {rows:,} forward passes, "
-            f"estimated {_took(seconds)} here")
-    if max_minutes is not None and seconds > 60 * max_minutes:
-        raise CostError(f"{what}, above the limit of {max_minutes:g} min; allow it with max_minutes "
-                        f"(--max-minutes {math.ceil(seconds / 60)} for the trees verb), or read fewer or shorter "
-                        f"sentences (--limit, --max-words), or spread the work over a cluster (--scheduler)")
-    if seconds > PROGRESS_SECONDS:
-        notice(f"note: {what}")
-    return seconds
+    return rows, tokens
 
 
 def _score_block(block, lm, method: str, window, progress: bool = False) -> list:

@@ -92,8 +92,9 @@ class CMIScores:
         ``rows_per_pair``, the pairs' error bounds (``bound_max``, ``bound_median``, ``bound_share_small``: the
         share of pairs whose bound is below ``small`` nats), ``k_min``, the fewest candidates any sentence got
         (:data:`MIN_CANDIDATES` when a sentence's budget afforded fewer and was exceeded; every token for an
-        exact grid) and ``tv_median``, the median total variation between the chain's long-run law and the
-        model's both-masked prediction."""
+        exact grid), ``tv_median``, the median total variation between the chain's long-run law and the
+        model's both-masked prediction, and ``undetermined``, the trees the bounds cannot decide
+        (:func:`undetermined`)."""
         bounds = np.asarray(self.scores.error_bound, dtype=float)
         pairs = max(self.scores.pairs, 1)
         ks = [k for k in self.per_sentence if k is not None]
@@ -102,7 +103,8 @@ class CMIScores:
                 "pairs": int(self.scores.pairs), "rows_per_pair": self.rows / pairs, "bound_max": float(self.bound),
                 "bound_median": float(np.median(bounds)) if bounds.size else 0.0,
                 "bound_share_small": float(np.mean(bounds < small)) if bounds.size else 1.0,
-                "tv_median": float(np.median(self.scores.tv_to_marginal)) if self.scores.tv_to_marginal else 0.0}
+                "tv_median": float(np.median(self.scores.tv_to_marginal)) if self.scores.tv_to_marginal else 0.0,
+                "undetermined": int(sum(undetermined(list(self.scores), list(self.bounds)))) if self.bounds else 0}
 
 
 def _pairs(lm: "MaskedLM", sentences, keep, window) -> int:

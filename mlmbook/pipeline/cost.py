@@ -10,6 +10,12 @@ records the rest per chapter and profile in ``results/timings/overhead.json`` (t
 imports, trees, intervals, figures). On a large model the first term dominates; on a small one the
 second does.
 
+**Memory** is estimated the same way (:func:`peak_gib`): the peak resident memory ``make bench`` measured per
+chapter on two calibration models (``python -m benchmarks.vocab memory``: the line through its peaks on a
+2,000- and a 100,000-piece model) at the model's vocabulary, plus twice the model's weights (loaded, and
+a copy while loading). A build whose estimate exceeds the machine's memory is refused before any work
+(:class:`CostRefusal`), with the numbers and what to do.
+
 The rows are the masked-query rows (forward passes) a chapter will send, counted from the
 size settings the chapter itself reads (its ``SIZES`` and constants, parsed from its code
 cells, so the count follows an edit of the chapter); tokens/s is measured on the spot with a
@@ -29,20 +35,25 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..dependencies.cpmi import cpmi_rows
-from ..errors import MLMBookError
+from ..errors import MLMBookError, UsageError
 from ..queries import SPECIALS, tokens_per_second
 from . import chapters as ch
 
 if TYPE_CHECKING:
     from ..models.base import MaskedLM
 
-__all__ = ["Work", "announce", "chapter_constants", "estimate", "paragraph", "report", "rows_for", "tokens_per_second",
+__all__ = ["Work", "CostRefusal", "peak_gib", "machine_gib", "announce", "chapter_constants", "estimate", "paragraph", "report", "rows_for", "tokens_per_second",
            "overhead_seconds", "OVERHEAD_FILE", "CALIBRATION_PIECES"]
 
 OVERHEAD_FILE = "results/timings/overhead.json"
 """Where ``make bench`` records each chapter's measured time outside the model (relative to the root)."""
 CALIBRATION_PIECES = 2000
 """The vocabulary of the model the time outside the model is measured on (``benchmarks/cost.py``)."""
+
+
+class CostRefusal(UsageError):
+    """A build refused before any work: its estimated memory exceeds the machine's (the message has both)."""
+
 
 @dataclass
 class Work:
@@ -233,6 +244,37 @@ def overhead_seconds(slug: str, profile: str, root=None, pieces: int | None = No
     return float(value) + (float(slope) * max(0, pieces - CALIBRATION_PIECES) if slope else 0.0)
 
 
+def peak_gib(slug: str, profile: str, pieces: int, parameters: int, root=None) -> float | None:
+    r"""The chapter's estimated peak resident memory in GiB on a model of ``pieces`` pieces and ``parameters``
+    weights: :math:`a + b\,\max(0, V - V_0) + 2 \cdot 4P / 2^{30}`, :math:`a` and :math:`b` measured by
+    ``python -m benchmarks.vocab memory`` (``peak_gib`` in ``results/timings/overhead.json``; the quick
+    profile's stand for every profile: the tables that grow with the vocabulary are per query, not per
+    sentence); None where not measured."""
+    import json
+    from pathlib import Path
+
+    from ..paths import repo_root
+    try:
+        table = json.loads((Path(root or repo_root()) / OVERHEAD_FILE).read_text())["peak_gib"]
+        a, b = (table.get(profile) or table["quick"])[slug]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return float(a) + float(b) * max(0, pieces - CALIBRATION_PIECES) + 2 * 4 * parameters / 2 ** 30
+
+
+def machine_gib() -> float:
+    """The memory a build may use, in GiB: ``$MLMBOOK_MEMORY_GIB`` where set (a cluster's workers, a
+    container's limit), else this machine's physical memory."""
+    import os
+    if os.environ.get("MLMBOOK_MEMORY_GIB"):
+        try:
+            return float(os.environ["MLMBOOK_MEMORY_GIB"])
+        except ValueError:
+            raise UsageError(f"MLMBOOK_MEMORY_GIB={os.environ['MLMBOOK_MEMORY_GIB']!r} is not a number of GiB; "
+                             f"unset it or give one, e.g. 24") from None
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2 ** 30
+
+
 def _took(s: float) -> str:
     return f"{s:.0f} s" if s < 120 else f"{s / 60:.1f} min" if s < 7200 else f"{s / 3600:.1f} h"
 
@@ -269,7 +311,7 @@ def report(plans: list[tuple[ch.Chapter, dict]]) -> list[str]:
     loaded and timed once.
     """
     from ..models.load import TOY_MODELS, TRUTH_MODELS, load_mlm
-    out, loaded = [], {}
+    out, loaded, have = [], {}, machine_gib()
     for chapter, values in plans:
         model = values.get("model")
         if not isinstance(model, str) or model in TOY_MODELS or model in TRUTH_MODELS:
@@ -278,16 +320,25 @@ def report(plans: list[tuple[ch.Chapter, dict]]) -> list[str]:
             lm = load_mlm(model)
             loaded[model] = (lm, tokens_per_second(lm))
         lm, rate = loaded[model]
-        out.append(paragraph(chapter.slug, model, rows_for(chapter, lm, values), rate,
-                             overhead_seconds(chapter.slug, values.get("profile", "full"), chapter.path.parent.parent,
-                                              pieces=lm.V)))
+        profile, root = values.get("profile", "full"), chapter.path.parent.parent
+        text = paragraph(chapter.slug, model, rows_for(chapter, lm, values), rate,
+                         overhead_seconds(chapter.slug, profile, root, pieces=lm.V))
+        peak = peak_gib(chapter.slug, profile, lm.V, getattr(lm, "n_parameters", 0), root)
+        if peak is not None and peak > have:
+            raise CostRefusal(f"{chapter.slug} with {model} needs about {peak:.1f} GiB of memory (estimated for its "
+                              f"{lm.V:,} pieces), more than the {have:.1f} GiB here; run it where there is more "
+                              f"(a cluster's workers: --scheduler with MLMBOOK_MEMORY_GIB set to theirs)")
+        out.append(text + ("" if peak is None else f" Peak memory: about {peak:.1f} GiB of the {have:.0f} GiB here."))
     return out
 
 
 def announce(plans: list[tuple[ch.Chapter, dict]]) -> None:
-    """Print :func:`report` on stderr before a build; a failure to estimate only prints why."""
+    """Print :func:`report` on stderr before a build; a failure to estimate only prints why, a memory estimate
+    above the machine's refuses the build (:class:`CostRefusal`)."""
     try:
         lines = report(plans)
+    except CostRefusal:                                    # the one estimate that stops a build
+        raise
     except (MLMBookError, OSError, ValueError, KeyError, TypeError, RuntimeError) as err:   # advisory only
         lines = [f"no cost estimate ({type(err).__name__}: {err})"]
     for line in lines:

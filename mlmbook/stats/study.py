@@ -334,10 +334,14 @@ class Study:
                          q.test_label(), "—" if need is None else f"{need} {q.unit}s"])
         return table(rows, header=["", "claim", "effect of interest", "unit", "test", "planned N"])
 
-    def table(self, digits: int = 3):
+    def table(self, digits: int = 3, beside: dict | None = None):
         """The answers: estimate [interval], verdict, detectable effect (80 % power) / effect of interest,
-        n, the planned N (planning SD) and the N at the observed SD."""
-        from ..tables import table
+        n, the planned N (planning SD) and the N at the observed SD; with ``beside`` (a committed reference,
+        :func:`mlmbook.plans.reference_for`), a second table puts each answer beside the reference's."""
+        from ..tables import Table, table
+        if beside:
+            mine, theirs = self.table(digits), self._beside(beside, digits)
+            return Table(mine._repr_html_() + theirs._repr_html_(), f"{mine!r}\n\n{theirs!r}")
         rows = []
         for i, (key, q) in enumerate(self.questions.items(), 1):
             a = self.answers.get(key)
@@ -348,6 +352,25 @@ class Study:
         return table(rows, header=["", "question", f"estimate [{pct} interval]", "verdict",
                                    "detectable (80 % power) / effect of interest", "n", "planned N",
                                    "N at observed SD"])
+
+    def _beside(self, reference: dict, digits: int):
+        """This run's answers beside a committed reference's: per question, each one's estimate [interval],
+        verdict and *n*."""
+        from ..tables import table
+        from .intervals import Interval
+        rows = []
+        for i, key in enumerate(self.questions, 1):
+            a, ref = self.answers.get(key), reference["answers"].get(key)
+            mine = [a.interval.format(digits), a.verdict, a.n] if a else ["—", "not asked", None]
+            if ref:
+                iv = Interval.from_record({k[len("interval_"):]: v for k, v in ref.items() if k.startswith("interval_")})
+                theirs = [iv.format(digits), ref["verdict"], iv.n]
+            else:
+                theirs = ["—", "not in the reference", None]
+            rows.append([f"Q{i}", *mine, *theirs])
+        return table(rows, header=["", "this run", "verdict", "n", reference["label"], "verdict", "n"],
+                     caption=f"This run's answers beside {reference['label']} (estimate [interval at the family's "
+                             "level], verdict, units)")
 
     def to_record(self) -> dict:
         return {"kind": "study", "name": self.name, "size": self.size, "alpha": self.alpha, "level": self.level,

@@ -123,6 +123,7 @@ def test_the_api_cmi_trees_are_chapter_ones(truth):
     assert chapter.estimator == api.estimator == "top-K grid"
     assert api.trees == [dep.decode(M) for M in chapter.scores]
     assert list(api.undetermined) == dep.undetermined(chapter.scores, chapter.bounds)
+    assert chapter.summary()["undetermined"] == sum(api.undetermined)      # what the chapter's page states
 
 
 def test_top_candidates_are_a_stable_sorts_prefix():

@@ -133,3 +133,34 @@ def test_the_overhead_grows_with_the_vocabulary_where_a_slope_was_measured(tmp_p
     # a chapter whose queries are not counted one by one: its measured time is the whole estimate
     text = cost.paragraph("05_glauber", "m", None, 1.0, overhead=20.0)
     assert "not counted one by one" in text and "(20.0 s in all)" in text
+
+
+def test_the_memory_estimate_grows_with_the_vocabulary_and_the_weights(tmp_path):
+    """a + b (V - V0) + 2 x 4 bytes a weight, from the measured line; None where nothing was measured."""
+    import json
+    (tmp_path / "results" / "timings").mkdir(parents=True)
+    (tmp_path / cost.OVERHEAD_FILE).write_text(json.dumps({"peak_gib": {"quick": {"03_consistency": [1.0, 1e-5]}}}))
+    v = cost.CALIBRATION_PIECES + 100_000
+    assert cost.peak_gib("03_consistency", "full", v, 0, tmp_path) == pytest.approx(2.0)     # quick's line stands in
+    assert cost.peak_gib("03_consistency", "quick", v, 2 ** 27, tmp_path) == pytest.approx(3.0)   # + 1 GiB of weights
+    assert cost.peak_gib("01_dependencies", "quick", v, 0, tmp_path) is None
+
+
+def test_a_build_that_cannot_fit_the_machines_memory_is_refused_before_work(wordpiece_bert, capsys, tmp_path,
+                                                                            monkeypatch):
+    from mlmbook.__main__ import main
+    monkeypatch.setenv("MLMBOOK_BUILD", str(tmp_path / "build"))
+    assert cost.peak_gib("02_joints", "quick", 1000, 0) is not None          # measured by make bench
+    monkeypatch.setenv("MLMBOOK_MEMORY_GIB", "0.01")
+    assert main(["build", "2", "--profile", "quick", "--no-render", "-p", "model", wordpiece_bert]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    line = next(x for x in err if x.startswith("mlmbook: error:"))
+    assert re.search(r"02_joints with .+ needs about [\d.]+ GiB of memory .* more than the 0\.0 GiB here; run it "
+                     r"where there is more", line), line
+    assert not (tmp_path / "build" / "results" / "02_joints.json").exists()
+    monkeypatch.setenv("MLMBOOK_MEMORY_GIB", "lots")
+    assert main(["cost", "2", "--profile", "quick", "-p", "model", wordpiece_bert]) == 2
+    assert "MLMBOOK_MEMORY_GIB='lots' is not a number" in capsys.readouterr().err
+    monkeypatch.setenv("MLMBOOK_MEMORY_GIB", "24")
+    assert main(["cost", "2", "--profile", "quick", "-p", "model", wordpiece_bert]) == 0
+    assert re.search(r"Peak memory: about [\d.]+ GiB of the 24 GiB here\.", capsys.readouterr().out)

@@ -116,6 +116,24 @@ def test_update_reference_is_explicit(book):
     assert json.loads((book / "results" / "full" / "00_min.json").read_text())["profile"] == "full"
 
 
+def test_an_extended_build_records_its_reference_and_resumes_its_finished_chapters(book):
+    first = cli("build", "0", "--root", str(book), "--profile", "extended", "--no-render", "--update-reference",
+                "--resume")
+    assert first.returncode == 0, first.stderr
+    assert "resume:" not in first.stderr
+    ref = book / "results" / "extended" / "00_min.json"
+    assert json.loads(ref.read_text())["profile"] == "extended"
+    done = (book / "_build" / "results" / "00_min.json").stat().st_mtime_ns
+    again = cli("build", "0", "--root", str(book), "--profile", "extended", "--no-render", "--update-reference",
+                "--resume")
+    assert again.returncode == 0, again.stderr
+    assert "resume: 00_min finished earlier with these parameters; kept" in again.stderr
+    assert (book / "_build" / "results" / "00_min.json").stat().st_mtime_ns == done     # not run again
+    assert json.loads(ref.read_text())["profile"] == "extended"                          # still recorded
+    other = cli("build", "0", "--root", str(book), "--profile", "quick", "--no-render", "--resume")
+    assert other.returncode == 0 and "resume:" not in other.stderr                       # another profile: runs
+
+
 # ------------------------------------------------------------------ units of the checks
 
 def _nb(markdown: str, glued: dict):
