@@ -26,7 +26,7 @@ quick: $(STAMP)
 	$(PY) -m mlmbook build --profile quick
 
 test: $(STAMP)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=25
 
 test-fast: $(STAMP)
 	$(PY) -m pytest -q -m "not slow"
