@@ -234,8 +234,9 @@ def planning_sds(chapter: str, root: str | Path | None = None) -> dict:
 
 def stamp(results: dict, chapter: str, root: str | Path | None = None) -> dict:
     """``results`` with the plan ``chapter`` was declared under, key :data:`PLAN_KEY`: its hash (None
-    without a committed plan) and when the chapter was built (``built``, UTC). The build stamps every chapter's results as the chapter ends
-    (:mod:`mlmbook.pipeline.chapter_run`); :func:`check` compares the hash and each answer's planning SD."""
+    without a committed plan) and when the chapter was built (``built``, UTC). The build stamps every
+    chapter's results as the chapter ends (:mod:`mlmbook.pipeline.chapter_run`); :func:`check` compares the
+    hash and each answer's planning SD."""
     plan = load(chapter, root)
     return {**results, PLAN_KEY: {"chapter": chapter, "hash": None if plan is None else content_hash(plan),
                                   "built": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}}

@@ -261,7 +261,8 @@ def test_a_run_shows_its_answers_beside_the_extended_reference(tmp_path):
     assert ref["label"] == "the extended reference, built 2026-12-06 11:00"
     stamped = plans.stamp(results, "99_x", tmp_path)                           # the chapter's own date first
     (tmp_path / "results" / "extended" / "99_x.json").write_text(json.dumps(stamped))
-    assert plans.reference("99_x", root=tmp_path)["label"] == f"the extended reference, built {stamped['plan']['built']}"
+    label = plans.reference("99_x", root=tmp_path)["label"]
+    assert label == f"the extended reference, built {stamped['plan']['built']}"
     shown = repr(study.table(beside=ref))
     assert repr(study.table()) in shown
     rows = shown.split("\n\n", 1)[1].splitlines()

@@ -10,7 +10,7 @@ import torch
 from .. import consistency, queries
 from ..glauber import GlauberSampler
 from ..workers.cluster import map_blocks
-from .models import as_model, budget, guard, options_of, text_of, tokens_of
+from .models import Work, as_model, budget, guard, options_of, text_of, tokens_of
 
 __all__ = ["Rectangles", "rectangle_test", "GlauberRun", "glauber_chains"]
 
@@ -86,9 +86,9 @@ def rectangle_test(model, text, pairs=None, **options) -> Rectangles:
     if pairs is None:
         pairs = [(i, j) for i in range(len(ids)) for j in range(i + 1, len(ids))]
     pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
-    rows = 5 * len(pairs)          # both masked, then each position given each of the other's top two
-    budget(lm, f"rectangles of {len(pairs)} pairs", rows, rows * (len(ids) + queries.SPECIALS), opts.max_minutes,
-           "rectangle", "name fewer pairs (--pair I J) or give a shorter text")
+    rows = 5 * len(pairs)      # both masked, then each position given each of the other's top two
+    work = Work(f"rectangles of {len(pairs)} pairs", rows, rows * (len(ids) + queries.SPECIALS))
+    budget(lm, work, opts.max_minutes, "rectangle", "name fewer pairs (--pair I J) or give a shorter text")
     rows = map_blocks(_rectangle_block, list(pairs), lm, ids, scheduler=scheduler, size=PAIR_BLOCK)
     corners = [tuple(tokens_of(lm, r[:4])) for r in rows]
     delta = np.array([r[4] for r in rows], dtype=np.float64)
@@ -165,8 +165,9 @@ def glauber_chains(model, text, steps: int = 100, temperature: float = 1.0, chai
     opts = options_of("glauber_chains", options, ("allow_unknown", "max_minutes"))
     guard(lm, [text], opts.allow_unknown)
     ids, _, _ = queries.encode_sentence(lm, text)
-    budget(lm, f"{chains} chains of {steps} steps", steps * chains, steps * chains * (len(ids) + queries.SPECIALS),
-           opts.max_minutes, "glauber", "run fewer steps or chains (--steps, --chains)")
+    rows = steps * chains
+    work = Work(f"{chains} chains of {steps} steps", rows, rows * (len(ids) + queries.SPECIALS))
+    budget(lm, work, opts.max_minutes, "glauber", "run fewer steps or chains (--steps, --chains)")
     sampler = GlauberSampler(lm, temperature=temperature, seed=seed)
     states = sampler.run(torch.tensor([ids] * chains), steps, progress=False)
     texts = [" ".join(tokens_of(lm, row)) for row in states[-1]]

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import joints, queries
-from .models import as_model, budget, guard, options_of, text_of, tokens_of
+from .models import Work, as_model, budget, guard, options_of, text_of, tokens_of
 
 __all__ = ["HCB", "AG", "Joint", "derive_joint"]
 
@@ -143,8 +143,8 @@ def derive_joint(model, text, i: int, j: int, method="ag", top_k: int | None = N
     else:
         candidates = joints.topk_candidates(lm, [(ids, i, j)], k=top_k or 50)[0]
     k = lm.V if candidates is None else max(len(c) for c in candidates)
-    budget(lm, f"the joint over {k} x {k} candidates", 1 + 2 * k, (1 + 2 * k) * (len(ids) + queries.SPECIALS),
-           opts.max_minutes, "joint", "ask for fewer candidates (--top-k)")
+    work = Work(f"the joint over {k} x {k} candidates", 1 + 2 * k, (1 + 2 * k) * (len(ids) + queries.SPECIALS))
+    budget(lm, work, opts.max_minutes, "joint", "ask for fewer candidates (--top-k)")
     pc = joints.pair_conditionals(lm, ids, i, j, candidates)
     converged = True
     if name == "hcb":

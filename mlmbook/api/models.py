@@ -10,6 +10,7 @@ import math
 import os
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 from .. import queries
 from ..corpus import Fit, Sentence, check_fit
@@ -19,7 +20,7 @@ from ..errors import MLMBookError, notice
 from ..models.base import MaskedLM
 from ..models.load import load_mlm
 
-__all__ = ["as_model", "tokens_of", "text_of", "guard", "budget", "CostError", "PROGRESS_SECONDS", "Options",
+__all__ = ["as_model", "tokens_of", "text_of", "guard", "Work", "budget", "CostError", "PROGRESS_SECONDS", "Options",
            "options_of"]
 
 PROGRESS_SECONDS = 30
@@ -69,17 +70,24 @@ def took(seconds: float) -> str:
         f"{seconds / 3600:.1f} h"
 
 
-def budget(lm: MaskedLM, what: str, rows: int, tokens: int, max_minutes: float | None, verb: str,
-           smaller: str) -> float:
-    """The one cost check: ``rows`` forward passes of ``tokens`` tokens in all, at the model's throughput
+class Work(NamedTuple):
+    """What a call will send: ``rows`` forward passes of ``tokens`` tokens in all, named by ``what``."""
+
+    what: str
+    rows: int
+    tokens: int
+
+
+def budget(lm: MaskedLM, work: Work, max_minutes: float | None, verb: str, smaller: str) -> float:
+    """The one cost check: the :class:`Work`'s forward passes at the model's throughput
     measured now (:func:`mlmbook.queries.tokens_per_second`; not measured for at most :data:`SMALL_ROWS`).
     Printed before the work when longer than :data:`PROGRESS_SECONDS`; a :class:`CostError` naming the
     estimate, ``--max-minutes`` of ``verb`` and ``smaller`` (how to ask for less) when longer than
     ``max_minutes`` (None: no limit). Returns the estimated seconds."""
-    if rows <= SMALL_ROWS:
+    if work.rows <= SMALL_ROWS:
         return 0.0
-    seconds = tokens / queries.tokens_per_second(lm)
-    text = f"{what}: about {rows:,} forward passes, estimated {took(seconds)} here"
+    seconds = work.tokens / queries.tokens_per_second(lm)
+    text = f"{work.what}: about {work.rows:,} forward passes, estimated {took(seconds)} here"
     if max_minutes is not None and seconds > 60 * max_minutes:
         raise CostError(f"{text}, above the limit of {max_minutes:g} min; allow it with max_minutes "
                         f"(--max-minutes {math.ceil(seconds / 60)} for the {verb} verb), or {smaller}, or spread "

@@ -7,7 +7,7 @@ import numpy as np
 
 from .. import queries
 from ..workers.cluster import map_blocks
-from .models import as_model, budget, guard, options_of, text_of, tokens_of
+from .models import Work, as_model, budget, guard, options_of, text_of, tokens_of
 
 __all__ = ["TokenScores", "pll"]
 
@@ -98,8 +98,9 @@ def pll(model, sentences, variant: str = "token", per_token: bool = False, reduc
     opts = options_of("pll", options, ("allow_unknown", "max_minutes"))
     guard(lm, sentences, opts.allow_unknown)
     lengths = [len(queries.encode_sentence(lm, s)[0]) for s in sentences]         # one pass per token
-    budget(lm, f"PLL of {len(sentences)} sentences", sum(lengths),
-           sum(n * (n + queries.SPECIALS) for n in lengths), opts.max_minutes, "pll", "score fewer sentences")
+    work = Work(f"PLL of {len(sentences)} sentences", sum(lengths),
+                sum(n * (n + queries.SPECIALS) for n in lengths))
+    budget(lm, work, opts.max_minutes, "pll", "score fewer sentences")
     terms = map_blocks(_pll_block, sentences, lm, variant, full_softmax, scheduler=scheduler)
     if per_token:
         out = []

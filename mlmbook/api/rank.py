@@ -7,7 +7,7 @@ import numpy as np
 import torch
 
 from .. import queries, rank
-from .models import as_model, budget, guard, options_of, text_of
+from .models import Work, as_model, budget, guard, options_of, text_of
 
 __all__ = ["Ranks", "effective_rank"]
 
@@ -89,8 +89,9 @@ def effective_rank(model, sentences, layer: int = -1, mask_rate: float = 0.15, e
                          f"give shorter sentences")
     opts = options_of("effective_rank", options, ("allow_unknown", "max_minutes"))
     guard(lm, [texts[k] for k in fits], opts.allow_unknown)
-    budget(lm, f"ranks of {len(fits)} sentences", 2 * len(fits),                     # clean and masked
-           sum(2 * (len(encoded[k]) + queries.SPECIALS) for k in fits), opts.max_minutes, "rank", "read fewer sentences")
+    work = Work(f"ranks of {len(fits)} sentences", 2 * len(fits),                  # clean and masked
+                sum(2 * (len(encoded[k]) + queries.SPECIALS) for k in fits))
+    budget(lm, work, opts.max_minutes, "rank", "read fewer sentences")
     rng = np.random.default_rng(seed)
     clean, real, everything, n_mask = [], [], [], 0
     for k in fits:

@@ -1,7 +1,6 @@
 r"""Dependency trees read off a masked LM's statistical dependencies, scored by UUAS with an interval."""
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -10,7 +9,7 @@ from .. import dependencies, queries, stats
 from ..corpus import ModelCorpus, Window, read_for_model
 from ..toy import Grammar
 from ..workers.cluster import map_blocks
-from .models import PROGRESS_SECONDS, CostError, as_model, budget, options_of
+from .models import PROGRESS_SECONDS, CostError, Work, as_model, budget, options_of
 
 __all__ = ["TreeScores", "dependency_trees", "estimate", "CostError", "METHODS", "PROGRESS_SECONDS"]
 
@@ -151,8 +150,8 @@ def dependency_trees(model, treebank, method: str = "cpmi", projective: bool = F
         ks = [dependencies.policy.sentence_candidates(len(e.piece_pairs(opts.window)), full, opts.budget_rows)
               for e in dependencies.pieces.encode_all(lm, scored.words, scored.keep)]
     rows, tokens = estimate(lm, scored, method, ks, opts.window)
-    seconds = budget(lm, f"{method.upper()} of {len(scored.words)} sentences", rows, tokens, opts.max_minutes,
-                     "trees", "read fewer or shorter sentences (--limit, --max-words)")
+    work = Work(f"{method.upper()} of {len(scored.words)} sentences", rows, tokens)
+    seconds = budget(lm, work, opts.max_minutes, "trees", "read fewer or shorter sentences (--limit, --max-words)")
     blocks = map_blocks(_score_block, list(zip(scored.words, scored.keep, ks)), lm, method, opts.window,
                         seconds > PROGRESS_SECONDS, scheduler=scheduler)
     scores = [m for m, _ in blocks]

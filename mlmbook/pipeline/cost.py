@@ -42,8 +42,9 @@ from . import chapters as ch
 if TYPE_CHECKING:
     from ..models.base import MaskedLM
 
-__all__ = ["Work", "CostRefusal", "peak_gib", "machine_gib", "announce", "chapter_constants", "estimate", "paragraph", "report", "rows_for", "tokens_per_second",
-           "overhead_seconds", "OVERHEAD_FILE", "CALIBRATION_PIECES"]
+__all__ = ["Work", "CostRefusal", "peak_gib", "machine_gib", "announce", "chapter_constants", "estimate",
+           "paragraph", "report", "rows_for", "tokens_per_second", "overhead_seconds", "OVERHEAD_FILE",
+           "CALIBRATION_PIECES"]
 
 OVERHEAD_FILE = "results/timings/overhead.json"
 """Where ``make bench`` records each chapter's measured time outside the model (relative to the root)."""

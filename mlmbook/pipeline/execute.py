@@ -326,8 +326,9 @@ def build(root: str | os.PathLike | None = None, chapters: list[str] = (),
         progress = sys.stderr.isatty()
 
     if update_reference and (profile not in REFERENCE_PROFILES or parameters or not execute):
-        raise UsageError("--update-reference records the default numbers of a reference profile: use it with "
-                         f"--profile {' or '.join(REFERENCE_PROFILES)}, without -p parameters and without --render-only")
+        raise UsageError("--update-reference records the default numbers of a reference profile: use it "
+                         f"with --profile {' or '.join(REFERENCE_PROFILES)}, without -p parameters and without "
+                         "--render-only")
     plans = plan_parameters(selected, list(parameters), profile)  # all checked up front
     kept_earlier = []
     if resume:

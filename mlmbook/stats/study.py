@@ -363,14 +363,14 @@ class Study:
             a, ref = self.answers.get(key), reference["answers"].get(key)
             mine = [a.interval.format(digits), a.verdict, a.n] if a else ["—", "not asked", None]
             if ref:
-                iv = Interval.from_record({k[len("interval_"):]: v for k, v in ref.items() if k.startswith("interval_")})
+                iv = Interval.from_record({k[len("interval_"):]: v for k, v in ref.items()
+                                           if k.startswith("interval_")})
                 theirs = [iv.format(digits), ref["verdict"], iv.n]
             else:
                 theirs = ["—", "not in the reference", None]
             rows.append([f"Q{i}", *mine, *theirs])
         return table(rows, header=["", "this run", "verdict", "n", reference["label"], "verdict", "n"],
-                     caption=f"This run's answers beside {reference['label']} (estimate [interval at the family's "
-                             "level], verdict, units)")
+                     caption=f"This run beside {reference['label']}")
 
     def to_record(self) -> dict:
         return {"kind": "study", "name": self.name, "size": self.size, "alpha": self.alpha, "level": self.level,
