@@ -73,9 +73,26 @@ def _scheduler(args) -> str | None:
     return address(args.scheduler)
 
 
+def _line_of(path: str, index: int) -> str:
+    """``file:line`` of the ``index``-th sentence (non-blank line) of a file; for standard input, which."""
+    if path == "-":
+        return f"standard input, sentence {index + 1}"
+    numbers = [k for k, line in enumerate(Path(path).expanduser().read_text(encoding="utf-8").splitlines(), 1)
+               if line.strip()]
+    return f"{path}:{numbers[index]}"
+
+
 def _pll(args) -> None:
     from . import api
+    from .errors import InputTooLong, UsageError
     sentences = _lines(args.file, "pll")
+    try:
+        _pll_print(args, api, sentences)
+    except InputTooLong as err:
+        raise UsageError(f"{_line_of(args.file, err.index)}: {err}") from None
+
+
+def _pll_print(args, api, sentences) -> None:
     if args.per_token:
         for k, scores in enumerate(api.pll(args.model, sentences, variant=args.variant, per_token=True,
                                            allow_unknown=args.allow_unknown, scheduler=_scheduler(args),

@@ -12,6 +12,7 @@ class                    raised when
 ``TreebankError``        a CoNLL-U file is malformed, unusable, or not found
 ``GrammarError``         a grammar file is malformed (rules that do not sum to one, ...)
 ``DataFitError``         the model does not know the words of the chosen sentences
+``InputTooLong``         a sentence is longer than the model reads at once (``index``: which)
 ``BuildError``           the book's build: bad chapter, bad parameter, rendering failed
 =======================  =================================================================
 """
@@ -21,7 +22,7 @@ import os
 import sys
 
 __all__ = ["notice", "MLMBookError", "ModelLoadError", "TreebankError", "TreebankNotFoundError", "GrammarError",
-           "DataFitError", "BuildError", "UsageError", "ChapterFailed", "BrowserMissing"]
+           "DataFitError", "InputTooLong", "BuildError", "UsageError", "ChapterFailed", "BrowserMissing"]
 
 
 class MLMBookError(Exception):
@@ -61,6 +62,14 @@ class GrammarError(_Located, ValueError):
 
 class DataFitError(MLMBookError, ValueError):
     """A model and a treebank do not fit: too many of the sentences' tokens are unknown to the model."""
+
+
+class InputTooLong(MLMBookError, ValueError):
+    """A sentence longer than the model reads at once; ``index`` is its place (0, 1, ...) in the input."""
+
+    def __init__(self, message: str, index: int):
+        super().__init__(message)
+        self.index = index
 
 
 class BuildError(MLMBookError):

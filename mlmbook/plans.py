@@ -64,7 +64,7 @@ from .stats import Question, by_unit, needed_units
 
 __all__ = ["PLAN_KEY", "plans_dir", "plan_path", "unit_sd_of", "from_pilot", "content_hash", "load", "save",
            "supersede", "planning_sds", "fill", "stamp", "check", "check_references", "reference", "reference_for",
-           "main"]
+           "reference_glue", "main"]
 
 PLAN_KEY = "plan"
 """The results key under which a chapter records the plan it was declared under (:func:`stamp`)."""
@@ -224,6 +224,30 @@ def reference_for(chapter: str, model: str = "toy", profile: str = "full", treeb
     if model != "toy" or treebank is not None or profile == EXTENDED:
         return None
     return reference(chapter, EXTENDED)
+
+
+def reference_glue(reference: dict | None, study) -> dict:
+    """Values for prose that cites the extended reference's answers: ``ext_label`` (whose answers: the
+    reference's label, or "this run" when there is none, as in the extended build itself) and per question
+    ``ext_<key>``, "estimate [interval] (verdict, n = N)" of that reference, else of ``study`` (a
+    :class:`mlmbook.stats.Study`)."""
+    from .stats.intervals import Interval
+    out = {"ext_label": reference["label"] if reference else "this run"}
+    for key in study.questions:
+        if reference:
+            rec = reference["answers"].get(key)
+            if rec is None:
+                out[f"ext_{key}"] = "not asked"
+                continue
+            iv = Interval.from_record({k[len("interval_"):]: v for k, v in rec.items() if k.startswith("interval_")})
+            verdict = rec["verdict"]
+        elif key in study.answers:
+            iv, verdict = study.answers[key].interval, study.answers[key].verdict
+        else:
+            out[f"ext_{key}"] = "not asked"
+            continue
+        out[f"ext_{key}"] = f"{iv.format(3)} ({verdict}, n = {iv.n})"
+    return out
 
 
 def planning_sds(chapter: str, root: str | Path | None = None) -> dict:

@@ -369,3 +369,13 @@ def test_every_verb_is_estimated_before_work_and_refused_above_its_limit(verb, t
     monkeypatch.setattr(queries, "tokens_per_second", lambda lm, *a, **k: 1e6)       # the run itself, quickly
     assert cli_research.main(argv + ["--max-minutes", allow]) == 0
     assert capsys.readouterr().out
+
+
+def test_pll_names_the_line_of_a_sentence_longer_than_the_model_reads(tmp_path, capsys):
+    text = tmp_path / "lines.txt"
+    text.write_text("the farmers feed the cows .\n\n" + "the farmers near the river often feed the cows " * 2 + ".\n")
+    assert cli_research.main(["pll", "toy", str(text)]) == 2
+    out = capsys.readouterr()
+    line = _one_line(out.err.strip())
+    assert out.out == "" and line.startswith(f"mlmbook: error: {text}:3: sentence 2 has ")
+    assert "reads at once (15); leave it out or shorten it" in line

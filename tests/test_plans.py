@@ -269,6 +269,11 @@ def test_a_run_shows_its_answers_beside_the_extended_reference(tmp_path):
     assert rows[2].startswith("Q1 | 0.040 [") and f"| {theirs.answers['gain'].verdict} | 30" in rows[2]
     assert rows[3] == "Q2 | — | not asked | — | — | not in the reference | —"
     assert "<table" in study.table(beside=ref)._repr_html_().split("</table>", 1)[1]
+    glue = plans.reference_glue(ref, study)
+    assert glue["ext_label"] == ref["label"] and glue["ext_loss"] == "not asked"
+    assert glue["ext_gain"] == f"{theirs.answers['gain'].interval.format(3)} ({theirs.answers['gain'].verdict}, n = 30)"
+    own = plans.reference_glue(None, study)                                    # the extended build itself
+    assert own["ext_label"] == "this run" and own["ext_gain"].endswith(f"({study.answers['gain'].verdict}, n = 8)")
     for model, profile, treebank in (("bert-base-uncased", "full", None), ("toy", "full", "test"),
                                      ("toy", "extended", None)):
         assert plans.reference_for("04_deficiency", model, profile, treebank) is None

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import queries
+from ..errors import InputTooLong
 from ..workers.cluster import map_blocks
 from .models import Work, as_model, budget, guard, options_of, text_of, tokens_of
 
@@ -98,6 +99,10 @@ def pll(model, sentences, variant: str = "token", per_token: bool = False, reduc
     opts = options_of("pll", options, ("allow_unknown", "max_minutes"))
     guard(lm, sentences, opts.allow_unknown)
     lengths = [len(queries.encode_sentence(lm, s)[0]) for s in sentences]         # one pass per token
+    for k, n in enumerate(lengths):
+        if n > lm.max_length:
+            raise InputTooLong(f"sentence {k + 1} has {n} tokens, more than {lm.name} reads at once "
+                               f"({lm.max_length}); leave it out or shorten it", k)
     work = Work(f"PLL of {len(sentences)} sentences", sum(lengths),
                 sum(n * (n + queries.SPECIALS) for n in lengths))
     budget(lm, work, opts.max_minutes, "pll", "score fewer sentences")
