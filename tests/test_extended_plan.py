@@ -46,3 +46,16 @@ def test_the_plan_schedules_more_workers_faster_and_names_its_models():
     pairs = [j for j in zoo.chapter4("extended") if j.name.startswith("default maelm")]
     assert len(pairs) == zoo.CH4_SEEDS["extended"] and set(pairs) <= set(ch4.models)
     assert len(zoo.CH3_SEEDS["extended"]) >= 5
+
+
+def test_chapter_1s_sizes_construct_in_every_profile():
+    """Chapter 1 reads its main and models sentences as prefixes of its corpus: a profile whose corpus is
+    shorter would read fewer sentences than it declares (the extended profile's 290 read 250 once)."""
+    from mlmbook.dependencies.design import Sizes
+    chapter = next(c for c in ch.find_chapters(ch.Layout.find(ROOT)) if c.slug == "01_dependencies")
+    for profile in ("quick", "full", "pilot", "extended"):
+        sizes, _ = chapter_sizes(chapter, profile)
+        Sizes(**{k.split(".", 1)[1]: v for k, v in sizes.items() if k.startswith("SIZES.")})
+    with pytest.raises(ValueError, match="prefixes of corpus"):
+        Sizes(**{**{k.split(".", 1)[1]: v for k, v in chapter_sizes(chapter, "extended")[0].items()
+                    if k.startswith("SIZES.")}, "corpus": 250})

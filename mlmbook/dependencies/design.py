@@ -66,6 +66,11 @@ class Sizes:
     dmv_train: int
     max_words: int
 
+    def __post_init__(self):
+        if max(self.main, self.models) > self.corpus:
+            raise ValueError(f"main ({self.main}) and models ({self.models}) sentences are prefixes of corpus "
+                             f"({self.corpus}): make corpus at least {max(self.main, self.models)}")
+
 
 def nested_order(strata: Sequence[int]) -> list[int]:
     r"""An order of the items whose every prefix is a proportional stratified sample.
