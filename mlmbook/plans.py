@@ -230,23 +230,26 @@ def reference_glue(reference: dict | None, study) -> dict:
     """Values for prose that cites the extended reference's answers: ``ext_label`` (whose answers: the
     reference's label, or "this run" when there is none, as in the extended build itself) and per question
     ``ext_<key>``, "estimate [interval] (verdict, n = N)" of that reference, else of ``study`` (a
-    :class:`mlmbook.stats.Study`)."""
+    :class:`mlmbook.stats.Study`); for a question over seeds, ``ext_<key>_against``, how many of its trained
+    models' own tests point against the mean's direction at the family's level (the second method)."""
     from .stats.intervals import Interval
     out = {"ext_label": reference["label"] if reference else "this run"}
     for key in study.questions:
-        if reference:
-            rec = reference["answers"].get(key)
-            if rec is None:
-                out[f"ext_{key}"] = "not asked"
-                continue
+        if reference and key in reference["answers"]:
+            rec = reference["answers"][key]
             iv = Interval.from_record({k[len("interval_"):]: v for k, v in rec.items() if k.startswith("interval_")})
-            verdict = rec["verdict"]
-        elif key in study.answers:
-            iv, verdict = study.answers[key].interval, study.answers[key].verdict
+            verdict, second, alpha = rec["verdict"], rec.get("second") or {}, rec["alpha"] / rec["family_size"]
+        elif not reference and key in study.answers:
+            a = study.answers[key]
+            iv, verdict, second, alpha = a.interval, a.verdict, a.second, study.alpha / study.size
         else:
             out[f"ext_{key}"] = "not asked"
             continue
         out[f"ext_{key}"] = f"{iv.format(3)} ({verdict}, n = {iv.n})"
+        if second.get("per_seed"):
+            sign = np.sign(iv.estimate - study.questions[key].reference)
+            out[f"ext_{key}_against"] = sum(1 for e, p in zip(second["per_seed"], second["per_seed_p"])
+                                            if np.sign(e - study.questions[key].reference) == -sign and p <= alpha)
     return out
 
 
