@@ -223,3 +223,21 @@ def test_allow_unknown_runs_the_chapter_on_a_treebank_with_the_warning_on_the_pa
     assert r["rank_source"] == Path(path).name and r["n_rank_blocks"] >= 1
     html = [str(o.get("data", {}).get("text/html", "")) for c in run.notebook(SLUG).cells for o in c.get("outputs", [])]
     assert any("admonition warning" in h and "allow_unknown" in h for h in html)
+
+
+def test_the_extended_answers_the_page_cites_and_why_some_state_no_direction(full_results):
+    """The page cites the committed extended reference's answers (ext_<key>) and says: where an interval there
+    excludes zero and the verdict states no direction, some models' own tests point the other way."""
+    import json
+
+    from mlmbook.stats.intervals import Interval
+    r = full_results(SLUG)
+    ext = json.loads((SOURCE.parents[1] / "results" / "extended" / f"{SLUG}.json").read_text())
+    assert r["ext_label"].startswith("the extended reference, built ")
+    for key in ("rank_gap", "fit_matched", "depth_matched", "knob", "downstream"):
+        a = ext[f"q_{key}"]
+        iv = Interval.from_record({k[9:]: v for k, v in a.items() if k.startswith("interval_")})
+        assert r[f"ext_{key}"] == f"{iv.format(3)} ({a['verdict']}, n = {iv.n})"
+        excludes = not iv.low <= a["reference"] <= iv.high
+        if key != "downstream" and excludes and a["side"] not in ("above", "below"):
+            assert r[f"ext_{key}_against"] >= 1, key
