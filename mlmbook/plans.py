@@ -204,14 +204,15 @@ def supersede(old: dict, new: dict, reason: str, answers: dict | None = None, da
 def reference(chapter: str, profile: str = "extended", root: str | Path | None = None) -> dict | None:
     """The committed ``profile`` reference's answers of ``chapter``, to show beside a run's
     (:meth:`mlmbook.stats.Study.beside`): ``{"label", "answers": {key: record}}``, None when that reference
-    has not been built. The label names the profile and the date the chapter was built (:func:`stamp`; else
-    the date of the profile's last whole-book build, where one was recorded)."""
+    has not been built. The label names the profile and the date the chapter's results became the reference
+    (``reference.built``; ``plan.built`` in the references committed before that key existed; else the date
+    of the profile's last whole-book build, where one was recorded)."""
     base = Path(root or repo_root()) / "results"
     path = base / profile / f"{chapter}.json"
     if not path.is_file():
         return None
     results = json.loads(path.read_text())
-    when = (results.get(PLAN_KEY) or {}).get("built") or max(
+    when = (results.get("reference") or {}).get("built") or (results.get(PLAN_KEY) or {}).get("built") or max(
         [json.loads(t.read_text()).get("when") or "" for t in (base / "timings").glob(f"{profile}-*.json")] or [""])
     return {"label": f"the {profile} reference" + (f", built {when}" if when else ""),
             "answers": {rec["key"]: rec for _, rec in _answers(results)}}
@@ -261,12 +262,12 @@ def planning_sds(chapter: str, root: str | Path | None = None) -> dict:
 
 def stamp(results: dict, chapter: str, root: str | Path | None = None) -> dict:
     """``results`` with the plan ``chapter`` was declared under, key :data:`PLAN_KEY`: its hash (None
-    without a committed plan) and when the chapter was built (``built``, UTC). The build stamps every
-    chapter's results as the chapter ends (:mod:`mlmbook.pipeline.chapter_run`); :func:`check` compares the
-    hash and each answer's planning SD."""
+    without a committed plan). No clock time: two builds of the same code give the same bytes (when a
+    reference was made is recorded in its committed copy, :func:`mlmbook.pipeline.runs.update_reference_files`).
+    The build stamps every chapter's results as the chapter ends (:mod:`mlmbook.pipeline.chapter_run`);
+    :func:`check` compares the hash and each answer's planning SD."""
     plan = load(chapter, root)
-    return {**results, PLAN_KEY: {"chapter": chapter, "hash": None if plan is None else content_hash(plan),
-                                  "built": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}}
+    return {**results, PLAN_KEY: {"chapter": chapter, "hash": None if plan is None else content_hash(plan)}}
 
 
 def fill(chapter: str, questions, root: str | Path | None = None) -> list:

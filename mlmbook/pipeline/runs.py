@@ -119,14 +119,18 @@ def update_reference_files(layout: Layout, slugs: list[str], timings: Path | Non
     ``results/full/<slug>.json`` holds the numbers of a default full-profile run: the
     chapters' prose was written against them and the tests assert its claims on them, so
     they change only by ``python -m mlmbook build --profile full --update-reference``;
-    ``results/extended/`` likewise holds the extended profile's (``--profile extended``).
+    ``results/extended/`` likewise holds the extended profile's (``--profile extended``). The copy
+    records when it was made (``reference``: profile and UTC time); the build folder's results carry no
+    clock time.
     """
-    written = []
+    from datetime import datetime, timezone
+
+    written, now = [], datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     for slug in slugs:
         src = layout.results / f"{slug}.json"
         if src.is_file():
             dest = layout.root / "results" / profile / src.name
-            _write_json(dest, json.loads(src.read_text()))
+            _write_json(dest, {**json.loads(src.read_text()), "reference": {"profile": profile, "built": now}})
             written.append(dest)
     if timings is not None and timings.is_file():
         dest = layout.root / "results" / "timings" / timings.name

@@ -123,6 +123,8 @@ def test_an_extended_build_records_its_reference_and_resumes_its_finished_chapte
     assert "resume:" not in first.stderr
     ref = book / "results" / "extended" / "00_min.json"
     assert json.loads(ref.read_text())["profile"] == "extended"
+    assert json.loads(ref.read_text())["reference"]["profile"] == "extended"                # the copy says when
+    assert "reference" not in json.loads((book / "_build" / "results" / "00_min.json").read_text())
     done = (book / "_build" / "results" / "00_min.json").stat().st_mtime_ns
     again = cli("build", "0", "--root", str(book), "--profile", "extended", "--no-render", "--update-reference",
                 "--resume")
