@@ -10,7 +10,7 @@ import torch
 from .. import consistency, queries
 from ..glauber import GlauberSampler
 from ..workers.cluster import map_blocks
-from .models import Work, as_model, budget, guard, options_of, text_of, tokens_of
+from .models import PROGRESS_SECONDS, Work, as_model, budget, guard, options_of, text_of, tokens_of
 
 __all__ = ["Rectangles", "rectangle_test", "GlauberRun", "glauber_chains"]
 
@@ -88,8 +88,9 @@ def rectangle_test(model, text, pairs=None, **options) -> Rectangles:
     pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
     rows = 5 * len(pairs)      # both masked, then each position given each of the other's top two
     work = Work(f"rectangles of {len(pairs)} pairs", rows, rows * (len(ids) + queries.SPECIALS))
-    budget(lm, work, opts.max_minutes, "rectangle", "name fewer pairs (--pair I J) or give a shorter text")
-    rows = map_blocks(_rectangle_block, list(pairs), lm, ids, scheduler=scheduler, size=PAIR_BLOCK)
+    long = budget(lm, work, opts.max_minutes, "rectangle",
+                  "name fewer pairs (--pair I J) or give a shorter text") > PROGRESS_SECONDS
+    rows = map_blocks(_rectangle_block, list(pairs), lm, ids, long, scheduler=scheduler, size=PAIR_BLOCK)
     corners = [tuple(tokens_of(lm, r[:4])) for r in rows]
     delta = np.array([r[4] for r in rows], dtype=np.float64)
     return Rectangles(pairs, delta, corners, consistency.FLOAT32_NOISE_FLOOR)
@@ -99,9 +100,9 @@ PAIR_BLOCK = 256
 """Pairs per block of :func:`rectangle_test` (every pair of a sentence of up to 23 tokens in one)."""
 
 
-def _rectangle_block(pairs, lm, ids) -> list:
+def _rectangle_block(pairs, lm, ids, progress=False) -> list:
     """``(a, a', b, b', delta)`` of each pair of one block (on a worker, or here)."""
-    rect = consistency.top2_rectangles(lm, ids, np.asarray(pairs, dtype=np.int64).reshape(-1, 2))
+    rect = consistency.top2_rectangles(lm, ids, np.asarray(pairs, dtype=np.int64).reshape(-1, 2), progress=progress)
     return list(zip(rect.a, rect.a2, rect.b, rect.b2, np.asarray(rect.delta, dtype=np.float64)))
 
 
@@ -167,8 +168,8 @@ def glauber_chains(model, text, steps: int = 100, temperature: float = 1.0, chai
     ids, _, _ = queries.encode_sentence(lm, text)
     rows = steps * chains
     work = Work(f"{chains} chains of {steps} steps", rows, rows * (len(ids) + queries.SPECIALS))
-    budget(lm, work, opts.max_minutes, "glauber", "run fewer steps or chains (--steps, --chains)")
+    long = budget(lm, work, opts.max_minutes, "glauber", "run fewer steps or chains (--steps, --chains)")
     sampler = GlauberSampler(lm, temperature=temperature, seed=seed)
-    states = sampler.run(torch.tensor([ids] * chains), steps, progress=False)
+    states = sampler.run(torch.tensor([ids] * chains), steps, progress=long > PROGRESS_SECONDS)
     texts = [" ".join(tokens_of(lm, row)) for row in states[-1]]
     return GlauberRun(states, texts, float(temperature))

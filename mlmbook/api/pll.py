@@ -8,7 +8,7 @@ import numpy as np
 from .. import queries
 from ..errors import InputTooLong
 from ..workers.cluster import map_blocks
-from .models import Work, as_model, budget, guard, options_of, text_of, tokens_of
+from .models import PROGRESS_SECONDS, Work, as_model, budget, guard, options_of, text_of, tokens_of
 
 __all__ = ["TokenScores", "pll"]
 
@@ -105,8 +105,8 @@ def pll(model, sentences, variant: str = "token", per_token: bool = False, reduc
                                f"({lm.max_length}); leave it out or shorten it", k)
     work = Work(f"PLL of {len(sentences)} sentences", sum(lengths),
                 sum(n * (n + queries.SPECIALS) for n in lengths))
-    budget(lm, work, opts.max_minutes, "pll", "score fewer sentences")
-    terms = map_blocks(_pll_block, sentences, lm, variant, full_softmax, scheduler=scheduler)
+    long = budget(lm, work, opts.max_minutes, "pll", "score fewer sentences") > PROGRESS_SECONDS
+    terms = map_blocks(_pll_block, sentences, lm, variant, full_softmax, long, scheduler=scheduler)
     if per_token:
         out = []
         for sentence, scores in zip(sentences, terms):
@@ -116,6 +116,6 @@ def pll(model, sentences, variant: str = "token", per_token: bool = False, reduc
     return np.array([t.sum() if reduction == "sum" else (t.mean() if len(t) else np.nan) for t in terms])
 
 
-def _pll_block(sentences, lm, variant, full_softmax) -> list:
-    """The PLL terms of one block of sentences (on a worker, or here)."""
-    return queries.pll_tokens(lm, sentences, variant=variant, full_softmax=full_softmax)
+def _pll_block(sentences, lm, variant, full_softmax, progress=False) -> list:
+    """The PLL terms of one block of sentences (on a worker, or here; a progress bar when the work is long)."""
+    return queries.pll_tokens(lm, sentences, variant=variant, full_softmax=full_softmax, progress=progress)
