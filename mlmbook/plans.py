@@ -238,7 +238,7 @@ def reference_glue(reference: dict | None, study) -> dict:
     for key in study.questions:
         if reference and key in reference["answers"]:
             rec = reference["answers"][key]
-            iv = Interval.from_record({k[len("interval_"):]: v for k, v in rec.items() if k.startswith("interval_")})
+            iv = Interval.from_answer(rec)
             verdict, second, alpha = rec["verdict"], rec.get("second") or {}, rec["alpha"] / rec["family_size"]
         elif not reference and key in study.answers:
             a = study.answers[key]

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..api.models import took
 from ..dependencies.cpmi import cpmi_rows
 from ..errors import MLMBookError, UsageError
 from ..queries import SPECIALS, tokens_per_second
@@ -276,10 +277,6 @@ def machine_gib() -> float:
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2 ** 30
 
 
-def _took(s: float) -> str:
-    return f"{s:.0f} s" if s < 120 else f"{s / 60:.1f} min" if s < 7200 else f"{s / 3600:.1f} h"
-
-
 def paragraph(slug: str, model: str, work: Work | None, rate: float, overhead: float | None = None) -> str:
     """The printed estimate for one chapter (``rate`` in tokens/s; ``overhead``: the chapter's
     measured seconds outside the model, :func:`overhead_seconds`)."""
@@ -287,7 +284,7 @@ def paragraph(slug: str, model: str, work: Work | None, rate: float, overhead: f
                f" Work outside the model, measured for this chapter by `make bench`: about {overhead:.0f} s.")
     if work is None and overhead is not None:
         return (f"{slug} with {model}: its masked queries are not counted one by one; measured in all on "
-                f"calibration models by `make bench`, at this vocabulary: about {_took(overhead)} "
+                f"calibration models by `make bench`, at this vocabulary: about {took(overhead)} "
                 f"({overhead:.1f} s in all).")
     if work is None:
         return (f"{slug} with {model}: no estimate of its model time (this chapter's real-model path is not "
@@ -298,11 +295,11 @@ def paragraph(slug: str, model: str, work: Work | None, rate: float, overhead: f
     terms = sorted(work.terms.items(), key=lambda kv: -kv[1][1])
     parts = ", ".join(f"{name} {r:,} rows ({t / work.tokens:.0%})" for name, (r, t) in terms)
     text = (f"{slug} with {model}: estimate {work.rows:,} masked-query rows x {work.tokens / work.rows:.1f} "
-            f"tokens per row / {rate:,.0f} tokens/s (measured just now) = about {_took(s)} of model time "
+            f"tokens per row / {rate:,.0f} tokens/s (measured just now) = about {took(s)} of model time "
             f"({s:.1f} s); by share of tokens: {parts}.")
     if overhead is None:
         return text + " Work outside the model is not counted (run `make bench` to measure it)."
-    return text + f"{outside} In all: about {_took(s + overhead)} ({s + overhead:.1f} s in all)."
+    return text + f"{outside} In all: about {took(s + overhead)} ({s + overhead:.1f} s in all)."
 
 
 def report(plans: list[tuple[ch.Chapter, dict]]) -> list[str]:

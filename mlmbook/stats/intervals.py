@@ -124,6 +124,11 @@ class Interval:
     def from_record(cls, d: dict) -> "Interval":
         return cls(**{k: _text_to_float(v) if k in _FLOATS else v for k, v in d.items() if k != "kind"})
 
+    @classmethod
+    def from_answer(cls, record: dict) -> "Interval":
+        """The interval of a recorded answer (its ``interval_*`` fields, :meth:`Answer.to_record`)."""
+        return cls.from_record({k[len("interval_"):]: v for k, v in record.items() if k.startswith("interval_")})
+
 
 _FLOATS = ("estimate", "low", "high", "level", "se")
 

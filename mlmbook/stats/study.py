@@ -357,14 +357,12 @@ class Study:
         """This run's answers beside a committed reference's: per question, each one's estimate [interval],
         verdict and *n*."""
         from ..tables import table
-        from .intervals import Interval
         rows = []
         for i, key in enumerate(self.questions, 1):
             a, ref = self.answers.get(key), reference["answers"].get(key)
             mine = [a.interval.format(digits), a.verdict, a.n] if a else ["—", "not asked", None]
             if ref:
-                iv = Interval.from_record({k[len("interval_"):]: v for k, v in ref.items()
-                                           if k.startswith("interval_")})
+                iv = Interval.from_answer(ref)
                 theirs = [iv.format(digits), ref["verdict"], iv.n]
             else:
                 theirs = ["—", "not in the reference", None]
