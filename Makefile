@@ -16,6 +16,9 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cksum < pyproject.toml | cut -d' ' -f1)
+# the suite on two processes (pytest-xdist): each shared book is built once, in one of them, and the
+# tests that read it run there (tests/conftest.py gives every test its group); PARALLEL= runs it in one
+PARALLEL ?= -n 2 --dist loadgroup --no-loadscope-reorder
 
 .PHONY: book quick test test-fast lint bench reference setup clean distclean
 
@@ -26,10 +29,10 @@ quick: $(STAMP)
 	$(PY) -m mlmbook build --profile quick
 
 test: $(STAMP)
-	$(PY) -m pytest -q --durations=25
+	$(PY) -m pytest -q $(PARALLEL) --durations=25
 
 test-fast: $(STAMP)
-	$(PY) -m pytest -q -m "not slow"
+	$(PY) -m pytest -q $(PARALLEL) -m "not slow"
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check mlmbook tests benchmarks

@@ -160,7 +160,7 @@ def regime_map_cost(profile: str = "quick", n_pairs: int = 12, seed: int = 0) ->
     out = {"profile": profile, "pairs per rung": len(queries)}
     for rung in ladder.rungs(profile) + ladder.seed_rungs(profile)[1:]:
         c0 = time.process_time()
-        J.rung_pairs(ladder.load(rung), queries, truths)
+        J.rung_pairs(load_mlm(rung), queries, truths)
         out[f"{rung.name} seed {rung.seed}: CPU s"] = time.process_time() - c0 + 0.0
         compare.rung_kl(rung)
     out["all rungs: CPU s"] = sum(v for k, v in out.items() if k.endswith("CPU s"))

@@ -19,6 +19,7 @@ import numpy as np
 
 from . import queries
 from .models import ladder
+from .models.load import load_mlm
 from .paths import cache_dir, write_json_atomic
 from .stats import kl as _kl
 from .toy import Grammar
@@ -143,6 +144,6 @@ def rung_kl(rung: ladder.Rung, n_sentences: int = ladder.KL_SENTENCES) -> float:
             memo.unlink(missing_ok=True)                 # unreadable: measure again
     grammar = Grammar.load("toy")
     sentences = [s.words for s in grammar.sample(n_sentences, seed=424_242)]
-    kl = float(np.mean(np.concatenate(kl_to_truth(grammar, ladder.load(rung), sentences))))
+    kl = float(np.mean(np.concatenate(kl_to_truth(grammar, load_mlm(rung), sentences))))
     write_json_atomic(memo, {"kl": kl, "rung": rung.name, "sentences": n_sentences})
     return kl

@@ -187,8 +187,72 @@ def _is_slow(item) -> bool:
     return any(f is not None and _builds(f) for f in functions)
 
 
+SHARED_BUILDS = ("quick_book", "other_model_book", "tiny_site")
+"""Session fixtures that build a book once. Under ``make test`` (``pytest -n 2``, pytest-xdist) every
+test that uses one runs in the same worker process, so no book is built twice (``quick_book`` also
+always writes one folder, ``_build/quick``, which two workers must never build at once)."""
+
+GROUPS_ENV = "MLMBOOK_TEST_GROUPS"
+"""A file the workers write at collection (test → group) and the controller's scheduler reads."""
+
+
+def _group(item) -> str:
+    """A test's group: the shared book it reads, else its module (so a module's own ``scope="module"``
+    fixtures are made once, in one worker)."""
+    used = set(getattr(item, "fixturenames", ()))
+    return next((name for name in SHARED_BUILDS if name in used), item.nodeid.split("::")[0])
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    """Mark ``slow`` every test that executes a chapter or builds a book (see :data:`SLOW_FIXTURES`)."""
+    """Mark ``slow`` every test that executes a chapter or builds a book (see :data:`SLOW_FIXTURES`);
+    order the shared books' tests first, and in a worker write every test's group (:func:`_group`)."""
     for item in items:
         if item.get_closest_marker("slow") is None and _is_slow(item):
             item.add_marker(pytest.mark.slow)
+    # the shared books first: the scheduler hands the groups out in this order, so each book goes to
+    # a worker at the start instead of being the last unit of the run
+    first = {name: k for k, name in enumerate(SHARED_BUILDS)}
+    items.sort(key=lambda item: first.get(_group(item), len(first)))
+    path = os.environ.get(GROUPS_ENV)
+    if path and os.environ.get("PYTEST_XDIST_WORKER"):
+        import json
+        tmp = f"{path}.{os.environ['PYTEST_XDIST_WORKER']}"
+        with open(tmp, "w") as fh:
+            json.dump({item.nodeid: _group(item) for item in items}, fh)
+        os.replace(tmp, path)                       # both workers write the same map
+
+
+def pytest_configure(config):
+    """In the controller of a parallel run: where the workers write the groups (inherited by them)."""
+    if not os.environ.get("PYTEST_XDIST_WORKER") and getattr(config.option, "dist", "no") != "no":
+        import tempfile
+        fd, path = tempfile.mkstemp(prefix="mlmbook-test-groups-", suffix=".json")
+        os.close(fd)
+        os.environ[GROUPS_ENV] = path
+
+
+def pytest_unconfigure(config):
+    if not os.environ.get("PYTEST_XDIST_WORKER") and os.environ.get(GROUPS_ENV):
+        os.unlink(os.environ.pop(GROUPS_ENV))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadgroup`` by :func:`_group`: xdist's own reads ``xdist_group`` marks through a node id
+    that pytest 9 no longer lets a plugin change, so it would spread one book's tests over both workers."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    import json
+
+    from xdist.scheduler import LoadScopeScheduling
+
+    class BookGroups(LoadScopeScheduling):
+        groups = None
+
+        def _split_scope(self, nodeid):
+            if self.groups is None:                  # read once every worker has collected
+                with open(os.environ[GROUPS_ENV]) as fh:
+                    self.groups = json.load(fh)
+            return self.groups.get(nodeid, nodeid)
+    return BookGroups(config, log)

@@ -25,6 +25,15 @@ def _old_rule(x, groups=None, m=6):
     return stats.side(iv.low, iv.high)
 
 
+def test_the_least_sign_flip_p_of_thousands_of_units_is_a_number_not_an_overflow():
+    """Chapter 6's extended reference has 3,600 sentences; 2.0 ** 3600 overflows a float."""
+    assert paired.min_p(3) == 0.25 and paired.min_p(1) == 1.0 and paired.min_p(0) == 1.0
+    assert paired.min_p(1074) == 2.0 ** -1073 and paired.min_p(3600) == 0.0
+    rng = np.random.default_rng(0)
+    got = paired.sign_flip_p(rng.normal(0.1, 1.0, 3600), np.ones(3600))
+    assert got[2] == 0.0 and 0.0 <= got[0] <= 1.0
+
+
 # ------------------------------------------------------------------ sign-flip against brute force
 @pytest.mark.parametrize("seed, n", [(0, 5), (1, 9), (2, 12)])
 def test_exact_sign_flip_p_equals_brute_force_enumeration(seed, n):

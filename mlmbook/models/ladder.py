@@ -14,9 +14,9 @@ against it. Every rung is trained once and cached like the default model
 profile, so its snapshots cost nothing extra.
 
 >>> from mlmbook import compare
->>> from mlmbook.models import ladder
+>>> from mlmbook.models import ladder, load_mlm
 >>> for rung in ladder.rungs("quick"):                              # doctest: +SKIP
-...     lm, kl = ladder.load(rung), compare.rung_kl(rung)
+...     lm, kl = load_mlm(rung), compare.rung_kl(rung)
 
 The label itself is an analysis of the model against the truth, so it lives above the model
 layer, in :func:`mlmbook.compare.rung_kl`.
@@ -29,13 +29,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ..profiles import seed_offset, with_fallbacks
-from . import maelm
-from .base import MaskedLM
 from .cache import load_or_train
-from .hf import HFMaskedLM
 from .train import PRESETS, TrainConfig
 
-__all__ = ["Rung", "LADDERS", "SEEDS", "VERDICT_SEEDS", "MAELM_TOP", "rungs", "seed_rungs", "load", "snapshot_path",
+__all__ = ["Rung", "LADDERS", "SEEDS", "VERDICT_SEEDS", "MAELM_TOP", "rungs", "seed_rungs", "snapshot_path",
            "KL_SENTENCES"]
 
 LADDERS = {
@@ -141,11 +138,3 @@ def snapshot_path(rung: Rung):
         if path.name == wanted:
             return path
     raise FileNotFoundError(f"{rung.name}: the cached model has no snapshot {wanted}")
-
-
-def load(rung: Rung) -> MaskedLM:
-    """The rung's model behind the :class:`MaskedLM` interface (trained on first use, then cached)."""
-    path = snapshot_path(rung)
-    if rung.kind == "maelm":
-        return maelm.load(path, name=rung.label)
-    return HFMaskedLM.from_pretrained(path, name=rung.label)

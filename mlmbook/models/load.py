@@ -1,9 +1,11 @@
-"""The one loader: a masked LM by name — the toy models, the exact truth, or any Hugging Face model."""
+"""The one loader: a masked LM by name — the toy models, a chapter's trained models, a rung of the ladder,
+the exact truth, or any Hugging Face model."""
 from __future__ import annotations
 
 import os
 
 from ..toy.grammar import Grammar
+from . import ladder, maelm, zoo
 from .base import MaskedLM
 from .cache import load_or_train
 from .hf import HFMaskedLM
@@ -18,21 +20,27 @@ TRUTH_MODELS = ("truth", "truth_topic")
 """Names of the exact oracles of the same languages."""
 
 
-def load_mlm(model: str | os.PathLike = "toy", profile: str = "full", seed: int = 0, *,
-             name: str | None = None, device: str | None = None) -> MaskedLM:
-    """Load a masked LM by name.
+def load_mlm(model: str | os.PathLike | ladder.Rung | zoo.Job = "toy", profile: str = "full", seed: int = 0, *,
+             chapter: int | None = None, name: str | None = None, device: str | None = None) -> MaskedLM:
+    """Load a masked LM: by name, a chapter's trained model, a rung of the ladder, or a folder.
 
     Parameters
     ----------
-    model : str or path
+    model : str, path, Rung or Job
         ``"toy"`` / ``"toy_topic"``: the default tiny BERT trained on the toy language (trained
         on first use, then cached; ``profile`` picks the training preset); ``"truth"`` /
-        ``"truth_topic"``: the exact oracle of the same language; anything else: a Hugging Face
-        model name or a local directory written by ``save_pretrained`` (a model cache entry too).
+        ``"truth_topic"``: the exact oracle of the same language; with ``chapter``, the name a
+        chapter lists its model under (:func:`mlmbook.models.zoo.find`, e.g. ``"span s0"``);
+        a :class:`~mlmbook.models.ladder.Rung` or a :class:`~mlmbook.models.zoo.Job`: that model
+        (an MAE-LM too); anything else: a Hugging Face model name or a local directory written by
+        ``save_pretrained`` (a model cache entry too).
     profile : str
-        Training preset of the toy models (:data:`~mlmbook.models.train.PRESETS`).
+        Training preset of the toy models (:data:`~mlmbook.models.train.PRESETS`), and the profile
+        whose model list ``chapter`` reads.
     seed : int
         Training seed of the toy models.
+    chapter : int, optional
+        Read ``model`` as a name in this chapter's model list.
     name : str, optional
         A reader-facing name for the model (default: the toy model's label, the folder's name
         or the Hub name — never an absolute path).
@@ -55,9 +63,21 @@ def load_mlm(model: str | os.PathLike = "toy", profile: str = "full", seed: int 
     >>> truth.is_exact
     True
     """
+    if chapter is not None:
+        model = zoo.find(chapter, profile, str(model))
+    if isinstance(model, ladder.Rung):
+        return _trained(ladder.snapshot_path(model), model.kind, name or model.label, device)
+    if isinstance(model, zoo.Job):
+        return _trained(model.entry().path, model.kind, name or model.name or model.describe(), device)
     if isinstance(model, str) and model in TRUTH_MODELS:
         return TruthOracle(Grammar.load("toy", topic=model.endswith("_topic")))
     if isinstance(model, str) and model in TOY_MODELS:
         entry = load_or_train(grammar=model, preset=preset_for(model, profile), seed=seed)
         return HFMaskedLM.from_pretrained(entry.path, name=name or entry.label, device=device)
     return HFMaskedLM.from_pretrained(os.fspath(model), name=name, device=device)
+
+
+def _trained(path, kind: str, name: str, device: str | None) -> MaskedLM:
+    """A trained toy model's folder behind the interface (an MAE-LM runs on the CPU)."""
+    return maelm.load(path, name=name) if kind == "maelm" else HFMaskedLM.from_pretrained(path, name=name,
+                                                                                            device=device)

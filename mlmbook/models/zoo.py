@@ -5,12 +5,11 @@ knob settings, :mod:`mlmbook.toy.knobs`), a training configuration
 (:class:`~mlmbook.models.train.TrainConfig`), a seed and a kind — listed by that chapter's
 function in :data:`CHAPTER_MODELS`. The build's training step
 (:mod:`mlmbook.models.prepare`) trains whatever the chosen chapters list and the cache lacks,
-and starts a chapter only once its own models are trained; the chapter then calls
-:meth:`Job.load`, which finds the model cached.
+and starts a chapter only once its own models are trained; the chapter then loads one by its
+name with :func:`mlmbook.models.load_mlm` (``chapter=``), which finds the model cached.
 
->>> from mlmbook.models import zoo
->>> jobs = zoo.needed("quick", chapters=[1])           # doctest: +SKIP
->>> lm = jobs[0].load()                                # doctest: +SKIP
+>>> from mlmbook.models import load_mlm
+>>> lm = load_mlm("selection 1", "quick", chapter=1)   # doctest: +SKIP
 
 Add a chapter's models in its own function below (one function per chapter, each edited by
 that chapter alone) and keep its names stable: a name is how the chapter finds its model.
@@ -25,7 +24,7 @@ from ..profiles import FALLBACK, PILOT, seed_offset, with_fallbacks
 from . import stacked
 from .train import PRESETS, TrainConfig
 
-__all__ = ["Job", "CHAPTER_MODELS", "needed", "find", "chapter_models", "default_models", "chapter4_pair",
+__all__ = ["Job", "CHAPTER_MODELS", "needed", "find", "chapter_models", "default_models",
            "ch4_arm_seeds", "ch4_budget", "estimated_seconds", "TrainConfig"]
 
 
@@ -72,16 +71,6 @@ class Job:
         """The cache entry (trains on first use when the build's training step did not)."""
         from .cache import load_or_train
         return load_or_train(self.grammar_object(), preset=self.config, seed=self.seed, kind=self.kind)
-
-    def load(self):
-        """The model behind the :class:`~mlmbook.models.base.MaskedLM` interface."""
-        from . import maelm
-        from .hf import HFMaskedLM
-        entry = self.entry()
-        label = self.name or self.describe()
-        if self.kind == "maelm":
-            return maelm.load(entry.path, name=label)
-        return HFMaskedLM.from_pretrained(entry.path, name=label)
 
 
 @lru_cache(maxsize=32)
@@ -322,16 +311,6 @@ def ch4_budget(profile: str = "full") -> dict:
     pair = cost["default mlm"] + cost["default maelm"]
     return {"full_pair_seeds": CH4_SEEDS[profile], "full_arm_seeds": min(ch4_arm_seeds(profile).values()),
             "full_pair_seed_cost": round(pair), "full_controls_seed_cost": round(sum(cost.values()) - pair)}
-
-
-def chapter4_pair(model: str, profile: str) -> dict:
-    """Chapter 4's encoders: ``{(name, seed): model}``, the MLM and MAE-LM of each seed (``"default <kind>
-    s<seed>"`` of :func:`chapter4`) when ``model`` is ``"toy"``, else the one model given, as ``("MLM", 0)``."""
-    if model != "toy":
-        from .load import load_mlm
-        return {("MLM", 0): load_mlm(model)}
-    return {(name, s): find(4, profile, f"default {kind} s{s}").load()
-            for s in range(CH4_SEEDS[profile]) for name, kind in (("MLM", "mlm"), ("MAE-LM", "maelm"))}
 
 
 def chapter5(profile: str) -> list[Job]:

@@ -159,7 +159,7 @@ def _check(d, g):
 
 def min_p(n_nonzero: int, exact: bool = True) -> float:
     """The smallest two-sided p-value a sign-flip test can give with ``n_nonzero`` non-zero units."""
-    return 1.0 if n_nonzero <= 0 else min(1.0, 2.0 / 2.0 ** n_nonzero)
+    return 1.0 if n_nonzero <= 0 else min(1.0, math.ldexp(1.0, 1 - n_nonzero))   # 2^(1-n); 0.0 past ~1075 units
 
 
 # --------------------------------------------------------------------------- sign-flip

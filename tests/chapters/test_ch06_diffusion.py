@@ -113,3 +113,24 @@ def test_the_chapter_runs_on_a_saved_wordpiece_bert(other_model_book):
     text = "\n".join(c.source for c in nb.cells[first:]
                       if c.cell_type == "markdown" and "toy-only" not in _tags(c))
     assert not re.search(r"\bword noise\b|\bmask ratio\b", text.lower())
+
+
+def test_the_extended_answers_the_page_cites_and_why_some_state_no_direction(full_results):
+    """The page cites the committed extended reference's answers (ext_<key>) and says: where an interval over
+    seeds excludes zero and the verdict states no direction, some models' own tests point the other way; and
+    every question there has the units its plan asks for (the bound's sample was once cut by the pool)."""
+    import json
+
+    from mlmbook.stats.intervals import Interval
+    r = full_results(SLUG)
+    ext = json.loads((PATH.parents[1] / "results" / "extended" / f"{SLUG}.json").read_text())
+    assert r["ext_label"].startswith("the extended reference, built ")
+    for key in ("bound", "order", "parallel", "train_gen", "train_mlm"):
+        a = ext[f"q_{key}"]
+        iv = Interval.from_answer(a)
+        assert r[f"ext_{key}"] == f"{iv.format(3)} ({a['verdict']}, n = {iv.n})"
+        assert iv.n >= a["needed_planned"], (key, iv.n, a["needed_planned"])
+    a = ext["q_train_mlm"]
+    iv = Interval.from_answer(a)
+    if not iv.low <= a["reference"] <= iv.high and a["side"] not in ("above", "below"):
+        assert r["ext_train_mlm_against"] >= 1
