@@ -232,7 +232,8 @@ def reference_glue(reference: dict | None, study) -> dict:
     reference's label, or "this run" when there is none, as in the extended build itself) and per question
     ``ext_<key>``, "estimate [interval] (verdict, n = N)" of that reference, else of ``study`` (a
     :class:`mlmbook.stats.Study`); for a question over seeds, ``ext_<key>_against``, how many of its trained
-    models' own tests point against the mean's direction at the family's level (the second method)."""
+    models' own tests point against the mean's direction at the family's level (the second method), and
+    ``ext_<key>_unconfirmed``, how many do not reach that level in the mean's direction (those included)."""
     from .stats.intervals import Interval
     out = {"ext_label": reference["label"] if reference else "this run"}
     for key in study.questions:
@@ -248,9 +249,10 @@ def reference_glue(reference: dict | None, study) -> dict:
             continue
         out[f"ext_{key}"] = f"{iv.format(3)} ({verdict}, n = {iv.n})"
         if second.get("per_seed"):
-            sign = np.sign(iv.estimate - study.questions[key].reference)
-            out[f"ext_{key}_against"] = sum(1 for e, p in zip(second["per_seed"], second["per_seed_p"])
-                                            if np.sign(e - study.questions[key].reference) == -sign and p <= alpha)
+            sign, ref = np.sign(iv.estimate - study.questions[key].reference), study.questions[key].reference
+            own = list(zip(second["per_seed"], second["per_seed_p"]))
+            out[f"ext_{key}_against"] = sum(1 for e, p in own if np.sign(e - ref) == -sign and p <= alpha)
+            out[f"ext_{key}_unconfirmed"] = sum(1 for e, p in own if not (np.sign(e - ref) == sign and p <= alpha))
     return out
 
 

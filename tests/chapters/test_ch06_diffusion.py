@@ -132,5 +132,9 @@ def test_the_extended_answers_the_page_cites_and_why_some_state_no_direction(ful
         assert iv.n >= a["needed_planned"], (key, iv.n, a["needed_planned"])
     a = ext["q_train_mlm"]
     iv = Interval.from_answer(a)
+    own = list(zip(a["second"]["per_seed"], a["second"]["per_seed_p"]))
+    alpha, sign = a["alpha"] / a["family_size"], (iv.estimate > a["reference"]) - (iv.estimate < a["reference"])
+    unconfirmed = sum(1 for e, p in own if not ((e > a["reference"]) - (e < a["reference"]) == sign and p <= alpha))
+    assert r["ext_train_mlm_unconfirmed"] == unconfirmed and r["ext_train_mlm_against"] <= unconfirmed
     if not iv.low <= a["reference"] <= iv.high and a["side"] not in ("above", "below"):
-        assert r["ext_train_mlm_against"] >= 1
+        assert unconfirmed >= 1              # "Where an interval ... excludes zero and ... no direction"
