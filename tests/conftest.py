@@ -206,14 +206,15 @@ def _group(item) -> str:
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     """Mark ``slow`` every test that executes a chapter or builds a book (see :data:`SLOW_FIXTURES`);
-    order the shared books' tests first, and in a worker write every test's group (:func:`_group`)."""
+    order the long groups first, and in a worker write every test's group (:func:`_group`)."""
     for item in items:
         if item.get_closest_marker("slow") is None and _is_slow(item):
             item.add_marker(pytest.mark.slow)
-    # the shared books first: the scheduler hands the groups out in this order, so each book goes to
-    # a worker at the start instead of being the last unit of the run
+    # the scheduler hands the groups out in this order: the shared books first (each goes to a worker at
+    # the start), then the other groups with a slow test, then the unit tests, which fill the end evenly
+    slow = {_group(item) for item in items if item.get_closest_marker("slow")}
     first = {name: k for k, name in enumerate(SHARED_BUILDS)}
-    items.sort(key=lambda item: first.get(_group(item), len(first)))
+    items.sort(key=lambda item: first.get(_group(item), len(first) + (_group(item) not in slow)))
     path = os.environ.get(GROUPS_ENV)
     if path and os.environ.get("PYTEST_XDIST_WORKER"):
         import json

@@ -24,7 +24,7 @@ def test_check_fails_when_a_figure_is_missing(quick_book, chromium, tmp_path):
     images = sorted((html / "_images").glob("*.png"))
     victim = next(p for p in images if p.name in page)
     victim.unlink()
-    problems = check_site(html, None)
+    problems = check_site(html, None, pages=["book/00_toy_world.html"])       # the page that showed it
     assert any("00_toy_world" in p and "did not load" in p for p in problems), problems
 
 
