@@ -34,6 +34,15 @@ def wordpiece_bert(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def full_toy_model():
+    """The research API's default model (``"toy"``: the full profile's MLM), trained quietly when the
+    cache lacks it (about two minutes from an empty cache), so that a test of a verb's own output does
+    not read the training's progress bar."""
+    from mlmbook.models import load_or_train, preset_for
+    return load_or_train("toy", preset=preset_for("toy", "full"), seed=0, progress=False).path
+
+
+@pytest.fixture(scope="session")
 def toy_bert(tmp_path_factory):
     """An untrained BERT with the toy tokenizer (WordLevel over the toy vocabulary), saved locally."""
     from mlmbook.models.train import TrainConfig, make_model, make_tokenizer

@@ -348,7 +348,8 @@ def test_a_missing_file_is_one_status_and_one_wording_across_the_verbs(tmp_path,
 
 
 @pytest.mark.parametrize("verb", ["pll", "rank", "rectangle", "glauber", "joint"])
-def test_every_verb_is_estimated_before_work_and_refused_above_its_limit(verb, tmp_path, capsys, monkeypatch):
+def test_every_verb_is_estimated_before_work_and_refused_above_its_limit(verb, tmp_path, capsys, monkeypatch,
+                                                                       full_toy_model):
     """The one cost check (mlmbook.api.models.budget) in every verb: above --max-minutes, one line with the
     estimate, the flag and what to ask for instead, and no work; the limit it names lets the run start."""
     from mlmbook import queries
