@@ -14,6 +14,22 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")          # tests never download any
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
 
+def _one_thread_per_process():
+    """The suite runs on two processes (``make test``), one per core: each keeps torch and the BLAS to one
+    thread outside mlmbook's own calls, which set their counts by the thread policy (``mlmbook.threads``
+    reads torch's default first, for large work). Small tensors on a second, descheduled thread run
+    10–20 times slower; a test's own training loop or chart would otherwise pay it."""
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    import mlmbook.threads  # noqa: F401  (reads torch's own default before it changes)
+    torch.set_num_threads(1)
+    threadpool_limits(1, user_api="blas")
+
+
+_one_thread_per_process()
+
+
 def save_tiny_wordpiece_bert(path, corpus, vocab_size=120, seed=0):
     """A randomly initialised 2-layer BERT with a WordPiece tokenizer trained on ``corpus``.
 
@@ -34,12 +50,12 @@ def wordpiece_bert(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def full_toy_model():
-    """The research API's default model (``"toy"``: the full profile's MLM), trained quietly when the
-    cache lacks it (about two minutes from an empty cache), so that a test of a verb's own output does
-    not read the training's progress bar."""
+def quick_toy_model():
+    """The folder of the quick profile's toy MLM (the model the quick book trains first), trained quietly
+    when the cache lacks it, so that a test of a research verb's own output reads no progress bar and
+    needs no full-profile model (two minutes more from an empty cache)."""
     from mlmbook.models import load_or_train, preset_for
-    return load_or_train("toy", preset=preset_for("toy", "full"), seed=0, progress=False).path
+    return str(load_or_train("toy", preset=preset_for("toy", "quick"), seed=0, progress=False).path)
 
 
 @pytest.fixture(scope="session")

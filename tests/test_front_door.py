@@ -349,7 +349,7 @@ def test_a_missing_file_is_one_status_and_one_wording_across_the_verbs(tmp_path,
 
 @pytest.mark.parametrize("verb", ["pll", "rank", "rectangle", "glauber", "joint"])
 def test_every_verb_is_estimated_before_work_and_refused_above_its_limit(verb, tmp_path, capsys, monkeypatch,
-                                                                       full_toy_model):
+                                                                       quick_toy_model):
     """The one cost check (mlmbook.api.models.budget) in every verb: above --max-minutes, one line with the
     estimate, the flag and what to ask for instead, and no work; the limit it names lets the run start."""
     from mlmbook import queries
@@ -357,10 +357,11 @@ def test_every_verb_is_estimated_before_work_and_refused_above_its_limit(verb, t
     sentence = "the farmers near the river often feed the cows ."
     lines = tmp_path / "lines.txt"
     lines.write_text((sentence + "\n") * 150)
-    argv = {"pll": ["pll", "toy", str(lines)], "rank": ["rank", "toy", str(lines)],
-            "rectangle": ["rectangle", "toy", "the farmers near the river often feed the cows near the river ."],
-            "glauber": ["glauber", "toy", sentence, "--steps", "100"],
-            "joint": ["joint", "toy", sentence, "1", "6", "--top-k", "150"]}[verb]
+    toy = quick_toy_model                                       # a saved model's folder, as a reader gives one
+    argv = {"pll": ["pll", toy, str(lines)], "rank": ["rank", toy, str(lines)],
+            "rectangle": ["rectangle", toy, "the farmers near the river often feed the cows near the river ."],
+            "glauber": ["glauber", toy, sentence, "--steps", "100"],
+            "joint": ["joint", toy, sentence, "1", "6", "--top-k", "150"]}[verb]
     assert cli_research.main(argv + ["--max-minutes", "0.5"]) == 1
     out = capsys.readouterr()
     line = _one_line(out.err.strip())
@@ -372,10 +373,10 @@ def test_every_verb_is_estimated_before_work_and_refused_above_its_limit(verb, t
     assert capsys.readouterr().out
 
 
-def test_pll_names_the_line_of_a_sentence_longer_than_the_model_reads(tmp_path, capsys):
+def test_pll_names_the_line_of_a_sentence_longer_than_the_model_reads(tmp_path, capsys, quick_toy_model):
     text = tmp_path / "lines.txt"
     text.write_text("the farmers feed the cows .\n\n" + "the farmers near the river often feed the cows " * 2 + ".\n")
-    assert cli_research.main(["pll", "toy", str(text)]) == 2
+    assert cli_research.main(["pll", quick_toy_model, str(text)]) == 2
     out = capsys.readouterr()
     line = _one_line(out.err.strip())
     assert out.out == "" and line.startswith(f"mlmbook: error: {text}:3: sentence 2 has ")

@@ -53,6 +53,9 @@ def train_wordpiece_bert(path, texts, vocab_size: int = 300, steps: int = 150, s
     import torch
     from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
     from transformers import BertConfig, BertForMaskedLM, PreTrainedTokenizerFast
+
+    from mlmbook import threads
+    from mlmbook.models.train import TRAIN_THREADS
     tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
     tok.normalizer = normalizers.BertNormalizer(lowercase=True)
     tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
@@ -70,16 +73,17 @@ def train_wordpiece_bert(path, texts, vocab_size: int = 300, steps: int = 150, s
     enc = fast(list(texts), padding=True, truncation=True, max_length=64, return_tensors="pt")
     opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
     gen = torch.Generator().manual_seed(seed)
-    for _ in range(steps):
-        idx = torch.randint(len(texts), (32,), generator=gen)
-        ids, att = enc["input_ids"][idx].clone(), enc["attention_mask"][idx]
-        chosen = (torch.rand(ids.shape, generator=gen) < 0.15) & (ids != cls) & (ids != sep) & (att == 1)
-        labels = torch.where(chosen, ids, torch.full_like(ids, -100))
-        ids[chosen] = mask
-        loss = model(input_ids=ids, attention_mask=att, labels=labels).loss
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
+    with threads.using(TRAIN_THREADS):           # as the book trains: one thread, the same weights everywhere
+        for _ in range(steps):
+            idx = torch.randint(len(texts), (32,), generator=gen)
+            ids, att = enc["input_ids"][idx].clone(), enc["attention_mask"][idx]
+            chosen = (torch.rand(ids.shape, generator=gen) < 0.15) & (ids != cls) & (ids != sep) & (att == 1)
+            labels = torch.where(chosen, ids, torch.full_like(ids, -100))
+            ids[chosen] = mask
+            loss = model(input_ids=ids, attention_mask=att, labels=labels).loss
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
     model.save_pretrained(path)
     fast.save_pretrained(path)
     return str(path)
