@@ -14,11 +14,13 @@ chapter loads, shipped by the build (:mod:`mlmbook.models.shipping`).
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import sys
 import tempfile
 import time
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,8 +34,8 @@ from .failures import failure
 from .record import load_not_measured
 from .split import for_execution
 
-__all__ = ["Run", "Outcome", "run_chapter", "ensure_kernel", "cell_timeout", "RUNNING", "THREAD_VARIABLES",
-           "CELL_LINE_SECONDS"]
+__all__ = ["Run", "Outcome", "run_chapter", "ensure_kernel", "cell_timeout", "stop_kernels", "RUNNING",
+           "THREAD_VARIABLES", "CELL_LINE_SECONDS"]
 
 RUNNING = ".running"  # under _build/results: the results of chapters still executing
 
@@ -191,6 +193,32 @@ def _cell_reporter(slug: str, total: int):
     return on_cell
 
 
+_LIVE_KERNELS: weakref.WeakSet = weakref.WeakSet()
+"""The kernel managers of the chapters executing in this process (:func:`stop_kernels`)."""
+
+
+@functools.cache
+def _tracked_kernel_manager() -> type:
+    """Jupyter's kernel manager, which notes each kernel it starts in :data:`_LIVE_KERNELS`."""
+    from jupyter_client.manager import AsyncKernelManager
+
+    class TrackedKernelManager(AsyncKernelManager):
+        async def start_kernel(self, **kwargs):
+            await super().start_kernel(**kwargs)
+            _LIVE_KERNELS.add(self)
+
+    return TrackedKernelManager
+
+
+def stop_kernels() -> None:
+    """Kill the kernel of every chapter executing in this process (an interrupted build): each chapter's
+    wait for its cell ends within a second (a dead kernel), not when the cell would have ended."""
+    for manager in list(_LIVE_KERNELS):
+        process = getattr(getattr(manager, "provisioner", None), "process", None)
+        if process is not None and process.poll() is None:
+            process.kill()
+
+
 def _register_engine() -> str:
     """Papermill's nbclient engine with a per-code-cell hook (``on_cell``), registered as ``mlmbook``."""
     from papermill.engines import NBClientEngine, papermill_engines
@@ -264,7 +292,8 @@ def run_chapter(run: Run, needs: dict | None = None) -> Outcome:
                 papermill.execute_notebook(nb, str(tmp), parameters=run.parameters, kernel_name=kernel,
                                            language="python", cwd=str(cwd), progress_bar=run.progress,
                                            execution_timeout=run.timeout, engine_name=_register_engine(),
-                                           on_cell=_cell_reporter(chapter.slug, code_cells))
+                                           on_cell=_cell_reporter(chapter.slug, code_cells),
+                                           kernel_manager_class=_tracked_kernel_manager())
         except KeyboardInterrupt:   # interrupted, not failed: the scratch goes, the previous run stays
             raise
         except Exception as err:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import signal
 import tempfile
@@ -74,19 +75,32 @@ def build_lock(layout: Layout):
 @contextlib.contextmanager
 def interrupt_on_sigterm():
     """For a block in the main thread: SIGTERM stops the build as Ctrl-C does (its workers and
-    kernels stop, nothing more is published), instead of killing it mid-write."""
+    kernels stop, nothing more is published), instead of killing it mid-write. Either signal first
+    kills the kernels of the chapters running in this process, so that the build ends at once
+    rather than when their cells would."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    from .chapter_run import stop_kernels
+    papermill_log = logging.getLogger("papermill")
+    was_disabled = papermill_log.disabled
 
     def stop(signum, frame):
+        papermill_log.disabled = True                    # its "kernel died" line: the build says why it ends
+        stop_kernels()
         raise KeyboardInterrupt
 
     old = signal.signal(signal.SIGTERM, stop)
+    old_int = signal.getsignal(signal.SIGINT)
+    if old_int is signal.default_int_handler:           # not where Ctrl-C is ignored (a background job)
+        signal.signal(signal.SIGINT, stop)
     try:
         yield
     finally:
         signal.signal(signal.SIGTERM, old)
+        if old_int is signal.default_int_handler:
+            signal.signal(signal.SIGINT, old_int)
+        papermill_log.disabled = was_disabled
 
 
 def _write_json(path: Path, data: dict) -> None:

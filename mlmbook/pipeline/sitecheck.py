@@ -70,7 +70,7 @@ from urllib.parse import urljoin, urlparse
 from ..errors import BrowserMissing
 from .sitetext import PHONE_MIN_TEXT_PX, ZOOM_MARK, figure_text_problems, image_name, text_problems
 
-__all__ = ["find_chromium", "check_site", "BrowserMissing", "PHONE_MIN_TEXT_PX", "ZOOM_MARK"]
+__all__ = ["find_chromium", "check_site", "one_browser", "BrowserMissing", "PHONE_MIN_TEXT_PX", "ZOOM_MARK"]
 
 CHROMIUM_FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -127,6 +127,28 @@ def enforced(problems: list[str]) -> list[str]:
     return [p for p in problems if not any(kind in p for kind in ADVISORY)]
 
 
+_SHARED: dict = {}
+"""The Chromium of an open :func:`one_browser` block, which :func:`check_site` uses instead of its own."""
+
+
+@contextlib.contextmanager
+def one_browser():
+    """Headless Chromium for a block: every :func:`check_site` inside it opens its pages there instead of
+    starting a browser of its own (the tests check many small sites in a row). Yields the browser."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=find_chromium(), args=CHROMIUM_FLAGS)
+        outer = _SHARED.get("browser")
+        _SHARED["browser"] = outer or browser
+        try:
+            yield browser
+        finally:
+            if outer is None:
+                _SHARED.pop("browser", None)
+            browser.close()
+
+
 def check_site(html: Path, screenshots: Path | None = None, chapters_need_explorer: bool = True,
                pages: list[str] | None = None) -> list:
     """Load every page of the site at ``html`` in headless Chromium; return the problems found.
@@ -147,8 +169,6 @@ def check_site(html: Path, screenshots: Path | None = None, chapters_need_explor
     list of str
         One line per problem, naming the page; empty when the site is fine.
     """
-    from playwright.sync_api import sync_playwright
-
     html = Path(html)
     found = sorted(p.relative_to(html).as_posix() for p in html.rglob("*.html")
                    if not p.relative_to(html).parts[0].startswith(("_", "."))
@@ -158,9 +178,10 @@ def check_site(html: Path, screenshots: Path | None = None, chapters_need_explor
     pages = found if pages is None else [rel for rel in found if rel in set(pages)]
     if screenshots:
         Path(screenshots).mkdir(parents=True, exist_ok=True)
-    with serve(html) as base, sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=find_chromium(), args=CHROMIUM_FLAGS)
+    with serve(html) as base, contextlib.ExitStack() as own:
+        browser = _SHARED.get("browser") or own.enter_context(one_browser())
         page = browser.new_page(viewport={"width": WINDOW_PX, "height": SCREEN_PX})
+        own.callback(page.close)
         foreign: list = []
 
         def offline(route):  # the network is unplugged: only the site itself answers
@@ -201,7 +222,6 @@ def check_site(html: Path, screenshots: Path | None = None, chapters_need_explor
             page.wait_for_timeout(150)
             problems += [f"{rel}: at {PHONE_PX} px: {p}" for p in _phone_problems(page, html, base)]
             page.set_viewport_size({"width": WINDOW_PX, "height": SCREEN_PX})
-        browser.close()
     problems += [f"{chapter}: no explorer figure on any of the chapter's pages (the static figure an "
                  f"explorer leaves at its default setting)" for chapter, seen in sorted(explorers.items()) if not seen]
     return problems

@@ -11,14 +11,10 @@ import base64
 
 import pytest
 
-from mlmbook.pipeline.sitecheck import MAX_SCREENS, SCREEN_PX, check_site
-from tests.pipeline.tiny_site import doctored
+from mlmbook.pipeline.sitecheck import MAX_SCREENS, SCREEN_PX
+from tests.pipeline.tiny_site import check, doctored
 
-pytestmark = pytest.mark.slow
-
-
-def _check(html):
-    return check_site(html, None, chapters_need_explorer=False)
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_browser")]
 
 
 def _ours(problems, what):
@@ -29,7 +25,7 @@ def test_an_equation_wider_than_the_column_fails_even_when_it_scrolls(tiny_site,
     """The book's CSS lets a display equation scroll in its own box: a reader still loses its end."""
     terms = " + ".join(f"a_{{{k}}}" for k in range(90))
     html = doctored(tiny_site, tmp_path, insert=f'<div class="math notranslate nohighlight">\\[{terms}\\]</div>')
-    found = _ours(_check(html), "display equation wider than the column")
+    found = _ours(check(html), "display equation wider than the column")
     assert len(found) == 1, found
 
 
@@ -37,14 +33,14 @@ def test_a_wide_table_scrolling_without_a_mark_fails(tiny_site, chromium, tmp_pa
     cells = "".join(f"<td>column {k}</td>" for k in range(40))
     html = doctored(tiny_site, tmp_path, insert=f'<div style="overflow-x:auto"><table><tr>{cells}</tr></table></div>'
                                                 f'<div class="mlmbook-scroll"><table><tr>{cells}</tr></table></div>')
-    problems = [p for p in _check(html) if "table" in p]
+    problems = [p for p in check(html) if "table" in p]
     for width in ([p for p in problems if "at 390 px" not in p], [p for p in problems if "at 390 px" in p]):
         assert len(width) == 1 and "scrolls sideways without saying so" in width[0], problems   # 1280 and 390
 
 
 def test_a_narrow_table_in_a_scroll_box_passes(tiny_site, chromium, tmp_path):
     html = doctored(tiny_site, tmp_path, insert='<div style="overflow-x:auto"><table><tr><td>1</td></tr></table></div>')
-    assert not [p for p in _check(html) if "table" in p]
+    assert not [p for p in check(html) if "table" in p]
 
 
 def _png(log_exponents: bool = False, legend_on_data: bool = False) -> tuple[str, int]:
@@ -82,7 +78,7 @@ def _figure(png: str, width: int, number: str) -> str:
 def test_mathtext_exponents_on_a_log_axis_fail_and_the_books_ticks_pass(tiny_site, chromium, tmp_path):
     bad, good = _png(log_exponents=True), _png()
     html = doctored(tiny_site, tmp_path, insert=_figure(*bad, "0.8") + _figure(*good, "0.9"))
-    problems = _check(html)
+    problems = check(html)
     found = _ours(problems, "tick text")
     assert len(found) == 1 and "under 10 px" in found[0], problems
     assert not _ours(problems, "legend over")
@@ -90,7 +86,7 @@ def test_mathtext_exponents_on_a_log_axis_fail_and_the_books_ticks_pass(tiny_sit
 
 def test_a_legend_over_data_fails(tiny_site, chromium, tmp_path):
     html = doctored(tiny_site, tmp_path, insert=_figure(*_png(legend_on_data=True), "0.8"))
-    found = _ours(_check(html), "a legend over")
+    found = _ours(check(html), "a legend over")
     assert len(found) == 1 and "place_legend" in found[0], found
 
 
@@ -103,7 +99,7 @@ def test_template_patterns_fail(tiny_site, chromium, tmp_path):
               "<p>The cost is m H_m passes, about n log n in all.</p>"
               "<p>The effect of interest is 0.00753365 nats; only 0% of the nmod edges are found.</p>"
               "<p>The span routes lead on 3 of the 3 seeds, by 0.000 [0.000, 0.001].</p>")
-    problems = _check(doctored(tiny_site, tmp_path, insert=insert))
+    problems = check(doctored(tiny_site, tmp_path, insert=insert))
     for what in ("zero in exponent notation", "a negative zero", "a template count", "a count of one with a plural",
                  "a doubled word", "math written as plain text", "an unrounded number", "a share of 0%",
                  "'N of the N'", "rounded to zero"):
@@ -117,19 +113,19 @@ def test_numbers_that_look_like_templates_but_are_not_pass(tiny_site, chromium, 
               "<p>Set <code>allow_unknown</code> and <code>p_T</code> in code; at most one verdict; 1 verdict.</p>"
               "<p>doi:10.3115/1218955.1219016</p>"                   # a DOI is not an unrounded number
               "<table><tr><td>0.0520</td><td>164</td><td>100</td></tr></table>")   # cells read apart
-    problems = _check(doctored(tiny_site, tmp_path, insert=insert))
+    problems = check(doctored(tiny_site, tmp_path, insert=insert))
     assert problems == [], problems
 
 
 def test_a_chapter_page_longer_than_twelve_screens_fails(tiny_site, chromium, tmp_path):
     tall = MAX_SCREENS * SCREEN_PX + 100
-    problems = _check(doctored(tiny_site, tmp_path, insert=f'<div style="height:{tall}px"></div>'))
+    problems = check(doctored(tiny_site, tmp_path, insert=f'<div style="height:{tall}px"></div>'))
     found = _ours(problems, "screens long")
     assert len(found) == 1 and f"over {MAX_SCREENS}" in found[0], problems
     # the same height on a page outside the chapters is not a chapter page: no length limit
     intro = doctored(tiny_site, tmp_path / "intro", page="book/intro.html",
                      insert=f'<div style="height:{tall}px"></div>')
-    assert not [p for p in _check(intro) if "screens long" in p]
+    assert not [p for p in check(intro) if "screens long" in p]
 
 
 # ------------------------------------------------------------------ a phone (issue 43)
@@ -146,7 +142,7 @@ def test_at_a_phones_width_small_figure_text_needs_a_tap_that_enlarges_it(tiny_s
     untappable = (_figure(png, width, "0.9").replace("<img", '<a href="#fig-x"><img')   # a link: no tap view
                   .replace('figure">', 'figure"></a>', 1))
     html = doctored(tiny_site, tmp_path, insert=tappable + untappable)
-    problems = _check(html)
+    problems = check(html)
     found = _phone(problems, "figure text")
     assert len(found) == 1 and "under 9 px" in found[0] and "tap" in found[0], problems
     assert not [p for p in _ours(problems, "figure text") if "at 390 px" not in p], problems   # 1280 px: fine
@@ -157,16 +153,16 @@ def test_at_a_phones_width_a_wide_equation_scrolls_with_a_cue(tiny_site, chromiu
     passes; with the cue hidden it fails."""
     terms = " + ".join(f"a_{{{k}}}" for k in range(10, 22))
     eq = f'<div class="math notranslate nohighlight">\\[{terms}\\]</div>'
-    assert not _ours(_check(doctored(tiny_site, tmp_path / "cue", insert=eq)), "display equation")
+    assert not _ours(check(doctored(tiny_site, tmp_path / "cue", insert=eq)), "display equation")
     hidden = "<style>.mlmbook-scroll.mlmbook-overflowing::before{content:none!important}</style>"
-    problems = _check(doctored(tiny_site, tmp_path / "none", insert=hidden + eq))
+    problems = check(doctored(tiny_site, tmp_path / "none", insert=hidden + eq))
     found = _ours(problems, "display equation")
     assert len(found) == 1 and "at 390 px" in found[0] and "without saying so" in found[0], problems
 
 
 def test_at_a_phones_width_nothing_runs_past_the_right_edge(tiny_site, chromium, tmp_path):
     insert = '<p><span style="white-space:nowrap">' + "x" * 70 + "</span></p>"
-    problems = _check(doctored(tiny_site, tmp_path, insert=insert))
+    problems = check(doctored(tiny_site, tmp_path, insert=insert))
     found = _phone(problems, "past the right edge")
     assert len(found) == 1 and "xxxx" in found[0], problems
     assert not [p for p in _ours(problems, "past the right edge") if "at 390 px" not in p], problems

@@ -105,6 +105,18 @@ def render_tiny_site(tmp_path_factory) -> Path:
     return root / "_build" / "html"
 
 
+_DOCTORED: dict = {}
+"""A doctored copy's folder -> the one page that differs from the tiny site (:func:`check`)."""
+
+
+def check(html: Path) -> list:
+    """The browser check of a doctored copy, on the one page :func:`doctored` changed (every other page is
+    the tiny site's own, which passes whole in its test); on the whole copy for any other folder."""
+    from mlmbook.pipeline.sitecheck import check_site
+    page = _DOCTORED.get(Path(html))
+    return check_site(html, None, chapters_need_explorer=False, pages=[page] if page else None)
+
+
 def doctored(site: Path, tmp_path: Path, page: str = "book/00_tiny.html", insert: str = "",
              edit=None) -> Path:
     """A copy of ``site`` with ``insert`` placed after the title of ``page`` (or ``edit`` applied)."""
@@ -119,4 +131,5 @@ def doctored(site: Path, tmp_path: Path, page: str = "book/00_tiny.html", insert
         new = text[:at] + insert + text[at:]
     assert new != text, "the doctoring changed nothing"
     path.write_text(new, encoding="utf-8")
+    _DOCTORED[html] = page
     return html
