@@ -34,8 +34,8 @@ from .failures import failure
 from .record import load_not_measured
 from .split import for_execution
 
-__all__ = ["Run", "Outcome", "run_chapter", "ensure_kernel", "cell_timeout", "stop_kernels", "RUNNING",
-           "THREAD_VARIABLES", "CELL_LINE_SECONDS"]
+__all__ = ["Run", "Outcome", "run_chapter", "ensure_kernel", "cell_timeout", "stop_kernels",
+           "RUNNING", "THREAD_VARIABLES", "CELL_LINE_SECONDS"]
 
 RUNNING = ".running"  # under _build/results: the results of chapters still executing
 
@@ -211,8 +211,8 @@ def _tracked_kernel_manager() -> type:
 
 
 def stop_kernels() -> None:
-    """Kill the kernel of every chapter executing in this process (an interrupted build): each chapter's
-    wait for its cell ends within a second (a dead kernel), not when the cell would have ended."""
+    """Kill the kernel of every chapter executing in this process (an interrupted build): each
+    chapter's wait for its cell ends within a second (a dead kernel), not when the cell would."""
     for manager in list(_LIVE_KERNELS):
         process = getattr(getattr(manager, "provisioner", None), "process", None)
         if process is not None and process.poll() is None:

@@ -86,13 +86,13 @@ def interrupt_on_sigterm():
     was_disabled = papermill_log.disabled
 
     def stop(signum, frame):
-        papermill_log.disabled = True                    # its "kernel died" line: the build says why it ends
+        papermill_log.disabled = True         # its "kernel died" line: the build says why it ends
         stop_kernels()
         raise KeyboardInterrupt
 
     old = signal.signal(signal.SIGTERM, stop)
     old_int = signal.getsignal(signal.SIGINT)
-    if old_int is signal.default_int_handler:           # not where Ctrl-C is ignored (a background job)
+    if old_int is signal.default_int_handler:      # not where Ctrl-C is ignored (a background job)
         signal.signal(signal.SIGINT, stop)
     try:
         yield

@@ -70,7 +70,8 @@ from urllib.parse import urljoin, urlparse
 from ..errors import BrowserMissing
 from .sitetext import PHONE_MIN_TEXT_PX, ZOOM_MARK, figure_text_problems, image_name, text_problems
 
-__all__ = ["find_chromium", "check_site", "one_browser", "BrowserMissing", "PHONE_MIN_TEXT_PX", "ZOOM_MARK"]
+__all__ = ["find_chromium", "check_site", "one_browser", "BrowserMissing", "PHONE_MIN_TEXT_PX",
+           "ZOOM_MARK"]
 
 CHROMIUM_FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -96,7 +97,8 @@ def serve(directory: Path):
     """Serve ``directory`` on an ephemeral localhost port; yields the base URL."""
     handler = functools.partial(_QuietHandler, directory=str(directory))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, kwargs=dict(poll_interval=0.05), daemon=True)
+    serve_forever = functools.partial(server.serve_forever, poll_interval=0.05)     # a quick shutdown
+    thread = threading.Thread(target=serve_forever, daemon=True)
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}/"
@@ -128,13 +130,13 @@ def enforced(problems: list[str]) -> list[str]:
 
 
 _SHARED: dict = {}
-"""The Chromium of an open :func:`one_browser` block, which :func:`check_site` uses instead of its own."""
+"""The Chromium of an open :func:`one_browser` block, which :func:`check_site` uses."""
 
 
 @contextlib.contextmanager
 def one_browser():
-    """Headless Chromium for a block: every :func:`check_site` inside it opens its pages there instead of
-    starting a browser of its own (the tests check many small sites in a row). Yields the browser."""
+    """Headless Chromium for a block: every :func:`check_site` inside it opens its pages there
+    instead of starting a browser of its own (the tests check many small sites in a row)."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:

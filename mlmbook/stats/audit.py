@@ -115,7 +115,7 @@ def _perm_p(e: np.ndarray, alternative: str = "two-sided") -> tuple[float, float
     draws = 2 ** len(e) if exact else DRAWS
     res = sps.permutation_test((e,), lambda x, axis=-1: np.sum(x, axis=axis), permutation_type="samples",
                                n_resamples=draws, alternative=alternative, batch=1000,
-                               random_state=np.random.default_rng(12345))   # batches: the same draws, faster
+                               random_state=np.random.default_rng(12345))   # batched: same draws
     p = float(res.pvalue)
     return p, 0.0 if exact else 3 * math.sqrt(max(p * (1 - p), 1e-12) / draws)
 

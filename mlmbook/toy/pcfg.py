@@ -36,8 +36,8 @@ __all__ = ["BinaryRule", "PCFG"]
 
 
 def _small_work(method):
-    """Run a chart computation under the thread policy for small work (:mod:`mlmbook.threads`): the
-    charts are small tensors, which a second torch thread on a busy machine slows tenfold or more."""
+    """Run a chart computation under the thread policy for small work (:mod:`mlmbook.threads`):
+    the charts are small tensors, which a second thread on a busy machine slows tenfold or more."""
     @functools.wraps(method)
     def run(*args, **kwargs):
         with threads.limited():
