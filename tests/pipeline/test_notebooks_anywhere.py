@@ -199,7 +199,9 @@ def check_generated_notebooks(folder: Path, tmp_path: Path, monkeypatch) -> None
         if path.parent.name == "student":
             assert "Solution to Exercise" not in markdown, f"{path.name}: the student edition shows a solution"
     # chapter 0 from a fresh kernel, in a folder that is not the repository, recording nothing; run by a
-    # fresh Python as a reader's Jupyter would (not by this process, which has run builds and browsers)
+    # fresh Python as a reader's Jupyter would. Its cells take seconds; the cell limit is kept short
+    # because twice in the suite nbclient waited out its whole limit (600 s, then 300 s) for a reply and
+    # then went on and passed: a wake-up it missed, not a slow cell
     for name in ("MLMBOOK_RESULTS", "MLMBOOK_CHAPTER"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("MLMBOOK_THREADS", "1")
@@ -208,7 +210,7 @@ def check_generated_notebooks(folder: Path, tmp_path: Path, monkeypatch) -> None
                or "injected-parameters" in c.metadata.get("tags", [])), "not a quick-profile notebook"
     executed = tmp_path / "executed.ipynb"
     run = ("import sys, nbformat; from nbclient import NotebookClient; nb = nbformat.read(sys.argv[1], 4); "
-           "NotebookClient(nb, timeout=300, kernel_name='python3', "
+           "NotebookClient(nb, timeout=120, kernel_name='python3', "
            "resources={'metadata': {'path': sys.argv[3]}}).execute(); nbformat.write(nb, sys.argv[2])")
     done = subprocess.run([sys.executable, "-c", run, str(folder / "book" / "00_toy_world.ipynb"), str(executed),
                            str(tmp_path)], capture_output=True, text=True, timeout=600)
