@@ -25,6 +25,7 @@ machine.
 """
 from __future__ import annotations
 
+import functools
 import sys
 from contextlib import contextmanager
 from typing import Iterator
@@ -33,7 +34,7 @@ import torch
 
 from .paths import env_int
 
-__all__ = ["LARGE_HIDDEN", "policy", "is_large", "using", "limited", "pinned"]
+__all__ = ["LARGE_HIDDEN", "policy", "is_large", "using", "limited", "small_work", "pinned"]
 
 LARGE_HIDDEN = 512
 """Hidden size from which an encoder counts as large work (bert-base has 768)."""
@@ -93,6 +94,15 @@ def limited(large: bool = False) -> Iterator[int]:
         return
     with using(policy(large)) as n:
         yield n
+
+
+def small_work(fn):
+    """``fn`` run under :func:`limited` (small work): a numerical kernel, wherever it is called."""
+    @functools.wraps(fn)
+    def run(*args, **kwargs):
+        with limited():
+            return fn(*args, **kwargs)
+    return run
 
 
 @contextmanager

@@ -137,17 +137,18 @@ _SHARED: dict = {}
 def one_browser():
     """Headless Chromium for a block: every :func:`check_site` inside it opens its pages there
     instead of starting a browser of its own (the tests check many small sites in a row)."""
+    if "browser" in _SHARED:                      # inside another block: its browser
+        yield _SHARED["browser"]
+        return
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=find_chromium(), args=CHROMIUM_FLAGS)
-        outer = _SHARED.get("browser")
-        _SHARED["browser"] = outer or browser
+        _SHARED["browser"] = browser
         try:
             yield browser
         finally:
-            if outer is None:
-                _SHARED.pop("browser", None)
+            del _SHARED["browser"]
             browser.close()
 
 
@@ -181,7 +182,7 @@ def check_site(html: Path, screenshots: Path | None = None, chapters_need_explor
     if screenshots:
         Path(screenshots).mkdir(parents=True, exist_ok=True)
     with serve(html) as base, contextlib.ExitStack() as own:
-        browser = _SHARED.get("browser") or own.enter_context(one_browser())
+        browser = own.enter_context(one_browser())
         page = browser.new_page(viewport={"width": WINDOW_PX, "height": SCREEN_PX})
         own.callback(page.close)
         foreign: list = []

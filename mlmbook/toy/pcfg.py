@@ -21,7 +21,6 @@ preterminal at ``i`` to each value ``A`` in a batch and read the gradient at ``j
 """
 from __future__ import annotations
 
-import functools
 import random
 from bisect import bisect_right
 from dataclasses import dataclass, field
@@ -33,16 +32,6 @@ from .. import threads
 from ..errors import GrammarError
 
 __all__ = ["BinaryRule", "PCFG"]
-
-
-def _small_work(method):
-    """Run a chart computation under the thread policy for small work (:mod:`mlmbook.threads`):
-    the charts are small tensors, which a second thread on a busy machine slows tenfold or more."""
-    @functools.wraps(method)
-    def run(*args, **kwargs):
-        with threads.limited():
-            return method(*args, **kwargs)
-    return run
 
 
 @dataclass(frozen=True)
@@ -137,7 +126,7 @@ class PCFG:
         leaves = E[:, :, ids].permute(2, 0, 3, 1)                 # (B, T, n, N)
         return torch.where(masked[:, None, :, None], self._t["mass"], leaves)
 
-    @_small_work
+    @threads.small_work          # small tensors: one thread (mlmbook.threads)
     def inside(self, leaves: torch.Tensor) -> list:
         """Inside chart for leaf vectors of shape (M, n, N).
 
@@ -155,7 +144,7 @@ class PCFG:
             chart.append((acc @ t["rmap"]) @ t["UT"])
         return chart
 
-    @_small_work
+    @threads.small_work
     def sentence_weight(self, ids: torch.Tensor, masked: torch.Tensor | None = None):
         """Sum over topics and derivations, shape (B,); masked positions are marginalised."""
         ids = torch.as_tensor(ids).reshape(-1, torch.as_tensor(ids).shape[-1])
@@ -166,7 +155,7 @@ class PCFG:
         Z = self.inside(leaves.reshape(B * T, n, N))[n][:, 0, self.start].reshape(B, T)
         return Z @ self._t["prior"]
 
-    @_small_work
+    @threads.small_work
     def length_distribution(self, max_length: int) -> np.ndarray:
         """``out[n]`` = probability that a derivation yields a sentence of length ``n`` (all topics)."""
         leaves = self._t["mass"].expand(1, max_length, -1)
@@ -174,7 +163,7 @@ class PCFG:
         return np.array([0.0] + [chart[w][0, 0, self.start].item() for w in range(1, max_length + 1)])
 
     # ------------------------------------------------------------------ conditionals
-    @_small_work
+    @threads.small_work
     def conditionals(self, ids, masked=None) -> torch.Tensor:
         """Exact ``p(x_i = w | x_j for unmasked j != i)`` at every position, shape (B, n, V).
 
@@ -194,7 +183,7 @@ class PCFG:
         num = torch.einsum("btia,taw->biw", g, self._t["E"])
         return _normalise(num)
 
-    @_small_work
+    @threads.small_work
     def pair_weights(self, ids, i_positions=None) -> torch.Tensor:
         """Preterminal-level two-site weights for one sentence.
 
@@ -244,7 +233,7 @@ class PCFG:
         out = g[..., self.preterminals] > 0                                        # (j, T, i, P)
         return out.any(dim=1).any(dim=0)
 
-    @_small_work
+    @threads.small_work
     def expand_pair(self, W_ij: torch.Tensor) -> torch.Tensor:
         """Word-level joint from preterminal weights ``W_ij`` (P, T, P): normalised (V, V)."""
         Ep = self._t["E"][:, self.preterminals, :]                                   # (T, P, V)
