@@ -23,7 +23,7 @@ import math
 import re
 
 __all__ = ["assert_difference", "assert_glued_difference", "assert_same_sample", "sentence_citing",
-           "glue_digits"]
+           "glue_digits", "glued"]
 
 
 def _shown(x: float, digits: int) -> float:
@@ -89,9 +89,19 @@ def assert_glued_difference(source: str, results: dict, difference: str, a: str,
     digits = tuple(glue_digits(formats.get(k)) for k in (difference, a, b))
     assert None not in digits, f"give each number a fixed-point format in: {sentence!r}"
     scale = [100.0 if (formats.get(k) or "").endswith("%") else 1.0 for k in (difference, a, b)]
-    assert_difference(results[difference] * scale[0], results[a] * scale[1], results[b] * scale[2],
+    assert_difference(*(glued(results, k) * f for k, f in zip((difference, a, b), scale)),
                       digits, exact=exact, what=sentence[:80])
     return sentence
+
+
+def glued(results: dict, key: str):
+    """The recorded value a glue key shows: ``results[key]``, or for ``key.part`` the part of a recorded
+    interval (``results[key]["part"]``) or answer (its ``interval_part``)."""
+    if key in results or "." not in key:
+        return results[key]
+    name, part = key.split(".", 1)
+    record = results[name]
+    return record[part] if record.get("kind") == "interval" else record[f"interval_{part}"]
 
 
 def _units(record) -> tuple[int | None, list | None]:

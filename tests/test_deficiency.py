@@ -217,11 +217,11 @@ def test_training_failures_count_runs_far_above_their_twin():
         D.training_failures({})
 
 
-def test_interval_text_has_no_negative_zero():
-    assert D.interval_text(stats.Interval(-0.0001, -0.02, 0.01)) == "0.000 [-0.020, 0.010]"
-    assert D.interval_text(stats.Interval(0.0512, 0.0023, 0.099)) == "0.051 [0.002, 0.099]"
-    assert D.interval_text(stats.Interval(-0.04, -0.09, -0.0004), 4) == "-0.0400 [-0.0900, -0.0004]"
-    assert D.interval_text(stats.Interval(0.02, float("-inf"), float("inf"))) == "0.020 [unbounded]"
+def test_interval_format_has_no_negative_zero():
+    assert stats.Interval(-0.0001, -0.02, 0.01).format() == "0.000 [-0.020, 0.010]"
+    assert stats.Interval(0.0512, 0.0023, 0.099).format() == "0.051 [0.002, 0.099]"
+    assert stats.Interval(-0.04, -0.09, -0.0004).format(4) == "-0.0400 [-0.0900, -0.0004]"
+    assert stats.Interval(0.02, float("-inf"), float("inf")).format() == "0.020 [unbounded]"
 
 
 INTERVALS = ("gap_share", "gap_directions", "deficiency_slope", "mask_adds_slope", "fit_matched", "depth_matched")

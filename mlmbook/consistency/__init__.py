@@ -53,7 +53,6 @@ from .order import (
                        probe_pairs,
 )
 from .rectangle import FLOAT32_NOISE_FLOOR, Rectangles, noise_floor, rectangle_delta, rectangle_deltas, top2_rectangles
-from .shown import Shown
 from .spans import ARMS, SPANS, Targets, arms, fits_spans, span_routes, stacked
 from .tracking import budget_tracking, pearson, rank_gap_interval, rank_interval, spearman, target_budget
 
@@ -63,7 +62,7 @@ __all__ = [
     "PairProbes", "pair_flips", "one_pair_per_sentence",
     "route_versions", "ensemble_versions", "ensemble_versions_many", "harsh", "combine", "ensemble_curve", "Curve",
     "Versions", "disagreement_rate",
-    "SPANS", "ARMS", "span_routes", "fits_spans", "arms", "stacked", "Shown",
+    "SPANS", "ARMS", "span_routes", "fits_spans", "arms", "stacked",
     "corpus", "dependence", "noise", "paper", "regime", "target_budget", "Targets",
     "spearman", "pearson", "rank_interval", "rank_gap_interval", "budget_tracking",
 ]

@@ -191,10 +191,9 @@ def rung_intervals(m: dict, level: float = stats.LEVEL, seed: int = 0, pair_unit
 def rung_table(names, kl, points: Sequence[dict]):
     """Every rung's values with 95 % intervals (the regime map's points), five columns to fit the page."""
     from ..tables import table as html_table
-    from .shown import interval_label
 
     def show(iv, digits=3):
-        return interval_label(iv, digits) if iv.defined else "undefined"
+        return iv.format(digits) if iv.defined else "undefined"
 
     rows = [[n, f"{k:.2f}", show(p["flips"]), show(p["paper"]), show(p["loss_headroom"]), show(p["loss_frac"])]
             for n, k, p in zip(names, kl, points)]

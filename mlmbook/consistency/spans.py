@@ -104,10 +104,9 @@ def seed_table(per_seed: dict):
     model's and the twin's single-token headroom beside them (an HTML table)."""
     from .. import stats
     from ..tables import table
-    from .shown import interval_label
 
     def gain(sc, arm):
-        return interval_label(stats.describe(sc[arm]["single"] - sc[arm]["ens"]))
+        return stats.describe(sc[arm]["single"] - sc[arm]["ens"]).format()
 
     def head(sc, arm):
         return f"{(sc[arm]['single'] - sc[arm]['bayes']).mean():.2f}"

@@ -36,7 +36,6 @@ from .seeds import (
     WidthRow,
     describe_seeds,
     difference,
-    interval_text,
     seed_rows,
     sign_change,
     training_failures,
@@ -48,5 +47,5 @@ from .truth import Truth
 __all__ = ["ROWS_PER_DIM", "CONDITIONS", "Sample", "sentences_for", "make_sample", "Geometry", "geometry", "encode",
            "Truth",
            "SeedRows", "seed_rows", "difference", "describe_seeds", "WidthRow", "width_panel", "SIGN_LABELS",
-           "sign_change", "interval_text", "FAIL_MARGIN", "Stability", "training_failures", "EARLIER",
+           "sign_change", "FAIL_MARGIN", "Stability", "training_failures", "EARLIER",
            "Agreement", "agreement", "widths_text"]

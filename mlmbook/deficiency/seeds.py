@@ -22,10 +22,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import stats
-from ..stats import interval_text
 
 __all__ = ["SeedRows", "seed_rows", "difference", "describe_seeds", "WidthRow", "width_panel", "SIGN_LABELS",
-           "sign_change", "widths_text", "interval_text", "FAIL_MARGIN", "Stability", "training_failures"]
+           "sign_change", "widths_text", "FAIL_MARGIN", "Stability", "training_failures"]
 
 
 @dataclass(frozen=True)
@@ -161,7 +160,7 @@ def widths_text(rows: list[WidthRow], per_seed_only: bool = False) -> str:
 
     if per_seed_only:
         return "; ".join(f"{seeds(row)} at width {row.width}" for row in rows)
-    return "; ".join(f"at width {row.width} {interval_text(row.interval)} of the width (seeds {seeds(row)}"
+    return "; ".join(f"at width {row.width} {row.interval.format()} of the width (seeds {seeds(row)}"
                      + (", one trained pair: an interval conditional on that model)" if row.conditional else ")")
                      for row in rows)
 

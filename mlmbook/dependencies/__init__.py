@@ -24,7 +24,6 @@ module          what
 ``mechanism``   the model's CMI on gold edges the truth leaves at zero, against other such pairs
 ``regime``      the ladder of models beside the truth's trees (descriptive)
 ``summary``     chapter 1's tables: its numbers beside the papers', every toy model's fit beside its trees
-``cited``       an interval the prose cites by its parts (``record(key, Cited(iv))``)
 ``figures``     the chapter's figures, one function each (imported on its own: it needs matplotlib)
 ==============  ===========================================================================
 
@@ -33,7 +32,7 @@ counts of :func:`uuas_counts`, :func:`~mlmbook.stats.describe` and the study of
 :mod:`~mlmbook.dependencies.questions` on the rows of :func:`questions.uuas_rows`). Gold edges:
 :func:`mlmbook.corpus.edges_from_heads`.
 """
-from . import cited, design, evaluate, mechanism, questions, regime, sample, summary, truncation
+from . import design, evaluate, mechanism, questions, regime, sample, summary, truncation
 from .baselines import (
     adjacent_edges,
     prufer_to_edges,
@@ -66,5 +65,5 @@ __all__ = [
     "uuas", "uuas_counts", "sentence_uuas",
     "adjacent_edges", "random_tree_edges", "random_projective_tree", "prufer_to_edges",
     "DMV", "LEFT", "RIGHT", "FIRST", "LATER", "dmv_trees", "random_counts",
-    "cited", "design", "evaluate", "mechanism", "questions", "regime", "sample", "summary", "truncation",
+    "design", "evaluate", "mechanism", "questions", "regime", "sample", "summary", "truncation",
 ]

@@ -81,11 +81,9 @@ from .study import (
     KL_SHARE,
     KNOB_EFFECT,
     PPL_EFFECT,
-    Described,
     Plan,
     exp_interval,
     gap_rows,
-    interval_text,
     ppl_rows,
     questions,
 )
@@ -101,6 +99,6 @@ __all__ = ["PairConditionals", "default_candidates", "gold_index", "iter_pair_co
            "ag_k_objective", "LADDER_METHODS",
            "rung_pairs", "rung_point", "per_sentence", "choose_pairs", "experiment_sentences", "tree_distance",
            "ROWS", "cell", "measure", "methods_table", "queries_of", "truth_table", "blocked_sample", "exact_blocks",
-           "word_pairs", "KL_SHARE", "KNOB_EFFECT", "PPL_EFFECT", "Described", "Plan", "exp_interval", "gap_rows",
+           "word_pairs", "KL_SHARE", "KNOB_EFFECT", "PPL_EFFECT", "Plan", "exp_interval", "gap_rows",
            "ppl_rows", "questions", "K_JOINTS", "k_token_pools", "k_token_kls", "item_for", "marked",
-           "experiment_pairs", "interval_text", "Source"]
+           "experiment_pairs", "Source"]

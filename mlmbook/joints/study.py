@@ -38,10 +38,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..plans import fill, planning_sds
-from ..stats import Interval, Question, interval_text
+from ..stats import Interval, Question
 
 __all__ = ["PPL_EFFECT", "KNOB_EFFECT", "KL_SHARE", "CHAPTER", "PLANNING_SD", "Plan", "questions", "ppl_rows",
-           "gap_rows", "exp_interval", "interval_text", "Described"]
+           "gap_rows", "exp_interval"]
 
 PPL_EFFECT = math.log(1.1)
 """A perplexity 10 % higher or lower, in the rows' scale (nats per token of log perplexity)."""
@@ -153,20 +153,3 @@ def exp_interval(iv: Interval) -> Interval:
     """An interval for a log perplexity, turned into one for the perplexity (a monotone map)."""
     return Interval(math.exp(iv.estimate), math.exp(iv.low), math.exp(iv.high), iv.level, iv.method, iv.n,
                     math.exp(iv.estimate) * iv.se, iv.seeds)
-
-
-class Described:
-    """A descriptive :class:`~mlmbook.stats.Interval` for :func:`mlmbook.record`: it is recorded whole and its
-    parts are glued for the prose (``key.estimate``, ``key.low``, ``key.high``, ``key.n``, and ``key.text``,
-    :func:`interval_text` with ``decimals``)."""
-
-    def __init__(self, interval: Interval, decimals: int = 3):
-        self.interval, self.decimals = interval, decimals
-
-    def to_record(self) -> dict:
-        return self.interval.to_record()
-
-    def glue_fields(self) -> dict:
-        iv = self.interval
-        out = {"estimate": iv.estimate, "low": iv.low, "high": iv.high, "n": iv.n}
-        return {k: v for k, v in out.items() if math.isfinite(v)} | {"text": interval_text(iv, self.decimals)}

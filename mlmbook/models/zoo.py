@@ -24,7 +24,7 @@ from ..profiles import FALLBACK, PILOT, seed_offset, with_fallbacks
 from . import stacked
 from .train import PRESETS, TrainConfig
 
-__all__ = ["Job", "CHAPTER_MODELS", "needed", "find", "chapter_models", "default_models",
+__all__ = ["Job", "CHAPTER_MODELS", "needed", "find", "chapter_models",
            "ch4_arm_seeds", "ch4_budget", "estimated_seconds", "TrainConfig"]
 
 
@@ -80,11 +80,6 @@ def _world(grammar: str, topic: str | None):
     if is_treemrf(grammar):                      # chapter 1's positive control (a Grammar too)
         return TreeMRF.load(grammar)
     return Grammar.load(grammar, topic=topic) if topic else Grammar.load(grammar)
-
-
-def default_models(profile: str, seeds=(0,)) -> list[Job]:
-    """The profile's default MLM at ``seeds`` (named ``"default seed <s>"``)."""
-    return [Job("toy", None, PRESETS[profile], s, name=f"default seed {s}") for s in seeds]
 
 
 # ------------------------------------------------------------------------------ per chapter

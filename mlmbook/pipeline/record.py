@@ -130,7 +130,7 @@ def _glue(key: str, value) -> None:
     glue(key, value, display=False)
 
 
-def record(key: str, value):
+def record(key: str, value, *, digits: int = 3, unit: str = "", percent: bool = False):
     """Record one headline number (or string, or list) of the running chapter.
 
     Parameters
@@ -139,9 +139,15 @@ def record(key: str, value):
         Name the prose and the tests use, e.g. ``"uuas"``; letters, digits, ``_``, ``-``, ``.``.
     value : number, str, bool, or list/dict of those; an Interval, Answer or Study
         numpy and torch scalars/arrays are converted to plain Python values. An
-        :class:`~mlmbook.stats.Answer` is stored whole (its test, interval, verdict, power and per-row
-        values: the audit re-derives it from them) and its parts are glued as ``key.estimate``,
-        ``key.verdict``, ... (:meth:`~mlmbook.stats.Answer.glue_fields`).
+        :class:`~mlmbook.stats.Interval` or :class:`~mlmbook.stats.Answer` is stored whole (an
+        answer with its test, power and per-row values: the audit re-derives it from them) and its
+        parts are glued for the prose as ``key.estimate``, ``key.low``, ``key.high``, ``key.n``,
+        ``key.text``, an answer's also ``key.verdict``, ... (``glue_fields``). A part that is not
+        finite is glued as the words the page shows ("−∞", "undefined") and declared with
+        :func:`not_measured`, so its number slot shows them.
+    digits, unit, percent
+        How ``key.text`` reads (:meth:`~mlmbook.stats.Interval.format`); the glued numbers are the
+        unrounded parts, a negative one that rounds to zero at ``digits`` glued as 0.
 
     Returns
     -------
@@ -161,9 +167,16 @@ def record(key: str, value):
             del data[NOT_MEASURED_KEY][key]
         _write_atomic(path, data)
     _glue(key, value)
-    for name, field in (original.glue_fields().items() if hasattr(original, "glue_fields") else ()):
-        _glue(f"{key}.{name}", field)          # an answer's parts for the prose: {glue:text}`q_gain.estimate:.3f`
+    parts = original.glue_fields(digits, unit, percent) if hasattr(original, "glue_fields") else {}
+    for name, field in parts.items():
+        if name in _NUMBER_PARTS and isinstance(field, str):
+            not_measured(f"{key}.{name}", sentence=field)
+        else:
+            _glue(f"{key}.{name}", field)      # {glue:text}`q_gain.estimate:.3f`
     return original if hasattr(original, "to_record") else value
+
+
+_NUMBER_PARTS = ("estimate", "low", "high")
 
 
 def _check_key(key) -> None:

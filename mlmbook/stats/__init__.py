@@ -30,12 +30,12 @@ from .intervals import (
     Interval,
     bootstrap,
     censored_median,
-    interval_text,
     proportion,
     ratio,
     replicates_for,
     t_interval,
     undefined,
+    unsigned_zero,
 )
 from .paired import FlipSettings, Tested, bootstrap_t, by_unit, estimate, fieller, seed_t, sign_flip
 from .power import detectable, feasible_units, needed_units, unit_sd
@@ -43,7 +43,7 @@ from .study import MAX_PRIMARY, VERDICTS, Answer, Question, Study, describe
 
 __all__ = ["kl", "jsd", "tv", "mutual_information", "ppl", "as_array",
            "Interval", "bootstrap", "ratio", "t_interval", "proportion", "censored_median", "undefined",
-           "replicates_for", "interval_text", "LEVEL",
+           "replicates_for", "unsigned_zero", "LEVEL",
            "side", "within", "detectable_effect", "walk_verdicts", "walk_records", "SIDES",
            "POWER", "FlipSettings", "Tested", "bootstrap_t", "by_unit", "estimate", "fieller", "seed_t", "sign_flip",
            "detectable", "feasible_units", "needed_units", "unit_sd", "MAX_PRIMARY", "VERDICTS", "Answer",

@@ -36,7 +36,7 @@ from scipy.stats import t as student_t
 from .divergences import as_array
 
 __all__ = ["Interval", "bootstrap", "ratio", "t_interval", "proportion", "censored_median", "undefined",
-           "replicates_for", "interval_text", "LEVEL"]
+           "replicates_for", "unsigned_zero", "LEVEL"]
 
 LEVEL = 0.95
 """The level of an interval that no chapter's verdict family has set (figures' error bars)."""
@@ -107,14 +107,26 @@ class Interval:
                         se=self.se * by)
 
     def format(self, digits: int = 3, unit: str = "", percent: bool = False) -> str:
-        """``"0.123 [0.101, 0.146]"`` (or ``"12.3 % [10.1, 14.6]"``, ``"more than 400"``, ``"undefined"``)."""
+        """``"0.123 [0.101, 0.146]"`` (or ``"12.3 % [10.1, 14.6]"``, ``"more than 400"``, ``"undefined"``,
+        ``"0.123 [unbounded]"`` where the data bound neither end), never ``-0.000``."""
         if not self.defined:
             return "undefined" + (f" ({self.note})" if self.note else "")
         f = (lambda x: _num(100 * x, max(digits - 2, 0))) if percent else (lambda x: _num(x, digits))
         u = " %" if percent else (f" {unit}" if unit else "")
         if self.lower_bound:
             return f"more than {f(self.estimate)}{u}"
+        if math.isinf(self.low) and math.isinf(self.high):
+            return f"{f(self.estimate)}{u} [unbounded]"
         return f"{f(self.estimate)}{u} [{f(self.low)}, {f(self.high)}]"
+
+    def glue_fields(self, digits: int = 3, unit: str = "", percent: bool = False) -> dict:
+        """The parts the prose cites as ``{glue:text}`key.part```: ``text`` (:meth:`format`), ``n``, and
+        ``estimate``, ``low``, ``high`` as numbers (:func:`unsigned_zero`) or, where not finite, as the words
+        the page shows (``"−∞"``, ``"+∞"``, ``"undefined"``; :func:`mlmbook.record` declares those)."""
+        words = {"estimate": "undefined", "low": "−∞", "high": "+∞"}
+        parts = {name: unsigned_zero(getattr(self, name), digits) for name in words}
+        return {"text": self.format(digits, unit, percent), "n": self.n,
+                **{k: v if math.isfinite(v) else words[k] for k, v in parts.items()}}
 
     def to_record(self) -> dict:
         """A plain dict for a results file (``kind: "interval"``); infinite ends become strings."""
@@ -146,12 +158,11 @@ def _num(x: float, digits: int) -> str:
     return f"{round(x, digits) + 0.0:.{digits}f}"          # + 0.0: never "-0.000"
 
 
-def interval_text(iv: Interval, decimals: int = 3) -> str:
-    """``"-0.083 [-0.160, -0.006]"`` with ``decimals`` decimals (never ``-0.000``; an exact zero is ``0``); an
-    interval with an infinite end (a sample too small for the test to bound it) is ``"-0.083 [unbounded]"``."""
-    if not (math.isfinite(iv.low) and math.isfinite(iv.high)):
-        return f"{_num(iv.estimate, decimals)} [unbounded]"
-    return f"{_num(iv.estimate, decimals)} [{_num(iv.low, decimals)}, {_num(iv.high, decimals)}]"
+def unsigned_zero(x: float, digits: int = 3) -> float:
+    """``x``, or 0.0 where it is negative and rounds to zero at ``digits`` decimals: the book's one rule that
+    no page shows ``-0.000`` (:meth:`Interval.format` writes its text by the same rule)."""
+    x = float(x)
+    return 0.0 if -0.5 * 10 ** -digits < x < 0 else x
 
 
 def _finite_or_text(v):

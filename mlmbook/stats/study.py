@@ -192,20 +192,20 @@ class Answer:
     def stated(self) -> bool:
         return self.side in ("above", "below", "equivalent")
 
-    def glue_fields(self) -> dict:
-        """Flat values for the prose: ``q_<key>.estimate``, ``.low``, ``.high``, ``.verdict``, ...
+    def glue_fields(self, digits: int = 3, unit: str = "", percent: bool = False) -> dict:
+        """Flat values for the prose: the interval's parts (:meth:`Interval.glue_fields`: ``q_<key>.estimate``,
+        ``.low``, ``.high``, ``.text``) and ``.verdict``, ``.side``, ...
 
         ``needed`` is the N at observed SD, ``planned`` the planned N, ``tost_low``/``tost_high`` the
         TOST interval (at ``tost_level_pct``)."""
-        iv = self.interval
         tost = self.tested.tost
-        out = {"estimate": iv.estimate, "low": iv.low, "high": iv.high, "verdict": self.verdict,
-               "side": self.side, "detectable": self.detectable, "effect": self.question.effect,
-               "n": self.n, "needed": self.needed, "planned": self.needed_planned, "p": self.tested.p,
-               "level_pct": 100 * self.level, **({} if tost is None else {
+        out = {"verdict": self.verdict, "side": self.side, "detectable": self.detectable,
+               "effect": self.question.effect, "needed": self.needed, "planned": self.needed_planned,
+               "p": self.tested.p, "level_pct": 100 * self.level, **({} if tost is None else {
                    "tost_low": tost.low, "tost_high": tost.high, "tost_level_pct": 100 * tost.level})}
-        return {k: v for k, v in out.items()
-                if isinstance(v, str) or (isinstance(v, (int, float)) and math.isfinite(v))}
+        out = {k: v for k, v in out.items()
+               if isinstance(v, str) or (isinstance(v, (int, float)) and math.isfinite(v))}
+        return out | self.interval.glue_fields(digits, unit, percent)
 
     def row(self, digits: int = 3) -> list:
         """The answers table's row (see :meth:`Study.table`): question, estimate [interval], verdict,

@@ -44,8 +44,7 @@ def check_study(r, questions):
         assert np.isclose(a["level"] if "level" in a else a["interval_level"], 1 - 0.05 / len(questions))
         assert len(a["values"]) == len(a["units"]) and a["verdict"] in (*stats.VERDICTS, *a_words(a))
         iv = stats.Interval(a["interval_estimate"], float(a["interval_low"]), float(a["interval_high"]))
-        assert r[f"q_{key}_iv"] == J.interval_text(iv, 4 if key in ("ag_vs_mlm", "ag_vs_mlm_far",
-                                                                     "ag_vs_mlm_uppl") else 3)
+        assert r[f"q_{key}_iv"] == iv.format(4 if key in ("ag_vs_mlm", "ag_vs_mlm_far", "ag_vs_mlm_uppl") else 3)
     assert stats.audit(r) == {}
     assert "verdict" not in _kinds(r) and "family" not in _kinds(r)
 

@@ -34,7 +34,7 @@ def check_study(r, toy=True):
     for key, a in answered.items():
         assert a["kind"] == "answer" and a["unit"] == "seed" and a["family_size"] == len(asked), key
         iv = stats.Interval.from_record({k[len("interval_"):]: v for k, v in a.items() if k.startswith("interval_")})
-        assert r[f"q_{key}_text"] == D.interval_text(iv), key
+        assert r[f"q_{key}_text"] == iv.format(), key
         if toy:                       # a claim about a recipe: a t over the seed means of its arm
             n = r["n_control_seeds"] if key in ("fit_matched", "depth_matched", "knob") else r["n_pretrain_seeds"]
             assert a["test"] == "seed t" and len(set(a["seeds"])) == n >= 3, key
@@ -72,7 +72,7 @@ def check_claims(r):
     assert [r["width_side"][str(w)] for w in widths] == [row.side for row in panel]
     for k, row in enumerate(panel, 1):
         assert r[f"width_{k}"] == row.width and r[f"width_{k}_seeds"] == len(row.per_seed)
-        assert r[f"width_{k}_gap_text"] == D.interval_text(row.interval)
+        assert r[f"width_{k}_gap_text"] == row.interval.format()
         assert r[f"width_{k}_per_seed"] == ", ".join(f"{v:.3f}" for v in row.per_seed.values())
     pair = panel[widths.index(r["pair_width"])]
     assert len(pair.per_seed) == n_pair and r["pair_side"].startswith({"below": "below zero in each", "above":
@@ -87,9 +87,9 @@ def check_claims(r):
     # training stability: counted from the runs at a stated margin
     excess = r["maelm_excess"]
     assert r["maelm_runs"] == len(excess) and r["maelm_failed"] == sum(e >= r["fail_margin"] for e in excess.values())
-    assert r["maelm_failure_text"] == D.interval_text(stats.proportion(r["maelm_failed"], r["maelm_runs"], exact=True))
+    assert r["maelm_failure_text"] == stats.proportion(r["maelm_failed"], r["maelm_runs"], exact=True).format()
     # the earlier editions' results, as they were recorded
-    assert r["earlier_h128_text"] == D.interval_text(stats.Interval(*D.EARLIER["h128_three_seeds"]["gap_share"]))
+    assert r["earlier_h128_text"] == stats.Interval(*D.EARLIER["h128_three_seeds"]["gap_share"]).format()
     assert r["earlier_h128_failed"] == max(D.EARLIER["h128_three_seeds"]["maelm_final_loss"])
 
 

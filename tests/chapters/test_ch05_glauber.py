@@ -101,7 +101,6 @@ def test_toy_world_prose_is_tagged_toy_only():
 def _recorded(line: str) -> set:
     """Keys a line of a code cell records, as patterns (an f-string key's fields match any word)."""
     keys = re.findall(r'(?:put|record)\(\s*f?"([^"]+)"', line)
-    keys += [k + s for k in re.findall(r'put_interval\(\s*f?"([^"]+)"', line) for s in ("", "_low", "_high")]
     return {re.sub(r"\\\{[^}]*\\\}", r"\\w+", re.escape(k)) for k in keys}
 
 

@@ -169,16 +169,17 @@ def test_target_budget_averages_each_targets_pairs():
 
 
 # ---------------------------------------------------------------- the page's numbers
-def test_shown_glues_text_and_finite_parts_only():
+def test_an_interval_glues_its_text_and_parts_by_one_rounding_rule():
     iv = stats.Interval(-0.0001, -0.0004, 0.0002, 0.95, "test", 10, 0.0001)
-    fields = C.Shown(iv).glue_fields()
+    fields = iv.glue_fields()
     assert fields["text"] == "0.000 [0.000, 0.000]" and "-0.000" not in fields["text"]
-    assert fields["estimate"] == -0.0001
-    und = C.Shown(stats.undefined("no headroom")).glue_fields()
-    assert und["text"].startswith("undefined") and "estimate" not in und
-    assert C.Shown(stats.Interval(0.054, 0.031, 0.079, 0.99, "x", 100, 0.01), percent=True).glue_fields()["text"] \
+    assert (fields["estimate"], fields["low"], fields["high"], fields["n"]) == (0.0, 0.0, 0.0002, 10)
+    assert iv.glue_fields(digits=4)["low"] == -0.0004              # not zero at the digits it is shown with
+    und = stats.undefined("no headroom").glue_fields()
+    assert und["text"].startswith("undefined") and und["estimate"] == "undefined"
+    assert stats.Interval(0.054, 0.031, 0.079, 0.99, "x", 100, 0.01).glue_fields(percent=True)["text"] \
         == "5.4 % [3.1, 7.9]"
-    assert C.Shown(iv).to_record()["kind"] == "interval"
+    assert stats.Interval(0.02, 0.01, 0.03).glue_fields(unit="nats")["text"] == "0.020 nats [0.010, 0.030]"
 
 
 def test_noise_floor_and_fit_by_hand():

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from mlmbook.dependencies import cited, questions
+from mlmbook.dependencies import questions
 from mlmbook.stats import MAX_PRIMARY, paired
 
 
@@ -30,10 +30,11 @@ def test_an_answer_is_recorded_whole_and_glued_without_negative_zeros():
     study = questions.study()
     v, w = questions.uuas_rows((np.full(12, 3.0), np.full(12, 4.0)), (np.full(12, 2.0), np.full(12, 4.0)))
     a = study.answer("mlm_adjacent", v, w)
-    c = cited.Cited(a)
-    assert c.to_record()["kind"] == "answer" and c.to_record()["values"] == v.tolist()
-    fields = c.glue_fields()
+    assert a.to_record()["kind"] == "answer" and a.to_record()["values"] == v.tolist()
+    fields = a.glue_fields()
     assert fields["verdict"] == a.verdict and fields["estimate"] == pytest.approx(0.25)
-    assert cited.clean(-0.0004) == 0.0 and cited.clean(-0.0006) == -0.0006
-    from mlmbook.stats import Interval
-    assert cited.unbounded(Interval(0.1, float("-inf"), 0.3)) == {"low": "−∞"}
+    assert fields["text"] == a.interval.format() and fields["n"] == a.n
+    from mlmbook.stats import Interval, unsigned_zero
+    assert unsigned_zero(-0.0004) == 0.0 and unsigned_zero(-0.0006) == -0.0006 and unsigned_zero(0.0004) == 0.0004
+    parts = Interval(0.1, float("-inf"), 0.3).glue_fields()
+    assert (parts["low"], parts["high"]) == ("−∞", 0.3)

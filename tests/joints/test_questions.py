@@ -47,14 +47,13 @@ def test_ppl_rows_are_the_difference_of_log_perplexities():
     assert np.allclose(gap, [0.1, -0.2])
 
 
-def test_interval_text_and_described():
+def test_an_interval_formats_without_negative_zero_and_says_unbounded():
     iv = stats.Interval(-0.0004, -0.02, 0.0102, n=12)
-    assert J.interval_text(iv, 3) == "0.000 [-0.020, 0.010]"               # never -0.000
-    assert J.interval_text(stats.Interval(0.5, -np.inf, np.inf), 2) == "0.50 [unbounded]"
-    assert J.interval_text(stats.Interval(0.0, 0.0, 0.369), 3) == "0 [0, 0.369]"       # an exact zero is 0
-    glued = J.Described(stats.Interval(0.25, 0.1, np.inf, n=4), 2).glue_fields()
-    assert glued == {"estimate": 0.25, "low": 0.1, "n": 4, "text": "0.25 [unbounded]"}
-    assert J.Described(iv).to_record()["kind"] == "interval"
+    assert iv.format(3) == "0.000 [-0.020, 0.010]"               # never -0.000
+    assert stats.Interval(0.5, -np.inf, np.inf).format(2) == "0.50 [unbounded]"
+    assert stats.Interval(0.0, 0.0, 0.369).format(3) == "0 [0, 0.369]"       # an exact zero is 0
+    glued = stats.Interval(0.25, 0.1, np.inf, n=4).glue_fields(2)
+    assert glued == {"estimate": 0.25, "low": 0.1, "high": "+∞", "n": 4, "text": "0.25 [0.10, ∞]"}
     e = J.exp_interval(stats.Interval(0.1, 0.0, 0.2, se=0.05))
     assert np.allclose(tuple(e), (math.exp(0.1), 1.0, math.exp(0.2)))
     assert J.cell(stats.Interval(0.104, -np.inf, np.inf)) == "0.104 [unbounded]"

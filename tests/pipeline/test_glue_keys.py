@@ -31,3 +31,15 @@ def test_every_cited_key_is_recorded(quick_book, source):
     parts = {key for key in cited & glued if "." in key and key.rsplit(".", 1)[0] in results}
     missing = sorted(cited - set(results) - set(declared) - parts)
     assert not missing, f"{slug} cites keys its quick build never recorded: {', '.join(missing)}"
+
+
+def test_an_interval_is_recorded_whole_and_an_unbounded_part_reads_as_words(tmp_path, monkeypatch):
+    """``record(key, interval)`` stores the interval; an infinite end is declared, so its slot shows "+∞"."""
+    from mlmbook import stats
+    from mlmbook.pipeline.record import load_results, record
+
+    monkeypatch.setenv("MLMBOOK_RESULTS", str(tmp_path))
+    monkeypatch.setenv("MLMBOOK_CHAPTER", "09_parts")
+    record("parts_stay", stats.Interval(4.5, 3.8, float("inf"), n=7))
+    assert load_results("09_parts")["parts_stay"]["kind"] == "interval"
+    assert load_not_measured("09_parts") == {"parts_stay.high": "+∞"}
