@@ -11,10 +11,10 @@ The research face — the book's analyses on any masked LM, one call each (:mod:
     mlmbook.effective_rank(lm, ["The cat sat on the mat."])
     mlmbook.glauber_chains(lm, "The cat sat on the mat.", steps=200, temperature=0.8)
 
-Every call first checks that the model knows the text (:func:`check_fit`: unknown pieces, predictions no
-better than chance or made worse by the context) and stops with one line when it does not
-(``allow_unknown=True`` runs anyway);
-``read_for_model`` is the same front door from a treebank to a model (length window, surface tokens, fit).
+Every call first checks that the model knows the text (:func:`check_fit`: unknown pieces,
+predictions no better than chance or made worse by the context) and stops with one line when it does
+not (``allow_unknown=True`` runs anyway); ``read_for_model`` is the same front door from a treebank
+to a model (length window, surface tokens, fit).
 
 and the chapters' face::
 
@@ -50,8 +50,8 @@ where             what
 ================  =====================================================================
 
 The layer order of the package (each layer imports only itself and the layers below;
-``tests/test_architecture.py`` enforces it): foundation (errors, paths, stats, threads, workers, figures)
-→ world (toy, corpus) → models → engine (queries, compare) → science (one idea per chapter)
+``tests/test_architecture.py`` enforces it): foundation (errors, paths, stats, threads, workers,
+figures) → world (toy, corpus) → models → engine (queries, compare) → science (one idea per chapter)
 → uses (exercises, api) → pipeline → command line → this face.
 """
 

@@ -167,10 +167,10 @@ def probe_agreement(lm, train, tests, l2: float = 1e-2) -> list:
 
     The encoder is not trained: each example is the agreeing verb's representation at every layer
     (:func:`verb_features`), and a logistic regression (:func:`mlmbook.probes.fit_probe`, L2 penalty
-    ``l2`` on standardised features, fitted by L-BFGS from zero) is fitted on ``train`` and scored on
-    each of ``tests``. Nothing in it is random, so two runs on one encoder agree exactly and the spread
-    between pretraining seeds is the encoders' own — unlike fine-tuning (:func:`finetune_encoder`),
-    whose result moves with its own seed and the encoder's drift.
+    ``l2`` on standardised features, fitted by L-BFGS from zero) is fitted on ``train`` and scored
+    on each of ``tests``. Nothing in it is random, so two runs on one encoder agree exactly and the
+    spread between pretraining seeds is the encoders' own — unlike fine-tuning
+    (:func:`finetune_encoder`), whose result moves with its own seed and the encoder's drift.
 
     Parameters
     ----------

@@ -4,8 +4,8 @@ A chapter's primary questions (:class:`mlmbook.stats.Question`) are sized by a *
 deviation**. It must come from data the references never see: the ``pilot`` profile
 (:mod:`mlmbook.profiles`) runs the chapters on training seeds and sentence samples of their own, and
 :func:`from_pilot` turns its recorded answers into the chapter's plan, committed as
-``results/plans/<chapter>.json``, beside the pilot's own results in ``results/pilot/`` (the plan records their
-SHA-256, so that every planning SD re-derives from them):
+``results/plans/<chapter>.json``, beside the pilot's own results in ``results/pilot/`` (the plan
+records their SHA-256, so that every planning SD re-derives from them):
 
 ==================  ==========================================================================
 field               what
@@ -36,8 +36,8 @@ contributes :math:`(d_k - \hat R g_k)/\bar g` (its linearisation, so that
 pilot. The build records in each chapter's results the hash of the plan it was declared under
 (:func:`stamp`, key ``"plan"``), and :func:`check` fails a reference built against another plan.
 
-**A plan changed after its result was seen** is not overwritten: :func:`supersede` keeps the old plan
-with the answers recorded against it and the reason, in ``superseded``, beside the new one.
+**A plan changed after its result was seen** is not overwritten: :func:`supersede` keeps the old
+plan with the answers recorded against it and the reason, in ``superseded``, beside the new one.
 
 Command line::
 
@@ -120,8 +120,8 @@ def from_pilot(chapter: str, results: dict, profile: str = PILOT, results_sha256
     Raises
     ------
     ValueError
-        The results hold no primary answer, or were not recorded by a pilot (a plan is never sized by a
-        reference).
+        The results hold no primary answer, or were not recorded by a pilot (a plan is never sized
+        by a reference).
     """
     answers = _answers(results)
     if not answers:
@@ -282,8 +282,8 @@ def fill(chapter: str, questions, root: str | Path | None = None) -> list:
 def check(chapter: str, results: dict, root: str | Path | None = None) -> list[str]:
     """Why ``chapter``'s ``results`` were not built against its committed plan (empty when they were).
 
-    A results file with primary answers must record the hash of the committed plan (:func:`stamp`), and each
-    answer's planning SD must be the plan's.
+    A results file with primary answers must record the hash of the committed plan (:func:`stamp`),
+    and each answer's planning SD must be the plan's.
     """
     answers = _answers(results)
     if not answers:

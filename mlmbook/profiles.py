@@ -14,20 +14,20 @@ profile       who              budget
                                prints its plan and estimated time on N workers
 ============  ===============  ==========================================================
 
-``PROFILES`` are those the book is built and budgeted with; ``BUILDABLE`` adds ``pilot`` and ``extended``
-(``KNOWN_PROFILES`` is the same set); a chapter or model list that declares no sizes of its own for a
-profile falls back to :data:`FALLBACK`'s stand-in, and the plan says so.
+``PROFILES`` are those the book is built and budgeted with; ``BUILDABLE`` adds ``pilot`` and
+``extended`` (``KNOWN_PROFILES`` is the same set); a chapter or model list that declares no sizes of
+its own for a profile falls back to :data:`FALLBACK`'s stand-in, and the plan says so.
 
 **The pilot is disjoint by one offset.** Every seed a profile draws — the training seeds of its
 models (:mod:`mlmbook.models.zoo`, :mod:`mlmbook.models.ladder`, :mod:`mlmbook.models.prepare`) and
 the chapter's ``seed`` parameter, which seeds its sentence samples and its default model — is the
 reference's seed plus :func:`seed_offset` (``PILOT_SEED_OFFSET`` for the pilot, 0 otherwise). The
-references use seeds below :data:`PILOT_SEED_OFFSET` (the extended profile's largest table,
-chapter 4's, trains 37), so no pilot model or sample is one of theirs. The pilot trains the
-models and uses the sample sizes of :data:`FALLBACK`'s stand-in (``quick``: a pilot needs a
-standard deviation, not a verdict, and must run on a laptop); each chapter may declare pilot
-sizes of its own. ``FALLBACK[PILOT] = "full"`` would give a pilot of the full profile's models (their
-SDs fit the full reference better, at about the cost of a cold full build).
+references use seeds below :data:`PILOT_SEED_OFFSET` (the extended profile's largest table, chapter
+4's, trains 37), so no pilot model or sample is one of theirs. The pilot trains the models and uses
+the sample sizes of :data:`FALLBACK`'s stand-in (``quick``: a pilot needs a standard deviation, not
+a verdict, and must run on a laptop); each chapter may declare pilot sizes of its own.
+``FALLBACK[PILOT] = "full"`` would give a pilot of the full profile's models (their SDs fit the full
+reference better, at about the cost of a cold full build).
 """
 PROFILES = ("quick", "full")
 EXTENDED = "extended"

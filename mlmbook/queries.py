@@ -309,8 +309,8 @@ def single_site(lm: MaskedLM, sentences, **kw) -> list[np.ndarray]:
 def encode_sentence(lm: MaskedLM, sentence) -> tuple[list[int], list[list[int]], list[str]]:
     """Token ids, pieces of each word and the words of a sentence given as a word list or a plain string.
 
-    A plain string is split as the model's tokenizer splits it (``lm.encode_text``; white space for a
-    model without one).
+    A plain string is split as the model's tokenizer splits it (``lm.encode_text``; white space for
+    a model without one).
     """
     if isinstance(sentence, str):
         encode_text = getattr(lm, "encode_text", None)

@@ -1,11 +1,11 @@
 """Explorers: ipywidgets controls that also leave a static figure for the printed site.
 
 :func:`explore` draws the figure once at the default setting and shows it as *one* output:
-the image with a label under it that says what the static figure shows and at which setting (a chapter gives
-that output a number and a caption through the cell's ``mystnb: figure:`` metadata). When
-the notebook runs in Jupyter the live controls follow and redraw the figure. When the book
-build executes the notebook (``$MLMBOOK_CHAPTER`` is set) no controls are shown: a static
-page has nothing to move, and a second output would become a second figure.
+the image with a label under it that says what the static figure shows and at which setting (a
+chapter gives that output a number and a caption through the cell's ``mystnb: figure:`` metadata).
+When the notebook runs in Jupyter the live controls follow and redraw the figure. When the book
+build executes the notebook (``$MLMBOOK_CHAPTER`` is set) no controls are shown: a static page has
+nothing to move, and a second output would become a second figure.
 """
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
 """The research API: the book's analyses on any masked LM in one call each, without the book.
 
-Every function takes a model first — a :class:`~mlmbook.models.base.MaskedLM`, a Hugging Face name or
-the folder of a saved model (loaded once with :func:`mlmbook.load_mlm`) — and plain strings or word
-lists; each returns a small dataclass (or an array). They are thin wrappers over the science modules
-(the chapters' own functions), so a number here is the number the book computes.
+Every function takes a model first — a :class:`~mlmbook.models.base.MaskedLM`, a Hugging Face name
+or the folder of a saved model (loaded once with :func:`mlmbook.load_mlm`) — and plain strings or
+word lists; each returns a small dataclass (or an array). They are thin wrappers over the science
+modules (the chapters' own functions), so a number here is the number the book computes.
 
 =========================  ============================================================  =========
 function                   what                                                          chapter

@@ -18,8 +18,8 @@ AUTO_CANDIDATES = 1000
 class HCB:
     """Hammersley–Clifford–Besag with a pivot :math:`a^\\star` at the first position.
 
-    ``pivot``: ``"both"`` (the paper's ``hcb-both``: the likeliest token with both positions masked),
-    ``"observed"`` (the token the text has there), or a token id (it must be a candidate).
+    ``pivot``: ``"both"`` (the paper's ``hcb-both``: the likeliest token with both positions
+    masked), ``"observed"`` (the token the text has there), or a token id (it must be a candidate).
     """
 
     pivot: str | int = "both"
@@ -85,8 +85,8 @@ def _pivot(pc: joints.PairConditionals, pivot, observed: int) -> int:
 def derive_joint(model, text, i: int, j: int, method="ag", top_k: int | None = None, **options) -> Joint:
     r"""The joint of the tokens at positions ``i`` and ``j`` of ``text``, both masked, from the model's conditionals.
 
-    The model gives :math:`q(x_i \mid x_j, \cdot)`, :math:`q(x_j \mid x_i, \cdot)` and the both-masked
-    marginals (Torroba Hennigen & Kim 2023); each method turns them into one joint:
+    The model gives :math:`q(x_i \mid x_j, \cdot)`, :math:`q(x_j \mid x_i, \cdot)` and the
+    both-masked marginals (Torroba Hennigen & Kim 2023); each method turns them into one joint:
     ``"mrf"`` (logits as pairwise potentials), ``"mrf_local"``, ``"naive"`` (the product of the
     marginals), ``"hcb"`` / :class:`HCB` (Besag's identity around a pivot), ``"ag"`` / :class:`AG`
     (the joint whose conditionals are closest to the model's, Arnold & Gokhale 1998).
@@ -101,8 +101,8 @@ def derive_joint(model, text, i: int, j: int, method="ag", top_k: int | None = N
         A name, or an options object: ``HCB(pivot=...)``, ``AG(tol=...)``.
     top_k : int, optional
         Candidates per position: every word for vocabularies up to :data:`AUTO_CANDIDATES`, else the
-        model's ``top_k`` (default 50) likeliest tokens with both positions masked (the text's own tokens
-        are always candidates).
+        model's ``top_k`` (default 50) likeliest tokens with both positions masked (the text's own
+        tokens are always candidates).
     options : keyword options
         ``allow_unknown=True`` runs even when the model does not know the text (:func:`mlmbook.check_fit`);
         by default that is a one-line :class:`~mlmbook.errors.DataFitError`.

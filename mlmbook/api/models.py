@@ -109,8 +109,8 @@ class Options:
     max_words : int or None
         Read sentences of at most this many scored words (:func:`mlmbook.read_for_model`).
     budget_rows : int
-        Forward passes each sentence's CMI grid may spend (:func:`mlmbook.dependencies.cmi_scores`; default
-        chapter 1's full profile per sentence).
+        Forward passes each sentence's CMI grid may spend (:func:`mlmbook.dependencies.cmi_scores`;
+        default chapter 1's full profile per sentence).
     window : int or None
         Largest distance, in pieces, between two positions whose CMI is computed.
     scheduler : str or distributed.Client, optional

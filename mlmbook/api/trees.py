@@ -73,11 +73,11 @@ def dependency_trees(model, treebank, method: str = "cpmi", projective: bool = F
 
     .. math:: \mathrm{UUAS} = \frac{\sum_k |P_k \cap G_k|}{\sum_k |G_k|}.
 
-    The sentences go through the book's front door (:func:`mlmbook.corpus.read_for_model`): sentences of
-    3..``max_words`` scored words that the model reads whole (its window) are kept, with counts of what was
-    left out (``result.corpus.summary()``), and the model must fit them (:func:`mlmbook.check_fit`). The model
-    reads the surface text: a multiword token (``don't`` = ``do n't``) is read once, its words share its
-    pieces, and their pair is not scored.
+    The sentences go through the book's front door (:func:`mlmbook.corpus.read_for_model`):
+    sentences of 3..``max_words`` scored words that the model reads whole (its window) are kept,
+    with counts of what was left out (``result.corpus.summary()``), and the model must fit them
+    (:func:`mlmbook.check_fit`). The model reads the surface text: a multiword token (``don't`` =
+    ``do n't``) is read once, its words share its pieces, and their pair is not scored.
 
     Parameters
     ----------

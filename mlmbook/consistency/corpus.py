@@ -97,8 +97,8 @@ class Source:
     Attributes
     ----------
     toy : bool
-        The toy world: the toy model on fresh sentences of its own language (with a treebank, any model
-        — the toy one too — reads the treebank, and no truth is consulted).
+        The toy world: the toy model on fresh sentences of its own language (with a treebank, any
+        model — the toy one too — reads the treebank, and no truth is consulted).
     treebank : str or path, optional
         The treebank to read (default UD English EWT test).
     window : mlmbook.corpus.Window, optional

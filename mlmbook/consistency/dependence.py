@@ -1,10 +1,10 @@
 r"""What an MLM's inconsistency follows: the language's dependence of a pair, compared within sentences.
 
 The truth's conditional mutual information of a pair, :math:`I(x_i; x_j \mid x_{\setminus\{i,j\}})`
-(chapter 1's :func:`mlmbook.dependencies.truth_cmi`, which the chapter calls), is exactly 0 for a pair
-independent given the rest of its sentence (up to :data:`CMI_ZERO`). The pairs of one sentence share
-its words, so a comparison of two kinds of pairs is made **within each sentence** and the sentence is
-the unit:
+(chapter 1's :func:`mlmbook.dependencies.truth_cmi`, which the chapter calls), is exactly 0 for a
+pair independent given the rest of its sentence (up to :data:`CMI_ZERO`). The pairs of one sentence
+share its words, so a comparison of two kinds of pairs is made **within each sentence** and the
+sentence is the unit:
 
 .. math:: d_s = \overline{y}_{s,\,A} - \overline{y}_{s,\,B},
 

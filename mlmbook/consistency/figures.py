@@ -188,8 +188,8 @@ def span_gains(per_seed: dict, arms: Sequence[tuple]):
     """Per training seed, the ensemble's gain over the single conditional in log-loss (left) and accuracy
     (right) for each arm; bars are 95 % intervals over targets.
 
-    ``per_seed[seed][arm]`` is a dict of per-target scores (:func:`~.regime.ensemble_scores`); ``arms`` are
-    ``(key, label)`` (:data:`~.spans.ARMS`).
+    ``per_seed[seed][arm]`` is a dict of per-target scores (:func:`~.regime.ensemble_scores`);
+    ``arms`` are ``(key, label)`` (:data:`~.spans.ARMS`).
     """
     fig, (ax1, ax2) = plotting.figure(1, 2, height=2.8)
     seeds = list(per_seed)

@@ -197,8 +197,8 @@ def probe_pairs(lm: MaskedLM, ids, pairs, rectangles: Rectangles | None = None, 
     alternatives : array_like (P,), optional
         The alternative words of the flips (e.g. another model's ``flips.alt``, to test the same bigrams).
     index : array_like (P,), optional
-        The pairs' rows in a longer list they were taken from, so that each flip alters the same side
-        as it did there (:func:`pair_flips`).
+        The pairs' rows in a longer list they were taken from, so that each flip alters the same
+        side as it did there (:func:`pair_flips`).
 
     Returns
     -------

@@ -6,10 +6,10 @@ the two chain-rule orders over 10,000 Simple English Wikipedia sentences with tw
 filtered LAMBADA subset with the single conditional and with an ensemble of ten (a figure of the paper).
 
 :data:`EARLIER_SPAN` keeps the span ensemble's result of the edition before the present one (commit
-``5d78747^`` and ``5d78747``): one span model and its twin, first at hidden 128 beside the default model,
-then at hidden 64 — the width was changed after the first result was seen, because the hidden-128 span
-model took 200 s to train and put the cold full build at the edge of its 20 minutes. A configuration
-changed after its result was seen stays on the page beside the new one.
+``5d78747^`` and ``5d78747``): one span model and its twin, first at hidden 128 beside the default
+model, then at hidden 64 — the width was changed after the first result was seen, because the
+hidden-128 span model took 200 s to train and put the cold full build at the edge of its 20 minutes.
+A configuration changed after its result was seen stays on the page beside the new one.
 """
 from __future__ import annotations
 

@@ -2,8 +2,8 @@ r"""Chapter 3's regime map: inconsistency and the Ensemble of Conditionals acros
 
 For one model (a rung of :mod:`mlmbook.models.ladder`, or a knob setting of the zoo)
 :func:`rung_measures` runs the probes on a fixed set of pairs and the ensemble on a fixed set of
-targets, and keeps the per-pair and per-target values; the truth's conditional gives every
-target its **Bayes value**. :func:`rung_intervals` turns them into intervals of :mod:`mlmbook.stats`:
+targets, and keeps the per-pair and per-target values; the truth's conditional gives every target
+its **Bayes value**. :func:`rung_intervals` turns them into intervals of :mod:`mlmbook.stats`:
 
 ==================  ========================================================================
 ``delta``           median :math:`|\Delta|` of the top-2 rectangles
@@ -123,11 +123,11 @@ def concat(measures: Sequence[dict]) -> tuple[dict, np.ndarray, np.ndarray]:
 def headroom_fraction(single, other, bayes, level: float = stats.LEVEL) -> stats.Interval:
     r"""The share of the headroom that ``other`` closes, :math:`\sum (s - o) / \sum (s - b)`, with Fieller's interval.
 
-    ``single``, ``other`` and ``bayes`` are per-target scores (log-losses; for accuracy pass the hits with
-    their signs flipped); each target is its own unit. Numerator and denominator are means over the same
-    targets, so their covariance enters the interval (:func:`mlmbook.stats.fieller`). When the headroom's
-    own interval contains 0 — a model about as good as the truth, or no headroom at all — the fraction is
-    **undefined**, never a number.
+    ``single``, ``other`` and ``bayes`` are per-target scores (log-losses; for accuracy pass the
+    hits with their signs flipped); each target is its own unit. Numerator and denominator are means
+    over the same targets, so their covariance enters the interval (:func:`mlmbook.stats.fieller`).
+    When the headroom's own interval contains 0 — a model about as good as the truth, or no headroom
+    at all — the fraction is **undefined**, never a number.
     """
     s, o, b = (np.asarray(x, dtype=float).ravel() for x in (single, other, bayes))
     a, h = s - o, s - b

@@ -77,9 +77,9 @@ class Targets(NamedTuple):
 def arms(span_lm, twin_lm, items: Targets, candidates: int = 8, progress: bool = False) -> dict:
     """Per-target scores (:func:`~.regime.ensemble_scores`) of each arm of :data:`ARMS` for one seed.
 
-    ``span_lm`` is a span-trained model and ``twin_lm`` its token-masked twin (same width, steps and seed);
-    every arm's versions are over the same ``candidates`` (the direct conditional's top K), and the
-    single-word arm has as many routes as the span arm.
+    ``span_lm`` is a span-trained model and ``twin_lm`` its token-masked twin (same width, steps and
+    seed); every arm's versions are over the same ``candidates`` (the direct conditional's top K),
+    and the single-word arm has as many routes as the span arm.
     """
     from .ensemble import route_versions
     from .regime import ensemble_scores

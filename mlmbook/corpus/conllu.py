@@ -10,11 +10,11 @@ per block of lines, blocks separated by one blank line. A block is
   that is split into the syntactic words 3 (``do``) and 4 (``n't``),
 * *empty nodes* with a decimal ID such as ``8.1``, used only by enhanced dependencies.
 
-The basic tree is the ``HEAD`` column of the syntactic words. In this package a sentence
-stores it 0-based: ``heads[i]`` is the index of word ``i``'s head and ``-1`` marks the root,
-the same convention as the toy language (:class:`mlmbook.corpus.Sentence`). Multiword tokens are kept (in
-``Sentence.multiword``) so the surface text can be rebuilt, but they are not words of the
-tree; empty nodes are skipped.
+The basic tree is the ``HEAD`` column of the syntactic words. In this package a sentence stores it
+0-based: ``heads[i]`` is the index of word ``i``'s head and ``-1`` marks the root, the same
+convention as the toy language (:class:`mlmbook.corpus.Sentence`). Multiword tokens are kept (in
+``Sentence.multiword``) so the surface text can be rebuilt, but they are not words of the tree;
+empty nodes are skipped.
 
 A malformed file raises :class:`TreebankError` whose message is one line,
 ``path:lineno: what is wrong (expected ...)``.

@@ -96,11 +96,11 @@ class Fit:
     examples : tuple of str
         A few words the model does not know, for the message.
     pll_per_piece : float or None
-        The model's mean :math:`\\log q(x_t \\mid x_{\\setminus t})` over the pieces of a small sample
-        (nats, full softmax); None when not measured.
+        The model's mean :math:`\\log q(x_t \\mid x_{\\setminus t})` over the pieces of a small
+        sample (nats, full softmax); None when not measured.
     context_free : float or None
-        The same pieces' mean :math:`\\log q(x_t)` with every piece of the sentence masked: the model's own
-        prediction without the context.
+        The same pieces' mean :math:`\\log q(x_t)` with every piece of the sentence masked: the
+        model's own prediction without the context.
     log_v : float
         :math:`\\log V`: minus the PLL per piece of a uniform guess.
     n_sentences : int
@@ -234,9 +234,9 @@ def measure_fit(lm, sentences: Iterable, *, pll: bool = True,
     sentences : iterable
         :class:`~mlmbook.corpus.Sentence` objects (their surface tokens are read), word lists or plain strings.
     pll : bool
-        Also measure the model's own PLL per piece on the first sentences (about ``pll_pieces`` pieces, one
-        forward pass each, and one with the whole sentence masked); sentences with an unknown piece are
-        measured too.
+        Also measure the model's own PLL per piece on the first sentences (about ``pll_pieces``
+        pieces, one forward pass each, and one with the whole sentence masked); sentences with an
+        unknown piece are measured too.
     pll_pieces : int
 
     Returns
@@ -348,16 +348,16 @@ def check_fit(lm, sentences: Iterable, *, model: str | None = None, treebank: st
     ----------
     lm : MaskedLM
     sentences : iterable
-        The sentences the analysis will use (after its filters): :class:`~mlmbook.corpus.Sentence` objects
-        (the model reads their surface tokens), word lists or plain strings.
+        The sentences the analysis will use (after its filters): :class:`~mlmbook.corpus.Sentence`
+        objects (the model reads their surface tokens), word lists or plain strings.
     model, treebank : str, optional
         How the message names them (default: the model's name, "these sentences").
     allow : bool
-        Run anyway (a chapter's ``allow_unknown``): print the warning on the build's terminal and return
-        the :class:`Fit`, whose :meth:`~Fit.admonition` puts it on the page.
+        Run anyway (a chapter's ``allow_unknown``): print the warning on the build's terminal and
+        return the :class:`Fit`, whose :meth:`~Fit.admonition` puts it on the page.
     rules : FitRules
-        The thresholds (default :data:`RULES`, the module's table); ``FitRules(pll=True)`` measures the PLL
-        per piece even on a sample too small to judge, to show it on a page.
+        The thresholds (default :data:`RULES`, the module's table); ``FitRules(pll=True)`` measures
+        the PLL per piece even on a sample too small to judge, to show it on a page.
 
     Returns
     -------

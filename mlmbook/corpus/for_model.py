@@ -51,8 +51,8 @@ class Window:
     drop_punct : bool
         Remove punctuation (:func:`~mlmbook.corpus.remove_punct`) before anything else.
     knob : str or None
-        How a message names the option that sets ``max_words`` (``"max_words"``, ``"--max-words"``; None
-        when the reader cannot change it).
+        How a message names the option that sets ``max_words`` (``"max_words"``, ``"--max-words"``;
+        None when the reader cannot change it).
     """
 
     min_words: int = 2
@@ -172,13 +172,13 @@ def read_for_model(lm, treebank: str | os.PathLike | Sequence[Sentence], window:
     treebank : CoNLL-U name or path, or a list of Sentence
         As for :func:`~mlmbook.corpus.find_treebank` (``"test"`` is UD English EWT test).
     window : Window, optional
-        Words per sentence and the rest of the length policy (default ``Window()``: at least 2 words, any
-        number the model reads whole).
+        Words per sentence and the rest of the length policy (default ``Window()``: at least 2
+        words, any number the model reads whole).
     limit : int, optional
         Keep the first ``limit`` of the sentences that qualify.
     seed : int, optional
-        Shuffle the sentences within the window of words (before the model's window and ``limit``) with this
-        seed; None keeps the file order.
+        Shuffle the sentences within the window of words (before the model's window and ``limit``)
+        with this seed; None keeps the file order.
     allow_unknown : bool
         Passed to :func:`~mlmbook.corpus.fit.check_fit` as ``allow`` (which reads the file's first
         :data:`FIT_SAMPLE` sentences the model reads whole).

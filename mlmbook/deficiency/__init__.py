@@ -1,9 +1,9 @@
 r"""The representation deficiency (Meng et al. 2024), measured like with like: chapter 4's science.
 
-Meng et al. argue that an MLM spends some of its dimensions on ``[MASK]``, so that the representations
-of real tokens span fewer directions than they could, and that MAE-LM — an encoder that never reads
-``[MASK]`` — does not. Chapter 4 measures that claim with comparisons between matrices of the **same
-number of rows** drawn from the **same sentences**:
+Meng et al. argue that an MLM spends some of its dimensions on ``[MASK]``, so that the
+representations of real tokens span fewer directions than they could, and that MAE-LM — an encoder
+that never reads ``[MASK]`` — does not. Chapter 4 measures that claim with comparisons between
+matrices of the **same number of rows** drawn from the **same sentences**:
 
 1. *what the* ``[MASK]`` *rows add* — one masked input, its real-token rows against all its rows;
 2. *what* ``[MASK]`` *in the input does to the real tokens* — the same real tokens, clean and masked input;

@@ -83,8 +83,8 @@ def agreement(models: dict, grammar, size: dict, seed: int = 0) -> Agreement:
     """Probe every encoder of ``models`` (``{(name, seed): MaskedLM}``) and fine-tune those of the first
     ``size["ft_seeds"]`` seeds, on examples drawn with ``seed``.
 
-    ``size``: ``probe_train`` and ``ft_train`` ordinary sentences to learn from, ``probe_test`` held-out
-    sentences of each kind, ``ft_epochs``.
+    ``size``: ``probe_train`` and ``ft_train`` ordinary sentences to learn from, ``probe_test``
+    held-out sentences of each kind, ``ft_epochs``.
     """
     n_probe, n_ft, n_test = size["probe_train"], size["ft_train"], size["probe_test"]
     pool = downstream.agreement_task(grammar, max(n_probe, n_ft) + n_test, seed=seed + 30_000, verbs=True)

@@ -1,8 +1,8 @@
 """Chapter 4's figures, drawn from the numbers it records (the chapter's cells stay a line or two each).
 
-Every function takes plain numbers (or :class:`~mlmbook.stats.Interval` objects), draws with the book's
-style (:mod:`mlmbook.plotting`: column width, fonts, legends placed where they cover no data, log axes
-with plain-number ticks) and returns the figure.
+Every function takes plain numbers (or :class:`~mlmbook.stats.Interval` objects), draws with the
+book's style (:mod:`mlmbook.plotting`: column width, fonts, legends placed where they cover no data,
+log axes with plain-number ticks) and returns the figure.
 """
 from __future__ import annotations
 

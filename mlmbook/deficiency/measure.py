@@ -81,8 +81,8 @@ def sentences_for(lm, n: int, treebank=None, seed: int = 0, window: tuple = (2, 
     Without a treebank: ``n`` sentences of the toy language (seed ``seed + 10000``), and ``None``.
     With one: the first ``n`` of its sentences that ``lm`` reads whole, shuffled by ``seed``, through
     :func:`mlmbook.corpus.read_for_model` (the length policy and the fit check, which stops with one
-    line unless ``allow_unknown``), and its :class:`~mlmbook.corpus.ModelCorpus` (``corpus.admonition()``
-    is the fit warning for the page, None when the model fits).
+    line unless ``allow_unknown``), and its :class:`~mlmbook.corpus.ModelCorpus`
+    (``corpus.admonition()`` is the fit warning for the page, None when the model fits).
 
     Parameters
     ----------

@@ -4,8 +4,8 @@ A claim about a training recipe ("MAE-LM's real tokens use more directions than 
 claim about what a *run* of the recipe gives, so its independent unit is the training seed: each
 seed's models are measured on the blocks of one :class:`~mlmbook.deficiency.measure.Sample`, the
 blocks' values are averaged into one value per seed, and the test is a t over those seed means
-(:meth:`mlmbook.stats.Study.answer` with ``seeds=``; each trained model's own test over its blocks is
-the second method). With one seed the blocks are all there is, and an interval over them is
+(:meth:`mlmbook.stats.Study.answer` with ``seeds=``; each trained model's own test over its blocks
+is the second method). With one seed the blocks are all there is, and an interval over them is
 *conditional on that one trained model*: it says nothing about another run of the recipe.
 
 * :func:`seed_rows` flattens ``{seed: per-block values}`` into the rows the study layer takes;

@@ -7,8 +7,8 @@ ladder, each knob setting, the positive control):
    :func:`~mlmbook.dependencies.cmi_scores`) and CPMI matrices, :func:`trees` reads a maximum spanning tree
    off each, and :func:`counts` counts the gold edges each tree finds, per sentence — the unit every
    interval resamples. Two parsers are compared by the per-sentence rows of their difference
-   (:func:`mlmbook.dependencies.questions.uuas_rows`), through the chapter's study (a primary question)
-   or :func:`mlmbook.stats.describe` (descriptive).
+   (:func:`mlmbook.dependencies.questions.uuas_rows`), through the chapter's study (a primary
+   question) or :func:`mlmbook.stats.describe` (descriptive).
 2. **Has it learned the statistics?** :func:`cmi_error` sets the model's CMI matrix beside the
    truth's, pair by pair: the correlation and the mean absolute error over the scored pairs.
    That is Zhang & Hashimoto's premise, measured directly, and it need not go with UUAS (an MLM

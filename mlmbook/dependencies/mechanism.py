@@ -1,10 +1,10 @@
 r"""Why a model's trees can beat the truth's: dependence the model puts on gold edges the truth leaves at zero.
 
-The truth's CMI is exactly 0 for some gold edges (given the rest of the sentence, a determiner tells nothing
-more about its noun). A maximum spanning tree over the truth's CMI can then only find such an edge through a
-tie. A model whose CMI errs — a leftover dependence here and there — may err *towards* those edges more than
-towards other pairs the truth leaves at zero, and so find edges the truth cannot. :func:`head_error`
-measures exactly that, per sentence (the unit of every interval):
+The truth's CMI is exactly 0 for some gold edges (given the rest of the sentence, a determiner tells
+nothing more about its noun). A maximum spanning tree over the truth's CMI can then only find such
+an edge through a tie. A model whose CMI errs — a leftover dependence here and there — may err
+*towards* those edges more than towards other pairs the truth leaves at zero, and so find edges the
+truth cannot. :func:`head_error` measures exactly that, per sentence (the unit of every interval):
 
 .. math:: d_k = \overline{\mathrm{CMI}}_{\text{model}}\{\text{gold edges of } k \text{ with truth-CMI } 0\}
           - \overline{\mathrm{CMI}}_{\text{model}}\{\text{other pairs of } k \text{ with truth-CMI } 0\}

@@ -27,9 +27,9 @@ WINDOW = 9
 class Encoded:
     """A sentence as the model sees it: token ids, the pieces of each word, the scored words.
 
-    ``words`` may be a :class:`~mlmbook.corpus.Surface` (or a :class:`~mlmbook.corpus.Sentence`): the model
-    then reads the surface tokens, and two words of one multiword token share its pieces, so their pair is
-    never scored (its score is 0; see :func:`mlmbook.corpus.encode`).
+    ``words`` may be a :class:`~mlmbook.corpus.Surface` (or a :class:`~mlmbook.corpus.Sentence`):
+    the model then reads the surface tokens, and two words of one multiword token share its pieces,
+    so their pair is never scored (its score is 0; see :func:`mlmbook.corpus.encode`).
     """
 
     def __init__(self, lm: "MaskedLM", words: Sequence[str], keep: Sequence[int] | None = None):

@@ -11,8 +11,8 @@ used by chapter 1 and by :func:`mlmbook.dependency_trees` alike, so that the two
   fits the sentence's budget (at least :data:`MIN_CANDIDATES`), and report the bound on each pair's error
   that the mass left outside the candidates allows (:attr:`~mlmbook.dependencies.CMIGrid.max_error_bound`).
 
-A tree read off bounded scores may not be the tree of the exact scores: :func:`undetermined` says which
-trees the bounds cannot decide.
+A tree read off bounded scores may not be the tree of the exact scores: :func:`undetermined` says
+which trees the bounds cannot decide.
 
 :func:`exact_prefix` is the chapter's other use of the budget: how many of the first sentences the exact
 grid affords.
@@ -53,8 +53,8 @@ class CMIScores:
     estimator : str
         ``"exact grid"`` or ``"top-K grid"``.
     candidates : int
-        Values enumerated per position (every non-special token for the exact grid, else ``K``; the mean
-        over the piece pairs, rounded, when the sentences' budgets afford different ``K``).
+        Values enumerated per position (every non-special token for the exact grid, else ``K``; the
+        mean over the piece pairs, rounded, when the sentences' budgets afford different ``K``).
     bound : float
         The largest error bound on a pair's CMI, in nats (0 for the exact grid).
     rows : int
@@ -178,10 +178,10 @@ def cmi_scores(lm: "MaskedLM", sentences, keep=None, *, budget_rows: float | Non
     keep : list of list of int, optional
         Per sentence, the words to score (default all).
     budget_rows : float, optional
-        Forward passes the grid may spend in all, shared equally by the sentences (chapter 1 passes its
-        profile's, for its profile's number of sentences; default :data:`SENTENCE_ROWS` per sentence). A
-        sentence's ``K`` depends on it and its share alone: to give each sentence ``r`` passes, pass
-        ``r * len(sentences)``.
+        Forward passes the grid may spend in all, shared equally by the sentences (chapter 1 passes
+        its profile's, for its profile's number of sentences; default :data:`SENTENCE_ROWS` per
+        sentence). A sentence's ``K`` depends on it and its share alone: to give each sentence ``r``
+        passes, pass ``r * len(sentences)``.
     window : int or None
         Largest distance between two scored pieces (:data:`~mlmbook.dependencies.WINDOW`).
     progress : bool
@@ -190,8 +190,8 @@ def cmi_scores(lm: "MaskedLM", sentences, keep=None, *, budget_rows: float | Non
     Returns
     -------
     CMIScores
-        ``scores`` (one matrix per sentence), ``estimator``, ``candidates``, ``bound``, each sentence's ``K``
-        and its pairs' bounds (:func:`undetermined` reads them).
+        ``scores`` (one matrix per sentence), ``estimator``, ``candidates``, ``bound``, each
+        sentence's ``K`` and its pairs' bounds (:func:`undetermined` reads them).
     """
     keep = [None] * len(sentences) if keep is None else keep
     n = len(sentences)
@@ -221,8 +221,8 @@ def undetermined(scores, bounds) -> list[bool]:
     A maximum spanning tree is the tree of every score matrix within the bounds exactly when, for every pair
     :math:`e` outside the tree and every tree pair :math:`f` on the tree's path between its words,
     :math:`S_f - b_f > S_e + b_e` (the cycle property with the worst case of both bounds; :math:`S` the
-    symmetrised scores, :math:`b` the pairs' bounds). A tree for which this fails somewhere is reported as
-    undetermined: its pairs' bounds exceed the differences that decide it.
+    symmetrised scores, :math:`b` the pairs' bounds). A tree for which this fails somewhere is
+    reported as undetermined: its pairs' bounds exceed the differences that decide it.
 
     Parameters
     ----------

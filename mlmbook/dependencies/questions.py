@@ -73,8 +73,8 @@ def uuas_rows(first: tuple, second: tuple) -> tuple[np.ndarray, np.ndarray]:
     Parameters
     ----------
     first, second : tuple of arrays
-        ``(correct, gold)`` per sentence of two parsers on the same sentences (``second`` may cover more
-        sentences; the first ``len(first[0])`` are used).
+        ``(correct, gold)`` per sentence of two parsers on the same sentences (``second`` may cover
+        more sentences; the first ``len(first[0])`` are used).
 
     Returns
     -------

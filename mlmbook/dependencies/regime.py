@@ -50,8 +50,8 @@ class RungPoint:
 def rung_points(rung: str, kl: float, counts: dict, truth: tuple, seed: int = 0) -> list[RungPoint]:
     """Each method's UUAS on the rung and its difference from the truth-CMI trees on the same sentences.
 
-    ``counts`` maps a method to ``(correct, gold)`` per sentence; ``truth`` is ``(correct, gold)`` of the
-    truth-CMI trees on (at least) those sentences.
+    ``counts`` maps a method to ``(correct, gold)`` per sentence; ``truth`` is ``(correct, gold)``
+    of the truth-CMI trees on (at least) those sentences.
     """
     out = []
     for method, c in counts.items():

@@ -1,10 +1,10 @@
 r"""What the top-K candidate grid does to a CMI whose exact value is known: the truth's.
 
 An MLM's CMI over a large vocabulary is computed on a top-:math:`K` candidate grid
-(:func:`mlmbook.dependencies.cmi_scores`): at each position only the :math:`K` values the model finds
-likeliest with both positions masked are conditioned on, and each pair carries a bound on the error the
-mass left outside can cause (:func:`~mlmbook.dependencies.left_out_bound`). The bound is a worst case.
-On the toy language the exact answer is at hand: from the exact joint
+(:func:`mlmbook.dependencies.cmi_scores`): at each position only the :math:`K` values the model
+finds likeliest with both positions masked are conditioned on, and each pair carries a bound on the
+error the mass left outside can cause (:func:`~mlmbook.dependencies.left_out_bound`). The bound is a
+worst case. On the toy language the exact answer is at hand: from the exact joint
 :math:`p(x_i, x_j \mid x_{\setminus\{i,j\}})` of a pair, :func:`truth_with_truncation` computes both the
 exact CMI and the value the top-:math:`K` grid returns when the truth's own conditionals are its rows
 (the grid's candidates from the truth's both-masked marginals; :func:`mlmbook.dependencies.cmi._grid_limit`,
@@ -36,16 +36,16 @@ def _marginals(joint: np.ndarray):
 def truncated_pair(joint: np.ndarray, n_i: int, n_j: int) -> tuple[float, float, float]:
     r"""The candidate grid's CMI of one pair whose exact joint ``joint[a, b]`` is known.
 
-    The grid's rows are the exact conditionals :math:`p(x_i \mid x_j = b)` for the ``n_j`` likeliest ``b``
-    and :math:`p(x_j \mid x_i = a)` for the ``n_i`` likeliest ``a`` (by the exact marginals, which are what
-    the model predicts with both positions masked); the chain starts at the marginal of :math:`x_j` on its
-    candidates.
+    The grid's rows are the exact conditionals :math:`p(x_i \mid x_j = b)` for the ``n_j`` likeliest
+    ``b`` and :math:`p(x_j \mid x_i = a)` for the ``n_i`` likeliest ``a`` (by the exact marginals,
+    which are what the model predicts with both positions masked); the chain starts at the marginal
+    of :math:`x_j` on its candidates.
 
     Returns
     -------
     (I_i, I_j, left_out)
-        The information about :math:`x_i` (from its conditionals), about :math:`x_j`, and the mass the
-        candidates leave out (the input of :func:`~mlmbook.dependencies.left_out_bound`).
+        The information about :math:`x_i` (from its conditionals), about :math:`x_j`, and the mass
+        the candidates leave out (the input of :func:`~mlmbook.dependencies.left_out_bound`).
     """
     P, la, lb = _marginals(joint)
     cp = _ranked(la, np.arange(len(la)), n_i)[0]
@@ -110,8 +110,8 @@ def truth_with_truncation(grammar, sentences, keep=None, k: int = 20, window: in
     The candidates are shared out within each sentence as :func:`~mlmbook.dependencies.cmi_grid` shares
     them (``2k`` per pair on average, to the positions that leave the most mass out). ``exact`` is what
     :func:`~mlmbook.dependencies.truth_cmi` returns (same joints, same window); ``truncated[a, b]`` is the
-    grid's information about word ``a`` carried by word ``b``. ``grammar`` is any world with ``pair_joints``
-    (:class:`~mlmbook.toy.Grammar`, :class:`~mlmbook.toy.treemrf.TreeMRF`).
+    grid's information about word ``a`` carried by word ``b``. ``grammar`` is any world with
+    ``pair_joints`` (:class:`~mlmbook.toy.Grammar`, :class:`~mlmbook.toy.treemrf.TreeMRF`).
     """
     keep = [None] * len(sentences) if keep is None else keep
     n_values = len(grammar.vocab)

@@ -19,8 +19,8 @@ conditionals :math:`q(x_i \mid x_S)` at the masked positions — one masked quer
 
 * :func:`left_to_right` — :math:`\prod_t q(x_t \mid x_{<t})`, the later positions masked.
 
-By Jensen, :math:`\mathrm{NELBO}_1 \ge -\log p_{\text{mix}}`; the difference is zero exactly when every
-order gives :math:`x` the same probability, as the truth's conditionals do (then both equal
+By Jensen, :math:`\mathrm{NELBO}_1 \ge -\log p_{\text{mix}}`; the difference is zero exactly when
+every order gives :math:`x` the same probability, as the truth's conditionals do (then both equal
 :math:`-\log p(x \mid n)`). Subsets are bit masks: position :math:`i` is revealed in ``S`` when bit
 :math:`i` is set.
 """

@@ -9,9 +9,9 @@ tokens from the model's conditionals given the tokens revealed so far. Three ord
 ``"confident"``   the masked position whose likeliest token is likeliest first (ties to the left).
 
 :func:`simulate` runs many chains at once (one batched query per step). :func:`confident_log_prob`
-gives the exact probability that the confidence-ordered sampler generates a given sentence: the order
-depends only on the revealed tokens, so a sentence has one path and its probability is the product of
-the drawn tokens' conditionals along it (the random and left-to-right samplers' are in
+gives the exact probability that the confidence-ordered sampler generates a given sentence: the
+order depends only on the revealed tokens, so a sentence has one path and its probability is the
+product of the drawn tokens' conditionals along it (the random and left-to-right samplers' are in
 :mod:`mlmbook.diffusion.exact`). :func:`nelbo_mc` estimates the NELBO by Monte Carlo over orders where
 :math:`2^n` queries are too many.
 """

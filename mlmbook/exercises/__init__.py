@@ -141,8 +141,8 @@ def _show(x) -> str:
 def check(name: str, candidate: Callable, cases: Sequence | None = None) -> Grade:
     """Grade ``candidate`` on exercise ``name``'s cases against the exact answers.
 
-    Returns a :class:`Grade`; never raises for a wrong or unfinished answer (a function that
-    raises ``NotImplementedError`` is not attempted: ○, how to grade it, what passing reads; any other
+    Returns a :class:`Grade`; never raises for a wrong or unfinished answer (a function that raises
+    ``NotImplementedError`` is not attempted: ○, how to grade it, what passing reads; any other
     exception is a failed case with its one-line message).
     """
     ex = registry().get(name)

@@ -1,10 +1,10 @@
 """Chapter 6's graded exercises: the NELBO and the random-order mixture of one sentence from its table of
 revealed-subset conditionals, each graded against brute force over every order.
 
-A case is a table ``L`` of shape ``(2**n, n)``: ``L[S, i]`` is :math:`\\log q(x_i \\mid x_S)` for the
-revealed subset ``S`` (a bit mask) and a masked position ``i`` (NaN where ``i`` is revealed). The cases
-are the exact conditionals of sentences of the tiny grammar (where every order agrees) and the same
-tables perturbed (where they do not).
+A case is a table ``L`` of shape ``(2**n, n)``: ``L[S, i]`` is :math:`\\log q(x_i \\mid x_S)` for
+the revealed subset ``S`` (a bit mask) and a masked position ``i`` (NaN where ``i`` is revealed).
+The cases are the exact conditionals of sentences of the tiny grammar (where every order agrees) and
+the same tables perturbed (where they do not).
 """
 from __future__ import annotations
 

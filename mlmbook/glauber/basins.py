@@ -232,16 +232,16 @@ def topic_trajectory(lm: MaskedLM, plan, seed: int = 0, odds: float = 19.0) -> d
     (:func:`~mlmbook.glauber.trajectories.topic_log_odds`) labels each sweep farm (:math:`\lambda \ge \log`
     ``odds``) or town (:math:`\le -\log` ``odds``), keeping the label in between.
 
-    The ``plan.trajectory_chains`` chains start on the farmiest sentences of the wall world. None without
-    the model.
+    The ``plan.trajectory_chains`` chains start on the farmiest sentences of the wall world. None
+    without the model.
 
     Returns
     -------
     dict
-        ``lam`` (sweeps + 1, chains), ``labels``, ``threshold``, ``probe_agreement`` (share of 200 true
-        sentences with a decisive exact topic posterior whose sign the probe gets right), ``switches``,
-        ``farm_share``, ``chain_sweeps`` and ``stay`` (the mean stay on one side in sweeps, censored
-        exponential, a 95 % :class:`~mlmbook.stats.Interval`).
+        ``lam`` (sweeps + 1, chains), ``labels``, ``threshold``, ``probe_agreement`` (share of 200
+        true sentences with a decisive exact topic posterior whose sign the probe gets right),
+        ``switches``, ``farm_share``, ``chain_sweeps`` and ``stay`` (the mean stay on one side in
+        sweeps, censored exponential, a 95 % :class:`~mlmbook.stats.Interval`).
     """
     if lm is None:
         return None

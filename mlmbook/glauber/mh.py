@@ -1,8 +1,8 @@
 r"""Metropolis–Hastings-corrected Glauber dynamics on a :class:`~mlmbook.glauber.exact.Frame`.
 
 :cite:t:`goyal2022exposing` read an MLM as an energy-based model and use its conditionals only as
-*proposals*: pick a site :math:`i`, propose :math:`x'_i \sim q_{i,T}(\cdot \mid x_{\setminus i})`, and
-accept with the Metropolis–Hastings probability for the target :math:`\pi \propto e^{-E/T}`,
+*proposals*: pick a site :math:`i`, propose :math:`x'_i \sim q_{i,T}(\cdot \mid x_{\setminus i})`,
+and accept with the Metropolis–Hastings probability for the target :math:`\pi \propto e^{-E/T}`,
 
 .. math::
     A(x, x') = \min\Big(1,\; \frac{e^{-E(x')/T}\, q_{i,T}(x_i \mid x_{\setminus i})}

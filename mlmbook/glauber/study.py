@@ -37,9 +37,9 @@ parameters) and under :math:`m H_m` (one), summed into
 :math:`(\text{MSE}_\text{power} - \text{MSE}_{mH}) / \text{MSE}_{mH}`. A 10 % difference is the effect of
 interest; within it the two shapes fit alike on these lengths.
 
-Planning standard deviations (:data:`PLANNING_SD`) are the committed plan's (:mod:`mlmbook.plans`): the
-per-sentence standard deviations of each question's unit contributions in the ``pilot`` profile (the
-full design's lengths, on sentences and models of its own).
+Planning standard deviations (:data:`PLANNING_SD`) are the committed plan's (:mod:`mlmbook.plans`):
+the per-sentence standard deviations of each question's unit contributions in the ``pilot`` profile
+(the full design's lengths, on sentences and models of its own).
 """
 from __future__ import annotations
 
@@ -84,8 +84,8 @@ def mlogm_exponent(lengths) -> float:
 def primary_questions(toy: bool, lengths=None) -> list[Question]:
     """The chapter's primary questions: the rectangle question, and with the toy truth the three scaling ones.
 
-    ``lengths`` (one per scaling unit) fixes :math:`\\beta_\\star`, the growth questions' reference, from the
-    design alone (before any time is measured).
+    ``lengths`` (one per scaling unit) fixes :math:`\\beta_\\star`, the growth questions' reference,
+    from the design alone (before any time is measured).
     """
     qs = [Question("rectangles", "the MLM's rectangles: log10 of |Δ| over the float32 noise floor", RECT_EFFECT,
                    "one order of magnitude over float noise", measure="", reference=0.0,

@@ -326,9 +326,9 @@ def tail_bound(times, censored, eps: float = 0.25, level: float = stats.LEVEL) -
     (:func:`mlmbook.stats.proportion`) of :math:`P(\tau > t)` falls to ``eps``, from coupling
     times of the given start pairs.
 
-    A coupling gives :math:`\|P^t(x,\cdot) - P^t(y,\cdot)\|_\mathrm{TV} \le P(\tau_{x,y} > t)`; averaged
-    over start pairs drawn as the pairs were, this is an upper bound (at confidence ``level``)
-    on the mean distance between two chains so started — not a worst-case mixing time.
+    A coupling gives :math:`\|P^t(x,\cdot) - P^t(y,\cdot)\|_\mathrm{TV} \le P(\tau_{x,y} > t)`;
+    averaged over start pairs drawn as the pairs were, this is an upper bound (at confidence
+    ``level``) on the mean distance between two chains so started — not a worst-case mixing time.
     None if the limit never gets there within the runs (too few pairs, or pairs that never met).
     """
     t = np.asarray(times, dtype=np.float64)

@@ -77,10 +77,10 @@ def ag(pc: PairConditionals, tol: float = 1e-8, max_iter: int = 200_000, method:
     * ``"newton"`` (default): a direct solve in log space. SQUAREM until a plain step moves
       :math:`\ell` by less than 0.1 (or for 100 updates), then Newton's method on the stationarity equations
       :math:`\log \mathrm{rows}(u) - \log z - \ell_A = 0`, :math:`\log \mathrm{cols}(u) - \log z - \ell_B = 0`,
-      written with log-sum-exps and logistic weights so that rows of mass 1e-12 keep full
-      precision (with backtracking; a least-squares step where exact zeros make the system
-      singular). If Newton fails or ends with a larger objective, SQUAREM goes on and Newton is tried again
-      200 updates later.
+      written with log-sum-exps and logistic weights so that rows of mass 1e-12 keep full precision
+      (with backtracking; a least-squares step where exact zeros make the system singular). If
+      Newton fails or ends with a larger objective, SQUAREM goes on and Newton is tried again 200
+      updates later.
 
     Start. The state is the two marginals, and the MLM already gives estimates of them: with
     ``warm=True`` (default), ``method="newton"`` and both conditionals positive everywhere (as a

@@ -189,8 +189,8 @@ def iter_pair_conditionals(lm: "MaskedLM", queries: Sequence, candidates=None,
     each candidate b (read at A), :math:`K_A` copies with B masked and A set to each candidate
     a (read at B), and one with both masked (read at A and B). All rows of all queries go to
     :func:`mlmbook.queries.iter_log_probs` (length groups, de-duplication, one memory budget,
-    the output layer only at A and B; raw scores, special tokens excluded); a pair is yielded as soon as its
-    rows are in.
+    the output layer only at A and B; raw scores, special tokens excluded); a pair is yielded as
+    soon as its rows are in.
 
     Parameters
     ----------

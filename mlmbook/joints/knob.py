@@ -1,10 +1,10 @@
 r"""Chapter 2's knob of the world: soft zeros, the truth's answer beside the models'.
 
-At smoothing :math:`\varepsilon = 0` the toy language has exact zeros (a verb that never takes some noun
-class), and a pair's true table can split into **blocks** with no cell linking them; conditionals then
-cannot say how much mass each block gets (:func:`~mlmbook.joints.support_blocks`). Smoothing mixes each
-preterminal's words with a share :math:`\varepsilon` of every word of the same part of speech, which
-dissolves the blocks made by a lexical zero (not those made by the syntax).
+At smoothing :math:`\varepsilon = 0` the toy language has exact zeros (a verb that never takes some
+noun class), and a pair's true table can split into **blocks** with no cell linking them;
+conditionals then cannot say how much mass each block gets (:func:`~mlmbook.joints.support_blocks`).
+Smoothing mixes each preterminal's words with a share :math:`\varepsilon` of every word of the same
+part of speech, which dissolves the blocks made by a lexical zero (not those made by the syntax).
 
 The knob is measured on pairs whose true table at :math:`\varepsilon = 0` has blocks
 (:func:`blocked_sample`: chosen by the truth alone, before any model is queried), so every pair can

@@ -199,8 +199,8 @@ def ag_k_objective(sc: SiteConditionals, joint) -> float:
 def ag_k(sc: SiteConditionals, tol: float = 1e-9, max_iter: int = 100_000) -> tuple[np.ndarray, int, bool]:
     r"""Arnold–Gokhale for ``k`` sites: the fixed point of the module's update, accelerated.
 
-    The update never increases :func:`ag_k_objective` (the same majorise–minimise argument as for two
-    sites: :math:`\log p(x_{S\setminus s_i})` is concave and bounded by its tangent). Each step
+    The update never increases :func:`ag_k_objective` (the same majorise–minimise argument as for
+    two sites: :math:`\log p(x_{S\setminus s_i})` is concave and bounded by its tangent). Each step
     costs a few passes over the :math:`\prod_i K_i` grid; steps are accelerated by SQUAREM on
     :math:`\log p` (an extrapolated point is kept only if its objective is no larger). Start: the
     chain joint :func:`chain_k`, a close guess for an MLM. Stops when two successive plain updates

@@ -24,8 +24,8 @@ on the log scale the rows use) for the three perplexity questions; 10 % of the m
 single-site KL to the truth (its ladder label, known before this chapter measures anything) for the
 two truth questions; 0.05 of the mass for the knob (:data:`KNOB_EFFECT`, about half the fall of the
 truth's own HCB error in the last reference, 0.199 → 0.101). Planning standard deviations
-(:data:`PLANNING_SD`) are the committed plan's (:mod:`mlmbook.plans`): the per-sentence standard deviations of
-the rows in the ``pilot`` profile, on sentences and models of its own.
+(:data:`PLANNING_SD`) are the committed plan's (:mod:`mlmbook.plans`): the per-sentence standard
+deviations of the rows in the ``pilot`` profile, on sentences and models of its own.
 
 Every row function returns one value per *pair*; the study sums them into sentences
 (``units=``), the independent unit, since the two pairs of a sentence share its context.

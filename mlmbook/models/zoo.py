@@ -102,8 +102,8 @@ def chapter1(profile: str) -> list[Job]:
       (:mod:`mlmbook.toy.knobs`); ``"selection 1"`` *is* that ladder rung, and the random-mask
       baseline of the cloze model;
     * ``"control"``: the tree-structured MRF world (:mod:`mlmbook.toy.treemrf`), the last edition's
-      control model (its single-site KL to its world, 0.61 nats in the full profile, is eight times the
-      default model's: too poor a fit to test the method on a model);
+      control model (its single-site KL to its world, 0.61 nats in the full profile, is eight times
+      the default model's: too poor a fit to test the method on a model);
     * ``"control fitted"``: the same world and width trained for :data:`CONTROL_FITTED_STEPS` steps, to
       a fit nearer the default model's (full profile: KL 0.32 nats, measured; hidden 128 for 2,000 steps
       reached only 0.66 — the control world's idiosyncratic word-pair potentials take long to learn);
@@ -233,9 +233,9 @@ def chapter4(profile: str) -> list[Job]:
     :data:`CH4_SEEDS` (the controls and the knob at those of :func:`ch4_arm_seeds`):
 
     * ``"default <kind> s<seed>"``: the pair, an MLM and an MAE-LM (``kind`` ``mlm`` / ``maelm``) from the
-      same initial weights — the ladder's rung of the pair's width (the full profile's hidden-64 rung,
-      whose seed 0 the ladders hold; the quick profile's seeded hidden-16 rung, whose three seeds they
-      hold);
+      same initial weights — the ladder's rung of the pair's width (the full profile's hidden-64
+      rung, whose seed 0 the ladders hold; the quick profile's seeded hidden-16 rung, whose three
+      seeds they hold);
     * ``"knob <kind> r<rate> s<seed>"``: the pair's configuration at the knob's second selection rate
       (80/10/10 split: a ``[MASK]`` share of 0.8 r of the input);
     * ``"fit mlm s<seed>"``: the MLM trained for ``fit_steps`` instead of the pair's steps, to MAE-LM's fit;

@@ -1,9 +1,9 @@
 """Checks of an executed chapter before it is published, and clean-up after a killed run.
 
 :func:`check_executed` turns what would break or falsify the rendered page into a failed
-chapter with the names involved: a cell that never ran, a ``{glue:...}`` key the prose cites
-but the chapter never glued, a number slot that would show ``nan`` or a placeholder, a sentence whose
-words claim more than the answer it cites (:mod:`.wording`).
+chapter with the names involved: a cell that never ran, a ``{glue:...}`` key the prose cites but the
+chapter never glued, a number slot that would show ``nan`` or a placeholder, a sentence whose words
+claim more than the answer it cites (:mod:`.wording`).
 :func:`relax_formats` lets a key declared with :func:`mlmbook.not_measured` show its
 sentence in a number slot. :func:`clean_leftovers` removes what a killed build left.
 """

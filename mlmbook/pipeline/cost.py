@@ -10,11 +10,11 @@ records the rest per chapter and profile in ``results/timings/overhead.json`` (t
 imports, trees, intervals, figures). On a large model the first term dominates; on a small one the
 second does.
 
-**Memory** is estimated the same way (:func:`peak_gib`): the peak resident memory ``make bench`` measured per
-chapter on two calibration models (``python -m benchmarks.vocab memory``: the line through its peaks on a
-2,000- and a 100,000-piece model) at the model's vocabulary, plus twice the model's weights (loaded, and
-a copy while loading). A build whose estimate exceeds the machine's memory is refused before any work
-(:class:`CostRefusal`), with the numbers and what to do.
+**Memory** is estimated the same way (:func:`peak_gib`): the peak resident memory ``make bench``
+measured per chapter on two calibration models (``python -m benchmarks.vocab memory``: the line
+through its peaks on a 2,000- and a 100,000-piece model) at the model's vocabulary, plus twice the
+model's weights (loaded, and a copy while loading). A build whose estimate exceeds the machine's
+memory is refused before any work (:class:`CostRefusal`), with the numbers and what to do.
 
 The rows are the masked-query rows (forward passes) a chapter will send, counted from the
 size settings the chapter itself reads (its ``SIZES`` and constants, parsed from its code
@@ -225,8 +225,8 @@ def overhead_seconds(slug: str, profile: str, root=None, pieces: int | None = No
     r"""The chapter's measured time outside the model in ``profile`` (``results/timings/overhead.json``),
     or None when ``make bench`` has not measured it.
 
-    Work outside the model grows with the vocabulary (each query's distribution over :math:`V` pieces is
-    normalised, ranked and summed over): with ``pieces`` given, the time is
+    Work outside the model grows with the vocabulary (each query's distribution over :math:`V`
+    pieces is normalised, ranked and summed over): with ``pieces`` given, the time is
     :math:`o + s \, \max(0, V - V_0)`, :math:`o` measured on the :data:`CALIBRATION_PIECES`-piece model and the
     slope :math:`s` on a larger one (``python -m benchmarks.vocab calibrate``), where it was measured.
     """

@@ -23,10 +23,10 @@
 4. a whole-book build records its wall times in ``_build/timings/``. The committed
    reference results (``results/``) change only with ``update_reference``.
 
-A failed chapter is never published: its notebook with the traceback goes to ``_build/failed/``,
-its previous good run (executed notebook, results, page) stays as it was and the build says so,
-the other chapters are published, and the site is not re-rendered. Interrupted (Ctrl-C, SIGTERM)
-or killed (SIGKILL), the build's local workers and kernels stop with it and nothing more is published.
+A failed chapter is never published: its notebook with the traceback goes to ``_build/failed/``, its
+previous good run (executed notebook, results, page) stays as it was and the build says so, the
+other chapters are published, and the site is not re-rendered. Interrupted (Ctrl-C, SIGTERM) or
+killed (SIGKILL), the build's local workers and kernels stop with it and nothing more is published.
 """
 
 from __future__ import annotations
@@ -141,8 +141,8 @@ def schedule(layout: Layout, plans, profile: str, n: int, progress: bool = False
     the threads.
 
     ``placement.ship``: the workers share no filesystem with this process: the units return their
-    models as bytes, and each chapter is passed its models (those cached here as ``data``, the rest from
-    its units). Returns ``(all tasks, training tasks, data)``.
+    models as bytes, and each chapter is passed its models (those cached here as ``data``, the rest
+    from its units). Returns ``(all tasks, training tasks, data)``.
     """
     from .. import workers
     from ..models import prepare, shipping
@@ -288,8 +288,8 @@ def build(root: str | os.PathLike | None = None, chapters: list[str] = (),
         profiles without ``-p`` parameters.
     scheduler : str, optional
         The address of an existing Dask cluster's scheduler (default ``$MLMBOOK_SCHEDULER``, else a
-        local cluster of ``$MLMBOOK_TRAIN_WORKERS`` processes, one per core); checked before anything
-        else (:func:`mlmbook.workers.cluster.reach`).
+        local cluster of ``$MLMBOOK_TRAIN_WORKERS`` processes, one per core); checked before
+        anything else (:func:`mlmbook.workers.cluster.reach`).
     shared_cache : bool, optional
         The cluster's workers see this machine's model cache (default ``$MLMBOOK_SHARED_CACHE``; a
         local cluster always does): models are not shipped to them as bytes.

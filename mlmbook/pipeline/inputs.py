@@ -1,8 +1,8 @@
 """Inputs checked before any work: every chapter's model, treebank and parameters, in one pass.
 
 :func:`check_inputs` is called by the build after the parameters are planned and before any model is
-trained or any kernel starts. Each failure is one line (a :class:`~mlmbook.errors.BuildError` naming the
-chapter), caught in seconds instead of inside a kernel minutes later:
+trained or any kernel starts. Each failure is one line (a :class:`~mlmbook.errors.BuildError` naming
+the chapter), caught in seconds instead of inside a kernel minutes later:
 
 * a ``-p treebank`` that the chapter cannot use with this model (chapters 2 and 3 read the toy language
   with the toy model) is an error, not ignored;
@@ -167,11 +167,11 @@ def check_inputs(plans, profile: str) -> None:
     Raises
     ------
     UsageError
-        A parameter a chapter cannot use, or a real model without the text it needs (every such problem,
-        in one line).
+        A parameter a chapter cannot use, or a real model without the text it needs (every such
+        problem, in one line).
     BuildError
-        ``chapter NN_slug: <cause and remedy>``: the model does not load, no sentence of the treebank fits
-        the chapter's and the model's windows, or the model does not fit the treebank.
+        ``chapter NN_slug: <cause and remedy>``: the model does not load, no sentence of the
+        treebank fits the chapter's and the model's windows, or the model does not fit the treebank.
     """
     from ..corpus.for_model import Window, read_for_model
 

@@ -130,12 +130,11 @@ def update_reference_files(layout: Layout, slugs: list[str], timings: Path | Non
                            profile: str = "full") -> list[Path]:
     """Copy this build's results (and whole-book timings) to the committed ``results/`` folder.
 
-    ``results/full/<slug>.json`` holds the numbers of a default full-profile run: the
-    chapters' prose was written against them and the tests assert its claims on them, so
-    they change only by ``python -m mlmbook build --profile full --update-reference``;
-    ``results/extended/`` likewise holds the extended profile's (``--profile extended``). The copy
-    records when it was made (``reference``: profile and UTC time); the build folder's results carry no
-    clock time.
+    ``results/full/<slug>.json`` holds the numbers of a default full-profile run: the chapters'
+    prose was written against them and the tests assert its claims on them, so they change only by
+    ``python -m mlmbook build --profile full --update-reference``; ``results/extended/`` likewise
+    holds the extended profile's (``--profile extended``). The copy records when it was made
+    (``reference``: profile and UTC time); the build folder's results carry no clock time.
     """
     from datetime import datetime, timezone
 

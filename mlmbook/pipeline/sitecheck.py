@@ -32,18 +32,18 @@ unplugged), and reports what a reader would notice:
   that is on the page**.
 
 Figure text is measured from what the book records at draw time: every figure reaches the page
-through :func:`mlmbook.plotting.figure_png`, which writes the smallest font it drew (points) and
-its dpi into the PNG; the check reads them with :func:`mlmbook.plotting.png_record` and takes the
+through :func:`mlmbook.plotting.figure_png`, which writes the smallest font it drew (points) and its
+dpi into the PNG; the check reads them with :func:`mlmbook.plotting.png_record` and takes the
 image's pixel width and the width the browser shows it at, so the smallest text on the page is
-``font_pt * dpi / 72 * shown / natural`` CSS pixels. An image without that record (drawn outside
-the book's style) is assumed to use the book's smallest font, 9 pt, at the dpi its PNG states.
-Images in folded solutions are unfolded for the measurement. The same record holds the smallest
-*glyph* of the figure's tick labels, mathtext exponents included (``mlmbook-min-tick-pt``: a log
-axis labelled ``$10^{-2}$`` at 9 pt draws its exponent at 6.3 pt, 8.6 px on the page), checked
-against the same 10 px, and the number of data points under its legends (``mlmbook-legend-over-data``,
+``font_pt * dpi / 72 * shown / natural`` CSS pixels. An image without that record (drawn outside the
+book's style) is assumed to use the book's smallest font, 9 pt, at the dpi its PNG states. Images in
+folded solutions are unfolded for the measurement. The same record holds the smallest *glyph* of the
+figure's tick labels, mathtext exponents included (``mlmbook-min-tick-pt``: a log axis labelled
+``$10^{-2}$`` at 9 pt draws its exponent at 6.3 pt, 8.6 px on the page), checked against the same 10
+px, and the number of data points under its legends (``mlmbook-legend-over-data``,
 :mod:`mlmbook.plotting.record`), which must be 0, and the number of point labels (``ax.annotate``) over data
-points, error bars or each other (``mlmbook-labels-over-data``), which must be 0 too. A figure without
-those records is not checked for them.
+points, error bars or each other (``mlmbook-labels-over-data``), which must be 0 too. A figure
+without those records is not checked for them.
 
 **At a phone's width.** Every page is measured again at :data:`PHONE_PX` = 390 px: figure text under
 :data:`PHONE_MIN_TEXT_PX` = 9 px fails unless a tap opens the figure at full size (``book/_static/

@@ -221,10 +221,10 @@ def place_labels(ax, points, names, **kw) -> list:
     """Label each point of ``ax`` beside it where the label covers no data, error bar or other label.
 
     For each point in turn, tries offsets in eight directions at growing distances
-    (:data:`LABEL_DIRECTIONS`, :data:`LABEL_DISTANCES`; a thin leader line from :data:`LEADER_FROM` on)
-    and keeps the first whose box covers nothing
-    (:func:`mlmbook.plotting.record.box_overlaps`, what the PNG's ``labels-over-data`` record counts),
-    else the one covering least. Call it after everything is plotted and the limits are set.
+    (:data:`LABEL_DIRECTIONS`, :data:`LABEL_DISTANCES`; a thin leader line from :data:`LEADER_FROM`
+    on) and keeps the first whose box covers nothing (:func:`mlmbook.plotting.record.box_overlaps`,
+    what the PNG's ``labels-over-data`` record counts), else the one covering least. Call it after
+    everything is plotted and the limits are set.
 
     Parameters
     ----------
@@ -408,9 +408,9 @@ def regime_map(kl, value, lo=None, hi=None, *, ax=None, truth=None, label=None, 
                ylabel=None, truth_label="truth"):
     r"""A paper's quantity across the model ladder: one point per rung against its KL to the truth.
 
-    The x-axis is the rung's mean single-site :math:`\mathrm{KL}(p\,\|\,q)` (log scale, the truth
-    at the left: closer to the truth means smaller KL); error bars show ``[lo, hi]``; a dashed
-    line marks the truth's own value. Call once per method on the same axes, the one with ``names`` last:
+    The x-axis is the rung's mean single-site :math:`\mathrm{KL}(p\,\|\,q)` (log scale, the truth at
+    the left: closer to the truth means smaller KL); error bars show ``[lo, hi]``; a dashed line
+    marks the truth's own value. Call once per method on the same axes, the one with ``names`` last:
     rung names are placed (:func:`place_labels`) where they cover nothing drawn so far.
 
     Parameters

@@ -432,8 +432,8 @@ def fieller(num: float, den: float, se_num: float, se_den: float, cov: float = 0
     r"""Fieller's interval for a ratio :math:`a/b` of two estimates.
 
     The interval is :math:`\{\rho : |a - \rho b| \le q\, \mathrm{sd}(a - \rho b)\}`. When the
-    denominator is not significantly away from zero (:math:`b^2 \le q^2 s_b^2`, i.e. its own interval
-    contains 0), that set is unbounded or the whole line: the ratio is **undefined**.
+    denominator is not significantly away from zero (:math:`b^2 \le q^2 s_b^2`, i.e. its own
+    interval contains 0), that set is unbounded or the whole line: the ratio is **undefined**.
     """
     df = options.pop("df", None)           # Student quantiles on df degrees of freedom (default: normal)
     if options:

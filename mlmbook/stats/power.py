@@ -97,8 +97,8 @@ def needed_units(sd: float, effect: float, level: float, power: float = POWER, u
         The effect of interest (> 0).
     unit : str
         ``"seed"``: a t over seed means, sized by the noncentral t (at least 2 seeds); otherwise
-        normal quantiles, and at least :func:`feasible_units` units (a sign-flip test must be able to
-        reach the level).
+        normal quantiles, and at least :func:`feasible_units` units (a sign-flip test must be able
+        to reach the level).
     """
     if not effect > 0:
         raise ValueError("the effect of interest must be positive")

@@ -286,8 +286,8 @@ class Study:
         seed_se : array_like, optional
             With one row per seed: each seed's own standard error (the second method's input).
         **options
-            ``seed`` (of the resampling, default 0) and ``what`` (what a unit is, for the method's label;
-            default the question's unit).
+            ``seed`` (of the resampling, default 0) and ``what`` (what a unit is, for the method's
+            label; default the question's unit).
         """
         q = self.questions[key]
         seed, what = paired._options({"what": q.unit + "s" if not q.unit.endswith("s") else q.unit, **options})

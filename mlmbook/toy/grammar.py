@@ -290,8 +290,8 @@ class Grammar:
     def fingerprint(self) -> str:
         """A hash of the grammar (and variant): model caches are keyed by it.
 
-        The ``topic_coherence`` table is left out (the plain grammar and the default topic
-        variant do not read it, so their caches survive edits to it); a named setting adds its value.
+        The ``topic_coherence`` table is left out (the plain grammar and the default topic variant
+        do not read it, so their caches survive edits to it); a named setting adds its value.
         """
         core = {k: v for k, v in self.base_spec.items() if k != "topic_coherence"}
         variant = self.topic if self.coherence in (None, 1.0) else [True, {"neutral": self.coherence}]
