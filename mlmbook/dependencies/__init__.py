@@ -19,7 +19,7 @@ module          what
 ``dmv``         the dependency model with valence, trained by EM
 ``sample``      the sentences scored (punctuation read, not scored), recall by relation
 ``design``      chapter 1's sample: sizes per profile, a nested length-stratified order
-``questions``   chapter 1's primary questions (the study) and the rows of a UUAS difference
+``questions``   the rows of chapter 1's primary questions: a UUAS difference per sentence
 ``evaluate``    a model's trees and counts, its CMI against the truth's
 ``mechanism``   the model's CMI on gold edges the truth leaves at zero, against other such pairs
 ``regime``      the ladder of models beside the truth's trees (descriptive)
@@ -28,8 +28,8 @@ module          what
 ==============  ===========================================================================
 
 Intervals and answers come from :mod:`mlmbook.stats` (:func:`~mlmbook.stats.ratio` on the
-counts of :func:`uuas_counts`, :func:`~mlmbook.stats.describe` and the study of
-:mod:`~mlmbook.dependencies.questions` on the rows of :func:`questions.uuas_rows`). Gold edges:
+counts of :func:`uuas_counts`, :func:`~mlmbook.stats.describe` and the chapter's study on the rows of
+:func:`questions.uuas_rows`). Gold edges:
 :func:`mlmbook.corpus.edges_from_heads`.
 """
 from . import design, evaluate, mechanism, questions, regime, sample, summary, truncation

@@ -13,7 +13,7 @@ within one sentence. The chapter then reads
 * CPMI against the adjacent chain (a cheap question with a large variance) on the first
   :attr:`Sizes.corpus`.
 
-The sizes (the chapter's ``SIZES``) come from power (:mod:`mlmbook.dependencies.questions`) where
+The sizes (the chapter's ``SIZES``) come from power (the questions chapter 1 declares) where
 the profile's budget of forward passes holds them, and a model's CMI uses the candidate policy of
 :func:`mlmbook.dependencies.cmi_scores` within :attr:`Sizes.grid_rows` or :attr:`Sizes.budget_models`
 forward passes.

@@ -9,7 +9,6 @@ module          what
 ``sample``      the reveal samplers simulated (:func:`simulate`), the confidence-ordered sampler's
                 probability of a sentence (:func:`confident_log_prob`), the NELBO by Monte Carlo
 ``measure``     the chapter's measurements as functions (per sentence, per sampler, per recipe)
-``study``       the chapter's primary questions and its sizes per profile
 ``figures``     the chapter's figures
 ==============  ======================================================================================
 """

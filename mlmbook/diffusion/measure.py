@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..stats import unsigned_zero
 from ..toy.vocab import N_SPECIAL
 from .exact import left_to_right, mixture, nelbo, reveal_table, truth_log_prob
 from .sample import ORDERS, confident_log_prob, distinct_share, nelbo_mc, simulate
@@ -64,13 +65,8 @@ def exact_laws(models: dict, grammar, n: int = 3) -> tuple[list, dict]:
             forward = float(np.sum(p * (np.log(p) - logP)))
             back = float(np.sum(np.exp(logP) / inside * (logP - np.log(inside) - np.log(p))))
             out[name, label] = (forward, back, float(1 - inside))
-            rows.append([name, label, *(_shown(v, ".4f") for v in (forward, back)), _shown(1 - inside, ".4f")])
+            rows.append([name, label, *(f"{unsigned_zero(v, 4):.4f}" for v in (forward, back, 1 - inside))])
     return rows, {"laws": out, "support": len(support), "entropy": float(-np.sum(p * np.log(p)))}
-
-
-def _shown(value: float, spec: str) -> str:
-    """A table cell; rounding error below 1e-12 shown as 0 (never ``-0.0000``)."""
-    return format(0.0 if abs(value) < 1e-12 else value, spec)
 
 
 def sampler_draws(lm, n: int, count: int, seed: int = 0) -> dict:

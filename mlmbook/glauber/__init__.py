@@ -23,7 +23,7 @@ module              idea
                     growth exponents, the influence crossing
 ``basins``          chapter 5's topic basins: exact escapes in three worlds, the ladder's fit,
                     the MLM's KL on the barrier's path, a trajectory over the whole vocabulary
-``study``           chapter 5's primary questions and the rows that answer them
+``study``           the rows that answer chapter 5's primary questions (declared in the chapter)
 ``plan``            how much chapter 5 measures in each profile
 ``figures``         chapter 5's figures
 ==================  =====================================================================

@@ -1,25 +1,10 @@
-r"""Chapter 5's primary questions: the paper's claims, their effects of interest, and the rows that answer them.
+r"""The rows that answer chapter 5's primary questions (the chapter declares them), one per sentence.
 
 Sana et al. (2026) claim that an MLM's conditionals need not come from any joint (the rectangle
 test) and that its tempered Glauber chain mixes in :math:`O(n \log n)` steps at high temperature.
-The chapter tests those claims in four questions (:func:`primary_questions`), one Bonferroni family
-(:class:`mlmbook.stats.Study`); every unit is a sentence.
-
-=============  ==========================================================================  ===============
-key            measure                                                                     needs the truth
-=============  ==========================================================================  ===============
-``rectangles`` :math:`\log_{10}` of the MLM's random-pair :math:`|\Delta|` over the float32 noise   no
-               floor (orders of magnitude above rounding)
-``growth_hot`` exponent :math:`\beta` of the MLM chain's exact :math:`t_\text{mix}` against   yes (frames)
-               :math:`m`, at :math:`T = 3`
-``shape_hot``  leave-one-out squared log error of :math:`t \propto m^\beta`, relative to     yes
-               :math:`t \propto m H_m`, at :math:`T = 3`
-``growth_t1``  the exponent against :math:`m` at :math:`T = 1`                              yes
-=============  ==========================================================================  ===============
-
-The exact frames need the toy language's truth (it picks each site's rival word), so a model
-without it answers the rectangle question only: its family is that one question, declared before
-any data from the model alone.
+The chapter asks four questions of those claims (one of them, the rectangles, of a model without the
+toy language's truth: the exact frames need it); this module turns its measurements into the rows of
+:meth:`mlmbook.stats.Study.answer`, with the sentence as the unit.
 
 **Exponents as ratios of sums.** The least-squares slope of :math:`y_k = \log t_k` on
 :math:`x_k = \log m_k` over sentences :math:`k` is :math:`\hat\beta = \sum_k \tilde x_k \tilde y_k /
@@ -36,34 +21,15 @@ squared error of :math:`\log t` when it is left out of the fit, under the power 
 parameters) and under :math:`m H_m` (one), summed into
 :math:`(\text{MSE}_\text{power} - \text{MSE}_{mH}) / \text{MSE}_{mH}`. A 10 % difference is the effect of
 interest; within it the two shapes fit alike on these lengths.
-
-Planning standard deviations (:data:`PLANNING_SD`) are the committed plan's (:mod:`mlmbook.plans`):
-the per-sentence standard deviations of each question's unit contributions in the ``pilot`` profile
-(the full design's lengths, on sentences and models of its own).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..plans import fill, planning_sds
-from ..stats import Question
+__all__ = ["TINY", "mlogm_exponent", "coupon", "slope_rows", "shape_rows", "rectangle_rows"]
 
-__all__ = ["TINY", "RECT_EFFECT", "GROWTH_EFFECT", "SHAPE_EFFECT", "CHAPTER", "PLANNING_SD", "primary_questions",
-           "mlogm_exponent", "coupon", "slope_rows", "shape_rows", "rectangle_rows"]
-
-RECT_EFFECT = 1.0
-"""One order of magnitude above the float32 noise floor: the rectangles' effect of interest."""
 TINY = 1e-16
 r"""A :math:`|\Delta|` below this (float64 rounding) counts as this, so that its logarithm is finite."""
-GROWTH_EFFECT = 0.1
-"""The growth exponent's margin around :math:`m \\log m`'s (issue 34): tells :math:`m^{1.25}`, :math:`m^{1.5}` apart."""
-SHAPE_EFFECT = 0.1
-"""A leave-one-out squared error 10 % higher or lower under the power law than under :math:`m H_m`."""
-
-CHAPTER = "05_glauber"
-PLANNING_SD = planning_sds(CHAPTER)
-"""Per-sentence standard deviation of each question's unit contributions in the pilot: the committed plan's
-(:func:`mlmbook.plans.planning_sds`; empty without a plan)."""
 
 
 def coupon(m) -> np.ndarray:
@@ -79,36 +45,6 @@ def mlogm_exponent(lengths) -> float:
     m = np.asarray(lengths, dtype=np.float64) - 1
     d, g = slope_rows(np.log(m), np.log(coupon(m.astype(np.int64))))
     return float(d.sum() / g.sum())
-
-
-def primary_questions(toy: bool, lengths=None) -> list[Question]:
-    """The chapter's primary questions: the rectangle question, and with the toy truth the three scaling ones.
-
-    ``lengths`` (one per scaling unit) fixes :math:`\\beta_\\star`, the growth questions' reference,
-    from the design alone (before any time is measured).
-    """
-    qs = [Question("rectangles", "the MLM's rectangles: log10 of |Δ| over the float32 noise floor", RECT_EFFECT,
-                   "one order of magnitude over float noise", measure="", reference=0.0,
-                   sample="plan.rect_sentences",
-                   words={"above": "above float noise", "below": "below float noise",
-                          "equivalent": "at float noise"})]
-    if not toy:
-        return fill(CHAPTER, qs)
-    beta = mlogm_exponent(lengths)
-    growth = {"above": "steeper than the coupon collector's", "below": "shallower than the coupon collector's",
-              "equivalent": "as the coupon collector's (±0.1)"}
-    qs += [Question("growth_hot", "T = 3: growth exponent of the MLM chain's exact mixing time", GROWTH_EFFECT,
-                    "±0.1 around the coupon collector's", measure="exponent", reference=beta,
-                    words=growth, sample="plan.scaling_units"),
-           Question("shape_hot", "T = 3: a power law's error against the coupon collector's curve", SHAPE_EFFECT,
-                    "10 % of the curve's squared error", measure="ratio", reference=0.0,
-                    sample="plan.scaling_units",
-                    words={"above": "the coupon collector's fits better", "below": "the power law fits better",
-                           "equivalent": "the two fit alike (within 10 %)"}),
-           Question("growth_t1", "T = 1: growth exponent of the MLM chain's exact mixing time", GROWTH_EFFECT,
-                    "±0.1 around the coupon collector's", measure="exponent", reference=beta,
-                    words=growth, sample="plan.scaling_units")]
-    return fill(CHAPTER, qs)
 
 
 def slope_rows(x, y) -> tuple[np.ndarray, np.ndarray]:

@@ -24,7 +24,7 @@ reading order:
                      :func:`tree_distance`
 :mod:`.experiment`   the experiment: :func:`measure` every joint on every pair, described in
                      :func:`methods_table` and :func:`truth_table`
-:mod:`.study`        the chapter's primary questions (:func:`questions`), the rows that answer
+:mod:`.study`        the effects of the chapter's primary questions, the rows that answer
                      them (:func:`ppl_rows`, :func:`gap_rows`) and the sample sizes (:class:`Plan`)
 :mod:`.regime`       one rung of the model ladder: :func:`rung_pairs`, :func:`rung_point`,
                      :func:`per_sentence`
@@ -85,7 +85,6 @@ from .study import (
     exp_interval,
     gap_rows,
     ppl_rows,
-    questions,
 )
 from .truth import restrict_joint, site_chain, site_joint, truth_joints
 
@@ -100,5 +99,5 @@ __all__ = ["PairConditionals", "default_candidates", "gold_index", "iter_pair_co
            "rung_pairs", "rung_point", "per_sentence", "choose_pairs", "experiment_sentences", "tree_distance",
            "ROWS", "cell", "measure", "methods_table", "queries_of", "truth_table", "blocked_sample", "exact_blocks",
            "word_pairs", "KL_SHARE", "KNOB_EFFECT", "PPL_EFFECT", "Plan", "exp_interval", "gap_rows",
-           "ppl_rows", "questions", "K_JOINTS", "k_token_pools", "k_token_kls", "item_for", "marked",
+           "ppl_rows", "K_JOINTS", "k_token_pools", "k_token_kls", "item_for", "marked",
            "experiment_pairs", "Source"]

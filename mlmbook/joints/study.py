@@ -1,9 +1,9 @@
-r"""Chapter 2's primary questions: the paper's claims, their effects of interest, and the rows that answer them.
+r"""Chapter 2's primary questions (the chapter declares them): their effects of interest and the rows that answer them.
 
 Torroba Hennigen & Kim (2023) claim that the Arnold–Gokhale joint (AG) "outperforms existing Markov
 random field-based approaches" and that its conditionals "can even occasionally outperform the
-original MLM's conditionals". The chapter tests those claims in at most six questions
-(:func:`questions`), one Bonferroni family (:class:`mlmbook.stats.Study`):
+original MLM's conditionals". The chapter tests those claims in at most six questions, one
+Bonferroni family (:class:`mlmbook.stats.Study`):
 
 ==================  =====================================================================  ================
 key                 measure (first minus second; lower is better for every one)             needs the truth
@@ -23,9 +23,9 @@ Effects of interest. A perplexity ratio of 1.1 (:data:`PPL_EFFECT`, :math:`\log 
 on the log scale the rows use) for the three perplexity questions; 10 % of the model's mean
 single-site KL to the truth (its ladder label, known before this chapter measures anything) for the
 two truth questions; 0.05 of the mass for the knob (:data:`KNOB_EFFECT`, about half the fall of the
-truth's own HCB error in the last reference, 0.199 → 0.101). Planning standard deviations
-(:data:`PLANNING_SD`) are the committed plan's (:mod:`mlmbook.plans`): the per-sentence standard
-deviations of the rows in the ``pilot`` profile, on sentences and models of its own.
+truth's own HCB error in the last reference, 0.199 → 0.101). Planning standard deviations are the
+committed plan's (:mod:`mlmbook.plans`): the per-sentence standard deviations of the rows in the
+``pilot`` profile, on sentences and models of its own.
 
 Every row function returns one value per *pair*; the study sums them into sentences
 (``units=``), the independent unit, since the two pairs of a sentence share its context.
@@ -37,10 +37,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..plans import fill, planning_sds
-from ..stats import Interval, Question
+from ..stats import Interval
 
-__all__ = ["PPL_EFFECT", "KNOB_EFFECT", "KL_SHARE", "CHAPTER", "PLANNING_SD", "Plan", "questions", "ppl_rows",
+__all__ = ["PPL_EFFECT", "KNOB_EFFECT", "KL_SHARE", "Plan", "ppl_rows",
            "gap_rows", "exp_interval"]
 
 PPL_EFFECT = math.log(1.1)
@@ -51,12 +50,6 @@ KNOB_EFFECT = 0.05
 
 KL_SHARE = 0.1
 """The truth questions' effect of interest, as a share of the model's mean single-site KL to the truth."""
-
-CHAPTER = "02_joints"
-PLANNING_SD = planning_sds(CHAPTER)
-"""Per-sentence standard deviation of each question's rows in the pilot (toy model): the committed plan's
-(:func:`mlmbook.plans.planning_sds`; empty without a plan)."""
-
 
 @dataclass(frozen=True)
 class Plan:
@@ -86,48 +79,6 @@ class Plan:
     k3: int = 0
     whole: int = 0
     k4: int = 0
-
-
-def questions(truth: bool, default_kl: float | None = None, far_kl: float | None = None,
-              far_name: str = "the least-trained rung", default_name: str = "the default model",
-              knob_name: str = "small") -> list[Question]:
-    """The chapter's primary questions (see the module table).
-
-    Parameters
-    ----------
-    truth : bool
-        The run has the toy language's truth (then ``default_kl`` and ``far_kl`` are needed).
-    default_kl, far_kl : float
-        Mean single-site KL to the truth of the chapter's model and of the least-trained rung.
-    far_name, default_name, knob_name : str
-        Names for the labels: the least-trained rung, the chapter's model, the knob models' size.
-    """
-    ppl = "perplexities 10 % apart"
-    main = "SIZES.toy.sentences" if truth else "SIZES.real"          # where the chapter sets the units
-    out = [Question("ag_vs_mlm_uppl", "AG's conditionals: U-PPL vs the MLM's own", PPL_EFFECT, ppl,
-                    measure="log U-PPL",
-                    words={"below": "AG's lower", "above": "MLM's lower"}, sample=main),
-           Question("ag_vs_mrf", "AG vs MRF: P-PPL", PPL_EFFECT, ppl, measure="log P-PPL",
-                    words={"below": "AG lower", "above": "MRF lower"}, sample=main),
-           Question("hcb_vs_mrf", "HCB vs MRF: P-PPL", PPL_EFFECT, ppl, measure="log P-PPL",
-                    words={"below": "HCB lower", "above": "MRF lower"}, sample=main)]
-    if not truth:               # no plan sizes a model without the truth: no planning SD
-        return out
-    if not (default_kl and far_kl):
-        raise ValueError("the truth questions need the models' KL to the truth (default_kl, far_kl)")
-    closer = {"below": "AG's closer", "above": "MLM's closer"}
-    share = f"{100 * KL_SHARE:.0f} % of the model's single-site KL"
-    return fill(CHAPTER, [Question("ag_vs_mlm", f"AG's conditionals vs the MLM's own: KL to the truth ({default_name})",
-                     KL_SHARE * default_kl,
-                     f"{share}, {default_kl:.3f}", measure="nats", words=closer,
-                     sample=main),
-            Question("ag_vs_mlm_far", f"the same on {far_name}", KL_SHARE * far_kl, f"{share}, {far_kl:.2f}",
-                     measure="nats", words=closer, sample="SIZES.toy.ladder"),
-            *out,
-            Question("knob_block", f"soft zeros (ε 0 → 0.1): HCB block error of the {knob_name} models",
-                     KNOB_EFFECT,
-                     "half the truth's own fall", measure="share of mass",
-                     words={"below": "falls", "above": "rises"}, sample="SIZES.toy.knob")])
 
 
 def ppl_rows(per_pair: dict, first: str, second: str, field: str = "logp_pair") -> np.ndarray:

@@ -18,13 +18,16 @@ from pathlib import Path
 import jupytext
 import pytest
 
-from mlmbook import stats
-from mlmbook.dependencies import questions
+from mlmbook import plans, stats
 from mlmbook.dependencies.policy import MIN_CANDIDATES
 
 CHAPTER = Path(__file__).resolve().parents[2] / "book" / "01_dependencies.md"
 SLUG = "01_dependencies"
-ALL = [q.key for q in questions.QUESTIONS]
+ALL = ["mlm_adjacent", "mlm_dmv", "mlm_truth", "knob_mlm", "control", "cpmi_adjacent"]
+"""The six questions the chapter declares, in its order."""
+PLANNED = {q["key"]: q["planned_n"] for q in plans.load(SLUG)["questions"]}
+"""The N the committed plan asks of each question (at the family's level)."""
+MAIN = ["mlm_adjacent", "mlm_dmv", "mlm_truth"]
 NO_TRUTH = ["mlm_adjacent", "mlm_dmv", "cpmi_adjacent"]
 TOY_PHRASES = ("toy language", "toy world", "the truth", "truth's", "control world", "couple of hundred",
                "these dog", "selection barrier")
@@ -60,7 +63,7 @@ def _check_study(r, asked):
         a = r[f"q_{key}"]
         assert a["kind"] == "answer" and a["family_size"] == len(ALL) and a["values"] and a["weights"], key
         assert a["interval_level"] == pytest.approx(1 - 0.05 / len(ALL)) and a["effect"] == 0.05, key
-        assert a["unit"] == "sentence" and a["planning_sd"] == questions.PLANNING_SD[key], key
+        assert a["unit"] == "sentence" and a["planning_sd"] == plans.planning_sds(SLUG)[key], key
     assert not list(stats.walk_verdicts(r)), "an old-style verdict is still recorded"
     assert not any(isinstance(v, dict) and v.get("kind") in ("verdict", "family") for v in r.values())
     assert stats.audit(r) == {}
@@ -95,9 +98,8 @@ def _check_structure(r, toy):
     assert 0 <= r["cmi_bound_median"] <= r["cmi_bound_max"] and 0 <= r["cmi_bound_share_small"] <= 1
     assert r["full_rows_per_pair"] == 2 * r["n_values"] + 1 and r["n_exact"] <= r["n_main"]
     assert r["gibbs_cost_ratio"] > 1                        # "at N times the cost per pair"
-    study = questions.study()                                      # "the largest of their planned needs"
-    assert r["plan_main"] == max(study.needed(k) for k in questions.MAIN)
-    assert r["plan_cpmi"] == study.needed("cpmi_adjacent") and r["plan_knob"] == study.needed("knob_mlm")
+    assert r["plan_main"] == max(PLANNED[k] for k in MAIN)        # "the largest of their planned needs"
+    assert r["plan_cpmi"] == PLANNED["cpmi_adjacent"] and r["plan_knob"] == PLANNED["knob_mlm"]
     if toy:
         assert r["trunc_max_difference"] <= r["trunc_max_bound"] + 1e-9       # "(its bound: ...)"
         assert 0 <= r["trunc_same_trees"] <= r["n_main"]
@@ -114,7 +116,7 @@ def _check_takeaways(r):
     # 1. the paper's ordering: the MLM's trees lead the adjacent chain and the DMV (Q1, Q2)
     for key in ("mlm_adjacent", "mlm_dmv"):
         assert r[f"q_{key}"]["side"] == "above" and r[f"q_{key}"]["verdict"] == "MLM ahead", key
-        assert r[f"q_{key}"]["interval_estimate"] > questions.EFFECT, key
+        assert r[f"q_{key}"]["interval_estimate"] > r[f"q_{key}"]["effect"], key
     # 2. the truth's zeros, and the MLM's errors lean towards those gold edges (the head-error mechanism)
     assert r["head_found_by_model"] > r["head_found_by_truth"]
     assert r["head_gold_mean"] > r["head_other_mean"] and r["head_error"]["low"] > 0
@@ -159,11 +161,10 @@ def test_sample_sizes_follow_the_power_plan():
     from mlmbook.pipeline import cost
     from mlmbook.pipeline.chapters import Chapter
     sizes = cost.chapter_constants(Chapter(CHAPTER))["SIZES"]
-    study = questions.study()
-    main = max(study.needed(k) for k in questions.MAIN)
+    main = max(PLANNED[k] for k in MAIN)
     assert sizes["extended"]["main"] >= main > sizes["full"]["main"]
-    assert sizes["extended"]["models"] >= max(study.needed(k) for k in ("knob_mlm", "control"))
-    assert sizes["full"]["corpus"] >= max(study.needed(k) for k in questions.CPMI)
+    assert sizes["extended"]["models"] >= max(PLANNED[k] for k in ("knob_mlm", "control"))
+    assert sizes["full"]["corpus"] >= PLANNED["cpmi_adjacent"]
     assert sizes["extended"]["corpus"] >= sizes["full"]["corpus"]
     assert sizes["full"]["models"] >= 40 and sizes["quick"]["main"] < sizes["full"]["main"]
 

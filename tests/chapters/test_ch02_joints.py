@@ -1,6 +1,7 @@
 """Chapter 2 (deriving joints from an MLM): the claims its prose makes, checked against its recorded numbers —
 the quick build, the committed full reference and a real-vocabulary model. (The package's own functions are
 tested in ``tests/joints``.)"""
+import json
 import math
 import re
 from pathlib import Path
@@ -173,12 +174,13 @@ def test_the_planned_samples_fit_the_planning_sds():
     level, at the full model's effects); the full profile does for the questions its budget holds; unit
     counts stay out of the sign-flip test's slow range (13-29 units: seconds per interval)."""
     full, extended = _sizes("full"), _sizes("extended")
-    study = stats.Study("chapter 2", J.questions(True, default_kl=0.0753, far_kl=1.448))
+    reference = json.loads((Path(__file__).parents[2] / "results" / "full" / "02_joints.json").read_text())
+    planned = {key: reference[f"q_{key}"]["needed_planned"] for key in reference["study"]["questions"]}
     for key in ("ag_vs_mlm", "ag_vs_mlm_uppl", "ag_vs_mrf", "hcb_vs_mrf"):
-        assert study.needed(key) <= extended["SIZES.toy.sentences"], key
+        assert planned[key] <= extended["SIZES.toy.sentences"], key
     for key in ("ag_vs_mlm_uppl", "ag_vs_mrf", "hcb_vs_mrf"):
-        assert study.needed(key) <= full["SIZES.toy.sentences"], key
-    assert study.needed("ag_vs_mlm_far") <= full["SIZES.toy.ladder"]
+        assert planned[key] <= full["SIZES.toy.sentences"], key
+    assert planned["ag_vs_mlm_far"] <= full["SIZES.toy.ladder"]
     for profile in ("quick", "full"):
         for key, n in _sizes(profile).items():
             assert n <= 12 or n >= 30 or key.endswith((".k3", ".k4")), (profile, key, n)

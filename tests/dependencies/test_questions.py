@@ -1,18 +1,23 @@
 """Chapter 1's study: six questions in one family, and the rows of a corpus-UUAS difference."""
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from mlmbook.dependencies import questions
-from mlmbook.stats import MAX_PRIMARY, paired
+from mlmbook.stats import MAX_PRIMARY, Question, Study, paired
 
 
 def test_six_questions_one_family_each_with_its_planned_sample():
-    study = questions.study()
-    assert study.size == len(questions.QUESTIONS) <= MAX_PRIMARY and study.level == pytest.approx(1 - 0.05 / 6)
-    assert set(questions.MAIN + questions.MODELS + questions.CPMI) == set(study.questions)
-    for key, q in study.questions.items():
-        assert q.effect == questions.EFFECT and q.unit == "sentence" and study.needed(key) > 0
-        assert set(q.words) >= {"above", "below"}
+    """Chapter 1's declaration as its full reference recorded it."""
+    r = json.loads((Path(__file__).parents[2] / "results" / "full" / "01_dependencies.json").read_text())
+    keys = r["study"]["questions"]
+    assert len(keys) == 6 <= MAX_PRIMARY and r["study"]["level"] == pytest.approx(1 - 0.05 / 6)
+    assert {r[f"q_{k}"]["sample"] for k in keys} == {"SIZES.main", "SIZES.models", "SIZES.corpus"}
+    for key in keys:
+        a = r[f"q_{key}"]
+        assert a["effect"] == 0.05 and a["unit"] == "sentence" and a["needed_planned"] > 0, key
 
 
 def test_uuas_rows_give_the_corpus_uuas_difference_and_refuse_other_sentences():
@@ -27,7 +32,7 @@ def test_uuas_rows_give_the_corpus_uuas_difference_and_refuse_other_sentences():
 
 
 def test_an_answer_is_recorded_whole_and_glued_without_negative_zeros():
-    study = questions.study()
+    study = Study("chapter 1", [Question("mlm_adjacent", "MLM minus chain", 0.05, "5 points", unit="sentence")])
     v, w = questions.uuas_rows((np.full(12, 3.0), np.full(12, 4.0)), (np.full(12, 2.0), np.full(12, 4.0)))
     a = study.answer("mlm_adjacent", v, w)
     assert a.to_record()["kind"] == "answer" and a.to_record()["values"] == v.tolist()
