@@ -33,8 +33,6 @@ def check_study(r, toy=True):
     assert set(answered) == (set(QUESTIONS) if toy else {"mask_adds"})
     for key, a in answered.items():
         assert a["kind"] == "answer" and a["unit"] == "seed" and a["family_size"] == len(asked), key
-        iv = stats.Interval.from_record({k[len("interval_"):]: v for k, v in a.items() if k.startswith("interval_")})
-        assert r[f"q_{key}_text"] == iv.format(), key
         if toy:                       # a claim about a recipe: a t over the seed means of its arm
             n = r["n_control_seeds"] if key in ("fit_matched", "depth_matched", "knob") else r["n_pretrain_seeds"]
             assert a["test"] == "seed t" and len(set(a["seeds"])) == n >= 3, key
@@ -146,8 +144,8 @@ def test_page_skeleton_and_claims_as_prose():
     takeaways = TEXT[TEXT.index("## Key takeaways"):TEXT.index("## Run it on a real model")]
     bullets = [b for b in re.split(r"\n- ", takeaways) if b.strip() and not b.startswith("## ")]
     assert 3 <= len(bullets) <= 4 and all("{glue:text}" in b for b in bullets), bullets
-    for key in ("q_mask_adds_text", "width_summary", "widths_per_seed_text", "q_fit_matched_text",
-                "q_depth_matched_text", "q_knob_text", "q_downstream_text", "maelm_failed"):
+    for key in ("q_mask_adds.text", "width_summary", "widths_per_seed_text", "q_fit_matched.text",
+                "q_depth_matched.text", "q_knob.text", "q_downstream.text", "maelm_failed"):
         assert f"`{key}" in takeaways, key
     for label in ("eq-ch4-epsrank", "eq-ch4-erank", "eq-ch4-loss"):
         assert f"$$ ({label})" in TEXT and f"{{eq}}`{label}`" in TEXT, label
