@@ -68,8 +68,8 @@ class Agreement:
                 out[f"ft_{t}_{key}"] = ", ".join(f"{a[t].estimate:.3f}" for (m, _), a in acc.items() if m == n)
         out["probe_accuracy"] = {f"{n} s{s}": {t: float(h.mean()) for t, h in hs.items()}
                                  for (n, s), hs in self.probed.items()}
-        out["probe_ordinary_gap_text"] = describe_seeds(self.gap("ordinary")).format()
-        out["ft_attractor_gap_text"] = describe_seeds(self.gap("attractor", tuned=True)).format()
+        out["probe_ordinary_gap"] = describe_seeds(self.gap("ordinary"))
+        out["ft_attractor_gap"] = describe_seeds(self.gap("attractor", tuned=True))
         out["ft_accuracy"] = {f"{n} s{s}": {t: iv.estimate for t, iv in a.items()} for (n, s), a in acc.items()}
         out["ft_lowest_low"] = min(iv.low for a in acc.values() for iv in a.values())
         out["ft_models_clear"] = sum(all(iv.low > 0.5 for iv in a.values()) for a in acc.values())

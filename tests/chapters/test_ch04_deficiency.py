@@ -70,7 +70,7 @@ def check_claims(r):
     assert [r["width_side"][str(w)] for w in widths] == [row.side for row in panel]
     for k, row in enumerate(panel, 1):
         assert r[f"width_{k}"] == row.width and r[f"width_{k}_seeds"] == len(row.per_seed)
-        assert r[f"width_{k}_gap_text"] == row.interval.format()
+        assert r[f"width_{k}_gap"] == r["width_interval"][str(row.width)]      # the page's gap, recorded whole
         assert r[f"width_{k}_per_seed"] == ", ".join(f"{v:.3f}" for v in row.per_seed.values())
     pair = panel[widths.index(r["pair_width"])]
     assert len(pair.per_seed) == n_pair and r["pair_side"].startswith({"below": "below zero in each", "above":
@@ -85,7 +85,8 @@ def check_claims(r):
     # training stability: counted from the runs at a stated margin
     excess = r["maelm_excess"]
     assert r["maelm_runs"] == len(excess) and r["maelm_failed"] == sum(e >= r["fail_margin"] for e in excess.values())
-    assert r["maelm_failure_text"] == stats.proportion(r["maelm_failed"], r["maelm_runs"], exact=True).format()
+    failure = stats.Interval.from_record(r["maelm_failure"])
+    assert tuple(failure) == tuple(stats.proportion(r["maelm_failed"], r["maelm_runs"], exact=True))
     # the earlier editions' results, as they were recorded
     assert r["earlier_h128_text"] == stats.Interval(*D.EARLIER["h128_three_seeds"]["gap_share"]).format()
     assert r["earlier_h128_failed"] == max(D.EARLIER["h128_three_seeds"]["maelm_final_loss"])
