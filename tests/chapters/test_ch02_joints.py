@@ -1,7 +1,6 @@
 """Chapter 2 (deriving joints from an MLM): the claims its prose makes, checked against its recorded numbers —
 the quick build, the committed full reference and a real-vocabulary model. (The package's own functions are
 tested in ``tests/joints``.)"""
-import json
 import math
 import re
 from pathlib import Path
@@ -167,12 +166,12 @@ def _sizes(profile):
     return chapter_sizes(Chapter(SOURCE), profile)[0]
 
 
-def test_the_planned_samples_fit_the_planning_sds():
+def test_the_planned_samples_fit_the_planning_sds(full_results):
     """The extended profile measures what the committed plan's standard deviations ask for (at the family's
     level, at the full model's effects); the full profile does for the questions its budget holds; unit
     counts stay out of the sign-flip test's slow range (13-29 units: seconds per interval)."""
     full, extended = _sizes("full"), _sizes("extended")
-    reference = json.loads((Path(__file__).parents[2] / "results" / "full" / "02_joints.json").read_text())
+    reference = full_results(SLUG)
     planned = {key: reference[f"q_{key}"]["needed_planned"] for key in reference["study"]["questions"]}
     for key in ("ag_vs_mlm", "ag_vs_mlm_uppl", "ag_vs_mrf", "hcb_vs_mrf"):
         assert planned[key] <= extended["SIZES.toy.sentences"], key

@@ -1,6 +1,4 @@
 """Chapter 1's study: six questions in one family, and the rows of a corpus-UUAS difference."""
-import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -9,9 +7,9 @@ from mlmbook.dependencies import questions
 from mlmbook.stats import MAX_PRIMARY, Question, Study, paired
 
 
-def test_six_questions_one_family_each_with_its_planned_sample():
+def test_six_questions_one_family_each_with_its_planned_sample(full_results):
     """Chapter 1's declaration as its full reference recorded it."""
-    r = json.loads((Path(__file__).parents[2] / "results" / "full" / "01_dependencies.json").read_text())
+    r = full_results("01_dependencies")
     keys = r["study"]["questions"]
     assert len(keys) == 6 <= MAX_PRIMARY and r["study"]["level"] == pytest.approx(1 - 0.05 / 6)
     assert {r[f"q_{k}"]["sample"] for k in keys} == {"SIZES.main", "SIZES.models", "SIZES.corpus"}

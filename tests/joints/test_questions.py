@@ -1,7 +1,6 @@
 """Chapter 2's study layer and bookkeeping: the primary questions, the rows that answer them, the descriptive
 tables, the soft-zeros sample and the sentences the chapter reads (mlmbook.joints.study, .experiment, .knob,
 .sampling)."""
-import json
 import math
 from pathlib import Path
 
@@ -20,10 +19,10 @@ def grammar():
 
 
 # ------------------------------------------------------------------------------------------ questions
-def test_the_chapters_questions_are_the_papers_claims_with_the_plans_sds():
+def test_the_chapters_questions_are_the_papers_claims_with_the_plans_sds(full_results):
     """The questions chapter 2 declares, as its full reference recorded them: six, in order, with their
     effects of interest and the committed plan's planning SDs (the chapter declares them in a visible cell)."""
-    r = json.loads((Path(__file__).parents[2] / "results" / "full" / "02_joints.json").read_text())
+    r = full_results("02_joints")
     keys = ["ag_vs_mlm", "ag_vs_mlm_far", "ag_vs_mlm_uppl", "ag_vs_mrf", "hcb_vs_mrf", "knob_block"]
     assert r["study"]["questions"] == keys and r["study"]["size"] <= stats.MAX_PRIMARY
     effect = {k: r[f"q_{k}"]["effect"] for k in keys}
@@ -107,7 +106,6 @@ def test_the_toy_model_reads_its_language_and_refuses_a_treebank(toy_bert, gramm
 
 
 def test_another_model_reads_a_treebank_through_the_front_door(toy_bert, grammar, capsys):
-    from pathlib import Path
 
     from mlmbook.corpus import Window
     from mlmbook.models import load_mlm
