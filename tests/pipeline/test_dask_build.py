@@ -27,19 +27,23 @@ def build(*args, env=None, **kw) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture
-def waiting_book(tmp_path):
-    """The fixture book with its sleeping chapter twice, as chapters 6 and 7: each loads nothing but the
-    default model (the build trains per chapter number), so a warm session cache trains nothing."""
+def waiting_book(tmp_path, quick_toy_model):
+    """The fixture book with its sleeping chapter twice, as chapters 8 and 9: numbers for which the book
+    lists no models (the build trains per chapter number), so each needs only the quick default model,
+    which ``quick_toy_model`` has cached: the build trains nothing and both chapters start at once. (As
+    chapters 6 and 7, chapter 6 first trained its six quick models; on a loaded machine that took
+    longer than chapter 7's 60-s sleep, 7 ended before 6 began, and the two never ran side by side.)
+    The cell sleeps 600 s: the tests kill the build once the chapters run."""
     root = tmp_path / "book"
     shutil.copytree(FIXTURE, root)
     text = (root / "book" / "01_fail.md").read_text()
     (root / "book" / "01_fail.md").unlink()
-    for n in (6, 7):
+    for n in (8, 9):
         (root / "book" / f"0{n}_fail.md").write_text(text)
     return root
 
 
-def _start(root: Path, *chapters, wait: int = 60, **env) -> subprocess.Popen:
+def _start(root: Path, *chapters, wait: int = 600, **env) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "mlmbook", "build", *chapters, "--root", str(root), "--profile",
                              "quick", "--no-render", "-p", "wait", str(wait)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=clean_env(**env), start_new_session=True)
@@ -59,7 +63,7 @@ def _published(build: Path) -> list[str]:
                   if not p.name.startswith("."))
 
 
-@pytest.mark.parametrize("chapters", [("6",), ("6", "7")], ids=["in-process", "local-cluster"])
+@pytest.mark.parametrize("chapters", [("8",), ("8", "9")], ids=["in-process", "local-cluster"])
 def test_sigkill_of_the_build_leaves_no_process_and_publishes_nothing(waiting_book, chapters):
     build_dir = waiting_book / "_build"
     proc = _start(waiting_book, *chapters)
@@ -81,9 +85,9 @@ def test_sigkill_of_the_build_leaves_no_process_and_publishes_nothing(waiting_bo
 
 
 def test_a_second_build_of_a_live_build_folder_is_refused_naming_its_pid(waiting_book):
-    proc = _start(waiting_book, "6", wait=600)                         # still running when the second one ends
+    proc = _start(waiting_book, "8")                                   # still running when the second one ends
     try:
-        _until(lambda: (waiting_book / "_build" / "results" / ".running" / "06_fail.json").exists(), 300,
+        _until(lambda: (waiting_book / "_build" / "results" / ".running" / "08_fail.json").exists(), 300,
                "the first build never started its chapter")
         second = build("0", "--root", str(waiting_book), "--profile", "quick", "--no-render")
         assert second.returncode == 1
