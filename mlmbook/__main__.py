@@ -102,16 +102,15 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _cmd_build(args) -> int:
-    from .pipeline.execute import build
+    from .pipeline.execute import BuildOptions, build
 
     if args.render_only and args.chapters:
         raise SystemExit("mlmbook: error: --render-only takes no chapters")
-    index = build(root=args.root, chapters=args.chapters, profile=args.profile,
-                  parameters=[tuple(p) for p in args.parameter],
-                  solutions=not args.no_solutions, execute=not args.render_only,
-                  fail_fast=args.fail_fast, verbose=args.verbose, render_site=not args.no_render,
-                  update_reference=args.update_reference, scheduler=args.scheduler, shared_cache=args.shared_cache,
-                  resource=args.large_model_resource, resume=args.resume)
+    options = BuildOptions(solutions=not args.no_solutions, execute=not args.render_only, fail_fast=args.fail_fast,
+                           verbose=args.verbose, render_site=not args.no_render,
+                           update_reference=args.update_reference, scheduler=args.scheduler,
+                           shared_cache=args.shared_cache, resource=args.large_model_resource, resume=args.resume)
+    index = build(args.root, args.chapters, args.profile, [tuple(p) for p in args.parameter], options=options)
     print(index)
     return 0
 

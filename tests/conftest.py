@@ -120,12 +120,13 @@ def quick_book():
 @pytest.fixture(scope="session")
 def run_chapter(tmp_path_factory):
     """Execute one chapter (quick profile, no rendering) with parameters into a fresh build dir."""
-    from mlmbook.pipeline.execute import build
+    from mlmbook.pipeline.execute import BuildOptions, build
 
     def run(chapter, **params):
         out = tmp_path_factory.mktemp(f"run_{chapter}")
         _with_build_dir(out, lambda: build(chapters=[chapter], profile="quick",
-                                           parameters=[(k, str(v)) for k, v in params.items()], render_site=False))
+                                           parameters=[(k, str(v)) for k, v in params.items()],
+                                           options=BuildOptions(render_site=False)))
         return BookRun(out, None)
     return run
 

@@ -434,7 +434,6 @@ mlmbook.glauber.sampler.influence
 # outside the science (the lead and the other owners)
 mlmbook.exercises.exercise
 mlmbook.models.train.fit
-mlmbook.pipeline.execute.build
 mlmbook.plotting.heatmap
 mlmbook.plotting.regime_map
 mlmbook.stats.intervals.ratio

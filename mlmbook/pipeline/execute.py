@@ -35,7 +35,7 @@ import contextlib
 import os
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..paths import cache_dir, env_flag
@@ -72,7 +72,7 @@ from .runs import (
 )
 from .site import render, stage, write_notebooks_branch
 
-__all__ = ["build", "schedule", "Placement", "publish", "ensure_kernel", "previous_run", "cell_timeout",
+__all__ = ["build", "BuildOptions", "schedule", "Placement", "publish", "ensure_kernel", "previous_run", "cell_timeout",
            "update_reference_files", "RUNNING", "BuildError", "UsageError", "ChapterFailed", "Layout",
            "find_chapters", "resolve_names"]
 
@@ -178,21 +178,21 @@ def schedule(layout: Layout, plans, profile: str, n: int, progress: bool = False
     return tasks, training, data
 
 
-def _execute(layout: Layout, plans, profile: str, progress: bool, fail_fast: bool, timings: dict,
-             failures: list, t_book: float, scheduler: str | None, shared_cache: bool, resource: str | None) -> list:
+def _execute(layout: Layout, plans, profile: str, options: BuildOptions, t_book: float) -> tuple[list, dict, list]:
     """Train the toy models the chapters need and execute the chapters, as one graph of tasks
-    (:func:`schedule`); publish each chapter as it ends. Records each chapter's and the training's
-    wall time in ``timings`` and each failure in ``failures``; returns the
-    :class:`~mlmbook.models.prepare.Trained` records."""
+    (:func:`schedule`); publish each chapter as it ends. Returns the
+    :class:`~mlmbook.models.prepare.Trained` records, each chapter's and the training's wall time
+    (``t_book`` is when the build began) and the failures' messages."""
     from .. import workers
     from ..models import prepare, shipping
 
-    n, where = prepare.workers_for(), scheduler        # the address, reached already by build()
-    ship = where is not None and not shared_cache
+    n, where = prepare.workers_for(), options.scheduler     # the address, reached already by build()
+    ship = where is not None and not options.shared_cache
+    progress, timings, failures = options.progress, {}, []
     if plans:
         cell_timeout()            # a bad $MLMBOOK_CELL_TIMEOUT fails here, before any training
         ensure_kernel(layout)     # written once here, only read by chapters running side by side
-    tasks, training, data = schedule(layout, plans, profile, n, progress, Placement(ship, resource))
+    tasks, training, data = schedule(layout, plans, profile, n, progress, Placement(ship, options.resource))
     total = sum(len(t.args[0]) for t in training)
     trained: list = []
     by_slug = {c.slug: (c, v) for c, v in plans}
@@ -239,36 +239,20 @@ def _execute(layout: Layout, plans, profile: str, progress: bool, fail_fast: boo
             if error is not None:
                 failures.append(str(error))
                 say(str(error))
-                if fail_fast:
+                if options.fail_fast:
                     stopped.append(task.key)
             else:
                 timings[task.key] = seconds
                 say(f"  {task.key} done in {seconds:.0f} s ({report.elapsed()} elapsed)")
-    return trained
+    return trained, timings, failures
 
 
-def build(root: str | os.PathLike | None = None, chapters: list[str] = (),
-          profile: str = "full", parameters: list[tuple[str, str]] = (),
-          solutions: bool = True, execute: bool = True, fail_fast: bool = False,
-          progress: bool | None = None, verbose: bool = False, render_site: bool = True,
-          update_reference: bool = False, scheduler: str | None = None, shared_cache: bool | None = None,
-          resource: str | None = None, resume: bool = False) -> Path:
-    """Execute the requested chapters and render the site.
+@dataclass(frozen=True)
+class BuildOptions:
+    """How :func:`build` runs, beside what it builds (the command line's flags).
 
-    Nothing tracked by git changes: executed notebooks, results and timings live under the
-    build folder. Only ``update_reference`` writes the committed reference results.
-
-    Parameters
+    Attributes
     ----------
-    root : path-like, optional
-        The book's root (``_config.yml``, ``_toc.yml``, ``book/``); default: found from the cwd.
-    chapters : list of str
-        Chapters to execute (``"1"``, ``"01"``, ``"01_dependencies"``, a file name); all when
-        empty. Chapters not executed now are published from their previous executed
-        notebook when there is one, otherwise left out of the TOC.
-    profile : {"quick", "full"}
-    parameters : list of (name, value) pairs
-        Extra parameters, as strings, checked against each chapter's ``parameters`` cell.
     solutions : bool
         False strips exercise solutions from the rendered site.
     execute : bool
@@ -300,11 +284,46 @@ def build(root: str | os.PathLike | None = None, chapters: list[str] = (),
         Keep the chapters this build folder finished earlier with the same profile and parameters,
         whose source has not changed since (:func:`finished_earlier`); the trained models are reused
         from the cache either way, so an interrupted build continues where it stopped.
+    """
+
+    solutions: bool = True
+    execute: bool = True
+    fail_fast: bool = False
+    progress: bool | None = None
+    verbose: bool = False
+    render_site: bool = True
+    update_reference: bool = False
+    scheduler: str | None = None
+    shared_cache: bool | None = None
+    resource: str | None = None
+    resume: bool = False
+
+
+def build(root: str | os.PathLike | None = None, chapters: list[str] = (), profile: str = "full",
+          parameters: list[tuple[str, str]] = (), *, options: BuildOptions = BuildOptions()) -> Path:
+    """Execute the requested chapters and render the site.
+
+    Nothing tracked by git changes: executed notebooks, results and timings live under the
+    build folder. Only ``options.update_reference`` writes the committed reference results.
+
+    Parameters
+    ----------
+    root : path-like, optional
+        The book's root (``_config.yml``, ``_toc.yml``, ``book/``); default: found from the cwd.
+    chapters : list of str
+        Chapters to execute (``"1"``, ``"01"``, ``"01_dependencies"``, a file name); all when
+        empty. Chapters not executed now are published from their previous executed
+        notebook when there is one, otherwise left out of the TOC.
+    profile : {"quick", "full", "extended", "pilot"}
+    parameters : list of (name, value) pairs
+        Extra parameters, as strings, checked against each chapter's ``parameters`` cell.
+    options : BuildOptions
+        How it runs: rendering, solutions, the reference, the cluster, resuming.
 
     Returns
     -------
     pathlib.Path
-        ``_build/html/index.html``.
+        ``_build/html/index.html`` (with ``render_site`` off, the folder of executed notebooks).
 
     Raises
     ------
@@ -314,33 +333,31 @@ def build(root: str | os.PathLike | None = None, chapters: list[str] = (),
     """
     from ..workers.cluster import address, reach
 
+    o = options
     if profile not in BUILDABLE:
         raise UsageError(f"unknown profile {profile!r}; valid profiles: {', '.join(BUILDABLE)}")
-    where = address(scheduler) if execute else None
+    where = address(o.scheduler) if o.execute else None
     if where:
         reach(where)              # before any planning or the lock: a bad address is one line, at once
     layout = Layout.find(root)
     all_chapters = find_chapters(layout)
-    selected = resolve_chapters(all_chapters, list(chapters)) if execute else []
-    if progress is None:
-        progress = sys.stderr.isatty()
-
-    if update_reference and (profile not in REFERENCE_PROFILES or parameters or not execute):
+    selected = resolve_chapters(all_chapters, list(chapters)) if o.execute else []
+    if o.update_reference and (profile not in REFERENCE_PROFILES or parameters or not o.execute):
         raise UsageError("--update-reference records the default numbers of a reference profile: use it "
                          f"with --profile {' or '.join(REFERENCE_PROFILES)}, without -p parameters and without "
                          "--render-only")
     plans = plan_parameters(selected, list(parameters), profile)  # all checked up front
     kept_earlier = []
-    if resume:
+    if o.resume:
         kept_earlier = [c.slug for c, values in plans if finished_earlier(layout, c, values)]
         for slug in kept_earlier:
             say(f"resume: {slug} finished earlier with these parameters; kept")
         plans = [(c, v) for c, v in plans if c.slug not in kept_earlier]
     check_inputs(plans, profile)  # treebank, window, weights, model/text fit: before any training or kernel
-    shared = env_flag("MLMBOOK_SHARED_CACHE") if shared_cache is None else shared_cache
+    o = replace(o, progress=sys.stderr.isatty() if o.progress is None else o.progress, scheduler=where,
+                shared_cache=env_flag("MLMBOOK_SHARED_CACHE") if o.shared_cache is None else o.shared_cache)
     with build_lock(layout), interrupt_on_sigterm():
-        return _build(layout, all_chapters, plans, profile, solutions, fail_fast, progress, verbose, render_site,
-                      update_reference, where, shared, resource, kept_earlier)
+        return _build(layout, all_chapters, plans, profile, o, kept_earlier)
 
 
 @contextlib.contextmanager
@@ -386,19 +403,15 @@ def finished_earlier(layout: Layout, chapter, values: dict) -> bool:
     return params == values and notebook.stat().st_mtime > newest and results.stat().st_mtime > newest
 
 
-def _build(layout, all_chapters, plans, profile, solutions, fail_fast, progress, verbose, render_site,
-           update_reference, scheduler, shared, resource, kept_earlier=()) -> Path:
+def _build(layout, all_chapters, plans, profile, options: BuildOptions, kept_earlier=()) -> Path:
     announce_cost(plans)          # a real model: the time estimate per chapter, before anything runs
     if plans:  # what a killed build left: temporary notebooks, results of unfinished chapters
         clean_leftovers(layout.exec, layout.results)
 
-    failures = []
     cache_before = set(cache_dir().glob("*")) if cache_dir().exists() else set()
     t_book = time.perf_counter()
-    timings = {}
     try:
-        trained_models = _execute(layout, plans, profile, progress, fail_fast, timings, failures, t_book, scheduler,
-                                  shared, resource)
+        trained_models, timings, failures = _execute(layout, plans, profile, options, t_book)
     except KeyboardInterrupt:     # the workers are stopped by now: what they left in the build folder goes
         clean_leftovers(layout.exec, layout.results)
         raise
@@ -409,8 +422,8 @@ def _build(layout, all_chapters, plans, profile, solutions, fail_fast, progress,
     trained = sorted(p.name for p in (set(cache_dir().glob("*")) if cache_dir().exists() else set()) - cache_before
                      if not p.name.startswith("."))
 
-    if not render_site:
-        if update_reference:
+    if not options.render_site:
+        if options.update_reference:
             for path in update_reference_files(layout, [c.slug for c, _ in plans] + list(kept_earlier), None,
                                                profile):
                 say(f"updated reference {path.relative_to(layout.root)}")
@@ -432,7 +445,7 @@ def _build(layout, all_chapters, plans, profile, solutions, fail_fast, progress,
     say("rendering the site")
     t_render = time.perf_counter()
     with _still("rendering the site"):
-        index = render(layout, stage(layout, notebooks, solutions=solutions), verbose=verbose)
+        index = render(layout, stage(layout, notebooks, solutions=options.solutions), verbose=options.verbose)
     write_notebooks_branch(layout, notebooks)
     whole_book = len(plans) + len(kept_earlier) == len(all_chapters) and \
         all(v == {"profile": profile} for _, v in plans)
@@ -440,7 +453,7 @@ def _build(layout, all_chapters, plans, profile, solutions, fail_fast, progress,
     if whole_book and plans:
         kept = keep_timings(layout, profile, timings, time.perf_counter() - t_render,
                              time.perf_counter() - t_book, trained)
-    if update_reference:
+    if options.update_reference:
         for path in update_reference_files(layout, [c.slug for c, _ in plans] + list(kept_earlier), kept, profile):
             say(f"updated reference {path.relative_to(layout.root)}")
     return index

@@ -32,13 +32,14 @@ def test_verdicts_reads_records_and_categories():
 
 @pytest.fixture(scope="module")
 def two_threads(tmp_path_factory):
-    from mlmbook.pipeline.execute import build
+    from mlmbook.pipeline.execute import BuildOptions, build
     from tests.conftest import BookRun, _with_build_dir
     out = tmp_path_factory.mktemp("threads2")
     old = os.environ.get("MLMBOOK_THREADS")
     os.environ["MLMBOOK_THREADS"] = "2"
     try:
-        _with_build_dir(out, lambda: build(chapters=list(CHAPTERS), profile="quick", render_site=False))
+        _with_build_dir(out, lambda: build(chapters=list(CHAPTERS), profile="quick",
+                                           options=BuildOptions(render_site=False)))
     finally:
         if old is None:
             os.environ.pop("MLMBOOK_THREADS", None)

@@ -108,18 +108,18 @@ def test_not_measured_shows_its_sentence_in_a_number_slot(book):
     assert "(NOT-MEASURED-MARKER)" in shown.stdout
 
 
-def build_here(book, monkeypatch, capsys, chapter: str, **options) -> str:
+def build_here(book, monkeypatch, capsys, chapter: str, profile: str = "full", **options) -> str:
     """``mlmbook build CHAPTER`` of the fixture book in this process, with the training step left out, and
     what it printed. The fixture's chapters load no model: what these tests check is what a build records
     and keeps, not the models a profile trains (the full profile's default model takes minutes to train
     from an empty cache, as in CI)."""
     from mlmbook.models import prepare
-    from mlmbook.pipeline.execute import build
+    from mlmbook.pipeline.execute import BuildOptions, build
     monkeypatch.setattr(prepare, "tasks", lambda *a, **k: [])
     for name in ("MLMBOOK_ROOT", "MLMBOOK_CHAPTER", "MLMBOOK_RESULTS", "MLMBOOK_BUILD"):
         monkeypatch.delenv(name, raising=False)
     capsys.readouterr()
-    build(root=book, chapters=[chapter], render_site=False, **options)
+    build(root=book, chapters=[chapter], profile=profile, options=BuildOptions(render_site=False, **options))
     return capsys.readouterr().err
 
 
