@@ -106,11 +106,13 @@ def _cmd_build(args) -> int:
 
     if args.render_only and args.chapters:
         raise SystemExit("mlmbook: error: --render-only takes no chapters")
-    options = BuildOptions(solutions=not args.no_solutions, execute=not args.render_only, fail_fast=args.fail_fast,
-                           verbose=args.verbose, render_site=not args.no_render,
-                           update_reference=args.update_reference, scheduler=args.scheduler,
-                           shared_cache=args.shared_cache, resource=args.large_model_resource, resume=args.resume)
-    index = build(args.root, args.chapters, args.profile, [tuple(p) for p in args.parameter], options=options)
+    options = BuildOptions(
+        solutions=not args.no_solutions, execute=not args.render_only, fail_fast=args.fail_fast,
+        verbose=args.verbose, render_site=not args.no_render,
+        update_reference=args.update_reference, scheduler=args.scheduler,
+        shared_cache=args.shared_cache, resource=args.large_model_resource, resume=args.resume)
+    parameters = [tuple(p) for p in args.parameter]
+    index = build(args.root, args.chapters, args.profile, parameters, options=options)
     print(index)
     return 0
 

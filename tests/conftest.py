@@ -30,14 +30,14 @@ def _one_thread_per_process():
 _one_thread_per_process()
 
 
-def save_tiny_wordpiece_bert(path, corpus, vocab_size=120, seed=0):
+def save_tiny_wordpiece_bert(path, corpus, vocab_size=120, seed=0, fixed_vocab=False):
     """A randomly initialised 2-layer BERT with a WordPiece tokenizer trained on ``corpus``.
 
     The vocabulary is so small that most words split into several pieces, which exercises
     the subword paths of every estimator.
     """
     from tests.trained_models import train_wordpiece_bert
-    train_wordpiece_bert(path, list(corpus), vocab_size=vocab_size, steps=0, seed=seed)
+    train_wordpiece_bert(path, list(corpus), vocab_size=vocab_size, steps=0, seed=seed, fixed_vocab=fixed_vocab)
     return path
 
 

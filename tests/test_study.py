@@ -186,3 +186,15 @@ def test_audit_confirms_sound_answers_and_catches_a_doctored_one():
     tiny = json.loads(json.dumps(_family(1).answer("q0", [0.1, 0.2, 0.15, 0.12]).to_record()))
     tiny["side"] = "above"                                               # a direction 4 units cannot give
     assert any("cannot reach" in p for p in stats.rederive(tiny))
+
+
+def test_no_direction_where_the_test_does_not_reject_the_reference_its_interval_stops_a_hair_short_of():
+    """A random model's answer of chapter 1 (CI, stop 50): 20 sentences of integer edge differences with
+    many ties; the inverted sign-flip interval ended at -1.5e-11, while the sign-flip itself gives p 0.012 >
+    0.05/6 at zero. The answer must not state a direction (which the audit then rejected)."""
+    d = [-3, -1, -1, -1, 2, -1, 0, -1, -1, 0, -2, -1, 0, 0, 0, -1, -1, 0, -2, 0]
+    g = [4, 2, 4, 3, 4, 2, 4, 3, 4, 2, 4, 2, 4, 3, 4, 2, 4, 4, 3, 2]
+    a = _family().answer("q0", d, g)
+    assert a.tested.test == "sign-flip" and a.tested.p > 0.05 / 6
+    assert a.side not in ("above", "below") and "at the reference" in a.note, (a.side, a.tested.interval)
+    assert stats.audit({"q0": a.to_record()}) == {}

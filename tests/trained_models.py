@@ -45,8 +45,31 @@ def write_conllu(path, sentences) -> str:
     return str(path)
 
 
+SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+
+
+def wordpiece_vocab(texts, vocab_size: int, normalizer, pre_tokenizer) -> dict:
+    """A WordPiece vocabulary of ``texts``, the same on every run (the ``tokenizers`` trainer breaks ties
+    between pieces in a different order each run, so the models built on it, and a random model's answers,
+    changed run to run): the special tokens, every character (word-initial and as a ``##`` continuation), then
+    whole words and ``##`` word endings of 2-4 characters by count (ties in alphabetical order)."""
+    from collections import Counter
+    words = Counter(w for t in texts for w, _ in pre_tokenizer.pre_tokenize_str(normalizer.normalize_str(t)))
+    alphabet = {c for w in words for c in w}
+    chars = sorted(alphabet | {"##" + c for c in alphabet})
+    pieces = Counter()
+    for w, n in words.items():
+        pieces[w] += n
+        for k in range(2, 5):
+            if len(w) > k:
+                pieces["##" + w[-k:]] += n
+    ranked = [p for p, _ in sorted(pieces.items(), key=lambda x: (-x[1], x[0])) if p not in chars]
+    tokens = list(dict.fromkeys(SPECIALS + chars + ranked))[:max(vocab_size, len(SPECIALS) + len(chars))]
+    return {t: i for i, t in enumerate(tokens)}
+
+
 def train_wordpiece_bert(path, texts, vocab_size: int = 300, steps: int = 150, seed: int = 0,
-                         positions: int = 64) -> str:
+                         positions: int = 64, fixed_vocab: bool = False) -> str:
     """A 2-layer BERT (hidden 32) with a WordPiece tokenizer trained on ``texts``, trained ``steps`` steps of
     masked-LM on them (batch 32, 15 % masked; none: a random-weight model), reading up to ``positions``
     tokens, saved with save_pretrained."""
@@ -56,12 +79,12 @@ def train_wordpiece_bert(path, texts, vocab_size: int = 300, steps: int = 150, s
 
     from mlmbook import threads
     from mlmbook.models.train import TRAIN_THREADS
-    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
-    tok.normalizer = normalizers.BertNormalizer(lowercase=True)
-    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    tok.decoder = decoders.WordPiece()
-    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-    tok.train_from_iterator(texts, trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=specials))
+    normalizer, pre_tokenizer = normalizers.BertNormalizer(lowercase=True), pre_tokenizers.BertPreTokenizer()
+    vocab = wordpiece_vocab(texts, vocab_size, normalizer, pre_tokenizer) if fixed_vocab else None
+    tok = Tokenizer(models.WordPiece(vocab=vocab, unk_token="[UNK]"))
+    tok.normalizer, tok.pre_tokenizer, tok.decoder = normalizer, pre_tokenizer, decoders.WordPiece()
+    if not fixed_vocab:
+        tok.train_from_iterator(texts, trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=SPECIALS))
     cls, sep, mask = (tok.token_to_id(t) for t in ("[CLS]", "[SEP]", "[MASK]"))
     tok.post_processor = processors.TemplateProcessing(single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B [SEP]",
                                                        special_tokens=[("[CLS]", cls), ("[SEP]", sep)])

@@ -72,9 +72,9 @@ from .runs import (
 )
 from .site import render, stage, write_notebooks_branch
 
-__all__ = ["build", "BuildOptions", "schedule", "Placement", "publish", "ensure_kernel", "previous_run", "cell_timeout",
-           "update_reference_files", "RUNNING", "BuildError", "UsageError", "ChapterFailed", "Layout",
-           "find_chapters", "resolve_names"]
+__all__ = ["build", "BuildOptions", "schedule", "Placement", "publish", "ensure_kernel", "previous_run",
+           "cell_timeout", "update_reference_files", "RUNNING", "BuildError", "UsageError", "ChapterFailed",
+           "Layout", "find_chapters", "resolve_names"]
 
 
 def ensure_kernel(layout: Layout) -> str:
@@ -178,7 +178,8 @@ def schedule(layout: Layout, plans, profile: str, n: int, progress: bool = False
     return tasks, training, data
 
 
-def _execute(layout: Layout, plans, profile: str, options: BuildOptions, t_book: float) -> tuple[list, dict, list]:
+def _execute(layout: Layout, plans, profile: str, options: BuildOptions,
+             t_book: float) -> tuple[list, dict, list]:
     """Train the toy models the chapters need and execute the chapters, as one graph of tasks
     (:func:`schedule`); publish each chapter as it ends. Returns the
     :class:`~mlmbook.models.prepare.Trained` records, each chapter's and the training's wall time
@@ -186,13 +187,14 @@ def _execute(layout: Layout, plans, profile: str, options: BuildOptions, t_book:
     from .. import workers
     from ..models import prepare, shipping
 
-    n, where = prepare.workers_for(), options.scheduler     # the address, reached already by build()
+    n, where = prepare.workers_for(), options.scheduler    # the address: build() reached it
     ship = where is not None and not options.shared_cache
     progress, timings, failures = options.progress, {}, []
     if plans:
         cell_timeout()            # a bad $MLMBOOK_CELL_TIMEOUT fails here, before any training
         ensure_kernel(layout)     # written once here, only read by chapters running side by side
-    tasks, training, data = schedule(layout, plans, profile, n, progress, Placement(ship, options.resource))
+    placement = Placement(ship, options.resource)
+    tasks, training, data = schedule(layout, plans, profile, n, progress, placement)
     total = sum(len(t.args[0]) for t in training)
     trained: list = []
     by_slug = {c.slug: (c, v) for c, v in plans}
@@ -300,7 +302,8 @@ class BuildOptions:
 
 
 def build(root: str | os.PathLike | None = None, chapters: list[str] = (), profile: str = "full",
-          parameters: list[tuple[str, str]] = (), *, options: BuildOptions = BuildOptions()) -> Path:
+          parameters: list[tuple[str, str]] = (), *,
+          options: BuildOptions = BuildOptions()) -> Path:
     """Execute the requested chapters and render the site.
 
     Nothing tracked by git changes: executed notebooks, results and timings live under the
@@ -354,8 +357,9 @@ def build(root: str | os.PathLike | None = None, chapters: list[str] = (), profi
             say(f"resume: {slug} finished earlier with these parameters; kept")
         plans = [(c, v) for c, v in plans if c.slug not in kept_earlier]
     check_inputs(plans, profile)  # treebank, window, weights, model/text fit: before any training or kernel
-    o = replace(o, progress=sys.stderr.isatty() if o.progress is None else o.progress, scheduler=where,
-                shared_cache=env_flag("MLMBOOK_SHARED_CACHE") if o.shared_cache is None else o.shared_cache)
+    progress = sys.stderr.isatty() if o.progress is None else o.progress
+    shared = env_flag("MLMBOOK_SHARED_CACHE") if o.shared_cache is None else o.shared_cache
+    o = replace(o, progress=progress, scheduler=where, shared_cache=shared)
     with build_lock(layout), interrupt_on_sigterm():
         return _build(layout, all_chapters, plans, profile, o, kept_earlier)
 
@@ -445,7 +449,8 @@ def _build(layout, all_chapters, plans, profile, options: BuildOptions, kept_ear
     say("rendering the site")
     t_render = time.perf_counter()
     with _still("rendering the site"):
-        index = render(layout, stage(layout, notebooks, solutions=options.solutions), verbose=options.verbose)
+        staged = stage(layout, notebooks, solutions=options.solutions)
+        index = render(layout, staged, verbose=options.verbose)
     write_notebooks_branch(layout, notebooks)
     whole_book = len(plans) + len(kept_earlier) == len(all_chapters) and \
         all(v == {"profile": profile} for _, v in plans)

@@ -30,13 +30,15 @@ def pseudo_words(n: int = 4000, seed: int = 0) -> list[str]:
 
 @pytest.fixture(scope="session")
 def wordpiece_bert_2k(tmp_path_factory):
-    """A locally saved random BERT whose WordPiece vocabulary has 2,000 pieces."""
+    """A locally saved random BERT whose WordPiece vocabulary has 2,000 pieces, the same on every run
+    (:func:`tests.trained_models.wordpiece_vocab`): the book built on it gives the same answers each time."""
     from mlmbook.toy import Grammar
     from tests.conftest import save_tiny_wordpiece_bert
     corpus = [s.text for s in Grammar.load("toy").sample(500, seed=0)]
     words = pseudo_words()
     corpus += [" ".join(words[i:i + 12]) for i in range(0, len(words), 12)]
-    path = save_tiny_wordpiece_bert(tmp_path_factory.mktemp("wp_bert_2k"), corpus, vocab_size=VOCAB_2K)
+    path = save_tiny_wordpiece_bert(tmp_path_factory.mktemp("wp_bert_2k"), corpus, vocab_size=VOCAB_2K,
+                                    fixed_vocab=True)
     from transformers import AutoTokenizer
     assert len(AutoTokenizer.from_pretrained(path)) >= VOCAB_2K, "the tokenizer did not reach 2,000 pieces"
     return str(path)
