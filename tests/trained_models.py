@@ -72,7 +72,8 @@ def train_wordpiece_bert(path, texts, vocab_size: int = 300, steps: int = 150, s
                          positions: int = 64, fixed_vocab: bool = False) -> str:
     """A 2-layer BERT (hidden 32) with a WordPiece tokenizer trained on ``texts``, trained ``steps`` steps of
     masked-LM on them (batch 32, 15 % masked; none: a random-weight model), reading up to ``positions``
-    tokens, saved with save_pretrained."""
+    tokens, saved with save_pretrained. ``fixed_vocab``: the vocabulary of :func:`wordpiece_vocab`, the
+    same on every run, instead of the trainer's."""
     import torch
     from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
     from transformers import BertConfig, BertForMaskedLM, PreTrainedTokenizerFast
