@@ -61,8 +61,9 @@ def quick_toy_model():
 @pytest.fixture(scope="session")
 def toy_bert(tmp_path_factory):
     """An untrained BERT with the toy tokenizer (WordLevel over the toy vocabulary), saved locally."""
-    from mlmbook.models.train import TrainConfig, make_model, make_tokenizer
+    from mlmbook.models.train import TrainConfig, make_model
     from mlmbook.toy import Grammar
+    from mlmbook.toy.vocab import make_tokenizer
     g = Grammar.load("toy")
     path = tmp_path_factory.mktemp("toy_bert")
     make_model(g, TrainConfig(hidden=32, layers=2, heads=2, intermediate=64), seed=0).save_pretrained(path)

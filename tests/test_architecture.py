@@ -433,7 +433,6 @@ mlmbook.glauber.sampler.GlauberSampler.coupled_run
 mlmbook.glauber.sampler.influence
 # outside the science (the lead and the other owners)
 mlmbook.exercises.exercise
-mlmbook.models.train.fit
 mlmbook.plotting.heatmap
 mlmbook.plotting.regime_map
 mlmbook.stats.intervals.ratio

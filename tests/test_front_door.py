@@ -179,9 +179,9 @@ def test_allow_unknown_runs_chapters_1_to_4_on_ud_ewt(toy_quick):
 
 
 def test_the_build_checks_the_toy_tokenizer_as_the_trained_model_reads():
-    from mlmbook.models.train import make_tokenizer
     from mlmbook.pipeline.inputs import _Tokenizer
     from mlmbook.toy import Grammar
+    from mlmbook.toy.vocab import make_tokenizer
     reader = _Tokenizer("toy")
     words = ["the", "farmers", "feed", "a", "cow"]
     assert reader.encode_words(words)[0] == make_tokenizer(Grammar.load("toy"))(

@@ -97,7 +97,7 @@ def test_seven_differing_units_of_forty_give_no_direction():
     a = _study(Question("control", "a control", 0.05, "a stated scale")).answer("control", d, g)
     assert a.tested.test == "bootstrap-t" and a.interval.high < 0          # the bootstrap excludes 0
     assert a.verdict == "cannot decide" and a.side not in ("above", "below")
-    assert a.second["test"] == "sign-flip"
+    assert a.second["test"] == "sign-flip and t"
     assert a.second["min_p"] == pytest.approx(2 / 2 ** 7) and a.second["min_p"] > ALPHA_M
     assert not a.feasible and math.isinf(a.detectable)
     assert "cannot reach" in a.note

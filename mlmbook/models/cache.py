@@ -26,8 +26,8 @@ from pathlib import Path
 
 from ..paths import cache_dir
 from ..toy.grammar import Grammar
-from . import maelm, stacked
-from .train import PRESETS, TRAIN_THREADS, TrainConfig, train
+from . import stacked
+from .train import PRESETS, TRAIN_THREADS, TrainConfig
 
 __all__ = ["VERSION", "CacheEntry", "load_or_train", "train_together", "is_cached", "entry_key"]
 
@@ -39,15 +39,12 @@ KINDS = ("mlm", "maelm")
 def entry_key(grammar: Grammar, config: TrainConfig, seed: int, kind: str) -> str:
     """The hash that names a cache entry: everything that changes the trained weights.
 
-    That includes the trainer: a small model is trained stacked (:func:`mlmbook.models.stacked.handles`),
-    whose arithmetic differs in rounding from the one-at-a-time Hugging Face trainer's.
+    That includes the version of the trainer's arithmetic (:data:`mlmbook.models.stacked.VERSION`).
     """
     settings = asdict(config)
     if settings["mask_ratio"] == "fixed":         # a setting added later: at its default the key is as before
         del settings["mask_ratio"]
-    parts = [VERSION, kind, grammar.fingerprint, settings, seed, TRAIN_THREADS]
-    if stacked.handles(config, kind):
-        parts.append(f"stacked {stacked.VERSION}")
+    parts = [VERSION, kind, grammar.fingerprint, settings, seed, TRAIN_THREADS, f"stacked {stacked.VERSION}"]
     blob = json.dumps(parts, sort_keys=True).encode()
     return hashlib.sha256(blob).hexdigest()[:16]
 
@@ -189,13 +186,8 @@ def load_or_train(grammar: str | Grammar = "toy", preset: str | TrainConfig = "f
     config = PRESETS[preset] if isinstance(preset, str) else preset
     final = _entry_path(g, config, seed, kind)
     info = _info(g, config, seed, kind)
-    if stacked.handles(config, kind):        # a stack of one: the weights of any stack it could be in
-        make = lambda tmp: stacked.train_stack([stacked.Member(g, config, seed, kind, tmp)], progress)  # noqa: E731
-    elif kind == "maelm":
-        make = lambda tmp: maelm.train(g, config, seed, tmp, progress=progress)  # noqa: E731
-    else:
-        make = lambda tmp: train(g, config, seed, tmp, progress=progress)  # noqa: E731
-    path = _cached(final, make, info)
+    # a stack of one: the weights of any stack it could be in
+    path = _cached(final, lambda tmp: stacked.train_stack([stacked.Member(g, config, seed, kind, tmp)], progress), info)
     what = "MAE-LM" if kind == "maelm" else "MLM"
     name = preset if isinstance(preset, str) else "custom"
     return CacheEntry(path, kind, f"{g.name} {what} ({name} preset, seed {seed})")
@@ -204,7 +196,7 @@ def load_or_train(grammar: str | Grammar = "toy", preset: str | TrainConfig = "f
 def _info(g: Grammar, config: TrainConfig, seed: int, kind: str) -> dict:
     """What an entry's manifest says about how it was trained."""
     return dict(grammar=g.name, kind=kind, config=asdict(config), seed=seed, threads=TRAIN_THREADS, version=VERSION,
-                trainer=f"stacked {stacked.VERSION}" if stacked.handles(config, kind) else "hf")
+                trainer=f"stacked {stacked.VERSION}")
 
 
 def train_together(models: list[tuple], progress: bool = False) -> list[CacheEntry]:
@@ -213,15 +205,11 @@ def train_together(models: list[tuple], progress: bool = False) -> list[CacheEnt
     Parameters
     ----------
     models : list of (Grammar, TrainConfig, seed, kind)
-        Models that :func:`mlmbook.models.stacked.handles` and that share one
-        :func:`~mlmbook.models.stacked.shape_of`.
+        Models that share one :func:`~mlmbook.models.stacked.shape_of`.
 
     A model's weights do not depend on the stack it is trained in (:mod:`mlmbook.models.stacked`),
     so the entries are exactly those :func:`load_or_train` would train one at a time.
     """
-    for _, config, _, kind in models:
-        if not stacked.handles(config, kind):
-            raise ValueError(f"a {kind} of hidden size {config.hidden} is not trained stacked; use load_or_train")
     finals = [_entry_path(g, c, s, k) for g, c, s, k in models]
     infos = [_info(g, c, s, k) for g, c, s, k in models]
     by_path = dict(zip(finals, models))

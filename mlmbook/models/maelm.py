@@ -44,11 +44,11 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from ..toy.vocab import SPECIAL_TOKENS, make_tokenizer
+from ..toy.vocab import SPECIAL_TOKENS
 from .base import MaskedLMBase
-from .train import fit, make_model
+from .train import make_model
 
-__all__ = ["MAELM", "DecoderLayer", "MAEMaskedLM", "drop_masked", "make_maelm", "parameter_counts", "train", "save",
+__all__ = ["MAELM", "DecoderLayer", "MAEMaskedLM", "drop_masked", "make_maelm", "parameter_counts", "save",
            "load", "load_encoder"]
 
 PAD, CLS, SEP, MASK = (SPECIAL_TOKENS.index(t) for t in ("[PAD]", "[CLS]", "[SEP]", "[MASK]"))
@@ -270,26 +270,6 @@ class MAEMaskedLM(MaskedLMBase):
         with torch.inference_mode():
             out = self.model.decode(*self.model.encode(full, attn), attn, all_layers=True)
         return tuple(h[:, 1:-1].float().clone() for h in out)
-
-
-# ---------------------------------------------------------------------------- training
-def train(grammar, config, seed: int, out: Path, progress: bool = True) -> dict:
-    """Train an MAE-LM exactly like the default MLM and save it into directory ``out``.
-
-    The decoder has ``config.decoder_layers`` layers.
-    Same initial encoder weights, the same batches and corruption in the same order, the
-    same optimiser and schedule (:mod:`mlmbook.models.train`); held-out single-site loss is tracked
-    the same way. Writes ``encoder/`` (a Hugging Face ``BertModel`` + tokenizer),
-    ``maelm.safetensors`` (decoder and head), ``maelm.json`` and ``history.json``.
-    """
-    model = make_maelm(grammar, config, seed)
-    live = MAEMaskedLM(model, SPECIAL_TOKENS + list(grammar.vocab), name="training")
-    history = fit(model, lambda m, x, a, y: m(x, a, y), grammar, config, seed, live,
-                  f"training {grammar.name} MAE-LM", progress,
-                  parameters=parameter_counts(model), decoder_layers=config.decoder_layers)
-    save(model, make_tokenizer(grammar), out)
-    (Path(out) / "history.json").write_text(json.dumps(history, indent=1))
-    return history
 
 
 def save(model: MAELM, tokenizer, out) -> None:

@@ -7,11 +7,9 @@ small knob and control models (:mod:`mlmbook.models.zoo`). :func:`prepare` train
 the chapters run. It lists what the chosen chapters need (:func:`needed`), skips what the cache
 holds, and cuts the rest into *units* (:func:`plan`):
 
-* a model of hidden size above :data:`~mlmbook.models.stacked.MAX_HIDDEN` is a unit of its
-  own, trained by the Hugging Face trainer (:mod:`mlmbook.models.train`, :mod:`~mlmbook.models.maelm`);
-* small models of one shape (:func:`~mlmbook.models.stacked.shape_of`) are trained together as
-  one stack (:mod:`mlmbook.models.stacked`), where per-operation overhead is paid once for
-  the whole stack instead of once per model.
+models of one shape (:func:`~mlmbook.models.stacked.shape_of`) are trained together as one stack
+(:mod:`mlmbook.models.stacked`, the book's one trainer), where per-operation overhead is paid once
+for the whole stack instead of once per model; a shape of one model is a stack of one.
 
 The units run on the build's workers (:mod:`mlmbook.workers`: a local Dask cluster of one process
 per core, every training on one thread, or any Dask cluster), longest path first, together with
@@ -94,7 +92,7 @@ class Trained:
     seconds : float
         Its share of the training wall time: a unit's wall time divided among its models.
     how : str
-        ``"alone"`` (the Hugging Face trainer) or ``"stacked with K others"``.
+        ``"stacked alone"`` or ``"stacked with K others"`` (``"alone"``: a job of another kind).
     """
 
     label: str
@@ -111,14 +109,14 @@ MIN_STACK = 4
 
 
 def _stackable(job) -> bool:
-    return hasattr(job, "config") and stacked.handles(job.config, job.kind)
+    return hasattr(job, "config")                # a toy MLM or MAE-LM, not a job of another kind
 
 
 def plan(jobs: list, workers: int = 1) -> list[list]:
-    """Cut ``jobs`` into units of work, longest first: one unit per large model, and the small
-    ones grouped by :func:`~mlmbook.models.stacked.shape_of` into stacks of at most
-    :data:`STACK_WIDTH` / hidden, split into up to ``workers`` stacks of at least :data:`MIN_STACK` each
-    so that a large group keeps every core busy. The split never changes a weight."""
+    """Cut ``jobs`` into units of work, longest first: the toy models grouped by
+    :func:`~mlmbook.models.stacked.shape_of` into stacks of at most :data:`STACK_WIDTH` / hidden, split
+    into up to ``workers`` stacks of at least :data:`MIN_STACK` each so that a large group keeps every
+    core busy. The split never changes a weight."""
     units, groups = [], {}
     for job in jobs:
         if _stackable(job):

@@ -38,13 +38,14 @@ batch, sums run in a fixed order, and training runs on one thread. So a model's 
 only on its own job, not on which or how many models share its stack
 (``tests/models/test_train_stacked.py`` checks this bit for bit for stacks of 1, 3 and 8, at
 the book's shapes). A model the build trained in a stack of 16 and the same model trained alone by a
-chapter (:func:`~mlmbook.models.cache.load_or_train`) are identical; which trainer a job uses
-is decided by its configuration alone (:func:`handles`) and is part of its cache key.
+chapter (:func:`~mlmbook.models.cache.load_or_train`, a stack of one) are identical. This is the
+book's one trainer: every toy MLM and MAE-LM, of any width, is trained here, and the trainer's
+:data:`VERSION` is part of every model's cache key.
 
 The models start from the Hugging Face initialisation (:func:`~mlmbook.models.train.make_model`,
 :func:`~mlmbook.models.maelm.make_maelm` with their seeds) and are written back as ordinary
-``BertForMaskedLM`` checkpoints (or MAE-LM directories): same tokenizer, ``history.json`` and
-snapshot layout as :func:`mlmbook.models.train.train`. An MAE-LM's encoder keeps its
+``BertForMaskedLM`` checkpoints (or MAE-LM directories) with the tokenizer, ``history.json`` and
+the snapshots of ``config.checkpoints`` (``checkpoints/step_<n>/``). An MAE-LM's encoder keeps its
 ``[MASK]`` positions in the sequence but hidden from every attention key, which is the same
 computation as dropping them (:func:`~mlmbook.models.maelm.drop_masked`) with fixed shapes.
 """
@@ -67,7 +68,7 @@ from . import maelm
 from .corrupt import batches, mask_tokens
 from .train import TRAIN_THREADS, SingleSiteEval, TrainConfig, _Live, make_model
 
-__all__ = ["VERSION", "ORDER_SEED", "MAX_HIDDEN", "handles", "Member", "shape_of", "Stack", "train_stack"]
+__all__ = ["VERSION", "ORDER_SEED", "Member", "shape_of", "Stack", "train_stack"]
 
 VERSION = 2
 """Version of the stacked trainer's arithmetic, part of a stacked model's cache key
@@ -77,21 +78,6 @@ ORDER_SEED = 0
 """Seed of the order in which every stacked model meets its length buckets (its sentences are its
 own): models of a stack then see batches of about the same length at each step, which the
 stack computes together (:meth:`Stack.forward`)."""
-
-MAX_HIDDEN = 64
-"""Largest hidden size trained stacked. ``benchmarks/training.py`` measured stacks of four against
-one model at a time on one core: 1.34× the throughput at widths 16 and 32, 1.02× at 64 (where
-models that share sentences still gain), 0.96× at 128, which stays on the Hugging Face trainer."""
-
-
-def handles(config: TrainConfig, kind: str = "mlm") -> bool:
-    """Whether a model of this configuration is trained stacked (always, even alone).
-
-    A function of the configuration only, so that every workflow — a full build, one chapter,
-    a chapter loading a model the build did not train — trains a job the same way.
-    """
-    return config.hidden <= MAX_HIDDEN and kind in ("mlm", "maelm")
-
 
 @dataclass
 class Member:
@@ -393,10 +379,11 @@ def train_stack(members: list[Member], progress: bool = True, desc: str | None =
                 chunk: int | None = None) -> list[dict]:
     """Train ``members`` (same :func:`shape_of`) as one stack and write each into its ``out`` directory.
 
-    Returns each member's history, as :func:`mlmbook.models.train.fit` does, with ``stack`` (K)
-    and ``stack_seconds`` (the stack's wall time) added; ``train_seconds`` is the model's share,
-    ``stack_seconds / K``. ``chunk`` overrides :func:`chunk_rows` (tests: it changes rounding
-    only). Runs on :data:`~mlmbook.models.train.TRAIN_THREADS` threads.
+    Returns each member's history (held-out and training losses, tokens and seconds at each
+    evaluation, the Bayes and unigram losses), with ``stack`` (K) and ``stack_seconds`` (the stack's
+    wall time) added; ``train_seconds`` is the model's share, ``stack_seconds / K``. ``chunk``
+    overrides :func:`chunk_rows` (tests: it changes rounding only). Runs on
+    :data:`~mlmbook.models.train.TRAIN_THREADS` threads.
     """
     shapes = {shape_of(m.grammar, m.config, m.kind) for m in members}
     if len(shapes) != 1:

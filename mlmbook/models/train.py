@@ -1,4 +1,4 @@
-r"""Training the book's default masked LMs on the toy language, with an atomic on-disk cache.
+r"""What a toy masked LM is: its training configuration, its initial weights, its held-out loss.
 
 The default model is a small ``BertForMaskedLM`` with a real Hugging Face tokenizer (a
 ``tokenizers`` WordLevel model saved so that ``AutoTokenizer.from_pretrained(dir)`` loads it),
@@ -17,28 +17,23 @@ truth lets us bound from below:
 
 whose gap is the mean KL(truth ‖ MLM) over positions of the held-out sentences.
 
-Trained models are cached by :mod:`mlmbook.models.cache`; this module only trains. Small
-models (hidden size up to :data:`mlmbook.models.stacked.MAX_HIDDEN`) go through the stacked
-trainer of :mod:`mlmbook.models.stacked` instead: the same data, corruption, optimiser and
-schedule, many models per computation.
+Every toy model, MLM or MAE-LM, of any width, is trained by the book's one trainer,
+:func:`mlmbook.models.stacked.train_stack` (one model or many as one computation), and cached by
+:mod:`mlmbook.models.cache`; this module holds what the trainer reads.
 """
 from __future__ import annotations
 
 import json
 import math
-import sys
-import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import torch
 
-from .. import threads
 from ..paths import cache_dir, write_json_atomic
 from ..profiles import with_fallbacks
 from ..toy.grammar import Grammar
-from ..toy.vocab import MASK, SPECIAL_TOKENS, make_tokenizer
+from ..toy.vocab import MASK, SPECIAL_TOKENS
 from .base import MaskedLMBase
 from .corrupt import batches, check_config, mask_tokens
 
@@ -46,8 +41,7 @@ TRAIN_THREADS = 1
 """Torch (and BLAS) threads every toy training uses, whatever ``MLMBOOK_THREADS`` says: small
 models train fastest on one thread, and one thread makes the weights the same on every machine."""
 
-__all__ = ["TRAIN_THREADS", "TrainConfig", "PRESETS", "preset_for", "make_model", "batches", "mask_tokens", "fit",
-           "train"]
+__all__ = ["TRAIN_THREADS", "TrainConfig", "PRESETS", "preset_for", "make_model", "batches", "mask_tokens"]
 
 
 @dataclass(frozen=True)
@@ -69,7 +63,7 @@ class TrainConfig:
     n_eval, eval_every : int
         Held-out sentences of the single-site loss, and how often it is measured.
     checkpoints : tuple of float
-        Extra snapshots (shares of training), for chapter 3 (HF trainer only).
+        Extra snapshots (shares of training; MLMs only), for chapter 3.
     replace : tuple of float
         Shares of the selected tokens replaced by ``[MASK]``, by a random word, and kept
         (BERT's 80/10/10; Meng et al.'s 100/0/0).
@@ -226,84 +220,3 @@ class _Live(MaskedLMBase):
     def encode_words(self, words):
         ids = [self._offset + self.grammar.word_id[w] for w in words]
         return ids, [[p] for p in range(len(ids))]
-
-
-# ---------------------------------------------------------------------------- training
-def fit(model, loss_of, grammar: Grammar, config: TrainConfig, seed: int, live, desc: str,
-        progress: bool = True, on_step=None, **extra) -> dict:
-    """The training loop shared by the MLM and MAE-LM: same data, corruption, optimiser, schedule.
-
-    ``loss_of(model, inputs, attention_mask, labels)`` returns the loss of one corrupted batch;
-    ``live`` is the model behind the :class:`~mlmbook.models.base.MaskedLM` interface, scored on
-    held-out sentences every ``config.eval_every`` steps; ``on_step(step)`` runs after each
-    step (snapshots). Returns the history (losses, tokens, seconds) with ``extra`` merged in.
-    Runs on :data:`TRAIN_THREADS` threads and restores the caller's thread counts afterwards.
-    """
-    with threads.using(TRAIN_THREADS):
-        return _fit(model, loss_of, grammar, config, seed, live, desc, progress, on_step, **extra)
-
-
-def _fit(model, loss_of, grammar, config, seed, live, desc, progress, on_step, **extra) -> dict:
-    from tqdm.std import tqdm  # a text bar on stderr, never a notebook widget (see queries.progress_bar)
-
-    evaluator = SingleSiteEval(grammar, config.n_eval, seed)
-    opt = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
-    warm = max(1, int(config.warmup * config.steps))
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min((s + 1) / warm, max(0.0, (config.steps - s) / max(1, config.steps - warm))))
-    gen = torch.Generator().manual_seed(seed)
-    vocab_size = len(SPECIAL_TOKENS) + len(grammar.vocab)
-    history = dict(bayes=evaluator.bayes, unigram=evaluator.unigram, steps=[], train_loss=[], eval_loss=[],
-                   tokens=[], seconds=[], **extra)
-    data = batches(grammar, config, seed, eligible=bool(config.mask_only))
-    tokens, running, t0 = 0, None, time.perf_counter()
-    bar = tqdm(range(1, config.steps + 1), desc=desc, disable=not progress, mininterval=2, file=sys.stderr)
-    for step in bar:
-        model.train()
-        ids, attn, *eligible = next(data)
-        inputs, labels = mask_tokens(ids, config, vocab_size, gen, *eligible)
-        loss = loss_of(model, inputs, attn, labels)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        sched.step()
-        tokens += int(attn.sum())
-        running = loss.item() if running is None else 0.95 * running + 0.05 * loss.item()
-        if step % config.eval_every == 0 or step == config.steps:
-            model.eval()
-            ev = evaluator.loss(live)
-            for k, v in (("steps", step), ("train_loss", running), ("eval_loss", ev), ("tokens", tokens),
-                         ("seconds", time.perf_counter() - t0)):
-                history[k].append(v)
-            bar.set_postfix(eval=f"{ev:.3f}", bayes=f"{evaluator.bayes:.3f}")
-        if on_step:
-            on_step(step)
-    model.eval()
-    history["train_seconds"] = time.perf_counter() - t0
-    history["tokens_per_second"] = tokens / history["train_seconds"]
-    return history
-
-
-def train(grammar: Grammar, config: TrainConfig, seed: int, out: Path, progress: bool = True) -> dict:
-    """Train the default MLM and write it (plus tokenizer, history, snapshots) into directory ``out``."""
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.disable_progress_bar()
-    model = make_model(grammar, config, seed)
-    tokenizer = make_tokenizer(grammar)
-    snapshots = {max(1, int(f * config.steps)) for f in config.checkpoints}
-
-    def snapshot(step):
-        if step in snapshots:
-            model.save_pretrained(out / "checkpoints" / f"step_{step:06d}")
-            tokenizer.save_pretrained(out / "checkpoints" / f"step_{step:06d}")
-
-    history = fit(model, lambda m, x, a, y: m(input_ids=x, attention_mask=a, labels=y).loss, grammar, config, seed,
-                  _Live(model, grammar), f"training {grammar.name} MLM", progress, on_step=snapshot)
-    model.save_pretrained(out)
-    tokenizer.save_pretrained(out)
-    (out / "history.json").write_text(json.dumps(history, indent=1))
-    return history
-
-

@@ -21,7 +21,6 @@ from functools import lru_cache
 from typing import Callable
 
 from ..profiles import FALLBACK, PILOT, seed_offset, with_fallbacks
-from . import stacked
 from .train import PRESETS, TrainConfig
 
 __all__ = ["Job", "CHAPTER_MODELS", "needed", "find", "chapter_models",
@@ -276,15 +275,13 @@ def estimated_seconds(unit: list) -> float:
     (:mod:`mlmbook.models.prepare` cuts the units).
 
     Per step, from ``benchmarks/training.py``: sampling a batch of 64 sentences costs about
-    6 ms per distinct stream; a model of width :math:`h` adds about :math:`8 + 0.3h` ms alone
-    (Hugging Face trainer) and :math:`2 + 0.3h` ms in a stack; an MAE-LM a quarter more.
+    6 ms per distinct stream; a model of width :math:`h` adds about :math:`2 + 0.3h` ms in a stack;
+    an MAE-LM a quarter more.
     """
     if not hasattr(unit[0], "config"):                # a job of another kind: its own estimate
         return float(unit[0].cost)
     c = unit[0].config
     factor = c.steps * c.batch / 64 / 1000 * (1.25 if unit[0].kind == "maelm" else 1.0)
-    if len(unit) == 1 and not stacked.handles(c, unit[0].kind):
-        return factor * (6 + 8 + 0.3 * c.hidden)
     streams = len({(j.grammar, j.topic, j.seed, j.config.mask_only) for j in unit})
     return factor * (6 * streams + len(unit) * (2 + 0.3 * c.hidden))
 

@@ -91,8 +91,8 @@ class _Tokenizer:
     the window and the unknown pieces (a word-level vocabulary: one piece per word, so no PLL is needed)."""
 
     def __init__(self, model: str):
-        from ..models.train import make_tokenizer
         from ..toy import Grammar
+        from ..toy.vocab import make_tokenizer
         grammar = Grammar.load("toy", topic=model == "toy_topic")
         self.tokenizer = make_tokenizer(grammar)
         vocab = self.tokenizer.get_vocab()

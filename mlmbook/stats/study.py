@@ -14,8 +14,9 @@ How a question is answered (:meth:`Study.answer`), with :math:`\alpha' = \alpha/
    test that fits them gives an interval at the family's level :math:`1 - \alpha'` — exact sign-flip
    for fewer than 30 units, studentized bootstrap above, a t over seed means for a claim about a
    training recipe — and the same test inverted at :math:`1 - 2\alpha'` (its TOST interval);
-2. a **second method** tests the same units: a t where the primary is a sign-flip, a sign-flip where
-   it is a bootstrap, each trained model's own test where it is a t over seeds;
+2. a **second method** tests the same units: a t where the primary is a sign-flip, a sign-flip *and*
+   a t on the contributions :math:`d_k - r g_k` where it is a bootstrap (both must agree), each trained
+   model's own test where it is a t over seeds;
 3. **feasibility guard**: a direction needs *both* methods able to reach :math:`p \le \alpha'` at all.
    A sign-flip over :math:`k` units that differ cannot go below :math:`2/2^k` (7 units: 0.0156 >
    :math:`0.05/6`), however large the effect; when either method cannot, the answer has no direction
@@ -117,7 +118,7 @@ class Question:
         """The test, as a table label."""
         if self.unit == "seed":
             return "t over seed means; each model's own test"
-        return "sign-flip (< 30 units) or studentized bootstrap; t or sign-flip as second method"
+        return "sign-flip (< 30 units) or studentized bootstrap; second: a t, or a sign-flip and a t"
 
     def needed(self, level: float) -> int | None:
         """The **planned N**: units the planning standard deviation asks for (None without one)."""
@@ -431,11 +432,13 @@ def _second(tested: paired.Tested, v, w, units, seeds, seed_se, level, reference
         else:
             p = float(2 * student_t.sf(abs(theta - reference) / se, n - 1))
         return {"test": "t", "p": p, "side": _dir(theta - reference, p, alpha), "min_p": 0.0}
-    if tested.test == "bootstrap-t":                     # a sign-flip on the same units
+    if tested.test == "bootstrap-t":                     # a sign-flip and a t on the same units
         d, g = paired.by_unit(v, w, units)
         p, err, least = paired.sign_flip_p(d, g, reference=reference, seed=seed)
-        return {"test": "sign-flip", "p": p, "p_error": err, "min_p": least,
-                "side": _dir(d.sum() / g.sum() - reference, p + 2 * err, alpha)}
+        diff, t_p = d.sum() / g.sum() - reference, _t_at_reference(d - reference * g)
+        sides = {_dir(diff, p + 2 * err, alpha), _dir(diff, t_p, alpha)}
+        return {"test": "sign-flip and t", "p": p, "p_error": err, "t_p": t_p, "min_p": least,
+                "side": sides.pop() if len(sides) == 1 else "indistinguishable"}
     # a t over seeds: each trained model's own test must agree (intersection-union)
     s = np.asarray(seeds)
     labels = paired._ordered(s)
@@ -460,6 +463,16 @@ def _second(tested: paired.Tested, v, w, units, seeds, seed_se, level, reference
     sides = {_dir(e - reference, p, alpha) for e, p in zip(ests, ps)}
     side = sides.pop() if len(sides) == 1 else "indistinguishable"
     return {"test": "each model", "p": max(ps), "per_seed": ests, "per_seed_p": ps, "side": side, "min_p": least}
+
+
+def _t_at_reference(e: np.ndarray) -> float:
+    """Two-sided p of a one-sample t that the unit contributions :math:`e_k = d_k - r g_k` have mean 0."""
+    if len(e) < 2:
+        return 1.0
+    sd = e.std(ddof=1)
+    if not sd > 0:
+        return 0.0 if e[0] != 0 else 1.0
+    return float(2 * student_t.sf(abs(e.mean()) / (sd / math.sqrt(len(e))), len(e) - 1))
 
 
 def _dir(diff: float, p: float, alpha: float) -> str:

@@ -14,11 +14,10 @@ from mlmbook.toy import Grammar
 
 
 def _key_before_the_setting(grammar, config, seed, kind="mlm"):
-    """The cache key as it was computed before ``mask_ratio`` existed."""
+    """The cache key as it was computed before ``mask_ratio`` existed (with the trainer's version, which
+    every key names since every width is trained stacked)."""
     settings = {k: v for k, v in asdict(config).items() if k != "mask_ratio"}
-    parts = [cache.VERSION, kind, grammar.fingerprint, settings, seed, TRAIN_THREADS]
-    if stacked.handles(config, kind):
-        parts.append(f"stacked {stacked.VERSION}")
+    parts = [cache.VERSION, kind, grammar.fingerprint, settings, seed, TRAIN_THREADS, f"stacked {stacked.VERSION}"]
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
 
 

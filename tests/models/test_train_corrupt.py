@@ -182,12 +182,10 @@ TINY = TrainConfig(hidden=16, layers=1, heads=1, intermediate=32, steps=6, batch
 @pytest.mark.parametrize("kind", ["mlm", "maelm"])
 @pytest.mark.parametrize("change", [dict(replace=(1.0, 0.0, 0.0)), dict(span=2.0), dict(mask_only=("NOUN",)),
                                     dict(noise=0.1)])
-def test_both_trainers_train_with_each_setting(tmp_path, kind, change):
-    from mlmbook.models import maelm
-    from mlmbook.models.train import train
+def test_the_trainer_trains_each_setting(tmp_path, kind, change):
+    from mlmbook.models import stacked
     cfg = replace(TINY, **change)
-    g = Grammar.load("tiny")
-    history = (maelm.train if kind == "maelm" else train)(g, cfg, 0, tmp_path, progress=False)
+    [history] = stacked.train_stack([stacked.Member(Grammar.load("tiny"), cfg, 0, kind, tmp_path)], progress=False)
     assert len(history["eval_loss"]) == 2 and all(math.isfinite(x) for x in history["eval_loss"])
 
 

@@ -103,19 +103,20 @@ def test_models_on_different_grammars_of_one_shape_share_a_stack(tmp_path):
         stacked.train_stack([pair[0], stacked.Member(a, replace(cfg, hidden=32), 0, "mlm", tmp_path / "c")])
 
 
-def test_history_and_snapshots_have_the_layout_of_the_one_at_a_time_trainer(tiny, tmp_path):
+def test_a_trained_model_is_an_ordinary_checkpoint_with_its_history_and_snapshots(tiny, tmp_path):
     import json
 
-    from mlmbook.models.train import train
+    from transformers import BertForMaskedLM
     cfg = replace(TINY, checkpoints=(0.5,))
     stacked.train_stack([stacked.Member(tiny, cfg, 0, "mlm", tmp_path / "s")], progress=False)
-    train(tiny, cfg, 0, tmp_path / "h", progress=False)
-    hs, hh = (json.loads((tmp_path / d / "history.json").read_text()) for d in "sh")
-    assert set(hh) <= set(hs) and hs["steps"] == hh["steps"] and hs["tokens"] == hh["tokens"]   # the same data
-    assert hs["bayes"] == hh["bayes"] and hs["stack"] == 1
-    files = lambda d: sorted(p.relative_to(d).as_posix() for p in d.rglob("*") if p.is_file())  # noqa: E731
-    assert files(tmp_path / "s") == files(tmp_path / "h")
-    assert (tmp_path / "s" / "checkpoints" / "step_000006" / "model.safetensors").exists()
+    history = json.loads((tmp_path / "s" / "history.json").read_text())
+    assert {"bayes", "unigram", "steps", "train_loss", "eval_loss", "tokens", "seconds"} <= set(history)
+    assert history["steps"] == list(range(cfg.eval_every, cfg.steps + 1, cfg.eval_every)) and history["stack"] == 1
+    snapshot = f"checkpoints/step_{cfg.steps // 2:06d}"
+    files = sorted(p.relative_to(tmp_path / "s").as_posix() for p in (tmp_path / "s").rglob("*") if p.is_file())
+    assert {"model.safetensors", "config.json", "tokenizer.json", f"{snapshot}/model.safetensors"} <= set(files), files
+    for where in (tmp_path / "s", tmp_path / "s" / snapshot):
+        assert BertForMaskedLM.from_pretrained(where).config.hidden_size == cfg.hidden
 
 
 def test_optimiser_and_clipping_match_torch_per_model():
@@ -144,14 +145,16 @@ def test_optimiser_and_clipping_match_torch_per_model():
             assert torch.allclose(p.detach()[k], q.detach(), atol=1e-6)
 
 
-def test_the_trainer_is_chosen_by_the_configuration_alone():
-    assert stacked.handles(replace(TINY, hidden=stacked.MAX_HIDDEN))
-    assert not stacked.handles(replace(TINY, hidden=stacked.MAX_HIDDEN * 2))
+def test_every_cache_key_names_the_one_trainer_s_version(monkeypatch):
+    """A model of any width is trained stacked; a change of the trainer's arithmetic (its VERSION)
+    gives every model, narrow or wide, MLM or MAE-LM, a new cache entry."""
     from mlmbook.models.cache import entry_key
     g = Grammar.load("tiny")
-    big = replace(TINY, hidden=stacked.MAX_HIDDEN * 2)
-    keys = {entry_key(g, c, 0, "mlm") for c in (TINY, big)}
-    assert len(keys) == 2
+    configs = [(TINY, "mlm"), (replace(TINY, hidden=128, heads=4, intermediate=512), "mlm"), (TINY, "maelm")]
+    before = [entry_key(g, c, 0, k) for c, k in configs]
+    monkeypatch.setattr(stacked, "VERSION", stacked.VERSION + 1)
+    after = [entry_key(g, c, 0, k) for c, k in configs]
+    assert len(set(before)) == 3 and not set(before) & set(after)
 
 
 @pytest.mark.slow                  # trains models
@@ -168,8 +171,6 @@ def test_training_together_fills_the_cache_with_what_load_or_train_would_train(t
     alone = load_or_train(g, TINY, seed=1, progress=False)
     a, b = load_file(entries[1].path / "model.safetensors"), load_file(alone.path / "model.safetensors")
     assert all(torch.equal(a[k], b[k]) for k in a)
-    with pytest.raises(ValueError, match="not trained stacked"):
-        train_together([(g, replace(TINY, hidden=stacked.MAX_HIDDEN * 2), 0, "mlm")])
 
 
 @pytest.mark.parametrize("kind", ["mlm", "maelm"])

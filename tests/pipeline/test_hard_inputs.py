@@ -28,8 +28,8 @@ def one_line(proc):
 def test_causal_lm_is_refused_before_any_chapter_runs(tmp_path):
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    from mlmbook.models.train import make_tokenizer
     from mlmbook.toy import Grammar
+    from mlmbook.toy.vocab import make_tokenizer
     GPT2LMHeadModel(GPT2Config(vocab_size=240, n_embd=8, n_layer=1, n_head=1)).save_pretrained(tmp_path)
     make_tokenizer(Grammar.load("tiny")).save_pretrained(tmp_path)
     msg = one_line(cli("build", "0", "--profile", "quick", "-p", "model", str(tmp_path), "--no-render",
