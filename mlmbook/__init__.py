@@ -63,9 +63,9 @@ __version__ = "0.2.0"
 """The one version number (``pyproject.toml`` reads it)."""
 
 _LAZY_SUBMODULES = {
-    "api", "compare", "consistency", "corpus", "deficiency", "dependencies", "downstream", "errors", "exercises",
-    "glauber", "joints", "models", "paths", "pipeline", "plotting", "probes", "profiles", "queries", "rank", "stats",
-    "tables", "threads", "toy", "widgets", "workers",
+    "api", "compare", "consistency", "corpus", "deficiency", "dependencies", "downstream", "errors",
+    "exercises", "glauber", "joints", "models", "paths", "pipeline", "plotting", "probes",
+    "profiles", "queries", "rank", "stats", "tables", "threads", "toy", "widgets", "workers",
 }
 
 _FACE = {

@@ -1,6 +1,7 @@
-"""Command line of the book: ``python -m mlmbook {build,cost,chapters,results,check-site,clear-cache}``
-and the research verbs ``{pll,trees,joint,rectangle,rank,glauber}`` (:mod:`mlmbook.cli_research`);
-installed as the console script ``mlmbook``.
+"""Command line of the book: ``python -m mlmbook
+{build,cost,chapters,results,check-site,clear-cache}`` and the research verbs
+``{pll,trees,joint,rectangle,rank,glauber}`` (:mod:`mlmbook.cli_research`); installed as the console
+script ``mlmbook``.
 
 Examples
 --------
@@ -247,7 +248,8 @@ def main(argv: list[str] | None = None) -> int:
     except BuildError as err:
         print(f"mlmbook: {err}", file=sys.stderr)
         return 1
-    except MLMBookError as err:           # a model that does not load, a treebank that does not fit: one line
+    # a model that does not load, a treebank that does not fit: one line
+    except MLMBookError as err:
         print(f"mlmbook: error: {err}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -1,4 +1,5 @@
-"""The research verbs of the command line: the research API (:mod:`mlmbook.api`) on files and strings.
+"""The research verbs of the command line: the research API (:mod:`mlmbook.api`) on files and
+strings.
 
 ::
 
@@ -11,14 +12,15 @@
 
 ``MODEL`` is ``toy``, ``truth``, a Hugging Face name or a saved model's folder; ``FILE`` holds one
 sentence per line (``-``: standard input). Output is tab-separated text on standard output; notes
-(what was left out, the estimator, an estimate of a long run) and an error are one line each on standard
-error (an error: exit status 2 for a missing or empty input, as for ``build`` and ``cost``; 1 for any other).
-``trees`` keeps sentences of at most :data:`MAX_WORDS` scored words by default (``pll`` and ``rank`` leave out,
-and count, sentences longer than the model's window; the others read one text). Every verb estimates its
-work before it starts (:func:`mlmbook.api.models.budget`: printed when long) and refuses a run estimated
-longer than :data:`MAX_MINUTES` unless ``--max-minutes`` allows it.
-Every verb first checks that the model knows the text (:func:`mlmbook.check_fit`) and stops with one line
-when it does not; ``--allow-unknown`` runs anyway, with a warning.
+(what was left out, the estimator, an estimate of a long run) and an error are one line each on
+standard error (an error: exit status 2 for a missing or empty input, as for ``build`` and ``cost``;
+1 for any other). ``trees`` keeps sentences of at most :data:`MAX_WORDS` scored words by default
+(``pll`` and ``rank`` leave out, and count, sentences longer than the model's window; the others
+read one text). Every verb estimates its work before it starts (:func:`mlmbook.api.models.budget`:
+printed when long) and refuses a run estimated longer than :data:`MAX_MINUTES` unless
+``--max-minutes`` allows it. Every verb first checks that the model knows the text
+(:func:`mlmbook.check_fit`) and stops with one line when it does not; ``--allow-unknown`` runs
+anyway, with a warning.
 
 ``python -m mlmbook`` adds these verbs with :func:`add_research_commands` and runs them through
 :data:`RESEARCH_COMMANDS`.
@@ -32,15 +34,17 @@ from pathlib import Path
 __all__ = ["add_research_commands", "RESEARCH_COMMANDS", "run", "missing", "MAX_WORDS", "MAX_MINUTES"]
 
 MAX_WORDS = 40
-"""``trees`` keeps sentences of at most this many scored words by default (a longer one costs hours)."""
+"""``trees`` keeps sentences of at most this many scored words by default (a longer one costs
+hours)."""
 MAX_MINUTES = 10.0
-"""Every verb refuses a run estimated longer than this many minutes unless ``--max-minutes`` allows it."""
+"""Every verb refuses a run estimated longer than this many minutes unless ``--max-minutes`` allows
+it."""
 
 
 def missing(what: str, text: str, argument: str) -> str:
     """The one wording of a missing input file, the build's and the verbs' alike (exit status 2):
-    ``treebank file /abs/x.conllu does not exist (-p treebank x.conllu, read relative to /here); check the
-    path``."""
+    ``treebank file /abs/x.conllu does not exist (-p treebank x.conllu, read relative to /here);
+    check the path``."""
     here = Path.cwd()
     return (f"{what} {(here / Path(text).expanduser()).resolve()} does not exist ({argument} {text}, read "
             f"relative to {here}); check the path")
@@ -60,7 +64,8 @@ def _lines(path: str, verb: str) -> list[str]:
 
 
 def _treebank(text: str) -> str:
-    """A treebank argument that names a path must exist (the build's wording); a name is found later."""
+    """A treebank argument that names a path must exist (the build's wording); a name is found
+    later."""
     from .errors import UsageError
     if text != "toy" and ("/" in text or text.endswith(".conllu")) and not Path(text).expanduser().exists():
         raise UsageError(missing("treebank file", text, "trees TREEBANK"))
@@ -68,13 +73,15 @@ def _treebank(text: str) -> str:
 
 
 def _scheduler(args) -> str | None:
-    """``--scheduler``, else ``$MLMBOOK_SCHEDULER``: a Dask cluster to spread the work over (None: here)."""
+    """``--scheduler``, else ``$MLMBOOK_SCHEDULER``: a Dask cluster to spread the work over (None:
+    here)."""
     from .workers.cluster import address
     return address(args.scheduler)
 
 
 def _line_of(path: str, index: int) -> str:
-    """``file:line`` of the ``index``-th sentence (non-blank line) of a file; for standard input, which."""
+    """``file:line`` of the ``index``-th sentence (non-blank line) of a file; for standard input,
+    which."""
     if path == "-":
         return f"standard input, sentence {index + 1}"
     numbers = [k for k, line in enumerate(Path(path).expanduser().read_text(encoding="utf-8").splitlines(), 1)
@@ -109,9 +116,9 @@ def _pll_print(args, api, sentences) -> None:
 def _trees(args) -> None:
     from . import api
     res = api.dependency_trees(args.model, _treebank(args.treebank), method=args.method,
-                               projective=args.projective, limit=args.limit, max_words=args.max_words,
-                               allow_unknown=args.allow_unknown, scheduler=_scheduler(args),
-                               max_minutes=args.max_minutes,
+                               projective=args.projective, limit=args.limit,
+                               max_words=args.max_words, allow_unknown=args.allow_unknown,
+                               scheduler=_scheduler(args), max_minutes=args.max_minutes,
                                **({} if args.budget_rows is None else {"budget_rows": args.budget_rows}))
     print(f"note: {res.corpus.summary()}", file=sys.stderr)
     if res.estimator != "cpmi":
@@ -162,13 +169,14 @@ def _glauber(args) -> None:
         print(f"{changed:.2f}\t{text}")
 
 
-RESEARCH_COMMANDS = {"pll": _pll, "trees": _trees, "joint": _joint, "rectangle": _rectangle, "rank": _rank,
-                     "glauber": _glauber}
+RESEARCH_COMMANDS = {"pll": _pll, "trees": _trees, "joint": _joint, "rectangle": _rectangle,
+                     "rank": _rank, "glauber": _glauber}
 """Verb -> handler (``handler(args)`` prints its result)."""
 
 
 def add_research_commands(subparsers) -> None:
-    """Add the research verbs to an ``argparse`` sub-parser set (``parser.add_subparsers(dest="command")``)."""
+    """Add the research verbs to an ``argparse`` sub-parser set
+    (``parser.add_subparsers(dest="command")``)."""
     model = dict(help="toy, truth, a Hugging Face name or a saved model's folder")
     p = subparsers.add_parser("pll", help="pseudo-log-likelihood of each line of a file")
     p.add_argument("model", **model)
@@ -232,8 +240,8 @@ def add_research_commands(subparsers) -> None:
 
 
 def run(args) -> int:
-    """Run a parsed research verb; a deliberate error is one line on stderr: exit status 2 for a wrong input
-    (a missing or empty file, as for ``build`` and ``cost``), 1 for any other."""
+    """Run a parsed research verb; a deliberate error is one line on stderr: exit status 2 for a
+    wrong input (a missing or empty file, as for ``build`` and ``cost``), 1 for any other."""
     from .errors import MLMBookError, TreebankNotFoundError, UsageError
     try:
         RESEARCH_COMMANDS[args.command](args)

@@ -61,7 +61,8 @@ def kl_to_truth(grammar, lm, sentences, offset: int = N_SPECIAL) -> list:
 
 
 def exact_conditionals(grammar, sentences) -> list:
-    """The truth's ``p(x_i = w | x_{-i})`` at every position of every sentence: list of (n, V) arrays.
+    """The truth's ``p(x_i = w | x_{-i})`` at every position of every sentence: list of (n, V)
+    arrays.
 
     :meth:`mlmbook.toy.Grammar.conditionals`, with the sentences of one length in one batch.
     """
@@ -132,10 +133,12 @@ def compare_with_truth(grammar, lm, sentences, unigram=None, offset: int = N_SPE
 
 
 def rung_kl(rung: ladder.Rung, n_sentences: int = ladder.KL_SENTENCES) -> float:
-    """Mean single-site KL(truth ‖ rung) in nats on held-out toy sentences: the label of a rung of the
-    model ladder (:mod:`mlmbook.models.ladder`); computed once, then cached beside the models."""
+    """Mean single-site KL(truth ‖ rung) in nats on held-out toy sentences: the label of a rung
+    of the model ladder (:mod:`mlmbook.models.ladder`); computed once, then cached beside the
+    models."""
     path = ladder.snapshot_path(rung)
-    key = f"{path.parent.parent.name}-{path.name}" if rung.fraction != 1.0 else path.name   # entry-step_N
+    # entry-step_N
+    key = f"{path.parent.parent.name}-{path.name}" if rung.fraction != 1.0 else path.name
     memo = cache_dir() / "ladder" / f"{key}-kl{n_sentences}.json"
     if memo.exists():
         try:

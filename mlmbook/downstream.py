@@ -16,9 +16,9 @@ Two test sets make the task hard enough to tell encoders apart:
   agreement-attraction test of psycholinguistics and of Linzen et al. (2016) for LSTMs.
 
 The encoder and a linear classifier on its mean-pooled last layer are fine-tuned together on
-ordinary sentences (:func:`finetune_classifier`; from a masked LM and word lists, :func:`finetune_encoder`) —
-enough of them that the encoders clear chance; each test sentence's correctness is
-returned, so intervals can be taken over sentences and pretraining seeds.
+ordinary sentences (:func:`finetune_classifier`; from a masked LM and word lists,
+:func:`finetune_encoder`) — enough of them that the encoders clear chance; each test sentence's
+correctness is returned, so intervals can be taken over sentences and pretraining seeds.
 """
 from __future__ import annotations
 
@@ -30,8 +30,8 @@ from torch import nn
 
 from .threads import using
 
-__all__ = ["flip_agreement", "agreeing_verb", "attractor", "agreement_task", "verb_features", "probe_agreement",
-           "finetune_encoder", "finetune_classifier"]
+__all__ = ["flip_agreement", "agreeing_verb", "attractor", "agreement_task", "verb_features",
+           "probe_agreement", "finetune_encoder", "finetune_classifier"]
 
 
 def _verb_forms(grammar) -> dict:
@@ -115,7 +115,8 @@ def agreement_task(grammar, n: int, seed: int = 0, attractors: bool = False, ver
         batch = flipped[start:start + n - len(sents) + 16]
         start += len(batch)
         for (words, wrong, v), zero in zip(batch, _zero_probability(grammar, [f for _, f, _ in batch])):
-            if zero and len(sents) < n:  # each source sentence gives one example, alternately each class
+            # each source sentence gives one example, alternately each class
+            if zero and len(sents) < n:
                 label = len(sents) % 2
                 sents.append(wrong if label else words)
                 labels.append(label)
@@ -144,8 +145,8 @@ def _zero_probability(grammar, sentences) -> np.ndarray:
 
 
 def verb_features(lm, sentences, verb_positions) -> np.ndarray:
-    """Frozen features of each example: the agreeing verb's representation at every layer of ``lm``'s
-    encoder (embeddings first), concatenated — (n, (layers + 1) * d), float64.
+    """Frozen features of each example: the agreeing verb's representation at every layer of
+    ``lm``'s encoder (embeddings first), concatenated — (n, (layers + 1) * d), float64.
 
     ``lm`` has ``hidden_states`` (content tokens only; :class:`~mlmbook.models.HFMaskedLM`,
     :class:`~mlmbook.models.maelm.MAEMaskedLM`) and ``encode_words`` giving one piece per word, as
@@ -267,7 +268,7 @@ def _finetune(encoder, train_rows, train_labels, test_sets, seed, epochs, batch,
     gen = torch.Generator().manual_seed(seed)
     y = torch.as_tensor(np.asarray(train_labels), dtype=torch.long)
     total = epochs * -(-len(train_rows) // batch)
-    warm = max(1, total // 10)                    # linear warm-up over 10 % of the steps, then linear decay
+    warm = max(1, total // 10)  # linear warm-up over 10 % of the steps, then linear decay
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min((s + 1) / warm, (total - s) / (total - warm + 1)))
     for _ in range(epochs):
         for b in torch.randperm(len(train_rows), generator=gen).split(batch):

@@ -61,11 +61,13 @@ class GrammarError(_Located, ValueError):
 
 
 class DataFitError(MLMBookError, ValueError):
-    """A model and a treebank do not fit: too many of the sentences' tokens are unknown to the model."""
+    """A model and a treebank do not fit: too many of the sentences' tokens are unknown to the
+    model."""
 
 
 class InputTooLong(MLMBookError, ValueError):
-    """A sentence longer than the model reads at once; ``index`` is its place (0, 1, ...) in the input."""
+    """A sentence longer than the model reads at once; ``index`` is its place (0, 1, ...) in the
+    input."""
 
     def __init__(self, message: str, index: int):
         super().__init__(message)

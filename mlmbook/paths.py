@@ -35,8 +35,8 @@ from pathlib import Path
 
 from .errors import UsageError
 
-__all__ = ["write_json_atomic", "cache_dir", "data_dirs", "repo_root", "find_root", "build_dir", "env_str", "env_int",
-           "env_flag", "hf_offline"]
+__all__ = ["write_json_atomic", "cache_dir", "data_dirs", "repo_root", "find_root", "build_dir",
+           "env_str", "env_int", "env_flag", "hf_offline"]
 
 
 # ----------------------------------------------------------------------------- variables
@@ -47,7 +47,8 @@ def env_str(name: str) -> str | None:
 
 
 def env_int(name: str, default: int, minimum: int = 0) -> int:
-    """``$name`` as an integer ≥ ``minimum`` (``default`` when unset); a bad value is a one-line error."""
+    """``$name`` as an integer ≥ ``minimum`` (``default`` when unset); a bad value is a one-line
+    error."""
     value = env_str(name)
     if value is None:
         return default
@@ -143,7 +144,8 @@ def data_dirs(subdir: str | None = None) -> list[Path]:
 
 
 def build_dir(root: Path | None = None) -> Path:
-    """Build output: ``$MLMBOOK_BUILD`` if set (tests and parallel runs use their own), else ``<root>/_build``."""
+    """Build output: ``$MLMBOOK_BUILD`` if set (tests and parallel runs use their own), else
+    ``<root>/_build``."""
     env = env_str("MLMBOOK_BUILD")
     return Path(env).expanduser().resolve() if env else (root or repo_root()) / "_build"
 

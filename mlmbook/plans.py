@@ -1,4 +1,5 @@
-r"""Plans before data: each chapter's committed plan, written from a pilot and checked against the references.
+r"""Plans before data: each chapter's committed plan, written from a pilot and checked against the
+references.
 
 A chapter's primary questions (:class:`mlmbook.stats.Question`) are sized by a **planning standard
 deviation**. It must come from data the references never see: the ``pilot`` profile
@@ -62,9 +63,9 @@ from .paths import repo_root, write_json_atomic
 from .profiles import EXTENDED, PILOT, seed_offset
 from .stats import Question, by_unit, needed_units
 
-__all__ = ["PLAN_KEY", "plans_dir", "plan_path", "unit_sd_of", "from_pilot", "content_hash", "load", "save",
-           "supersede", "planning_sds", "fill", "stamp", "check", "check_references", "reference", "reference_for",
-           "reference_glue", "main"]
+__all__ = ["PLAN_KEY", "plans_dir", "plan_path", "unit_sd_of", "from_pilot", "content_hash", "load",
+           "save", "supersede", "planning_sds", "fill", "stamp", "check", "check_references",
+           "reference", "reference_for", "reference_glue", "main"]
 
 PLAN_KEY = "plan"
 """The results key under which a chapter records the plan it was declared under (:func:`stamp`)."""
@@ -73,7 +74,8 @@ _QUESTION_FIELDS = ("key", "claim", "effect", "basis", "unit", "measure", "refer
 
 
 def plans_dir(root: str | Path | None = None) -> Path:
-    """``results/plans`` of the book's repository (``root``, default :func:`mlmbook.paths.repo_root`)."""
+    """``results/plans`` of the book's repository (``root``, default
+    :func:`mlmbook.paths.repo_root`)."""
     return Path(root or repo_root()) / "results" / "plans"
 
 
@@ -115,7 +117,8 @@ def _answers(results: dict) -> list[tuple[str, dict]]:
 
 def from_pilot(chapter: str, results: dict, profile: str = PILOT, results_sha256: str | None = None,
                date: str | None = None) -> dict:
-    """The plan of ``chapter`` from a pilot build's recorded ``results`` (one chapter's results file).
+    """The plan of ``chapter`` from a pilot build's recorded ``results`` (one chapter's results
+    file).
 
     Raises
     ------
@@ -191,8 +194,9 @@ def _answer_summary(results: dict) -> dict:
 
 
 def supersede(old: dict, new: dict, reason: str, answers: dict | None = None, date: str | None = None) -> dict:
-    """``new`` with ``old`` kept on record: its history, then ``old`` itself with its hash, the answers
-    recorded against it (``answers``: a reference's results, or None when none was seen) and ``reason``."""
+    """``new`` with ``old`` kept on record: its history, then ``old`` itself with its hash, the
+    answers recorded against it (``answers``: a reference's results, or None when none was seen) and
+    ``reason``."""
     if not reason or not reason.strip():
         raise ValueError("a plan that replaces another needs the reason (--reason)")
     entry = {"hash": content_hash(old), "plan": {k: v for k, v in old.items() if k != "superseded"},
@@ -203,10 +207,11 @@ def supersede(old: dict, new: dict, reason: str, answers: dict | None = None, da
 
 def reference(chapter: str, profile: str = "extended", root: str | Path | None = None) -> dict | None:
     """The committed ``profile`` reference's answers of ``chapter``, to show beside a run's
-    (:meth:`mlmbook.stats.Study.beside`): ``{"label", "answers": {key: record}}``, None when that reference
-    has not been built. The label names the profile and the date the chapter's results became the reference
-    (``reference.built``; ``plan.built`` in the references committed before that key existed; else the date
-    of the profile's last whole-book build, where one was recorded)."""
+    (:meth:`mlmbook.stats.Study.beside`): ``{"label", "answers": {key: record}}``, None when that
+    reference has not been built. The label names the profile and the date the chapter's results
+    became the reference (``reference.built``; ``plan.built`` in the references committed before
+    that key existed; else the date of the profile's last whole-book build, where one was
+    recorded)."""
     base = Path(root or repo_root()) / "results"
     path = base / profile / f"{chapter}.json"
     if not path.is_file():
@@ -220,20 +225,22 @@ def reference(chapter: str, profile: str = "extended", root: str | Path | None =
 
 def reference_for(chapter: str, model: str = "toy", profile: str = "full", treebank=None) -> dict | None:
     """The extended reference (:func:`reference`) to show beside a run of ``chapter``
-    (:meth:`mlmbook.stats.Study.table`): for a run on the toy language (``model`` ``"toy"``, no ``treebank``)
-    of a profile other than ``extended``; None otherwise, or when that reference has not been built."""
+    (:meth:`mlmbook.stats.Study.table`): for a run on the toy language (``model`` ``"toy"``, no
+    ``treebank``) of a profile other than ``extended``; None otherwise, or when that reference has
+    not been built."""
     if model != "toy" or treebank is not None or profile == EXTENDED:
         return None
     return reference(chapter, EXTENDED)
 
 
 def reference_glue(reference: dict | None, study) -> dict:
-    """Values for prose that cites the extended reference's answers: ``ext_label`` (whose answers: the
-    reference's label, or "this run" when there is none, as in the extended build itself) and per question
-    ``ext_<key>``, "estimate [interval] (verdict, n = N)" of that reference, else of ``study`` (a
-    :class:`mlmbook.stats.Study`); for a question over seeds, ``ext_<key>_against``, how many of its trained
-    models' own tests point against the mean's direction at the family's level (the second method), and
-    ``ext_<key>_unconfirmed``, how many do not reach that level in the mean's direction (those included)."""
+    """Values for prose that cites the extended reference's answers: ``ext_label`` (whose answers:
+    the reference's label, or "this run" when there is none, as in the extended build itself) and
+    per question ``ext_<key>``, "estimate [interval] (verdict, n = N)" of that reference, else of
+    ``study`` (a :class:`mlmbook.stats.Study`); for a question over seeds, ``ext_<key>_against``,
+    how many of its trained models' own tests point against the mean's direction at the family's
+    level (the second method), and ``ext_<key>_unconfirmed``, how many do not reach that level in
+    the mean's direction (those included)."""
     from .stats.intervals import Interval
     out = {"ext_label": reference["label"] if reference else "this run"}
     for key in study.questions:
@@ -263,24 +270,26 @@ def planning_sds(chapter: str, root: str | Path | None = None) -> dict:
 
 
 def stamp(results: dict, chapter: str, root: str | Path | None = None) -> dict:
-    """``results`` with the plan ``chapter`` was declared under, key :data:`PLAN_KEY`: its hash (None
-    without a committed plan). No clock time: two builds of the same code give the same bytes (when a
-    reference was made is recorded in its committed copy, :func:`mlmbook.pipeline.runs.update_reference_files`).
-    The build stamps every chapter's results as the chapter ends (:mod:`mlmbook.pipeline.chapter_run`);
-    :func:`check` compares the hash and each answer's planning SD."""
+    """``results`` with the plan ``chapter`` was declared under, key :data:`PLAN_KEY`: its hash
+    (None without a committed plan). No clock time: two builds of the same code give the same bytes
+    (when a reference was made is recorded in its committed copy,
+    :func:`mlmbook.pipeline.runs.update_reference_files`). The build stamps every chapter's results
+    as the chapter ends (:mod:`mlmbook.pipeline.chapter_run`); :func:`check` compares the hash and
+    each answer's planning SD."""
     plan = load(chapter, root)
     return {**results, PLAN_KEY: {"chapter": chapter, "hash": None if plan is None else content_hash(plan)}}
 
 
 def fill(chapter: str, questions, root: str | Path | None = None) -> list:
-    """``questions`` with their planning SDs from ``chapter``'s committed plan (None for a question the
-    plan lacks, or without a plan): the one way a declaration gets its SD."""
+    """``questions`` with their planning SDs from ``chapter``'s committed plan (None for a question
+    the plan lacks, or without a plan): the one way a declaration gets its SD."""
     sds = planning_sds(chapter, root)
     return [replace(q, planning_sd=sds.get(q.key)) for q in questions]
 
 
 def check(chapter: str, results: dict, root: str | Path | None = None) -> list[str]:
-    """Why ``chapter``'s ``results`` were not built against its committed plan (empty when they were).
+    """Why ``chapter``'s ``results`` were not built against its committed plan (empty when they
+    were).
 
     A results file with primary answers must record the hash of the committed plan (:func:`stamp`),
     and each answer's planning SD must be the plan's.
@@ -303,7 +312,7 @@ def check(chapter: str, results: dict, root: str | Path | None = None) -> list[s
         if rec["key"] not in sds:
             problems.append(f"{chapter}: {key} is not a question of its plan")
         elif (rec.get("planning_sd"), sds[rec["key"]]) == (None, None):
-            continue                                   # the pilot's units did not vary: no SD on either side
+            continue  # the pilot's units did not vary: no SD on either side
         elif rec.get("planning_sd") is None or sds[rec["key"]] is None \
                 or not math.isclose(rec["planning_sd"], sds[rec["key"]], rel_tol=1e-9):
             problems.append(f"{chapter}: {key} declared planning SD {rec.get('planning_sd')}, the plan's is "
@@ -328,8 +337,9 @@ def _chapter_files(directory: Path, chapters: list[str]) -> list[Path]:
 
 
 def main(argv=None) -> int:
-    """``python -m mlmbook.plans write RESULTS_DIR [CHAPTER ...] [--reason TEXT]`` and ``check DIR``."""
-    parser = argparse.ArgumentParser(prog="python -m mlmbook.plans", description=__doc__.split("\n")[0])
+    """``python -m mlmbook.plans write RESULTS_DIR [CHAPTER ...] [--reason TEXT]`` and ``check
+    DIR``."""
+    parser = argparse.ArgumentParser(prog="python -m mlmbook.plans", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     w = sub.add_parser("write", help="write the plans from a pilot build's results")
     w.add_argument("results", help="the pilot's results folder (e.g. _build/results)")
@@ -361,7 +371,8 @@ def main(argv=None) -> int:
                 new = supersede(old, new, args.reason, seen)
             else:
                 new = {**new, "superseded": old.get("superseded", [])}
-        kept = plans_dir(args.root).parent / "pilot" / path.name       # the pilot's answers, committed beside
+        # the pilot's answers, committed beside
+        kept = plans_dir(args.root).parent / "pilot" / path.name
         kept.parent.mkdir(parents=True, exist_ok=True)
         kept.write_bytes(data)
         print(f"{save(new, args.root)}  {content_hash(new)}")

@@ -24,8 +24,8 @@ from torch import nn
 
 from .threads import using
 
-__all__ = ["collect_states", "token_labels", "PROBE_TASKS", "UPOS_TAGS", "Probe", "fit_probe", "probe_accuracy",
-           "split_sentences", "probe_counts", "layer_probe_counts"]
+__all__ = ["collect_states", "token_labels", "PROBE_TASKS", "UPOS_TAGS", "Probe", "fit_probe",
+           "probe_accuracy", "split_sentences", "probe_counts", "layer_probe_counts"]
 
 UPOS_TAGS = ["DET", "ADJ", "NOUN", "PROPN", "VERB", "ADP", "ADV", "PUNCT"]
 

@@ -39,22 +39,24 @@ FALLBACK = {EXTENDED: "full", PILOT: "quick"}
 """The profile whose sizes stand in where a profile's own are not declared yet."""
 
 PILOT_SEED_OFFSET = 1000
-"""Added to every training and sampling seed of the pilot (the references' seeds are all below it)."""
+"""Added to every training and sampling seed of the pilot (the references' seeds are all below
+it)."""
 
 
 def seed_offset(profile: str) -> int:
-    """What ``profile`` adds to every seed it draws: :data:`PILOT_SEED_OFFSET` for the pilot, else 0."""
+    """What ``profile`` adds to every seed it draws: :data:`PILOT_SEED_OFFSET` for the pilot, else
+    0."""
     return PILOT_SEED_OFFSET if profile == PILOT else 0
 
 
 def with_fallbacks(table: dict) -> dict:
-    """``table`` (profile -> setting) with every :data:`FALLBACK` profile it does not declare filled in by
-    its stand-in's setting (the same object), in place; returns it."""
+    """``table`` (profile -> setting) with every :data:`FALLBACK` profile it does not declare filled
+    in by its stand-in's setting (the same object), in place; returns it."""
     for profile, stand_in in FALLBACK.items():
         if stand_in in table:
             table.setdefault(profile, table[stand_in])
     return table
 
 
-__all__ = ["PROFILES", "EXTENDED", "PILOT", "BUILDABLE", "KNOWN_PROFILES", "FALLBACK", "PILOT_SEED_OFFSET",
-           "seed_offset", "with_fallbacks"]
+__all__ = ["PROFILES", "EXTENDED", "PILOT", "BUILDABLE", "KNOWN_PROFILES", "FALLBACK",
+           "PILOT_SEED_OFFSET", "seed_offset", "with_fallbacks"]

@@ -61,7 +61,8 @@ SPECIALS = 2
 
 
 def budget() -> int:
-    """Output scores one model call may hold: ``$MLMBOOK_QUERY_BUDGET`` or :data:`DEFAULT_BUDGET`."""
+    """Output scores one model call may hold: ``$MLMBOOK_QUERY_BUDGET`` or
+    :data:`DEFAULT_BUDGET`."""
     return env_int("MLMBOOK_QUERY_BUDGET", DEFAULT_BUDGET, minimum=1)
 
 
@@ -79,13 +80,14 @@ def progress_bar(iterable, total: int | None = None, desc: str = "", show: bool 
 
 # ---------------------------------------------------------------------------- the engine
 def _workers(lm) -> int:
-    """Threads the policy gives a call to ``lm`` (1 for small models; see :mod:`mlmbook.threads`), for a
-    model that several threads may call at once; 1 for any other."""
+    """Threads the policy gives a call to ``lm`` (1 for small models; see :mod:`mlmbook.threads`),
+    for a model that several threads may call at once; 1 for any other."""
     return threads.policy(threads.is_large(lm)) if getattr(lm, "thread_safe", False) else 1
 
 
 def _padded_mode(lm) -> bool:
-    """Whether rows of different lengths share a call: for a model on an accelerator that can pad them."""
+    """Whether rows of different lengths share a call: for a model on an accelerator that can pad
+    them."""
     return getattr(lm, "supports_padding", False) and str(getattr(lm, "device", "cpu")) != "cpu"
 
 
@@ -119,7 +121,8 @@ _PACES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _pace(lm, n: int) -> _Pace:
-    """The model's :class:`_Pace` for ``n`` threads, kept across calls (a chapter makes many small ones)."""
+    """The model's :class:`_Pace` for ``n`` threads, kept across calls (a chapter makes many small
+    ones)."""
     try:
         pace = _PACES.get(lm)
         if pace is None or pace.n != n:
@@ -130,8 +133,8 @@ def _pace(lm, n: int) -> _Pace:
 
 
 def _groups(rows, positions, padded: bool) -> list[list[int]]:
-    """Row indices grouped by (length, queried positions); with ``padded``, by queried positions only,
-    each group sorted by length so that a chunk's rows pad to similar widths."""
+    """Row indices grouped by (length, queried positions); with ``padded``, by queried positions
+    only, each group sorted by length so that a chunk's rows pad to similar widths."""
     groups: dict = {}
     for b, (r, p) in enumerate(zip(rows, positions)):
         groups.setdefault(len(p) if padded else (len(r), len(p)), []).append(b)
@@ -141,13 +144,14 @@ def _groups(rows, positions, padded: bool) -> list[list[int]]:
 
 
 def _unique(rows, positions, idx):
-    """The distinct queries of a group as (ids, lengths, positions) tensors, and the members of each."""
+    """The distinct queries of a group as (ids, lengths, positions) tensors, and the members of
+    each."""
     width = max(len(rows[b]) for b in idx)
     q = torch.tensor([[*rows[b], *[-1] * (width - len(rows[b])), *positions[b], len(rows[b])] for b in idx],
                      dtype=torch.long)
     if len(idx) > 1:
         unique, inverse = torch.unique(q, dim=0, return_inverse=True)
-        order = torch.argsort(unique[:, -1], stable=True)          # keep the length order of padded groups
+        order = torch.argsort(unique[:, -1], stable=True)  # keep the length order of padded groups
         unique, inverse = unique[order], torch.argsort(order)[inverse]
     else:
         unique, inverse = q, torch.arange(len(idx))
@@ -159,8 +163,8 @@ def _unique(rows, positions, idx):
 
 def _chunks(lm, rows, positions, padded: bool, tokens: int):
     """``(indices, None, 0)`` for groups with nothing to read, else ``(which, call, n_tokens)``:
-    ``call(full_softmax)`` returns the chunk's scores; ``which`` pairs each row index with its answer.
-    A chunk holds at most :func:`budget` scores and (unless 0) ``tokens`` tokens."""
+    ``call(full_softmax)`` returns the chunk's scores; ``which`` pairs each row index with its
+    answer. A chunk holds at most :func:`budget` scores and (unless 0) ``tokens`` tokens."""
     cap = budget()
     for idx in _groups(rows, positions, padded):
         k = len(positions[idx[0]])
@@ -210,14 +214,16 @@ def _iter(lm, rows, positions, *, normalise: bool, full_softmax: bool, targets, 
             with threads.limited(threads.is_large(lm)) if pace is None else threads.pinned(1):
                 out = [answer(t) for t in wave]
         else:
-            with threads.pinned(1), ThreadPoolExecutor(mode) as pool:      # chunks side by side, one thread each
+            # chunks side by side, one thread each
+            with threads.pinned(1), ThreadPoolExecutor(mode) as pool:
                 out = list(pool.map(answer, wave))
         if pace is not None:
             pace.record(mode, sum(t[2] for t in wave), time.perf_counter() - start)
         return out
 
     wave = []
-    tokens = getattr(lm, "max_tokens", 0) if pace is not None or padded else 0    # workers need several chunks
+    # workers need several chunks
+    tokens = getattr(lm, "max_tokens", 0) if pace is not None or padded else 0
     for task in [*_chunks(lm, rows, positions, padded, tokens), None]:
         if task is not None and task[1] is None:
             yield task[0], np.zeros((len(task[0]), 0) if targets is not None else (len(task[0]), 0, lm.V))
@@ -267,8 +273,8 @@ def iter_log_probs(lm: MaskedLM, rows: Sequence, positions: Sequence, *, full_so
 
 def iter_logits(lm: MaskedLM, rows: Sequence, positions: Sequence, *, full_softmax: bool = False,
                 progress: bool | str = False) -> Iterator[tuple[list[int], np.ndarray]]:
-    """The model's raw scores (logits, float64) at the queried positions — what an MRF built from the
-    conditionals needs; batched exactly like :func:`iter_log_probs`. Special tokens get ``-inf``
+    """The model's raw scores (logits, float64) at the queried positions — what an MRF built from
+    the conditionals needs; batched exactly like :func:`iter_log_probs`. Special tokens get ``-inf``
     unless ``full_softmax``."""
     return _iter(lm, rows, positions, normalise=False, full_softmax=full_softmax, targets=None, progress=progress)
 
@@ -283,7 +289,8 @@ def log_probs(lm: MaskedLM, rows: Sequence, positions: Sequence, **kw) -> list[n
 
 
 def single_site(lm: MaskedLM, sentences, **kw) -> list[np.ndarray]:
-    r"""Each token of each word sequence masked in turn: :math:`\log q(x_t = \cdot \mid x_{\setminus t})`.
+    r"""Each token of each word sequence masked in turn: :math:`\log q(x_t = \cdot \mid x_{\setminus
+    t})`.
 
     Returns
     -------
@@ -307,7 +314,8 @@ def single_site(lm: MaskedLM, sentences, **kw) -> list[np.ndarray]:
 
 # ---------------------------------------------------------------------------- pseudo-log-likelihood
 def encode_sentence(lm: MaskedLM, sentence) -> tuple[list[int], list[list[int]], list[str]]:
-    """Token ids, pieces of each word and the words of a sentence given as a word list or a plain string.
+    """Token ids, pieces of each word and the words of a sentence given as a word list or a plain
+    string.
 
     A plain string is split as the model's tokenizer splits it (``lm.encode_text``; white space for
     a model without one).
@@ -326,8 +334,9 @@ def pll_tokens(lm: MaskedLM, sentences, *, variant: str = "token", full_softmax:
                progress: bool = False) -> list[np.ndarray]:
     r"""Per-token terms :math:`\log q(x_t \mid \cdot)` of the PLL of each sentence (nats).
 
-    ``sentences`` are word lists or plain strings; ``variant`` and ``full_softmax`` as in :func:`pll`.
-    Returns one ``(n_tokens,)`` array per sentence, in token order; :func:`pll` is their sum.
+    ``sentences`` are word lists or plain strings; ``variant`` and ``full_softmax`` as in
+    :func:`pll`. Returns one ``(n_tokens,)`` array per sentence, in token order; :func:`pll` is
+    their sum.
     """
     if variant not in ("token", "word_l2r"):
         raise ValueError(f"unknown PLL variant {variant!r}; use 'token' or 'word_l2r'")

@@ -24,9 +24,9 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = [
-    "singular_values", "cumulative_energy", "effective_rank_mass", "effective_rank_entropy", "top_subspace",
-    "principal_angles", "subspace_overlap", "DEFAULT_EPS", "mass_rank_of", "entropy_rank_of",
-    "RANK_KINDS", "block_ranks", "rows_for",
+    "singular_values", "cumulative_energy", "effective_rank_mass", "effective_rank_entropy",
+    "top_subspace", "principal_angles", "subspace_overlap", "DEFAULT_EPS", "mass_rank_of",
+    "entropy_rank_of", "RANK_KINDS", "block_ranks", "rows_for",
 ]
 
 #: Default ε of :func:`effective_rank_mass`: keep 90 % of the squared singular-value mass.
@@ -51,7 +51,8 @@ def singular_values(H, center: bool = False) -> np.ndarray:
 
 
 def mass_rank_of(s, eps: float = DEFAULT_EPS):
-    """:func:`effective_rank_mass` from singular values ``s`` (decreasing; ``(..., r)``: one rank per row)."""
+    """:func:`effective_rank_mass` from singular values ``s`` (decreasing; ``(..., r)``: one rank
+    per row)."""
     if not 0.0 <= eps < 1.0:
         raise ValueError("eps must lie in [0, 1)")
     s2 = np.asarray(s, dtype=np.float64) ** 2
@@ -64,7 +65,8 @@ def mass_rank_of(s, eps: float = DEFAULT_EPS):
 
 
 def entropy_rank_of(s):
-    """:func:`effective_rank_entropy` from singular values ``s`` (``(..., r)``: one rank per row)."""
+    """:func:`effective_rank_entropy` from singular values ``s`` (``(..., r)``: one rank per
+    row)."""
     s = np.asarray(s, dtype=np.float64)
     total = s.sum(-1, keepdims=True)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -75,7 +77,8 @@ def entropy_rank_of(s):
 
 
 def cumulative_energy(H, center: bool = False) -> np.ndarray:
-    r"""Fraction of the squared singular-value mass in the top :math:`k` directions, :math:`k = 1, 2, \dots`
+    r"""Fraction of the squared singular-value mass in the top :math:`k` directions, :math:`k = 1,
+    2, \dots`
 
     .. math:: c_k = \frac{\sum_{i\le k}\sigma_i^2}{\sum_i \sigma_i^2}.
 
@@ -88,7 +91,8 @@ def cumulative_energy(H, center: bool = False) -> np.ndarray:
 
 
 def effective_rank_mass(H, eps: float = DEFAULT_EPS, center: bool = False) -> int:
-    r"""ε-effective rank: the fewest directions holding a fraction :math:`1-\varepsilon` of the energy.
+    r"""ε-effective rank: the fewest directions holding a fraction :math:`1-\varepsilon` of the
+    energy.
 
     .. math::
         \operatorname{rank}_\varepsilon(H) = \min\Big\{k :
@@ -134,7 +138,8 @@ def effective_rank_entropy(H, center: bool = False) -> float:
 
 
 def top_subspace(H, k: int, center: bool = False) -> np.ndarray:
-    r"""Orthonormal basis :math:`U \in \mathbb{R}^{d\times k}` of the top-``k`` right singular vectors.
+    r"""Orthonormal basis :math:`U \in \mathbb{R}^{d\times k}` of the top-``k`` right singular
+    vectors.
 
     :math:`\operatorname{span}(U)` is the best ``k``-dimensional subspace for the rows of
     :math:`H`: it maximises the energy :math:`\|HU\|_F^2` they keep after projection.
@@ -256,8 +261,9 @@ def block_ranks(H, blocks, eps: float = DEFAULT_EPS, chunk: int = 64) -> dict:
         M = H[idx[part]]                                          # (k, n, d)
         for centred in (False, True):
             X = M - M.mean(axis=1, keepdims=True) if centred else M
-            lam = np.linalg.eigvalsh(np.einsum("kni,knj->kij", X, X))[:, ::-1]   # of H_b^T H_b, decreasing
-            lam = np.clip(lam, 0.0, None)                         # rounding can make a zero negative
+            # of H_b^T H_b, decreasing
+            lam = np.linalg.eigvalsh(np.einsum("kni,knj->kij", X, X))[:, ::-1]
+            lam = np.clip(lam, 0.0, None)  # rounding can make a zero negative
             s = np.sqrt(lam)
             tag = "_centred" if centred else ""
             out["entropy" + tag][part] = entropy_rank_of(s)

@@ -34,8 +34,8 @@ def _cell(value, digits: int) -> str:
     return re.sub(r"\*(.+?)\*", r"<i>\1</i>", text)
 
 
-def table_html(rows: Sequence[Sequence], header: Sequence[str] | None = None, caption: str | None = None,
-               digits: int = 3, align_numbers: bool = True) -> str:
+def table_html(rows: Sequence[Sequence], header: Sequence[str] | None = None,
+               caption: str | None = None, digits: int = 3, align_numbers: bool = True) -> str:
     """The HTML of a table (see :func:`table`)."""
     out = ["<div class='mlmbook-table-wrap mlmbook-scroll'><table class='table mlmbook-table'>"]
     if caption:

@@ -41,7 +41,7 @@ LARGE_HIDDEN = 512
 
 _DEFAULT = torch.get_num_threads()   # torch's own choice, read before mlmbook changes anything
 
-_pinned = 0                          # > 0 while a block holds the counts for worker threads (see pinned)
+_pinned = 0  # > 0 while a block holds the counts for worker threads (see pinned)
 _controller = None                   # threadpoolctl's view of the loaded BLAS libraries, built once
 _seen_modules = -1                   # ... and rebuilt when new modules (a new BLAS) were imported
 
@@ -55,7 +55,8 @@ def policy(large: bool = False) -> int:
 
 
 def is_large(lm) -> bool:
-    """Whether a model counts as large work: its ``hidden_size`` is at least :data:`LARGE_HIDDEN`."""
+    """Whether a model counts as large work: its ``hidden_size`` is at least
+    :data:`LARGE_HIDDEN`."""
     return (getattr(lm, "hidden_size", 0) or 0) >= LARGE_HIDDEN
 
 
@@ -107,8 +108,8 @@ def small_work(fn):
 
 @contextmanager
 def pinned(n: int) -> Iterator[int]:
-    """:func:`using` ``n`` threads for a block whose own worker threads run model calls side by side:
-    the calls' :func:`limited` leave the counts alone until the block ends."""
+    """:func:`using` ``n`` threads for a block whose own worker threads run model calls side by
+    side: the calls' :func:`limited` leave the counts alone until the block ends."""
     global _pinned
     with using(n):
         _pinned += 1

@@ -34,7 +34,8 @@ def static_note(setting: dict, shows: str | None = None) -> str:
         model's"; a chapter should always say it.
 
     >>> static_note({"model_name": "toy", "eps": 0.01, "centred": True}, "the spectrum")
-    'The spectrum, at model name toy, eps 0.01, centred on. Controls in Jupyter: model name, eps, centred.'
+    'The spectrum, at model name toy, eps 0.01, centred on. Controls in Jupyter: model name, eps,
+    centred.'
     """
     at = ", ".join(f"{_words(k)} {_value(v)}" for k, v in setting.items())
     what = f"{shows[:1].upper()}{shows[1:]}, at {at}" if shows else f"Static figure at {at}"
@@ -54,7 +55,8 @@ def _value(v) -> str:
 
 
 def _figure_html(fig, note: str) -> str:
-    """The static figure (the book's recorded PNG, :func:`mlmbook.plotting.figure_png`) and its note."""
+    """The static figure (the book's recorded PNG, :func:`mlmbook.plotting.figure_png`) and its
+    note."""
     from .plotting import figure_png
 
     data, width = figure_png(fig)
@@ -79,8 +81,8 @@ def _controls(controls: dict) -> dict:
         elif (isinstance(spec, (list, tuple)) and len(spec) == 3
               and all(isinstance(x, (int, float)) for x in spec)):
             cls = w.IntSlider if all(isinstance(x, int) for x in spec) else w.FloatSlider
-            made[name] = cls(min=spec[0], max=spec[1], step=spec[2], value=default, description=name,
-                             continuous_update=False)
+            made[name] = cls(min=spec[0], max=spec[1], step=spec[2], value=default,
+                             description=name, continuous_update=False)
         else:
             made[name] = w.Dropdown(options=list(spec), value=default, description=name)
     return made

@@ -21,10 +21,11 @@ function                   what                                                 
 >>> mlmbook.pll(lm, ["The cat sat on the mat.", "Mat the on sat cat the."])  # doctest: +SKIP
 array([-21.3..., -60.1...])
 
-Every call goes through the book's front door first: the model must fit the text (:func:`mlmbook.check_fit`;
-``allow_unknown=True`` runs anyway), a treebank is read by :func:`mlmbook.read_for_model` (the length policy,
-surface tokens), and CMI uses chapter 1's candidate policy (:func:`mlmbook.dependencies.cmi_scores`). The
-keyword options each call takes are those of :class:`Options`.
+Every call goes through the book's front door first: the model must fit the text
+(:func:`mlmbook.check_fit`; ``allow_unknown=True`` runs anyway), a treebank is read by
+:func:`mlmbook.read_for_model` (the length policy, surface tokens), and CMI uses chapter 1's
+candidate policy (:func:`mlmbook.dependencies.cmi_scores`). The keyword options each call takes are
+those of :class:`Options`.
 
 The same verbs are on the command line: ``mlmbook pll MODEL FILE`` (see ``mlmbook --help``).
 """
@@ -35,6 +36,6 @@ from .pll import TokenScores, pll
 from .rank import Ranks, effective_rank
 from .trees import TreeScores, dependency_trees
 
-__all__ = ["pll", "TokenScores", "dependency_trees", "TreeScores", "derive_joint", "Joint", "HCB", "AG",
-           "rectangle_test", "Rectangles", "effective_rank", "Ranks", "glauber_chains", "GlauberRun", "as_model",
-           "Options"]
+__all__ = ["pll", "TokenScores", "dependency_trees", "TreeScores", "derive_joint", "Joint", "HCB",
+           "AG", "rectangle_test", "Rectangles", "effective_rank", "Ranks", "glauber_chains",
+           "GlauberRun", "as_model", "Options"]

@@ -29,7 +29,8 @@ class Rectangles:
     corners : list of (str, str, str, str)
         The rectangle's tokens ``(a, a', b, b')``.
     noise_floor : float
-        :math:`|\Delta|` below this is float rounding (:data:`mlmbook.consistency.FLOAT32_NOISE_FLOOR`).
+        :math:`|\Delta|` below this is float rounding
+        (:data:`mlmbook.consistency.FLOAT32_NOISE_FLOOR`).
     """
 
     pairs: np.ndarray
@@ -39,12 +40,14 @@ class Rectangles:
 
     @property
     def inconsistent(self) -> np.ndarray:
-        """Per pair: :math:`|\\Delta|` beyond the noise floor, so no joint produced these conditionals."""
+        """Per pair: :math:`|\\Delta|` beyond the noise floor, so no joint produced these
+        conditionals."""
         return np.abs(self.delta) > self.noise_floor
 
 
 def rectangle_test(model, text, pairs=None, **options) -> Rectangles:
-    r"""Young & You's rectangle test: can one joint have produced the model's conditionals at two positions?
+    r"""Young & You's rectangle test: can one joint have produced the model's conditionals at two
+    positions?
 
     For positions :math:`i, j`, the top two tokens :math:`a, a'` at :math:`i` and :math:`b, b'` at
     :math:`j` (both masked) span a rectangle, and
@@ -61,9 +64,10 @@ def rectangle_test(model, text, pairs=None, **options) -> Rectangles:
     pairs : sequence of (i, j), optional
         Token positions; default every pair.
     options : keyword options
-        ``allow_unknown=True`` runs even when the model does not know the text (:func:`mlmbook.check_fit`);
-        ``scheduler``: a Dask cluster (its scheduler's address, or a client) to spread the pairs over, in
-        blocks of :data:`PAIR_BLOCK` (computed in the same blocks here): the same numbers either way.
+        ``allow_unknown=True`` runs even when the model does not know the text
+        (:func:`mlmbook.check_fit`); ``scheduler``: a Dask cluster (its scheduler's address, or a
+        client) to spread the pairs over, in blocks of :data:`PAIR_BLOCK` (computed in the same
+        blocks here): the same numbers either way.
 
     Returns
     -------
@@ -97,7 +101,8 @@ def rectangle_test(model, text, pairs=None, **options) -> Rectangles:
 
 
 PAIR_BLOCK = 256
-"""Pairs per block of :func:`rectangle_test` (every pair of a sentence of up to 23 tokens in one)."""
+"""Pairs per block of :func:`rectangle_test` (every pair of a sentence of up to 23 tokens in
+one)."""
 
 
 def _rectangle_block(pairs, lm, ids, progress=False) -> list:
@@ -134,7 +139,8 @@ def glauber_chains(model, text, steps: int = 100, temperature: float = 1.0, chai
     r"""Run tempered Glauber dynamics: at each step one position per chain is resampled from
     :math:`q(x_i \mid x_{\setminus i})^{1/T}`, renormalised.
 
-    For more (frozen positions, per-site candidates, couplings) use :class:`mlmbook.glauber.GlauberSampler`.
+    For more (frozen positions, per-site candidates, couplings) use
+    :class:`mlmbook.glauber.GlauberSampler`.
 
     Parameters
     ----------
@@ -147,7 +153,8 @@ def glauber_chains(model, text, steps: int = 100, temperature: float = 1.0, chai
     seed : int
         Same seed, same model: same chains.
     options : keyword options
-        ``allow_unknown=True`` runs even when the model does not know the text (:func:`mlmbook.check_fit`).
+        ``allow_unknown=True`` runs even when the model does not know the text
+        (:func:`mlmbook.check_fit`).
 
     Returns
     -------

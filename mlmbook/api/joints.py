@@ -11,7 +11,8 @@ from .models import Work, as_model, budget, guard, options_of, text_of, tokens_o
 __all__ = ["HCB", "AG", "Joint", "derive_joint"]
 
 AUTO_CANDIDATES = 1000
-"""Up to this vocabulary size every word is a candidate; above it, the model's top-K (``top_k``, default 50)."""
+"""Up to this vocabulary size every word is a candidate; above it, the model's top-K (``top_k``,
+default 50)."""
 
 
 @dataclass(frozen=True)
@@ -27,7 +28,8 @@ class HCB:
 
 @dataclass(frozen=True)
 class AG:
-    """Arnold–Gokhale, stopped when the error bound on every log-probability is below ``tol`` (nats).
+    """Arnold–Gokhale, stopped when the error bound on every log-probability is below ``tol``
+    (nats).
 
     A ``tol`` below :data:`mlmbook.joints.TOL_FLOOR` (what float64 can reach) is raised to the floor
     with a one-line warning."""
@@ -83,7 +85,8 @@ def _pivot(pc: joints.PairConditionals, pivot, observed: int) -> int:
 
 
 def derive_joint(model, text, i: int, j: int, method="ag", top_k: int | None = None, **options) -> Joint:
-    r"""The joint of the tokens at positions ``i`` and ``j`` of ``text``, both masked, from the model's conditionals.
+    r"""The joint of the tokens at positions ``i`` and ``j`` of ``text``, both masked, from the
+    model's conditionals.
 
     The model gives :math:`q(x_i \mid x_j, \cdot)`, :math:`q(x_j \mid x_i, \cdot)` and the
     both-masked marginals (Torroba Hennigen & Kim 2023); each method turns them into one joint:
@@ -104,8 +107,9 @@ def derive_joint(model, text, i: int, j: int, method="ag", top_k: int | None = N
         model's ``top_k`` (default 50) likeliest tokens with both positions masked (the text's own
         tokens are always candidates).
     options : keyword options
-        ``allow_unknown=True`` runs even when the model does not know the text (:func:`mlmbook.check_fit`);
-        by default that is a one-line :class:`~mlmbook.errors.DataFitError`.
+        ``allow_unknown=True`` runs even when the model does not know the text
+        (:func:`mlmbook.check_fit`); by default that is a one-line
+        :class:`~mlmbook.errors.DataFitError`.
 
     Returns
     -------
@@ -154,5 +158,5 @@ def derive_joint(model, text, i: int, j: int, method="ag", top_k: int | None = N
         probs, converged = result.joint, bool(result.converged)
     else:
         probs = getattr(joints, name)(pc)
-    return Joint(np.asarray(probs), pc.cand_a, pc.cand_b, tokens_of(lm, pc.cand_a), tokens_of(lm, pc.cand_b),
-                 name, pc, converged)
+    return Joint(np.asarray(probs), pc.cand_a, pc.cand_b, tokens_of(lm, pc.cand_a),
+                 tokens_of(lm, pc.cand_b), name, pc, converged)

@@ -1,9 +1,9 @@
-"""What the research API accepts: a model (a :class:`~mlmbook.models.base.MaskedLM`, or a name or a path
-loaded once with :func:`~mlmbook.models.load.load_mlm`) and text (a string, a word list or a
+"""What the research API accepts: a model (a :class:`~mlmbook.models.base.MaskedLM`, or a name or a
+path loaded once with :func:`~mlmbook.models.load.load_mlm`) and text (a string, a word list or a
 :class:`~mlmbook.corpus.Sentence`, read by its surface tokens); and the one guard every call passes
-(:func:`guard`: the fit check of :mod:`mlmbook.corpus.fit`); the one cost check of the calls that send many
-forward passes (:func:`budget`: an estimate before the work, printed when long, refused above ``max_minutes``);
-the calls' keyword options (:class:`Options`)."""
+(:func:`guard`: the fit check of :mod:`mlmbook.corpus.fit`); the one cost check of the calls that
+send many forward passes (:func:`budget`: an estimate before the work, printed when long, refused
+above ``max_minutes``); the calls' keyword options (:class:`Options`)."""
 from __future__ import annotations
 
 import math
@@ -20,13 +20,14 @@ from ..errors import MLMBookError, notice
 from ..models.base import MaskedLM
 from ..models.load import load_mlm
 
-__all__ = ["as_model", "tokens_of", "text_of", "guard", "Work", "budget", "CostError", "PROGRESS_SECONDS", "Options",
-           "options_of"]
+__all__ = ["as_model", "tokens_of", "text_of", "guard", "Work", "budget", "CostError",
+           "PROGRESS_SECONDS", "Options", "options_of"]
 
 PROGRESS_SECONDS = 30
 """An estimate longer than this is printed before the work, and the work shows its progress."""
 SMALL_ROWS = 256
-"""Work of at most this many forward passes is not estimated (measuring the model would cost more)."""
+"""Work of at most this many forward passes is not estimated (measuring the model would cost
+more)."""
 
 
 class CostError(MLMBookError, ValueError):
@@ -39,7 +40,8 @@ def _loaded(name: str) -> MaskedLM:
 
 
 def as_model(model) -> MaskedLM:
-    """``model`` itself when it is a masked LM, else ``load_mlm(model)`` (loaded once per process)."""
+    """``model`` itself when it is a masked LM, else ``load_mlm(model)`` (loaded once per
+    process)."""
     if isinstance(model, (str, os.PathLike)):
         return _loaded(os.fspath(model))
     if not isinstance(model, MaskedLM):
@@ -54,13 +56,15 @@ def tokens_of(lm: MaskedLM, ids) -> list[str]:
 
 
 def text_of(sentence):
-    """A string or a word list as given; a :class:`~mlmbook.corpus.Sentence` as its surface tokens."""
+    """A string or a word list as given; a :class:`~mlmbook.corpus.Sentence` as its surface
+    tokens."""
     return sentence.tokens if isinstance(sentence, Sentence) else sentence
 
 
 def guard(lm: MaskedLM, texts, allow_unknown: bool) -> Fit:
     """The fit check every API call makes on its text (:func:`mlmbook.check_fit`): one line of
-    :class:`~mlmbook.errors.DataFitError` when the model does not know the text, unless ``allow_unknown``."""
+    :class:`~mlmbook.errors.DataFitError` when the model does not know the text, unless
+    ``allow_unknown``."""
     return check_fit(lm, [text_of(t) for t in texts], allow=allow_unknown)
 
 
@@ -71,7 +75,8 @@ def took(seconds: float) -> str:
 
 
 class Work(NamedTuple):
-    """What a call will send: ``rows`` forward passes of ``tokens`` tokens in all, named by ``what``."""
+    """What a call will send: ``rows`` forward passes of ``tokens`` tokens in all, named by
+    ``what``."""
 
     what: str
     rows: int
@@ -79,11 +84,11 @@ class Work(NamedTuple):
 
 
 def budget(lm: MaskedLM, work: Work, max_minutes: float | None, verb: str, smaller: str) -> float:
-    """The one cost check: the :class:`Work`'s forward passes at the model's throughput
-    measured now (:func:`mlmbook.queries.tokens_per_second`; not measured for at most :data:`SMALL_ROWS`).
-    Printed before the work when longer than :data:`PROGRESS_SECONDS`; a :class:`CostError` naming the
-    estimate, ``--max-minutes`` of ``verb`` and ``smaller`` (how to ask for less) when longer than
-    ``max_minutes`` (None: no limit). Returns the estimated seconds."""
+    """The one cost check: the :class:`Work`'s forward passes at the model's throughput measured now
+    (:func:`mlmbook.queries.tokens_per_second`; not measured for at most :data:`SMALL_ROWS`).
+    Printed before the work when longer than :data:`PROGRESS_SECONDS`; a :class:`CostError` naming
+    the estimate, ``--max-minutes`` of ``verb`` and ``smaller`` (how to ask for less) when longer
+    than ``max_minutes`` (None: no limit). Returns the estimated seconds."""
     if work.rows <= SMALL_ROWS:
         return 0.0
     seconds = work.tokens / queries.tokens_per_second(lm)
@@ -105,7 +110,8 @@ class Options:
     ----------
     allow_unknown : bool
         Run even when the model does not fit the text (:func:`mlmbook.check_fit`: unknown pieces,
-        predictions no better than chance or made worse by the context); the default stops with one line.
+        predictions no better than chance or made worse by the context); the default stops with one
+        line.
     max_words : int or None
         Read sentences of at most this many scored words (:func:`mlmbook.read_for_model`).
     budget_rows : int
@@ -128,7 +134,8 @@ class Options:
 
 
 def options_of(call: str, given: dict, accepted: tuple = ("allow_unknown",)) -> Options:
-    """The :class:`Options` of a call from its keyword arguments; a name it does not take is a TypeError."""
+    """The :class:`Options` of a call from its keyword arguments; a name it does not take is a
+    TypeError."""
     wrong = sorted(set(given) - set(accepted))
     if wrong:
         raise TypeError(f"{call}() got an unexpected keyword argument {wrong[0]!r}; its options are "

@@ -56,9 +56,11 @@ def pll(model, sentences, variant: str = "token", per_token: bool = False, reduc
     model : MaskedLM, model name or path
         e.g. ``mlmbook.load_mlm("toy")``, ``"bert-base-uncased"`` or a saved model's folder.
     sentences : sequence of str, of word lists or of :class:`mlmbook.Sentence`
-        Plain strings are split as the model's tokenizer splits them; a Sentence is read by its surface tokens.
+        Plain strings are split as the model's tokenizer splits them; a Sentence is read by its
+        surface tokens.
     variant : ``"token"`` or ``"word_l2r"``
-        ``"word_l2r"`` (Kauf & Ivanova 2023) masks a piece together with the later pieces of its word.
+        ``"word_l2r"`` (Kauf & Ivanova 2023) masks a piece together with the later pieces of its
+        word.
     per_token : bool
         Return every sentence's terms (:class:`TokenScores`) instead of one number per sentence.
     reduction : ``"sum"`` or ``"mean"``
@@ -67,11 +69,12 @@ def pll(model, sentences, variant: str = "token", per_token: bool = False, reduc
         Softmax over the whole vocabulary, special tokens included (the literature's, minicons'),
         or over words only.
     options : keyword options
-        ``allow_unknown=True`` scores text the model does not know (:func:`mlmbook.check_fit`: more than 10 %
-        unknown pieces, or predictions no better than chance or made worse by the context) instead of
-        stopping with a one-line :class:`~mlmbook.errors.DataFitError`; ``scheduler``: a Dask cluster (its
-        scheduler's address, or a client) to spread the sentences over, in blocks of
-        :data:`mlmbook.workers.cluster.BLOCK` (computed in the same blocks here): the same numbers either way.
+        ``allow_unknown=True`` scores text the model does not know (:func:`mlmbook.check_fit`: more
+        than 10 % unknown pieces, or predictions no better than chance or made worse by the context)
+        instead of stopping with a one-line :class:`~mlmbook.errors.DataFitError`; ``scheduler``: a
+        Dask cluster (its scheduler's address, or a client) to spread the sentences over, in blocks
+        of :data:`mlmbook.workers.cluster.BLOCK` (computed in the same blocks here): the same
+        numbers either way.
 
     Returns
     -------
@@ -98,7 +101,7 @@ def pll(model, sentences, variant: str = "token", per_token: bool = False, reduc
     sentences = [sentences] if isinstance(sentences, str) else [text_of(s) for s in sentences]
     opts = options_of("pll", options, ("allow_unknown", "max_minutes"))
     guard(lm, sentences, opts.allow_unknown)
-    lengths = [len(queries.encode_sentence(lm, s)[0]) for s in sentences]         # one pass per token
+    lengths = [len(queries.encode_sentence(lm, s)[0]) for s in sentences]  # one pass per token
     for k, n in enumerate(lengths):
         if n > lm.max_length:
             raise InputTooLong(f"sentence {k + 1} has {n} tokens, more than {lm.name} reads at once "
@@ -117,5 +120,6 @@ def pll(model, sentences, variant: str = "token", per_token: bool = False, reduc
 
 
 def _pll_block(sentences, lm, variant, full_softmax, progress=False) -> list:
-    """The PLL terms of one block of sentences (on a worker, or here; a progress bar when the work is long)."""
+    """The PLL terms of one block of sentences (on a worker, or here; a progress bar when the work
+    is long)."""
     return queries.pll_tokens(lm, sentences, variant=variant, full_softmax=full_softmax, progress=progress)

@@ -1,4 +1,5 @@
-r"""Effective rank of a model's representations: real tokens against ``[MASK]`` (Meng et al. 2024)."""
+r"""Effective rank of a model's representations: real tokens against ``[MASK]`` (Meng et al.
+2024)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -21,7 +22,8 @@ class Ranks:
     clean : int
         Real-token rows of the unmasked sentences.
     masked_real : int
-        Real-token rows of the masked sentences (the same positions' tokens are kept, others masked).
+        Real-token rows of the masked sentences (the same positions' tokens are kept, others
+        masked).
     masked_all : int
         All rows of the masked sentences, ``[MASK]`` rows included.
     n_rows, n_mask_rows : int
@@ -29,7 +31,8 @@ class Ranks:
     eps : float
     layer : int
     n_sentences, n_too_long : int
-        Sentences used, and sentences left out because the model cannot read them whole (longer than its window).
+        Sentences used, and sentences left out because the model cannot read them whole (longer than
+        its window).
     """
 
     clean: int
@@ -43,8 +46,8 @@ class Ranks:
     n_too_long: int = 0
 
 
-def effective_rank(model, sentences, layer: int = -1, mask_rate: float = 0.15, eps: float = rank.DEFAULT_EPS,
-                   seed: int = 0, **options) -> Ranks:
+def effective_rank(model, sentences, layer: int = -1, mask_rate: float = 0.15,
+                   eps: float = rank.DEFAULT_EPS, seed: int = 0, **options) -> Ranks:
     r"""How many directions a layer's representations use, with and without ``[MASK]`` in the input.
 
     .. math:: \operatorname{rank}_\varepsilon(H) = \min\Big\{k : \frac{\sum_{i\le k}\sigma_i^2}
@@ -66,7 +69,8 @@ def effective_rank(model, sentences, layer: int = -1, mask_rate: float = 0.15, e
         Share of the energy that may be left out.
     seed : int
     options : keyword options
-        ``allow_unknown=True`` runs even when the model does not know the text (:func:`mlmbook.check_fit`).
+        ``allow_unknown=True`` runs even when the model does not know the text
+        (:func:`mlmbook.check_fit`).
 
     Returns
     -------
@@ -89,7 +93,7 @@ def effective_rank(model, sentences, layer: int = -1, mask_rate: float = 0.15, e
                          f"give shorter sentences")
     opts = options_of("effective_rank", options, ("allow_unknown", "max_minutes"))
     guard(lm, [texts[k] for k in fits], opts.allow_unknown)
-    work = Work(f"ranks of {len(fits)} sentences", 2 * len(fits),                  # clean and masked
+    work = Work(f"ranks of {len(fits)} sentences", 2 * len(fits),  # clean and masked
                 sum(2 * (len(encoded[k]) + queries.SPECIALS) for k in fits))
     budget(lm, work, opts.max_minutes, "rank", "read fewer sentences")
     rng = np.random.default_rng(seed)
@@ -107,5 +111,5 @@ def effective_rank(model, sentences, layer: int = -1, mask_rate: float = 0.15, e
         n_mask += k
     clean, real, everything = (torch.cat(x).double().numpy() for x in (clean, real, everything))
     return Ranks(rank.effective_rank_mass(clean, eps), rank.effective_rank_mass(real, eps),
-                 rank.effective_rank_mass(everything, eps), len(clean), n_mask, eps, layer, len(fits),
-                 len(texts) - len(fits))
+                 rank.effective_rank_mass(everything, eps), len(clean), n_mask, eps, layer,
+                 len(fits), len(texts) - len(fits))

@@ -1,4 +1,5 @@
-r"""Dependency trees read off a masked LM's statistical dependencies, scored by UUAS with an interval."""
+r"""Dependency trees read off a masked LM's statistical dependencies, scored by UUAS with an
+interval."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -14,8 +15,8 @@ from .models import PROGRESS_SECONDS, CostError, Work, as_model, budget, options
 __all__ = ["TreeScores", "dependency_trees", "estimate", "CostError", "METHODS", "PROGRESS_SECONDS"]
 
 METHODS = ("cpmi", "cmi")
-"""``cpmi``: Hoover et al.'s contextual PMI; ``cmi``: Zhang & Hashimoto's CMI (exact grid within the budget,
-else a top-K grid with its bound: :func:`mlmbook.dependencies.cmi_scores`)."""
+"""``cpmi``: Hoover et al.'s contextual PMI; ``cmi``: Zhang & Hashimoto's CMI (exact grid within the
+budget, else a top-K grid with its bound: :func:`mlmbook.dependencies.cmi_scores`)."""
 
 MIN_WORDS = 3
 """Sentences with fewer scored words are left out, as in chapter 1: every parser gets them right."""
@@ -42,7 +43,8 @@ class TreeScores:
         CMI: per sentence, whether the pairs' bounds exceed the differences that decide its tree
         (:func:`mlmbook.dependencies.undetermined`); empty for CPMI.
     corpus : mlmbook.corpus.ModelCorpus
-        The sentences read and what was left out (``corpus.summary()``), with the fit check (``corpus.fit``).
+        The sentences read and what was left out (``corpus.summary()``), with the fit check
+        (``corpus.fit``).
     """
 
     uuas: stats.Interval
@@ -63,13 +65,15 @@ def _pool(treebank, limit: int | None):
     return treebank
 
 
-def dependency_trees(model, treebank, method: str = "cpmi", projective: bool = False, limit: int | None = None,
-                     level: float = stats.LEVEL, **options) -> TreeScores:
-    r"""Read a tree off each sentence's pairwise dependence scores and compare it with the gold tree.
+def dependency_trees(model, treebank, method: str = "cpmi", projective: bool = False,
+                     limit: int | None = None, level: float = stats.LEVEL, **options) -> TreeScores:
+    r"""Read a tree off each sentence's pairwise dependence scores and compare it with the gold
+    tree.
 
     Every pair of (non-punctuation) words is scored by the model (``method``), the score matrix is
-    symmetrised and decoded into a maximum spanning tree (Zhang & Hashimoto 2021; Hoover et al. 2021)
-    or, with ``projective``, Eisner's best non-crossing tree; UUAS counts the gold edges recovered:
+    symmetrised and decoded into a maximum spanning tree (Zhang & Hashimoto 2021; Hoover et
+    al. 2021) or, with ``projective``, Eisner's best non-crossing tree; UUAS counts the gold edges
+    recovered:
 
     .. math:: \mathrm{UUAS} = \frac{\sum_k |P_k \cap G_k|}{\sum_k |G_k|}.
 
@@ -93,19 +97,19 @@ def dependency_trees(model, treebank, method: str = "cpmi", projective: bool = F
     level : float
         Level of the interval (default :data:`mlmbook.stats.LEVEL`).
     options : keyword options
-        ``max_words``: keep sentences of at most this many scored words (default: any the model reads
-        whole); ``allow_unknown``: run even when the model does not fit the sentences (the result's
-        ``corpus.fit`` says how badly); ``budget_rows``: forward passes each sentence's CMI grid may
-        spend (chapter 1's rule, sentence by sentence: the exact grid if it fits, else top-K; default
-        :data:`mlmbook.dependencies.policy.SENTENCE_ROWS`, chapter 1's full profile per sentence);
-        ``window``: the largest distance, in pieces, between two positions whose CMI is computed
-        (default 9; farther pairs score 0);
-        ``max_minutes``: refuse, before any work, a run whose estimate (:func:`estimate`) is longer
-        (one line with the estimate; default None: no limit; an estimate over
-        :data:`PROGRESS_SECONDS` is printed first and the work shows progress either way);
-        ``scheduler``: a Dask cluster (its scheduler's address, or a client) to spread the sentences' scores
-        over, in blocks of :data:`mlmbook.workers.cluster.BLOCK` (computed in the same blocks here; each
-        sentence's CMI estimator chosen from it and the budget alone): the same numbers either way.
+        ``max_words``: keep sentences of at most this many scored words (default: any the model
+        reads whole); ``allow_unknown``: run even when the model does not fit the sentences (the
+        result's ``corpus.fit`` says how badly); ``budget_rows``: forward passes each sentence's CMI
+        grid may spend (chapter 1's rule, sentence by sentence: the exact grid if it fits, else
+        top-K; default :data:`mlmbook.dependencies.policy.SENTENCE_ROWS`, chapter 1's full profile
+        per sentence); ``window``: the largest distance, in pieces, between two positions whose CMI
+        is computed (default 9; farther pairs score 0); ``max_minutes``: refuse, before any work, a
+        run whose estimate (:func:`estimate`) is longer (one line with the estimate; default None:
+        no limit; an estimate over :data:`PROGRESS_SECONDS` is printed first and the work shows
+        progress either way); ``scheduler``: a Dask cluster (its scheduler's address, or a client)
+        to spread the sentences' scores over, in blocks of :data:`mlmbook.workers.cluster.BLOCK`
+        (computed in the same blocks here; each sentence's CMI estimator chosen from it and the
+        budget alone): the same numbers either way.
 
     Returns
     -------
@@ -134,8 +138,8 @@ def dependency_trees(model, treebank, method: str = "cpmi", projective: bool = F
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; use one of {', '.join(METHODS)}")
     scheduler = options.pop("scheduler", None)
-    opts = options_of("dependency_trees", options, ("allow_unknown", "max_words", "budget_rows", "window",
-                                                    "max_minutes"))
+    opts = options_of("dependency_trees", options, ("allow_unknown", "max_words", "budget_rows",
+                                                    "window", "max_minutes"))
     lm = as_model(model)
     window = Window(MIN_WORDS, opts.max_words, knob="max_words (--max-words for the trees verb)")
     corpus = read_for_model(lm, _pool(treebank, limit), window, limit=limit,
@@ -152,8 +156,8 @@ def dependency_trees(model, treebank, method: str = "cpmi", projective: bool = F
     rows, tokens = estimate(lm, scored, method, ks, opts.window)
     work = Work(f"{method.upper()} of {len(scored.words)} sentences", rows, tokens)
     seconds = budget(lm, work, opts.max_minutes, "trees", "read fewer or shorter sentences (--limit, --max-words)")
-    blocks = map_blocks(_score_block, list(zip(scored.words, scored.keep, ks)), lm, method, opts.window,
-                        seconds > PROGRESS_SECONDS, scheduler=scheduler)
+    blocks = map_blocks(_score_block, list(zip(scored.words, scored.keep, ks)), lm, method,
+                        opts.window, seconds > PROGRESS_SECONDS, scheduler=scheduler)
     scores = [m for m, _ in blocks]
     if method != "cpmi":
         estimator = "exact grid" if all(k is None for k in ks) else "top-K grid"
@@ -161,13 +165,14 @@ def dependency_trees(model, treebank, method: str = "cpmi", projective: bool = F
         undetermined = tuple(dependencies.undetermined(scores, [b for _, b in blocks]))
     trees = [dependencies.decode(M, projective=projective) for M in scores]
     correct, total = dependencies.uuas_counts(trees, scored.edges)
-    return TreeScores(stats.ratio(correct, total, level=level), trees, scored.edges, scores, correct, total,
-                      estimator, bound, corpus, undetermined)
+    return TreeScores(stats.ratio(correct, total, level=level), trees, scored.edges, scores,
+                      correct, total, estimator, bound, corpus, undetermined)
 
 
 def estimate(lm, scored, method: str, ks, window) -> tuple[int, int]:
-    """Forward passes the scores will send (CPMI: ``m_a x n_keep`` per word; CMI: ``1 + 2K`` per piece pair,
-    ``K`` the sentence's candidates or every non-special token) and their tokens in all."""
+    """Forward passes the scores will send (CPMI: ``m_a x n_keep`` per word; CMI: ``1 + 2K`` per
+    piece pair, ``K`` the sentence's candidates or every non-special token) and their tokens in
+    all."""
     full = len(dependencies.pieces.non_special(lm))
     rows = tokens = 0
     for e, k in zip(dependencies.pieces.encode_all(lm, scored.words, scored.keep), ks):
@@ -178,8 +183,8 @@ def estimate(lm, scored, method: str, ks, window) -> tuple[int, int]:
 
 
 def _score_block(block, lm, method: str, window, progress: bool = False) -> list:
-    """``(score matrix, its pairs' CMI error bounds)`` of each ``(words, keep, K)`` of one block (on a
-    worker, or here), ``K`` the sentence's CMI candidates (None: its exact grid)."""
+    """``(score matrix, its pairs' CMI error bounds)`` of each ``(words, keep, K)`` of one block (on
+    a worker, or here), ``K`` the sentence's CMI candidates (None: its exact grid)."""
     words, keep = [w for w, _, _ in block], [kept for _, kept, _ in block]
     if method == "cpmi":
         return [(m, np.zeros_like(m)) for m in dependencies.cpmi(lm, words, keep, progress=progress)]

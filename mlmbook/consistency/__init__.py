@@ -57,11 +57,11 @@ from .spans import ARMS, SPANS, Targets, arms, fits_spans, span_routes, stacked
 from .tracking import budget_tracking, pearson, rank_gap_interval, rank_interval, spearman, target_budget
 
 __all__ = [
-    "rectangle_delta", "rectangle_deltas", "top2_rectangles", "noise_floor", "Rectangles", "FLOAT32_NOISE_FLOOR",
-    "order_inconsistency", "OrderInconsistency", "preference_flips", "Flips", "chain_rule_grids", "probe_pairs",
-    "PairProbes", "pair_flips", "one_pair_per_sentence",
-    "route_versions", "ensemble_versions", "ensemble_versions_many", "harsh", "combine", "ensemble_curve", "Curve",
-    "Versions", "disagreement_rate",
+    "rectangle_delta", "rectangle_deltas", "top2_rectangles", "noise_floor", "Rectangles",
+    "FLOAT32_NOISE_FLOOR", "order_inconsistency", "OrderInconsistency", "preference_flips", "Flips",
+    "chain_rule_grids", "probe_pairs", "PairProbes", "pair_flips", "one_pair_per_sentence",
+    "route_versions", "ensemble_versions", "ensemble_versions_many", "harsh", "combine",
+    "ensemble_curve", "Curve", "Versions", "disagreement_rate",
     "SPANS", "ARMS", "span_routes", "fits_spans", "arms", "stacked",
     "corpus", "dependence", "noise", "paper", "regime", "target_budget", "Targets",
     "spearman", "pearson", "rank_interval", "rank_gap_interval", "budget_tracking",

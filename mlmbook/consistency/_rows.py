@@ -36,7 +36,8 @@ def with_values(row, *sets) -> list[int]:
 
 
 def each(lm: MaskedLM, rows, positions, fn: Callable, **kw) -> list:
-    """``fn(b, logq_b)`` for every query ``b``: a reduction over :func:`mlmbook.queries.iter_log_probs`.
+    """``fn(b, logq_b)`` for every query ``b``: a reduction over
+    :func:`mlmbook.queries.iter_log_probs`.
 
     ``logq_b`` (float64, ``(k, V)``) is the log-softmax at row ``b``'s queried positions; only
     what ``fn`` returns is kept.

@@ -1,4 +1,5 @@
-r"""Chapter 3's sentences: encoded for the model, with the pairs the probes read and the targets the ensemble predicts.
+r"""Chapter 3's sentences: encoded for the model, with the pairs the probes read and the targets the
+ensemble predicts.
 
 With the toy model the sentences are fresh samples of the toy language, so the truth answers every
 query on them; with another model they come from a treebank through the book's one front door
@@ -25,11 +26,12 @@ from ..errors import TreebankError, UsageError
 if TYPE_CHECKING:
     from ..models.base import MaskedLM
 
-__all__ = ["Encoded", "Corpus", "Source", "is_word", "encode_for_probes", "load", "sample_pairs", "ensemble_targets",
-           "MAX_PIECES"]
+__all__ = ["Encoded", "Corpus", "Source", "is_word", "encode_for_probes", "load", "sample_pairs",
+           "ensemble_targets", "MAX_PIECES"]
 
 MAX_PIECES = 40
-"""The most pieces of a probed sentence (a real model's window is far larger; the probes stay cheap)."""
+"""The most pieces of a probed sentence (a real model's window is far larger; the probes stay
+cheap)."""
 
 
 def is_word(token: str) -> bool:
@@ -54,7 +56,8 @@ class Encoded:
 
 
 def encode_for_probes(lm: MaskedLM, words: Sequence[str], max_pieces: int = MAX_PIECES) -> Encoded | None:
-    """The sentence's ids and its word positions; None when it has more than ``max_pieces`` pieces."""
+    """The sentence's ids and its word positions; None when it has more than ``max_pieces``
+    pieces."""
     ids, pieces = lm.encode_words(list(words))
     if len(ids) > min(lm.max_length, max_pieces):
         return None
@@ -114,7 +117,8 @@ class Source:
 
 
 def load(lm: MaskedLM, n: int, source: Source, seed: int = 0) -> Corpus:
-    """The chapter's corpus: ``n`` toy sentences for the toy model, a treebank's sentences for another.
+    """The chapter's corpus: ``n`` toy sentences for the toy model, a treebank's sentences for
+    another.
 
     Parameters
     ----------
@@ -156,7 +160,8 @@ def load(lm: MaskedLM, n: int, source: Source, seed: int = 0) -> Corpus:
 
 
 def sample_pairs(contents: Sequence[Sequence[int]], max_pairs: int, rng: np.random.Generator) -> np.ndarray:
-    """Every pair of positions of each sentence, or ``max_pairs`` of them drawn at random when it has more.
+    """Every pair of positions of each sentence, or ``max_pairs`` of them drawn at random when it
+    has more.
 
     Returns
     -------
@@ -174,8 +179,9 @@ def ensemble_targets(sentences: Sequence[Encoded], n: int, n_aux: int, rng: np.r
                      spans: bool = False) -> tuple[list[int], list[int], list[list[int]]]:
     """One target position per sentence and its ``n_aux`` nearest positions (the auxiliary words).
 
-    A sentence qualifies when it has more than ``n_aux`` positions and, with ``spans``, every span route of
-    :mod:`.spans` around its target fits. Returns ``(sentence indices, targets, aux)`` for the first ``n``.
+    A sentence qualifies when it has more than ``n_aux`` positions and, with ``spans``, every span
+    route of :mod:`.spans` around its target fits. Returns ``(sentence indices, targets, aux)`` for
+    the first ``n``.
 
     Raises
     ------

@@ -1,4 +1,5 @@
-r"""What an MLM's inconsistency follows: the language's dependence of a pair, compared within sentences.
+r"""What an MLM's inconsistency follows: the language's dependence of a pair, compared within
+sentences.
 
 The truth's conditional mutual information of a pair, :math:`I(x_i; x_j \mid x_{\setminus\{i,j\}})`
 (chapter 1's :func:`mlmbook.dependencies.truth_cmi`, which the chapter calls), is exactly 0 for a
@@ -8,10 +9,10 @@ sentence is the unit:
 
 .. math:: d_s = \overline{y}_{s,\,A} - \overline{y}_{s,\,B},
 
-the mean of a per-pair quantity :math:`y` (the order inconsistency) over the sentence's pairs of kind
-:math:`A` minus its mean over its pairs of kind :math:`B`, for every sentence that has both kinds
-(:func:`within_sentence`). The estimate is the mean of :math:`d_s` over those sentences, and its
-test resamples sentences (:mod:`mlmbook.stats.paired`).
+the mean of a per-pair quantity :math:`y` (the order inconsistency) over the sentence's pairs of
+kind :math:`A` minus its mean over its pairs of kind :math:`B`, for every sentence that has both
+kinds (:func:`within_sentence`). The estimate is the mean of :math:`d_s` over those sentences, and
+its test resamples sentences (:mod:`mlmbook.stats.paired`).
 """
 from __future__ import annotations
 
@@ -20,11 +21,13 @@ import numpy as np
 __all__ = ["within_sentence", "CMI_ZERO"]
 
 CMI_ZERO = 1e-9
-"""Nats: a smaller CMI is an exact zero up to float rounding (exact zeros tie; float noise must not rank them)."""
+"""Nats: a smaller CMI is an exact zero up to float rounding (exact zeros tie; float noise must not
+rank them)."""
 
 
 def within_sentence(values, kind_a, kind_b, units) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per sentence, the mean of ``values`` over its rows of kind A minus the mean over its rows of kind B.
+    """Per sentence, the mean of ``values`` over its rows of kind A minus the mean over its rows of
+    kind B.
 
     Parameters
     ----------
@@ -38,7 +41,8 @@ def within_sentence(values, kind_a, kind_b, units) -> tuple[np.ndarray, np.ndarr
     Returns
     -------
     d : ndarray (S,)
-        One difference per sentence that has pairs of both kinds, in the order sentences first appear.
+        One difference per sentence that has pairs of both kinds, in the order sentences first
+        appear.
     sentences : ndarray (S,)
         Those sentences' labels.
     counts : ndarray (S, 2)

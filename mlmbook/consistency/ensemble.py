@@ -1,8 +1,9 @@
-r"""The Ensemble of Conditionals (Young & You 2022): one conditional reached through several masking routes.
+r"""The Ensemble of Conditionals (Young & You 2022): one conditional reached through several masking
+routes.
 
-To predict a target :math:`x_t`, version 0 is the direct conditional :math:`q(x_t \mid x_{\setminus t})`.
-A **route** masks a few more positions :math:`R = (k_1, \dots, k_L)` together with :math:`t` and
-recovers :math:`x_t` by the chain rule and Bayes' rule, :math:`x_t` first and the route's words
+To predict a target :math:`x_t`, version 0 is the direct conditional :math:`q(x_t \mid x_{\setminus
+t})`. A **route** masks a few more positions :math:`R = (k_1, \dots, k_L)` together with :math:`t`
+and recovers :math:`x_t` by the chain rule and Bayes' rule, :math:`x_t` first and the route's words
 after it, left to right:
 
 .. math::
@@ -11,8 +12,8 @@ after it, left to right:
     x_{\setminus(\{t\}\cup R)}),
 
 normalised over a candidate set, :math:`o` the observed words. For a joint the right side is
-:math:`p(x_t = c, x_R = o_R \mid x_{\setminus(\{t\}\cup R)}) \propto p(x_t = c \mid x_{\setminus t})`, so
-every version equals version 0; for an MLM each differs from it by the chain rule's order
+:math:`p(x_t = c, x_R = o_R \mid x_{\setminus(\{t\}\cup R)}) \propto p(x_t = c \mid x_{\setminus
+t})`, so every version equals version 0; for an MLM each differs from it by the chain rule's order
 inconsistency. A route of one auxiliary position :math:`k` is the BERT-style version of
 :func:`ensemble_versions_many`; spans around the target (:mod:`.spans`) are the routes of the
 paper's span-infilling models. Versions are combined by averaging or max-pooling (:func:`combine`)
@@ -37,18 +38,19 @@ from ._rows import as_rows, each
 if TYPE_CHECKING:
     from ..models.base import MaskedLM
 
-__all__ = ["Versions", "route_versions", "ensemble_versions", "ensemble_versions_many", "harsh", "combine",
-           "Curve", "ensemble_curve", "disagreement_rate"]
+__all__ = ["Versions", "route_versions", "ensemble_versions", "ensemble_versions_many", "harsh",
+           "combine", "Curve", "ensemble_curve", "disagreement_rate"]
 
 
 class Versions(NamedTuple):
     """The versions of one target's conditional."""
 
     candidates: np.ndarray  # (C,) token ids the versions are distributions over
-    probs: np.ndarray       # (1 + |routes|, C); row 0 = direct conditional, row 1 + r = via routes[r]
+    probs: np.ndarray  # (1 + |routes|, C); row 0 = direct conditional, row 1 + r = via routes[r]
     routes: tuple = ()      # per route, the positions masked besides the target (chain-rule order)
     mass: float = 1.0       # the direct conditional's probability of the model's own candidates
-    outside: float = 0.0    # the direct conditional's probability of the observed word when it is not one of them
+    # the direct conditional's probability of the observed word when it is not one of them
+    outside: float = 0.0
     added: bool = False     # the observed word was appended to the candidates (the label leak)
 
     @property
@@ -58,7 +60,8 @@ class Versions(NamedTuple):
 
 
 def _candidates(spec, d: np.ndarray, gold: int, with_gold: bool):
-    """(candidates, mass, outside, added) from a candidate spec and the direct log-probabilities ``d``."""
+    """(candidates, mass, outside, added) from a candidate spec and the direct log-probabilities
+    ``d``."""
     finite = np.isfinite(d)
     if spec is None:
         cand = np.flatnonzero(finite)
@@ -78,7 +81,8 @@ def _candidates(spec, d: np.ndarray, gold: int, with_gold: bool):
 
 def route_versions(lm: MaskedLM, ids, targets, routes, candidates=20, with_gold: bool = True,
                    progress: bool = False) -> list[Versions]:
-    r"""The versions of :math:`q(x_t \mid x_{\setminus t})` along given masking routes, for many targets.
+    r"""The versions of :math:`q(x_t \mid x_{\setminus t})` along given masking routes, for many
+    targets.
 
     Parameters
     ----------
@@ -91,7 +95,8 @@ def route_versions(lm: MaskedLM, ids, targets, routes, candidates=20, with_gold:
         None: every token with a finite direct logit; an int K: the direct conditional's top K
         (plus the observed word when ``with_gold`` and it is missing); an array: exactly those ids.
     with_gold : bool
-        Append a missing observed word to top-K candidates (``Versions.added``; :func:`harsh` undoes it).
+        Append a missing observed word to top-K candidates (``Versions.added``; :func:`harsh` undoes
+        it).
     progress : bool
         Show progress bars over the queries.
 
@@ -160,8 +165,8 @@ def route_versions(lm: MaskedLM, ids, targets, routes, candidates=20, with_gold:
     return out
 
 
-def ensemble_versions_many(lm: MaskedLM, ids, targets, aux=None, candidates=None, with_gold: bool = True,
-                           progress: bool = False) -> list[Versions]:
+def ensemble_versions_many(lm: MaskedLM, ids, targets, aux=None, candidates=None,
+                           with_gold: bool = True, progress: bool = False) -> list[Versions]:
     r"""BERT-style versions for many targets: one route per auxiliary position :math:`k`,
 
     .. math::
@@ -187,7 +192,8 @@ def ensemble_versions(lm: MaskedLM, ids, t: int, aux=None, candidates=None, with
 
 
 def harsh(v: Versions) -> Versions:
-    """The versions without the appended observed word (candidates from the model alone), renormalised."""
+    """The versions without the appended observed word (candidates from the model alone),
+    renormalised."""
     if not v.added:
         return v
     p = v.probs[:, :-1]
@@ -210,7 +216,8 @@ def combine(probs, how: str = "mean") -> np.ndarray:
 
 
 class Curve(NamedTuple):
-    correct: np.ndarray   # (N, M) 1.0 if the ensemble of the first m versions puts its top on the gold token
+    # (N, M) 1.0 if the ensemble of the first m versions puts its top on the gold token
+    correct: np.ndarray
     log_loss: np.ndarray  # (N, M) -log of the ensemble's probability of the gold token (nats)
 
 

@@ -31,8 +31,8 @@ def _bar(values, units=None, weights=None) -> tuple[float, float, float]:
 
 
 def _mean_bar(values) -> tuple[float, float, float]:
-    """(mean, low, high) with a percentile bootstrap: for differences of hits (0, ±1), where a studentized
-    interval degenerates when most replicates have no spread."""
+    """(mean, low, high) with a percentile bootstrap: for differences of hits (0, ±1), where a
+    studentized interval degenerates when most replicates have no spread."""
     iv = stats.bootstrap(lambda x: x.mean(-1), values, n_boot=2000)
     return iv.estimate, iv.low, iv.high
 
@@ -47,7 +47,8 @@ def _log10_abs(x, tiny: float = 1e-17) -> np.ndarray:
 
 
 def delta_histogram(delta, floor: float, truth_delta=None):
-    """Histogram of the MLM's :math:`\\log_{10}|\\Delta|` beside the truth's on the same rectangles."""
+    """Histogram of the MLM's :math:`\\log_{10}|\\Delta|` beside the truth's on the same
+    rectangles."""
     fig, ax = plotting.figure(height=2.6)
     bins = np.linspace(-17, 1.5, 60)
     ax.hist(_log10_abs(delta), bins=bins, color=PAL["mlm"], alpha=0.85, label=f"MLM ({len(delta)} rectangles)")
@@ -62,7 +63,8 @@ def delta_histogram(delta, floor: float, truth_delta=None):
 
 
 def flip_scatter(gap_fwd, gap_bwd, truth_fwd=None, truth_bwd=None):
-    """The two orders' preferences :math:`g_0, g_1` of each bigram pair; flips in the shaded quadrants."""
+    """The two orders' preferences :math:`g_0, g_1` of each bigram pair; flips in the shaded
+    quadrants."""
     fig, ax = plotting.figure(height=2.7)
     lim = float(np.quantile(np.abs(np.r_[gap_fwd, gap_bwd]), 0.98)) + 0.5
     ax.fill_between([0, lim], -lim, 0, color=PAL["miss"], alpha=0.12, lw=0)
@@ -80,7 +82,8 @@ def flip_scatter(gap_fwd, gap_bwd, truth_fwd=None, truth_bwd=None):
 
 
 def order_panels(log_fwd, log_bwd, rel, truth_fwd=None, truth_bwd=None):
-    """Left: :math:`\\log j_0` against :math:`\\log j_1`; right: the relative difference's histogram."""
+    """Left: :math:`\\log j_0` against :math:`\\log j_1`; right: the relative difference's
+    histogram."""
     fig, (ax1, ax2) = plotting.figure(1, 2, height=2.5)
     ax1.scatter(log_fwd, log_bwd, s=4, alpha=0.35, color=PAL["mlm"], label="MLM")
     if truth_fwd is not None:
@@ -101,8 +104,9 @@ def order_panels(log_fwd, log_bwd, rel, truth_fwd=None, truth_bwd=None):
 
 
 def dependence_bins(cmi, rel, adelta, dist, units, min_pairs: int = 8):
-    """Mean order inconsistency (left) and median :math:`|\\Delta|` (right) in bins of the truth's CMI,
-    adjacent pairs and pairs farther apart; bars are 95 % intervals over sentences (left) or pairs (right)."""
+    """Mean order inconsistency (left) and median :math:`|\\Delta|` (right) in bins of the truth's
+    CMI, adjacent pairs and pairs farther apart; bars are 95 % intervals over sentences (left) or
+    pairs (right)."""
     fig, axes = plotting.figure(1, 2, height=2.9)
     dep = cmi > 0
     log_cmi = np.log10(cmi[dep])
@@ -113,7 +117,7 @@ def dependence_bins(cmi, rel, adelta, dist, units, min_pairs: int = 8):
                                                                                      PAL["alt"], 0.12)):
             xs, ivs = [], []
             zero = group & ~dep
-            if zero.sum() >= min_pairs:                      # independent given the rest: drawn at x = 0
+            if zero.sum() >= min_pairs:  # independent given the rest: drawn at x = 0
                 xs.append(dx)
                 ivs.append(_stat(values[zero], units[zero], median=ax is axes[1]))
             for k, (lo, hi) in enumerate(zip(edges[:-1], edges[1:])):
@@ -135,14 +139,15 @@ def dependence_bins(cmi, rel, adelta, dist, units, min_pairs: int = 8):
 
 
 def _stat(values, units, median: bool):
-    if median:                                              # a median: its percentile interval over pairs
+    if median:  # a median: its percentile interval over pairs
         iv = stats.bootstrap(lambda v: np.median(v, axis=-1), values, n_boot=500)
         return iv.estimate, iv.low, iv.high
     return _bar(values, units)
 
 
 def snapshot_panels(steps, kls, order_means: Sequence[tuple], n_pairs: int):
-    """The default model's snapshots: KL to the truth (left) and mean order inconsistency (right)."""
+    """The default model's snapshots: KL to the truth (left) and mean order inconsistency
+    (right)."""
     fig, (ax1, ax2) = plotting.figure(1, 2, height=2.9)
     ax1.plot(steps, kls, "o-", color=PAL["truth"])
     ax1.set_ylabel("KL(truth ‖ model), nats")
@@ -156,7 +161,8 @@ def snapshot_panels(steps, kls, order_means: Sequence[tuple], n_pairs: int):
 
 
 def ensemble_curves(curves: dict, bayes_loss: float | None = None, bayes_acc: float | None = None):
-    """Log-loss (left) and accuracy (right) of the ensemble of the first m versions, averaging and max-pooling."""
+    """Log-loss (left) and accuracy (right) of the ensemble of the first m versions, averaging and
+    max-pooling."""
     fig, (ax1, ax2) = plotting.figure(1, 2, height=2.8)
     first = next(iter(curves.values()))
     m_axis = np.arange(1, first.log_loss.shape[1] + 1)
@@ -185,8 +191,8 @@ def _legend_below(fig, ax):
 
 
 def span_gains(per_seed: dict, arms: Sequence[tuple]):
-    """Per training seed, the ensemble's gain over the single conditional in log-loss (left) and accuracy
-    (right) for each arm; bars are 95 % intervals over targets.
+    """Per training seed, the ensemble's gain over the single conditional in log-loss (left) and
+    accuracy (right) for each arm; bars are 95 % intervals over targets.
 
     ``per_seed[seed][arm]`` is a dict of per-target scores (:func:`~.regime.ensemble_scores`);
     ``arms`` are ``(key, label)`` (:data:`~.spans.ARMS`).
@@ -210,7 +216,8 @@ def span_gains(per_seed: dict, arms: Sequence[tuple]):
 
 
 def noise_panels(etas, headroom: Sequence[tuple], exact_floor, gain: Sequence[tuple], n_targets: int, n_floor: int):
-    """The noise knob: headroom to the truth (left) and the ensemble's gain (right), models and exact."""
+    """The noise knob: headroom to the truth (left) and the ensemble's gain (right), models and
+    exact."""
     fig, (ax1, ax2) = plotting.figure(1, 2, height=3.0)
     _errorbar(ax1, etas, headroom, fmt="o-", color=PAL["mlm"], label=f"MLMs ({n_targets} targets)")
     ax1.plot(etas, exact_floor, "s--", color=PAL["truth"], label=f"exact floor ({n_floor} targets)")
@@ -233,8 +240,8 @@ def rung_map(kl, points: Sequence[dict], names, title: str):
     for ax, (q, ylabel, best) in zip(axes.flat, panels):
         kept = [k for k, p in enumerate(points) if p[q].defined]
         e, lo, hi = (np.array([list(points[k][q])[i] for k in kept]) for i in range(3))
-        plotting.regime_map(np.asarray(kl)[kept], e, lo, hi, ax=ax, truth=best, names=np.asarray(names)[kept],
-                            ylabel=ylabel, color=PAL["mlm"])
+        plotting.regime_map(np.asarray(kl)[kept], e, lo, hi, ax=ax, truth=best,
+                            names=np.asarray(names)[kept], ylabel=ylabel, color=PAL["mlm"])
         ax.xaxis.label.set_size(9)
         ax.xaxis.set_major_locator(LogLocator(subs=(1, 2, 5)))
         ax.xaxis.set_minor_formatter(NullFormatter())
@@ -243,9 +250,9 @@ def rung_map(kl, points: Sequence[dict], names, title: str):
 
 
 def budget_scatter(budget: dict, gains: dict, highlight: str = "span"):
-    """One point per model: its mean incompatibility budget against its mean ensemble gain (95 % intervals
-    over the same targets); the truth at the origin; every point labelled where its label covers no point,
-    error bar or other label (:func:`mlmbook.plotting.place_labels`)."""
+    """One point per model: its mean incompatibility budget against its mean ensemble gain (95 %
+    intervals over the same targets); the truth at the origin; every point labelled where its label
+    covers no point, error bar or other label (:func:`mlmbook.plotting.place_labels`)."""
     fig, ax = plotting.figure(height=3.2)
     points = []
     for name in budget:
@@ -261,15 +268,16 @@ def budget_scatter(budget: dict, gains: dict, highlight: str = "span"):
     ax.set_ylabel("ensemble gain (nats)")
     first = next(iter(budget.values()))
     ax.set_title(f"{len(budget)} models on the same {len(first)} targets")
-    ax.margins(0.15)                                    # room for the labels beside the outer points
+    ax.margins(0.15)  # room for the labels beside the outer points
     plotting.place_labels(ax, points + [(0.0, 0.0)], [*budget, "truth"],
                           color=[None] * len(points) + [PAL["truth"]])
     return fig
 
 
 def chain_rule_panels(lm, row, i: int, j: int, grammar=None, words=None):
-    """The explorer's figure: the pair distribution through the two chain-rule orders, their log-ratio and
-    (toy world: ``grammar`` and ``words`` given) the exact joint, on each position's likeliest words."""
+    """The explorer's figure: the pair distribution through the two chain-rule orders, their
+    log-ratio and (toy world: ``grammar`` and ``words`` given) the exact joint, on each position's
+    likeliest words."""
     from .. import queries
     from .order import chain_rule_grids
     n = len(row)

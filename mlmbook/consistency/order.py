@@ -32,8 +32,8 @@ from .rectangle import FLOAT32_NOISE_FLOOR, Rectangles, rectangle_deltas, top2_r
 if TYPE_CHECKING:
     from ..models.base import MaskedLM
 
-__all__ = ["OrderInconsistency", "order_inconsistency", "Flips", "preference_flips", "chain_rule_grids",
-           "PairProbes", "probe_pairs", "pair_flips", "one_pair_per_sentence"]
+__all__ = ["OrderInconsistency", "order_inconsistency", "Flips", "preference_flips",
+           "chain_rule_grids", "PairProbes", "probe_pairs", "pair_flips", "one_pair_per_sentence"]
 
 
 class OrderInconsistency(NamedTuple):
@@ -66,7 +66,7 @@ def order_inconsistency(lm: MaskedLM, ids, i, j, progress: bool = False) -> Orde
     for r in range(R):
         batch += [with_values(rows[r], (i[r], m), (j[r], m)), with_values(rows[r], (j[r], m)),
                   with_values(rows[r], (i[r], m))]
-        pos += [[i[r], j[r]], [j[r], j[r]], [i[r], i[r]]]            # k = 2 everywhere: one group per length
+        pos += [[i[r], j[r]], [j[r], j[r]], [i[r], i[r]]]  # k = 2 everywhere: one group per length
         cols += [[0, 1], [0, 0], [0, 0]]
         toks += [[xi[r], xj[r]], [xj[r], xj[r]], [xi[r], xi[r]]]
     lq = pick(lm, batch, pos, cols, toks, progress=progress, desc="order").reshape(R, 3, 2)
@@ -87,10 +87,10 @@ def preference_flips(lm: MaskedLM, ids, i, j, alt=None, tol: float = FLOAT32_NOI
                      progress: bool = False) -> Flips:
     r"""Do the two chain-rule orders prefer the same of two bigrams that share the word at ``j``?
 
-    The bigrams are the observed :math:`(a, b) = (x_i, x_j)` and :math:`(a', b)`, with
-    :math:`a'` the model's likeliest other word at :math:`i` given the rest,
-    :math:`a' = \arg\max_{c \ne a} q(x_i = c \mid x_{\setminus i})` (or ``alt``, e.g. another model's
-    choice). The orders' preferences are the signs of
+    The bigrams are the observed :math:`(a, b) = (x_i, x_j)` and :math:`(a', b)`, with :math:`a'`
+    the model's likeliest other word at :math:`i` given the rest, :math:`a' = \arg\max_{c \ne a}
+    q(x_i = c \mid x_{\setminus i})` (or ``alt``, e.g. another model's choice). The orders'
+    preferences are the signs of
 
     .. math::
         g_0 = \log\frac{j_0(a, b)}{j_0(a', b)} = \log\frac{q(a)\,q(b\mid a)}{q(a')\,q(b\mid a')}, \qquad
@@ -117,8 +117,8 @@ def preference_flips(lm: MaskedLM, ids, i, j, alt=None, tol: float = FLOAT32_NOI
             scores = lq[0].copy()
             scores[a[r]] = -np.inf
             return int(np.argmax(scores))
-        alt = each(lm, [with_values(rows[r], (i[r], m)) for r in range(R)], i[:, None].tolist(), best_other,
-                   progress=progress, desc="alternatives")
+        alt = each(lm, [with_values(rows[r], (i[r], m)) for r in range(R)], i[:, None].tolist(),
+                   best_other, progress=progress, desc="alternatives")
     alt = np.array(np.broadcast_to(np.asarray(alt, dtype=np.int64), (R,)))
     batch, pos, toks = [], [], []
     for r in range(R):
@@ -171,13 +171,14 @@ class PairProbes(NamedTuple):
     def take(self, idx) -> PairProbes:
         """The probes of the pairs ``idx`` (an index array or boolean mask over pairs)."""
         flips = None if self.flips is None else Flips(*(f[idx] for f in self.flips))
-        return PairProbes(Rectangles(*(f[idx] for f in self.rect)), OrderInconsistency(*(f[idx] for f in self.order)),
-                          flips)
+        return PairProbes(Rectangles(*(f[idx] for f in self.rect)),
+                          OrderInconsistency(*(f[idx] for f in self.order)), flips)
 
 
 def probe_pairs(lm: MaskedLM, ids, pairs, rectangles: Rectangles | None = None, progress: bool = False,
                 flips: bool = True, alternatives=None, desc: str = "pairs", index=None) -> PairProbes:
-    r"""The rectangle test, the order inconsistency and preference flips for many pairs of positions.
+    r"""The rectangle test, the order inconsistency and preference flips for many pairs of
+    positions.
 
     All queries go through :mod:`mlmbook.queries` (length groups, de-duplication, one memory
     budget ``$MLMBOOK_QUERY_BUDGET``); only the few log-probabilities each probe needs are kept.
@@ -195,7 +196,8 @@ def probe_pairs(lm: MaskedLM, ids, pairs, rectangles: Rectangles | None = None, 
     flips : bool
         Also count preference flips (:func:`pair_flips`).
     alternatives : array_like (P,), optional
-        The alternative words of the flips (e.g. another model's ``flips.alt``, to test the same bigrams).
+        The alternative words of the flips (e.g. another model's ``flips.alt``, to test the same
+        bigrams).
     index : array_like (P,), optional
         The pairs' rows in a longer list they were taken from, so that each flip alters the same
         side as it did there (:func:`pair_flips`).
@@ -226,10 +228,11 @@ def probe_pairs(lm: MaskedLM, ids, pairs, rectangles: Rectangles | None = None, 
 
 
 def pair_flips(lm: MaskedLM, ids, pairs, alternatives=None, progress: bool = False, index=None) -> Flips:
-    """:func:`preference_flips` of many ``(sentence, i, j)`` pairs; the word altered alternates between
-    the first and the second position of successive pairs (even rows: ``i``, odd rows: ``j``), so
-    neither side is favoured. ``alternatives``: the words to compare with (default: the model's own).
-    ``index``: the rows' numbers in a longer list of pairs (a subset keeps the sides chosen there)."""
+    """:func:`preference_flips` of many ``(sentence, i, j)`` pairs; the word altered alternates
+    between the first and the second position of successive pairs (even rows: ``i``, odd rows:
+    ``j``), so neither side is favoured. ``alternatives``: the words to compare with (default: the
+    model's own). ``index``: the rows' numbers in a longer list of pairs (a subset keeps the sides
+    chosen there)."""
     pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 3)
     sents = as_rows(ids)
     s, i, j = pairs.T
@@ -240,7 +243,8 @@ def pair_flips(lm: MaskedLM, ids, pairs, alternatives=None, progress: bool = Fal
 
 
 def one_pair_per_sentence(positions, rng: np.random.Generator) -> np.ndarray:
-    """The paper's sample: one pair of positions per sentence, drawn uniformly, not necessarily adjacent.
+    """The paper's sample: one pair of positions per sentence, drawn uniformly, not necessarily
+    adjacent.
 
     Parameters
     ----------
@@ -250,7 +254,8 @@ def one_pair_per_sentence(positions, rng: np.random.Generator) -> np.ndarray:
 
     Returns
     -------
-    ndarray (P, 3) of ``(sentence, i, j)`` with ``i < j``, one row per sentence with two or more positions.
+    ndarray (P, 3) of ``(sentence, i, j)`` with ``i < j``, one row per sentence with two or more
+    positions.
     """
     out = []
     for s, pos in enumerate(positions):

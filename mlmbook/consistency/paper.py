@@ -1,9 +1,11 @@
-r"""The numbers chapter 3 sets beside its own: Young & You's, and the result this chapter's last edition measured.
+r"""The numbers chapter 3 sets beside its own: Young & You's, and the result this chapter's last
+edition measured.
 
-:data:`PAPER` are :cite:t:`young2022inconsistencies`'s numbers: the mean and median relative difference of
-the two chain-rule orders over 10,000 Simple English Wikipedia sentences with two masked word pieces each
-(computed from the authors' released data, ``data/bert-*-uncased_10000``), and UL2-20B's accuracy on a
-filtered LAMBADA subset with the single conditional and with an ensemble of ten (a figure of the paper).
+:data:`PAPER` are :cite:t:`young2022inconsistencies`'s numbers: the mean and median relative
+difference of the two chain-rule orders over 10,000 Simple English Wikipedia sentences with two
+masked word pieces each (computed from the authors' released data, ``data/bert-*-uncased_10000``),
+and UL2-20B's accuracy on a filtered LAMBADA subset with the single conditional and with an ensemble
+of ten (a figure of the paper).
 
 :data:`EARLIER_SPAN` keeps the span ensemble's result of the edition before the present one (commit
 ``5d78747^`` and ``5d78747``): one span model and its twin, first at hidden 128 beside the default
@@ -15,27 +17,29 @@ from __future__ import annotations
 
 __all__ = ["PAPER", "EARLIER_SPAN", "EARLIER_BUDGET", "beside_paper"]
 
-PAPER = {"bert_base_mean": 0.795, "bert_base_median": 0.624, "bert_large_mean": 0.857, "bert_large_median": 0.699,
-         "lambada_single": 71.4, "lambada_eoc": 74.0}
+PAPER = {"bert_base_mean": 0.795, "bert_base_median": 0.624, "bert_large_mean": 0.857,
+         "bert_large_median": 0.699, "lambada_single": 71.4, "lambada_eoc": 74.0}
 """Young & You's numbers (see the module docstring); accuracy in percent."""
 
 EARLIER_SPAN = {
     "level_pct": 99.833, "targets": 300,
     "h128_gain": 0.02318768644108316, "h128_low": -0.007274004711046352, "h128_high": 0.06461640450440705,
     "h128_headroom": 0.6958472755810796, "h128_twin_headroom": 0.09189033578230084,
-    "h64_gain": 0.021529805339095775, "h64_low": 0.0014255588595957138, "h64_high": 0.0455556287244074,
-    "h64_headroom": 1.2243776033300364, "h64_twin_headroom": 0.5315534232096346, "h64_t_p": 0.0024,
-    "h64_alpha_m": 0.00167,
+    "h64_gain": 0.021529805339095775, "h64_low": 0.0014255588595957138,
+    "h64_high": 0.0455556287244074, "h64_headroom": 1.2243776033300364,
+    "h64_twin_headroom": 0.5315534232096346, "h64_t_p": 0.0024, "h64_alpha_m": 0.00167,
 }
-"""The last edition's span ensemble (log-loss gain in nats, one seed, its 99.833 % interval over 300 targets):
-at hidden 128 (0.023 [−0.007, 0.065]) and at hidden 64 (0.022 [0.001, 0.046], whose direction a t test did
-not confirm: p = 0.0024 above α/m = 0.00167), with each model's single-token headroom."""
+"""The last edition's span ensemble (log-loss gain in nats, one seed, its 99.833 % interval over 300
+targets): at hidden 128 (0.023 [−0.007, 0.065]) and at hidden 64 (0.022 [0.001, 0.046], whose
+direction a t test did not confirm: p = 0.0024 above α/m = 0.00167), with each model's single-token
+headroom."""
 
 
-EARLIER_BUDGET = {"rho": 0.11904761904761904, "low": -0.7619047619047619, "high": 0.7857142857142857,
-                  "targets": 30, "models": 8, "level_pct": 99.833}
-"""The last edition's incompatibility budget against the ensemble's gain (commit ``5d78747``): Spearman's ρ
-across the same eight models on 30 other targets, with its interval at that edition's family level."""
+EARLIER_BUDGET = {"rho": 0.11904761904761904, "low": -0.7619047619047619,
+                  "high": 0.7857142857142857, "targets": 30, "models": 8, "level_pct": 99.833}
+"""The last edition's incompatibility budget against the ensemble's gain (commit ``5d78747``):
+Spearman's ρ across the same eight models on 30 other targets, with its interval at that edition's
+family level."""
 
 
 def beside_paper(recorded: dict, model_name: str, toy: bool):

@@ -25,10 +25,11 @@ from ._rows import as_rows, each, pick, with_values
 if TYPE_CHECKING:
     from ..models.base import MaskedLM
 
-__all__ = ["FLOAT32_NOISE_FLOOR", "Rectangles", "rectangle_deltas", "rectangle_delta", "top2_rectangles",
-           "noise_floor"]
+__all__ = ["FLOAT32_NOISE_FLOOR", "Rectangles", "rectangle_deltas", "rectangle_delta",
+           "top2_rectangles", "noise_floor"]
 
-#: |Δ| below this is rounding, not inconsistency, for float32 logits: Δ adds eight log-probabilities,
+#: |Δ| below this is rounding, not inconsistency, for float32 logits: Δ adds eight
+#: log-probabilities,
 #: each off by at most ~|log q|·2⁻²⁴ ≈ 2e-6 for |log q| ≤ 30, so |Δ| ≲ 2e-5; we leave a 5× margin.
 FLOAT32_NOISE_FLOOR = 1e-4
 
@@ -67,7 +68,8 @@ def rectangle_deltas(lm: MaskedLM, ids, i, j, a, a2, b, b2, progress: bool = Fal
         pos += [[i[r]], [i[r]], [j[r]], [j[r]]]
         toks += [[a[r], a2[r]]] * 2 + [[b[r], b2[r]]] * 2
     lq = pick(lm, batch, pos, [[0, 0]] * len(batch), toks, progress=progress).reshape(R, 4, 2)
-    qi_b, qi_b2, qj_a, qj_a2 = lq[:, 0], lq[:, 1], lq[:, 2], lq[:, 3]      # [:, 0] = a (b), [:, 1] = a' (b')
+    # [:, 0] = a (b), [:, 1] = a' (b')
+    qi_b, qi_b2, qj_a, qj_a2 = lq[:, 0], lq[:, 1], lq[:, 2], lq[:, 3]
     left = qi_b[:, 0] + qi_b2[:, 1] - qi_b[:, 1] - qi_b2[:, 0]
     right = qj_a[:, 0] + qj_a2[:, 1] - qj_a[:, 1] - qj_a2[:, 0]
     return left - right

@@ -42,11 +42,11 @@ from .order import PairProbes, order_inconsistency, probe_pairs
 if TYPE_CHECKING:
     from ..models.base import MaskedLM
 
-__all__ = ["QUANTITIES", "rung_measures", "ensemble_scores", "rung_intervals", "concat", "headroom_fraction",
-           "cluster_median", "rung_table"]
+__all__ = ["QUANTITIES", "rung_measures", "ensemble_scores", "rung_intervals", "concat",
+           "headroom_fraction", "cluster_median", "rung_table"]
 
-QUANTITIES = ("delta", "order", "flips", "paper", "loss_gain", "loss_headroom", "loss_frac", "alone_frac",
-              "acc_frac")
+QUANTITIES = ("delta", "order", "flips", "paper", "loss_gain", "loss_headroom", "loss_frac",
+              "alone_frac", "acc_frac")
 """The map's quantities per rung (each an :class:`~mlmbook.stats.Interval`)."""
 
 
@@ -54,10 +54,12 @@ def ensemble_scores(versions: Sequence[Versions], gold, truth_p: Sequence[np.nda
     """Per-target log-losses and hits of the single conditional, the ensemble of all versions, the
     routes' versions on their own and the truth (Bayes), each over the whole vocabulary, leak-free.
 
-    ``truth_p``: per target the truth's conditional ``p(x_t = v | x_{\\setminus t})`` indexed by token id.
+    ``truth_p``: per target the truth's conditional ``p(x_t = v | x_{\\setminus t})`` indexed by
+    token id.
     """
     cur = ensemble_curve(versions, gold, how, vocabulary=True)
-    last = np.array([np.flatnonzero(np.isfinite(r))[-1] for r in cur.log_loss])   # all versions of each target
+    # all versions of each target
+    last = np.array([np.flatnonzero(np.isfinite(r))[-1] for r in cur.log_loss])
     rows = np.arange(len(last))
     alone, bayes, hit_bayes = [], [], []
     for v, g, p in zip(versions, gold, truth_p):
@@ -121,7 +123,8 @@ def concat(measures: Sequence[dict]) -> tuple[dict, np.ndarray, np.ndarray]:
 
 
 def headroom_fraction(single, other, bayes, level: float = stats.LEVEL) -> stats.Interval:
-    r"""The share of the headroom that ``other`` closes, :math:`\sum (s - o) / \sum (s - b)`, with Fieller's interval.
+    r"""The share of the headroom that ``other`` closes, :math:`\sum (s - o) / \sum (s - b)`, with
+    Fieller's interval.
 
     ``single``, ``other`` and ``bayes`` are per-target scores (log-losses; for accuracy pass the
     hits with their signs flipped); each target is its own unit. Numerator and denominator are means
@@ -133,16 +136,17 @@ def headroom_fraction(single, other, bayes, level: float = stats.LEVEL) -> stats
     a, h = s - o, s - b
     n = len(a)
     if n < 2 or not np.any(h != 0):
-        return stats.undefined("no headroom: the single conditional is the truth's on every target", n=n,
-                               level=level)
+        return stats.undefined("no headroom: the single conditional is the truth's on every target",
+                               n=n, level=level)
     cov = np.cov(a, h, ddof=1)
-    iv = stats.fieller(a.mean(), h.mean(), math.sqrt(cov[0, 0] / n), math.sqrt(cov[1, 1] / n), cov[0, 1] / n,
-                       level=level, df=n - 1)
+    iv = stats.fieller(a.mean(), h.mean(), math.sqrt(cov[0, 0] / n), math.sqrt(cov[1, 1] / n),
+                       cov[0, 1] / n, level=level, df=n - 1)
     return replace(iv, n=n, method=f"{iv.method} over {n} targets") if iv.defined else replace(iv, n=n)
 
 
 def cluster_median(values, units, level: float = stats.LEVEL, seed: int = 0) -> stats.Interval:
-    """The median of ``values`` with a percentile interval that resamples whole units (sentences) with replacement."""
+    """The median of ``values`` with a percentile interval that resamples whole units (sentences)
+    with replacement."""
     x = np.asarray(values, dtype=float)
     _, inverse = np.unique(np.asarray(units), return_inverse=True)
     groups = [x[inverse == k] for k in range(inverse.max() + 1)]
@@ -168,8 +172,8 @@ def rung_intervals(m: dict, level: float = stats.LEVEL, seed: int = 0, pair_unit
             out[q] = (stats.bootstrap(lambda x: np.median(x, -1), m["abs_delta"], level=level, seed=seed, what="pairs")
                       if pg is None else cluster_median(m["abs_delta"], pg, level=level, seed=seed))
         elif q in ("order", "flips"):
-            out[q] = stats.describe(m["flip" if q == "flips" else "order"], units=pg, level=level, seed=seed,
-                                    what="sentences")
+            out[q] = stats.describe(m["flip" if q == "flips" else "order"], units=pg, level=level,
+                                    seed=seed, what="sentences")
         elif q == "paper":
             if "paper" in m:
                 out[q] = stats.describe(m["paper"], level=level, seed=seed, what="sentences")
@@ -189,7 +193,8 @@ def rung_intervals(m: dict, level: float = stats.LEVEL, seed: int = 0, pair_unit
 
 
 def rung_table(names, kl, points: Sequence[dict]):
-    """Every rung's values with 95 % intervals (the regime map's points), five columns to fit the page."""
+    """Every rung's values with 95 % intervals (the regime map's points), five columns to fit the
+    page."""
     from ..tables import table as html_table
 
     def show(iv, digits=3):
@@ -197,6 +202,6 @@ def rung_table(names, kl, points: Sequence[dict]):
 
     rows = [[n, f"{k:.2f}", show(p["flips"]), show(p["paper"]), show(p["loss_headroom"]), show(p["loss_frac"])]
             for n, k, p in zip(names, kl, points)]
-    return html_table(rows, header=["rung", "KL to truth", "flip share", "paper's measure", "headroom (nats)",
-                                    "gain / headroom"],
+    return html_table(rows, header=["rung", "KL to truth", "flip share", "paper's measure",
+                                    "headroom (nats)", "gain / headroom"],
                       caption="Each rung's values, 95 % intervals (the fraction by Fieller)")

@@ -48,7 +48,8 @@ def span_routes(t: int, positions: Sequence[int], spans=SPANS) -> list[tuple]:
 
 
 def fits_spans(t: int, positions: Sequence[int], spans=SPANS) -> bool:
-    """Whether every span of ``spans`` around ``t`` fits inside ``positions`` (all versions exist)."""
+    """Whether every span of ``spans`` around ``t`` fits inside ``positions`` (all versions
+    exist)."""
     return len(span_routes(t, positions, spans)) == len(spans)
 
 
@@ -62,8 +63,9 @@ class Targets(NamedTuple):
     """The targets the span comparison predicts, the same for every model.
 
     ``ids``: their sentences (token ids); ``targets``: the positions; ``positions``: each sentence's
-    maskable positions (the span routes' words); ``aux``: each target's nearest positions (the single-word
-    routes); ``gold``: the observed words; ``truth_p``: the truth's conditionals at the targets.
+    maskable positions (the span routes' words); ``aux``: each target's nearest positions (the
+    single-word routes); ``gold``: the observed words; ``truth_p``: the truth's conditionals at the
+    targets.
     """
 
     ids: list
@@ -75,7 +77,8 @@ class Targets(NamedTuple):
 
 
 def arms(span_lm, twin_lm, items: Targets, candidates: int = 8, progress: bool = False) -> dict:
-    """Per-target scores (:func:`~.regime.ensemble_scores`) of each arm of :data:`ARMS` for one seed.
+    """Per-target scores (:func:`~.regime.ensemble_scores`) of each arm of :data:`ARMS` for one
+    seed.
 
     ``span_lm`` is a span-trained model and ``twin_lm`` its token-masked twin (same width, steps and
     seed); every arm's versions are over the same ``candidates`` (the direct conditional's top K),
@@ -93,15 +96,16 @@ def arms(span_lm, twin_lm, items: Targets, candidates: int = 8, progress: bool =
 
 
 def stacked(per_seed: dict, value) -> tuple:
-    """``(values, seeds)``: ``value(scores)`` of every seed's targets, one after another, with each row's seed
-    (the rows of a claim about the training recipe: :meth:`mlmbook.stats.Study.answer` with ``seeds=``)."""
+    """``(values, seeds)``: ``value(scores)`` of every seed's targets, one after another, with each
+    row's seed (the rows of a claim about the training recipe: :meth:`mlmbook.stats.Study.answer`
+    with ``seeds=``)."""
     rows = [np.asarray(value(scores), dtype=float) for scores in per_seed.values()]
     return np.concatenate(rows), np.concatenate([np.full(len(r), s) for s, r in zip(per_seed, rows)])
 
 
 def seed_table(per_seed: dict):
-    """Each seed's log-loss gains (nats, 95 % intervals over targets) of the three :data:`ARMS`, with the span
-    model's and the twin's single-token headroom beside them (an HTML table)."""
+    """Each seed's log-loss gains (nats, 95 % intervals over targets) of the three :data:`ARMS`,
+    with the span model's and the twin's single-token headroom beside them (an HTML table)."""
     from .. import stats
     from ..tables import table
 

@@ -222,7 +222,8 @@ def iter_conllu(path: str | os.PathLike) -> Iterator[Sentence]:
 
 
 def _decode(data: bytes, path, lineno: int) -> str:
-    """One line of the file as text; a byte that is not UTF-8 is a :class:`TreebankError` at its line."""
+    """One line of the file as text; a byte that is not UTF-8 is a :class:`TreebankError` at its
+    line."""
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as err:
@@ -340,7 +341,8 @@ class LoadedTreebank:
         return self.path.name
 
     def summary(self) -> str:
-        """One line for the page: ``kept 1020 of 2077 sentences of FILE (1057 outside 2–10 words)``."""
+        """One line for the page: ``kept 1020 of 2077 sentences of FILE (1057 outside 2–10
+        words)``."""
         window = f"{self.min_len}–{self.max_len}" if self.max_len is not None else f"at least {self.min_len}"
         text = (f"kept {len(self.sentences)} of {self.n_read} sentences of {self.name} "
                 f"({self.n_dropped} outside {window} words")

@@ -1,4 +1,5 @@
-r"""Does a model fit some text? Unknown pieces and the model's own predictions, before anything is estimated.
+r"""Does a model fit some text? Unknown pieces and the model's own predictions, before anything is
+estimated.
 
 A masked LM maps a word it has no pieces for to its unknown token (``[UNK]``, ``<unk>``): every
 estimate on such a position is an estimate about ``[UNK]``. And a model can know every piece of a
@@ -45,24 +46,27 @@ __all__ = ["Fit", "FitRules", "RULES", "Admonition", "unknown_share", "measure_f
            "MIN_GAIN_SHARE", "MIN_CONTEXT_GAIN", "MIN_WORDS_LANGUAGE", "PLL_SAMPLE_PIECES"]
 
 MAX_UNKNOWN = 0.10
-"""Largest accepted share of unknown pieces (real BERTs on UD English: < 0.01; the toy model on it: > 0.8)."""
+"""Largest accepted share of unknown pieces (real BERTs on UD English: < 0.01; the toy model on
+it: > 0.8)."""
 MIN_GAIN_SHARE = 0.05
-r"""A model must predict the text's pieces at least this share of :math:`\log V` better than a uniform guess
-(PLL per piece above :math:`-(1 - 0.05) \log V`); an untrained model sits at :math:`-\log V`."""
+r"""A model must predict the text's pieces at least this share of :math:`\log V` better than a
+uniform guess (PLL per piece above :math:`-(1 - 0.05) \log V`); an untrained model sits at
+:math:`-\log V`."""
 MIN_CONTEXT_GAIN = 0.0
-"""Nats per piece by which the context must improve the model's prediction of the text's pieces (its PLL per
-piece minus its prediction with the whole sentence masked)."""
+"""Nats per piece by which the context must improve the model's prediction of the text's pieces (its
+PLL per piece minus its prediction with the whole sentence masked)."""
 MIN_WORDS_LANGUAGE = 30
 """The prediction rules apply to samples of at least this many words."""
 PLL_SAMPLE_PIECES = 160
-"""The PLL per piece is measured on the first sentences holding about this many pieces (one forward pass each)."""
+"""The PLL per piece is measured on the first sentences holding about this many pieces (one forward
+pass each)."""
 
 _UNK_SPELLINGS = ("[UNK]", "<unk>", "<UNK>", "[unk]", "<|unk|>")
 
 
 class Admonition:
-    """A warning box for a page: HTML (``<div class="admonition warning">``, what the book renders) and
-    MyST Markdown (a ``{warning}`` directive); ``str()`` is the plain text."""
+    """A warning box for a page: HTML (``<div class="admonition warning">``, what the book renders)
+    and MyST Markdown (a ``{warning}`` directive); ``str()`` is the plain text."""
 
     def __init__(self, text: str, kind: str = "warning", title: str | None = None):
         self.text, self.kind, self.title = text, kind, title or kind.capitalize()
@@ -156,8 +160,9 @@ class Fit:
                 f"{'; '.join(self.problems)}")
 
     def admonition(self, always: bool = False) -> Admonition | None:
-        """The fit as a box for the page: a warning when a rule is broken and the run was allowed anyway
-        (``display(fit.admonition())``), else None (or, with ``always``, a note with the numbers)."""
+        """The fit as a box for the page: a warning when a rule is broken and the run was allowed
+        anyway (``display(fit.admonition())``), else None (or, with ``always``, a note with the
+        numbers)."""
         if self.problems:
             return Admonition(f"{self.message()}. This page ran anyway because allow_unknown is set: its numbers "
                               f"are about a model reading text it does not know, and mean little.",
@@ -178,7 +183,8 @@ def _unk_id(lm) -> int | None:
 
 
 def _token_ids(lm, sentence) -> tuple[list[str], list[list[int | None]]]:
-    """The surface tokens of a sentence (a Sentence, a word list or a plain string) and each one's ids."""
+    """The surface tokens of a sentence (a Sentence, a word list or a plain string) and each one's
+    ids."""
     if isinstance(sentence, str):
         encode_text = getattr(lm, "encode_text", None)
         if encode_text is not None:
@@ -201,11 +207,12 @@ def _token_ids(lm, sentence) -> tuple[list[str], list[list[int | None]]]:
 
 
 def _pll_per_piece(lm, encoded: list[list[int]], budget: int) -> tuple[float, float] | tuple[None, None]:
-    """Mean log q(x_t | rest) over the pieces of the first sentences (about ``budget`` pieces), and the
-    same pieces' mean log q(x_t) with the whole sentence masked (one more forward pass a sentence)."""
+    """Mean log q(x_t | rest) over the pieces of the first sentences (about ``budget`` pieces), and
+    the same pieces' mean log q(x_t) with the whole sentence masked (one more forward pass a
+    sentence)."""
     total, free, count = 0.0, 0.0, 0
 
-    def score(logits, ids):               # log-probabilities of ids; an impossible piece counts -50 nats
+    def score(logits, ids):  # log-probabilities of ids; an impossible piece counts -50 nats
         logp = logits.double().log_softmax(-1)[list(range(len(ids))), list(ids)]
         return float(logp[logp.isfinite()].sum()) - 50.0 * int((~logp.isfinite()).sum())
 
@@ -232,7 +239,8 @@ def measure_fit(lm, sentences: Iterable, *, pll: bool = True,
     ----------
     lm : MaskedLM
     sentences : iterable
-        :class:`~mlmbook.corpus.Sentence` objects (their surface tokens are read), word lists or plain strings.
+        :class:`~mlmbook.corpus.Sentence` objects (their surface tokens are read), word lists or
+        plain strings.
     pll : bool
         Also measure the model's own PLL per piece on the first sentences (about ``pll_pieces``
         pieces, one forward pass each, and one with the whole sentence masked); sentences with an
@@ -267,14 +275,16 @@ def measure_fit(lm, sentences: Iterable, *, pll: bool = True,
     share = n_unknown / n_pieces if n_pieces else 0.0
     try:
         per_piece, free = _pll_per_piece(lm, known_rows, pll_pieces) if pll and known_rows else (None, None)
-    except NotImplementedError:          # a tokenizer alone (a build's check of the toy model): no predictions
+    # a tokenizer alone (a build's check of the toy model): no predictions
+    except NotImplementedError:
         per_piece, free = None, None
     return Fit(share, n_unknown, n_pieces, n_wunk, n_words, tuple(examples), per_piece, free,
                math.log(max(getattr(lm, "V", 2), 2)), n_sent)
 
 
 def unknown_share(lm, sentences: Iterable) -> Fit:
-    """The share of unknown-token pieces ``lm`` gives on ``sentences`` (:func:`measure_fit` without the PLL).
+    """The share of unknown-token pieces ``lm`` gives on ``sentences`` (:func:`measure_fit` without
+    the PLL).
 
     A model without an unknown token (the exact oracle) reports words it cannot encode as unknown,
     one piece each.
@@ -293,12 +303,14 @@ class FitRules:
     min_gain_share : float
         The PLL per piece must be above ``-(1 - min_gain_share) * log V``.
     min_context_gain : float
-        The PLL per piece minus the context-free prediction of the same pieces must be at least this (nats).
+        The PLL per piece minus the context-free prediction of the same pieces must be at least this
+        (nats).
     min_words : int
         The prediction rules apply to samples of at least this many words.
     pll : bool or ``"auto"``
-        Measure the PLL per piece (about :data:`PLL_SAMPLE_PIECES` forward passes): always (True), never
-        (False: the prediction rules are not applied), or when the prediction rules apply (``"auto"``).
+        Measure the PLL per piece (about :data:`PLL_SAMPLE_PIECES` forward passes): always (True),
+        never (False: the prediction rules are not applied), or when the prediction rules apply
+        (``"auto"``).
     """
 
     max_unknown: float = MAX_UNKNOWN
@@ -308,7 +320,8 @@ class FitRules:
     pll: bool | str = "auto"
 
     def judges_prediction(self, fit: Fit) -> bool:
-        """Whether the prediction rules apply to ``fit`` (enough words, not already refused for unknowns)."""
+        """Whether the prediction rules apply to ``fit`` (enough words, not already refused for
+        unknowns)."""
         return fit.n_words >= self.min_words and fit.share <= self.max_unknown
 
     def problems(self, fit: Fit) -> list[str]:

@@ -1,4 +1,5 @@
-"""The front door from a treebank to a model: the sentences a model will read, with what was left out and why.
+"""The front door from a treebank to a model: the sentences a model will read, with what was left
+out and why.
 
 :func:`read_for_model` is the one guarded path from a CoNLL-U file (or a list of sentences) to a
 masked LM, used by the research API and by the chapters alike:
@@ -9,14 +10,14 @@ masked LM, used by the research API and by the chapters alike:
    once (``lm.max_length``: 15 for the toy model, 510 for BERT) or than ``max_pieces`` is left out,
    and so is one the model cannot encode at all (a closed vocabulary);
 3. **order and limit**: file order, or shuffled by ``seed``; then the first ``limit``;
-4. **fit**: :func:`~mlmbook.corpus.fit.check_fit` on the file's first sentences the model reads whole,
-   whatever the window of words (unknown pieces, the model's predictions), which stops with one line
-   unless ``allow_unknown``.
+4. **fit**: :func:`~mlmbook.corpus.fit.check_fit` on the file's first sentences the model reads
+   whole, whatever the window of words (unknown pieces, the model's predictions), which stops with
+   one line unless ``allow_unknown``.
 
-Every count is kept (:meth:`ModelCorpus.summary` for the page), and when nothing is left the one-line
-:class:`~mlmbook.errors.TreebankError` names the file, the counts and the knob to turn. The model reads
-each sentence's surface tokens (:meth:`~mlmbook.corpus.Sentence.surface`): ``ModelCorpus.words`` are
-the word lists to give the estimators.
+Every count is kept (:meth:`ModelCorpus.summary` for the page), and when nothing is left the
+one-line :class:`~mlmbook.errors.TreebankError` names the file, the counts and the knob to turn. The
+model reads each sentence's surface tokens (:meth:`~mlmbook.corpus.Sentence.surface`):
+``ModelCorpus.words`` are the word lists to give the estimators.
 """
 from __future__ import annotations
 
@@ -34,8 +35,8 @@ from .sentence import PUNCT_TAGS, Sentence, Surface, encode, remove_punct
 __all__ = ["ModelCorpus", "Window", "read_for_model", "scored_words", "model_window", "FIT_SAMPLE"]
 
 FIT_SAMPLE = 200
-"""The fit check reads the file's first this many sentences that the model reads whole, in any window of
-words (enough for its rules, quick on any treebank, and one verdict for every window)."""
+"""The fit check reads the file's first this many sentences that the model reads whole, in any
+window of words (enough for its rules, quick on any treebank, and one verdict for every window)."""
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,8 @@ class Window:
     Attributes
     ----------
     min_words, max_words : int
-        Scored (non-punctuation) words of a sentence; ``max_words=None``: no bound but the model's window.
+        Scored (non-punctuation) words of a sentence; ``max_words=None``: no bound but the model's
+        window.
     max_pieces : int, optional
         At most this many pieces (the model's ``max_length`` is always a bound).
     drop_punct : bool
@@ -67,12 +69,14 @@ class Window:
 
 
 def scored_words(sentence: Sentence) -> int:
-    """Words of a sentence that an analysis scores: all but punctuation (every word without tags)."""
+    """Words of a sentence that an analysis scores: all but punctuation (every word without
+    tags)."""
     return sum(u not in PUNCT_TAGS for u in sentence.upos) if sentence.upos else len(sentence)
 
 
 def model_window(lm, max_pieces: int | None = None) -> int:
-    """The most pieces a sentence may have: the model's ``max_length``, or ``max_pieces`` if smaller."""
+    """The most pieces a sentence may have: the model's ``max_length``, or ``max_pieces`` if
+    smaller."""
     limit = int(getattr(lm, "max_length", 10 ** 9))
     return limit if max_pieces is None else min(limit, int(max_pieces))
 
@@ -100,7 +104,8 @@ class ModelCorpus:
     n_outside_words : int
         Left out for their number of words (outside ``min_words..max_words``).
     n_outside_window : int
-        Left out because the model cannot read them whole (more than ``max_pieces`` pieces, or not encodable).
+        Left out because the model cannot read them whole (more than ``max_pieces`` pieces, or not
+        encodable).
     n_cut : int
         Beyond ``limit``.
     min_words, max_words, max_pieces : int or None
@@ -127,7 +132,8 @@ class ModelCorpus:
 
     @property
     def words(self) -> list[Surface]:
-        """Each sentence as the estimators take it: its words, remembering the surface tokens the model reads."""
+        """Each sentence as the estimators take it: its words, remembering the surface tokens the
+        model reads."""
         return [s.surface() for s in self.sentences]
 
     @property
@@ -136,8 +142,8 @@ class ModelCorpus:
         return [s.tokens for s in self.sentences]
 
     def summary(self) -> str:
-        """One line for the page: ``kept 16 of 2077 sentences of FILE (1900 outside 3–10 words, 40 longer than
-        15 pieces, 121 beyond the first 16)``."""
+        """One line for the page: ``kept 16 of 2077 sentences of FILE (1900 outside 3–10 words, 40
+        longer than 15 pieces, 121 beyond the first 16)``."""
         window = (f"{self.min_words}–{self.max_words}" if self.max_words is not None else f"at least {self.min_words}")
         parts = [f"{self.n_outside_words} outside {window} words"]
         if self.n_outside_window:
@@ -147,7 +153,8 @@ class ModelCorpus:
         return f"kept {len(self.sentences)} of {self.n_read} sentences of {self.name} ({'; '.join(parts)})"
 
     def admonition(self) -> Admonition | None:
-        """The fit warning as a box for the page (``display(corpus.admonition())``), or None when the model fits."""
+        """The fit warning as a box for the page (``display(corpus.admonition())``), or None when
+        the model fits."""
         return self.fit.admonition() if self.fit is not None else None
 
 
@@ -164,7 +171,8 @@ def _read(treebank) -> tuple[list[Sentence], str, Path | None]:
 
 def read_for_model(lm, treebank: str | os.PathLike | Sequence[Sentence], window: Window | None = None, *,
                    limit: int | None = None, seed: int | None = None, allow_unknown: bool = False) -> ModelCorpus:
-    """The sentences of a treebank that ``lm`` will read, through the length policy and the fit check.
+    """The sentences of a treebank that ``lm`` will read, through the length policy and the fit
+    check.
 
     Parameters
     ----------
@@ -190,7 +198,8 @@ def read_for_model(lm, treebank: str | os.PathLike | Sequence[Sentence], window:
     Raises
     ------
     TreebankError
-        The file cannot be found or read, or no sentence is left (one line, with the counts and the knob).
+        The file cannot be found or read, or no sentence is left (one line, with the counts and the
+        knob).
     DataFitError
         The model does not fit the sentences (:func:`~mlmbook.corpus.fit.check_fit`).
 
@@ -233,9 +242,10 @@ def read_for_model(lm, treebank: str | os.PathLike | Sequence[Sentence], window:
         raise TreebankError(f"{what} in {where} ({len(read)} read: {len(sents) - len(in_words)} outside {words} "
                             f"words, {outside_window} longer than {pieces} pieces); give a treebank with such "
                             f"sentences{knob}")
-    corpus = ModelCorpus(kept, name, len(read), len(sents) - len(in_words), outside_window, cut, window.min_words,
-                         window.max_words, pieces, path=path)
-    # the fit is judged on the file's first sentences the model reads whole, whatever the window of words:
+    corpus = ModelCorpus(kept, name, len(read), len(sents) - len(in_words), outside_window, cut,
+                         window.min_words, window.max_words, pieces, path=path)
+    # the fit is judged on the file's first sentences the model reads whole, whatever the window of
+    # words:
     # the same verdict for every window (the kept sentences when the file holds none)
     sample = [s for s in sents[:4 * FIT_SAMPLE] if (_length(lm, s) or pieces + 1) <= pieces][:FIT_SAMPLE]
     corpus.fit = check_fit(lm, sample or kept[:FIT_SAMPLE], treebank=name, allow=allow_unknown)

@@ -18,8 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Iterable, Sequence
 
-__all__ = ["Sentence", "Multiword", "Edge", "Surface", "encode", "model_words", "edges_from_heads", "remove_punct",
-           "filter_length", "PUNCT_TAGS"]
+__all__ = ["Sentence", "Multiword", "Edge", "Surface", "encode", "model_words", "edges_from_heads",
+           "remove_punct", "filter_length", "PUNCT_TAGS"]
 
 Edge = tuple[int, int]
 
@@ -81,7 +81,8 @@ class Sentence:
 
     @property
     def tokens(self) -> list[str]:
-        """Surface tokens: words, with each multiword range replaced by its surface form (what the model reads)."""
+        """Surface tokens: words, with each multiword range replaced by its surface form (what the
+        model reads)."""
         return self.surface().tokens
 
     @property
@@ -113,7 +114,8 @@ class Surface(list):
         For each word, the index of its token; two words of one multiword token share it.
 
     Every estimator that takes "a sentence as a list of words" accepts a :class:`Surface` and then
-    feeds the model :attr:`tokens` (through :func:`encode`), while its results stay indexed by words.
+    feeds the model :attr:`tokens` (through :func:`encode`), while its results stay indexed by
+    words.
     """
 
     def __init__(self, words: Sequence[str], tokens: Sequence[str] | None = None,
@@ -135,17 +137,18 @@ class Surface(list):
 
 
 def model_words(sentence) -> list[str] | Surface:
-    """What a model reads of ``sentence``: a :class:`Sentence` as its :meth:`~Sentence.surface` (words that
-    remember their surface tokens); a :class:`Surface` or a word list as it is."""
+    """What a model reads of ``sentence``: a :class:`Sentence` as its :meth:`~Sentence.surface`
+    (words that remember their surface tokens); a :class:`Surface` or a word list as it is."""
     return sentence.surface() if isinstance(sentence, Sentence) else sentence
 
 
 def encode(lm, words) -> tuple[list[int], list[list[int]]]:
     """Token ids of a sentence and, for each **word**, the positions of its pieces.
 
-    ``words`` is a word list, a :class:`Surface` or a :class:`Sentence`. With surface tokens the model
-    reads the tokens (``lm.encode_words(tokens)``) and each word gets the pieces of its token: two words of
-    one multiword token get the same positions. For a plain word list this is ``lm.encode_words(words)``.
+    ``words`` is a word list, a :class:`Surface` or a :class:`Sentence`. With surface tokens the
+    model reads the tokens (``lm.encode_words(tokens)``) and each word gets the pieces of its token:
+    two words of one multiword token get the same positions. For a plain word list this is
+    ``lm.encode_words(words)``.
     """
     words = model_words(words)
     tokens = getattr(words, "tokens", None)

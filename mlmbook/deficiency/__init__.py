@@ -6,9 +6,10 @@ that never reads ``[MASK]`` — does not. Chapter 4 measures that claim with com
 matrices of the **same number of rows** drawn from the **same sentences**:
 
 1. *what the* ``[MASK]`` *rows add* — one masked input, its real-token rows against all its rows;
-2. *what* ``[MASK]`` *in the input does to the real tokens* — the same real tokens, clean and masked input;
-3. *MLM against MAE-LM* — the real tokens of clean inputs, as a downstream task sees them, and the same
-   comparison against an MLM matched in fit or in depth, and at a larger ``[MASK]`` share.
+2. *what* ``[MASK]`` *in the input does to the real tokens* — the same real tokens, clean and masked
+   input;
+3. *MLM against MAE-LM* — the real tokens of clean inputs, as a downstream task sees them, and the
+   same comparison against an MLM matched in fit or in depth, and at a larger ``[MASK]`` share.
 
 =================  =====================================================================================
 module             what
@@ -44,8 +45,8 @@ from .seeds import (
 )
 from .truth import Truth
 
-__all__ = ["ROWS_PER_DIM", "CONDITIONS", "Sample", "sentences_for", "make_sample", "Geometry", "geometry", "encode",
-           "Truth",
-           "SeedRows", "seed_rows", "difference", "describe_seeds", "WidthRow", "width_panel", "SIGN_LABELS",
-           "sign_change", "FAIL_MARGIN", "Stability", "training_failures", "EARLIER",
+__all__ = ["ROWS_PER_DIM", "CONDITIONS", "Sample", "sentences_for", "make_sample", "Geometry",
+           "geometry", "encode", "Truth",
+           "SeedRows", "seed_rows", "difference", "describe_seeds", "WidthRow", "width_panel",
+           "SIGN_LABELS", "sign_change", "FAIL_MARGIN", "Stability", "training_failures", "EARLIER",
            "Agreement", "agreement", "widths_text"]

@@ -1,12 +1,14 @@
-r"""Chapter 4's downstream measurement: number agreement read from each encoder, by a probe and by fine-tuning.
+r"""Chapter 4's downstream measurement: number agreement read from each encoder, by a probe and by
+fine-tuning.
 
-The question (Q6) is answered by a **linear probe on frozen features** (:func:`mlmbook.downstream.probe_agreement`):
-nothing in it is random, so the spread between pretraining seeds is the encoders' own. Fine-tuning the
-whole encoder (:func:`mlmbook.downstream.finetune_encoder`) is what a user of the model would do, but its
-result moves with its own noise as well (a spread of 0.14 accuracy between seeds in the full reference of
-the fourth edition, which would have needed about a hundred seeds); it runs on the first seeds only, as a
-description. Both read the same examples: ordinary sentences to learn from, and held-out ordinary and
-attractor sentences (:func:`mlmbook.downstream.agreement_task`).
+The question (Q6) is answered by a **linear probe on frozen features**
+(:func:`mlmbook.downstream.probe_agreement`): nothing in it is random, so the spread between
+pretraining seeds is the encoders' own. Fine-tuning the whole encoder
+(:func:`mlmbook.downstream.finetune_encoder`) is what a user of the model would do, but its result
+moves with its own noise as well (a spread of 0.14 accuracy between seeds in the full reference of
+the fourth edition, which would have needed about a hundred seeds); it runs on the first seeds only,
+as a description. Both read the same examples: ordinary sentences to learn from, and held-out
+ordinary and attractor sentences (:func:`mlmbook.downstream.agreement_task`).
 """
 from __future__ import annotations
 
@@ -27,7 +29,8 @@ class Agreement:
     Attributes
     ----------
     probed, tuned : dict
-        ``{(name, seed): {test: bool array}}``: the probe (every encoder), fine-tuning (the first seeds).
+        ``{(name, seed): {test: bool array}}``: the probe (every encoder), fine-tuning (the first
+        seeds).
     n_probe_train, n_ft_train, n_test, ft_epochs : int
     """
 
@@ -50,14 +53,16 @@ class Agreement:
                 for k, hs in self.tuned.items()}
 
     def rows(self) -> list:
-        """One table row per encoder: its probe's accuracies, then fine-tuning's with intervals (or blanks)."""
+        """One table row per encoder: its probe's accuracies, then fine-tuning's with intervals (or
+        blanks)."""
         acc = self.accuracy()
         return [[f"{n}, seed {s}", *[f"{hs[t].mean():.3f}" for t in TESTS],
                  *([f"{acc[n, s][t].estimate:.3f} [{acc[n, s][t].low:.3f}, {acc[n, s][t].high:.3f}]" for t in TESTS]
                    if (n, s) in acc else ["", ""])] for (n, s), hs in self.probed.items()]
 
     def records(self) -> dict:
-        """The page's numbers: per-seed accuracies as text, the descriptive gaps, the protocol's sizes."""
+        """The page's numbers: per-seed accuracies as text, the descriptive gaps, the protocol's
+        sizes."""
         acc, out = self.accuracy(), {}
         names = sorted({n for n, _ in self.probed}, key=["MLM", "MAE-LM"].index)
         for n in names:
@@ -74,14 +79,14 @@ class Agreement:
         out["ft_lowest_low"] = min(iv.low for a in acc.values() for iv in a.values())
         out["ft_models_clear"] = sum(all(iv.low > 0.5 for iv in a.values()) for a in acc.values())
         out["ft_n_models"], out["ft_n_seeds"] = len(acc), len({s for _, s in acc})
-        out.update(n_probe_train=self.n_probe_train, n_probe_test=self.n_test, n_ft_train=self.n_ft_train,
-                   n_ft_test=self.n_test, n_ft_epochs=self.ft_epochs)
+        out.update(n_probe_train=self.n_probe_train, n_probe_test=self.n_test,
+                   n_ft_train=self.n_ft_train, n_ft_test=self.n_test, n_ft_epochs=self.ft_epochs)
         return out
 
 
 def agreement(models: dict, grammar, size: dict, seed: int = 0) -> Agreement:
-    """Probe every encoder of ``models`` (``{(name, seed): MaskedLM}``) and fine-tune those of the first
-    ``size["ft_seeds"]`` seeds, on examples drawn with ``seed``.
+    """Probe every encoder of ``models`` (``{(name, seed): MaskedLM}``) and fine-tune those of the
+    first ``size["ft_seeds"]`` seeds, on examples drawn with ``seed``.
 
     ``size``: ``probe_train`` and ``ft_train`` ordinary sentences to learn from, ``probe_test``
     held-out sentences of each kind, ``ft_epochs``.

@@ -14,20 +14,23 @@ from __future__ import annotations
 __all__ = ["EARLIER"]
 
 EARLIER = {
-    # the third edition's MLM/MAE-LM pair: hidden 128, 4,000 steps, three seeds; MAE-LM's seed 1 failed
+    # the third edition's MLM/MAE-LM pair: hidden 128, 4,000 steps, three seeds; MAE-LM's seed 1
+    # failed
     "h128_three_seeds": {
         "commit": "974af5d", "width": 128, "seeds": 3, "steps": 4000,
         "gap_share": (-0.0711, -0.2737, 0.0881), "gap_share_level": 0.95,
         "gap_directions": (-9.07, -35.15, 11.41), "gap_directions_level": 0.9979,
         "maelm_final_loss": (1.918, 2.675, 1.907), "mlm_final_loss": (1.855, 1.851, 1.803),
     },
-    # the fourth edition's knob: width 32, 800 steps; slopes per unit of [MASK] share, family level 99.79 %
+    # the fourth edition's knob: width 32, 800 steps; slopes per unit of [MASK] share, family level
+    # 99.79 %
     "knob_w32": {
         "commit": "5d78747", "width": 32, "steps": 800, "seeds": 3, "level": 0.9979,
         "shares": (0.12, 0.24, 0.36, 0.45, 0.48),
         "deficiency_slope": (-0.0521, -0.0991, 0.0175), "mask_adds_slope": (0.0146, 0.0066, 0.0219),
     },
-    # the fourth edition's fair match, at the knob's width 32 (share of the width, layer 2; family level)
+    # the fourth edition's fair match, at the knob's width 32 (share of the width, layer 2; family
+    # level)
     "controls_w32": {
         "commit": "5d78747", "width": 32, "steps": 800, "seeds": 3, "level": 0.9979, "long_factor": 1.1,
         "fit_matched": (-0.0231, -0.0363, -0.0040), "depth_matched": (0.0216, 0.0067, 0.0382),

@@ -1,4 +1,5 @@
-"""Chapter 4's figures, drawn from the numbers it records (the chapter's cells stay a line or two each).
+"""Chapter 4's figures, drawn from the numbers it records (the chapter's cells stay a line or two
+each).
 
 Every function takes plain numbers (or :class:`~mlmbook.stats.Interval` objects), draws with the
 book's style (:mod:`mlmbook.plotting`: column width, fonts, legends placed where they cover no data,
@@ -29,8 +30,8 @@ def _layer_ticks(ax, n_layers: int):
 
 
 def training(history: dict, bayes: float):
-    """Held-out loss during pretraining: ``history[(name, seed)] = {"steps": [...], "eval_loss": [...]}``,
-    with the exact Bayes-optimal loss as a dashed line."""
+    """Held-out loss during pretraining: ``history[(name, seed)] = {"steps": [...], "eval_loss":
+    [...]}``, with the exact Bayes-optimal loss as a dashed line."""
     fig, ax = plotting.figure(height=3.0)
     shown = set()
     for (name, _), h in sorted(history.items()):
@@ -45,8 +46,9 @@ def training(history: dict, bayes: float):
 
 
 def layers(by_layer: dict, labels: dict):
-    """Like-with-like differences by layer: ``by_layer[(key, kind)]`` a list of intervals per layer, kind
-    ``"entropy"`` (left panel) or ``"entropy_centred"`` (right); ``labels[key]`` its legend entry."""
+    """Like-with-like differences by layer: ``by_layer[(key, kind)]`` a list of intervals per layer,
+    kind ``"entropy"`` (left panel) or ``"entropy_centred"`` (right); ``labels[key]`` its legend
+    entry."""
     markers = "os^v"
     colors = [plotting.PALETTE[c] for c in ("miss", "mlm", "hit", "extra")]
     fig, axes = plotting.figure(1, 2, height=3.5, sharey=True)
@@ -66,8 +68,9 @@ def layers(by_layer: dict, labels: dict):
 
 
 def mask_subspace(angles_deg, overlap_ivs):
-    """Left: principal angles between the ``[MASK]`` and the real-token subspace; right: the ``[MASK]``
-    rows' share of energy inside the real tokens' top directions minus held-out real rows', by layer."""
+    """Left: principal angles between the ``[MASK]`` and the real-token subspace; right: the
+    ``[MASK]`` rows' share of energy inside the real tokens' top directions minus held-out real
+    rows', by layer."""
     fig, (a1, a2) = plotting.figure(1, 2, height=3.2)
     a1.plot(np.arange(1, len(angles_deg) + 1), angles_deg, "o-", ms=3, color=plotting.PALETTE["miss"])
     a1.axhline(90, color=plotting.PALETTE["muted"], lw=1)
@@ -81,7 +84,8 @@ def mask_subspace(angles_deg, overlap_ivs):
 
 
 def spectra(curves: dict, eps: float, title: str):
-    """The energy outside the top k directions, ``curves[label] = (1 - c_k array, eps-rank)``, log scale."""
+    """The energy outside the top k directions, ``curves[label] = (1 - c_k array, eps-rank)``, log
+    scale."""
     styles = ("-", "--", ":")
     fig, ax = plotting.figure(height=3.2)
     for (label, (rest, k)), ls in zip(curves.items(), styles):
@@ -98,23 +102,23 @@ def spectra(curves: dict, eps: float, title: str):
 
 
 def dose_response(shares, deficiency: dict, kl: dict):
-    """Dose–response at one width. Left: the deficiency (MAE-LM minus MLM, share of the width) of each
-    seed, ``deficiency[share] = {seed: value}``, with the seeds' mean joined; right: the fit,
+    """Dose–response at one width. Left: the deficiency (MAE-LM minus MLM, share of the width) of
+    each seed, ``deficiency[share] = {seed: value}``, with the seeds' mean joined; right: the fit,
     ``kl[(name, share)]`` an interval of the KL to the truth."""
     fig, (a1, a2) = plotting.figure(1, 2, height=3.3)
     shares = list(shares)
     for s in sorted({s for v in deficiency.values() for s in v}):
-        a1.plot(shares, [deficiency[x][s] for x in shares], "o:", ms=4, color=COLORS["MAE-LM"], alpha=0.6,
-                label="one seed" if s == 0 else None)
-    a1.plot(shares, [np.mean(list(deficiency[x].values())) for x in shares], "s-", color=COLORS["MAE-LM"],
-            lw=2, label="mean over seeds")
+        a1.plot(shares, [deficiency[x][s] for x in shares], "o:", ms=4, color=COLORS["MAE-LM"],
+                alpha=0.6, label="one seed" if s == 0 else None)
+    a1.plot(shares, [np.mean(list(deficiency[x].values())) for x in shares], "s-",
+            color=COLORS["MAE-LM"], lw=2, label="mean over seeds")
     a1.axhline(0, color=plotting.PALETTE["muted"], lw=1)
     a1.set_xlabel("[MASK] share of input tokens")
     a1.set_ylabel("rank gap / width")
     plotting.place_legend(a1)
     for k, name in enumerate(("MLM", "MAE-LM")):
-        _bars(a2, np.array(shares) + 0.006 * k, [kl[name, x] for x in shares], fmt="o-", color=COLORS[name],
-              label=name)
+        _bars(a2, np.array(shares) + 0.006 * k, [kl[name, x] for x in shares], fmt="o-",
+              color=COLORS[name], label=name)
     a2.axhline(0, color=plotting.PALETTE["truth"], ls="--", lw=1, label="truth")
     a2.set_xlabel("[MASK] share of input tokens")
     a2.set_ylabel("KL to the truth (nats)")
@@ -123,21 +127,21 @@ def dose_response(shares, deficiency: dict, kl: dict):
 
 
 def widths(rows, kl: dict, earlier=None):
-    """The robustness panel. Left: MAE-LM minus MLM (share of the width) at each width, every seed a dot
-    and the interval over seeds (a hollow marker where it rests on one model); ``earlier = (width,
-    (estimate, low, high), label)`` adds an earlier edition's interval. Right: each kind's KL to the
-    truth by width, ``kl[(name, width)]``."""
+    """The robustness panel. Left: MAE-LM minus MLM (share of the width) at each width, every seed a
+    dot and the interval over seeds (a hollow marker where it rests on one model); ``earlier =
+    (width, (estimate, low, high), label)`` adds an earlier edition's interval. Right: each kind's
+    KL to the truth by width, ``kl[(name, width)]``."""
     fig, (a1, a2) = plotting.figure(1, 2, height=3.4)
     for k, row in enumerate(rows):
         x = np.log2(row.width)
-        a1.plot(np.full(len(row.per_seed), x) - 0.12, list(row.per_seed.values()), "o", ms=4, alpha=0.7,
-                color=COLORS["MAE-LM"], label="one seed" if k == 0 else None)
+        a1.plot(np.full(len(row.per_seed), x) - 0.12, list(row.per_seed.values()), "o", ms=4,
+                alpha=0.7, color=COLORS["MAE-LM"], label="one seed" if k == 0 else None)
         _bars(a1, [x], [row.interval], fmt="s", color=COLORS["MAE-LM"], mfc="white" if row.conditional else None,
               label="interval over seeds" if k == 0 else None)
     if earlier is not None:
         w, (e, lo, hi), label = earlier
-        a1.errorbar([np.log2(w) + 0.15], [e], yerr=[[e - lo], [hi - e]], fmt="D", capsize=3, color=COLORS["earlier"],
-                    label=label)
+        a1.errorbar([np.log2(w) + 0.15], [e], yerr=[[e - lo], [hi - e]], fmt="D", capsize=3,
+                    color=COLORS["earlier"], label=label)
     a1.axhline(0, color=plotting.PALETTE["muted"], lw=1)
     ticks = [r.width for r in rows]
     a1.set_xticks(np.log2(ticks), [str(t) for t in ticks])

@@ -34,7 +34,8 @@ input; all tokens (real and ``[MASK]``) of the masked input."""
 
 @dataclass(frozen=True)
 class Sample:
-    """Sentences, one masking draw and the blocks of rows every model of a comparison is measured on.
+    """Sentences, one masking draw and the blocks of rows every model of a comparison is measured
+    on.
 
     Attributes
     ----------
@@ -79,9 +80,9 @@ def sentences_for(lm, n: int, treebank=None, seed: int = 0, window: tuple = (2, 
     """The sentences a rank analysis reads, as word lists, and the treebank's front-door record.
 
     Without a treebank: ``n`` sentences of the toy language (seed ``seed + 10000``), and ``None``.
-    With one: the first ``n`` of its sentences that ``lm`` reads whole, shuffled by ``seed``, through
-    :func:`mlmbook.corpus.read_for_model` (the length policy and the fit check, which stops with one
-    line unless ``allow_unknown``), and its :class:`~mlmbook.corpus.ModelCorpus`
+    With one: the first ``n`` of its sentences that ``lm`` reads whole, shuffled by ``seed``,
+    through :func:`mlmbook.corpus.read_for_model` (the length policy and the fit check, which stops
+    with one line unless ``allow_unknown``), and its :class:`~mlmbook.corpus.ModelCorpus`
     (``corpus.admonition()`` is the fit warning for the page, None when the model fits).
 
     Parameters
@@ -131,13 +132,13 @@ def make_sample(lm, words, mask_rate: float, n_rows: int, seed: int = 0, max_blo
         have = sum(int((~m).sum()) for m in masked)
         raise ValueError(f"{len(rows)} sentences hold {have} unmasked tokens, fewer than the {n_rows} rows of one "
                          f"matrix: give more sentences or fewer rows per dimension")
-    used = np.sort(np.concatenate(blocks))                      # keep only the sentences the blocks hold
+    used = np.sort(np.concatenate(blocks))  # keep only the sentences the blocks hold
     new = np.full(len(rows), -1)
     new[used] = np.arange(len(used))
     kept, every = np.stack(kept), np.stack(every)
     kept[..., 0], every[..., 0] = new[kept[..., 0]], new[every[..., 0]]
-    return Sample([rows[i] for i in used], [masked[i] for i in used], kept, every, [new[b] for b in blocks],
-                  float(mask_rate), int(n_rows))
+    return Sample([rows[i] for i in used], [masked[i] for i in used], kept, every,
+                  [new[b] for b in blocks], float(mask_rate), int(n_rows))
 
 
 def _lookup(index: np.ndarray, pairs: np.ndarray) -> np.ndarray:
@@ -184,7 +185,8 @@ class Geometry:
 
 def geometry(lm, sample: Sample, eps: float = DEFAULT_EPS, overlap: bool = True, states=None,
              masked: bool = True) -> Geometry:
-    """Measure one model on ``sample``: the four effective ranks of every condition, layer and block.
+    """Measure one model on ``sample``: the four effective ranks of every condition, layer and
+    block.
 
     Parameters
     ----------
@@ -247,7 +249,8 @@ def _measure(clean, noisy, sample, eps, overlap) -> Geometry:
 
 
 def encode(lm, sample: Sample) -> tuple:
-    """The model's states of the sample's clean and masked inputs (:func:`~mlmbook.probes.collect_states`)."""
+    """The model's states of the sample's clean and masked inputs
+    (:func:`~mlmbook.probes.collect_states`)."""
     return (collect_states(lm.hidden_states, sample.rows),
             collect_states(lm.hidden_states, sample.rows, sample.masked, mask_id=lm.mask_id))
 

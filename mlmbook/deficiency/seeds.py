@@ -1,4 +1,5 @@
-r"""Training seeds as the unit: rows for the study layer, per-width panels, and how often MAE-LM fails to train.
+r"""Training seeds as the unit: rows for the study layer, per-width panels, and how often MAE-LM
+fails to train.
 
 A claim about a training recipe ("MAE-LM's real tokens use more directions than the MLM's") is a
 claim about what a *run* of the recipe gives, so its independent unit is the training seed: each
@@ -11,8 +12,8 @@ is the second method). With one seed the blocks are all there is, and an interva
 * :func:`seed_rows` flattens ``{seed: per-block values}`` into the rows the study layer takes;
 * :func:`difference` pairs two models' per-block values seed by seed;
 * :func:`describe_seeds` is the descriptive 95 % interval of the same rows (no verdict);
-* :func:`width_panel` sets a comparison side by side at several widths, each width's seeds shown, and
-  :func:`sign_change` says whether it changes sign between them, model by model;
+* :func:`width_panel` sets a comparison side by side at several widths, each width's seeds shown,
+  and :func:`sign_change` says whether it changes sign between them, model by model;
 * :func:`training_failures` counts the MAE-LM runs that ended far above their MLM twin.
 """
 from __future__ import annotations
@@ -97,8 +98,8 @@ def describe_seeds(by_seed: dict, level: float = stats.LEVEL) -> stats.Interval:
 
 @dataclass(frozen=True)
 class WidthRow:
-    """One width of a robustness panel: every seed's mean, each trained model's own interval, and the
-    interval over seeds.
+    """One width of a robustness panel: every seed's mean, each trained model's own interval, and
+    the interval over seeds.
 
     Attributes
     ----------
@@ -123,8 +124,9 @@ class WidthRow:
 
     @property
     def side(self) -> str:
-        """``"below"`` / ``"above"`` when *each* trained model's own interval lies below / above zero,
-        else ``"mixed"`` (a label for "in each of the k trained models", not a verdict on the recipe)."""
+        """``"below"`` / ``"above"`` when *each* trained model's own interval lies below / above
+        zero, else ``"mixed"`` (a label for "in each of the k trained models", not a verdict on the
+        recipe)."""
         sides = {"below" if iv.high < 0 else "above" if iv.low > 0 else "mixed" for iv in self.per_model.values()}
         return sides.pop() if len(sides) == 1 else "mixed"
 
@@ -140,9 +142,10 @@ SIGN_LABELS = ("changes sign", "keeps one sign", "has no sign that holds in ever
 
 
 def sign_change(rows: list[WidthRow]) -> str:
-    """How a comparison behaves across the widths of a panel, from each trained model's own interval:
-    ``"changes sign"`` when at some width every model is below zero and at another every model above;
-    ``"keeps one sign"`` when every width's models are all on the same side; else the third label."""
+    """How a comparison behaves across the widths of a panel, from each trained model's own
+    interval: ``"changes sign"`` when at some width every model is below zero and at another every
+    model above; ``"keeps one sign"`` when every width's models are all on the same side; else the
+    third label."""
     sides = [r.side for r in rows]
     if "below" in sides and "above" in sides:
         return SIGN_LABELS[0]
@@ -152,7 +155,8 @@ def sign_change(rows: list[WidthRow]) -> str:
 
 
 def widths_text(rows: list[WidthRow], per_seed_only: bool = False) -> str:
-    """A panel in words, width by width: ``"at width 32 -0.041 [-0.060, -0.022] of the width (seeds -0.040,
+    """A panel in words, width by width: ``"at width 32 -0.041 [-0.060, -0.022] of the width (seeds
+    -0.040,
     ...)"``, one trained pair said to be conditional on that model; ``per_seed_only``: the seeds' values
     alone, ``"-0.040, -0.035 at width 32; ..."``."""
     def seeds(row):
@@ -166,9 +170,9 @@ def widths_text(rows: list[WidthRow], per_seed_only: bool = False) -> str:
 
 
 FAIL_MARGIN = 0.3
-"""Nats: an MAE-LM run whose final held-out loss ends this far or more above its MLM twin's (the MLM of
-the same configuration and seed) has failed to train. MAE-LM normally ends 0.05–0.15 nats above its
-twin; a run that failed to train (recorded in ``EARLIER``) ended 0.82 above."""
+"""Nats: an MAE-LM run whose final held-out loss ends this far or more above its MLM twin's (the MLM
+of the same configuration and seed) has failed to train. MAE-LM normally ends 0.05–0.15 nats above
+its twin; a run that failed to train (recorded in ``EARLIER``) ended 0.82 above."""
 
 
 @dataclass(frozen=True)
@@ -200,7 +204,8 @@ class Stability:
 
 
 def training_failures(final_losses: dict, margin: float = FAIL_MARGIN) -> Stability:
-    """Count the MAE-LM runs whose final held-out loss is ``margin`` nats or more above their MLM twin's.
+    """Count the MAE-LM runs whose final held-out loss is ``margin`` nats or more above their MLM
+    twin's.
 
     Parameters
     ----------

@@ -1,4 +1,5 @@
-r"""The fit of a model to the truth: exact single-site KL on toy sentences, computed once for many models.
+r"""The fit of a model to the truth: exact single-site KL on toy sentences, computed once for many
+models.
 
 The truth has no representations to rank, so a knob or a control of chapter 4 has no exact curve for
 the rank itself; what the truth does give exactly is each model's **fit**, the mean single-site
@@ -27,7 +28,8 @@ class Truth:
         self.offset = len(SPECIAL_TOKENS) if offset is None else offset
 
     def kl(self, lm) -> np.ndarray:
-        """Each sentence's mean single-site KL from the truth to ``lm`` (nats), shape (n_sentences,)."""
+        """Each sentence's mean single-site KL from the truth to ``lm`` (nats), shape
+        (n_sentences,)."""
         from ..compare import single_site_log_probs
         out = []
         for p, lq in zip(self.p, single_site_log_probs(lm, self.sentences)):

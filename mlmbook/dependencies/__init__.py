@@ -27,10 +27,9 @@ module          what
 ``figures``     the chapter's figures, one function each (imported on its own: it needs matplotlib)
 ==============  ===========================================================================
 
-Intervals and answers come from :mod:`mlmbook.stats` (:func:`~mlmbook.stats.ratio` on the
-counts of :func:`uuas_counts`, :func:`~mlmbook.stats.describe` and the chapter's study on the rows of
-:func:`questions.uuas_rows`). Gold edges:
-:func:`mlmbook.corpus.edges_from_heads`.
+Intervals and answers come from :mod:`mlmbook.stats` (:func:`~mlmbook.stats.ratio` on the counts of
+:func:`uuas_counts`, :func:`~mlmbook.stats.describe` and the chapter's study on the rows of
+:func:`questions.uuas_rows`). Gold edges: :func:`mlmbook.corpus.edges_from_heads`.
 """
 from . import design, evaluate, mechanism, questions, regime, sample, summary, truncation
 from .baselines import (
@@ -58,9 +57,9 @@ from .trees import (
 )
 
 __all__ = [
-    "WINDOW", "pieces_to_words", "CMIGrid", "cmi_grid", "grid_rows", "gibbs_limit", "left_out_bound",
-    "truth_cmi", "cmi_gibbs", "cpmi", "cpmi_rows", "CMIScores", "cmi_scores", "cmi_candidates", "exact_prefix",
-    "undetermined",
+    "WINDOW", "pieces_to_words", "CMIGrid", "cmi_grid", "grid_rows", "gibbs_limit",
+    "left_out_bound", "truth_cmi", "cmi_gibbs", "cpmi", "cpmi_rows", "CMIScores", "cmi_scores",
+    "cmi_candidates", "exact_prefix", "undetermined",
     "decode", "symmetrize", "maximum_spanning_tree", "eisner", "tree_from_scores",
     "uuas", "uuas_counts", "sentence_uuas",
     "adjacent_edges", "random_tree_edges", "random_projective_tree", "prufer_to_edges",

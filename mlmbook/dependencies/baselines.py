@@ -84,8 +84,9 @@ def random_projective_tree(n: int, rng=None) -> set[Edge]:
 
 def random_counts(n_words: Sequence[int], gold_edges: Sequence[set], seed: int = 0,
                   draws: int = 20) -> tuple[np.ndarray, np.ndarray]:
-    """The random baseline's ``(correct, gold)`` per sentence of ``n_words`` words: gold edges found by a
-    uniformly random spanning tree, averaged over ``draws`` trees per sentence (so ``correct`` is fractional)."""
+    """The random baseline's ``(correct, gold)`` per sentence of ``n_words`` words: gold edges found
+    by a uniformly random spanning tree, averaged over ``draws`` trees per sentence (so ``correct``
+    is fractional)."""
     rng = np.random.default_rng(seed)
     found = [uuas_counts([random_tree_edges(int(n), rng) for n in n_words], gold_edges)[0] for _ in range(draws)]
     return np.mean(found, axis=0), np.array([len(g) for g in gold_edges])

@@ -28,15 +28,16 @@ __all__ = ["gibbs_limit", "CMIGrid", "cmi_grid", "grid_rows", "truth_cmi", "left
 
 
 def _conditional(log_table: np.ndarray, axis: int) -> np.ndarray:
-    """``exp(log_table)`` normalised along ``axis``; a slice with no mass at all (every entry ``-inf``: no
-    candidate is possible given that value, which the exact oracle can say) stays all zeros."""
+    """``exp(log_table)`` normalised along ``axis``; a slice with no mass at all (every entry
+    ``-inf``: no candidate is possible given that value, which the exact oracle can say) stays all
+    zeros."""
     lse = logsumexp(log_table, axis=axis, keepdims=True)
     return np.exp(log_table - np.where(np.isfinite(lse), lse, 0.0))
 
 
 def _kernel(A: np.ndarray, B: np.ndarray) -> np.ndarray:
-    r"""The ``b``-chain's kernel :math:`A^\top B`; a value from which the candidates offer no move (a zero
-    slice of :func:`_conditional`) stays where it is, so every row sums to one."""
+    r"""The ``b``-chain's kernel :math:`A^\top B`; a value from which the candidates offer no move
+    (a zero slice of :func:`_conditional`) stays where it is, so every row sums to one."""
     K = A.T @ B
     K[np.diag_indices_from(K)] += np.clip(1.0 - K.sum(axis=1), 0.0, None)
     return K
@@ -108,7 +109,8 @@ def gibbs_limit(log_a_given_b, log_b_given_a, log_b=None) -> tuple[float, float,
 
 
 def left_out_bound(eps: float, n_values: int) -> float:
-    r"""Largest change in a mutual information that leaving out mass ``eps`` of one variable can make.
+    r"""Largest change in a mutual information that leaving out mass ``eps`` of one variable can
+    make.
 
     With :math:`Z = [\,Y \in C\,]`, :math:`P(Z = 0) = \varepsilon`, the chain rule gives
     :math:`I(X;Y) = I(X;Z) + (1-\varepsilon)\, I(X;Y \mid Z=1) + \varepsilon\, I(X;Y \mid Z=0)`,
@@ -167,8 +169,9 @@ def _candidates(logp: np.ndarray, allowed: np.ndarray, top_mass, max_candidates)
 
 
 def top_stable(values: np.ndarray, cap: int) -> np.ndarray:
-    """``np.argsort(-values, kind="stable")[:cap]`` (ties in index order) without sorting all of ``values``:
-    a partition finds the ``cap``-th largest, only those at or above it are sorted (O(V + cap log cap))."""
+    """``np.argsort(-values, kind="stable")[:cap]`` (ties in index order) without sorting all of
+    ``values``: a partition finds the ``cap``-th largest, only those at or above it are sorted
+    (O(V + cap log cap))."""
     n = len(values)
     if cap >= n:
         return np.argsort(-values, kind="stable")
@@ -182,7 +185,8 @@ def top_stable(values: np.ndarray, cap: int) -> np.ndarray:
 
 
 def _ranked(logp: np.ndarray, allowed: np.ndarray, cap: int) -> tuple[np.ndarray, np.ndarray]:
-    """The ``cap`` likeliest allowed token ids of one position (probability 0 left out), and their log-probs."""
+    """The ``cap`` likeliest allowed token ids of one position (probability 0 left out), and their
+    log-probs."""
     lp = logp[allowed]
     order = top_stable(lp, cap)
     order = order[np.isfinite(lp[order])]
@@ -192,12 +196,13 @@ def _ranked(logp: np.ndarray, allowed: np.ndarray, cap: int) -> tuple[np.ndarray
 def _share(ranked: list, total: int) -> list[int]:
     r"""How many of its ranked candidates each position of one sentence gets, ``total`` in all.
 
-    Greedy on the mass left out: the next candidate goes to the position whose candidates so far leave the
-    most of its both-masked prediction out, so the left-out masses :math:`\varepsilon_i` of the sentence's
-    positions end as equal as the budget allows (this minimises the largest of them, which sets the pairs'
-    error bounds, :func:`left_out_bound`). Every position gets at least one candidate.
+    Greedy on the mass left out: the next candidate goes to the position whose candidates so far
+    leave the most of its both-masked prediction out, so the left-out masses :math:`\varepsilon_i`
+    of the sentence's positions end as equal as the budget allows (this minimises the largest of
+    them, which sets the pairs' error bounds, :func:`left_out_bound`). Every position gets at least
+    one candidate.
     """
-    gains = []                                       # (mass left out before this candidate, position, rank)
+    gains = []  # (mass left out before this candidate, position, rank)
     for i, (_, lp) in enumerate(ranked):
         left = 1.0 - np.concatenate([[0.0], np.cumsum(np.exp(lp))[:-1]])
         gains.append(np.stack([left, np.full(len(lp), i), np.arange(len(lp))], axis=1))
@@ -308,7 +313,8 @@ def cmi_grid(lm: "MaskedLM", sentences, keep=None, window: int | None = WINDOW,
     allocate : {"sentence", "position"}
         How ``max_candidates`` alone is spent: on average per position of a sentence (default), or
         exactly at each position. Either way a pair costs ``2K + 1`` rows; a sentence's candidates
-        depend on that sentence alone (the same numbers however the sentences are split into blocks).
+        depend on that sentence alone (the same numbers however the sentences are split into
+        blocks).
     keep_joints : bool
         Keep each pair's chain joint in ``.joints``.
     progress : bool
@@ -340,7 +346,7 @@ def cmi_grid(lm: "MaskedLM", sentences, keep=None, window: int | None = WINDOW,
     both_masked = [[p, q] for _, p, q in jobs]
     for idx, lp in queries.iter_log_probs(lm, both, both_masked, progress=progress and "CMI grid: marginals"):
         for b, (lpp, lpq) in zip(idx, lp):
-            if shared:                   # keep the ranked head of each prediction; shared out per sentence below
+            if shared:  # keep the ranked head of each prediction; shared out per sentence below
                 cap = min(n_words, 8 * max_candidates)
                 ranked[jobs[b]] = (_ranked(lpp, allowed, cap), _ranked(lpq, allowed, cap))
                 continue

@@ -1,4 +1,5 @@
-r"""Hoover et al.'s (2021) contextual pointwise mutual information between the words of a sentence."""
+r"""Hoover et al.'s (2021) contextual pointwise mutual information between the words of a
+sentence."""
 from __future__ import annotations
 
 from collections import defaultdict
@@ -76,7 +77,8 @@ def cpmi(lm: "MaskedLM", sentences, keep=None, progress: bool = False) -> list:
         M = np.zeros((len(e.keep), len(e.keep)))
         for ia, a in enumerate(e.keep):
             for ib, b in enumerate(e.keep):
-                if a != b and e.pieces[a] != e.pieces[b]:       # two words of one surface token: not scored
+                # two words of one surface token: not scored
+                if a != b and e.pieces[a] != e.pieces[b]:
                     M[ia, ib] = logq[(s, a, -1)] - logq[(s, a, b)]
         mats.append(M)
     return mats

@@ -13,10 +13,10 @@ within one sentence. The chapter then reads
 * CPMI against the adjacent chain (a cheap question with a large variance) on the first
   :attr:`Sizes.corpus`.
 
-The sizes (the chapter's ``SIZES``) come from power (the questions chapter 1 declares) where
-the profile's budget of forward passes holds them, and a model's CMI uses the candidate policy of
-:func:`mlmbook.dependencies.cmi_scores` within :attr:`Sizes.grid_rows` or :attr:`Sizes.budget_models`
-forward passes.
+The sizes (the chapter's ``SIZES``) come from power (the questions chapter 1 declares) where the
+profile's budget of forward passes holds them, and a model's CMI uses the candidate policy of
+:func:`mlmbook.dependencies.cmi_scores` within :attr:`Sizes.grid_rows` or
+:attr:`Sizes.budget_models` forward passes.
 """
 from __future__ import annotations
 
@@ -37,7 +37,8 @@ __all__ = ["Sizes", "nested_order", "stratified", "Sample", "sentences"]
 
 @dataclass(frozen=True)
 class Sizes:
-    """Sentences per estimate and forward passes per CMI grid, for one profile (the chapter's ``SIZES``).
+    """Sentences per estimate and forward passes per CMI grid, for one profile (the chapter's
+    ``SIZES``).
 
     Attributes
     ----------
@@ -106,9 +107,9 @@ def nested_order(strata: Sequence[int]) -> list[int]:
 
 
 def stratified(sentences: Sequence["Sentence"], n: int) -> Scored:
-    """The first ``n`` of ``sentences`` in their length-stratified order (:func:`nested_order`, the strata the
-    numbers of scored words, their shares those among ``sentences``): a large pool gives the language's own
-    length distribution in every prefix."""
+    """The first ``n`` of ``sentences`` in their length-stratified order (:func:`nested_order`, the
+    strata the numbers of scored words, their shares those among ``sentences``): a large pool gives
+    the language's own length distribution in every prefix."""
     every = Scored.of(sentences)
     order = nested_order(every.n_words.tolist())
     return Scored.of([every.sentences[i] for i in order[:n]])
@@ -147,14 +148,14 @@ class Sample:
         return self.main if self.toy_world else self.main.head(0)
 
     def world(self, things):
-        """``things`` (settings, models, sentences of the toy world: a list, tuple or dict) on the toy world, an
-        empty one of the same kind elsewhere: the knob, control and ladder sections read their models only
-        where they apply."""
+        """``things`` (settings, models, sentences of the toy world: a list, tuple or dict) on the
+        toy world, an empty one of the same kind elsewhere: the knob, control and ladder sections
+        read their models only where they apply."""
         return things if self.toy_world else type(things)()
 
     def dmv_tags(self, grammar, n: int, max_words: int, seed: int = 0) -> list:
-        """The DMV's unlabelled training sentences (their tags, punctuation removed, 2..``max_words`` long):
-        ``n`` fresh toy sentences, or the treebank's own."""
+        """The DMV's unlabelled training sentences (their tags, punctuation removed,
+        2..``max_words`` long): ``n`` fresh toy sentences, or the treebank's own."""
         from ..corpus import remove_punct
         pool = grammar.sample(n, seed=seed + 1) if self.toy else self.read.sentences
         return [t for t in (remove_punct(x).upos for x in pool) if 2 <= len(t) <= max_words]
@@ -165,18 +166,19 @@ class Sample:
                 "mean_words": float(self.main.n_words.mean())}
 
 
-def sentences(lm: "MaskedLM", size: Sizes, seed: int = 0, treebank=None, allow_unknown: bool = False,
-              toy_model: bool = True) -> Sample:
-    """Chapter 1's sentences: toy sentences (``treebank`` None; a pool of 10 times the sentences needed) or a
-    treebank's (shuffled by ``seed``), with ``3..size.max_words`` scored words and read whole by ``lm``, put in
-    the length-stratified order. ``toy_model``: ``lm`` is the book's toy MLM. Raises the front door's one-line
-    errors (no sentence left, a model that does not fit the text unless ``allow_unknown``)."""
+def sentences(lm: "MaskedLM", size: Sizes, seed: int = 0, treebank=None,
+              allow_unknown: bool = False, toy_model: bool = True) -> Sample:
+    """Chapter 1's sentences: toy sentences (``treebank`` None; a pool of 10 times the sentences
+    needed) or a treebank's (shuffled by ``seed``), with ``3..size.max_words`` scored words and read
+    whole by ``lm``, put in the length-stratified order. ``toy_model``: ``lm`` is the book's toy
+    MLM. Raises the front door's one-line errors (no sentence left, a model that does not fit the
+    text unless ``allow_unknown``)."""
     from ..corpus import Window, read_for_model
     from ..toy import Grammar
     toy = treebank is None
     source = Grammar.load("toy").sample(10 * size.corpus, seed=seed) if toy else treebank
-    read = read_for_model(lm, source, Window(3, size.max_words, knob=None), seed=None if toy else seed,
-                          allow_unknown=allow_unknown)
+    read = read_for_model(lm, source, Window(3, size.max_words, knob=None),
+                          seed=None if toy else seed, allow_unknown=allow_unknown)
     corpus = stratified(read.sentences, size.corpus)
     return Sample(corpus, corpus.head(size.main), corpus.head(size.models),
                   "the toy language" if toy else read.name, toy, toy and toy_model, read)

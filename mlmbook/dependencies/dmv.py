@@ -328,9 +328,9 @@ class DMV:
 
 
 def dmv_trees(train_tags: Iterable[Sequence[str]], test_tags: Sequence[Sequence[str]], n_iter: int = 25) -> list[set]:
-    """The DMV baseline of chapter 1: trained by EM on the tags of unlabelled sentences (``train_tags``, and the
-    test sentences' own tags, as unsupervised parsing may), then each test sentence's best tree, as undirected
-    edges ``(i, j)``, ``i < j``."""
+    """The DMV baseline of chapter 1: trained by EM on the tags of unlabelled sentences
+    (``train_tags``, and the test sentences' own tags, as unsupervised parsing may), then each test
+    sentence's best tree, as undirected edges ``(i, j)``, ``i < j``."""
     model = DMV()
     model.fit(list(train_tags) + list(test_tags), n_iter=n_iter)
     return [{(min(d, h), max(d, h)) for d, h in enumerate(heads) if h >= 0} for heads in model.parse_many(test_tags)]

@@ -4,11 +4,11 @@ Chapter 1 asks the same two questions of every model it reads (the default MLM, 
 ladder, each knob setting, the positive control):
 
 1. **How good are its trees?** :func:`model_scores` computes its CMI (by the candidate policy of
-   :func:`~mlmbook.dependencies.cmi_scores`) and CPMI matrices, :func:`trees` reads a maximum spanning tree
-   off each, and :func:`counts` counts the gold edges each tree finds, per sentence — the unit every
-   interval resamples. Two parsers are compared by the per-sentence rows of their difference
-   (:func:`mlmbook.dependencies.questions.uuas_rows`), through the chapter's study (a primary
-   question) or :func:`mlmbook.stats.describe` (descriptive).
+   :func:`~mlmbook.dependencies.cmi_scores`) and CPMI matrices, :func:`trees` reads a maximum
+   spanning tree off each, and :func:`counts` counts the gold edges each tree finds, per sentence —
+   the unit every interval resamples. Two parsers are compared by the per-sentence rows of their
+   difference (:func:`mlmbook.dependencies.questions.uuas_rows`), through the chapter's study (a
+   primary question) or :func:`mlmbook.stats.describe` (descriptive).
 2. **Has it learned the statistics?** :func:`cmi_error` sets the model's CMI matrix beside the
    truth's, pair by pair: the correlation and the mean absolute error over the scored pairs.
    That is Zhang & Hashimoto's premise, measured directly, and it need not go with UUAS (an MLM
@@ -30,14 +30,14 @@ from .trees import decode, symmetrize, uuas_counts
 if TYPE_CHECKING:
     from ..models.base import MaskedLM
 
-__all__ = ["CMI", "CPMI", "KEYS", "model_scores", "trees", "counts", "uuas", "CMIError", "cmi_error",
-           "Report", "report", "report_of", "kl_to_world"]
+__all__ = ["CMI", "CPMI", "KEYS", "model_scores", "trees", "counts", "uuas", "CMIError",
+           "cmi_error", "Report", "report", "report_of", "kl_to_world"]
 
 CMI, CPMI = "MLM-CMI", "CPMI"
 """Names of an MLM's two score matrices."""
 
-KEYS = {"truth-CMI": "truth", "MLM-CMI": "mlm", "MLM-CMI (Gibbs)": "gibbs", "CPMI": "cpmi", "DMV": "dmv",
-        "adjacent": "adjacent", "random": "random"}
+KEYS = {"truth-CMI": "truth", "MLM-CMI": "mlm", "MLM-CMI (Gibbs)": "gibbs", "CPMI": "cpmi",
+        "DMV": "dmv", "adjacent": "adjacent", "random": "random"}
 """The record-key stem of each parser of chapter 1: ``uuas_<key>``."""
 
 
@@ -46,19 +46,21 @@ _MEMO_SIZE = 8
 
 
 def _identity(lm) -> object:
-    """What makes two loaded models the same model: the folder their weights came from (a chapter loads one
-    cached model under two names, e.g. a knob setting that is also a rung of the ladder), else the object."""
+    """What makes two loaded models the same model: the folder their weights came from (a chapter
+    loads one cached model under two names, e.g. a knob setting that is also a rung of the ladder),
+    else the object."""
     where = getattr(getattr(lm, "model", None), "name_or_path", None)
     return ("path", str(where)) if where else ("object", id(lm))
 
 
 def model_scores(lm: "MaskedLM", words, keep, window: int | None, budget_rows: int = BUDGET_ROWS,
                  with_cpmi: bool = True) -> tuple[dict, CMIScores]:
-    """``({CMI: [matrix per sentence], CPMI: [...]}, the CMI estimator)`` of ``lm`` on the sentences: CMI by
-    :func:`~mlmbook.dependencies.cmi_scores` within ``budget_rows`` forward passes, CPMI optional.
+    """``({CMI: [matrix per sentence], CPMI: [...]}, the CMI estimator)`` of ``lm`` on the
+    sentences: CMI by :func:`~mlmbook.dependencies.cmi_scores` within ``budget_rows`` forward
+    passes, CPMI optional.
 
-    The last few results are kept: the same model (by :func:`_identity`) on the same sentences with the same
-    settings is computed once per process."""
+    The last few results are kept: the same model (by :func:`_identity`) on the same sentences with
+    the same settings is computed once per process."""
     key = (_identity(lm), window, budget_rows, with_cpmi, tuple(tuple(map(str, w)) for w in words),
            tuple(tuple(k) for k in keep))
     if key in _MEMO:
@@ -74,7 +76,8 @@ def model_scores(lm: "MaskedLM", words, keep, window: int | None, budget_rows: i
 
 
 def trees(mats, projective: bool = False) -> list[set]:
-    """The tree of each score matrix: symmetrised by the larger direction, ties toward neighbours."""
+    """The tree of each score matrix: symmetrised by the larger direction, ties toward
+    neighbours."""
     return [decode(M, "max", projective=projective) for M in mats]
 
 
@@ -84,8 +87,9 @@ def counts(mats, gold_edges) -> tuple[np.ndarray, np.ndarray]:
 
 
 def uuas(c: tuple, level: float = stats.LEVEL, seed: int = 0) -> stats.Interval:
-    """UUAS with its (descriptive) interval from per-sentence ``(correct, gold)`` counts: a bootstrap over
-    sentences, never narrower than the Wilson interval of the pooled counts (:func:`mlmbook.stats.ratio`)."""
+    """UUAS with its (descriptive) interval from per-sentence ``(correct, gold)`` counts: a
+    bootstrap over sentences, never narrower than the Wilson interval of the pooled counts
+    (:func:`mlmbook.stats.ratio`)."""
     return stats.ratio(c[0], c[1], level=level, seed=seed)
 
 
@@ -112,7 +116,8 @@ def _pairs(M, T) -> tuple[np.ndarray, np.ndarray]:
 
 
 def cmi_error(model_mats, truth_mats, level: float = stats.LEVEL, seed: int = 0) -> CMIError:
-    r"""The model's CMI against the truth's, pair by pair (both symmetrised by the larger direction).
+    r"""The model's CMI against the truth's, pair by pair (both symmetrised by the larger
+    direction).
 
     With :math:`m_k, t_k` the two values of pair :math:`k` (every pair of scored words of every
     sentence), the correlation :math:`\operatorname{corr}(m, t)` and the mean absolute error
@@ -168,8 +173,8 @@ class Report:
         return trees(self.mats[method])
 
 
-def report(lm: "MaskedLM", scored, window: int | None, budget_rows: int = BUDGET_ROWS, truth_mats=None,
-           with_cpmi: bool = True) -> Report:
+def report(lm: "MaskedLM", scored, window: int | None, budget_rows: int = BUDGET_ROWS,
+           truth_mats=None, with_cpmi: bool = True) -> Report:
     """Score ``lm`` on the sentences of ``scored`` (a :class:`~mlmbook.dependencies.sample.Scored`,
     :func:`model_scores`), count each tree's gold edges, and set its CMI beside the truth's when
     ``truth_mats`` (one per sentence, at least as many) are given."""
@@ -179,8 +184,8 @@ def report(lm: "MaskedLM", scored, window: int | None, budget_rows: int = BUDGET
 
 
 def report_of(mats: dict, scores: CMIScores, scored, truth_mats=None) -> Report:
-    """The :class:`Report` of score matrices measured already (``mats[method]``: one per sentence of ``scored``,
-    or more: the first ``len(scored)`` are used)."""
+    """The :class:`Report` of score matrices measured already (``mats[method]``: one per sentence of
+    ``scored``, or more: the first ``len(scored)`` are used)."""
     n = len(scored)
     mats = {m: list(x[:n]) for m, x in mats.items()}
     c = {m: counts(M, scored.edges) for m, M in mats.items()}
@@ -189,7 +194,7 @@ def report_of(mats: dict, scores: CMIScores, scored, truth_mats=None) -> Report:
 
 
 def kl_to_world(world, lm: "MaskedLM", n_sentences: int, seed: int = 0) -> float:
-    """The model's fit to its world: mean single-site KL(truth || model) in nats over the positions of
-    ``n_sentences`` held-out sentences of ``world`` (:func:`mlmbook.compare.kl_to_truth`)."""
+    """The model's fit to its world: mean single-site KL(truth || model) in nats over the positions
+    of ``n_sentences`` held-out sentences of ``world`` (:func:`mlmbook.compare.kl_to_truth`)."""
     held = [x.words for x in world.sample(n_sentences, seed=seed)]
     return float(np.mean(np.concatenate(kl_to_truth(world, lm, held))))

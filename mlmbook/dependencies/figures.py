@@ -1,4 +1,5 @@
-r"""Chapter 1's figures: each one a function, so the page shows the call and the package the drawing.
+r"""Chapter 1's figures: each one a function, so the page shows the call and the package the
+drawing.
 
 Every function draws on a new column-wide figure (:func:`mlmbook.plotting.figure`, at most two
 panels per row) and returns it; the chapter calls ``plt.show()``. Colours follow
@@ -14,12 +15,12 @@ from .. import plotting
 from .sample import edge_relations, recall
 from .trees import symmetrize
 
-__all__ = ["COLORS", "ORDER", "shifted_conditionals", "pair", "gibbs_vs_exact", "uuas_bars", "cmi_scatter",
-           "learned", "control", "knob", "regime", "breakdown", "explorer"]
+__all__ = ["COLORS", "ORDER", "shifted_conditionals", "pair", "gibbs_vs_exact", "uuas_bars",
+           "cmi_scatter", "learned", "control", "knob", "regime", "breakdown", "explorer"]
 
 P = plotting.PALETTE
-COLORS = {"truth-CMI": P["truth"], "MLM-CMI": P["mlm"], "MLM-CMI (Gibbs)": P["mlm"], "CPMI": P["extra"],
-          "DMV": P["alt"], "adjacent": P["muted"], "random": P["muted"]}
+COLORS = {"truth-CMI": P["truth"], "MLM-CMI": P["mlm"], "MLM-CMI (Gibbs)": P["mlm"],
+          "CPMI": P["extra"], "DMV": P["alt"], "adjacent": P["muted"], "random": P["muted"]}
 """One colour per parser."""
 
 ORDER = ("truth-CMI", "MLM-CMI", "MLM-CMI (Gibbs)", "CPMI", "DMV", "adjacent", "random")
@@ -51,8 +52,8 @@ def pair(panels: Sequence[tuple], words: Sequence[str], i: int, j: int):
     ``j`` with word ``i`` masked, and given two values of word ``i``."""
     fig, axes = plotting.figure(len(panels), 1, height=2.9 * len(panels), squeeze=False)
     for ax, (title, joint, vocab, observed) in zip(axes[:, 0], panels):
-        plotting.distribution_bars(shifted_conditionals(joint, vocab, observed), vocab, top=10, ax=ax,
-                                   title=f"{title}: '{words[j]}' given '{words[i]}'")
+        plotting.distribution_bars(shifted_conditionals(joint, vocab, observed), vocab, top=10,
+                                   ax=ax, title=f"{title}: '{words[j]}' given '{words[i]}'")
     return fig
 
 
@@ -81,8 +82,8 @@ def uuas_bars(ivs: Mapping[str, object], title: str | None = None):
         iv = ivs[name]
         faint = name in ("MLM-CMI (Gibbs)", "random")
         ax.barh(row, iv.estimate, color=COLORS[name], alpha=0.55 if faint else 1)
-        ax.errorbar(iv.estimate, row, xerr=[[iv.estimate - iv.low], [iv.high - iv.estimate]], color="k",
-                    capsize=3, lw=1)
+        ax.errorbar(iv.estimate, row, xerr=[[iv.estimate - iv.low], [iv.high - iv.estimate]],
+                    color="k", capsize=3, lw=1)
     ax.set_yticks(range(len(names)), names)
     ax.invert_yaxis()
     ax.set_xlim(0, 1)
@@ -119,9 +120,9 @@ def learned(model_mats, truth_mats, edges):
 
 
 def control(sentences, truth_mats, model_mats: Mapping[str, list]):
-    """The positive control on ``sentences`` (a :class:`~mlmbook.dependencies.sample.Scored`). Left: share of
-    each relation's gold edges the truth's trees and each model's trees find. Right: :func:`cmi_scatter` of
-    the last model in ``model_mats``."""
+    """The positive control on ``sentences`` (a :class:`~mlmbook.dependencies.sample.Scored`). Left:
+    share of each relation's gold edges the truth's trees and each model's trees find. Right:
+    :func:`cmi_scatter` of the last model in ``model_mats``."""
     from .evaluate import trees
     fig, (left, right) = plotting.figure(1, 2, height=3.2)
     rels = edge_relations(sentences.gold)
@@ -146,9 +147,10 @@ def control(sentences, truth_mats, model_mats: Mapping[str, list]):
 
 
 def knob(results: Mapping[float, tuple], name: str = "selection $s$", title: str | None = None):
-    """Dose–response of a knob, the truth and the models on the same sentences: ``results[s] = (truth counts,
-    model report)`` (:func:`~mlmbook.dependencies.evaluate.report`). Left: UUAS of the truth's trees and of the
-    MLM trained at each setting. Right: each MLM's CMI correlation with its own language's truth."""
+    """Dose–response of a knob, the truth and the models on the same sentences: ``results[s] =
+    (truth counts, model report)`` (:func:`~mlmbook.dependencies.evaluate.report`). Left: UUAS of
+    the truth's trees and of the MLM trained at each setting. Right: each MLM's CMI correlation with
+    its own language's truth."""
     from .evaluate import CMI, uuas
     fig, (left, right) = plotting.figure(1, 2, height=3.2)
     xs = np.asarray(list(results), dtype=float)
@@ -177,8 +179,8 @@ def regime(points, corr: Mapping[str, object], truth_uuas: float, dmv_uuas: floa
         first = method == main
         plotting.regime_map([x.kl for x in pts], [x.uuas.estimate for x in pts], [x.uuas.low for x in pts],
                             [x.uuas.high for x in pts], ax=left, label=method.replace(" (exact)", ""),
-                            color=color, truth=truth_uuas if first else None, truth_label="truth-CMI",
-                            ylabel="UUAS")
+                            color=color, truth=truth_uuas if first else None,
+                            truth_label="truth-CMI", ylabel="UUAS")
     left.axhline(dmv_uuas, ls=":", color=P["alt"], label="DMV")
     pts = [x for x in points if x.method == main]
     plotting.place_labels(left, [(x.kl, x.uuas.estimate) for x in pts], [x.rung for x in pts], color="0.3")

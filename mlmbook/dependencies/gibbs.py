@@ -68,7 +68,7 @@ def cmi_gibbs(lm: "MaskedLM", sentences, keep=None, window: int | None = WINDOW,
     enc = encode_all(lm, sentences, keep)
     jobs = [(s, p, q) for s, e in enumerate(enc) for p, q in e.piece_pairs(window)]
     gen = torch.Generator().manual_seed(seed)
-    per_group = max(chains, int(_CHAIN_SCORES // lm.V)) // chains    # pairs whose chains run together
+    per_group = max(chains, int(_CHAIN_SCORES // lm.V)) // chains  # pairs whose chains run together
     by_length: dict = {}
     for job in jobs:
         by_length.setdefault(len(enc[job[0]].ids), []).append(job)

@@ -1,4 +1,5 @@
-r"""Why a model's trees can beat the truth's: dependence the model puts on gold edges the truth leaves at zero.
+r"""Why a model's trees can beat the truth's: dependence the model puts on gold edges the truth
+leaves at zero.
 
 The truth's CMI is exactly 0 for some gold edges (given the rest of the sentence, a determiner tells
 nothing more about its noun). A maximum spanning tree over the truth's CMI can then only find such
@@ -9,7 +10,8 @@ truth cannot. :func:`head_error` measures exactly that, per sentence (the unit o
 .. math:: d_k = \overline{\mathrm{CMI}}_{\text{model}}\{\text{gold edges of } k \text{ with truth-CMI } 0\}
           - \overline{\mathrm{CMI}}_{\text{model}}\{\text{other pairs of } k \text{ with truth-CMI } 0\}
 
-over the sentences that have pairs of both kinds, and how many of those gold edges each parser's trees find.
+over the sentences that have pairs of both kinds, and how many of those gold edges each parser's
+trees find.
 """
 from __future__ import annotations
 
@@ -73,8 +75,8 @@ def head_error(model_mats, truth_mats, gold_edges, model_trees, truth_trees, zer
         if gold_z and other_z:
             diffs.append(np.mean(gold_z) - np.mean(other_z))
     mean = (lambda x: float(np.mean(x)) if x else float("nan"))
-    return HeadError(np.asarray(diffs), mean(gold_all), mean(other_all), len(gold_all), len(other_all),
-                     int(by_model), int(by_truth))
+    return HeadError(np.asarray(diffs), mean(gold_all), mean(other_all), len(gold_all),
+                     len(other_all), int(by_model), int(by_truth))
 
 
 def truth_zeros(truth_mats, gold_edges, relations, truth_trees, min_edges: int = 5) -> dict:
@@ -83,11 +85,12 @@ def truth_zeros(truth_mats, gold_edges, relations, truth_trees, min_edges: int =
     Returns
     -------
     dict
-        ``truth_zero_on_gold`` / ``truth_zero_off_gold``: share of the gold edges / other pairs whose truth-CMI
-        is 0; ``truth_pp_zero``: the share among the prepositional attachments (``obl``, ``nmod``; absent when
-        there are none); ``truth_best_rel`` / ``truth_worst_rel`` and their ``_recall``: the relations (with at
-        least ``min_edges`` gold edges, or all when none has) whose gold edges the truth's trees find most /
-        least often, with ``_found`` and ``_edges``: the counts behind each recall.
+        ``truth_zero_on_gold`` / ``truth_zero_off_gold``: share of the gold edges / other pairs
+        whose truth-CMI is 0; ``truth_pp_zero``: the share among the prepositional attachments
+        (``obl``, ``nmod``; absent when there are none); ``truth_best_rel`` / ``truth_worst_rel``
+        and their ``_recall``: the relations (with at least ``min_edges`` gold edges, or all when
+        none has) whose gold edges the truth's trees find most / least often, with ``_found`` and
+        ``_edges``: the counts behind each recall.
     """
     on, off, pp = [], [], []
     found, total = {}, {}

@@ -1,21 +1,24 @@
-r"""Which CMI estimator a budget affords: the exact full grid where it fits, else a top-K grid with its bound.
+r"""Which CMI estimator a budget affords: the exact full grid where it fits, else a top-K grid with
+its bound.
 
-The exact grid of :func:`~mlmbook.dependencies.cmi_grid` costs :math:`2V' + 1` forward passes per pair of
-pieces (:math:`V'` the non-special tokens): a few hundred for the toy vocabulary, 61,000 for BERT's. One rule,
-used by chapter 1 and by :func:`mlmbook.dependency_trees` alike, so that the two cannot disagree:
+The exact grid of :func:`~mlmbook.dependencies.cmi_grid` costs :math:`2V' + 1` forward passes per
+pair of pieces (:math:`V'` the non-special tokens): a few hundred for the toy vocabulary, 61,000 for
+BERT's. One rule, used by chapter 1 and by :func:`mlmbook.dependency_trees` alike, so that the two
+cannot disagree:
 
-* the budget is per sentence (``budget_rows`` shared equally by the sentences): a
-  sentence's estimator depends on that sentence and the budget, never on the sentences scored with it;
+* the budget is per sentence (``budget_rows`` shared equally by the sentences): a sentence's
+  estimator depends on that sentence and the budget, never on the sentences scored with it;
 * if the full grid of a sentence fits its budget, compute it (exact);
-* otherwise enumerate at each position the model's own top :math:`K` candidates, :math:`K` the largest that
-  fits the sentence's budget (at least :data:`MIN_CANDIDATES`), and report the bound on each pair's error
-  that the mass left outside the candidates allows (:attr:`~mlmbook.dependencies.CMIGrid.max_error_bound`).
+* otherwise enumerate at each position the model's own top :math:`K` candidates, :math:`K` the
+  largest that fits the sentence's budget (at least :data:`MIN_CANDIDATES`), and report the bound on
+  each pair's error that the mass left outside the candidates allows
+  (:attr:`~mlmbook.dependencies.CMIGrid.max_error_bound`).
 
 A tree read off bounded scores may not be the tree of the exact scores: :func:`undetermined` says
 which trees the bounds cannot decide.
 
-:func:`exact_prefix` is the chapter's other use of the budget: how many of the first sentences the exact
-grid affords.
+:func:`exact_prefix` is the chapter's other use of the budget: how many of the first sentences the
+exact grid affords.
 """
 from __future__ import annotations
 
@@ -30,16 +33,17 @@ from .pieces import WINDOW, encode_all, non_special
 if TYPE_CHECKING:
     from ..models.base import MaskedLM
 
-__all__ = ["CMIScores", "cmi_scores", "cmi_candidates", "exact_prefix", "undetermined", "BUDGET_ROWS",
-           "SENTENCE_ROWS", "MIN_CANDIDATES"]
+__all__ = ["CMIScores", "cmi_scores", "cmi_candidates", "exact_prefix", "undetermined",
+           "BUDGET_ROWS", "SENTENCE_ROWS", "MIN_CANDIDATES"]
 
 SENTENCE_ROWS = 110_000 // 112
-"""Forward passes a sentence's CMI grid may spend by default: chapter 1's full profile's budget per sentence
-(110,000 passes on 112 sentences; a test holds the two together)."""
+"""Forward passes a sentence's CMI grid may spend by default: chapter 1's full profile's budget per
+sentence (110,000 passes on 112 sentences; a test holds the two together)."""
 BUDGET_ROWS = SENTENCE_ROWS
 """The research API's default CMI budget, per sentence (:data:`SENTENCE_ROWS`)."""
 MIN_CANDIDATES = 10
-"""The smallest top-K grid: below it the bound says little; a budget that affords less is exceeded."""
+"""The smallest top-K grid: below it the bound says little; a budget that affords less is
+exceeded."""
 
 
 @dataclass
@@ -81,25 +85,25 @@ class CMIScores:
         return self.estimator == "exact grid"
 
     def describe(self) -> str:
-        """A label: the estimator, its cost and (top-K) its bound, e.g. ``"top-27 CMI grid, 109,230 passes,
-        bound 2.3 nats"``."""
+        """A label: the estimator, its cost and (top-K) its bound, e.g. ``"top-27 CMI grid, 109,230
+        passes, bound 2.3 nats"``."""
         if self.exact:
             return f"exact CMI grid, {self.candidates} tokens, {self.rows:,} passes"
         return f"top-{self.candidates} CMI grid, {self.rows:,} passes, bound {self.bound:.3g} nats"
 
     def summary(self, small: float = 0.1) -> dict:
-        """The numbers a page states about the estimator: ``estimator``, ``candidates``, ``rows``, ``pairs``,
-        ``rows_per_pair``, the pairs' error bounds (``bound_max``, ``bound_median``, ``bound_share_small``: the
-        share of pairs whose bound is below ``small`` nats), ``k_min``, the fewest candidates any sentence got
-        (:data:`MIN_CANDIDATES` when a sentence's budget afforded fewer and was exceeded; every token for an
-        exact grid), ``tv_median``, the median total variation between the chain's long-run law and the
-        model's both-masked prediction, and ``undetermined``, the trees the bounds cannot decide
-        (:func:`undetermined`)."""
+        """The numbers a page states about the estimator: ``estimator``, ``candidates``, ``rows``,
+        ``pairs``, ``rows_per_pair``, the pairs' error bounds (``bound_max``, ``bound_median``,
+        ``bound_share_small``: the share of pairs whose bound is below ``small`` nats), ``k_min``,
+        the fewest candidates any sentence got (:data:`MIN_CANDIDATES` when a sentence's budget
+        afforded fewer and was exceeded; every token for an exact grid), ``tv_median``, the median
+        total variation between the chain's long-run law and the model's both-masked prediction, and
+        ``undetermined``, the trees the bounds cannot decide (:func:`undetermined`)."""
         bounds = np.asarray(self.scores.error_bound, dtype=float)
         pairs = max(self.scores.pairs, 1)
         ks = [k for k in self.per_sentence if k is not None]
-        return {"estimator": self.estimator, "candidates": int(self.candidates), "rows": int(self.rows),
-                "k_min": int(min(ks)) if ks else int(self.candidates),
+        return {"estimator": self.estimator, "candidates": int(self.candidates),
+                "rows": int(self.rows), "k_min": int(min(ks)) if ks else int(self.candidates),
                 "pairs": int(self.scores.pairs), "rows_per_pair": self.rows / pairs, "bound_max": float(self.bound),
                 "bound_median": float(np.median(bounds)) if bounds.size else 0.0,
                 "bound_share_small": float(np.mean(bounds < small)) if bounds.size else 1.0,
@@ -112,7 +116,8 @@ def _pairs(lm: "MaskedLM", sentences, keep, window) -> int:
 
 
 def sentence_candidates(pairs: int, full: int, rows: float) -> int | None:
-    """A sentence's candidates: None (its exact grid fits ``rows``), else the largest ``K`` that fits."""
+    """A sentence's candidates: None (its exact grid fits ``rows``), else the largest ``K`` that
+    fits."""
     if pairs == 0 or pairs * (2 * full + 1) <= rows:
         return None
     return max(MIN_CANDIDATES, min(int((rows / pairs - 1) // 2), full - 1))
@@ -120,14 +125,15 @@ def sentence_candidates(pairs: int, full: int, rows: float) -> int | None:
 
 def cmi_candidates(lm: "MaskedLM", sentences, keep=None, *, budget_rows: int = BUDGET_ROWS,
                    window: int | None = WINDOW) -> int | None:
-    """The candidates per position ``budget_rows`` affords these sentences together: None for the full grid,
-    else ``K`` of a top-K grid (at least :data:`MIN_CANDIDATES`). For one sentence and its budget, this is
-    the rule :func:`cmi_scores` applies to each sentence."""
+    """The candidates per position ``budget_rows`` affords these sentences together: None for the
+    full grid, else ``K`` of a top-K grid (at least :data:`MIN_CANDIDATES`). For one sentence and
+    its budget, this is the rule :func:`cmi_scores` applies to each sentence."""
     return sentence_candidates(_pairs(lm, sentences, keep, window), len(non_special(lm)), budget_rows)
 
 
 def exact_prefix(lm: "MaskedLM", sentences, keep=None, *, budget_rows: int, window: int | None = WINDOW) -> int:
-    """How many of the first sentences the exact grid affords within ``budget_rows`` (chapter 1's ``n_grid``)."""
+    """How many of the first sentences the exact grid affords within ``budget_rows`` (chapter 1's
+    ``n_grid``)."""
     keep = [None] * len(sentences) if keep is None else keep
     per = [len(e.piece_pairs(window)) * (2 * len(non_special(lm)) + 1)
            for e in encode_all(lm, sentences, keep)]
@@ -169,7 +175,8 @@ def _merged(parts: list[tuple[list[int], CMIGrid]], n: int) -> CMIGrid:
 
 def cmi_scores(lm: "MaskedLM", sentences, keep=None, *, budget_rows: float | None = None,
                window: int | None = WINDOW, progress: bool = False) -> CMIScores:
-    r"""Zhang & Hashimoto's CMI for every pair of kept words, by the estimator each sentence's budget affords.
+    r"""Zhang & Hashimoto's CMI for every pair of kept words, by the estimator each sentence's
+    budget affords.
 
     Parameters
     ----------
@@ -202,8 +209,8 @@ def cmi_scores(lm: "MaskedLM", sentences, keep=None, *, budget_rows: float | Non
     parts = []
     for k in sorted(set(ks), key=lambda v: -1 if v is None else v):
         idx = [s for s in range(n) if ks[s] == k]
-        parts.append((idx, cmi_grid(lm, [sentences[s] for s in idx], [keep[s] for s in idx], window=window,
-                                    max_candidates=k, progress=progress)))
+        parts.append((idx, cmi_grid(lm, [sentences[s] for s in idx], [keep[s] for s in idx],
+                                    window=window, max_candidates=k, progress=progress)))
     grid = _merged(parts, n)
     total = int(round(sentence_rows * n))
     bounds = tuple(word_bounds(enc, grid))
@@ -211,18 +218,18 @@ def cmi_scores(lm: "MaskedLM", sentences, keep=None, *, budget_rows: float | Non
         return CMIScores(grid, "exact grid", full, 0.0, grid.rows, total, tuple(ks), bounds)
     weights = [(full if k is None else k, len(e.piece_pairs(window))) for k, e in zip(ks, enc)]
     mean_k = sum(k * w for k, w in weights) / max(sum(w for _, w in weights), 1)
-    return CMIScores(grid, "top-K grid", int(round(mean_k)), float(grid.max_error_bound), grid.rows, total,
-                     tuple(ks), bounds)
+    return CMIScores(grid, "top-K grid", int(round(mean_k)), float(grid.max_error_bound), grid.rows,
+                     total, tuple(ks), bounds)
 
 
 def undetermined(scores, bounds) -> list[bool]:
     r"""Which trees the pairs' error bounds cannot decide.
 
-    A maximum spanning tree is the tree of every score matrix within the bounds exactly when, for every pair
-    :math:`e` outside the tree and every tree pair :math:`f` on the tree's path between its words,
-    :math:`S_f - b_f > S_e + b_e` (the cycle property with the worst case of both bounds; :math:`S` the
-    symmetrised scores, :math:`b` the pairs' bounds). A tree for which this fails somewhere is
-    reported as undetermined: its pairs' bounds exceed the differences that decide it.
+    A maximum spanning tree is the tree of every score matrix within the bounds exactly when, for
+    every pair :math:`e` outside the tree and every tree pair :math:`f` on the tree's path between
+    its words, :math:`S_f - b_f > S_e + b_e` (the cycle property with the worst case of both bounds;
+    :math:`S` the symmetrised scores, :math:`b` the pairs' bounds). A tree for which this fails
+    somewhere is reported as undetermined: its pairs' bounds exceed the differences that decide it.
 
     Parameters
     ----------

@@ -1,17 +1,18 @@
-r"""The rows of chapter 1's primary questions (the chapter declares the six): a corpus-UUAS difference.
+r"""The rows of chapter 1's primary questions (the chapter declares the six): a corpus-UUAS
+difference.
 
 Each question is a difference of corpus UUAS between two parsers on the same sentences. The sentence
-is the unit: its contribution to the numerator is the difference of the gold edges the two trees find,
-to the denominator its gold edges (:func:`uuas_rows`), so the estimate is the corpus-UUAS difference
-and resampling keeps a sentence's edges together. Every answer is conditional on the one trained model
-of each kind (the full profile trains one).
+is the unit: its contribution to the numerator is the difference of the gold edges the two trees
+find, to the denominator its gold edges (:func:`uuas_rows`), so the estimate is the corpus-UUAS
+difference and resampling keeps a sentence's edges together. Every answer is conditional on the one
+trained model of each kind (the full profile trains one).
 
-The effect of interest is 5 UUAS points, a twentieth of the UUAS scale. It is not the papers' own gap:
-Zhang & Hashimoto's 58.74 % against 55.91 % for "a classic method" is 2.83 points, so a true gap of the
-papers' size may pass undetected (the basis says so). The planning standard deviations are the
-committed plan's (:mod:`mlmbook.plans`, ``results/plans/01_dependencies.json``): the per-sentence
-standard deviations of the same differences in the ``pilot`` profile, on sentences and models of its
-own; the sample sizes in chapter 1's ``SIZES`` come from them.
+The effect of interest is 5 UUAS points, a twentieth of the UUAS scale. It is not the papers' own
+gap: Zhang & Hashimoto's 58.74 % against 55.91 % for "a classic method" is 2.83 points, so a true
+gap of the papers' size may pass undetected (the basis says so). The planning standard deviations
+are the committed plan's (:mod:`mlmbook.plans`, ``results/plans/01_dependencies.json``): the
+per-sentence standard deviations of the same differences in the ``pilot`` profile, on sentences and
+models of its own; the sample sizes in chapter 1's ``SIZES`` come from them.
 """
 from __future__ import annotations
 

@@ -1,10 +1,11 @@
 """Chapter 1's regime map: the statistical trees of every model of a ladder beside the truth's.
 
-For each rung :func:`rung_points` takes the per-sentence gold-edge counts of its MLM-CMI and CPMI trees
-and those of the truth-CMI trees on the same sentences, and describes each: the rung's UUAS and its
-difference from the truth's, each with a 95 % interval over sentences (:func:`mlmbook.stats.describe`).
-The map is descriptive — it shows where on the ladder the trees come near the truth's, and claims no
-verdict. :func:`record_map` records every point for the page and the tests.
+For each rung :func:`rung_points` takes the per-sentence gold-edge counts of its MLM-CMI and CPMI
+trees and those of the truth-CMI trees on the same sentences, and describes each: the rung's UUAS
+and its difference from the truth's, each with a 95 % interval over sentences
+(:func:`mlmbook.stats.describe`). The map is descriptive — it shows where on the ladder the trees
+come near the truth's, and claims no verdict. :func:`record_map` records every point for the page
+and the tests.
 
 The ladder itself (which models, their KL to the truth) is :mod:`mlmbook.models.ladder`'s
 business; this module takes counts.
@@ -48,7 +49,8 @@ class RungPoint:
 
 
 def rung_points(rung: str, kl: float, counts: dict, truth: tuple, seed: int = 0) -> list[RungPoint]:
-    """Each method's UUAS on the rung and its difference from the truth-CMI trees on the same sentences.
+    """Each method's UUAS on the rung and its difference from the truth-CMI trees on the same
+    sentences.
 
     ``counts`` maps a method to ``(correct, gold)`` per sentence; ``truth`` is ``(correct, gold)``
     of the truth-CMI trees on (at least) those sentences.

@@ -44,9 +44,11 @@ class Scored:
 
     @classmethod
     def of(cls, sentences: Sequence[Sentence]) -> "Scored":
-        """The three views of ``sentences``; ``words`` remember their surface tokens (the model reads those)."""
+        """The three views of ``sentences``; ``words`` remember their surface tokens (the model
+        reads those)."""
         sentences = list(sentences)
-        gold = [remove_punct(s) if s.upos else s for s in sentences]          # no tags: every word is scored
+        # no tags: every word is scored
+        gold = [remove_punct(s) if s.upos else s for s in sentences]
         return cls(sentences, [s.surface() for s in sentences],
                    [[i for i, u in enumerate(s.upos or [""] * len(s)) if u != "PUNCT"] for s in sentences],
                    gold, [t.edges() for t in gold])
@@ -65,7 +67,8 @@ class Scored:
 
 
 def _readable(lm: "MaskedLM", s: Sentence) -> bool:
-    """Whether ``lm`` reads the sentence's surface tokens whole (within ``lm.max_length`` pieces)."""
+    """Whether ``lm`` reads the sentence's surface tokens whole (within ``lm.max_length``
+    pieces)."""
     try:
         return len(encode(lm, s)[0]) <= lm.max_length
     except (KeyError, ValueError):          # a closed vocabulary without the word
@@ -73,9 +76,10 @@ def _readable(lm: "MaskedLM", s: Sentence) -> bool:
 
 
 def pick(pool: Sequence[Sentence], lm: "MaskedLM | None", n: int, max_words: int, min_words: int = 3) -> Scored:
-    """The first ``n`` sentences of ``pool`` with ``min_words..max_words`` scored words that ``lm`` can
-    read whole (its surface tokens in at most ``lm.max_length`` pieces). Fewer than three words: every
-    parser is right. (:func:`mlmbook.corpus.read_for_model` does the same and counts what it leaves out.)
+    """The first ``n`` sentences of ``pool`` with ``min_words..max_words`` scored words that ``lm``
+    can read whole (its surface tokens in at most ``lm.max_length`` pieces). Fewer than three words:
+    every parser is right. (:func:`mlmbook.corpus.read_for_model` does the same and counts what it
+    leaves out.)
 
     Raises ``ValueError`` (one line) when no sentence of the pool qualifies."""
     out = []
@@ -93,10 +97,10 @@ def pick(pool: Sequence[Sentence], lm: "MaskedLM | None", n: int, max_words: int
 
 
 def example_pair(corpus: Scored, lm: "MaskedLM", relation: str = "nsubj", among: int | None = None):
-    """A gold edge to show a computation on: ``(k, a, b)`` — sentence ``k``, kept-word indices ``a, b`` — whose
-    two words are each one piece the model can predict (not ``[UNK]`` nor another special token), preferring
-    ``relation``; among the first ``among`` sentences (default all). None when no edge qualifies (a model
-    that knows none of the words: then show nothing)."""
+    """A gold edge to show a computation on: ``(k, a, b)`` — sentence ``k``, kept-word indices ``a,
+    b`` — whose two words are each one piece the model can predict (not ``[UNK]`` nor another
+    special token), preferring ``relation``; among the first ``among`` sentences (default all). None
+    when no edge qualifies (a model that knows none of the words: then show nothing)."""
     special = set(getattr(lm, "special_ids", [])) | {lm.mask_id}
     rels = edge_relations(corpus.gold)
     best = None
@@ -122,21 +126,23 @@ def read_treebank(treebank, max_words: int, seed: int = 0, min_words: int = 3):
     the file cannot be read or no sentence fits: the chapter never falls back to toy sentences.
     """
     from ..corpus.conllu import load_sentences, read_conllu
-    loaded = load_sentences(treebank, min_len=min_words, max_len=max_words)   # the window, in scored words
+    # the window, in scored words
+    loaded = load_sentences(treebank, min_len=min_words, max_len=max_words)
     fits = [s for s in read_conllu(loaded.path) if min_words <= sum(u != "PUNCT" for u in s.upos) <= max_words]
     order = np.random.default_rng(seed).permutation(len(fits))
     return [fits[k] for k in order], loaded
 
 
 def edge_relations(gold: Sequence[Sentence]) -> list[dict]:
-    """Per sentence, ``{edge: relation}`` with the relation's subtype dropped (``obl:tmod`` -> ``obl``)."""
+    """Per sentence, ``{edge: relation}`` with the relation's subtype dropped (``obl:tmod`` ->
+    ``obl``)."""
     return [{(min(d, h), max(d, h)): r.split(":")[0] for d, (h, r) in enumerate(zip(t.heads, t.deprels)) if h >= 0}
             for t in gold]
 
 
 def recall(pred: Sequence[set], relations: Sequence[dict], select: Callable[[int, tuple, str], bool]) -> float:
-    """Share of the gold edges ``select(sentence, edge, relation)`` picks that the trees ``pred`` contain
-    (``nan`` when it picks none)."""
+    """Share of the gold edges ``select(sentence, edge, relation)`` picks that the trees ``pred``
+    contain (``nan`` when it picks none)."""
     hit = tot = 0
     for k, rels in enumerate(relations[: len(pred)]):
         for e, r in rels.items():

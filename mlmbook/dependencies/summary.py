@@ -1,4 +1,5 @@
-"""Chapter 1's two summary tables: its numbers beside the papers', and every toy model's fit beside its trees.
+"""Chapter 1's two summary tables: its numbers beside the papers', and every toy model's fit beside
+its trees.
 
 Each row states its sample: the papers' figures are set beside this chapter's with the number of
 sentences and the interval of each, and the models' table reads every model on the same sentences.

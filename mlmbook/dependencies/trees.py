@@ -29,7 +29,8 @@ def _edge(i: int, j: int) -> Edge:
 
 
 ZERO = 1e-10
-"""Scores smaller than this in size are exact zeros up to float rounding: they tie (:func:`decode`)."""
+"""Scores smaller than this in size are exact zeros up to float rounding: they tie
+(:func:`decode`)."""
 
 
 def decode(M, how: str = "max", projective: bool = False, neighbour_bonus: float = 1e-6) -> set[Edge]:

@@ -4,11 +4,11 @@ An MLM's CMI over a large vocabulary is computed on a top-:math:`K` candidate gr
 (:func:`mlmbook.dependencies.cmi_scores`): at each position only the :math:`K` values the model
 finds likeliest with both positions masked are conditioned on, and each pair carries a bound on the
 error the mass left outside can cause (:func:`~mlmbook.dependencies.left_out_bound`). The bound is a
-worst case. On the toy language the exact answer is at hand: from the exact joint
-:math:`p(x_i, x_j \mid x_{\setminus\{i,j\}})` of a pair, :func:`truth_with_truncation` computes both the
-exact CMI and the value the top-:math:`K` grid returns when the truth's own conditionals are its rows
-(the grid's candidates from the truth's both-masked marginals; :func:`mlmbook.dependencies.cmi._grid_limit`,
-the very function the grid uses) — at the cost of the exact joints alone. :class:`TruncationCheck` then
+worst case. On the toy language the exact answer is at hand: from the exact joint :math:`p(x_i, x_j
+\mid x_{\setminus\{i,j\}})` of a pair, :func:`truth_with_truncation` computes both the exact CMI and
+the value the top-:math:`K` grid returns when the truth's own conditionals are its rows (the grid's
+candidates from the truth's both-masked marginals; :func:`mlmbook.dependencies.cmi._grid_limit`, the
+very function the grid uses) — at the cost of the exact joints alone. :class:`TruncationCheck` then
 says whether the truncated trees are the exact ones, and by how much the values and the UUAS differ.
 """
 from __future__ import annotations
@@ -51,8 +51,8 @@ def truncated_pair(joint: np.ndarray, n_i: int, n_j: int) -> tuple[float, float,
     cp = _ranked(la, np.arange(len(la)), n_i)[0]
     cq = _ranked(lb, np.arange(len(lb)), n_j)[0]
     with np.errstate(divide="ignore"):
-        a_rows = np.log(P[:, cq] / np.exp(lb[cq])).T             # row m: log p(x_i = . | x_j = cq[m])
-        b_rows = np.log(P[cp, :] / np.exp(la[cp])[:, None])      # row m: log p(x_j = . | x_i = cp[m])
+        a_rows = np.log(P[:, cq] / np.exp(lb[cq])).T  # row m: log p(x_i = . | x_j = cq[m])
+        b_rows = np.log(P[cp, :] / np.exp(la[cp])[:, None])  # row m: log p(x_j = . | x_i = cp[m])
     I_i, I_j, _, _, esc_q, esc_p = _grid_limit(a_rows, b_rows, cp, cq, lb[cq])
     left = max(1 - np.exp(la[cp]).sum(), 1 - np.exp(lb[cq]).sum(), esc_q, esc_p, 0.0)
     return I_i, I_j, float(left if left > 1e-12 else 0.0)
@@ -86,8 +86,8 @@ class TruncationCheck:
         return sum(x == y for x, y in zip(a, b))
 
     def uuas_difference(self, gold_edges) -> tuple[np.ndarray, np.ndarray]:
-        """Per sentence: gold edges found by the truncated tree minus by the exact one, and gold edges
-        (the values and weights of a corpus-UUAS difference)."""
+        """Per sentence: gold edges found by the truncated tree minus by the exact one, and gold
+        edges (the values and weights of a corpus-UUAS difference)."""
         a, b = self.trees()
         ca, g = uuas_counts(a, gold_edges[: len(a)])
         cb, _ = uuas_counts(b, gold_edges[: len(b)])
@@ -104,20 +104,21 @@ class TruncationCheck:
 
 def truth_with_truncation(grammar, sentences, keep=None, k: int = 20, window: int | None = WINDOW,
                           progress: bool = False) -> TruncationCheck:
-    r"""The truth's CMI of every pair of kept words, exact and on the grid of ``k`` candidates per position,
-    from one pass of exact joints.
+    r"""The truth's CMI of every pair of kept words, exact and on the grid of ``k`` candidates per
+    position, from one pass of exact joints.
 
-    The candidates are shared out within each sentence as :func:`~mlmbook.dependencies.cmi_grid` shares
-    them (``2k`` per pair on average, to the positions that leave the most mass out). ``exact`` is what
-    :func:`~mlmbook.dependencies.truth_cmi` returns (same joints, same window); ``truncated[a, b]`` is the
-    grid's information about word ``a`` carried by word ``b``. ``grammar`` is any world with
-    ``pair_joints`` (:class:`~mlmbook.toy.Grammar`, :class:`~mlmbook.toy.treemrf.TreeMRF`).
+    The candidates are shared out within each sentence as :func:`~mlmbook.dependencies.cmi_grid`
+    shares them (``2k`` per pair on average, to the positions that leave the most mass out).
+    ``exact`` is what :func:`~mlmbook.dependencies.truth_cmi` returns (same joints, same window);
+    ``truncated[a, b]`` is the grid's information about word ``a`` carried by word ``b``.
+    ``grammar`` is any world with ``pair_joints`` (:class:`~mlmbook.toy.Grammar`,
+    :class:`~mlmbook.toy.treemrf.TreeMRF`).
     """
     keep = [None] * len(sentences) if keep is None else keep
     n_values = len(grammar.vocab)
     exact, trunc, bounds, diffs = [], [], [], []
-    for words, kp in queries.progress_bar(zip(sentences, keep), len(sentences), "truth CMI, exact and top-K",
-                                          progress):
+    for words, kp in queries.progress_bar(zip(sentences, keep), len(sentences),
+                                          "truth CMI, exact and top-K", progress):
         kp = list(range(len(words))) if kp is None else list(kp)
         where = {w: a for a, w in enumerate(kp)}
         pairs = [(kp[a], kp[b]) for a in range(len(kp)) for b in range(a + 1, len(kp))

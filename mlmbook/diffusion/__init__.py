@@ -15,5 +15,5 @@ module          what
 from .exact import MAX_TOKENS, left_to_right, mixture, nelbo, reveal_table, truth_log_prob
 from .sample import ORDERS, confident_log_prob, distinct_share, nelbo_mc, simulate
 
-__all__ = ["MAX_TOKENS", "reveal_table", "mixture", "nelbo", "left_to_right", "truth_log_prob", "ORDERS",
-           "simulate", "confident_log_prob", "nelbo_mc", "distinct_share"]
+__all__ = ["MAX_TOKENS", "reveal_table", "mixture", "nelbo", "left_to_right", "truth_log_prob",
+           "ORDERS", "simulate", "confident_log_prob", "nelbo_mc", "distinct_share"]

@@ -1,17 +1,19 @@
-r"""Exact reveal-order quantities of one short sentence, by dynamic programming over revealed subsets.
+r"""Exact reveal-order quantities of one short sentence, by dynamic programming over revealed
+subsets.
 
 A masked LM read as a masked diffusion model generates a sentence of :math:`n` tokens by revealing
-positions one (or :math:`k`) at a time. For a fixed sentence :math:`x` every such path passes through
-*revealed subsets* :math:`S \subseteq \{0, \dots, n-1\}`, and all it needs at :math:`S` is the model's
-conditionals :math:`q(x_i \mid x_S)` at the masked positions — one masked query per subset, the
-:math:`2^n` queries of :func:`reveal_table`, batched through :mod:`mlmbook.queries`. From that table:
+positions one (or :math:`k`) at a time. For a fixed sentence :math:`x` every such path passes
+through *revealed subsets* :math:`S \subseteq \{0, \dots, n-1\}`, and all it needs at :math:`S` is
+the model's conditionals :math:`q(x_i \mid x_S)` at the masked positions — one masked query per
+subset, the :math:`2^n` queries of :func:`reveal_table`, batched through :mod:`mlmbook.queries`.
+From that table:
 
 * :func:`mixture` — the probability that the random-order sampler (a uniformly random order,
   :math:`k` positions per step, each drawn from its conditional given the revealed ones) generates
   :math:`x`; for :math:`k = 1` it is the random-order mixture
   :math:`p_{\text{mix}}(x) = \mathbb{E}_\sigma \prod_t q(x_{\sigma(t)} \mid x_{\sigma(<t)})`;
-* :func:`nelbo` — :math:`\mathbb{E}_\sigma[-\sum_t \log q(\cdot)]` in closed form: the probability that
-  a uniformly random order has revealed exactly :math:`S` after :math:`|S|` steps is
+* :func:`nelbo` — :math:`\mathbb{E}_\sigma[-\sum_t \log q(\cdot)]` in closed form: the probability
+  that a uniformly random order has revealed exactly :math:`S` after :math:`|S|` steps is
   :math:`1/\binom{n}{|S|}` and the next position is uniform on the rest, so
 
   .. math:: \mathrm{NELBO}_k(x) = -\sum_{S:\ k \mid |S|} \binom{n}{|S|}^{-1}
@@ -40,9 +42,9 @@ MAX_TOKENS = 12
 
 
 def reveal_table(lm, sentences, progress: bool = False) -> list[np.ndarray]:
-    r"""``L[S, i]`` = :math:`\log q(x_i \mid x_S)` for every revealed subset ``S`` and masked position
-    ``i`` of each sentence (token ids), NaN where ``i`` is in ``S``; one query per subset, all
-    sentences in one batched call of the query engine.
+    r"""``L[S, i]`` = :math:`\log q(x_i \mid x_S)` for every revealed subset ``S`` and masked
+    position ``i`` of each sentence (token ids), NaN where ``i`` is in ``S``; one query per subset,
+    all sentences in one batched call of the query engine.
 
     Returns
     -------
@@ -74,10 +76,10 @@ def _masked(S: int, n: int) -> list[int]:
 
 
 def mixture(L: np.ndarray, k: int = 1) -> float:
-    r""":math:`\log P_k(x)`: the probability that the random-order sampler revealing ``k`` positions per
-    step (a uniformly random ``k``-subset of the masked ones, each drawn independently from its
-    conditional given the revealed tokens) generates the sentence of table ``L`` (:func:`reveal_table`).
-    ``k = 1`` gives :math:`\log p_{\text{mix}}(x)`."""
+    r""":math:`\log P_k(x)`: the probability that the random-order sampler revealing ``k`` positions
+    per step (a uniformly random ``k``-subset of the masked ones, each drawn independently from its
+    conditional given the revealed tokens) generates the sentence of table ``L``
+    (:func:`reveal_table`). ``k = 1`` gives :math:`\log p_{\text{mix}}(x)`."""
     size, n = L.shape
     if k < 1:
         raise ValueError(f"k={k}: reveal at least one position per step")
@@ -96,14 +98,15 @@ def mixture(L: np.ndarray, k: int = 1) -> float:
 
 
 def nelbo(L: np.ndarray, k: int = 1) -> float:
-    """:math:`\\mathrm{NELBO}_k(x)` in nats (module docstring): the expected negative log-probability of
-    the sentence along a uniformly random order, ``k`` positions revealed per step."""
+    """:math:`\\mathrm{NELBO}_k(x)` in nats (module docstring): the expected negative
+    log-probability of the sentence along a uniformly random order, ``k`` positions revealed per
+    step."""
     size, n = L.shape
     total = 0.0
     for S in range(size - 1):
         m = n - bin(S).count("1")
         if (n - m) % k:
-            continue                                         # a state the k-step sampler never visits
+            continue  # a state the k-step sampler never visits
         total -= min(k, m) / m / math.comb(n, n - m) * np.nansum(L[S, _masked(S, n)])
     return float(total)
 
@@ -114,7 +117,7 @@ def left_to_right(L: np.ndarray) -> float:
 
 
 def truth_log_prob(grammar, words) -> float:
-    r""":math:`\log p(x \mid n)`: the toy language's exact probability of a sentence given its length
-    :math:`n`, what every conditional of the truth oracle conditions on."""
+    r""":math:`\log p(x \mid n)`: the toy language's exact probability of a sentence given its
+    length :math:`n`, what every conditional of the truth oracle conditions on."""
     z = grammar.pcfg.sentence_weight(grammar.encode(words)).item()
     return math.log(z) - math.log(grammar.length_probs[len(words)]) if z > 0 else -math.inf

@@ -1,4 +1,5 @@
-"""Chapter 6's figures: the bound's decomposition per sentence, and a knob with the truth beside the models."""
+"""Chapter 6's figures: the bound's decomposition per sentence, and a knob with the truth beside the
+models."""
 from __future__ import annotations
 
 import numpy as np
@@ -24,8 +25,9 @@ def bound_parts(inconsistency, rest, lengths):
 
 
 def knob_panels(noise, truth_values, model_values, seeds_fixed, seeds_uniform, labels):
-    """Left: the dependence knob, the truth's parallel-reveal error (exact per sentence, mean) over the
-    noise share, the default model's beside it at 0. Right: the training knob, one point per seed."""
+    """Left: the dependence knob, the truth's parallel-reveal error (exact per sentence, mean) over
+    the noise share, the default model's beside it at 0. Right: the training knob, one point per
+    seed."""
     fig, (a, b) = plotting.figure(1, 2, height=2.6)
     a.plot(noise, truth_values, "o-", color="k", label="truth")
     a.errorbar([0.0], [model_values.estimate], yerr=[[model_values.estimate - model_values.low],

@@ -1,4 +1,5 @@
-"""Chapter 6's measurements as functions, so that the chapter shows their idea and not their bookkeeping.
+"""Chapter 6's measurements as functions, so that the chapter shows their idea and not their
+bookkeeping.
 
 Every function takes a model behind the :class:`~mlmbook.models.base.MaskedLM` interface and returns
 plain arrays (nats; per sentence unless said otherwise) for the study layer and the figures.
@@ -12,11 +13,11 @@ from ..toy.vocab import N_SPECIAL
 from .exact import left_to_right, mixture, nelbo, reveal_table, truth_log_prob
 from .sample import ORDERS, confident_log_prob, distinct_share, nelbo_mc, simulate
 
-__all__ = ["SAMPLERS", "sentence_measures", "own_log_prob", "exact_laws", "sampler_draws", "parallel_error",
-           "recipe_measures", "real_measures"]
+__all__ = ["SAMPLERS", "sentence_measures", "own_log_prob", "exact_laws", "sampler_draws",
+           "parallel_error", "recipe_measures", "real_measures"]
 
-SAMPLERS = {"left to right": ("l2r", 1), "random order": ("random", 1), "most confident first": ("confident", 1),
-            "random, two per step": ("random", 2)}
+SAMPLERS = {"left to right": ("l2r", 1), "random order": ("random", 1),
+            "most confident first": ("confident", 1), "random, two per step": ("random", 2)}
 """The samplers the chapter compares: label -> (order, tokens per step)."""
 
 
@@ -40,7 +41,8 @@ def sentence_measures(lm, grammar, sentences) -> dict:
 
 
 def own_log_prob(lm, sentences, order: str = "random", k: int = 1) -> np.ndarray:
-    """Exact log-probability that the sampler (``order``, ``k`` per step) generates each sentence (token ids)."""
+    """Exact log-probability that the sampler (``order``, ``k`` per step) generates each sentence
+    (token ids)."""
     if order == "confident":
         return confident_log_prob(lm, sentences)
     tables = reveal_table(lm, [list(map(int, x)) for x in sentences])
@@ -49,8 +51,8 @@ def own_log_prob(lm, sentences, order: str = "random", k: int = 1) -> np.ndarray
 
 def exact_laws(models: dict, grammar, n: int = 3) -> tuple[list, dict]:
     """Each sampler's exact law over the toy language's sentences of ``n`` tokens, for each model of
-    ``models`` (name -> MaskedLM). Returns the table rows and ``{(model, sampler): (KL(p ‖ P), KL(P ‖ p) on
-    the language, mass outside it)}``."""
+    ``models`` (name -> MaskedLM). Returns the table rows and ``{(model, sampler): (KL(p ‖ P), KL(P
+    ‖ p) on the language, mass outside it)}``."""
     support = {k: v for k, v in grammar.pcfg.enumerate(n).items() if len(k) == n}
     ids = [[N_SPECIAL + int(t) for t in k] for k in support]
     p = np.array(list(support.values()))
@@ -80,16 +82,16 @@ def sampler_draws(lm, n: int, count: int, seed: int = 0) -> dict:
 
 
 def parallel_error(oracle, sentences) -> np.ndarray:
-    """Per sentence (word lists of ``oracle``'s language): :math:`(\\log P_1(x) - \\log P_2(x))/n`, one
-    against two tokens per step in random order; for an exact oracle :math:`P_1 = p`, so the mean over
-    sentences from its language is its parallel sampler's KL from the truth, per token."""
+    """Per sentence (word lists of ``oracle``'s language): :math:`(\\log P_1(x) - \\log P_2(x))/n`,
+    one against two tokens per step in random order; for an exact oracle :math:`P_1 = p`, so the
+    mean over sentences from its language is its parallel sampler's KL from the truth, per token."""
     tables = reveal_table(oracle, _ids(oracle, sentences))
     return np.array([(mixture(t) - mixture(t, k=2)) / len(w) for t, w in zip(tables, sentences)])
 
 
 def recipe_measures(model, grammar, sentences) -> tuple[np.ndarray, np.ndarray]:
-    """Per sentence: the random-order sampler's term of the KL from the truth,
-    :math:`(\\log p(x \\mid n) - \\log p_{\\text{mix}}(x))/n`, and the mean single-site KL to the truth."""
+    """Per sentence: the random-order sampler's term of the KL from the truth, :math:`(\\log p(x
+    \\mid n) - \\log p_{\\text{mix}}(x))/n`, and the mean single-site KL to the truth."""
     from ..compare import kl_to_truth
     tables = reveal_table(model, _ids(model, sentences))
     n = np.array([len(w) for w in sentences])
@@ -99,9 +101,9 @@ def recipe_measures(model, grammar, sentences) -> tuple[np.ndarray, np.ndarray]:
 
 
 def real_measures(lm, rows, orders: int, samples: int, length: int = 6, seed: int = 0) -> dict:
-    """What a model without a truth gives on token rows: ``one`` and ``two`` (the Monte Carlo NELBO per
-    token with one and two positions per step, per row), and per sampler its draws of ``length`` tokens
-    with their own :math:`-\\log P(x)` per token and the share of distinct draws."""
+    """What a model without a truth gives on token rows: ``one`` and ``two`` (the Monte Carlo NELBO
+    per token with one and two positions per step, per row), and per sampler its draws of ``length``
+    tokens with their own :math:`-\\log P(x)` per token and the share of distinct draws."""
     n = np.array([len(x) for x in rows])
     out = {"one": nelbo_mc(lm, rows, orders=orders, seed=seed).mean(axis=1) / n,
            "two": nelbo_mc(lm, rows, orders=orders, k=2, seed=seed).mean(axis=1) / n}

@@ -12,8 +12,8 @@ tokens from the model's conditionals given the tokens revealed so far. Three ord
 gives the exact probability that the confidence-ordered sampler generates a given sentence: the
 order depends only on the revealed tokens, so a sentence has one path and its probability is the
 product of the drawn tokens' conditionals along it (the random and left-to-right samplers' are in
-:mod:`mlmbook.diffusion.exact`). :func:`nelbo_mc` estimates the NELBO by Monte Carlo over orders where
-:math:`2^n` queries are too many.
+:mod:`mlmbook.diffusion.exact`). :func:`nelbo_mc` estimates the NELBO by Monte Carlo over orders
+where :math:`2^n` queries are too many.
 """
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def _pick(order: str, masked: np.ndarray, k: int, rng, logp=None) -> np.ndarray:
     if order == "random":
         keys = rng.random(masked.shape)
         return np.take_along_axis(masked, np.argsort(keys, axis=1)[:, :k], axis=1)
-    best = logp.max(axis=-1)                                 # (B, m): each position's top log-probability
+    best = logp.max(axis=-1)  # (B, m): each position's top log-probability
     first = np.argsort(-best, axis=1, kind="stable")[:, :k]
     return np.take_along_axis(masked, first, axis=1)
 
@@ -63,8 +63,8 @@ def simulate(lm, n: int, count: int, order: str = "random", k: int = 1, seed: in
 
 
 def confident_log_prob(lm, sentences) -> np.ndarray:
-    """Exact log-probability that the confidence-ordered sampler generates each sentence (token ids): the
-    product along its one path, ``n`` batched queries per length."""
+    """Exact log-probability that the confidence-ordered sampler generates each sentence (token
+    ids): the product along its one path, ``n`` batched queries per length."""
     sentences = [list(map(int, x)) for x in sentences]
     out = np.zeros(len(sentences))
     for n in sorted({len(x) for x in sentences}):
@@ -81,7 +81,7 @@ def _confident_one_length(lm, sentences) -> np.ndarray:
     for _ in range(n):
         masked = np.array([np.flatnonzero(row == lm.mask_id) for row in state])
         logp = np.stack(log_probs(lm, state.tolist(), masked.tolist()))  # (B, m, V)
-        first = np.argmax(logp.max(axis=-1), axis=1)                     # the first of the ties, as _pick
+        first = np.argmax(logp.max(axis=-1), axis=1)  # the first of the ties, as _pick
         pos = masked[np.arange(B), first]
         total += logp[np.arange(B), first, x[np.arange(B), pos]]
         state[np.arange(B), pos] = x[np.arange(B), pos]
@@ -89,9 +89,10 @@ def _confident_one_length(lm, sentences) -> np.ndarray:
 
 
 def nelbo_mc(lm, sentences, orders: int = 8, k: int = 1, seed: int = 0) -> np.ndarray:
-    """Monte Carlo NELBO (nats) of each sentence (token ids): the mean over ``orders`` uniformly random
-    orders of :math:`-\\log` the probability of the sentence along the order, ``k`` positions per
-    step. Returns ``(len(sentences), orders)``: each order's value, so that its spread is known."""
+    """Monte Carlo NELBO (nats) of each sentence (token ids): the mean over ``orders`` uniformly
+    random orders of :math:`-\\log` the probability of the sentence along the order, ``k``
+    positions per step. Returns ``(len(sentences), orders)``: each order's value, so that its
+    spread is known."""
     rng = np.random.default_rng(seed)
     rows, positions, targets, owner = [], [], [], []
     for s, ids in enumerate(sentences):
@@ -108,7 +109,7 @@ def nelbo_mc(lm, sentences, orders: int = 8, k: int = 1, seed: int = 0) -> np.nd
     groups: dict = {}
     for r, block in enumerate(positions):
         groups.setdefault(len(block), []).append(r)
-    for rs in groups.values():                       # the engine wants one number of positions per call
+    for rs in groups.values():  # the engine wants one number of positions per call
         got = log_probs(lm, [rows[r] for r in rs], [positions[r] for r in rs], targets=[targets[r] for r in rs])
         for r, a in zip(rs, got):
             s, o = owner[r]

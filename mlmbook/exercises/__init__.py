@@ -71,7 +71,8 @@ class Exercise:
 
 @dataclass(frozen=True)
 class Grade:
-    """The outcome of :func:`check`: passed, failed (with the first failing case) or not attempted."""
+    """The outcome of :func:`check`: passed, failed (with the first failing case) or not
+    attempted."""
 
     name: str
     passed: bool
@@ -159,7 +160,7 @@ def check(name: str, candidate: Callable, cases: Sequence | None = None) -> Grad
                          f"the notebook from a terminal: `python -m mlmbook.exercises check <notebook>`. "
                          f"Passing reads: ✓ {name}: {ex.what} matches the exact answer on all "
                          f"{len(cases)} cases.")
-        except Exception as e:                                    # the reader's bug, reported in one line
+        except Exception as e:  # the reader's bug, reported in one line
             return Grade(name, False, True, len(cases),
                          f"✗ {name}: case {k} of {len(cases)} raised {type(e).__name__}: {e}", {"case": k})
         if not _close(got, want, ex.tol):

@@ -15,7 +15,7 @@ from .grading import grade_file
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m mlmbook.exercises", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m mlmbook.exercises", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     lst = sub.add_parser("list", help="list the graded exercises")
     lst.add_argument("chapter", nargs="?", type=int, help="a chapter number (default: all)")

@@ -25,11 +25,11 @@ def _kl_cases():
     grammar = Grammar.load("tiny")
     cases = []
     for k, s in enumerate(grammar.sample(4, seed=3)):
-        p = grammar.conditionals(s.words)[min(2, len(s) - 1)]          # exact zeros for ruled-out words
+        p = grammar.conditionals(s.words)[min(2, len(s) - 1)]  # exact zeros for ruled-out words
         other = grammar.conditionals(s.words)[0]
         uniform = np.full_like(p, 1.0 / len(p))
         mix = 0.2 + 0.15 * k
-        q = (1 - mix) * other + mix * uniform                           # a model: positive everywhere
+        q = (1 - mix) * other + mix * uniform  # a model: positive everywhere
         q = 0.5 * q + 0.5 * (0.9 * p + 0.1 * uniform)
         cases.append((p, q / q.sum()))
     return cases
@@ -37,7 +37,7 @@ def _kl_cases():
 
 def _kl_expected(p, q):
     total = 0.0
-    for pw, qw in zip(p, q):                                             # the definition, word by word
+    for pw, qw in zip(p, q):  # the definition, word by word
         if pw > 0:
             total += pw * (np.log(pw) - np.log(qw))
     return total
@@ -60,9 +60,9 @@ def _quiet(f):
 exercise(
     "ch0-kl", "warm-up", _kl_cases, _kl_expected, kl_reference,
     wrong=(
-        _quiet(lambda p, q: float(np.sum(q * np.log(q / p)))),                      # the reverse direction
+        _quiet(lambda p, q: float(np.sum(q * np.log(q / p)))),  # the reverse direction
         _quiet(lambda p, q: float(np.nansum(p * np.log2(p / q)))),                  # bits, not nats
-        _quiet(lambda p, q: float(np.sum(p * np.log(p / q)))),                      # 0 log 0 left as nan
+        _quiet(lambda p, q: float(np.sum(p * np.log(p / q)))),  # 0 log 0 left as nan
     ),
     tol=1e-9, what="KL(p || q) in nats")
 
@@ -77,7 +77,8 @@ def _bayes_cases():
 
 
 def _bayes_expected(grammar, words):
-    """Brute force: p(x_i | rest) = p(x) / sum_w p(x with w at i), from whole-sentence probabilities."""
+    """Brute force: p(x_i | rest) = p(x) / sum_w p(x with w at i), from whole-sentence
+    probabilities."""
     losses = []
     for i, _word in enumerate(words):
         logs = np.array([grammar.log_prob(list(words[:i]) + [w] + list(words[i + 1:])) for w in grammar.vocab])
@@ -88,7 +89,8 @@ def _bayes_expected(grammar, words):
 
 
 def bayes_loss_reference(grammar, words):
-    """Mean over positions of -log p(x_i | x_rest): one inside-outside pass gives every conditional."""
+    """Mean over positions of -log p(x_i | x_rest): one inside-outside pass gives every
+    conditional."""
     cond = grammar.conditionals(words)
     ids = [grammar.word_id[w] for w in words]
     return float(-np.mean(np.log(cond[np.arange(len(words)), ids])))
@@ -102,9 +104,10 @@ def _unigram_loss(grammar, words):
 exercise(
     "ch0-bayes-loss", "core", _bayes_cases, _bayes_expected, bayes_loss_reference,
     wrong=(
-        _unigram_loss,                                                              # ignores the context
+        _unigram_loss,  # ignores the context
         lambda g, w: float(-np.sum(np.log(g.conditionals(w)[np.arange(len(w)), [g.word_id[x] for x in w]]))),
-        _quiet(lambda g, w: float(-np.mean(np.log(g.conditionals(w)[np.arange(len(w)) - 1,  # wrong position
+        # wrong position
+        _quiet(lambda g, w: float(-np.mean(np.log(g.conditionals(w)[np.arange(len(w)) - 1,
                                                                     [g.word_id[x] for x in w]])))),
     ),
     tol=1e-7, what="the Bayes-optimal single-site loss (nats per token)")

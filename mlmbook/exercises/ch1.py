@@ -1,4 +1,5 @@
-r"""Chapter 1's graded exercises: CMI from a joint, the spanning tree of a CMI matrix, the chain's joint.
+r"""Chapter 1's graded exercises: CMI from a joint, the spanning tree of a CMI matrix, the chain's
+joint.
 
 Every case comes from an exact oracle: two-site joints of the toy language, truth-CMI matrices of
 the positive-control world (whose maximum spanning tree *is* the gold tree, so the tree exercise
@@ -16,7 +17,8 @@ __all__ = ["cmi_cases", "tree_cases", "chain_cases"]
 
 # ------------------------------------------------------------------ ch1-cmi (warm-up)
 def cmi_cases():
-    """Exact joints p(x_i, x_j | rest) of toy-language pairs: edges, non-edges, a pair with CMI 0."""
+    """Exact joints p(x_i, x_j | rest) of toy-language pairs: edges, non-edges, a pair with CMI
+    0."""
     from ..toy import Grammar
     g = Grammar.load("toy")
     words = "the old dog barks .".split()
@@ -51,7 +53,8 @@ exercise("ch1-cmi", "warm-up", cmi_cases, _cmi, _cmi, wrong=(_cmi_bits, _cmi_ent
 
 # ------------------------------------------------------------------ ch1-tree (core)
 def tree_cases():
-    """Truth-CMI matrices of sentences of the positive-control world, whose spanning tree is the gold tree."""
+    """Truth-CMI matrices of sentences of the positive-control world, whose spanning tree is the
+    gold tree."""
     from ..dependencies import truth_cmi
     from ..toy.treemrf import TreeMRF
     world = TreeMRF.load("treemrf")
@@ -94,9 +97,9 @@ exercise("ch1-tree", "core", tree_cases, _tree_expected, _mst, wrong=(_chain, _m
 
 # ------------------------------------------------------------------ ch1-chain (stretch)
 def chain_cases():
-    """Conditional tables ``(A, B)``: ``A[a, b] = q(a | b)`` (columns sum to 1), ``B[a, b] = q(b | a)``
-    (rows sum to 1). The first two are a true joint's conditionals (the chain's joint is that joint);
-    the others are incompatible, as an MLM's are."""
+    """Conditional tables ``(A, B)``: ``A[a, b] = q(a | b)`` (columns sum to 1), ``B[a, b] = q(b |
+    a)`` (rows sum to 1). The first two are a true joint's conditionals (the chain's joint is that
+    joint); the others are incompatible, as an MLM's are."""
     rng = np.random.default_rng(3)
     out = []
     for shape in ((3, 4), (5, 5)):
@@ -110,7 +113,8 @@ def chain_cases():
 
 
 def _chain_joint(A, B):
-    r"""The chain b -> a -> b' has kernel K = A^T B; its stationary law mu solves mu K = mu; pi = A mu."""
+    r"""The chain b -> a -> b' has kernel K = A^T B; its stationary law mu solves mu K = mu; pi = A
+    mu."""
     K = A.T @ B
     w, v = np.linalg.eig(K.T)
     mu = np.real(v[:, np.argmin(np.abs(w - 1))])
@@ -124,13 +128,13 @@ def _chain_expected(A, B):
 
 
 def _chain_product(A, B):
-    return A.mean(1, keepdims=True) * B.mean(0, keepdims=True)        # independence: forgets the chain
+    return A.mean(1, keepdims=True) * B.mean(0, keepdims=True)  # independence: forgets the chain
 
 
 def _chain_one_step(A, B):
-    mu = np.full(A.shape[1], 1 / A.shape[1])                           # one step from uniform, not the limit
+    mu = np.full(A.shape[1], 1 / A.shape[1])  # one step from uniform, not the limit
     return A * mu[None, :]
 
 
-exercise("ch1-chain", "stretch", chain_cases, _chain_expected, _chain_joint, wrong=(_chain_product, _chain_one_step),
-         tol=1e-9, what="the chain's joint pi(a, b)")
+exercise("ch1-chain", "stretch", chain_cases, _chain_expected, _chain_joint,
+         wrong=(_chain_product, _chain_one_step), tol=1e-9, what="the chain's joint pi(a, b)")

@@ -17,8 +17,8 @@ SHOWCASE = "the dog near the old river barks .".split()
 
 @lru_cache(maxsize=None)
 def _truth_pair(i: int, j: int) -> np.ndarray:
-    """The exact joint of words ``i``, ``j`` of the showcase sentence, on its support (rows and columns
-    with mass)."""
+    """The exact joint of words ``i``, ``j`` of the showcase sentence, on its support (rows and
+    columns with mass)."""
     from ..toy import Grammar
     P = Grammar.load("toy").pair_joint(SHOWCASE, i, j)
     return P[np.ix_(P.sum(1) > 0, P.sum(0) > 0)]
@@ -36,7 +36,7 @@ def _hcb(q_a_given_b, q_b_given_a, pivot):
 
 
 def _hcb_cases():
-    P = _truth_pair(0, 1)                         # determiner and noun: one block, the pivot reaches every noun
+    P = _truth_pair(0, 1)  # determiner and noun: one block, the pivot reaches every noun
     qa, qb = _conditionals(P)
     rng = np.random.default_rng(2)
     Q = rng.dirichlet(np.ones(30)).reshape(5, 6)
@@ -56,8 +56,8 @@ def _hcb_wrong_axis(q_a_given_b, q_b_given_a, pivot):
     return joint / joint.sum()
 
 
-exercise("ch2-hcb", "warm-up", _hcb_cases, _hcb, _hcb, wrong=(_hcb_no_ratio, _hcb_wrong_axis), tol=1e-9,
-         what="the HCB joint")
+exercise("ch2-hcb", "warm-up", _hcb_cases, _hcb, _hcb, wrong=(_hcb_no_ratio, _hcb_wrong_axis),
+         tol=1e-9, what="the HCB joint")
 
 
 # -------------------------------------------------------------------------------------- anchor
@@ -72,7 +72,7 @@ def _anchor_cases():
     P = _truth_pair(1, 6)                         # noun and verb: the table splits into blocks
     _, labels, _ = support_blocks(PairConditionals.from_joint(P))
     wrong_split = P.copy()
-    wrong_split[labels == 0] *= 4.0               # right conditionals, wrong block weights (as AG may give)
+    wrong_split[labels == 0] *= 4.0  # right conditionals, wrong block weights (as AG may give)
     wrong_split /= wrong_split.sum()
     rng = np.random.default_rng(3)
     Q = rng.dirichlet(np.ones(20)).reshape(4, 5)
@@ -126,5 +126,5 @@ def _ag3_marginal_sum(r, q1, q2, q3):
     return new / new.sum()
 
 
-exercise("ch2-ag3", "stretch", _ag3_cases, _ag3, _ag3, wrong=(_ag3_unnormalised, _ag3_marginal_sum), tol=1e-9,
-         what="the updated three-site joint")
+exercise("ch2-ag3", "stretch", _ag3_cases, _ag3, _ag3, wrong=(_ag3_unnormalised, _ag3_marginal_sum),
+         tol=1e-9, what="the updated three-site joint")

@@ -2,12 +2,11 @@
 Conditionals — each graded against exact answers from the tiny grammar's truth.
 
 The cases are two-site tables of the toy grammars (``"tiny"``; ``"toy"`` for the rectangle, whose
-true odds ratios must differ from 1): the exact joint
-:math:`p(x_i, x_j \\mid x_{\\setminus\\{i,j\\}})` of a pair of positions (:meth:`~mlmbook.toy.Grammar.pair_joint`),
-read as the conditionals a perfectly consistent model would give, and the same tables with a
-deterministic perturbation of one family of conditionals (an inconsistent "model"). The truth's
-cases have Δ = 0, order inconsistency 0 and versions that all equal the direct conditional; the
-perturbed ones do not.
+true odds ratios must differ from 1): the exact joint :math:`p(x_i, x_j \\mid
+x_{\\setminus\\{i,j\\}})` of a pair of positions (:meth:`~mlmbook.toy.Grammar.pair_joint`), read as
+the conditionals a perfectly consistent model would give, and the same tables with a deterministic
+perturbation of one family of conditionals (an inconsistent "model"). The truth's cases have Δ = 0,
+order inconsistency 0 and versions that all equal the direct conditional; the perturbed ones do not.
 """
 from __future__ import annotations
 
@@ -36,7 +35,8 @@ def pair_tables():
 
 
 def _perturb(table: np.ndarray, seed: int, axis: int) -> np.ndarray:
-    """The conditionals of ``table`` (normalised along ``axis``) times random factors, renormalised."""
+    """The conditionals of ``table`` (normalised along ``axis``) times random factors,
+    renormalised."""
     noise = np.exp(np.random.default_rng(seed).normal(scale=0.5, size=table.shape))
     t = table * noise
     with np.errstate(invalid="ignore", divide="ignore"):      # an all-zero row or column stays 0
@@ -97,7 +97,8 @@ def _rectangle_expected(qa_b, qb_a):
 
 
 def rectangle_delta(qa_b, qb_a):
-    """Reference: Δ of the rectangle {a, a'} x {b, b'} from qa_b[a, b] = q(a | b) and qb_a[a, b] = q(b | a)."""
+    """Reference: Δ of the rectangle {a, a'} x {b, b'} from qa_b[a, b] = q(a | b) and qb_a[a, b] =
+    q(b | a)."""
     la, lb = np.log(qa_b), np.log(qb_a)
     odds_i = la[0, 0] + la[1, 1] - la[1, 0] - la[0, 1]       # the odds ratio read through q(a | b)
     odds_j = lb[0, 0] + lb[1, 1] - lb[1, 0] - lb[0, 1]       # ... and through q(b | a)
@@ -117,7 +118,7 @@ exercise("ch3-rectangle", "warm-up", _rectangle_cases, _rectangle_expected, rect
          wrong=(_rectangle_sum, _rectangle_probabilities), tol=1e-9, what="the rectangle's Δ (nats)")
 
 
-# ------------------------------------------------------------------ the order inconsistency of a pair
+# ---------------------------------------------------------------- the order inconsistency of a pair
 def _order_cases():
     cases = []
     for k, (P, _, _, _) in enumerate(pair_tables()):
@@ -136,7 +137,8 @@ def _order_expected(q_i, q_j, q_j_given_a, q_i_given_b, a, b):
 
 
 def order_inconsistency(q_i, q_j, q_j_given_a, q_i_given_b, a, b):
-    """Reference: |j0 - j1| / mean(j0, j1), j0 = q(a) q(b | a), j1 = q(b) q(a | b) (both-masked marginals q)."""
+    """Reference: |j0 - j1| / mean(j0, j1), j0 = q(a) q(b | a), j1 = q(b) q(a | b) (both-masked
+    marginals q)."""
     j0 = q_i[a] * q_j_given_a[b]
     j1 = q_j[b] * q_i_given_b[a]
     return abs(j0 - j1) / ((j0 + j1) / 2)
@@ -163,14 +165,15 @@ def _ensemble_cases():
     cases = []
     for k, (P, words, _i, j) in enumerate(pair_tables()):
         from ..toy import Grammar
-        o = Grammar.load("tiny").word_id[words[j]]               # the observed word at the auxiliary position
+        o = Grammar.load("tiny").word_id[words[j]]  # the observed word at the auxiliary position
         cand = np.flatnonzero(P[:, o] > 0)
         direct = P[cand, o] / P[cand, o].sum()                   # p(x_i = c | x_j = o, rest)
         head = P.sum(1)[cand]                                    # q(x_i = c | both masked)
         tail = P[cand, o] / P.sum(1)[cand]                       # q(x_j = o | x_i = c)
         cases.append((direct, head[None], tail[None]))                                  # the truth
         bent = _perturb(P, seed=20 + k, axis=1)[cand, o]
-        cases.append((direct, np.vstack([head, head]), np.vstack([tail, bent])))        # an inconsistent route
+        # an inconsistent route
+        cases.append((direct, np.vstack([head, head]), np.vstack([tail, bent])))
     return cases
 
 
@@ -182,7 +185,8 @@ def _ensemble_expected(direct, heads, tails):
 
 
 def ensemble_mean(direct, heads, tails):
-    """Reference: average the direct conditional with one version per route, q_k(c) ∝ head_k(c) tail_k(c)."""
+    """Reference: average the direct conditional with one version per route, q_k(c) ∝ head_k(c)
+    tail_k(c)."""
     versions = [direct] + [h * t / (h * t).sum() for h, t in zip(heads, tails)]
     return np.mean(versions, axis=0)
 

@@ -1,4 +1,5 @@
-r"""Chapter 4's graded exercises: the two effective ranks and principal angles, graded by exact linear algebra.
+r"""Chapter 4's graded exercises: the two effective ranks and principal angles, graded by exact
+linear algebra.
 
 Every case is a matrix built with a known geometry: :math:`H = U\,\mathrm{diag}(\sigma)\,V^\top`
 with random orthonormal :math:`U, V` and chosen singular values :math:`\sigma` (flat, decaying,
@@ -33,7 +34,8 @@ def _with_spectrum(sigma, n=40, d=12, seed=0):
 
 @lru_cache(maxsize=1)
 def spectrum_cases():
-    """Matrices (N, d) of known singular values: flat, decaying, a dominant direction, rank 3 of 12."""
+    """Matrices (N, d) of known singular values: flat, decaying, a dominant direction, rank 3 of
+    12."""
     spectra = ([2.0] * 6, [8, 4, 2, 1, 0.5, 0.25, 0.1], [20, 1, 1, 1, 1, 1, 1, 1], [3.0, 2.0, 1.0],
                np.sqrt([5.0, 3.0, 1.0, 0.5, 0.5]))
     return tuple(_with_spectrum(np.asarray(s, float), seed=k) for k, s in enumerate(spectra))
@@ -78,8 +80,8 @@ def _entropy_bits(H):                          # wrong: 2 to the entropy in nats
     return float(2 ** (-np.sum(p * np.log(p))))
 
 
-exercise("ch4-erank", "warm-up", lambda: [(H,) for H in spectrum_cases()], _entropy_expected, entropy_rank,
-         wrong=(_entropy_of_squares, _entropy_centred, _entropy_bits), tol=1e-8,
+exercise("ch4-erank", "warm-up", lambda: [(H,) for H in spectrum_cases()], _entropy_expected,
+         entropy_rank, wrong=(_entropy_of_squares, _entropy_centred, _entropy_bits), tol=1e-8,
          what="the entropy effective rank")
 
 
@@ -106,7 +108,7 @@ def _eps_of_sigma(H, eps):                     # wrong: thresholds σ instead of
     return int(np.searchsorted(share, (1 - eps) * (1 - 1e-12)) + 1)
 
 
-def _eps_index(H, eps):                        # wrong: the index of the last direction, not the count
+def _eps_index(H, eps):  # wrong: the index of the last direction, not the count
     return eps_rank(H, eps) - 1
 
 
@@ -130,10 +132,12 @@ def angle_cases():
         Q = _orthonormal(rng, d, d)
         r = len(theta)
         U1 = Q[:, :r]                                             # a basis of the first subspace
-        U2 = np.cos(theta) * Q[:, :r] + np.sin(theta) * Q[:, r:2 * r]   # rotated towards new directions
+        # rotated towards new directions
+        U2 = np.cos(theta) * Q[:, :r] + np.sin(theta) * Q[:, r:2 * r]
         if extra:                                                 # one more direction only B has
             U2 = np.column_stack([U2, Q[:, 2 * r:2 * r + extra]])
-        A = rng.normal(size=(50, r)) @ np.diag(np.arange(r, 0, -1.0) + 1) @ U1.T      # rows inside span(U1)
+        # rows inside span(U1)
+        A = rng.normal(size=(50, r)) @ np.diag(np.arange(r, 0, -1.0) + 1) @ U1.T
         B = rng.normal(size=(60, U2.shape[1])) @ U2.T
         out.append(((A, B), np.sort(np.cos(theta))[::-1]))
     return tuple(out)
@@ -156,16 +160,16 @@ def principal_cosines(A, B):
     return np.clip(np.linalg.svd(U.T @ W, compute_uv=False), 0, 1)[:min(U.shape[1], W.shape[1])]
 
 
-def _cosines_unnormalised(A, B):               # wrong: singular values of A B^T-like products, no bases
+def _cosines_unnormalised(A, B):  # wrong: singular values of A B^T-like products, no bases
     s = np.linalg.svd(A.T @ B, compute_uv=False)
     return (s / s.max())[:min(np.linalg.matrix_rank(A), np.linalg.matrix_rank(B))]
 
 
-def _cosines_of_columns(A, B):                 # wrong: the column spaces (of the N rows), not the row spaces
+def _cosines_of_columns(A, B):  # wrong: the column spaces (of the N rows), not the row spaces
     n = min(len(A), len(B))
     return principal_cosines(A[:n].T, B[:n].T)
 
 
-exercise("ch4-angles", "stretch", lambda: [case for case, _ in angle_cases()], _angles_expected, principal_cosines,
-         wrong=(_cosines_unnormalised, _cosines_of_columns), tol=1e-8,
+exercise("ch4-angles", "stretch", lambda: [case for case, _ in angle_cases()], _angles_expected,
+         principal_cosines, wrong=(_cosines_unnormalised, _cosines_of_columns), tol=1e-8,
          what="the cosine of every principal angle")

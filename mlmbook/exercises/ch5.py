@@ -19,7 +19,8 @@ __all__ = ["frame_cases"]
 
 @lru_cache(maxsize=1)
 def frame_cases():
-    """``[(logp, frame)]``: the tiny grammar's truth on three two-candidate frames (shapes (2,)*m)."""
+    """``[(logp, frame)]``: the tiny grammar's truth on three two-candidate frames (shapes
+    (2,)*m)."""
     from ..glauber import length_frames, truth_log_probs
     from ..toy import Grammar
     g = Grammar.load("tiny")
@@ -30,7 +31,7 @@ def frame_cases():
     return tuple(out)
 
 
-# ------------------------------------------------------------------ one Glauber step's transition row
+# ---------------------------------------------------------------- one Glauber step's transition row
 def _row_cases():
     cases = []
     for logp, _ in frame_cases():
@@ -49,12 +50,13 @@ def _row_expected(logp, x, T):
 
 
 def glauber_row(logp, x, T):
-    """Reference: P(x, ·) of random-scan Glauber dynamics at temperature T, as an array shaped like logp."""
+    """Reference: P(x, ·) of random-scan Glauber dynamics at temperature T, as an array shaped like
+    logp."""
     row = np.zeros(logp.shape)
-    for i in range(logp.ndim):                                  # site i, chosen with probability 1/m
+    for i in range(logp.ndim):  # site i, chosen with probability 1/m
         line = list(x)
         line[i] = slice(None)
-        scores = logp[tuple(line)] / T                          # log p of the states along site i's line
+        scores = logp[tuple(line)] / T  # log p of the states along site i's line
         probs = np.exp(scores - scores.max())
         row[tuple(line)] += probs / probs.sum() / logp.ndim
     return row
@@ -77,12 +79,12 @@ exercise("ch5-glauber-row", "warm-up", _row_cases, _row_expected, glauber_row,
          wrong=(_row_untempered, _row_one_site), tol=1e-9, what="the transition row P(x, ·)")
 
 
-# ------------------------------------------------------------------ the stationary law of a small chain
+# -------------------------------------------------------------- the stationary law of a small chain
 def _dense_kernel(logp, T):
     from ..glauber import Frame
     frame = Frame(np.zeros(logp.ndim, dtype=np.int64), range(logp.ndim), [list(range(m)) for m in logp.shape])
     flat = logp.ravel()
-    keep = np.flatnonzero(np.isfinite(flat))                     # the truth's chain lives on its support
+    keep = np.flatnonzero(np.isfinite(flat))  # the truth's chain lives on its support
     P = frame.kernel([flat[frame.families(a)] for a in range(logp.ndim)], T)
     return P[keep][:, keep].toarray()
 

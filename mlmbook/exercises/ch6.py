@@ -1,5 +1,5 @@
-"""Chapter 6's graded exercises: the NELBO and the random-order mixture of one sentence from its table of
-revealed-subset conditionals, each graded against brute force over every order.
+"""Chapter 6's graded exercises: the NELBO and the random-order mixture of one sentence from its
+table of revealed-subset conditionals, each graded against brute force over every order.
 
 A case is a table ``L`` of shape ``(2**n, n)``: ``L[S, i]`` is :math:`\\log q(x_i \\mid x_S)` for
 the revealed subset ``S`` (a bit mask) and a masked position ``i`` (NaN where ``i`` is revealed).
@@ -55,7 +55,8 @@ def _mixture_expected(L):
 
 
 def nelbo_of(L):
-    """Reference: the NELBO in closed form, each revealed subset weighted by 1 / C(n, |S|) / (n - |S|)."""
+    """Reference: the NELBO in closed form, each revealed subset weighted by 1 / C(n, |S|) / (n -
+    |S|)."""
     size, n = L.shape
     total = 0.0
     for S in range(size - 1):

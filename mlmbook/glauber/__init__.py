@@ -67,10 +67,10 @@ from .trajectories import (
 
 __all__ = [
     "GlauberSampler", "Coupling", "influence",
-    "Frame", "state_space", "state_index", "exact_transition_matrix", "critical_depth", "basin_barrier",
-    "barrier_path", "BarrierPath",
-    "hitting_times", "escape_survival", "simulate_escapes", "stationary", "spectral_gap", "relaxation_time",
-    "is_reversible", "mh_kernel", "pll_energy",
+    "Frame", "state_space", "state_index", "exact_transition_matrix", "critical_depth",
+    "basin_barrier", "barrier_path", "BarrierPath",
+    "hitting_times", "escape_survival", "simulate_escapes", "stationary", "spectral_gap",
+    "relaxation_time", "is_reversible", "mh_kernel", "pll_energy",
     "mixing_time", "length_frames", "support_component", "scaling_curve", "exact_scaling", "coupon_times",
     "censored_quantile", "hamming_autocorrelation", "basin_occupancy", "escape_times", "hysteresis_labels",
     "truth_log_probs", "topic_posterior", "truth_topic_scores", "topic_word_log_odds", "topic_log_odds",

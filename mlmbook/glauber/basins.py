@@ -1,15 +1,16 @@
 r"""Chapter 5's topic basins, as functions the chapter calls.
 
-:func:`topic_frame` builds the frame of the topic experiment; :func:`escape_experiment` measures
-the mean time to escape from the farm basin into the town basin of one topic world exactly
-(mean hitting times of the frame's transition matrix), with the barrier and the path over it
+:func:`topic_frame` builds the frame of the topic experiment; :func:`escape_experiment` measures the
+mean time to escape from the farm basin into the town basin of one topic world exactly (mean hitting
+times of the frame's transition matrix), with the barrier and the path over it
 (:func:`~mlmbook.glauber.landscape.barrier_path`). Restricted to the frame, an MLM's Glauber chain
 *is* a finite Markov chain, whose matrix comes from one pass of the MLM over the frame's contexts;
 :func:`sampler_escapes` runs the real sampler there, and :func:`sampler_check` tests it against the
 exact law of the escape time. :func:`state_kl` is the MLM's single-site KL to the truth at each
 state of the frame (on the barrier's path, say, against elsewhere). :func:`topic_worlds` runs the
 experiment in the three worlds, :func:`ladder_fit` gives each MLM's fit to its world's truth, and
-:func:`topic_trajectory` follows an MLM's chain over the whole vocabulary with a lexical topic probe.
+:func:`topic_trajectory` follows an MLM's chain over the whole vocabulary with a lexical topic
+probe.
 """
 from __future__ import annotations
 
@@ -29,8 +30,8 @@ from .trajectories import escape_rate, hysteresis_labels, topic_log_odds, topic_
 if TYPE_CHECKING:
     from ..models.base import MaskedLM
 
-__all__ = ["topic_frame", "escape_experiment", "state_kl", "sampler_escapes", "sampler_check", "TopicWorlds",
-           "topic_worlds", "ladder_fit", "topic_trajectory", "saddle_move"]
+__all__ = ["topic_frame", "escape_experiment", "state_kl", "sampler_escapes", "sampler_check",
+           "TopicWorlds", "topic_worlds", "ladder_fit", "topic_trajectory", "saddle_move"]
 
 TOPIC_SENTENCE = "the farmer feeds the cow in the barn ."
 TOPIC_SITES = [1, 2, 4, 7]
@@ -94,19 +95,20 @@ def sampler_check(lm: MaskedLM, frame: Frame, site_logits, start: int, target, t
     -------
     dict
         ``sampler`` and ``exact`` (capped mean escape per T, steps), ``censored`` (share per T),
-        ``interval`` (:class:`~mlmbook.stats.Interval` of :math:`r` at ``level``), ``chains``, ``cap``.
+        ``interval`` (:class:`~mlmbook.stats.Interval` of :math:`r` at ``level``), ``chains``,
+        ``cap``.
     """
     times, cens = sampler_escapes(lm, frame, start, target, temps, n_chains, cap, seed)
     mean = [float(escape_survival(frame.kernel(site_logits, T), start, target, cap)[:cap].sum()) for T in temps]
     scaled = times / np.maximum(np.asarray(mean)[:, None], 1e-12)          # (temps, chains)
     iv = stats.bootstrap(lambda *rows: np.mean([r.mean(-1) for r in rows], axis=0) - 1.0, *scaled,
                          level=level, seed=seed, what="chains")
-    return dict(sampler=times.mean(axis=1).tolist(), exact=mean, censored=cens.mean(axis=1).tolist(),
-                interval=iv, chains=n_chains, cap=cap)
+    return dict(sampler=times.mean(axis=1).tolist(), exact=mean,
+                censored=cens.mean(axis=1).tolist(), interval=iv, chains=n_chains, cap=cap)
 
 
-def escape_experiment(grammar, frame: Frame, temps: list, mlms: dict | None = None, check: tuple | None = None,
-                      seed: int = 0) -> dict:
+def escape_experiment(grammar, frame: Frame, temps: list, mlms: dict | None = None,
+                      check: tuple | None = None, seed: int = 0) -> dict:
     r"""Escape from the farm basin into the town basin of one topic world, exactly.
 
     The start :math:`s` is the most probable frame sentence whose exact topic posterior of farm
@@ -133,11 +135,12 @@ def escape_experiment(grammar, frame: Frame, temps: list, mlms: dict | None = No
     Returns
     -------
     dict
-        ``gamma`` (the barrier Γ(s → B), nats), ``path`` (:class:`~mlmbook.glauber.landscape.BarrierPath`),
-        ``start``, ``town`` (state indices), ``logp`` (the truth's, per state), ``states`` (the frame's
-        size), ``tables`` (``{who: site log-scores}``), and for ``who`` in "truth" and the MLMs' names:
-        ``exact_{who}`` (mean escape time in sweeps, per temperature) and ``exact_slope_{who}`` (the
-        local slope of its log against :math:`1/T` between the two coldest); with ``check``, ``check_mlm``.
+        ``gamma`` (the barrier Γ(s → B), nats), ``path``
+        (:class:`~mlmbook.glauber.landscape.BarrierPath`), ``start``, ``town`` (state indices),
+        ``logp`` (the truth's, per state), ``states`` (the frame's size), ``tables`` (``{who: site
+        log-scores}``), and for ``who`` in "truth" and the MLMs' names: ``exact_{who}`` (mean escape
+        time in sweeps, per temperature) and ``exact_slope_{who}`` (the local slope of its log
+        against :math:`1/T` between the two coldest); with ``check``, ``check_mlm``.
     """
     states = frame.states()
     logp, post = truth_topic_scores(grammar, states)
@@ -159,8 +162,8 @@ def escape_experiment(grammar, frame: Frame, temps: list, mlms: dict | None = No
     if mlms and check:
         name = next(iter(mlms))
         check_T, chains, cap = check
-        w["check_mlm"] = sampler_check(mlms[name], frame, w["tables"][name], s0, town, list(check_T), chains, cap,
-                                       seed=seed)
+        w["check_mlm"] = sampler_check(mlms[name], frame, w["tables"][name], s0, town,
+                                       list(check_T), chains, cap, seed=seed)
     return w
 
 
@@ -201,10 +204,10 @@ class TopicWorlds(NamedTuple):
 
 def topic_worlds(lms: dict, slot_words: list, temps: list, default: str, check: tuple | None = None,
                  seed: int = 0) -> TopicWorlds | None:
-    """The exact escapes of :func:`escape_experiment` in the three topic worlds: the plateau with its MLM
-    ``lms["plateau"]``, the ridge (the truth alone) and the wall with every MLM whose name starts with
-    ``"wall"`` (``default`` first; the sampler ``check`` runs on it). None without MLMs (a model other than
-    the toy one: the worlds are the toy language's)."""
+    """The exact escapes of :func:`escape_experiment` in the three topic worlds: the plateau with
+    its MLM ``lms["plateau"]``, the ridge (the truth alone) and the wall with every MLM whose name
+    starts with ``"wall"`` (``default`` first; the sampler ``check`` runs on it). None without MLMs
+    (a model other than the toy one: the worlds are the toy language's)."""
     if not lms:
         return None
     frame = topic_frame(lms["plateau"], slot_words)                  # the toy tokenizer is shared
@@ -219,7 +222,8 @@ def topic_worlds(lms: dict, slot_words: list, temps: list, default: str, check: 
 
 def ladder_fit(lms: dict, knob: str = "wall", sentences: int = 60, seed: int = 7) -> dict:
     """Each MLM's mean single-site KL to the truth of the topic world ``knob`` (nats per token) on
-    ``sentences`` sentences of that world: ``{name: KL}`` for the MLMs whose name starts with ``knob``."""
+    ``sentences`` sentences of that world: ``{name: KL}`` for the MLMs whose name starts with
+    ``knob``."""
     grammar = Grammar.load("toy", topic=knob)
     words = [s.words for s in grammar.sample(sentences, seed=seed)]
     return {name: float(np.mean(np.concatenate(kl_to_truth(grammar, lm, words))))
@@ -229,8 +233,8 @@ def ladder_fit(lms: dict, knob: str = "wall", sentences: int = 60, seed: int = 7
 def topic_trajectory(lm: MaskedLM, plan, seed: int = 0, odds: float = 19.0) -> dict | None:
     r"""An MLM trained behind the wall writes sentences of ``plan.topic_len`` tokens over its whole
     vocabulary at ``plan.trajectory_T``; the lexical topic probe :math:`\lambda`
-    (:func:`~mlmbook.glauber.trajectories.topic_log_odds`) labels each sweep farm (:math:`\lambda \ge \log`
-    ``odds``) or town (:math:`\le -\log` ``odds``), keeping the label in between.
+    (:func:`~mlmbook.glauber.trajectories.topic_log_odds`) labels each sweep farm (:math:`\lambda
+    \ge \log` ``odds``) or town (:math:`\le -\log` ``odds``), keeping the label in between.
 
     The ``plan.trajectory_chains`` chains start on the farmiest sentences of the wall world. None
     without the model.
@@ -263,20 +267,21 @@ def topic_trajectory(lm: MaskedLM, plan, seed: int = 0, odds: float = 19.0) -> d
         change = np.flatnonzero(np.diff(labels[:, c])) + 1
         bounds = np.concatenate([[0], change, [len(labels) - 1]])
         stays += np.diff(bounds).tolist()
-        cut += [False] * len(change) + [True]                           # the last stay is cut by the end
+        cut += [False] * len(change) + [True]  # the last stay is cut by the end
     return dict(lam=lam, labels=labels, threshold=thr, probe_agreement=agree,
                 switches=int(np.abs(np.diff(labels, axis=0)).sum()), farm_share=float((labels == 1).mean()),
                 chain_sweeps=plan.trajectory_sweeps * len(start), stay=escape_rate(stays, cut, level=0.95))
 
 
 def saddle_move(frame: Frame, logp, site_scores, saddle: tuple) -> dict:
-    r"""The barrier's top move :math:`x \to y` (one site :math:`i` apart) as the truth and a model see it.
+    r"""The barrier's top move :math:`x \to y` (one site :math:`i` apart) as the truth and a model
+    see it.
 
-    Returns ``truth`` and ``model``: the log-odds :math:`\log \frac{q(y_i \mid x_{\setminus i})}{q(x_i \mid
-    x_{\setminus i})}` of crossing against staying, each conditional renormalised over the site's candidates
-    (the truth's from ``logp``, the model's from ``site_scores``), and ``kl``: the model's
-    :math:`\mathrm{KL}(p \,\|\, q)` over the candidates at that context, which weighs an error on the move
-    by the truth's own small probability of it.
+    Returns ``truth`` and ``model``: the log-odds :math:`\log \frac{q(y_i \mid x_{\setminus
+    i})}{q(x_i \mid x_{\setminus i})}` of crossing against staying, each conditional renormalised
+    over the site's candidates (the truth's from ``logp``, the model's from ``site_scores``), and
+    ``kl``: the model's :math:`\mathrm{KL}(p \,\|\, q)` over the candidates at that context, which
+    weighs an error on the move by the truth's own small probability of it.
     """
     x, y = saddle
     states = frame.states()

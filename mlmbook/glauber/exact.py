@@ -68,7 +68,7 @@ class Frame:
 
     def states(self) -> torch.Tensor:
         """All states (S, n), in frame order."""
-        grid = np.indices(self.sizes).reshape(len(self.sites), -1)        # (L, S), last site fastest
+        grid = np.indices(self.sizes).reshape(len(self.sites), -1)  # (L, S), last site fastest
         x = self.template.repeat(self.size, 1)
         for a, (i, c) in enumerate(zip(self.sites, self.candidates)):
             x[:, i] = c[torch.as_tensor(grid[a])]
@@ -176,7 +176,8 @@ def state_space(n: int, V_subset, template=None, sites=None) -> torch.Tensor:
 
 
 def state_index(states, V_subset, sites=None) -> np.ndarray:
-    """Index in :func:`state_space` of each state (..., n); -1 if a free site is outside V_subset."""
+    """Index in :func:`state_space` of each state (..., n); -1 if a free site is outside
+    V_subset."""
     x = torch.as_tensor(states)
     return Frame.shared(x.shape[-1], V_subset, x.reshape(-1, x.shape[-1])[0], sites).index(x)
 
@@ -184,7 +185,8 @@ def state_index(states, V_subset, sites=None) -> np.ndarray:
 def exact_transition_matrix(cond, n: int, V_subset, T: float = 1.0, scan: str = "random",
                             template=None, sites=None, mask_id: int | None = None,
                             progress: bool | None = None) -> sp.csr_matrix:
-    r"""Exact random-scan Glauber kernel on :math:`\mathcal{C}^{|\text{sites}|}`, as a sparse matrix.
+    r"""Exact random-scan Glauber kernel on :math:`\mathcal{C}^{|\text{sites}|}`, as a sparse
+    matrix.
 
     .. math::
         P(x, x') = \frac1{|\text{sites}|}\sum_{i \in \text{sites}} [x'_{-i} = x_{-i}]\,
@@ -304,7 +306,8 @@ def stationary(P, tol: float = 1e-13, dense_below: int = 300) -> np.ndarray:
 
 
 def is_reversible(P, pi, tol: float = 1e-9) -> bool:
-    r"""Detailed balance :math:`\pi(x)P(x,y) = \pi(y)P(y,x)`, to ``tol`` relative to the largest flow."""
+    r"""Detailed balance :math:`\pi(x)P(x,y) = \pi(y)P(y,x)`, to ``tol`` relative to the largest
+    flow."""
     F = sp.diags(np.asarray(pi)) @ sp.csr_matrix(P)
     return bool(abs(F - F.T).max() <= tol * abs(F).max())
 
@@ -330,11 +333,13 @@ def spectral_gap(P, pi=None, reversible: bool | None = None, dense_below: int = 
     pi = stationary(P) if pi is None else np.asarray(pi, dtype=np.float64)
     if reversible is None:
         reversible = is_reversible(P, pi)
-    if reversible and not (pi > 1e-250).all():   # states of vanishing mass (underflow at low T) are left out
+    # states of vanishing mass (underflow at low T) are left out
+    if reversible and not (pi > 1e-250).all():
         keep = np.flatnonzero(pi > 1e-250)
         P, pi = P[keep][:, keep], pi[keep] / pi[keep].sum()
     S = P.shape[0]
-    if reversible:  # D^{1/2} P D^{-1/2}, symmetrised against rounding; eigenvalue 1 has vector sqrt(pi)
+    # D^{1/2} P D^{-1/2}, symmetrised against rounding; eigenvalue 1 has vector sqrt(pi)
+    if reversible:
         r = np.sqrt(pi)
         A = sp.diags(r) @ P @ sp.diags(1 / r)
         A, left, right = (A + A.T) / 2, r, r
@@ -346,10 +351,11 @@ def spectral_gap(P, pi=None, reversible: bool | None = None, dense_below: int = 
     else:
         op = spla.LinearOperator((S, S), matvec=lambda v: A @ v - left * (right @ v), dtype=np.float64)
         solve = spla.eigsh if reversible else spla.eigs
-        v0 = np.random.default_rng(0).random(S) + 0.5     # ARPACK's own start is random: the same run, same digits
+        # ARPACK's own start is random: the same run, same digits
+        v0 = np.random.default_rng(0).random(S) + 0.5
         try:
             ev = solve(op, k=1, which="LM", v0=v0, return_eigenvectors=False)
-        except (spla.ArpackError, spla.ArpackNoConvergence):          # a hard case: more room, then dense
+        except (spla.ArpackError, spla.ArpackNoConvergence):  # a hard case: more room, then dense
             try:
                 ev = solve(op, k=1, which="LM", ncv=min(S - 1, 80), maxiter=50 * S, v0=v0,
                            return_eigenvectors=False)
@@ -360,7 +366,8 @@ def spectral_gap(P, pi=None, reversible: bool | None = None, dense_below: int = 
 
 
 def relaxation_time(P, pi=None) -> float:
-    """:math:`1/\\gamma_*` with :math:`\\gamma_*` from :func:`spectral_gap` (inf if the gap is 0)."""
+    """:math:`1/\\gamma_*` with :math:`\\gamma_*` from :func:`spectral_gap` (inf if the gap is
+    0)."""
     gap = spectral_gap(P, pi)
     return float("inf") if gap <= 0 else 1.0 / gap
 

@@ -80,10 +80,10 @@ def real_model_frame(lm: MaskedLM, words: list, n_sites: int = 4, rivals: int = 
 
 
 def chapter_frame(lm: MaskedLM, words: list, slot_words: list) -> Frame:
-    """The chapter's frame over ``words`` (a five-token sentence with its period): its determiner, subject,
-    verb and object (positions 0, 1, 2, 4) range over ``slot_words``, one word list per slot, when the model
-    reads each of those words, and the sentence's, as one piece; otherwise over the model's own rivals
-    (:func:`real_model_frame`)."""
+    """The chapter's frame over ``words`` (a five-token sentence with its period): its determiner,
+    subject, verb and object (positions 0, 1, 2, 4) range over ``slot_words``, one word list per
+    slot, when the model reads each of those words, and the sentence's, as one piece; otherwise over
+    the model's own rivals (:func:`real_model_frame`)."""
     template, pieces = lm.encode_words(words)
     enc = [lm.encode_words([w]) for ws in slot_words for w in ws]
     if len(template) != len(words) or any(len(ids) != 1 for ids, _ in enc):
@@ -158,8 +158,9 @@ def law_quality(pi, logp) -> dict:
 
 
 def frame_sweep(frame: Frame, tab_mlm, temps: list, truth=None) -> FrameSweep:
-    r"""Exact analysis of the frame's plain and MH-corrected MLM chains (and, given the toy language's
-    ``truth`` oracle, the truth's chain and the exact log-probabilities of the frame's states).
+    r"""Exact analysis of the frame's plain and MH-corrected MLM chains (and, given the toy
+    language's ``truth`` oracle, the truth's chain and the exact log-probabilities of the frame's
+    states).
 
     Parameters
     ----------
@@ -169,7 +170,8 @@ def frame_sweep(frame: Frame, tab_mlm, temps: list, truth=None) -> FrameSweep:
     temps : list of float
         Must contain 1.0 (the net flow is read there).
     truth : TruthOracle, optional
-        ``load_mlm("truth")``: its conditionals on the frame, and ``truth.grammar``'s exact :math:`\log p`.
+        ``load_mlm("truth")``: its conditionals on the frame, and ``truth.grammar``'s exact
+        :math:`\log p`.
     """
     out = {k: [] for k in FrameSweep._fields if k not in ("T", "net_flow", "logp")}
     net = float("nan")
@@ -188,12 +190,13 @@ def frame_sweep(frame: Frame, tab_mlm, temps: list, truth=None) -> FrameSweep:
         out["reversible_mlm"].append(is_reversible(P, pi))
         target = np.exp(-(energy - energy.min()) / T)
         target /= target.sum()
-        M = mh_kernel(frame, tab_mlm, energy, T)                 # its stationary law is the target, exactly:
-        out["mh_exact_tv"].append(_residual(M, target))          # checked here, ||target M - target||_1
+        M = mh_kernel(frame, tab_mlm, energy, T)  # its stationary law is the target, exactly:
+        out["mh_exact_tv"].append(_residual(M, target))  # checked here, ||target M - target||_1
         pi_mh = target
         out["pi_mh"].append(pi_mh)
         gap = spectral_gap(M, target, reversible=True)
-        out["trel_mh"].append(1 / gap if gap > 1e-13 else float("inf"))   # inf: beyond double precision
+        # inf: beyond double precision
+        out["trel_mh"].append(1 / gap if gap > 1e-13 else float("inf"))
         if T == 1.0:
             flow = (P.multiply(pi[:, None])).tocsr()
             flow.setdiag(0)
@@ -261,8 +264,8 @@ def coupling_grid(lm: MaskedLM, by_len: dict, lengths: list, temps: list, n_pair
         pool = torch.stack(by_len[n][: 2 * n_pairs])
         A, B = pool[:n_pairs].repeat(len(temps), 1), pool[n_pairs:].repeat(len(temps), 1)
         sampler = GlauberSampler(lm, temperature=np.repeat(temps, n_pairs), frozen=[n - 1], seed=seed + n)
-        res = sampler.coupled_run(A, B, max_steps=cap * (n - 1), coupling="maximal", freeze_met=True,
-                                  progress=progress)
+        res = sampler.coupled_run(A, B, max_steps=cap * (n - 1), coupling="maximal",
+                                  freeze_met=True, progress=progress)
         for b in range(len(temps)):
             sl = slice(b * n_pairs, (b + 1) * n_pairs)
             t, c = res.times[sl].astype(float), res.censored[sl]

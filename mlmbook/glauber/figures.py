@@ -1,6 +1,7 @@
 """Chapter 5's figures: each draws measured numbers (no measurement here) and returns its figure.
 
-Legends are placed where they cover no data (:func:`mlmbook.plotting.place_legend`), or above the panels.
+Legends are placed where they cover no data (:func:`mlmbook.plotting.place_legend`), or above the
+panels.
 """
 from __future__ import annotations
 
@@ -18,16 +19,17 @@ def _legend_above(fig, ax, ncol: int):
 
 
 def rectangles(absd: dict, floor: float, material: float, truth=None):
-    """Histograms of :math:`\\log_{10}|\\Delta|` per kind of pair (``absd``: ``{kind: |Δ|}``), the truth's beside
-    them when given, with the float32 noise floor (dotted) and the material threshold (dashed)."""
+    """Histograms of :math:`\\log_{10}|\\Delta|` per kind of pair (``absd``: ``{kind: |Δ|}``), the
+    truth's beside them when given, with the float32 noise floor (dotted) and the material threshold
+    (dashed)."""
     fig, ax = plotting.figure(height=3.3)
     bins = np.linspace(-17, 1.5, 60)
     for (kind, d), color in zip(absd.items(), ("mlm", "alt")):
-        ax.hist(np.log10(np.asarray(d) + 1e-17), bins=bins, alpha=0.75, color=plotting.PALETTE[color],
-                label=f"MLM, {kind} pairs")
+        ax.hist(np.log10(np.asarray(d) + 1e-17), bins=bins, alpha=0.75,
+                color=plotting.PALETTE[color], label=f"MLM, {kind} pairs")
     if truth is not None:
-        ax.hist(np.log10(np.abs(truth) + 1e-17), bins=bins, alpha=0.75, color=plotting.PALETTE["truth"],
-                label="truth (same rectangles)")
+        ax.hist(np.log10(np.abs(truth) + 1e-17), bins=bins, alpha=0.75,
+                color=plotting.PALETTE["truth"], label="truth (same rectangles)")
     for x, ls in ((floor, ":"), (material, "--")):
         ax.axvline(np.log10(x), color="k", ls=ls, lw=1)
     ax.set_xlabel(r"$\log_{10} |\Delta|$  (natural-log odds ratios)")
@@ -37,20 +39,21 @@ def rectangles(absd: dict, floor: float, material: float, truth=None):
 
 
 def frame_chains(sweep, gamma: float | None = None):
-    """Top: relaxation times against :math:`1/T` for the plain MLM chain, the MH-corrected one and (with the
-    truth) the truth's chain with the slope :math:`\\Gamma`. Bottom (with the truth): TV of each MLM chain's
-    stationary law to :math:`p_T`."""
+    """Top: relaxation times against :math:`1/T` for the plain MLM chain, the MH-corrected one and
+    (with the truth) the truth's chain with the slope :math:`\\Gamma`. Bottom (with the truth): TV
+    of each MLM chain's stationary law to :math:`p_T`."""
     toy = len(sweep.trel_truth) > 0
     fig, axes = plotting.figure(2 if toy else 1, 1, height=6.2 if toy else 3.2, squeeze=False)
     ax, pal = axes[0, 0], plotting.PALETTE
     inv = 1 / np.asarray(sweep.T)
-    trel_mh = np.where(np.isfinite(sweep.trel_mh), sweep.trel_mh, np.nan)      # a gap below rounding: not drawn
+    # a gap below rounding: not drawn
+    trel_mh = np.where(np.isfinite(sweep.trel_mh), sweep.trel_mh, np.nan)
     ax.semilogy(inv, sweep.trel_mlm, "o-", color=pal["mlm"], label="MLM, plain chain")
     ax.semilogy(inv, trel_mh, "^--", color=pal["alt"], label="MLM, MH-corrected")
     if toy:
         ax.semilogy(inv, sweep.trel_truth, "s-", color=pal["truth"], label="truth's chain")
-        ax.semilogy(inv, sweep.trel_truth[0] * np.exp(gamma * (inv - inv[0])), ":", color=pal["truth"],
-                    label=fr"slope $\Gamma$ = {gamma:.2f}")
+        ax.semilogy(inv, sweep.trel_truth[0] * np.exp(gamma * (inv - inv[0])), ":",
+                    color=pal["truth"], label=fr"slope $\Gamma$ = {gamma:.2f}")
     ax.set_xlabel("1 / T")
     ax.set_ylabel("relaxation time (steps)")
     _legend_above(fig, ax, 2)
@@ -66,8 +69,8 @@ def frame_chains(sweep, gamma: float | None = None):
 
 
 def scaling(curve: dict):
-    """:math:`t_\\text{mix} / (m H_m)` against the sentence length, per chain and temperature (log scale): one
-    small point per sentence, the line through the geometric means of each length."""
+    """:math:`t_\\text{mix} / (m H_m)` against the sentence length, per chain and temperature (log
+    scale): one small point per sentence, the line through the geometric means of each length."""
     n = np.asarray(curve["length"])
     lengths = np.unique(n)
     ratio_of = coupon(n - 1)
@@ -78,7 +81,8 @@ def scaling(curve: dict):
                                         ("mlm", pal["mlm"], "MLM's chain", 0.12)):
             r = curve[f"tmix_{who}"][b] / ratio_of
             ax.plot(n + shift, r, ".", color=color, alpha=0.35, ms=4)
-            mean = [np.exp(np.log(r[n == k]).mean()) for k in lengths]       # geometric: the fits read log t
+            # geometric: the fits read log t
+            mean = [np.exp(np.log(r[n == k]).mean()) for k in lengths]
             ax.plot(lengths + shift, mean, "o-", color=color, label=name)
         ax.set_yscale("log")
         ax.set_title(f"T = {T:g}")
@@ -90,8 +94,9 @@ def scaling(curve: dict):
 
 
 def grid(g, ratio, cap: int):
-    """The coupling grid: median meeting time in sweeps per cell ("> cap" where censored; green boxes where the
-    influence estimate is below 1), and below, the median divided by :math:`m H_m` (censored cells left out)."""
+    """The coupling grid: median meeting time in sweeps per cell ("> cap" where censored; green
+    boxes where the influence estimate is below 1), and below, the median divided by :math:`m H_m`
+    (censored cells left out)."""
     import matplotlib.pyplot as plt
     fig, axes = plotting.figure(2, 1, height=6.8)
     ax = axes[0]
@@ -101,8 +106,8 @@ def grid(g, ratio, cap: int):
     ax.grid(False)
     for (r, c), v in np.ndenumerate(med):
         dark = np.isfinite(v) and v >= cap ** 0.5
-        ax.text(c, r, f"{v:.0f}" if np.isfinite(v) else "> cap", ha="center", va="center", fontsize=9,
-                color="w" if dark else "k")
+        ax.text(c, r, f"{v:.0f}" if np.isfinite(v) else "> cap", ha="center", va="center",
+                fontsize=9, color="w" if dark else "k")
         if g.alpha[r, c] < 1:
             ax.add_patch(plt.Rectangle((c - 0.5, r - 0.5), 1, 1, fill=False, ec=plotting.PALETTE["hit"], lw=2))
     ax.set_xticks(range(len(g.temps)), [f"{T:g}" for T in g.temps])
@@ -124,10 +129,11 @@ def grid(g, ratio, cap: int):
 
 
 def escapes(world: dict, temps, mlms: dict, fit: dict):
-    """Top: exact mean escape times against :math:`1/T`, the truth in each world (solid) and the MLMs named in
-    ``mlms`` (``{label: (knob, name)}``, dashed), with the wall's :math:`\\Gamma` as a slope (dotted). Bottom: the
-    exact escape slope between the two coldest temperatures of every model ``fit`` names (``{name: KL}``, the
-    wall's ladder) against its KL to the truth, with the truth's slope and :math:`\\Gamma`."""
+    """Top: exact mean escape times against :math:`1/T`, the truth in each world (solid) and the
+    MLMs named in ``mlms`` (``{label: (knob, name)}``, dashed), with the wall's :math:`\\Gamma` as a
+    slope (dotted). Bottom: the exact escape slope between the two coldest temperatures of every
+    model ``fit`` names (``{name: KL}``, the wall's ladder) against its KL to the truth, with the
+    truth's slope and :math:`\\Gamma`."""
     fig, axes = plotting.figure(2, 1, height=6.6)
     ax, pal = axes[0], plotting.PALETTE
     colors = {"plateau": pal["miss"], "ridge": pal["alt"], "wall": pal["mlm"]}
@@ -137,8 +143,8 @@ def escapes(world: dict, temps, mlms: dict, fit: dict):
     for label, (knob, name) in mlms.items():
         ax.semilogy(inv, world[knob][f"exact_{name}"], "--", color=colors[knob], label=label)
     wall = world["wall"]
-    ax.semilogy(inv, wall["exact_truth"][-1] * np.exp(wall["gamma"] * (inv - inv[-1])), ":", color=colors["wall"],
-                lw=1)
+    ax.semilogy(inv, wall["exact_truth"][-1] * np.exp(wall["gamma"] * (inv - inv[-1])), ":",
+                color=colors["wall"], lw=1)
     ax.set_xlabel("1 / T")
     ax.set_ylabel("mean escape time (sweeps)")
     _legend_above(fig, ax, 2)
@@ -158,7 +164,8 @@ def escapes(world: dict, temps, mlms: dict, fit: dict):
 
 
 def trajectory(lam, threshold: float, chains: int = 3):
-    """The topic log-odds of the first ``chains`` chains, sweep by sweep, with the farm and town thresholds."""
+    """The topic log-odds of the first ``chains`` chains, sweep by sweep, with the farm and town
+    thresholds."""
     fig, ax = plotting.figure(height=3.0)
     for c in range(min(chains, lam.shape[1])):
         ax.plot(lam[:, c], lw=1, label=f"chain {c + 1}")
@@ -171,8 +178,8 @@ def trajectory(lam, threshold: float, chains: int = 3):
 
 
 def stationary_law(dists: dict, text, groups: dict | None = None):
-    """The ten likeliest frame sentences under each law of ``dists`` (``{label: law}``), and with ``groups``
-    (``{name: boolean mask over states}``) each law's mass per group."""
+    """The ten likeliest frame sentences under each law of ``dists`` (``{label: law}``), and with
+    ``groups`` (``{name: boolean mask over states}``) each law's mass per group."""
     if groups is None:
         fig, ax = plotting.figure(height=3.6)
         axes = [ax]

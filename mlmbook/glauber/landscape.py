@@ -1,11 +1,12 @@
 r"""The landscape :math:`E = -\log p` that heat-bath Glauber dynamics climbs: heights of moves,
 the critical depth, barriers between basins, and the path over a barrier.
 
-At temperature :math:`T` the Gibbs sampler of :math:`p^{1/T}` on a :class:`~mlmbook.glauber.exact.Frame`
-moves between neighbours :math:`x, y` (one site apart, on the *line* :math:`\ell` of states that
-differ only there) with stationary flow :math:`\asymp e^{-h(x,y)/T}`, where the move's *height* is
-:math:`h(x, y) = E(x) + E(y) - \min_{z \in \ell} E(z)`. Every quantity here is a minimax over paths
-of those heights, computed by Kruskal's algorithm over the moves sorted by height.
+At temperature :math:`T` the Gibbs sampler of :math:`p^{1/T}` on a
+:class:`~mlmbook.glauber.exact.Frame` moves between neighbours :math:`x, y` (one site apart, on the
+*line* :math:`\ell` of states that differ only there) with stationary flow :math:`\asymp
+e^{-h(x,y)/T}`, where the move's *height* is :math:`h(x, y) = E(x) + E(y) - \min_{z \in \ell} E(z)`.
+Every quantity here is a minimax over paths of those heights, computed by Kruskal's algorithm over
+the moves sorted by height.
 
 ========================  ==================================================================
 :func:`critical_depth`    :math:`\Gamma`: the Arrhenius slope of the relaxation time as :math:`T\to 0`
@@ -53,14 +54,14 @@ def critical_depth(log_p, frame: Frame, return_trap: bool = False):
     """
     E, (h, u, v) = _moves(log_p, frame)
     parent = np.arange(len(E))
-    bottom = np.arange(len(E))                                             # each component's lowest state
+    bottom = np.arange(len(E))  # each component's lowest state
     depth, trap = 0.0, (-1, (-1, -1))
     for k in np.argsort(h, kind="stable"):
         ru, rv = _root(parent, u[k]), _root(parent, v[k])
         if ru == rv:
             continue
         if E[bottom[ru]] > E[bottom[rv]]:
-            ru, rv = rv, ru                                                # ru holds the lower minimum
+            ru, rv = rv, ru  # ru holds the lower minimum
         if h[k] - E[bottom[rv]] > depth:
             depth, trap = float(h[k] - E[bottom[rv]]), (int(bottom[rv]), (int(u[k]), int(v[k])))
         parent[rv] = ru
@@ -83,7 +84,7 @@ def basin_barrier(log_p, frame: Frame, source: int, target) -> float:
     if tgt[source]:
         return 0.0
     parent = np.arange(len(E))
-    hit = tgt.copy()                                                      # per root: holds a target state
+    hit = tgt.copy()  # per root: holds a target state
     for k in np.argsort(h, kind="stable"):
         ru, rv = _root(parent, u[k]), _root(parent, v[k])
         if ru == rv:
@@ -111,7 +112,7 @@ def _moves(log_p, frame):
         e = E[fam]                                                          # (F, m)
         low = e.min(axis=1, keepdims=True)
         iu, iv = np.triu_indices(fam.shape[1], 1)
-        with np.errstate(invalid="ignore"):                                # inf - inf on forbidden lines
+        with np.errstate(invalid="ignore"):  # inf - inf on forbidden lines
             h = e[:, iu] + e[:, iv] - low
         ok = np.isfinite(h)
         hs.append(h[ok]), us.append(fam[:, iu][ok]), vs.append(fam[:, iv][ok])
@@ -120,7 +121,8 @@ def _moves(log_p, frame):
 
 class BarrierPath(NamedTuple):
     """The cheapest way over a barrier: its height above the start (nats), the states of a path that
-    attains it (start first, the first state of the target last) and the saddle move ``(x, y)`` at its top."""
+    attains it (start first, the first state of the target last) and the saddle move ``(x, y)`` at
+    its top."""
     gamma: float
     states: list
     saddle: tuple
@@ -156,7 +158,8 @@ def barrier_path(log_p, frame: Frame, source: int, target) -> BarrierPath:
 
 
 def _tree_path(tree: dict, source: int, tgt: np.ndarray) -> list:
-    """Breadth-first search in a forest from ``source`` to the first target state: the states on the way."""
+    """Breadth-first search in a forest from ``source`` to the first target state: the states on the
+    way."""
     back, todo = {source: source}, deque([source])
     while todo:
         x = todo.popleft()

@@ -11,10 +11,10 @@ and accept with the Metropolis–Hastings probability for the target :math:`\pi 
 (the proposal's context :math:`x_{\setminus i}` is the same before and after the move). The chain is
 reversible with stationary law exactly :math:`e^{-E/T}/Z`, whatever the proposals — what the plain
 chain of an MLM lacks. Their locally normalised energy is the negative pseudo-log-likelihood,
-:math:`E(x) = -\sum_i \log q(x_i \mid x_{\setminus i})` (:func:`pll_energy`; here the sum runs over the
-frame's free sites, with each conditional normalised over the whole vocabulary as the tables
-of :meth:`~mlmbook.glauber.exact.Frame.conditional_logits` give it). With the truth's
-conditionals and :math:`E = -\log p`, the target is :math:`p^{1/T}` itself.
+:math:`E(x) = -\sum_i \log q(x_i \mid x_{\setminus i})` (:func:`pll_energy`; here the sum runs over
+the frame's free sites, with each conditional normalised over the whole vocabulary as the tables of
+:meth:`~mlmbook.glauber.exact.Frame.conditional_logits` give it). With the truth's conditionals and
+:math:`E = -\log p`, the target is :math:`p^{1/T}` itself.
 """
 from __future__ import annotations
 
@@ -34,8 +34,9 @@ def _per_state(frame: Frame, table: np.ndarray, a: int) -> np.ndarray:
 
 
 def pll_energy(frame: Frame, site_logits) -> np.ndarray:
-    r"""Goyal et al.'s locally normalised energy on the frame, :math:`E(x) = -\sum_{i} \log q(x_i \mid x_{\setminus i})`
-    over the free sites, from :meth:`Frame.conditional_logits` tables of log-probabilities: (S,)."""
+    r"""Goyal et al.'s locally normalised energy on the frame, :math:`E(x) = -\sum_{i} \log q(x_i
+    \mid x_{\setminus i})` over the free sites, from :meth:`Frame.conditional_logits` tables of
+    log-probabilities: (S,)."""
     return -sum(_per_state(frame, t, a) for a, t in enumerate(site_logits))
 
 
@@ -68,12 +69,13 @@ def mh_kernel(frame: Frame, site_logits, energy, T: float = 1.0) -> sp.csr_matri
         m = fam.shape[1]
         x = np.repeat(fam, m, axis=1)                                   # from member u ...
         y = np.tile(fam, (1, m))                                        # ... to member v
-        qx = np.repeat(q, m, axis=1)                                    # q(x_i | context) of the current word
-        qy = np.tile(q, (1, m))                                         # q(x'_i | context) of the proposal
+        qx = np.repeat(q, m, axis=1)  # q(x_i | context) of the current word
+        qy = np.tile(q, (1, m))  # q(x'_i | context) of the proposal
         with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
             log_ratio = (E[x] - E[y]) / T + np.log(qx) - np.log(qy)
             acc = np.where(np.isfinite(E[y]), np.minimum(1.0, np.exp(np.minimum(log_ratio, 0.0))), 0.0)
-        acc = np.where(np.isnan(log_ratio) & np.isfinite(E[y]), 1.0, acc)   # leaving an impossible state
+        # leaving an impossible state
+        acc = np.where(np.isnan(log_ratio) & np.isfinite(E[y]), 1.0, acc)
         move = (x != y) & (qy > 0)
         rows.append(x[move]), cols.append(y[move]), vals.append((qy * acc)[move] / L)
     r, c, v = (np.concatenate(z) for z in (rows, cols, vals))

@@ -21,7 +21,8 @@ class Plan:
     Attributes
     ----------
     corpus : int
-        Sentences sampled from the toy language (the rectangle test and the coupling grid read them).
+        Sentences sampled from the toy language (the rectangle test and the coupling grid read
+        them).
     rect_sentences, truth_rect_sentences : int
         Sentences of the rectangle test; of those, the first ones the truth also answers.
     frame : str
@@ -49,7 +50,8 @@ class Plan:
     kl_sentences : int
         Sentences of the topic world on which each ladder rung's KL to the truth is measured.
     topic_words : tuple
-        The topic frame's candidates: subject, verb, object and place, each over farm, neutral and town words.
+        The topic frame's candidates: subject, verb, object and place, each over farm, neutral and
+        town words.
     """
 
     corpus: int
@@ -95,19 +97,21 @@ PROFILES = {
         corpus=2500, rect_sentences=150, truth_rect_sentences=40, frame="big",
         frame_T=(0.1, 0.125, 0.15, 0.2, 0.25, 0.33, 0.5, 0.7, 1.0, 1.4, 2.0, 3.0),
         scaling={4: 16, 5: 16, 6: 16, 7: 16, 8: 16, 9: 16, 10: 8, 11: 8}, scaling_T=(1.0, 3.0),
-        grid_lengths=(4, 6, 8, 10, 13), grid_temps=(1.0, 2.5, 7.0, 15.0), grid_pairs=12, grid_cap=25,
-        influence_sentences=6, exact_T=(1.0, 0.8, 0.7, 0.5, 0.4, 0.33, 0.25), check_T=(1.0, 0.7, 0.5),
-        check_chains=40, check_cap=200, trajectory_T=0.8, trajectory_chains=4, trajectory_sweeps=150,
-        topic_len=9, kl_sentences=60,
+        grid_lengths=(4, 6, 8, 10, 13), grid_temps=(1.0, 2.5, 7.0, 15.0), grid_pairs=12,
+        grid_cap=25, influence_sentences=6, exact_T=(1.0, 0.8, 0.7, 0.5, 0.4, 0.33, 0.25),
+        check_T=(1.0, 0.7, 0.5), check_chains=40, check_cap=200, trajectory_T=0.8,
+        trajectory_chains=4, trajectory_sweeps=150, topic_len=9, kl_sentences=60,
         topic_words=(("farmer", "shepherd", "man", "girl", "teacher", "doctor"), ("feeds", "sees", "walks"),
                      ("cow", "horse", "dog", "cat", "pigeon", "rat"),
                      ("barn", "field", "park", "garden", "market", "station"))),
 }
-PROFILES["extended"] = replace(PROFILES["full"], scaling={n: 45 for n in range(4, 12)})   # 360 sentences
-"""The profiles: ``quick`` (tests), ``full`` (the book) and ``extended`` (a cluster: 45 sentences at every
-length, the 360 that the committed plan asks for the shape question at high temperature)."""
+# 360 sentences
+PROFILES["extended"] = replace(PROFILES["full"], scaling={n: 45 for n in range(4, 12)})
+"""The profiles: ``quick`` (tests), ``full`` (the book) and ``extended`` (a cluster: 45 sentences at
+every length, the 360 that the committed plan asks for the shape question at high temperature)."""
 PROFILES["pilot"] = replace(PROFILES["quick"], rect_sentences=60, scaling={n: 2 for n in range(4, 12)})
-"""The plans' pilot (:mod:`mlmbook.plans`): the quick plan, with the full plan's lengths (two sentences each)."""
+"""The plans' pilot (:mod:`mlmbook.plans`): the quick plan, with the full plan's lengths (two
+sentences each)."""
 
 
 def plan(profile: str) -> Plan:

@@ -48,7 +48,8 @@ def _tempered(logits: torch.Tensor, T, allowed: torch.Tensor | None = None) -> t
 
 
 def _inverse_cdf(p: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
-    """Token where each row's CDF (over token-id order) first exceeds u·total; -1 for rows without mass."""
+    """Token where each row's CDF (over token-id order) first exceeds u·total; -1 for rows without
+    mass."""
     cdf = torch.cumsum(p, dim=-1)
     idx = torch.searchsorted(cdf, (u * cdf[:, -1]).unsqueeze(1), right=True).squeeze(1)
     idx = idx.clamp_(max=p.shape[1] - 1)
@@ -61,7 +62,7 @@ def _draw(logits: torch.Tensor, u: torch.Tensor, T) -> torch.Tensor:
 
 
 class Coupling(NamedTuple):
-    times: np.ndarray     # (C,) first step at which the pair agrees everywhere (max_steps if censored)
+    times: np.ndarray  # (C,) first step at which the pair agrees everywhere (max_steps if censored)
     censored: np.ndarray  # (C,) True if the pair never met within max_steps
     final_a: torch.Tensor
     final_b: torch.Tensor
@@ -168,7 +169,8 @@ class GlauberSampler:
         return allowed
 
     def probs(self, x: torch.Tensor, site: torch.Tensor, T=None) -> torch.Tensor:
-        r"""(C, V) tempered conditionals :math:`\pi_{i,T}(\cdot \mid x_{-i})` at ``site[c]`` of each row.
+        r"""(C, V) tempered conditionals :math:`\pi_{i,T}(\cdot \mid x_{-i})` at ``site[c]`` of each
+        row.
 
         One ``lm.logits`` call for all rows, the LM head only at the masked site.
         """
@@ -257,7 +259,7 @@ class GlauberSampler:
             if coupling == "cdf":
                 xb = _inverse_cdf(p[k:], u[apart])
             else:
-                pos = torch.searchsorted(run_a, apart)                  # row of each apart pair in pa
+                pos = torch.searchsorted(run_a, apart)  # row of each apart pair in pa
                 pa_, pb = pa[pos], p[k:]
                 x = xa[pos]
                 xc = x.clamp(min=0)
@@ -282,8 +284,8 @@ class GlauberSampler:
 
 
 
-def influence(lm: MaskedLM, ids, temperatures, frozen=(), alternatives: int = 2, substitutes: str = "top",
-              seed: int = 0, progress: bool = False) -> np.ndarray:
+def influence(lm: MaskedLM, ids, temperatures, frozen=(), alternatives: int = 2,
+              substitutes: str = "top", seed: int = 0, progress: bool = False) -> np.ndarray:
     r"""Estimated Dobrushin influence of one token on the rest of the sentence, per temperature.
 
     For a sentence :math:`x`, a free site :math:`j` and a substitute :math:`v` for
@@ -343,7 +345,7 @@ def influence(lm: MaskedLM, ids, temperatures, frozen=(), alternatives: int = 2,
         for k, T in enumerate(Ts):
             p0 = torch.softmax(lg0 / T, dim=-1).nan_to_num(0.0)
             p1 = torch.softmax(lg / T, dim=-1).nan_to_num(0.0)
-            tv_ = 0.5 * (p1 - p0[b_idx]).abs().sum(dim=-1)                              # one per row
+            tv_ = 0.5 * (p1 - p0[b_idx]).abs().sum(dim=-1)  # one per row
             col = torch.zeros(len(free)).double().index_add_(0, a_idx, tv_)
             cnt = torch.zeros(len(free)).double().index_add_(0, a_idx, torch.ones_like(tv_))
             c = col / cnt.clamp(min=1) * (len(free) - 1)          # mean over v of the sum over i

@@ -32,12 +32,13 @@ from .trajectories import truth_log_probs
 if TYPE_CHECKING:
     from ..models.base import MaskedLM
 
-__all__ = ["mixing_time", "length_frames", "support_component", "scaling_curve", "exact_scaling", "coupon_times",
-           "STEP_LIMIT"]
+__all__ = ["mixing_time", "length_frames", "support_component", "scaling_curve", "exact_scaling",
+           "coupon_times", "STEP_LIMIT"]
 
 
 def _distance(Pt: np.ndarray, pi: np.ndarray) -> float:
-    """:math:`d(t) = \\max_x \\|P^t(x, \\cdot) - \\pi\\|_\\mathrm{TV}` from the dense power ``Pt``."""
+    """:math:`d(t) = \\max_x \\|P^t(x, \\cdot) - \\pi\\|_\\mathrm{TV}` from the dense power
+    ``Pt``."""
     return float(0.5 * np.abs(Pt - pi[None, :]).sum(axis=1).max())
 
 
@@ -46,18 +47,19 @@ STEP_LIMIT = 4096
 
 
 def mixing_time(P, eps: float = 0.25, pi=None, max_steps: int = 1 << 24, block: int = 512) -> float:
-    r"""Exact worst-start mixing time :math:`t_\text{mix}(\varepsilon) = \min\{t : d(t) \le \varepsilon\}`,
-    :math:`d(t) = \max_x \|P^t(x,\cdot) - \pi\|_\mathrm{TV}`, in steps.
+    r"""Exact worst-start mixing time :math:`t_\text{mix}(\varepsilon) = \min\{t : d(t) \le
+    \varepsilon\}`, :math:`d(t) = \max_x \|P^t(x,\cdot) - \pi\|_\mathrm{TV}`, in steps.
 
-    Each start's distance :math:`\|P^t(x,\cdot) - \pi\|_\mathrm{TV}` does not increase with :math:`t`
-    (:math:`P` contracts signed measures of mass 0 and fixes :math:`\pi`), so
+    Each start's distance :math:`\|P^t(x,\cdot) - \pi\|_\mathrm{TV}` does not increase with
+    :math:`t` (:math:`P` contracts signed measures of mass 0 and fixes :math:`\pi`), so
     :math:`t_\text{mix} = \max_x t_x` with :math:`t_x` the first time start :math:`x` is within
-    :math:`\varepsilon`. The starts are walked forward ``block`` at a time, one sparse product per step,
-    each dropped once it is within :math:`\varepsilon`: about :math:`S^2\,\bar d\, t_\text{mix}` operations for
-    :math:`\bar d` non-zeros per row (a random-scan chain on :math:`2^m` states has :math:`m+1`), against
-    :math:`S^3 \log t_\text{mix}` for squaring dense powers. A chain still unmixed after
-    :data:`STEP_LIMIT` steps is finished by squaring :math:`P^{2^k}` and bisecting (Levin & Peres,
-    Lemma 4.11: :math:`d` does not increase). ``inf`` beyond ``max_steps``.
+    :math:`\varepsilon`. The starts are walked forward ``block`` at a time, one sparse product per
+    step, each dropped once it is within :math:`\varepsilon`: about :math:`S^2\,\bar d\,
+    t_\text{mix}` operations for :math:`\bar d` non-zeros per row (a random-scan chain on
+    :math:`2^m` states has :math:`m+1`), against :math:`S^3 \log t_\text{mix}` for squaring dense
+    powers. A chain still unmixed after :data:`STEP_LIMIT` steps is finished by squaring
+    :math:`P^{2^k}` and bisecting (Levin & Peres, Lemma 4.11: :math:`d` does not increase). ``inf``
+    beyond ``max_steps``.
     """
     Ps = sp.csr_matrix(P)
     pi = stationary(Ps) if pi is None else np.asarray(pi, dtype=np.float64)
@@ -95,7 +97,7 @@ def _mixing_time_squaring(P: np.ndarray, eps: float, pi: np.ndarray, max_steps: 
     k = len(powers) - 1
     if k == 0:
         return 1.0
-    t, current = 1 << (k - 1), powers[k - 1]       # d(current) > eps, d(current · P^(2^(k-1))) <= eps
+    t, current = 1 << (k - 1), powers[k - 1]  # d(current) > eps, d(current · P^(2^(k-1))) <= eps
     for j in range(k - 2, -1, -1):
         cand = current @ powers[j]
         if _distance(cand, pi) > eps:
@@ -118,8 +120,8 @@ def length_frames(grammar, lengths, per_length, seed: int = 0, pool: int = 6000,
     ``pool`` samples (an int for every length, or a dict ``{n: count}``; the sentences of a smaller
     count are the first of a larger one); every position but the final token is free, over two
     candidates: the sentence's word and the word the truth finds most likely there in its place,
-    :math:`\arg\max_{v \ne x_i} p(v \mid x_{\setminus i})` (exact conditionals). State 0 is the sentence.
-    Token ids are ``offset`` + word ids (the toy tokenizer's).
+    :math:`\arg\max_{v \ne x_i} p(v \mid x_{\setminus i})` (exact conditionals). State 0 is the
+    sentence. Token ids are ``offset`` + word ids (the toy tokenizer's).
     """
     want = {int(n): int(per_length[n] if isinstance(per_length, dict) else per_length) for n in lengths}
     by_len: dict = {n: [] for n in want}
@@ -149,8 +151,9 @@ def length_frames(grammar, lengths, per_length, seed: int = 0, pool: int = 6000,
 
 
 def support_component(frame: Frame, logp) -> np.ndarray:
-    """The states of positive probability reachable from state 0 (the sentence) by single-site moves
-    between states of positive probability: where the truth's chain started at the sentence lives."""
+    """The states of positive probability reachable from state 0 (the sentence) by single-site
+    moves between states of positive probability: where the truth's chain started at the sentence
+    lives."""
     ok = np.isfinite(np.asarray(logp))
     rows, cols = [], []
     for a in range(len(frame.sites)):
@@ -173,7 +176,8 @@ def _tempered(logp: np.ndarray, T: float) -> np.ndarray:
 
 def scaling_curve(grammar, frames: dict, temps, mlm: MaskedLM | None = None, eps: float = 0.25,
                   relaxation: bool = True) -> dict:
-    r"""Exact relaxation and mixing times of the tempered chains on every frame of :func:`length_frames`.
+    r"""Exact relaxation and mixing times of the tempered chains on every frame of
+    :func:`length_frames`.
 
     The truth's chain runs on :func:`support_component` (its stationary law there is
     :math:`p^{1/T}` restricted and renormalised); an MLM's chain on the whole frame (its
@@ -217,9 +221,9 @@ def scaling_curve(grammar, frames: dict, temps, mlm: MaskedLM | None = None, eps
 
 def exact_scaling(truth, mlm: MaskedLM, counts: dict, temps, seed: int = 0, pool: int = 6000) -> dict | None:
     """Chapter 5's exact scaling: :func:`length_frames` with ``counts`` sentences per length, then
-    :func:`scaling_curve` of the truth's chain and ``mlm``'s (mixing times only), plus ``words`` (the
-    sentence of each unit). None without the toy language's ``truth`` oracle (it picks every rival word and
-    gives the exact law)."""
+    :func:`scaling_curve` of the truth's chain and ``mlm``'s (mixing times only), plus ``words``
+    (the sentence of each unit). None without the toy language's ``truth`` oracle (it picks every
+    rival word and gives the exact law)."""
     if truth is None:
         return None
     frames = length_frames(truth.grammar, list(counts), counts, seed=seed, pool=pool)

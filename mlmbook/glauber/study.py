@@ -1,4 +1,5 @@
-r"""The rows that answer chapter 5's primary questions (the chapter declares them), one per sentence.
+r"""The rows that answer chapter 5's primary questions (the chapter declares them), one per
+sentence.
 
 Sana et al. (2026) claim that an MLM's conditionals need not come from any joint (the rectangle
 test) and that its tempered Glauber chain mixes in :math:`O(n \log n)` steps at high temperature.
@@ -6,21 +7,22 @@ The chapter asks four questions of those claims (one of them, the rectangles, of
 toy language's truth: the exact frames need it); this module turns its measurements into the rows of
 :meth:`mlmbook.stats.Study.answer`, with the sentence as the unit.
 
-**Exponents as ratios of sums.** The least-squares slope of :math:`y_k = \log t_k` on
-:math:`x_k = \log m_k` over sentences :math:`k` is :math:`\hat\beta = \sum_k \tilde x_k \tilde y_k /
-\sum_k \tilde x_k^2` (centred values): a ratio of per-sentence sums, so the study layer's tests apply
-with the sentence as the unit (:func:`slope_rows`), and its linearised standard error is the
+**Exponents as ratios of sums.** The least-squares slope of :math:`y_k = \log t_k` on :math:`x_k =
+\log m_k` over sentences :math:`k` is :math:`\hat\beta = \sum_k \tilde x_k \tilde y_k / \sum_k
+\tilde x_k^2` (centred values): a ratio of per-sentence sums, so the study layer's tests apply with
+the sentence as the unit (:func:`slope_rows`), and its linearised standard error is the
 heteroskedasticity-robust (sandwich) one. The :math:`m \log m` hypothesis is the coupon collector's
-shape :math:`t \propto m H_m`; over the design's lengths it has an exponent against :math:`m` of its own,
-:math:`\beta_\star` (:func:`mlogm_exponent`, about 1.39 for :math:`n = 4 \dots 11`): the growth questions
-test :math:`\beta` against :math:`\beta_\star` with the trust issue's margin of 0.1, which tells
-:math:`m \log m` apart from :math:`m^{1.25}` and :math:`m^{1.5}` but not from :math:`m^{\beta_\star}`.
+shape :math:`t \propto m H_m`; over the design's lengths it has an exponent against :math:`m` of its
+own, :math:`\beta_\star` (:func:`mlogm_exponent`, about 1.39 for :math:`n = 4 \dots 11`): the growth
+questions test :math:`\beta` against :math:`\beta_\star` with the trust issue's margin of 0.1, which
+tells :math:`m \log m` apart from :math:`m^{1.25}` and :math:`m^{1.5}` but not from
+:math:`m^{\beta_\star}`.
 
-**The model comparison** (:func:`shape_rows`) is what could tell them apart: each sentence's
-squared error of :math:`\log t` when it is left out of the fit, under the power law (two free
-parameters) and under :math:`m H_m` (one), summed into
-:math:`(\text{MSE}_\text{power} - \text{MSE}_{mH}) / \text{MSE}_{mH}`. A 10 % difference is the effect of
-interest; within it the two shapes fit alike on these lengths.
+**The model comparison** (:func:`shape_rows`) is what could tell them apart: each sentence's squared
+error of :math:`\log t` when it is left out of the fit, under the power law (two free parameters)
+and under :math:`m H_m` (one), summed into :math:`(\text{MSE}_\text{power} - \text{MSE}_{mH}) /
+\text{MSE}_{mH}`. A 10 % difference is the effect of interest; within it the two shapes fit alike on
+these lengths.
 """
 from __future__ import annotations
 
@@ -29,19 +31,21 @@ import numpy as np
 __all__ = ["TINY", "mlogm_exponent", "coupon", "slope_rows", "shape_rows", "rectangle_rows"]
 
 TINY = 1e-16
-r"""A :math:`|\Delta|` below this (float64 rounding) counts as this, so that its logarithm is finite."""
+r"""A :math:`|\Delta|` below this (float64 rounding) counts as this, so that its logarithm is
+finite."""
 
 
 def coupon(m) -> np.ndarray:
-    """:math:`m H_m` for ``m`` free sites: the coupon collector's expected steps to touch every site."""
+    """:math:`m H_m` for ``m`` free sites: the coupon collector's expected steps to touch every
+    site."""
     m = np.atleast_1d(np.asarray(m, dtype=np.int64))
     return np.array([k * sum(1.0 / j for j in range(1, k + 1)) for k in m])
 
 
 def mlogm_exponent(lengths) -> float:
-    r""":math:`\beta_\star`: the least-squares slope of :math:`\log(m H_m)` on :math:`\log m` over the units'
-    sentence lengths (:math:`m = n - 1` free sites), the exponent against :math:`m` that :math:`t \propto m H_m`
-    shows on exactly this design."""
+    r""":math:`\beta_\star`: the least-squares slope of :math:`\log(m H_m)` on :math:`\log m` over
+    the units' sentence lengths (:math:`m = n - 1` free sites), the exponent against :math:`m` that
+    :math:`t \propto m H_m` shows on exactly this design."""
     m = np.asarray(lengths, dtype=np.float64) - 1
     d, g = slope_rows(np.log(m), np.log(coupon(m.astype(np.int64))))
     return float(d.sum() / g.sum())
@@ -49,7 +53,8 @@ def mlogm_exponent(lengths) -> float:
 
 def slope_rows(x, y) -> tuple[np.ndarray, np.ndarray]:
     r"""Per-unit contributions whose ratio of sums is the least-squares slope of ``y`` on ``x``:
-    :math:`d_k = \tilde x_k \tilde y_k`, :math:`g_k = \tilde x_k^2` (values centred on their means)."""
+    :math:`d_k = \tilde x_k \tilde y_k`, :math:`g_k = \tilde x_k^2` (values centred on their
+    means)."""
     x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
     xc = x - x.mean()
     return xc * (y - y.mean()), xc ** 2
@@ -60,9 +65,9 @@ def shape_rows(lengths, times) -> tuple[np.ndarray, np.ndarray]:
     :math:`\log t = c + \log(m H_m)` (the coupon collector's :math:`m \log m`), one row per unit.
 
     Each unit is left out in turn, both models are fitted by least squares on the others and predict
-    its :math:`\log t`. Returns ``(values, weights)``: the power law's squared error minus :math:`m H_m`'s,
-    and :math:`m H_m`'s; their ratio of sums is the power law's relative excess error (> 0: :math:`m \log m`
-    predicts better).
+    its :math:`\log t`. Returns ``(values, weights)``: the power law's squared error minus :math:`m
+    H_m`'s, and :math:`m H_m`'s; their ratio of sums is the power law's relative excess error (> 0:
+    :math:`m \log m` predicts better).
     """
     m = np.asarray(lengths, dtype=np.float64) - 1
     y = np.log(np.asarray(times, dtype=np.float64))
@@ -79,7 +84,8 @@ def shape_rows(lengths, times) -> tuple[np.ndarray, np.ndarray]:
 
 
 def rectangle_rows(delta, sentence, floor: float) -> tuple[np.ndarray, np.ndarray]:
-    """Rows of the rectangle question: :math:`\\log_{10}(|\\Delta| / \\text{floor})` of each rectangle
-    (:math:`|\\Delta|` at least :data:`TINY`), and the sentence each was drawn from (the unit)."""
+    """Rows of the rectangle question: :math:`\\log_{10}(|\\Delta| / \\text{floor})` of each
+    rectangle (:math:`|\\Delta|` at least :data:`TINY`), and the sentence each was drawn from (the
+    unit)."""
     d = np.maximum(np.abs(np.asarray(delta, dtype=np.float64)), TINY)
     return np.log10(d / floor), np.asarray(sentence)

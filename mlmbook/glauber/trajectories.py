@@ -1,5 +1,5 @@
-r"""Reading chains: autocorrelation, basins, escape times (with censoring), and the toy
-truth's view of chain states (exact log-probabilities, the topic posterior and a lexical topic probe)."""
+r"""Reading chains: autocorrelation, basins, escape times (with censoring), and the toy truth's view
+of chain states (exact log-probabilities, the topic posterior and a lexical topic probe)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from scipy.stats import chi2
 from .. import stats
 from ..toy import N_SPECIAL
 
-__all__ = ["censored_quantile", "hamming_autocorrelation", "basin_occupancy", "escape_times", "hysteresis_labels",
-           "truth_log_probs", "topic_posterior", "truth_topic_scores", "topic_word_log_odds", "topic_log_odds",
-           "escape_counts",
+__all__ = ["censored_quantile", "hamming_autocorrelation", "basin_occupancy", "escape_times",
+           "hysteresis_labels", "truth_log_probs", "topic_posterior", "truth_topic_scores",
+           "topic_word_log_odds", "topic_log_odds", "escape_counts",
            "escape_rate", "arrhenius_fit", "growth_exponent", "tail_bound"]
 
 
@@ -137,7 +137,8 @@ def truth_log_probs(grammar, states, offset: int = N_SPECIAL, chunk: int = 256) 
 
 
 def truth_topic_scores(grammar, states, offset: int = N_SPECIAL, chunk: int = 256) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`truth_log_probs` and :func:`topic_posterior` of the same states from one inside pass."""
+    """:func:`truth_log_probs` and :func:`topic_posterior` of the same states from one inside
+    pass."""
     x = torch.as_tensor(states)
     words, bad = _word_rows(grammar, x, offset)
     if words.shape[1] > grammar.max_length:
@@ -219,23 +220,23 @@ def hysteresis_labels(score, low: float, high: float) -> np.ndarray:
 # ---------------------------------------------------------------- rates, slopes and their intervals
 
 def escape_counts(times, censored) -> tuple[int, float]:
-    r"""Escapes :math:`d` and exposure :math:`S = \sum_c t_c` (escape time, or the time watched for a
-    chain that never left) of right-censored waiting times: what :func:`arrhenius_fit` needs."""
+    r"""Escapes :math:`d` and exposure :math:`S = \sum_c t_c` (escape time, or the time watched for
+    a chain that never left) of right-censored waiting times: what :func:`arrhenius_fit` needs."""
     t = np.asarray(times, dtype=np.float64)
     c = np.asarray(censored, dtype=bool)
     return int((~c).sum()), float(t.sum())
 
 
 def escape_rate(times, censored, level: float = stats.LEVEL) -> stats.Interval:
-    r"""Mean escape time from right-censored waiting times, assuming they are exponential
-    (the metastable regime: escapes are rare, memoryless events), as an :class:`~mlmbook.stats.Interval`.
+    r"""Mean escape time from right-censored waiting times, assuming they are exponential (the
+    metastable regime: escapes are rare, memoryless events), as an :class:`~mlmbook.stats.Interval`.
 
     With :math:`d` escapes and total exposure :math:`S` (:func:`escape_counts`), the
     maximum-likelihood mean is :math:`S/d`: censored chains count through the time they were
-    watched, not as missing data. The interval is the exact one for time-truncated exponential
-    data, :math:`[2S/\chi^2_{1-\alpha/2}(2d+2),\; 2S/\chi^2_{\alpha/2}(2d)]`. With no escape the mean
-    is only bounded below: the interval's ``lower_bound`` is set and its estimate is that bound
-    (never :math:`+\infty`).
+    watched, not as missing data. The interval is the exact one for time-truncated exponential data,
+    :math:`[2S/\chi^2_{1-\alpha/2}(2d+2),\; 2S/\chi^2_{\alpha/2}(2d)]`. With no escape the mean is
+    only bounded below: the interval's ``lower_bound`` is set and its estimate is that bound (never
+    :math:`+\infty`).
     """
     d, S = escape_counts(times, censored)
     n = len(np.asarray(times))
@@ -254,11 +255,11 @@ def arrhenius_fit(inv_T, events, exposure, level: float = stats.LEVEL) -> stats.
     several temperatures, with a profile-likelihood interval (an :class:`~mlmbook.stats.Interval`).
 
     At temperature :math:`T_k`, ``events[k]`` escapes were seen in ``exposure[k]`` steps of
-    watching; escapes are a Poisson process of rate :math:`\lambda_k = e^{a - b/T_k}` (the
-    censored exponential likelihood is the Poisson one). For fixed :math:`b` the best
-    :math:`a` is explicit, so the profile log-likelihood :math:`\ell(b)` is one-dimensional
-    (and concave); the interval is :math:`\{b : 2(\ell(\hat b) - \ell(b)) \le \chi^2_1(\text{level})\}`,
-    with an infinite end where the data do not bound it. Undefined without any escape.
+    watching; escapes are a Poisson process of rate :math:`\lambda_k = e^{a - b/T_k}` (the censored
+    exponential likelihood is the Poisson one). For fixed :math:`b` the best :math:`a` is explicit,
+    so the profile log-likelihood :math:`\ell(b)` is one-dimensional (and concave); the interval is
+    :math:`\{b : 2(\ell(\hat b) - \ell(b)) \le \chi^2_1(\text{level})\}`, with an infinite end where
+    the data do not bound it. Undefined without any escape.
     """
     x = np.asarray(inv_T, dtype=np.float64)
     d = np.asarray(events, dtype=np.float64)
@@ -284,9 +285,9 @@ def arrhenius_fit(inv_T, events, exposure, level: float = stats.LEVEL) -> stats.
 
 
 def growth_exponent(x, times, censored, level: float = stats.LEVEL, seed: int = 0, names=None) -> stats.Interval:
-    r"""Growth exponent :math:`\beta` of the median waiting time against a size:
-    :math:`\log \operatorname{median}(\tau \mid x) = c + \beta \log x` (least squares over the sizes),
-    with a percentile bootstrap over the runs (:func:`mlmbook.stats.bootstrap`).
+    r"""Growth exponent :math:`\beta` of the median waiting time against a size: :math:`\log
+    \operatorname{median}(\tau \mid x) = c + \beta \log x` (least squares over the sizes), with a
+    percentile bootstrap over the runs (:func:`mlmbook.stats.bootstrap`).
 
     ``times[k]`` and ``censored[k]`` are the runs at size ``x[k]``, the same number at every size;
     censoring is at the cap only, so the median is the Kaplan–Meier one

@@ -37,10 +37,10 @@ class AGResult:
 
 
 def ag_objective(pc: PairConditionals, joint) -> float:
-    r"""Arnold–Gokhale objective: :math:`J(p) = \sum_b \mathrm{KL}(q(\cdot\mid b)\,\|\,p(\cdot\mid b))
-    + \sum_a \mathrm{KL}(q(\cdot\mid a)\,\|\,p(\cdot\mid a))`, sums over the conditioning values whose
-    MLM conditional is defined (unweighted, as in Arnold & Gokhale 1998). 0 iff p has the given
-    conditionals; ``inf`` if p misses support of a given conditional."""
+    r"""Arnold–Gokhale objective: :math:`J(p) = \sum_b \mathrm{KL}(q(\cdot\mid b)\,\|\,p(\cdot\mid
+    b)) + \sum_a \mathrm{KL}(q(\cdot\mid a)\,\|\,p(\cdot\mid a))`, sums over the conditioning values
+    whose MLM conditional is defined (unweighted, as in Arnold & Gokhale 1998). 0 iff p has the
+    given conditionals; ``inf`` if p misses support of a given conditional."""
     (d_a, def_b), (d_b, def_a) = divergences(pc, PairConditionals.from_joint(joint), kl)
     return float(d_a[def_b].sum() + d_b[def_a].sum())
 
@@ -75,12 +75,12 @@ def ag(pc: PairConditionals, tol: float = 1e-8, max_iter: int = 200_000, method:
       extrapolation, one more update — keeping an extrapolated point only if its objective is no
       larger than that of the plain update, so :math:`J` never increases;
     * ``"newton"`` (default): a direct solve in log space. SQUAREM until a plain step moves
-      :math:`\ell` by less than 0.1 (or for 100 updates), then Newton's method on the stationarity equations
-      :math:`\log \mathrm{rows}(u) - \log z - \ell_A = 0`, :math:`\log \mathrm{cols}(u) - \log z - \ell_B = 0`,
-      written with log-sum-exps and logistic weights so that rows of mass 1e-12 keep full precision
-      (with backtracking; a least-squares step where exact zeros make the system singular). If
-      Newton fails or ends with a larger objective, SQUAREM goes on and Newton is tried again 200
-      updates later.
+      :math:`\ell` by less than 0.1 (or for 100 updates), then Newton's method on the stationarity
+      equations :math:`\log \mathrm{rows}(u) - \log z - \ell_A = 0`, :math:`\log \mathrm{cols}(u) -
+      \log z - \ell_B = 0`, written with log-sum-exps and logistic weights so that rows of mass
+      1e-12 keep full precision (with backtracking; a least-squares step where exact zeros make the
+      system singular). If Newton fails or ends with a larger objective, SQUAREM goes on and Newton
+      is tried again 200 updates later.
 
     Start. The state is the two marginals, and the MLM already gives estimates of them: with
     ``warm=True`` (default), ``method="newton"`` and both conditionals positive everywhere (as a
@@ -126,7 +126,7 @@ def ag(pc: PairConditionals, tol: float = 1e-8, max_iter: int = 200_000, method:
     if tol < TOL_FLOOR:
         warnings.warn(f"AG tolerance {tol:g} is below what float64 can reach; using {TOL_FLOOR:g}", stacklevel=2)
         tol = TOL_FLOOR
-    with threads.limited():                     # small linear algebra: one BLAS thread (mlmbook.threads)
+    with threads.limited():  # small linear algebra: one BLAS thread (mlmbook.threads)
         return _solve(pc, tol, max_iter, method, warm)
 
 
@@ -154,7 +154,7 @@ def _solve(pc: PairConditionals, tol: float, max_iter: int, method: str, warm: b
             rows, cols = u.sum(axis=1), u.sum(axis=0)
             z = rows.sum()
             J = None
-            if objective:       # J(p') = const + sum num log den + sum log(row and column sums of u)
+            if objective:  # J(p') = const + sum num log den + sum log(row and column sums of u)
                 log_den = np.log(den, out=np.zeros_like(den), where=support)
                 J = const + np.sum(num * log_den) + np.log(cols[def_b]).sum() + np.log(rows[def_a]).sum()
                 J = float(J) if np.isfinite(J) else np.inf
@@ -176,7 +176,8 @@ def _solve(pc: PairConditionals, tol: float, max_iter: int, method: str, warm: b
     pa, pb = np.full(ka, 1.0 / ka), np.full(kb, 1.0 / kb)
     if warm and method == "newton" and np.all(qa > 0) and np.all(qb > 0):  # one block: see "Start"
         pa, pb = _warm(pc.log_a), _warm(pc.log_b)
-    objectives = [_ag_objective_at(num, def_a, def_b, entropy_part, np.outer(pa, pb))]   # p0: the start
+    # p0: the start
+    objectives = [_ag_objective_at(num, def_a, def_b, entropy_part, np.outer(pa, pb))]
     it, converged, bound = 0, False, np.inf
     next_newton = 0 if method == "newton" else np.inf
     while it < max_iter and not converged:
@@ -188,8 +189,8 @@ def _solve(pc: PairConditionals, tol: float, max_iter: int, method: str, warm: b
         bound, step = error_bound(l0, l1, l2)
         converged = bound <= tol
         new_a, new_b = pa2, pb2
-        if it >= next_newton and (step <= 1e-1 or it >= 100):           # close enough: solve directly
-            next_newton = it + 200                                      # (retried later if it fails)
+        if it >= next_newton and (step <= 1e-1 or it >= 100):  # close enough: solve directly
+            next_newton = it + 200  # (retried later if it fails)
             solved = _newton(num, def_a, def_b, pa2, pb2, tol)
             if solved is not None:
                 P, steps, delta = solved
@@ -292,7 +293,7 @@ def _newton(num, def_a, def_b, pa, pb, tol: float, max_steps: int = 50):
         if not np.all(np.isfinite(F)):
             return None
         Rw1, Cw = R * w1, C * w
-        da, db = -Rw1.sum(1), -Cw.sum(0)                                 # no cancellation: 1 - w directly
+        da, db = -Rw1.sum(1), -Cw.sum(0)  # no cancellation: 1 - w directly
         g = np.concatenate([(u * w).sum(1), (u * w1).sum(0)])            # d log z
         d = _newton_step(Rw1, Cw, da, db, g, F)
         t, f0 = 1.0, np.abs(F).max()
@@ -316,14 +317,14 @@ def _newton_step(B, Cw, da, db, g, F) -> np.ndarray:
     .. math:: J = A - \mathbf 1\, g^\top, \qquad
               A = \begin{pmatrix} D_a & B \\ C_w^\top & D_b \end{pmatrix},
 
-    :math:`D_a, D_b` diagonal. :math:`A` is singular — shifting every log-marginal by the same amount
-    leaves rows and columns in proportion, :math:`A\mathbf 1 = 0` — so the solve uses
-    :math:`A' = A + \mathbf 1 q^\top` (:math:`q` the uniform weights on B's side, :math:`A'\mathbf 1 = \mathbf 1`),
-    whose block structure gives a Schur complement of side :math:`K_B`, and Sherman–Morrison for
-    :math:`J = A' - \mathbf 1 (g + q)^\top`: several times fewer operations than a dense solve of
-    side :math:`K_A + K_B`. The answer is checked against :math:`J` (applied without forming it);
-    if the check fails the dense system is solved (least squares where it is singular, as exact
-    zeros can make it).
+    :math:`D_a, D_b` diagonal. :math:`A` is singular — shifting every log-marginal by the same
+    amount leaves rows and columns in proportion, :math:`A\mathbf 1 = 0` — so the solve uses
+    :math:`A' = A + \mathbf 1 q^\top` (:math:`q` the uniform weights on B's side, :math:`A'\mathbf
+    1 = \mathbf 1`), whose block structure gives a Schur complement of side :math:`K_B`, and
+    Sherman–Morrison for :math:`J = A' - \mathbf 1 (g + q)^\top`: several times fewer operations
+    than a dense solve of side :math:`K_A + K_B`. The answer is checked against :math:`J` (applied
+    without forming it); if the check fails the dense system is solved (least squares where it is
+    singular, as exact zeros can make it).
     """
     na, nb = len(da), len(db)
     n = na + nb
@@ -331,14 +332,14 @@ def _newton_step(B, Cw, da, db, g, F) -> np.ndarray:
         if np.all(np.abs(da) > 1e-300):
             Ct = Cw.T
             q = np.full(nb, 1.0 / nb)
-            Bq = B + q[None, :]                                           # A' = A + 1 q^T, q on B's side
+            Bq = B + q[None, :]  # A' = A + 1 q^T, q on B's side
             Dbq = np.diag(db) + q[None, :]
             v = -F
             Dinv_va = v[:na] / da
             S = Dbq - Ct @ (Bq / da[:, None])
             try:
                 zb = np.linalg.solve(S, v[na:] - Ct @ Dinv_va)
-                z = np.concatenate([Dinv_va - (Bq @ zb) / da, zb])        # A'^{-1} (-F); A'^{-1} 1 = 1
+                z = np.concatenate([Dinv_va - (Bq @ zb) / da, zb])  # A'^{-1} (-F); A'^{-1} 1 = 1
                 h = np.concatenate([g[:na], g[na:] + q])
                 d = z + (h @ z) / (1.0 - h.sum())
                 Jd = np.concatenate([da * d[:na] + B @ d[na:], Ct @ d[:na] + db * d[na:]]) - g @ d

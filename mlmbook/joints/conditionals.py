@@ -30,8 +30,8 @@ if TYPE_CHECKING:
 
 NEG_INF = -np.inf
 
-__all__ = ["PairConditionals", "default_candidates", "iter_pair_conditionals", "pair_conditionals_batch",
-           "pair_conditionals", "topk_candidates", "gold_index"]
+__all__ = ["PairConditionals", "default_candidates", "iter_pair_conditionals",
+           "pair_conditionals_batch", "pair_conditionals", "topk_candidates", "gold_index"]
 
 
 def _np(x) -> np.ndarray:
@@ -220,7 +220,7 @@ def iter_pair_conditionals(lm: "MaskedLM", queries: Sequence, candidates=None,
         both = np.array(ids, dtype=np.int64)
         both[[A, B]] = lm.mask_id
         fill_b, fill_a = np.tile(both, (len(cb), 1)), np.tile(both, (len(ca), 1))
-        fill_b[:, B], fill_a[:, A] = cb, ca                       # role 0: read at A; role 1: read at B
+        fill_b[:, B], fill_a[:, A] = cb, ca  # role 0: read at A; role 1: read at B
         rows += fill_b.tolist() + fill_a.tolist() + [both.tolist()]
         positions += [[A]] * len(cb) + [[B]] * len(ca) + [[A, B]]
         owner.append(np.stack([np.full(len(cb) + len(ca) + 1, k),
@@ -232,7 +232,7 @@ def iter_pair_conditionals(lm: "MaskedLM", queries: Sequence, candidates=None,
     for idx, logits in Q.iter_logits(lm, rows, positions, progress=progress and "pair conditionals"):
         idx = np.asarray(idx)
         who = owner[idx]
-        order = np.lexsort((who[:, 1], who[:, 0]))                # the chunk's rows by query, then role
+        order = np.lexsort((who[:, 1], who[:, 0]))  # the chunk's rows by query, then role
         keys = who[order, 0] * 3 + who[order, 1]
         for group in np.split(order, np.flatnonzero(np.diff(keys)) + 1):
             k, role = int(who[group[0], 0]), int(who[group[0], 1])
@@ -282,11 +282,12 @@ def pair_conditionals(lm: "MaskedLM", ids, A: int, B: int, candidates=None) -> P
 def topk_candidates(lm: "MaskedLM", queries: Sequence, k: int = 50, gold: bool = True) -> list[tuple]:
     r"""Top-K candidate sets for real vocabularies, from the both-masked marginals.
 
-    For each query ``(ids, A, B)`` mask both positions (through :func:`mlmbook.queries.iter_log_probs`)
-    and keep the ``k`` likeliest non-special tokens at A and at B, most likely first. With
-    ``gold=True`` the tokens ``ids[A]``, ``ids[B]`` are forced in (replacing the last
-    candidate if missing), so metrics at the gold pair are defined. Every method's joint is
-    then a distribution over :math:`K \times K` pairs, renormalised over the candidates.
+    For each query ``(ids, A, B)`` mask both positions (through
+    :func:`mlmbook.queries.iter_log_probs`) and keep the ``k`` likeliest non-special tokens at A and
+    at B, most likely first. With ``gold=True`` the tokens ``ids[A]``, ``ids[B]`` are forced in
+    (replacing the last candidate if missing), so metrics at the gold pair are defined. Every
+    method's joint is then a distribution over :math:`K \times K` pairs, renormalised over the
+    candidates.
 
     Returns
     -------

@@ -14,11 +14,11 @@ from scipy.sparse.csgraph import connected_components
 from .ag import ag
 from .conditionals import NEG_INF, PairConditionals, _np, joint_from_log
 
-__all__ = ["METHODS", "naive", "mrf", "mrf_local", "default_pivot", "hcb", "support_blocks", "match_blocks",
-           "anchor", "derive_all"]
+__all__ = ["METHODS", "naive", "mrf", "mrf_local", "default_pivot", "hcb", "support_blocks",
+           "match_blocks", "anchor", "derive_all"]
 
-METHODS = {"naive": "MLM (independent)", "mrf": "MRF", "mrf_local": "MRF-local", "hcb": "HCB", "ag": "AG",
-           "ag_anchored": "AG anchored"}
+METHODS = {"naive": "MLM (independent)", "mrf": "MRF", "mrf_local": "MRF-local", "hcb": "HCB",
+           "ag": "AG", "ag_anchored": "AG anchored"}
 """The joints of this package, keyed as in :func:`derive_all`, with the labels the book uses (the
 first five are Torroba Hennigen & Kim's; ``ag_anchored`` is :func:`anchor` applied to AG)."""
 
@@ -35,8 +35,8 @@ def mrf(pc: PairConditionals) -> np.ndarray:
 
 
 def mrf_local(pc: PairConditionals) -> np.ndarray:
-    r"""MRF on locally normalised potentials: :math:`p(a,b) \propto q(a\mid b)\,q(b\mid a)`.
-    Not exact even for compatible conditionals: it equals :math:`p(a,b)^2/(p(a)p(b))` renormalised."""
+    r"""MRF on locally normalised potentials: :math:`p(a,b) \propto q(a\mid b)\,q(b\mid a)`. Not
+    exact even for compatible conditionals: it equals :math:`p(a,b)^2/(p(a)p(b))` renormalised."""
     return joint_from_log(pc.log_a_given_b + pc.log_b_given_a)
 
 

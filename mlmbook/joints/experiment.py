@@ -1,10 +1,11 @@
 r"""Chapter 2's experiment: the six joints on the same pairs, measured and described.
 
-:func:`measure` runs a model over a sample of pairs (:func:`~mlmbook.joints.choose_pairs`) in one batched
-pass and scores every joint on every pair (:func:`~mlmbook.joints.evaluate_pair`). :func:`methods_table`
-and :func:`truth_table` describe the result: each cell an estimate with its 95 % interval
-(:func:`mlmbook.stats.describe`, resampling sentences, the independent unit). Perplexities are described
-on the log scale and the interval mapped back (:func:`~mlmbook.joints.study.exp_interval`).
+:func:`measure` runs a model over a sample of pairs (:func:`~mlmbook.joints.choose_pairs`) in one
+batched pass and scores every joint on every pair (:func:`~mlmbook.joints.evaluate_pair`).
+:func:`methods_table` and :func:`truth_table` describe the result: each cell an estimate with its 95
+% interval (:func:`mlmbook.stats.describe`, resampling sentences, the independent unit).
+Perplexities are described on the log scale and the interval mapped back
+(:func:`~mlmbook.joints.study.exp_interval`).
 """
 from __future__ import annotations
 
@@ -28,13 +29,15 @@ ROWS = {**METHODS, "mlm": "MLM's own conditionals", "truth": "truth p"}
 
 
 def queries_of(items: Sequence[dict]) -> list[tuple]:
-    """``(ids, A, B)`` of each pair of :func:`~mlmbook.joints.choose_pairs`: what a model is queried with."""
+    """``(ids, A, B)`` of each pair of :func:`~mlmbook.joints.choose_pairs`: what a model is queried
+    with."""
     return [(it["ids"], it["A"], it["B"]) for it in items]
 
 
 def measure(lm: "MaskedLM", items: Sequence[dict], truths: Sequence | None = None, candidates=None,
             progress: bool = False) -> dict[str, np.ndarray]:
-    """Every joint of every pair, scored: ``{"method.metric": array over pairs}`` (:func:`~mlmbook.joints.stack`).
+    """Every joint of every pair, scored: ``{"method.metric": array over pairs}``
+    (:func:`~mlmbook.joints.stack`).
 
     Parameters
     ----------
@@ -55,8 +58,8 @@ def measure(lm: "MaskedLM", items: Sequence[dict], truths: Sequence | None = Non
 
 
 def cell(iv, digits: int = 3) -> str:
-    """``"10.9 [9.26, 13.2]"``: an interval in ``digits`` significant digits (a tiny value never shows as 0);
-    ``"0.104 [unbounded]"`` when the sample is too small for the test to bound it."""
+    """``"10.9 [9.26, 13.2]"``: an interval in ``digits`` significant digits (a tiny value never
+    shows as 0); ``"0.104 [unbounded]"`` when the sample is too small for the test to bound it."""
     if not (np.isfinite(iv.low) and np.isfinite(iv.high)):
         return f"{iv.estimate:.{digits}g} [unbounded]"
     return f"{iv.estimate:.{digits}g} [{iv.low:.{digits}g}, {iv.high:.{digits}g}]"
@@ -71,15 +74,16 @@ def _ppl(per_pair, key, units, keep):
 
 
 def methods_table(per_pair: dict, kinds: Sequence[str], sentence: Sequence) -> tuple[list, dict]:
-    """The joints by the paper's yardsticks: P-PPL on adjacent and on random pairs, U-PPL and the KL to the
-    MLM's conditionals on all pairs (95 % intervals over sentences).
+    """The joints by the paper's yardsticks: P-PPL on adjacent and on random pairs, U-PPL and the KL
+    to the MLM's conditionals on all pairs (95 % intervals over sentences).
 
     Returns
     -------
     rows : list
         Table rows (``[label, cell, ...]``) for :func:`mlmbook.tables.table`.
     intervals : dict
-        ``{(row, column): Interval}`` with columns ``p_ppl_adjacent``, ``p_ppl_random``, ``u_ppl``, ``kl``.
+        ``{(row, column): Interval}`` with columns ``p_ppl_adjacent``, ``p_ppl_random``, ``u_ppl``,
+        ``kl``.
     """
     kinds, units = np.asarray(kinds), np.asarray(sentence)
     every = np.ones(len(kinds), bool)
@@ -96,10 +100,10 @@ def methods_table(per_pair: dict, kinds: Sequence[str], sentence: Sequence) -> t
 
 
 def truth_table(per_pair: dict, sentence: Sequence) -> tuple[list, dict]:
-    """The joints against the truth on all pairs: KL from the true joint, total variation to it, and the
-    conditional KL to the truth (:func:`~mlmbook.joints.truth_conditional_kl`), with 95 % intervals over
-    sentences. Returns ``(rows, intervals)`` as :func:`methods_table`, columns ``kl_truth``, ``tv_truth``,
-    ``cond_kl_truth``."""
+    """The joints against the truth on all pairs: KL from the true joint, total variation to it, and
+    the conditional KL to the truth (:func:`~mlmbook.joints.truth_conditional_kl`), with 95 %
+    intervals over sentences. Returns ``(rows, intervals)`` as :func:`methods_table`, columns
+    ``kl_truth``, ``tv_truth``, ``cond_kl_truth``."""
     units = np.asarray(sentence)
     every = np.ones(len(units), bool)
     columns = ("kl_truth", "tv_truth", "cond_kl_truth")

@@ -1,4 +1,5 @@
-"""Chapter 2's figures: each draws from measured numbers (no measurement here) and returns its figure.
+"""Chapter 2's figures: each draws from measured numbers (no measurement here) and returns its
+figure.
 
 Legends sit outside the panels (above them), never over data.
 """
@@ -29,9 +30,9 @@ def _legend_above(fig, ax, ncol: int):
 
 
 def joint_panels(vocab: Sequence[str], cand_a, cand_b, joints: dict, truth=None, k: int = 10):
-    """Heat maps of the derived joints of one pair on the ``k`` likeliest words of each position, one colour
-    scale; with ``truth`` the true joint comes first and each title gives the joint's total variation to it
-    over the whole grid. ``joints``: ``{label: array}``."""
+    """Heat maps of the derived joints of one pair on the ``k`` likeliest words of each position,
+    one colour scale; with ``truth`` the true joint comes first and each title gives the joint's
+    total variation to it over the whole grid. ``joints``: ``{label: array}``."""
     panels = ({"truth p": truth} if truth is not None else {}) | dict(joints)
     ref = truth if truth is not None else next(iter(joints.values()))
     rows = np.sort(np.argsort(-ref.sum(1))[:k])
@@ -41,8 +42,8 @@ def joint_panels(vocab: Sequence[str], cand_a, cand_b, joints: dict, truth=None,
     n_rows = (len(panels) + 1) // 2
     fig, axes = plotting.figure(n_rows, 2, height=2.9 * n_rows, squeeze=False)
     for ax, (name, Q) in zip(axes.ravel(), panels.items()):
-        plotting.heatmap(Q[np.ix_(rows, cols)], labels=labels, ax=ax, colorbar=False, vmin=0, vmax=vmax,
-                         cmap="Blues")
+        plotting.heatmap(Q[np.ix_(rows, cols)], labels=labels, ax=ax, colorbar=False, vmin=0,
+                         vmax=vmax, cmap="Blues")
         note = f": TV {tv_joint(truth, Q):.2f}" if truth is not None and name != "truth p" else ""
         ax.set_title(name + note)
     for ax in axes.ravel()[len(panels):]:
@@ -52,16 +53,16 @@ def joint_panels(vocab: Sequence[str], cand_a, cand_b, joints: dict, truth=None,
 
 
 def against_truth(per_pair: dict, kinds: Sequence[str]):
-    """Pair by pair: AG's conditionals against the MLM's own (conditional KL to the truth, left) and anchored
-    AG against AG (KL to the truth, right); the diagonal marks equality, log axes."""
+    """Pair by pair: AG's conditionals against the MLM's own (conditional KL to the truth, left) and
+    anchored AG against AG (KL to the truth, right); the diagonal marks equality, log axes."""
     kinds = np.asarray(kinds)
     fig, axes = plotting.figure(1, 2, height=3.4)
     for kind, color in KIND_COLORS.items():
         keep = kinds == kind
-        axes[0].scatter(per_pair["mlm.cond_kl_truth"][keep], per_pair["ag.cond_kl_truth"][keep], s=12, alpha=0.7,
-                        color=color, label=f"{kind} pairs")
-        axes[1].scatter(per_pair["ag.kl_truth"][keep], per_pair["ag_anchored.kl_truth"][keep], s=12, alpha=0.7,
-                        color=color)
+        axes[0].scatter(per_pair["mlm.cond_kl_truth"][keep], per_pair["ag.cond_kl_truth"][keep],
+                        s=12, alpha=0.7, color=color, label=f"{kind} pairs")
+        axes[1].scatter(per_pair["ag.kl_truth"][keep], per_pair["ag_anchored.kl_truth"][keep], s=12,
+                        alpha=0.7, color=color)
     for ax, (x, y) in zip(axes, (("MLM's conditionals", "AG's conditionals"), ("AG", "anchored AG"))):
         (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
         ends = [max(min(x0, y0), 1e-4), max(x1, y1)]
@@ -73,22 +74,24 @@ def against_truth(per_pair: dict, kinds: Sequence[str]):
 
 def ladder_figure(kls: Sequence[float], names: Sequence[str], points: Sequence[dict], methods: Sequence[str],
            seed_kls: Sequence[float] = (), seed_points: Sequence[dict] = ()):
-    """The regime map: KL from the true joint to each derived joint (left) and AG's conditionals minus the
-    MLM's own in conditional KL to the truth (right), per rung against its KL to the truth; 95 % intervals
-    (``points``: :func:`~mlmbook.joints.rung_point` per rung). Grey: the smallest size's other seeds."""
+    """The regime map: KL from the true joint to each derived joint (left) and AG's conditionals
+    minus the MLM's own in conditional KL to the truth (right), per rung against its KL to the
+    truth; 95 % intervals (``points``: :func:`~mlmbook.joints.rung_point` per rung). Grey: the
+    smallest size's other seeds."""
     fig, axes = plotting.figure(1, 2, height=3.6)
     colors = [plotting.PALETTE[c] for c in ("extra", "miss", "alt", "mlm", "hit")]
     for m, color in zip(methods, colors):
         ivs = [p[f"{m}_kl_truth"] for p in points]
-        plotting.regime_map(kls, *np.array([tuple(iv) for iv in ivs]).T, ax=axes[0], label=METHODS[m], color=color,
-                            ylabel="KL(p ‖ q_m), nats")
+        plotting.regime_map(kls, *np.array([tuple(iv) for iv in ivs]).T, ax=axes[0],
+                            label=METHODS[m], color=color, ylabel="KL(p ‖ q_m), nats")
     gap = np.array([tuple(p["gap"]) for p in points]).T
     if len(seed_points):
         extra = np.array([tuple(p["gap"]) for p in seed_points]).T
         axes[1].errorbar(seed_kls, extra[0], yerr=[extra[0] - extra[1], extra[2] - extra[0]], fmt="s",
                          color=plotting.PALETTE["muted"], capsize=2, label="smallest size, other seeds")
     axes[1].axhline(0, ls="--", color=plotting.PALETTE["truth"], lw=1)
-    plotting.regime_map(kls, *gap, ax=axes[1], color=plotting.PALETTE["mlm"], names=names,      # named last
+    # named last
+    plotting.regime_map(kls, *gap, ax=axes[1], color=plotting.PALETTE["mlm"], names=names,
                         ylabel="AG − MLM, cond. KL to p (nats)")
     for ax in axes:
         ax.set_xlabel("rung's single-site KL to p (nats)")
@@ -100,9 +103,10 @@ def ladder_figure(kls: Sequence[float], names: Sequence[str], points: Sequence[d
 
 def soft_zeros(settings: Sequence[float], truth_block: Sequence[float], block: dict, tv: dict,
                truth_tv: Sequence[float]):
-    """The knob: the share of the mass in the wrong block (left) and the total variation to the true joint
-    (right) against smoothing ε — HCB from the truth's own conditionals (exact, dashed) beside HCB, AG and
-    anchored AG from each setting's MLM (95 % intervals). ``block``/``tv``: ``{method: [Interval per ε]}``."""
+    """The knob: the share of the mass in the wrong block (left) and the total variation to the true
+    joint (right) against smoothing ε — HCB from the truth's own conditionals (exact, dashed) beside
+    HCB, AG and anchored AG from each setting's MLM (95 % intervals). ``block``/``tv``: ``{method:
+    [Interval per ε]}``."""
     x = np.arange(len(settings))
     fig, axes = plotting.figure(1, 2, height=3.4)
     colors = {"hcb": plotting.PALETTE["alt"], "ag": plotting.PALETTE["mlm"], "ag_anchored": plotting.PALETTE["hit"]}

@@ -40,9 +40,10 @@ def blocked_sample(lm: "MaskedLM", grammar, n: int, rng: np.random.Generator, se
                    pool: int = 8) -> tuple[list[dict], list[np.ndarray], list[np.ndarray]]:
     """Pairs of ``n`` toy sentences whose true table splits into several blocks.
 
-    Sentences are drawn from ``grammar`` (``pool * n`` of them, seed ``seed``); each gives an adjacent and
-    a random pair (:func:`~mlmbook.joints.choose_pairs`); a pair is kept when its true table over the full
-    grid has two blocks or more. Sentences are taken in order until ``n`` of them have a kept pair.
+    Sentences are drawn from ``grammar`` (``pool * n`` of them, seed ``seed``); each gives an
+    adjacent and a random pair (:func:`~mlmbook.joints.choose_pairs`); a pair is kept when its true
+    table over the full grid has two blocks or more. Sentences are taken in order until ``n`` of
+    them have a kept pair.
 
     Returns
     -------
@@ -74,8 +75,9 @@ def blocked_sample(lm: "MaskedLM", grammar, n: int, rng: np.random.Generator, se
 
 
 def exact_blocks(true_joints, labels) -> dict[str, np.ndarray]:
-    """What the blocks cost the truth's own conditionals, per pair: ``blocks`` (how many), ``hcb_tv`` (HCB's
-    total variation to the truth) and ``hcb_block`` (HCB's mass in the wrong block, blocks as ``labels``)."""
+    """What the blocks cost the truth's own conditionals, per pair: ``blocks`` (how many),
+    ``hcb_tv`` (HCB's total variation to the truth) and ``hcb_block`` (HCB's mass in the wrong
+    block, blocks as ``labels``)."""
     own = [PairConditionals.from_joint(P) for P in true_joints]
     joints = [hcb(pc) for pc in own]
     return {"blocks": np.array([support_blocks(pc)[0] for pc in own]),

@@ -41,8 +41,8 @@ from .truth import site_chain, site_joint
 if TYPE_CHECKING:
     from ..models.base import MaskedLM
 
-__all__ = ["SiteConditionals", "site_conditionals_batch", "topk_site_candidates", "independent_k", "chain_k", "ag_k",
-           "ag_k_objective", "K_JOINTS", "k_token_pools", "k_token_kls"]
+__all__ = ["SiteConditionals", "site_conditionals_batch", "topk_site_candidates", "independent_k",
+           "chain_k", "ag_k", "ag_k_objective", "K_JOINTS", "k_token_pools", "k_token_kls"]
 
 
 @dataclass
@@ -52,7 +52,8 @@ class SiteConditionals:
     Attributes
     ----------
     log_cond : list of k arrays, each of shape ``(K_1, ..., K_k)``
-        ``log_cond[i][x]`` = :math:`\\log q(x_{s_i} \\mid x_{S\\setminus s_i})`, normalised along axis ``i``.
+        ``log_cond[i][x]`` = :math:`\\log q(x_{s_i} \\mid x_{S\\setminus s_i})`, normalised along
+        axis ``i``.
     log_marg : list of k arrays ``(K_i,)``
         :math:`\\log q(x_{s_i})` with every site of S masked.
     log_chain : list of k arrays, shapes ``(K_1, ..., K_t)``
@@ -87,7 +88,8 @@ class SiteConditionals:
 
 def site_conditionals_batch(lm: "MaskedLM", queries: Sequence, candidates: Sequence,
                             progress: bool = False) -> list[SiteConditionals]:
-    r"""Query a masked LM for the ``k``-site conditionals, marginals and chain factors of many queries.
+    r"""Query a masked LM for the ``k``-site conditionals, marginals and chain factors of many
+    queries.
 
     Parameters
     ----------
@@ -117,7 +119,7 @@ def site_conditionals_batch(lm: "MaskedLM", queries: Sequence, candidates: Seque
         for s in sites:
             masked[s] = lm.mask_id
         rows.append(masked), positions.append(sites), owner.append((k, "marg", None))
-        for i, s in enumerate(sites):                           # site i given every filling of the others
+        for i, s in enumerate(sites):  # site i given every filling of the others
             others = [j for j in range(len(sites)) if j != i]
             for fill in product(*[range(len(cands[j])) for j in others]):
                 r = list(ids)
@@ -167,24 +169,25 @@ def _joint_from_log(lp) -> np.ndarray:
 
 
 def independent_k(sc: SiteConditionals) -> np.ndarray:
-    r"""The product of the all-masked marginals :math:`\prod_i q(x_{s_i})` (what one forward pass samples)."""
+    r"""The product of the all-masked marginals :math:`\prod_i q(x_{s_i})` (what one forward pass
+    samples)."""
     k = len(sc.log_marg)
     lp = sum(m.reshape([-1 if j == i else 1 for j in range(k)]) for i, m in enumerate(sc.log_marg))
     return _joint_from_log(lp)
 
 
 def chain_k(sc: SiteConditionals) -> np.ndarray:
-    r"""The left-to-right chain :math:`q(x_{s_1})\, q(x_{s_2}\mid x_{s_1}) \cdots q(x_{s_k}\mid x_{s_{<k}})`,
-    each factor read from the MLM with the later sites masked."""
+    r"""The left-to-right chain :math:`q(x_{s_1})\, q(x_{s_2}\mid x_{s_1}) \cdots q(x_{s_k}\mid
+    x_{s_{<k}})`, each factor read from the MLM with the later sites masked."""
     k = len(sc.log_chain)
     lp = sum(c.reshape(c.shape + (1,) * (k - c.ndim)) for c in sc.log_chain)
     return _joint_from_log(lp)
 
 
 def ag_k_objective(sc: SiteConditionals, joint) -> float:
-    r""":math:`\sum_i \sum_{x_{S\setminus s_i}} \mathrm{KL}\big(q(\cdot \mid x_{S\setminus s_i}) \,\|\,
-    p(\cdot \mid x_{S\setminus s_i})\big)`, the quantity :func:`ag_k` minimises (0 iff ``joint`` has
-    the MLM's conditionals; ``inf`` if it misses their support)."""
+    r""":math:`\sum_i \sum_{x_{S\setminus s_i}} \mathrm{KL}\big(q(\cdot \mid x_{S\setminus s_i})
+    \,\|\, p(\cdot \mid x_{S\setminus s_i})\big)`, the quantity :func:`ag_k` minimises (0 iff
+    ``joint`` has the MLM's conditionals; ``inf`` if it misses their support)."""
     P = np.asarray(joint, dtype=float)
     total = 0.0
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -253,8 +256,8 @@ def ag_k(sc: SiteConditionals, tol: float = 1e-9, max_iter: int = 100_000) -> tu
 
 
 def topk_site_candidates(lm: "MaskedLM", queries: Sequence, k: int, gold: bool = True) -> list[list[np.ndarray]]:
-    """The ``k`` likeliest non-special tokens of each site under the all-masked marginals (one row per
-    query), with the observed token forced in (replacing the last candidate) when ``gold``.
+    """The ``k`` likeliest non-special tokens of each site under the all-masked marginals (one row
+    per query), with the observed token forced in (replacing the last candidate) when ``gold``.
 
     ``queries``: ``(ids, positions)``. Returns one list of ``len(positions)`` id arrays per query.
     """
@@ -283,10 +286,10 @@ K_JOINTS = ("independent", "chain", "AG-k", "truth's chain")
 
 
 def k_token_pools(items: Sequence[dict], grammar, triples: int, whole: int, seed: int = 0) -> dict[str, list]:
-    """Chapter 2's two samples of ``(words, sites)``: ``"three words"`` — three content words drawn from each of
-    the first ``triples`` sentences of the pairs' sample (``items``, two pairs per sentence) — and
-    ``"whole sentence"`` — the first ``whole`` four-word toy sentences (period included: five tokens), every
-    word masked but the period."""
+    """Chapter 2's two samples of ``(words, sites)``: ``"three words"`` — three content words drawn
+    from each of the first ``triples`` sentences of the pairs' sample (``items``, two pairs per
+    sentence) — and ``"whole sentence"`` — the first ``whole`` four-word toy sentences (period
+    included: five tokens), every word masked but the period."""
     rng = np.random.default_rng(seed + 1)
     three = []
     for it in list(items)[::2][:triples]:
@@ -297,9 +300,10 @@ def k_token_pools(items: Sequence[dict], grammar, triples: int, whole: int, seed
 
 
 def k_token_kls(lm: "MaskedLM", grammar, pool: Sequence, k: int) -> dict[str, np.ndarray]:
-    """KL from the exact joint on a grid of ``k`` candidates per site (the model's likeliest under the
-    all-masked marginals, the observed word forced in) to each joint of :data:`K_JOINTS`, one value per
-    ``(words, sites)`` of ``pool``; the MLM's conditionals on every grid come in one batch."""
+    """KL from the exact joint on a grid of ``k`` candidates per site (the model's likeliest under
+    the all-masked marginals, the observed word forced in) to each joint of :data:`K_JOINTS`, one
+    value per ``(words, sites)`` of ``pool``; the MLM's conditionals on every grid come in one
+    batch."""
     queries = [(lm.encode_words(words)[0], sites) for words, sites in pool]
     grids = topk_site_candidates(lm, queries, k)
     found = {m: [] for m in K_JOINTS}

@@ -19,9 +19,9 @@ from .ag import ag
 from .conditionals import PairConditionals, _np, divergences
 from .derive import METHODS, anchor, hcb, mrf, mrf_local, naive
 
-__all__ = ["conditional_divergence", "conditional_divergences", "compatibility", "nearest_compatible", "kl_joint",
-           "tv_joint", "block_error", "truth_conditional_kl", "pair_ppl", "unary_ppl", "evaluate_pair", "stack",
-           "AGGREGATE", "summarize"]
+__all__ = ["conditional_divergence", "conditional_divergences", "compatibility",
+           "nearest_compatible", "kl_joint", "tv_joint", "block_error", "truth_conditional_kl",
+           "pair_ppl", "unary_ppl", "evaluate_pair", "stack", "AGGREGATE", "summarize"]
 
 
 def kl_joint(p_true, p_derived) -> float:
@@ -30,20 +30,21 @@ def kl_joint(p_true, p_derived) -> float:
 
 
 def tv_joint(p_true, p_derived) -> float:
-    r"""Total variation :math:`\tfrac12\sum_{a,b}|p_{\text{true}}(a,b)-p_{\text{derived}}(a,b)|` between
-    two joints: the share of the mass that sits in the wrong cells (:func:`mlmbook.stats.tv`)."""
+    r"""Total variation :math:`\tfrac12\sum_{a,b}|p_{\text{true}}(a,b)-p_{\text{derived}}(a,b)|`
+    between two joints: the share of the mass that sits in the wrong cells
+    (:func:`mlmbook.stats.tv`)."""
     return tv(_np(p_true), _np(p_derived))
 
 
 def conditional_divergence(joint, pc: PairConditionals, kind: str = "kl", at=None) -> float:
     r"""Divergence between the derived joint's conditionals and the MLM's.
 
-    ``kind``: ``"kl"`` :math:`\mathrm{KL}(q_{\text{MLM}}\|p)`, ``"rkl"`` :math:`\mathrm{KL}(p\|q_{\text{MLM}})`
-    or ``"jsd"``. ``at=None``: unweighted mean over every conditioning value whose MLM conditional
-    is defined, both sides (the paper's *all* average); ``at=(a, b)``: mean of the two at the
-    gold pair, :math:`D(q(\cdot\mid b), p(\cdot\mid b))` and :math:`D(q(\cdot\mid a), p(\cdot\mid a))`.
-    A conditioning value the derived joint gives probability 0 counts as maximally divergent
-    (``inf`` for the KLs, :math:`\log 2` for JSD).
+    ``kind``: ``"kl"`` :math:`\mathrm{KL}(q_{\text{MLM}}\|p)`, ``"rkl"``
+    :math:`\mathrm{KL}(p\|q_{\text{MLM}})` or ``"jsd"``. ``at=None``: unweighted mean over every
+    conditioning value whose MLM conditional is defined, both sides (the paper's *all* average);
+    ``at=(a, b)``: mean of the two at the gold pair, :math:`D(q(\cdot\mid b), p(\cdot\mid b))` and
+    :math:`D(q(\cdot\mid a), p(\cdot\mid a))`. A conditioning value the derived joint gives
+    probability 0 counts as maximally divergent (``inf`` for the KLs, :math:`\log 2` for JSD).
     """
     div = {"kl": kl, "rkl": lambda p, q, axis: kl(q, p, axis), "jsd": jsd}[kind]
     worst = np.log(2) if kind == "jsd" else np.inf
@@ -174,11 +175,12 @@ def nearest_compatible(pc: PairConditionals, joint=None) -> float:
 
 
 def block_error(p_true, joint, labels_a) -> float:
-    r"""The share of the mass a joint puts in the wrong *block*: :math:`\tfrac12\sum_k |p(\text{block } k)
+    r"""The share of the mass a joint puts in the wrong *block*: :math:`\tfrac12\sum_k
+    |p(\text{block } k)
     - q_m(\text{block } k)|`, the blocks given by a label per row (``labels_a``, from
-    :func:`~mlmbook.joints.support_blocks`; ``-1``: no block). It isolates the one thing conditionals
-    cannot fix when a table splits into blocks — how much mass each block gets — from the errors
-    inside the blocks. 0 with a single block.
+    :func:`~mlmbook.joints.support_blocks`; ``-1``: no block). It isolates the one thing
+    conditionals cannot fix when a table splits into blocks — how much mass each block gets — from
+    the errors inside the blocks. 0 with a single block.
     """
     P, Q, labels = _np(p_true), _np(joint), np.asarray(labels_a)
     blocks = np.unique(labels[labels >= 0])
@@ -219,7 +221,7 @@ def truth_conditional_kl(p_true, model) -> float:
     return out
 
 
-# --------------------------------------------------------------------------- a chapter's bookkeeping
+# -------------------------------------------------------------------------- a chapter's bookkeeping
 
 def _log_unary(joint, a, b) -> float:
     """:math:`\\log p(a\\mid b) + \\log p(b\\mid a)` of a joint at ``(a, b)``."""
@@ -265,8 +267,8 @@ def evaluate_pair(pc: PairConditionals, gold, truth=None, joints: dict | None = 
     a, b = gold
     if joints is None:
         res = ag(pc)
-        joints = {"naive": naive(pc), "mrf": mrf(pc), "mrf_local": mrf_local(pc), "hcb": hcb(pc), "ag": res.joint,
-                  "ag_anchored": anchor(res.joint, pc)}
+        joints = {"naive": naive(pc), "mrf": mrf(pc), "mrf_local": mrf_local(pc), "hcb": hcb(pc),
+                  "ag": res.joint, "ag_anchored": anchor(res.joint, pc)}
         out = {"ag.iterations": float(res.iterations), "ag.objective": float(res.objective[-1])}
     else:
         out = {}
@@ -294,7 +296,8 @@ def evaluate_pair(pc: PairConditionals, gold, truth=None, joints: dict | None = 
 
 
 def stack(rows: list) -> dict[str, np.ndarray]:
-    """A list of :func:`evaluate_pair` dicts -> ``{key: array over pairs}`` (keys present in all)."""
+    """A list of :func:`evaluate_pair` dicts -> ``{key: array over pairs}`` (keys present in
+    all)."""
     keys = [k for k in rows[0] if all(k in r for r in rows)]
     return {k: np.array([r[k] for r in rows], dtype=float) for k in keys}
 

@@ -71,8 +71,8 @@ def rung_pairs(lm: "MaskedLM", queries: Sequence, truths: Sequence, blocks: Sequ
         joint_ag = ag(pc).joint
         joints = {"mrf": mrf(pc), "mrf_local": mrf_local(pc), "hcb": hcb(pc), "ag": joint_ag,
                   "ag_anchored": anchor(joint_ag, pc)}
-        rows[k] = evaluate_pair(pc, gold_index(pc, ids[a_pos], ids[b_pos]), truths[k], joints=joints,
-                                to_mlm=False)
+        rows[k] = evaluate_pair(pc, gold_index(pc, ids[a_pos], ids[b_pos]), truths[k],
+                                joints=joints, to_mlm=False)
         if blocks is not None:
             rows[k].update({f"{m}.block_error": block_error(truths[k], joint, blocks[k])
                             for m, joint in joints.items()})
@@ -80,8 +80,8 @@ def rung_pairs(lm: "MaskedLM", queries: Sequence, truths: Sequence, blocks: Sequ
 
 
 def per_sentence(values, sentence) -> np.ndarray:
-    """The mean of ``values`` over the pairs of each sentence (labels ``sentence``, one per pair), in
-    order of first appearance: the units a bootstrap over sentences resamples."""
+    """The mean of ``values`` over the pairs of each sentence (labels ``sentence``, one per pair),
+    in order of first appearance: the units a bootstrap over sentences resamples."""
     values, sentence = np.asarray(values, dtype=float), np.asarray(sentence)
     _, first, inverse = np.unique(sentence, return_index=True, return_inverse=True)
     sums = np.bincount(inverse, weights=values)
@@ -91,11 +91,13 @@ def per_sentence(values, sentence) -> np.ndarray:
 
 
 def rung_point(per_pair: dict, sentence) -> dict[str, Interval]:
-    """One rung's point of the regime map: 95 % intervals (:func:`mlmbook.stats.describe`, over sentences).
+    """One rung's point of the regime map: 95 % intervals (:func:`mlmbook.stats.describe`, over
+    sentences).
 
     Keys: ``{m}_kl_truth`` and ``{m}_tv_truth`` for ``m`` in :data:`LADDER_METHODS` (where present);
-    ``mlm_cond_kl_truth`` and ``ag_cond_kl_truth``; ``gap`` (AG's conditional KL to the truth minus the
-    MLM's, paired); ``anchor`` (anchored AG's KL to the truth minus AG's, paired); ``nearest_compatible``.
+    ``mlm_cond_kl_truth`` and ``ag_cond_kl_truth``; ``gap`` (AG's conditional KL to the truth minus
+    the MLM's, paired); ``anchor`` (anchored AG's KL to the truth minus AG's, paired);
+    ``nearest_compatible``.
     """
     units = np.asarray(sentence)
     fields = {f"{m}_{metric}": per_pair[f"{m}.{metric}"] for m in LADDER_METHODS for metric in ("kl_truth", "tv_truth")

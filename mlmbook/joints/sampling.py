@@ -1,7 +1,7 @@
-r"""Chapter 2's sample: the sentences (:func:`experiment_sentences`: the toy language for the toy model, a
-treebank through :func:`~mlmbook.corpus.read_for_model` for any other), then one adjacent and one random
-pair of positions per sentence (:func:`choose_pairs`), with their linear and (where the sentence has a
-gold tree) syntactic distance."""
+r"""Chapter 2's sample: the sentences (:func:`experiment_sentences`: the toy language for the toy
+model, a treebank through :func:`~mlmbook.corpus.read_for_model` for any other), then one adjacent
+and one random pair of positions per sentence (:func:`choose_pairs`), with their linear and (where
+the sentence has a gold tree) syntactic distance."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -26,11 +26,13 @@ class Source:
     Attributes
     ----------
     toy : bool
-        The toy model, which reads its own language (a treebank is then an error, as in the build's input check).
+        The toy model, which reads its own language (a treebank is then an error, as in the build's
+        input check).
     treebank : str or path, optional
         The treebank another model reads (``default_treebank`` when None).
     window : Window, optional
-        Words per sentence and the rest of the length policy (:func:`~mlmbook.corpus.read_for_model`).
+        Words per sentence and the rest of the length policy
+        (:func:`~mlmbook.corpus.read_for_model`).
     default_treebank : str
     allow_unknown : bool
         Run even when the model does not fit the treebank (the page then shows the warning).
@@ -47,14 +49,15 @@ def experiment_sentences(lm: "MaskedLM", n: int, grammar, source: Source,
                          seed: int = 0) -> tuple[list, ModelCorpus | None]:
     """The sentences the chapter draws its pairs from (four times ``n``, since some do not qualify).
 
-    The toy model reads its own language (``grammar.sample``); any other model reads the treebank through
-    :func:`~mlmbook.corpus.read_for_model`, shuffled by ``seed``, its fit checked.
+    The toy model reads its own language (``grammar.sample``); any other model reads the treebank
+    through :func:`~mlmbook.corpus.read_for_model`, shuffled by ``seed``, its fit checked.
 
     Returns
     -------
     sentences : list
     corpus : ModelCorpus or None
-        What was read and left out, and the fit (its ``admonition()`` goes on the page); None for the toy model.
+        What was read and left out, and the fit (its ``admonition()`` goes on the page); None for
+        the toy model.
     """
     if source.toy:
         if source.treebank is not None:
@@ -101,7 +104,8 @@ def _tree_distance_or_none(heads, i: int, j: int):
 
 
 def choose_pairs(lm: "MaskedLM", sentences: Sequence, n: int, rng: np.random.Generator) -> list[dict]:
-    """One adjacent and one random pair of words per sentence, until ``n`` sentences have given theirs.
+    """One adjacent and one random pair of words per sentence, until ``n`` sentences have given
+    theirs.
 
     Only words with a letter or digit whose pieces the model knows (no special token) qualify;
     a sentence needs three of them and two adjacent ones, and must fit the model.
@@ -110,8 +114,9 @@ def choose_pairs(lm: "MaskedLM", sentences: Sequence, n: int, rng: np.random.Gen
     ----------
     lm : MaskedLM
     sentences : sequence of word lists or :class:`~mlmbook.corpus.Sentence` objects
-        With a ``Sentence`` (it has ``heads``) each pair also gets its distance in the gold tree, and the model
-        reads its surface tokens (a multiword token once; only its first word can be in a pair).
+        With a ``Sentence`` (it has ``heads``) each pair also gets its distance in the gold tree,
+        and the model reads its surface tokens (a multiword token once; only its first word can be
+        in a pair).
     n : int
         Sentences wanted (``2 n`` items: adjacent, random, adjacent, ...).
     rng : numpy Generator
@@ -128,7 +133,8 @@ def choose_pairs(lm: "MaskedLM", sentences: Sequence, n: int, rng: np.random.Gen
     for sentence in sentences:
         words = list(getattr(sentence, "words", sentence))
         heads = getattr(sentence, "heads", None)
-        ids, pieces = encode(lm, sentence)     # a Sentence: its surface tokens, each word the pieces of its token
+        # a Sentence: its surface tokens, each word the pieces of its token
+        ids, pieces = encode(lm, sentence)
         if len(ids) > lm.max_length:
             continue
         ok = [w for w, word in enumerate(words) if any(c.isalnum() for c in word)
@@ -140,8 +146,8 @@ def choose_pairs(lm: "MaskedLM", sentences: Sequence, n: int, rng: np.random.Gen
         u, v = adjacent[rng.integers(len(adjacent))]
         r1, r2 = sorted(rng.choice(ok, size=2, replace=False))
         for kind, (wa, wb) in (("adjacent", (u, v)), ("random", (int(r1), int(r2)))):
-            items.append(dict(kind=kind, sentence=len(items) // 2, words=list(words), wa=wa, wb=wb, ids=ids,
-                              A=pieces[wa][0], B=pieces[wb][0], distance=wb - wa,
+            items.append(dict(kind=kind, sentence=len(items) // 2, words=list(words), wa=wa, wb=wb,
+                              ids=ids, A=pieces[wa][0], B=pieces[wb][0], distance=wb - wa,
                               tree_distance=_tree_distance_or_none(heads, wa, wb)))
         if len(items) == 2 * n:
             break
@@ -150,8 +156,9 @@ def choose_pairs(lm: "MaskedLM", sentences: Sequence, n: int, rng: np.random.Gen
 
 def experiment_pairs(lm: "MaskedLM", sentences: Sequence, n: int, rng: np.random.Generator,
                      source: str = "the sentences") -> list[dict]:
-    """:func:`choose_pairs`, or a one-line :class:`~mlmbook.errors.TreebankError` naming ``source`` when no
-    sentence qualifies (three words the model knows, two of them adjacent, inside its window)."""
+    """:func:`choose_pairs`, or a one-line :class:`~mlmbook.errors.TreebankError` naming ``source``
+    when no sentence qualifies (three words the model knows, two of them adjacent, inside its
+    window)."""
     items = choose_pairs(lm, sentences, n, rng)
     if not items:
         raise TreebankError(f"no usable sentence in {source}: chapter 2 needs sentences with three words the model "
@@ -160,11 +167,11 @@ def experiment_pairs(lm: "MaskedLM", sentences: Sequence, n: int, rng: np.random
 
 
 def item_for(lm: "MaskedLM", words: Sequence[str], wa: int, wb: int, kind: str = "chosen") -> dict:
-    """One pair as :func:`choose_pairs` gives it (``ids``, token positions ``A``, ``B``: each word's first
-    piece), for words ``wa`` and ``wb`` of a sentence chosen by hand."""
+    """One pair as :func:`choose_pairs` gives it (``ids``, token positions ``A``, ``B``: each word's
+    first piece), for words ``wa`` and ``wb`` of a sentence chosen by hand."""
     ids, pieces = encode(lm, list(words))
-    return dict(kind=kind, sentence=0, words=list(words), wa=wa, wb=wb, ids=ids, A=pieces[wa][0], B=pieces[wb][0],
-                distance=wb - wa, tree_distance=None)
+    return dict(kind=kind, sentence=0, words=list(words), wa=wa, wb=wb, ids=ids, A=pieces[wa][0],
+                B=pieces[wb][0], distance=wb - wa, tree_distance=None)
 
 
 def marked(item: dict) -> str:

@@ -1,4 +1,5 @@
-r"""Chapter 2's primary questions (the chapter declares them): their effects of interest and the rows that answer them.
+r"""Chapter 2's primary questions (the chapter declares them): their effects of interest and the
+rows that answer them.
 
 Torroba Hennigen & Kim (2023) claim that the Arnold–Gokhale joint (AG) "outperforms existing Markov
 random field-based approaches" and that its conditionals "can even occasionally outperform the
@@ -46,17 +47,20 @@ PPL_EFFECT = math.log(1.1)
 """A perplexity 10 % higher or lower, in the rows' scale (nats per token of log perplexity)."""
 
 KNOB_EFFECT = 0.05
-"""The knob's effect of interest: a change of 0.05 in the share of the mass HCB puts in the wrong block."""
+"""The knob's effect of interest: a change of 0.05 in the share of the mass HCB puts in the wrong
+block."""
 
 KL_SHARE = 0.1
-"""The truth questions' effect of interest, as a share of the model's mean single-site KL to the truth."""
+"""The truth questions' effect of interest, as a share of the model's mean single-site KL to the
+truth."""
 
 @dataclass(frozen=True)
 class Plan:
-    """How much the chapter measures in a profile (the chapter declares it in its ``SIZES``, which the build's
-    plan and cost estimate read too). Unit counts are best at 12 or less, or 30 or more: from 13 to 29 units an
-    interval of the sign-flip test costs 0.1–2.5 s (every sign pattern up to 2^16, Monte Carlo above), and the
-    ladder and the knob describe some hundred intervals; at 12 units or with the bootstrap it takes milliseconds.
+    """How much the chapter measures in a profile (the chapter declares it in its ``SIZES``, which
+    the build's plan and cost estimate read too). Unit counts are best at 12 or less, or 30 or more:
+    from 13 to 29 units an interval of the sign-flip test costs 0.1–2.5 s (every sign pattern up to
+    2^16, Monte Carlo above), and the ladder and the knob describe some hundred intervals; at 12
+    units or with the bootstrap it takes milliseconds.
 
     Attributes
     ----------
@@ -82,7 +86,8 @@ class Plan:
 
 
 def ppl_rows(per_pair: dict, first: str, second: str, field: str = "logp_pair") -> np.ndarray:
-    r"""Per-pair contributions to :math:`\log \mathrm{PPL}_{\text{first}} - \log \mathrm{PPL}_{\text{second}}`.
+    r"""Per-pair contributions to :math:`\log \mathrm{PPL}_{\text{first}} - \log
+    \mathrm{PPL}_{\text{second}}`.
 
     A pair scores two tokens, so its contribution is :math:`-\tfrac12(\log q_{\text{first}} - \log
     q_{\text{second}})` at the observed pair; their mean over pairs is the difference of the log
@@ -96,11 +101,12 @@ def ppl_rows(per_pair: dict, first: str, second: str, field: str = "logp_pair") 
 
 
 def gap_rows(per_pair: dict) -> np.ndarray:
-    """Per pair: the conditional KL to the truth of AG's conditionals minus that of the MLM's own."""
+    """Per pair: the conditional KL to the truth of AG's conditionals minus that of the MLM's
+    own."""
     return np.asarray(per_pair["ag.cond_kl_truth"]) - np.asarray(per_pair["mlm.cond_kl_truth"])
 
 
 def exp_interval(iv: Interval) -> Interval:
     """An interval for a log perplexity, turned into one for the perplexity (a monotone map)."""
-    return Interval(math.exp(iv.estimate), math.exp(iv.low), math.exp(iv.high), iv.level, iv.method, iv.n,
-                    math.exp(iv.estimate) * iv.se, iv.seeds)
+    return Interval(math.exp(iv.estimate), math.exp(iv.low), math.exp(iv.high), iv.level, iv.method,
+                    iv.n, math.exp(iv.estimate) * iv.se, iv.seeds)

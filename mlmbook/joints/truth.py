@@ -1,4 +1,5 @@
-r"""The toy world's answer key for chapter 2: exact joints of two (or k) positions over candidate tokens."""
+r"""The toy world's answer key for chapter 2: exact joints of two (or k) positions over candidate
+tokens."""
 from __future__ import annotations
 
 from itertools import product
@@ -14,7 +15,8 @@ __all__ = ["truth_joints", "restrict_joint", "site_joint", "site_chain"]
 
 
 def truth_joints(grammar, queries: Sequence, candidates=None, offset: int = N_SPECIAL) -> list[np.ndarray]:
-    r"""Exact joints :math:`p(x_A=a, x_B=b \mid \text{rest})` of the toy language over candidate tokens.
+    r"""Exact joints :math:`p(x_A=a, x_B=b \mid \text{rest})` of the toy language over candidate
+    tokens.
 
     Parameters
     ----------
@@ -44,8 +46,8 @@ def truth_joints(grammar, queries: Sequence, candidates=None, offset: int = N_SP
         with threads.using(threads.policy()):
             exact = dict(grammar.pair_joints(list(words), pairs))
         for k in ks:
-            out[k] = restrict_joint(exact[(int(queries[k][1]), int(queries[k][2]))], *cands[k], offset=offset,
-                                    what=f"query {k}")
+            out[k] = restrict_joint(exact[(int(queries[k][1]), int(queries[k][2]))], *cands[k],
+                                    offset=offset, what=f"query {k}")
     return out
 
 
@@ -69,8 +71,9 @@ def restrict_joint(P, cand_a, cand_b, offset: int = N_SPECIAL, what: str = "the 
 
 def site_joint(grammar, words: Sequence[str], positions: Sequence[int], candidates: Sequence,
                offset: int = N_SPECIAL, rows_per_pass: int = 256) -> np.ndarray:
-    r"""Exact joint of ``k`` positions of a sentence, :math:`p(x_{s_1}, \dots, x_{s_k} \mid \text{rest})`,
-    over candidate tokens (an array of shape ``(K_1, ..., K_k)``, normalised over the grid).
+    r"""Exact joint of ``k`` positions of a sentence, :math:`p(x_{s_1}, \dots, x_{s_k} \mid
+    \text{rest})`, over candidate tokens (an array of shape ``(K_1, ..., K_k)``, normalised over the
+    grid).
 
     The sentence weight is linear in each position's leaf vector (:mod:`mlmbook.toy.pcfg`), so its
     gradient with respect to the last position's leaf does not depend on the word there: one
@@ -112,13 +115,14 @@ def site_joint(grammar, words: Sequence[str], positions: Sequence[int], candidat
             rows = ids.repeat(len(chunk), 1)
             for site, p in enumerate(first):
                 rows[:, p] = torch.tensor([int(safe[site][f[site]]) for f in chunk])
-            leaves = E[:, :, rows].permute(2, 0, 3, 1).contiguous().requires_grad_(True)   # (B, T, n, N)
+            # (B, T, n, N)
+            leaves = E[:, :, rows].permute(2, 0, 3, 1).contiguous().requires_grad_(True)
             Z = pcfg.inside(leaves.reshape(-1, n, N))[n][:, 0, pcfg.start].reshape(-1, T) @ prior
             (g,) = torch.autograd.grad(Z.sum(), leaves)
             weights = torch.einsum("ptA,tAw->pw", g[:, :, last, :], E[:, :, safe[-1]])
             out[s:s + len(chunk)] = weights.numpy()
     grid = out.reshape(*[len(c) for c in safe])
-    for site, o in enumerate(ok):                                             # special tokens: no mass
+    for site, o in enumerate(ok):  # special tokens: no mass
         index = [slice(None)] * len(safe)
         index[site] = ~o
         grid[tuple(index)] = 0.0
@@ -157,10 +161,11 @@ def site_chain(grammar, words: Sequence[str], positions: Sequence[int], candidat
                 rows[:, positions[j]] = torch.tensor([int(safe[j][f[j]]) for f in fillings], dtype=rows.dtype)
             masked = torch.zeros_like(rows, dtype=torch.bool)
             masked[:, positions[t:]] = True
-            cond = pcfg.conditionals(rows, masked)[:, positions[t], :].numpy()[:, safe[t]]      # (fillings, K_t)
+            # (fillings, K_t)
+            cond = pcfg.conditionals(rows, masked)[:, positions[t], :].numpy()[:, safe[t]]
             cond = np.where(ok[t][None, :], cond, 0.0)
             total = cond.sum(axis=1, keepdims=True)
-            with np.errstate(divide="ignore", invalid="ignore"):          # an impossible filling: no mass
+            with np.errstate(divide="ignore", invalid="ignore"):  # an impossible filling: no mass
                 factor = np.where(total > 0, np.log(cond / np.where(total > 0, total, 1.0)), -np.inf)
             shape = [len(c) for c in safe[:t + 1]] + [1] * (k - t - 1)
             log_p = log_p + factor.reshape(shape)

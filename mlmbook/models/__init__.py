@@ -26,6 +26,6 @@ from .load import TOY_MODELS, TRUTH_MODELS, load_mlm
 from .train import PRESETS, TrainConfig, preset_for
 from .truth import TruthOracle
 
-__all__ = ["MaskedLM", "MaskedLMBase", "HFMaskedLM", "TruthOracle", "CacheEntry", "load_or_train", "load_mlm",
-           "check_masked_lm", "PRESETS", "TrainConfig", "preset_for", "TOY_MODELS", "TRUTH_MODELS", "ModelLoadError",
-           "ladder", "prepare"]
+__all__ = ["MaskedLM", "MaskedLMBase", "HFMaskedLM", "TruthOracle", "CacheEntry", "load_or_train",
+           "load_mlm", "check_masked_lm", "PRESETS", "TrainConfig", "preset_for", "TOY_MODELS",
+           "TRUTH_MODELS", "ModelLoadError", "ladder", "prepare"]

@@ -58,9 +58,11 @@ class MaskedLM(Protocol):
         ...
 
     def logits(self, ids, positions, full_softmax: bool = False) -> torch.Tensor:
-        """Scores (B, k, V) of every token at the queried ``positions`` (B, k) of rows ``ids`` (B, n).
+        """Scores (B, k, V) of every token at the queried ``positions`` (B, k) of rows ``ids`` (B,
+        n).
 
-        Special tokens get ``-inf`` unless ``full_softmax`` (then a softmax is over the whole vocabulary).
+        Special tokens get ``-inf`` unless ``full_softmax`` (then a softmax is over the whole
+        vocabulary).
         """
         ...
 
@@ -100,7 +102,8 @@ class MaskedLMBase:
     """Rows are chunked so that one forward pass holds at most this many tokens. On a CPU, chunks
     of about 2,000 tokens ran the toy model at the bare encoder's best speed; 16,000-token
     chunks ran at 0.75-0.8 of it (their activations leave the cache). A model on a GPU raises it."""
-    _inference_mode = True        # the truth oracle needs autograd (its outside pass), so it turns this off
+    # the truth oracle needs autograd (its outside pass), so it turns this off
+    _inference_mode = True
 
     @property
     def V(self) -> int:
@@ -111,7 +114,8 @@ class MaskedLMBase:
 
     # ---------------------------------------------------------------- the core call
     def logits(self, ids, positions, full_softmax: bool = False) -> torch.Tensor:
-        """Scores of every token at the queried positions (one batched call; see :mod:`mlmbook.queries`).
+        """Scores of every token at the queried positions (one batched call; see
+        :mod:`mlmbook.queries`).
 
         Parameters
         ----------
@@ -137,7 +141,8 @@ class MaskedLMBase:
 
     def padded_logits(self, ids, lengths, positions, full_softmax: bool = False,
                       max_tokens: int | None = None) -> torch.Tensor:
-        """:meth:`logits` for rows of different lengths in one call: row ``b`` is ``ids[b, :lengths[b]]``.
+        """:meth:`logits` for rows of different lengths in one call: row ``b`` is ``ids[b,
+        :lengths[b]]``.
 
         Only for models with :attr:`supports_padding`; the query engine uses it for a model on an
         accelerator, where one large call beats one call per length group. ``max_tokens``
@@ -176,13 +181,14 @@ class MaskedLMBase:
         return ids, positions
 
     def _run(self, chunk_logits, starts, full_softmax: bool) -> torch.Tensor:
-        """Concatenate ``chunk_logits(start)`` under the thread policy; specials -> -inf unless ``full_softmax``."""
+        """Concatenate ``chunk_logits(start)`` under the thread policy; specials -> -inf unless
+        ``full_softmax``."""
         with threads.limited(threads.is_large(self)), \
                 (torch.inference_mode() if self._inference_mode else torch.no_grad()):
             out = torch.cat([chunk_logits(s) for s in starts])
             if not full_softmax:
                 out[..., list(self.special_ids)] = float("-inf")
-        return out.clone()                                  # a normal tensor, usable outside inference mode
+        return out.clone()  # a normal tensor, usable outside inference mode
 
     def _logits_chunk(self, ids, positions, lengths=None):
         raise NotImplementedError

@@ -31,7 +31,7 @@ from .train import PRESETS, TRAIN_THREADS, TrainConfig
 
 __all__ = ["VERSION", "CacheEntry", "load_or_train", "train_together", "is_cached", "entry_key"]
 
-VERSION = 3                       # bump to invalidate every cached model (3: training always on one thread)
+VERSION = 3  # bump to invalidate every cached model (3: training always on one thread)
 
 KINDS = ("mlm", "maelm")
 
@@ -42,7 +42,8 @@ def entry_key(grammar: Grammar, config: TrainConfig, seed: int, kind: str) -> st
     That includes the version of the trainer's arithmetic (:data:`mlmbook.models.stacked.VERSION`).
     """
     settings = asdict(config)
-    if settings["mask_ratio"] == "fixed":         # a setting added later: at its default the key is as before
+    # a setting added later: at its default the key is as before
+    if settings["mask_ratio"] == "fixed":
         del settings["mask_ratio"]
     parts = [VERSION, kind, grammar.fingerprint, settings, seed, TRAIN_THREADS, f"stacked {stacked.VERSION}"]
     blob = json.dumps(parts, sort_keys=True).encode()
@@ -81,7 +82,8 @@ def _verify(path: Path) -> str | None:
 
 
 def _report(message: str) -> None:
-    """A cache event the reader must see: on the terminal (the build's stderr) and in the chapter."""
+    """A cache event the reader must see: on the terminal (the build's stderr) and in the
+    chapter."""
     print(f"mlmbook: {message}", file=sys.stderr, flush=True)
     print(f"Note: {message}.")
 
@@ -92,7 +94,8 @@ def _cached(final: Path, make, info: dict) -> Path:
 
 
 def _cached_many(finals: list[Path], make, infos: list[dict]) -> list[Path]:
-    """Return the entries ``finals``, building the missing ones at once with ``make(missing, tmp_dirs)``.
+    """Return the entries ``finals``, building the missing ones at once with ``make(missing,
+    tmp_dirs)``.
 
     Holds every entry's lock (taken in path order, so two callers never deadlock) while it
     checks, builds and renames; ``make`` gets the missing entries' final paths and one temporary
@@ -116,7 +119,8 @@ def _cached_many(finals: list[Path], make, infos: list[dict]) -> list[Path]:
         if not todo:
             return finals
         for final, _ in todo:
-            for stale in final.parent.glob(f".partial-{final.name}-*"):   # left by a killed run (we hold the lock)
+            # left by a killed run (we hold the lock)
+            for stale in final.parent.glob(f".partial-{final.name}-*"):
                 shutil.rmtree(stale, ignore_errors=True)
         tmps = [final.parent / f".partial-{final.name}-{os.getpid()}" for final, _ in todo]
         try:
@@ -195,8 +199,8 @@ def load_or_train(grammar: str | Grammar = "toy", preset: str | TrainConfig = "f
 
 def _info(g: Grammar, config: TrainConfig, seed: int, kind: str) -> dict:
     """What an entry's manifest says about how it was trained."""
-    return dict(grammar=g.name, kind=kind, config=asdict(config), seed=seed, threads=TRAIN_THREADS, version=VERSION,
-                trainer=f"stacked {stacked.VERSION}")
+    return dict(grammar=g.name, kind=kind, config=asdict(config), seed=seed, threads=TRAIN_THREADS,
+                version=VERSION, trainer=f"stacked {stacked.VERSION}")
 
 
 def train_together(models: list[tuple], progress: bool = False) -> list[CacheEntry]:

@@ -42,7 +42,8 @@ OFFSET = len(SPECIAL_TOKENS)
 
 
 def check_config(config) -> None:
-    """Raise ``ValueError`` (one line: the cause and what to do) for corruption settings that cannot work."""
+    """Raise ``ValueError`` (one line: the cause and what to do) for corruption settings that cannot
+    work."""
     a = config.replace
     if len(a) != 3 or min(a) < 0 or abs(sum(a) - 1) > 1e-9:
         raise ValueError(f"replace={a!r} must be three non-negative shares ([MASK], random word, kept) summing to 1, "
@@ -116,7 +117,8 @@ def batches(grammar, config, seed: int, pool: int = 16, eligible: bool = False, 
 
 
 def add_noise(ids, rate: float, vocab_size: int, gen: torch.Generator):
-    """A copy of ``ids`` with each content token replaced, with probability ``rate``, by a uniform word."""
+    """A copy of ``ids`` with each content token replaced, with probability ``rate``, by a uniform
+    word."""
     flip = (torch.rand(ids.shape, generator=gen) < rate) & (ids >= OFFSET)
     out = ids.clone()
     out[flip] = torch.randint(OFFSET, vocab_size, (int(flip.sum()),), generator=gen)
@@ -124,7 +126,8 @@ def add_noise(ids, rate: float, vocab_size: int, gen: torch.Generator):
 
 
 def span_selection(allowed, rate: float, mean: float, gen: torch.Generator):
-    r"""Select spans: runs of geometric length with mean ``mean`` covering a share ``rate`` of tokens.
+    r"""Select spans: runs of geometric length with mean ``mean`` covering a share ``rate`` of
+    tokens.
 
     Along each row, selected/unselected is a two-state Markov chain. A selected run ends after
     each token with probability :math:`1/\mu`, so run lengths are geometric with mean
@@ -158,7 +161,8 @@ def span_selection(allowed, rate: float, mean: float, gen: torch.Generator):
 
 
 def mask_tokens(ids, config, vocab_size: int, gen: torch.Generator, eligible=None):
-    """Corrupt a batch as ``config`` says (noise, eligibility, selection, replacement; see the module).
+    """Corrupt a batch as ``config`` says (noise, eligibility, selection, replacement; see the
+    module).
 
     Parameters
     ----------

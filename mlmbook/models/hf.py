@@ -23,14 +23,15 @@ from .base import MaskedLMBase
 __all__ = ["HFMaskedLM", "check_masked_lm"]
 
 _WEIGHTS = ("model.safetensors", "pytorch_model.bin", "model.safetensors.index.json", "pytorch_model.bin.index.json")
-_TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model", "sentencepiece.bpe.model",
-                    "tokenizer.model")
+_TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model",
+                    "sentencepiece.bpe.model", "tokenizer.model")
 _ROBERTA_LIKE = ("roberta", "xlm-roberta", "camembert")
 
 
-# ---------------------------------------------------------------------------- loading, with one-line errors
+# -------------------------------------------------------------------- loading, with one-line errors
 def _source(name_or_path) -> tuple[str, bool]:
-    """Where to load from (a local directory or a Hub name) and whether it is local; checks a local path."""
+    """Where to load from (a local directory or a Hub name) and whether it is local; checks a local
+    path."""
     name_or_path = str(name_or_path)
     local = Path(name_or_path).expanduser()
     if name_or_path.startswith((".", "/", "~")) and not local.exists():
@@ -67,7 +68,8 @@ def _not_found(src: str) -> ModelLoadError:
 
 @contextmanager
 def _quiet_transformers():
-    """Silence transformers' logging and progress bars for the block, then restore the caller's settings."""
+    """Silence transformers' logging and progress bars for the block, then restore the caller's
+    settings."""
     from transformers.utils import logging as hf_logging
 
     verbosity, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
@@ -93,7 +95,7 @@ def _load_tokenizer(src: str, local: bool, kw: dict):
         if "not a valid JSON" in str(e):
             raise _damaged(src, local, "configuration (config.json)", e) from None
         raise (_damaged(src, local, "tokenizer", e) if local else _not_found(src)) from None
-    except ValueError as e:                                   # JSONDecodeError of a truncated tokenizer.json
+    except ValueError as e:  # JSONDecodeError of a truncated tokenizer.json
         raise _damaged(src, local, "tokenizer", e) from None
 
 
@@ -116,7 +118,7 @@ def _load_model(src: str, local: bool, kw: dict, attn_implementation: str):
         if local:
             raise _damaged(src, local, "weight file", e) from None
         raise _not_found(src) from None
-    except Exception as e:                                    # safetensors / torch.load on a short or corrupt file
+    except Exception as e:  # safetensors / torch.load on a short or corrupt file
         raise _damaged(src, local, "weight file", e) from None
 
 
@@ -182,7 +184,8 @@ class HFMaskedLM(MaskedLMBase):
         ----------
         name_or_path : str or path
         name : str, optional
-            A reader-facing name (default: the folder's name or the Hub name; never an absolute path).
+            A reader-facing name (default: the folder's name or the Hub name; never an absolute
+            path).
         device : str, optional
             ``"cpu"``, ``"cuda"``, ... (default: CUDA when available).
         attn_implementation : str
@@ -193,7 +196,8 @@ class HFMaskedLM(MaskedLMBase):
         ModelLoadError
             One line with the cause and what to do: a missing path, a folder without weights or
             tokenizer, a truncated or corrupt file (in the folder or in the Hugging Face cache), a
-            model that is not a masked LM, a tokenizer without a mask token, offline without a cached copy.
+            model that is not a masked LM, a tokenizer without a mask token, offline without a
+            cached copy.
         """
         src, local = _source(name_or_path)
         kw = {"local_files_only": True} if hf_offline() and not local else {}
@@ -210,15 +214,16 @@ class HFMaskedLM(MaskedLMBase):
     def _logits_chunk(self, ids, positions, lengths=None):
         full, attention = self._wrap(ids, lengths)
         pos = (positions + len(self._prefix)).to(self.device)
-        if self._head is None:                                      # unknown architecture: full head
+        if self._head is None:  # unknown architecture: full head
             logits = self.model(input_ids=full, attention_mask=attention).logits
             return logits.gather(1, pos[..., None].expand(-1, -1, logits.shape[-1])).float().cpu()
-        hidden = self._base(input_ids=full, attention_mask=attention).last_hidden_state        # (B, n, H)
+        hidden = self._base(input_ids=full, attention_mask=attention).last_hidden_state  # (B, n, H)
         picked = hidden.gather(1, pos[..., None].expand(-1, -1, hidden.shape[-1]))
         return self._head(picked).float().cpu()
 
     def _wrap(self, ids, lengths=None) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """Rows with the model's special tokens around their content, and the attention mask when padded."""
+        """Rows with the model's special tokens around their content, and the attention mask when
+        padded."""
         B, n = ids.shape
         pre = torch.tensor(self._prefix, dtype=torch.long).expand(B, -1)
         suf = torch.tensor(self._suffix, dtype=torch.long).expand(B, -1)
@@ -235,7 +240,7 @@ class HFMaskedLM(MaskedLMBase):
         attention = (torch.arange(width)[None] < (a + lengths + len(self._suffix))[:, None]).long()
         return full.to(self.device), attention.to(self.device)
 
-    # ------------------------------------------------------------------------ the rest of the interface
+    # -------------------------------------------------------------------- the rest of the interface
     @property
     def n_parameters(self) -> int:
         """Number of parameters of the whole model (encoder and LM head)."""
@@ -243,16 +248,19 @@ class HFMaskedLM(MaskedLMBase):
 
     @property
     def encoder(self):
-        """The Transformer body without the LM head (a ``transformers`` model), e.g. for fine-tuning."""
+        """The Transformer body without the LM head (a ``transformers`` model), e.g. for
+        fine-tuning."""
         return self._base
 
     @property
     def head(self):
-        """The LM head (hidden states -> vocabulary scores), or None for an architecture it cannot find."""
+        """The LM head (hidden states -> vocabulary scores), or None for an architecture it cannot
+        find."""
         return self._head
 
     def wrap(self, ids) -> torch.Tensor:
-        """Rows of content ids (B, n) with the model's special tokens added around them: (B, n + extra)."""
+        """Rows of content ids (B, n) with the model's special tokens added around them: (B, n +
+        extra)."""
         return self._wrap(torch.as_tensor(ids, dtype=torch.long))[0].cpu()
 
     def encode_words(self, words):
@@ -263,8 +271,8 @@ class HFMaskedLM(MaskedLMBase):
         return ids, pieces
 
     def encode_text(self, text: str) -> tuple[list[int], list[list[int]], list[str]]:
-        """Token ids, the pieces of each word, and the words of a plain string, as the tokenizer splits it
-        (a slow tokenizer, which keeps no offsets: at white space)."""
+        """Token ids, the pieces of each word, and the words of a plain string, as the tokenizer
+        splits it (a slow tokenizer, which keeps no offsets: at white space)."""
         if not getattr(self.tokenizer, "is_fast", False):
             return super().encode_text(text)
         enc = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
@@ -282,7 +290,8 @@ class HFMaskedLM(MaskedLMBase):
         return ids, pieces, words
 
     def hidden_states(self, ids) -> tuple:
-        """All layers' hidden states for rows of content ids (B, n): tuple of (B, n, H), specials dropped."""
+        """All layers' hidden states for rows of content ids (B, n): tuple of (B, n, H), specials
+        dropped."""
         ids = torch.as_tensor(ids, dtype=torch.long)
         with threads.limited(threads.is_large(self)), torch.inference_mode():
             hs = self._base(input_ids=self._wrap(ids)[0], output_hidden_states=True).hidden_states

@@ -32,8 +32,8 @@ from ..profiles import seed_offset, with_fallbacks
 from .cache import load_or_train
 from .train import PRESETS, TrainConfig
 
-__all__ = ["Rung", "LADDERS", "SEEDS", "VERDICT_SEEDS", "MAELM_TOP", "rungs", "seed_rungs", "snapshot_path",
-           "KL_SENTENCES"]
+__all__ = ["Rung", "LADDERS", "SEEDS", "VERDICT_SEEDS", "MAELM_TOP", "rungs", "seed_rungs",
+           "snapshot_path", "KL_SENTENCES"]
 
 LADDERS = {
     "quick": dict(sizes=(16, 32), steps=400),
@@ -53,11 +53,12 @@ its one model (chapter 1 says so)."""
 
 MAELM_TOP = with_fallbacks({"quick": True, "full": False})
 """Per profile: whether the MAE-LM ladder has a rung at the default model's width. The full profile
-leaves it out: one seed at hidden 128 (about 200 core-seconds) answers no question, and its seconds go to
-the seeds of chapter 4's pair instead (:data:`mlmbook.models.zoo.CH4_SEEDS`)."""
+leaves it out: one seed at hidden 128 (about 200 core-seconds) answers no question, and its seconds
+go to the seeds of chapter 4's pair instead (:data:`mlmbook.models.zoo.CH4_SEEDS`)."""
 
 KL_SENTENCES = 60
-"""Held-out sentences on which a rung's KL to the truth is measured (:func:`mlmbook.compare.rung_kl`)."""
+"""Held-out sentences on which a rung's KL to the truth is measured
+(:func:`mlmbook.compare.rung_kl`)."""
 
 
 @dataclass(frozen=True)
@@ -93,8 +94,8 @@ class Rung:
 
 def _small_config(profile: str, hidden: int) -> TrainConfig:
     top, spec = PRESETS[profile], LADDERS[profile]
-    return replace(top, hidden=hidden, heads=max(1, hidden // 16), intermediate=4 * hidden, steps=spec["steps"],
-                   eval_every=max(1, spec["steps"] // 4), checkpoints=())
+    return replace(top, hidden=hidden, heads=max(1, hidden // 16), intermediate=4 * hidden,
+                   steps=spec["steps"], eval_every=max(1, spec["steps"] // 4), checkpoints=())
 
 
 def rungs(profile: str, kind: str = "mlm", seed: int | None = None) -> list[Rung]:
@@ -118,7 +119,8 @@ def rungs(profile: str, kind: str = "mlm", seed: int | None = None) -> list[Rung
 
 
 def seed_rungs(profile: str, kind: str = "mlm") -> list[Rung]:
-    """The smallest rung trained with every seed of :data:`SEEDS` (plus the profile's seed offset)."""
+    """The smallest rung trained with every seed of :data:`SEEDS` (plus the profile's seed
+    offset)."""
     h, offset = LADDERS[profile]["sizes"][0], seed_offset(profile)
     return [Rung(f"h{h}", kind, h, 1.0, s + offset, _small_config(profile, h), profile) for s in SEEDS]
 

@@ -1,5 +1,5 @@
-"""The one loader: a masked LM by name — the toy models, a chapter's trained models, a rung of the ladder,
-the exact truth, or any Hugging Face model."""
+"""The one loader: a masked LM by name — the toy models, a chapter's trained models, a rung of the
+ladder, the exact truth, or any Hugging Face model."""
 from __future__ import annotations
 
 import os

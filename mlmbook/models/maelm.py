@@ -48,8 +48,8 @@ from ..toy.vocab import SPECIAL_TOKENS
 from .base import MaskedLMBase
 from .train import make_model
 
-__all__ = ["MAELM", "DecoderLayer", "MAEMaskedLM", "drop_masked", "make_maelm", "parameter_counts", "save",
-           "load", "load_encoder"]
+__all__ = ["MAELM", "DecoderLayer", "MAEMaskedLM", "drop_masked", "make_maelm", "parameter_counts",
+           "save", "load", "load_encoder"]
 
 PAD, CLS, SEP, MASK = (SPECIAL_TOKENS.index(t) for t in ("[PAD]", "[CLS]", "[SEP]", "[MASK]"))
 
@@ -74,7 +74,8 @@ def drop_masked(inputs: torch.Tensor, keep: torch.Tensor):
     attention : LongTensor (B, m)
         1 at kept tokens, 0 at padding.
     """
-    order = torch.argsort((~keep).to(torch.int8), dim=1, stable=True)   # kept positions first, in order
+    # kept positions first, in order
+    order = torch.argsort((~keep).to(torch.int8), dim=1, stable=True)
     m = max(int(keep.sum(1).max()), 1)
     positions = order[:, :m]
     attention = keep.gather(1, positions)
@@ -163,7 +164,8 @@ class MAELM(nn.Module):
         out = self.encoder(input_ids=ids, attention_mask=attn, position_ids=pos, output_hidden_states=all_layers)
         layers = out.hidden_states if all_layers else (out.last_hidden_state,)
         B, n = inputs.shape
-        slot = torch.where(attn.bool(), pos, torch.full_like(pos, n))      # padding goes to a spare column
+        # padding goes to a spare column
+        slot = torch.where(attn.bool(), pos, torch.full_like(pos, n))
         index = slot[..., None].expand(-1, -1, layers[0].shape[-1])
         placed = tuple(h.new_zeros(B, n + 1, h.shape[-1]).scatter(1, index, h)[:, :n] for h in layers)
         return (placed if all_layers else placed[0]), keep
@@ -203,7 +205,7 @@ def make_maelm(grammar, config, seed: int, decoder_layers: int | None = None) ->
     (an untrained model for a test; trained models take the depth from the configuration, so
     that it is part of the cache key).
     """
-    mlm = make_model(grammar, config, seed)                 # seeds torch, so the decoder init is fixed too
+    mlm = make_model(grammar, config, seed)  # seeds torch, so the decoder init is fixed too
     p = mlm.cls.predictions
     return MAELM(mlm.bert, p.transform, p.bias, config.decoder_layers if decoder_layers is None else decoder_layers)
 
@@ -311,8 +313,8 @@ def load(path, name: str = "MAE-LM") -> MAEMaskedLM:
     info = json.loads((path / "maelm.json").read_text())
     encoder = load_encoder(path)
     cfg: BertConfig = encoder.config
-    model = MAELM(encoder, BertPredictionHeadTransform(cfg), nn.Parameter(torch.zeros(cfg.vocab_size)),
-                  info["decoder_layers"])
+    model = MAELM(encoder, BertPredictionHeadTransform(cfg),
+                  nn.Parameter(torch.zeros(cfg.vocab_size)), info["decoder_layers"])
     missing, unexpected = model.load_state_dict(load_file(path / "maelm.safetensors"), strict=False)
     missing = [k for k in missing if not k.startswith("encoder.")]
     if missing or unexpected:

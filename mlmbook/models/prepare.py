@@ -1,4 +1,5 @@
-r"""Train every toy model a build needs, up front: small ones stacked, the rest one process per core.
+r"""Train every toy model a build needs, up front: small ones stacked, the rest one process per
+core.
 
 The book's chapters train their models on first use (:func:`~mlmbook.models.cache.load_or_train`),
 one after another inside the chapter that needs them. On a fresh machine that is the larger
@@ -39,8 +40,8 @@ from . import ladder, stacked, zoo
 from .train import PRESETS, TRAIN_THREADS, preset_for
 from .zoo import Job, estimated_seconds
 
-__all__ = ["Job", "NEEDS", "Trained", "UnitDone", "needed", "missing", "plan", "split", "estimated_seconds",
-           "workers_for", "tasks", "report", "prepare", "TOPIC_KNOBS"]
+__all__ = ["Job", "NEEDS", "Trained", "UnitDone", "needed", "missing", "plan", "split",
+           "estimated_seconds", "workers_for", "tasks", "report", "prepare", "TOPIC_KNOBS"]
 
 TOPIC_KNOBS = ("plateau", "wall")
 """Topic worlds of chapter 5 whose MLM is trained (the ``topic`` knob of the toy grammar)."""
@@ -48,8 +49,8 @@ TOPIC_KNOBS = ("plateau", "wall")
 
 NEEDS = {0: (), 1: ("mlm",), 2: ("mlm",), 3: ("mlm",), 4: ("mlm", "maelm"), 5: ()}
 """What each chapter loads besides the default MLM: the MLM ladder, the MAE-LM ladder (and, with
-``"seeds"``, further seeds of the default model — no chapter of this edition asks for them: a chapter's
-seed-level questions train their own models, listed in :mod:`mlmbook.models.zoo`)."""
+``"seeds"``, further seeds of the default model — no chapter of this edition asks for them: a
+chapter's seed-level questions train their own models, listed in :mod:`mlmbook.models.zoo`)."""
 
 
 def needed(profile: str, chapters=tuple(NEEDS), extra_seeds: tuple[int, ...] = ()) -> list[Job]:
@@ -114,9 +115,9 @@ def _stackable(job) -> bool:
 
 def plan(jobs: list, workers: int = 1) -> list[list]:
     """Cut ``jobs`` into units of work, longest first: the toy models grouped by
-    :func:`~mlmbook.models.stacked.shape_of` into stacks of at most :data:`STACK_WIDTH` / hidden, split
-    into up to ``workers`` stacks of at least :data:`MIN_STACK` each so that a large group keeps every
-    core busy. The split never changes a weight."""
+    :func:`~mlmbook.models.stacked.shape_of` into stacks of at most :data:`STACK_WIDTH` / hidden,
+    split into up to ``workers`` stacks of at least :data:`MIN_STACK` each so that a large group
+    keeps every core busy. The split never changes a weight."""
     units, groups = [], {}
     for job in jobs:
         if _stackable(job):
@@ -129,17 +130,18 @@ def plan(jobs: list, workers: int = 1) -> list[list]:
 
 
 def _stream(job) -> tuple:
-    """What the stacked trainer's members share one sampled stream by (grammar, batch size, seed, eligible
-    tags; :func:`~mlmbook.models.stacked.train_stack`), as a sortable key."""
+    """What the stacked trainer's members share one sampled stream by (grammar, batch size, seed,
+    eligible tags; :func:`~mlmbook.models.stacked.train_stack`), as a sortable key."""
     return (job.grammar, job.topic or "", job.seed, job.config.batch, tuple(job.config.mask_only))
 
 
 def split(group: list, workers: int = 1) -> list[list]:
     """Cut jobs of one shape into stacks: at most :data:`STACK_WIDTH` / hidden models each, and
-    up to ``workers`` stacks of at least :data:`MIN_STACK` models, of sizes that differ by one at most.
-    Jobs that read the same sentences (:func:`_stream`) are put side by side first, so that a stack
-    samples each stream once for all of its members: sampling a batch costs about as much as a small
-    model's step (``benchmarks/training.py``). Which stack a job lands in never changes its weights."""
+    up to ``workers`` stacks of at least :data:`MIN_STACK` models, of sizes that differ by one at
+    most. Jobs that read the same sentences (:func:`_stream`) are put side by side first, so that
+    a stack samples each stream once for all of its members: sampling a batch costs about as much
+    as a small model's step (``benchmarks/training.py``). Which stack a job lands in never
+    changes its weights."""
     most = max(1, STACK_WIDTH // group[0].config.hidden)
     n = max(math.ceil(len(group) / most), min(workers, len(group) // MIN_STACK), 1)
     ordered, sizes = sorted(group, key=_stream), [len(group) // n + (i < len(group) % n) for i in range(n)]
@@ -157,8 +159,8 @@ class UnitDone:
 
 
 def _run(unit: list, ship: bool = False) -> UnitDone:
-    """Train one unit (on a worker); ``ship``: return the trained entries as bytes too (a worker that
-    shares no filesystem with the build)."""
+    """Train one unit (on a worker); ``ship``: return the trained entries as bytes too (a worker
+    that shares no filesystem with the build)."""
     from . import shipping
     from .cache import train_together
 
@@ -175,8 +177,8 @@ def _run(unit: list, ship: bool = False) -> UnitDone:
 
 
 def workers_for(n: int | None = None) -> int:
-    """Training processes: ``n``, else ``$MLMBOOK_TRAIN_WORKERS``, else one per core (every
-    training uses :data:`~mlmbook.models.train.TRAIN_THREADS` thread). The weights do not depend on it."""
+    """Training processes: ``n``, else ``$MLMBOOK_TRAIN_WORKERS``, else one per core (every training
+    uses :data:`~mlmbook.models.train.TRAIN_THREADS` thread). The weights do not depend on it."""
     return n or env_int("MLMBOOK_TRAIN_WORKERS", max(1, (os.cpu_count() or 1) // TRAIN_THREADS), minimum=1)
 
 
@@ -204,9 +206,9 @@ def _short(label: str) -> str:
 
 
 def report(done_unit, done: list[Trained], total: int, say=print, elapsed: str | None = None) -> None:
-    """Append a training task's results (:func:`_run`: a :class:`UnitDone`, or its list of
-    ``(label, seconds, how)``) to ``done``, one line each: ``trained 5/64 models (MLM h64 seed 2, 31 s)``
-    and the run's ``elapsed`` time, when given."""
+    """Append a training task's results (:func:`_run`: a :class:`UnitDone`, or its list of ``(label,
+    seconds, how)``) to ``done``, one line each: ``trained 5/64 models (MLM h64 seed 2, 31 s)`` and
+    the run's ``elapsed`` time, when given."""
     for label, seconds, how in getattr(done_unit, "trained", done_unit):
         done.append(Trained(label, seconds, how))
         stacked_with = "" if how == "alone" else f", {how}"
@@ -217,7 +219,8 @@ def report(done_unit, done: list[Trained], total: int, say=print, elapsed: str |
 
 def prepare(profile: str, chapters=tuple(NEEDS), extra_seeds: tuple[int, ...] = (),
             workers: int | None = None, say=print) -> list[Trained]:
-    """Train the models chapters ``chapters`` need in ``profile`` that are not cached, ``workers`` at a time.
+    """Train the models chapters ``chapters`` need in ``profile`` that are not cached, ``workers``
+    at a time.
 
     Parameters
     ----------
@@ -238,7 +241,8 @@ def prepare(profile: str, chapters=tuple(NEEDS), extra_seeds: tuple[int, ...] = 
         training time and how it was trained; empty when everything was cached.
 
     A build schedules these same tasks together with its chapters
-    (:func:`mlmbook.pipeline.execute.build`), so that a chapter starts when its own models are trained.
+    (:func:`mlmbook.pipeline.execute.build`), so that a chapter starts when its own models are
+    trained.
     """
     n = workers_for(workers)
     todo = tasks(profile, chapters, extra_seeds, n, say)

@@ -37,7 +37,7 @@ def entry_name(job) -> str | None:
 
 def pack(path: Path) -> bytes:
     """The files of a cache entry as an uncompressed tar (names relative to the entry, sorted)."""
-    def plain(info: tarfile.TarInfo) -> tarfile.TarInfo:     # the same entry packs to the same bytes
+    def plain(info: tarfile.TarInfo) -> tarfile.TarInfo:  # the same entry packs to the same bytes
         info.mtime, info.uid, info.gid, info.uname, info.gname = 0, 0, 0, "", ""
         return info
 
@@ -50,7 +50,8 @@ def pack(path: Path) -> bytes:
 
 
 def pack_jobs(jobs) -> dict[str, bytes]:
-    """Each cached model among ``jobs``, packed, by entry name (a job not in this cache is left out)."""
+    """Each cached model among ``jobs``, packed, by entry name (a job not in this cache is left
+    out)."""
     out = {}
     for job in jobs:
         name = entry_name(job)
@@ -60,7 +61,8 @@ def pack_jobs(jobs) -> dict[str, bytes]:
 
 
 def install(name: str, blob: bytes) -> Path:
-    """Put a packed entry into this machine's cache as ``name`` (atomically); nothing when it is there.
+    """Put a packed entry into this machine's cache as ``name`` (atomically); nothing when it is
+    there.
 
     Raises
     ------
@@ -85,7 +87,7 @@ def install(name: str, blob: bytes) -> Path:
                 target = (tmp / m.name).resolve()
                 if not m.isfile() or not target.is_relative_to(tmp.resolve()):
                     raise ValueError(f"the packed model {name} holds {m.name!r}, which is not a file of it")
-                if m.name == MANIFEST:                  # written again by the cache, from what landed
+                if m.name == MANIFEST:  # written again by the cache, from what landed
                     continue
                 data = tar.extractfile(m).read()
                 if hashlib.sha256(data).hexdigest() != manifest["sha256"][m.name]:

@@ -99,7 +99,8 @@ def shape_of(grammar, config: TrainConfig, kind: str) -> tuple:
 
 # ---------------------------------------------------------------------------- parameter layout
 def _block_names(src: str, hf: bool) -> list[tuple[str, list[str], bool]]:
-    """(suffix, source keys, is a linear weight) for one Transformer block, in HF or MAE-LM naming."""
+    """(suffix, source keys, is a linear weight) for one Transformer block, in HF or MAE-LM
+    naming."""
     if hf:
         a = f"{src}attention."
         return [("qkv_w", [f"{a}self.{x}.weight" for x in ("query", "key", "value")], True),
@@ -159,20 +160,22 @@ def _norm(x, w, b, eps):
 
 
 class Stack(nn.Module):
-    """K same-shaped BERTs (``kind="mlm"``) or MAE-LMs (``"maelm"``) whose parameters carry a model axis.
+    """K same-shaped BERTs (``kind="mlm"``) or MAE-LMs (``"maelm"``) whose parameters carry a model
+    axis.
 
     Parameters
     ----------
     states : list of dict
-        Each model's state dict: a ``BertForMaskedLM``'s, or an :class:`~mlmbook.models.maelm.MAELM`'s.
+        Each model's state dict: a ``BertForMaskedLM``'s, or an
+        :class:`~mlmbook.models.maelm.MAELM`'s.
     kind : str
     heads, layers, decoder_layers : int
     eps : float
         LayerNorm epsilon (BERT's 1e-12).
     """
 
-    def __init__(self, states: list[dict], kind: str, heads: int, layers: int, decoder_layers: int = 1,
-                 eps: float = 1e-12):
+    def __init__(self, states: list[dict], kind: str, heads: int, layers: int,
+                 decoder_layers: int = 1, eps: float = 1e-12):
         super().__init__()
         self.kind, self.heads, self.layers, self.decoder_layers, self.eps = kind, heads, layers, decoder_layers, eps
         self.layout = _layout(kind, layers, decoder_layers)
@@ -181,7 +184,7 @@ class Stack(nn.Module):
             per_model = [torch.cat([s[k] for k in keys], 0) for s in states]
             self.params[name] = nn.Parameter(torch.stack([t.T if linear else t for t in per_model]).contiguous())
         self.K = len(states)
-        self.chunk = None                 # selected rows per round of the output layer (None: chunk_rows)
+        self.chunk = None  # selected rows per round of the output layer (None: chunk_rows)
 
     def state(self, k: int) -> dict:
         """Model ``k``'s parameters as a state dict of its Hugging Face (or MAE-LM) form."""
@@ -202,16 +205,17 @@ class Stack(nn.Module):
         return dict(self.params) if who is None else {k: v[who] for k, v in self.params.items()}
 
     def _block(self, p: dict, x, prefix: str, allowed, B: int, n: int):
-        """One post-LayerNorm Transformer block on ``x`` (K, B*n, d); ``allowed`` (K*B, 1, 1, n) keys."""
+        """One post-LayerNorm Transformer block on ``x`` (K, B*n, d); ``allowed`` (K*B, 1, 1, n)
+        keys."""
         K, _, d = x.shape
         h = self.heads
         qkv = _linear(x, p[f"{prefix}_qkv_w"], p[f"{prefix}_qkv_b"]).view(K * B, n, 3, h, d // h).permute(2, 0, 3, 1, 4)
         a = F.scaled_dot_product_attention(qkv[0], qkv[1], qkv[2], attn_mask=allowed)
         a = a.transpose(1, 2).reshape(K, B * n, d)
-        x = _norm(x + _linear(a, p[f"{prefix}_o_w"], p[f"{prefix}_o_b"]), p[f"{prefix}_ln1_w"], p[f"{prefix}_ln1_b"],
-                  self.eps)
-        f = _linear(F.gelu(_linear(x, p[f"{prefix}_ff1_w"], p[f"{prefix}_ff1_b"])), p[f"{prefix}_ff2_w"],
-                    p[f"{prefix}_ff2_b"])
+        x = _norm(x + _linear(a, p[f"{prefix}_o_w"], p[f"{prefix}_o_b"]), p[f"{prefix}_ln1_w"],
+                  p[f"{prefix}_ln1_b"], self.eps)
+        f = _linear(F.gelu(_linear(x, p[f"{prefix}_ff1_w"], p[f"{prefix}_ff1_b"])),
+                    p[f"{prefix}_ff2_w"], p[f"{prefix}_ff2_b"])
         return _norm(x + f, p[f"{prefix}_ln2_w"], p[f"{prefix}_ln2_b"], self.eps)
 
     def encode(self, p: dict, ids, visible):
@@ -242,8 +246,8 @@ class Stack(nn.Module):
         return z
 
     def _block_at(self, p: dict, x, rows, prefix: str, attention):
-        """The block ``prefix`` evaluated at ``rows`` (K, M) only, its keys and values from every row
-        of each row's sentence: (K, M, d). ``x`` (K, B*n, d), ``attention`` (K, B, n)."""
+        """The block ``prefix`` evaluated at ``rows`` (K, M) only, its keys and values from every
+        row of each row's sentence: (K, M, d). ``x`` (K, B*n, d), ``attention`` (K, B, n)."""
         p = {k[len(prefix) + 1:]: v for k, v in p.items() if k.startswith(prefix + "_")}
         K, N, d = x.shape
         B, n = attention.shape[1:]
@@ -252,7 +256,8 @@ class Stack(nn.Module):
         xr = x.gather(1, rows.unsqueeze(-1).expand(-1, -1, d))
         q = _linear(xr, p["qkv_w"][..., :d], p["qkv_b"][:, :d]).view(K * M, H, 1, d // H)
         sentence, model = rows // n, torch.arange(K).unsqueeze(1)
-        kv = kv[model, sentence].permute(3, 0, 1, 4, 2, 5).reshape(2, K * M, H, n, d // H)   # each row's sentence
+        # each row's sentence
+        kv = kv[model, sentence].permute(3, 0, 1, 4, 2, 5).reshape(2, K * M, H, n, d // H)
         a = F.scaled_dot_product_attention(q, kv[0], kv[1], attn_mask=attention[model, sentence].view(K * M, 1, 1, n))
         y = _norm(xr + _linear(a.view(K, M, d), p["o_w"], p["o_b"]), p["ln1_w"], p["ln1_b"], self.eps)
         f = _linear(F.gelu(_linear(y, p["ff1_w"], p["ff1_b"])), p["ff2_w"], p["ff2_b"])
@@ -288,7 +293,7 @@ class Stack(nn.Module):
         K, B, n = inputs.shape
         chunk = self.chunk or chunk_rows(B, n)
         flat = labels.reshape(K, B * n)
-        if self.kind == "maelm":                 # the decoder's last block only where the loss needs it
+        if self.kind == "maelm":  # the decoder's last block only where the loss needs it
             keep = attention & (inputs != MASK)
             z = self.decode(p, self.encode(p, inputs, keep), keep, attention, last=False)
             last = f"D{self.decoder_layers - 1}"
@@ -297,20 +302,22 @@ class Stack(nn.Module):
         return self.selected_loss(p, self.encode(p, inputs, attention), flat, chunk)
 
     def selected_loss(self, p: dict, h, labels, chunk: int, at_rows=None):
-        """Mean cross-entropy at each model's selected rows, with the output layer at those rows only.
+        """Mean cross-entropy at each model's selected rows, with the output layer at those rows
+        only.
 
-        The vocabulary layer is the costliest part of a small model, and only about 15 % of the
-        rows need it. Each model's selected rows are taken ``chunk`` at a time (a fixed number,
-        padded with unselected rows whose loss is 0), so every model's arithmetic has the same
-        shapes whatever its neighbours: a model with more than ``chunk`` selected rows (rare)
-        takes further rounds on its own. ``h`` (K, N, d), ``labels`` (K, N) with -100 unselected;
-        ``at_rows(p, h_part, rows, who)`` gives the final states at ``rows`` (default: ``h``'s rows).
+        The vocabulary layer is the costliest part of a small model, and only about 15 % of the rows
+        need it. Each model's selected rows are taken ``chunk`` at a time (a fixed number, padded
+        with unselected rows whose loss is 0), so every model's arithmetic has the same shapes
+        whatever its neighbours: a model with more than ``chunk`` selected rows (rare) takes further
+        rounds on its own. ``h`` (K, N, d), ``labels`` (K, N) with -100 unselected; ``at_rows(p,
+        h_part, rows, who)`` gives the final states at ``rows`` (default: ``h``'s rows).
         """
         K, N, d = h.shape
         chunk = min(chunk, N)
         selected = labels != -100
         count = selected.sum(1)
-        order = torch.argsort((~selected).to(torch.int8), dim=1, stable=True)   # each model's selected rows first
+        # each model's selected rows first
+        order = torch.argsort((~selected).to(torch.int8), dim=1, stable=True)
         total = None
         for j in range(max(1, math.ceil(int(count.max()) / chunk))):
             who = None if j == 0 else (count > j * chunk).nonzero()[:, 0]
@@ -323,14 +330,16 @@ class Stack(nn.Module):
             gold = (labels if who is None else labels[who]).gather(1, rows)
             loss = F.cross_entropy(self.logits(q, picked).flatten(0, 1), gold.flatten(), reduction="none")
             m = rows.shape[0]
-            summed = torch.bmm(loss.view(m, 1, chunk), torch.ones(m, chunk, 1)).view(m)   # a fixed-shape sum
+            # a fixed-shape sum
+            summed = torch.bmm(loss.view(m, 1, chunk), torch.ones(m, chunk, 1)).view(m)
             total = summed if who is None else total.index_add(0, who, summed)
         return total / count.clamp(min=1)
 
 
 # ---------------------------------------------------------------------------- optimisation
 class StackAdamW:
-    """AdamW over stacked parameters with a learning rate and weight decay per model (see the module)."""
+    """AdamW over stacked parameters with a learning rate and weight decay per model (see the
+    module)."""
 
     def __init__(self, params, weight_decay, betas=(0.9, 0.999), eps=1e-8):
         self.params = list(params)
@@ -354,7 +363,8 @@ class StackAdamW:
 
 
 def clip_per_model(params, max_norm: float = 1.0) -> torch.Tensor:
-    """Scale each model's gradients so that their global norm is at most ``max_norm``; returns the norms."""
+    """Scale each model's gradients so that their global norm is at most ``max_norm``; returns the
+    norms."""
     params = [p for p in params if p.grad is not None]
     K = params[0].shape[0]
     squares = torch.zeros(K)
@@ -377,7 +387,8 @@ def _rate(config: TrainConfig, s: int) -> float:
 # ---------------------------------------------------------------------------- training
 def train_stack(members: list[Member], progress: bool = True, desc: str | None = None,
                 chunk: int | None = None) -> list[dict]:
-    """Train ``members`` (same :func:`shape_of`) as one stack and write each into its ``out`` directory.
+    """Train ``members`` (same :func:`shape_of`) as one stack and write each into its ``out``
+    directory.
 
     Returns each member's history (held-out and training losses, tokens and seconds at each
     evaluation, the Bayes and unigram losses), with ``stack`` (K) and ``stack_seconds`` (the stack's
@@ -405,7 +416,8 @@ def _train_stack(members, progress, desc, chunk) -> list[dict]:
                   first.config.decoder_layers)
     stack.chunk = chunk
     opt = StackAdamW(stack.parameters(), [m.config.weight_decay for m in members])
-    # members with the same sentences (grammar, batch size, seed) share one stream and one evaluator:
+    # members with the same sentences (grammar, batch size, seed) share one stream and one
+    # evaluator:
     # sampling sentences costs as much as a small model's step
     stream_of = [(m.grammar.fingerprint, m.config.batch, m.seed, m.config.mask_only) for m in members]
     streams = {key: batches(m.grammar, m.config, m.seed, eligible=bool(m.config.mask_only), order_seed=ORDER_SEED)

@@ -108,7 +108,8 @@ class TrainConfig:
     mask_ratio: str = "fixed"     # "fixed" (mask_rate) or "uniform" (a rate ~ U(0, 1) per sentence)
 
     def __post_init__(self):
-        for name in ("checkpoints", "replace", "mask_only"):       # lists (e.g. from JSON) -> hashable tuples
+        # lists (e.g. from JSON) -> hashable tuples
+        for name in ("checkpoints", "replace", "mask_only"):
             value = getattr(self, name)
             if isinstance(value, str):
                 value = (value,)
@@ -121,19 +122,19 @@ class TrainConfig:
 
 
 PRESETS = {
-    "quick": TrainConfig(hidden=64, layers=2, heads=2, intermediate=256, steps=1500, batch=64, lr=3e-3,
-                         n_eval=100, eval_every=250),
-    "full": TrainConfig(hidden=128, layers=2, heads=4, intermediate=512, steps=4000, batch=64, lr=2e-3,
-                        n_eval=200, eval_every=400),
+    "quick": TrainConfig(hidden=64, layers=2, heads=2, intermediate=256, steps=1500, batch=64,
+                         lr=3e-3, n_eval=100, eval_every=250),
+    "full": TrainConfig(hidden=128, layers=2, heads=4, intermediate=512, steps=4000, batch=64,
+                        lr=2e-3, n_eval=200, eval_every=400),
     # the topic variant of chapter 5 (the quick profile uses "quick")
-    "topic_full": TrainConfig(hidden=128, layers=2, heads=4, intermediate=512, steps=2000, batch=64, lr=2e-3,
-                              n_eval=100, eval_every=500),
+    "topic_full": TrainConfig(hidden=128, layers=2, heads=4, intermediate=512, steps=2000, batch=64,
+                              lr=2e-3, n_eval=100, eval_every=500),
 }
-with_fallbacks(PRESETS)                               # the extended profile trains the full profile's models,
+with_fallbacks(PRESETS)  # the extended profile trains the full profile's models,
 PRESETS["topic_extended"] = PRESETS["topic_full"]     # more of them (seeds): mlmbook.models.zoo
 """Training configurations by name: one per profile of :data:`mlmbook.profiles.KNOWN_PROFILES`, plus
-``topic_<profile>`` where the topic variant trains differently (see :func:`preset_for`). The ``extended``
-profile's configurations are the full profile's (same objects, same cache entries)."""
+``topic_<profile>`` where the topic variant trains differently (see :func:`preset_for`). The
+``extended`` profile's configurations are the full profile's (same objects, same cache entries)."""
 
 
 def preset_for(grammar_name: str, profile: str) -> str:
@@ -149,9 +150,9 @@ def make_model(grammar: Grammar, config: TrainConfig, seed: int):
     torch.manual_seed(seed)
     cfg = BertConfig(vocab_size=len(SPECIAL_TOKENS) + len(grammar.vocab), hidden_size=config.hidden,
                      num_hidden_layers=config.layers, num_attention_heads=config.heads,
-                     intermediate_size=config.intermediate, max_position_embeddings=grammar.max_length + 2,
-                     type_vocab_size=1, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
-                     pad_token_id=0)
+                     intermediate_size=config.intermediate,
+                     max_position_embeddings=grammar.max_length + 2, type_vocab_size=1,
+                     hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, pad_token_id=0)
     return BertForMaskedLM(cfg)
 
 
@@ -186,13 +187,14 @@ class SingleSiteEval:
         write_json_atomic(memo, dict(bayes=self.bayes, unigram=self.unigram, grammar=grammar.name, n=n, seed=seed))
 
     def loss(self, lm) -> float:
-        """Mean -log q(x_i | x_-i) over every position of the held-out sentences (one call per length)."""
+        """Mean -log q(x_i | x_-i) over every position of the held-out sentences (one call per
+        length)."""
         by_length: dict = {}
         for s in self.sentences:
             by_length.setdefault(len(s.words), []).append(lm.encode_words(s.words)[0])
         total, count = 0.0, 0
         for n, rows in by_length.items():
-            ids = torch.tensor(rows).repeat_interleave(n, 0)            # each sentence n times, site t masked
+            ids = torch.tensor(rows).repeat_interleave(n, 0)  # each sentence n times, site t masked
             every, site = torch.arange(len(ids)), torch.arange(n).repeat(len(rows))
             gold = ids[every, site].clone()
             ids[every, site] = lm.mask_id

@@ -1,4 +1,5 @@
-"""The toy language's exact conditionals behind the :class:`~mlmbook.models.base.MaskedLM` interface."""
+"""The toy language's exact conditionals behind the :class:`~mlmbook.models.base.MaskedLM`
+interface."""
 from __future__ import annotations
 
 import torch
@@ -22,7 +23,8 @@ class TruthOracle(MaskedLMBase):
     _inference_mode = False
 
     def __init__(self, grammar):
-        """Wrap a :class:`~mlmbook.toy.Grammar` (no I/O, no global state; threads are set per call)."""
+        """Wrap a :class:`~mlmbook.toy.Grammar` (no I/O, no global state; threads are set per
+        call)."""
         self.grammar = grammar
         self.name = f"truth[{grammar.name}]"
         self.vocab = SPECIAL_TOKENS + list(grammar.vocab)

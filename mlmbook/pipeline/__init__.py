@@ -1,4 +1,5 @@
-"""The book's pipeline: find chapters, execute them (papermill), render the site (jupyter-book), check it.
+"""The book's pipeline: find chapters, execute them (papermill), render the site (jupyter-book),
+check it.
 
 ==============  =================================================================
 module          idea

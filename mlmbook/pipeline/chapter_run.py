@@ -46,12 +46,14 @@ CELL_LINE_SECONDS = 30.0
 
 
 def cell_timeout() -> int:
-    """Seconds one cell may run before it fails its chapter (``$MLMBOOK_CELL_TIMEOUT``, default 1200)."""
+    """Seconds one cell may run before it fails its chapter (``$MLMBOOK_CELL_TIMEOUT``, default
+    1200)."""
     return env_int("MLMBOOK_CELL_TIMEOUT", 1200, minimum=1)
 
 
 def ensure_kernel(kernels: Path) -> str:
-    """Write a ``python3`` kernelspec that runs *this* interpreter into the Jupyter data dir ``kernels``.
+    """Write a ``python3`` kernelspec that runs *this* interpreter into the Jupyter data dir
+    ``kernels``.
 
     The build puts that dir first on ``JUPYTER_PATH``, so chapters always run with the
     Python (and packages) of the caller, whatever kernels the user has installed; the kernel dies
@@ -168,7 +170,8 @@ def _prepare_for_render(nb, chapter: Chapter, parameters: dict[str, object]) -> 
 
 def _install_models(values: dict | None) -> None:
     """Put the models shipped with the task into this worker's cache: its needs' values, each a
-    training unit's :class:`~mlmbook.models.prepare.UnitDone` or a dict of packed entries by name."""
+    training unit's :class:`~mlmbook.models.prepare.UnitDone` or a dict of packed entries by
+    name."""
     from ..models import shipping
 
     for value in (values or {}).values():
@@ -220,7 +223,8 @@ def stop_kernels() -> None:
 
 
 def _register_engine() -> str:
-    """Papermill's nbclient engine with a per-code-cell hook (``on_cell``), registered as ``mlmbook``."""
+    """Papermill's nbclient engine with a per-code-cell hook (``on_cell``), registered as
+    ``mlmbook``."""
     from papermill.engines import NBClientEngine, papermill_engines
 
     class _Engine(NBClientEngine):
@@ -243,10 +247,12 @@ def _register_engine() -> str:
 
 
 def run_chapter(run: Run, needs: dict | None = None) -> Outcome:
-    """Execute ``run``'s chapter and return its :class:`Outcome` (a failed chapter is an outcome too).
+    """Execute ``run``'s chapter and return its :class:`Outcome` (a failed chapter is an outcome
+    too).
 
     ``needs``: the values of the task's needs when models are shipped (training units'
-    :class:`~mlmbook.models.prepare.UnitDone` and packed entries), installed into this worker's cache first.
+    :class:`~mlmbook.models.prepare.UnitDone` and packed entries), installed into this worker's
+    cache first.
 
     Raises
     ------
@@ -294,7 +300,8 @@ def run_chapter(run: Run, needs: dict | None = None) -> Outcome:
                                            execution_timeout=run.timeout, engine_name=_register_engine(),
                                            on_cell=_cell_reporter(chapter.slug, code_cells),
                                            kernel_manager_class=_tracked_kernel_manager())
-        except KeyboardInterrupt:   # interrupted, not failed: the scratch goes, the previous run stays
+        # interrupted, not failed: the scratch goes, the previous run stays
+        except KeyboardInterrupt:
             raise
         except Exception as err:
             kept = tmp if tmp.exists() and tmp.stat().st_size else None
@@ -323,7 +330,7 @@ def run_chapter(run: Run, needs: dict | None = None) -> Outcome:
 def _remove(tmp: Path, running: Path, running_dir: Path) -> None:
     tmp.unlink(missing_ok=True)
     running.unlink(missing_ok=True)
-    with contextlib.suppress(OSError):                    # left only while some chapter is still running
+    with contextlib.suppress(OSError):  # left only while some chapter is still running
         running_dir.rmdir()
 
 

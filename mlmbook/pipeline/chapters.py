@@ -31,7 +31,8 @@ _UNSET = object()  # a parameter whose default is not a literal
 
 @dataclass(frozen=True)
 class _Optional:
-    """A parameter whose default is None and whose annotation names its type (``n: int | None = None``)."""
+    """A parameter whose default is None and whose annotation names its type (``n: int | None =
+    None``)."""
 
     kind: type
 
@@ -87,7 +88,8 @@ class Layout:
 
     @property
     def build(self) -> Path:
-        """``$MLMBOOK_BUILD`` if set (tests and parallel runs use their own), else ``<root>/_build``."""
+        """``$MLMBOOK_BUILD`` if set (tests and parallel runs use their own), else
+        ``<root>/_build``."""
         return build_dir(self.root)
 
     @property
@@ -234,7 +236,8 @@ def parameter_defaults(nb) -> dict[str, object]:
 
 
 def _annotated_type(annotation: ast.expr) -> type | None:
-    """``int`` for ``int``, ``int | None``, ``Optional[int]`` (likewise float, str, bool); else None."""
+    """``int`` for ``int``, ``int | None``, ``Optional[int]`` (likewise float, str, bool); else
+    None."""
     names = {n.id for n in ast.walk(annotation) if isinstance(n, ast.Name)}
     names |= {n.value for n in ast.walk(annotation) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
     kinds = [k for k in (bool, int, float, str) if k.__name__ in names]
@@ -372,7 +375,8 @@ def plan_parameters(chapters: list[Chapter], raw: list[tuple[str, str]],
         values = check_parameters(f"chapter {chapter.slug}" if len(chapters) > 1 else where,
                                   defaults[chapter.slug], mine)
         values = resolve_user_paths(values, defaults[chapter.slug])
-        if seed_offset(profile) and "seed" in defaults[chapter.slug]:   # the pilot's own sentences, models
+        # the pilot's own sentences, models
+        if seed_offset(profile) and "seed" in defaults[chapter.slug]:
             values["seed"] = int(values.get("seed", defaults[chapter.slug]["seed"])) + seed_offset(profile)
         plans.append((chapter, {"profile": profile, **values}))
     for name in sorted({v["treebank"] for _, v in plans if isinstance(v.get("treebank"), str)}):

@@ -30,8 +30,8 @@ _GLUE_PREFIX = "application/papermill.record/"
 
 
 def glue_uses(nb) -> list[tuple[str, str | None]]:
-    """Every ``(key, format)`` the notebook's markdown — and its figure captions — cite with a ``{glue...}``
-    role or directive.
+    """Every ``(key, format)`` the notebook's markdown — and its figure captions — cite with a
+    ``{glue...}`` role or directive.
 
     ``format`` is the format spec of a ``{glue:text}`key:spec``` role, else None. Keys of
     another document (``path::key``) are left out.
@@ -59,7 +59,8 @@ def glue_uses(nb) -> list[tuple[str, str | None]]:
 
 
 def glued_values(nb) -> dict[str, str | None]:
-    """Key → the ``text/plain`` of what was glued (None when it has no text form); the last glue wins."""
+    """Key → the ``text/plain`` of what was glued (None when it has no text form); the last glue
+    wins."""
     values: dict[str, str | None] = {}
     for cell in nb.cells:
         for out in cell.get("outputs", []) if cell.cell_type == "code" else []:
@@ -72,7 +73,8 @@ def glued_values(nb) -> dict[str, str | None]:
 
 
 def _formats(text: str, fmt: str) -> bool:
-    """Whether ``text`` (a glued text/plain) formats with ``fmt`` as myst-nb would, to a finite number."""
+    """Whether ``text`` (a glued text/plain) formats with ``fmt`` as myst-nb would, to a finite
+    number."""
     try:
         value = ast.literal_eval(text)
     except (ValueError, SyntaxError):
@@ -105,7 +107,8 @@ def unrun_cells(nb) -> list[int]:
 
 
 def last_started_cell(nb) -> int | None:
-    """Index (in ``nb.cells``) of the last cell papermill started: the one running when a run stopped."""
+    """Index (in ``nb.cells``) of the last cell papermill started: the one running when a run
+    stopped."""
     started = [i for i, c in enumerate(nb.cells) if c.metadata.get("papermill", {}).get("start_time")]
     return started[-1] if started else None
 

@@ -43,18 +43,21 @@ from . import chapters as ch
 if TYPE_CHECKING:
     from ..models.base import MaskedLM
 
-__all__ = ["Work", "CostRefusal", "peak_gib", "machine_gib", "announce", "chapter_constants", "estimate",
-           "paragraph", "report", "rows_for", "tokens_per_second", "overhead_seconds", "OVERHEAD_FILE",
-           "CALIBRATION_PIECES"]
+__all__ = ["Work", "CostRefusal", "peak_gib", "machine_gib", "announce", "chapter_constants",
+           "estimate", "paragraph", "report", "rows_for", "tokens_per_second", "overhead_seconds",
+           "OVERHEAD_FILE", "CALIBRATION_PIECES"]
 
 OVERHEAD_FILE = "results/timings/overhead.json"
-"""Where ``make bench`` records each chapter's measured time outside the model (relative to the root)."""
+"""Where ``make bench`` records each chapter's measured time outside the model (relative to the
+root)."""
 CALIBRATION_PIECES = 2000
-"""The vocabulary of the model the time outside the model is measured on (``benchmarks/cost.py``)."""
+"""The vocabulary of the model the time outside the model is measured on
+(``benchmarks/cost.py``)."""
 
 
 class CostRefusal(UsageError):
-    """A build refused before any work: its estimated memory exceeds the machine's (the message has both)."""
+    """A build refused before any work: its estimated memory exceeds the machine's (the message has
+    both)."""
 
 
 @dataclass
@@ -67,7 +70,8 @@ class Work:
     tokens = property(lambda self: sum(t for _, t in self.terms.values()), doc="Tokens in all.")
 
     def add(self, name: str, rows: int, tokens_per_row: float) -> Work:
-        """Add ``rows`` rows of ``tokens_per_row`` tokens (plus :data:`SPECIALS`) to term ``name``."""
+        """Add ``rows`` rows of ``tokens_per_row`` tokens (plus :data:`SPECIALS`) to term
+        ``name``."""
         r, t = self.terms.get(name, (0, 0))
         self.terms[name] = (r + int(rows), t + round(rows * (tokens_per_row + SPECIALS)))
         return self
@@ -85,7 +89,8 @@ def _value(node: ast.expr):
 
 
 def chapter_constants(chapter: ch.Chapter) -> dict[str, object]:
-    """Names assigned a literal at the top level of the chapter's code cells (the first assignment wins).
+    """Names assigned a literal at the top level of the chapter's code cells (the first assignment
+    wins).
 
     ``dict(...)`` of literals and ``mlmbook.record("key", literal)`` count as literals, so ``SIZES``
     and constants such as ``N_AUX = mlmbook.record("eoc_aux", 5)`` are found.
@@ -108,14 +113,15 @@ def chapter_constants(chapter: ch.Chapter) -> dict[str, object]:
 
 def _sentences(lm: MaskedLM, treebank, n: int, seed: int, min_words: int = 5, max_words: int = 14,
                drop_punct: bool = False) -> list[list[int]]:
-    """Token ids of ``n`` sentences: a treebank's (when found) within the word limits, else the toy language's."""
+    """Token ids of ``n`` sentences: a treebank's (when found) within the word limits, else the toy
+    language's."""
     from ..corpus import load_treebank
     from ..toy import Grammar
     words = None
     try:
         if treebank is not None:
-            words = [s.words for s in load_treebank(treebank, drop_punct=drop_punct, max_len=max_words,
-                                                    min_len=min_words)]
+            words = [s.words for s in load_treebank(treebank, drop_punct=drop_punct,
+                                                    max_len=max_words, min_len=min_words)]
             words = [words[k] for k in np.random.default_rng(seed).permutation(len(words))]
     except (MLMBookError, FileNotFoundError):       # TreebankError
         pass                                        # the chapters fall back to the toy language too
@@ -138,7 +144,8 @@ def rows_ch1(lm: MaskedLM, values: dict, c: dict) -> Work:
     size, seed, window, treebank = c["SIZES"][values["profile"]], values["seed"], values["window"], values["treebank"]
     if treebank is None:
         grammar = Grammar.load("toy")
-        pool, max_words = grammar.sample(20 * size["corpus"], seed=seed), size["max_words"]   # as the chapter
+        # as the chapter
+        pool, max_words = grammar.sample(20 * size["corpus"], seed=seed), size["max_words"]
     else:
         pool = read_conllu(find_treebank(treebank))
         pool, max_words = [pool[k] for k in np.random.default_rng(seed).permutation(len(pool))], size["max_words"]
@@ -146,7 +153,7 @@ def rows_ch1(lm: MaskedLM, values: dict, c: dict) -> Work:
               and len(lm.encode_words(s.words)[0]) <= lm.max_length][: size["corpus"]]
     words, keep = [s.words for s in corpus], [[i for i, u in enumerate(s.upos) if u != "PUNCT"] for s in corpus]
     n_main, full = min(size["main"], len(words)), len(non_special(lm))
-    share = size["grid_rows"] / max(n_main, 1)                   # each sentence's share of the budget
+    share = size["grid_rows"] / max(n_main, 1)  # each sentence's share of the budget
     work = Work()
     for s, e in enumerate(encode_all(lm, words, keep)):
         pairs = len(e.piece_pairs(window))
@@ -163,8 +170,9 @@ def rows_ch1(lm: MaskedLM, values: dict, c: dict) -> Work:
 
 
 def rows_ch2(lm: MaskedLM, values: dict, c: dict) -> Work:
-    """Chapter 2: two pairs per sentence, each ``1 + 2(K + 1) + 1`` rows with top-K candidates (``2V + 1``
-    on the full grid): the candidates' size dominates. The showcase's few pairs are left out."""
+    """Chapter 2: two pairs per sentence, each ``1 + 2(K + 1) + 1`` rows with top-K candidates
+    (``2V + 1`` on the full grid): the candidates' size dominates. The showcase's few pairs are
+    left out."""
     n = c["SIZES"]["real"][values["profile"]]
     full = values["candidates"] == "full" or (values["candidates"] == "auto" and lm.V <= 1000)
     per_pair = 2 * lm.V + 1 if full else 2 * (values["top_k"] + 1) + 2
@@ -185,17 +193,19 @@ def rows_ch3(lm: MaskedLM, values: dict, c: dict) -> Work:
 
 
 def rows_ch4(lm: MaskedLM, values: dict, c: dict) -> Work:
-    """Chapter 4 (a real model runs the rank analysis only): each sentence twice, clean and 15 % masked."""
+    """Chapter 4 (a real model runs the rank analysis only): each sentence twice, clean and 15 %
+    masked."""
     size = c["SIZES"][values["profile"]]
     sents = _sentences(lm, values["treebank"], size["rank_sentences"], values["seed"] + 10_000, 1, 40)
     return Work().add("hidden states", 2 * len(sents), float(np.mean([len(r) for r in sents])))
 
 
 def rows_ch6(lm: MaskedLM, values: dict, c: dict) -> Work:
-    """Chapter 6 (a real model: no truth): the Monte Carlo NELBO, ``orders`` random orders a sentence with one
-    and with two positions per step (``n + n/2`` rows), and each sampler's ``samples`` rows of six tokens: six
-    steps each (twelve most confident first) and its own probability of each draw (``2**6 - 1`` subset rows
-    for left to right and random order, six for most confident first)."""
+    """Chapter 6 (a real model: no truth): the Monte Carlo NELBO, ``orders`` random orders a
+    sentence with one and with two positions per step (``n + n/2`` rows), and each sampler's
+    ``samples`` rows of six tokens: six steps each (twelve most confident first) and its own
+    probability of each draw (``2**6 - 1`` subset rows for left to right and random order, six for
+    most confident first)."""
     size = c["SIZES"]["real"][values["profile"]]
     sents = [r for r in _sentences(lm, None, 4 * size["sentences"], values["seed"], 2, 8) if 4 <= len(r) <= 8]
     sents = sents[: size["sentences"]]
@@ -222,13 +232,14 @@ def rows_for(chapter: ch.Chapter, lm: MaskedLM, values: dict) -> Work | None:
 
 
 def overhead_seconds(slug: str, profile: str, root=None, pieces: int | None = None) -> float | None:
-    r"""The chapter's measured time outside the model in ``profile`` (``results/timings/overhead.json``),
-    or None when ``make bench`` has not measured it.
+    r"""The chapter's measured time outside the model in ``profile``
+    (``results/timings/overhead.json``), or None when ``make bench`` has not measured it.
 
     Work outside the model grows with the vocabulary (each query's distribution over :math:`V`
-    pieces is normalised, ranked and summed over): with ``pieces`` given, the time is
-    :math:`o + s \, \max(0, V - V_0)`, :math:`o` measured on the :data:`CALIBRATION_PIECES`-piece model and the
-    slope :math:`s` on a larger one (``python -m benchmarks.vocab calibrate``), where it was measured.
+    pieces is normalised, ranked and summed over): with ``pieces`` given, the time is :math:`o + s
+    \, \max(0, V - V_0)`, :math:`o` measured on the :data:`CALIBRATION_PIECES`-piece model and the
+    slope :math:`s` on a larger one (``python -m benchmarks.vocab calibrate``), where it was
+    measured.
     """
     import json
     from pathlib import Path
@@ -247,11 +258,11 @@ def overhead_seconds(slug: str, profile: str, root=None, pieces: int | None = No
 
 
 def peak_gib(slug: str, profile: str, pieces: int, parameters: int, root=None) -> float | None:
-    r"""The chapter's estimated peak resident memory in GiB on a model of ``pieces`` pieces and ``parameters``
-    weights: :math:`a + b\,\max(0, V - V_0) + 2 \cdot 4P / 2^{30}`, :math:`a` and :math:`b` measured by
-    ``python -m benchmarks.vocab memory`` (``peak_gib`` in ``results/timings/overhead.json``; the quick
-    profile's stand for every profile: the tables that grow with the vocabulary are per query, not per
-    sentence); None where not measured."""
+    r"""The chapter's estimated peak resident memory in GiB on a model of ``pieces`` pieces and
+    ``parameters`` weights: :math:`a + b\,\max(0, V - V_0) + 2 \cdot 4P / 2^{30}`, :math:`a` and
+    :math:`b` measured by ``python -m benchmarks.vocab memory`` (``peak_gib`` in
+    ``results/timings/overhead.json``; the quick profile's stand for every profile: the tables that
+    grow with the vocabulary are per query, not per sentence); None where not measured."""
     import json
     from pathlib import Path
 
@@ -331,19 +342,21 @@ def report(plans: list[tuple[ch.Chapter, dict]]) -> list[str]:
 
 
 def announce(plans: list[tuple[ch.Chapter, dict]]) -> None:
-    """Print :func:`report` on stderr before a build; a failure to estimate only prints why, a memory estimate
-    above the machine's refuses the build (:class:`CostRefusal`)."""
+    """Print :func:`report` on stderr before a build; a failure to estimate only prints why, a
+    memory estimate above the machine's refuses the build (:class:`CostRefusal`)."""
     try:
         lines = report(plans)
     except CostRefusal:                                    # the one estimate that stops a build
         raise
-    except (MLMBookError, OSError, ValueError, KeyError, TypeError, RuntimeError) as err:   # advisory only
+    # advisory only
+    except (MLMBookError, OSError, ValueError, KeyError, TypeError, RuntimeError) as err:
         lines = [f"no cost estimate ({type(err).__name__}: {err})"]
     for line in lines:
         ch.say(line)
 
 
 def estimate(root, chapters: list[str], profile: str, parameters: list[tuple[str, str]]) -> list[str]:
-    """:func:`report` for ``python -m mlmbook cost``, the chapters and parameters checked as ``build`` does."""
+    """:func:`report` for ``python -m mlmbook cost``, the chapters and parameters checked as
+    ``build`` does."""
     selected = ch.resolve_chapters(ch.find_chapters(ch.Layout.find(root)), list(chapters))
     return report(ch.plan_parameters(selected, list(parameters), profile))

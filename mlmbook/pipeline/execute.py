@@ -1,4 +1,5 @@
-"""The book pipeline: train the models, execute the chapters, publish what they made, render the site.
+"""The book pipeline: train the models, execute the chapters, publish what they made, render the
+site.
 
 :func:`build`
 
@@ -6,14 +7,15 @@
    takes the build folder's lock (``_build/.lock``: a second build of the same folder fails at once,
    naming the live one's pid);
 1. trains the toy models the chapters need and executes the chapters as one graph of tasks
-   (:func:`schedule`) on Dask's own graph (:mod:`mlmbook.workers`): a local cluster of one process per core
-   by default, or any Dask cluster by ``scheduler`` (``--scheduler``, ``$MLMBOOK_SCHEDULER``). A
-   chapter starts as soon as its own models are trained; chapters on toy models side by side (one
-   kernel thread each), one on a large model alone, or on a worker with the resource it asks for.
-   Each chapter is executed by :func:`mlmbook.pipeline.chapter_run.run_chapter` with papermill,
-   with ``profile`` and the ``-p`` parameters injected and ``MLMBOOK_CHAPTER``,
-   ``MLMBOOK_RESULTS`` and ``MLMBOOK_ROOT`` set for :func:`mlmbook.record`, every cell within
-   ``$MLMBOOK_CELL_TIMEOUT``, and checked (:mod:`mlmbook.pipeline.checks`);
+   (:func:`schedule`) on Dask's own graph (:mod:`mlmbook.workers`): a local cluster of one process
+   per core by default, or any Dask cluster by ``scheduler`` (``--scheduler``,
+   ``$MLMBOOK_SCHEDULER``). A chapter starts as soon as its own models are trained; chapters on toy
+   models side by side (one kernel thread each), one on a large model alone, or on a worker with the
+   resource it asks for. Each chapter is executed by
+   :func:`mlmbook.pipeline.chapter_run.run_chapter` with papermill, with ``profile`` and the ``-p``
+   parameters injected and ``MLMBOOK_CHAPTER``, ``MLMBOOK_RESULTS`` and ``MLMBOOK_ROOT`` set for
+   :func:`mlmbook.record`, every cell within ``$MLMBOOK_CELL_TIMEOUT``, and checked
+   (:mod:`mlmbook.pipeline.checks`);
 2. publishes, in this process only (:func:`publish`): each executed notebook and its results arrive
    as bytes and are written atomically to ``_build/exec/NN_slug.ipynb`` and
    ``_build/results/NN_slug.json``; models trained on workers that share no filesystem arrive the
@@ -72,9 +74,9 @@ from .runs import (
 )
 from .site import render, stage, write_notebooks_branch
 
-__all__ = ["build", "BuildOptions", "schedule", "Placement", "publish", "ensure_kernel", "previous_run",
-           "cell_timeout", "update_reference_files", "RUNNING", "BuildError", "UsageError", "ChapterFailed",
-           "Layout", "find_chapters", "resolve_names"]
+__all__ = ["build", "BuildOptions", "schedule", "Placement", "publish", "ensure_kernel",
+           "previous_run", "cell_timeout", "update_reference_files", "RUNNING", "BuildError",
+           "UsageError", "ChapterFailed", "Layout", "find_chapters", "resolve_names"]
 
 
 def ensure_kernel(layout: Layout) -> str:
@@ -86,7 +88,8 @@ def ensure_kernel(layout: Layout) -> str:
 # --------------------------------------------------------------------------- publishing
 
 def publish(layout: Layout, chapter: Chapter, outcome: Outcome) -> Path:
-    """Write a chapter's :class:`~mlmbook.pipeline.chapter_run.Outcome` into the build folder, atomically.
+    """Write a chapter's :class:`~mlmbook.pipeline.chapter_run.Outcome` into the build folder,
+    atomically.
 
     Returns ``_build/exec/<slug>.ipynb``; a failed outcome keeps its notebook in ``_build/failed/``,
     leaves the previous good run as it was and raises :class:`ChapterFailed` saying so.
@@ -103,7 +106,7 @@ def publish(layout: Layout, chapter: Chapter, outcome: Outcome) -> Path:
     if outcome.results is not None:
         write_bytes_atomic(results, outcome.results)
     else:
-        results.unlink(missing_ok=True)                     # a chapter that records nothing has no results
+        results.unlink(missing_ok=True)  # a chapter that records nothing has no results
     write_bytes_atomic(final, outcome.notebook)
     failed.unlink(missing_ok=True)
     return final
@@ -122,9 +125,9 @@ def _run_of(layout: Layout, chapter: Chapter, parameters: dict, threads: int | N
 
 @dataclass(frozen=True)
 class Placement:
-    """Where a build's tasks run: ``ship``, on workers that share no filesystem with the build (models
-    travel as bytes); ``resource``, the Dask resource a chapter on a large model asks one of (else it
-    takes every slot)."""
+    """Where a build's tasks run: ``ship``, on workers that share no filesystem with the build
+    (models travel as bytes); ``resource``, the Dask resource a chapter on a large model asks one of
+    (else it takes every slot)."""
 
     ship: bool = False
     resource: str | None = None
@@ -157,13 +160,13 @@ def schedule(layout: Layout, plans, profile: str, n: int, progress: bool = False
     alone = n == 1 or sum(on_toy(v) for _, v in plans) < 2       # no chapter runs beside another
     known = measured_times(layout.root)
     tasks, data = list(training), {}
-    plans = sorted(plans, key=lambda plan: not on_toy(plan[1]) and not resource)     # those alone last
+    plans = sorted(plans, key=lambda plan: not on_toy(plan[1]) and not resource)  # those alone last
     for chapter, values in plans:
         if chapter.slug[:2].isdigit() and int(chapter.slug[:2]) in toy:
             wanted = prepare.needed(profile, [int(chapter.slug[:2])])
             needs = [t.key for t in training if set(wanted).intersection(t.args[0])]
             if ship:
-                cached = shipping.pack_jobs(wanted)             # those trained now come from their units
+                cached = shipping.pack_jobs(wanted)  # those trained now come from their units
                 data.update({f"model {name}": {name: blob} for name, blob in cached.items()})
                 needs += [f"model {name}" for name in cached]
         else:                       # e.g. another seed: models it trains itself, after the step
@@ -211,16 +214,17 @@ def _execute(layout: Layout, plans, profile: str, options: BuildOptions,
     if where:
         say(f"running on the Dask cluster at {where}" + ("" if ship else " (its workers share this model cache)"))
 
-    here = min(n, len(tasks)) if where is None else n       # one task: a worker thread of this process
-    with contextlib.closing(workers.run(tasks, here, stop=lambda: bool(stopped), scheduler=where, data=data,
-                                        progress=report)) as results:
+    here = min(n, len(tasks)) if where is None else n  # one task: a worker thread of this process
+    with contextlib.closing(workers.run(tasks, here, stop=lambda: bool(stopped), scheduler=where,
+                                        data=data, progress=report)) as results:
         for task, value, error, seconds in results:
             if task.key not in by_slug:                      # a training unit
                 if isinstance(error, workers.WorkerLost):
                     raise BuildError(f"training failed: {error}")
                 if error is not None:
                     raise error
-                for name, blob in value.models.items():       # trained where this cache is not: keep them here
+                # trained where this cache is not: keep them here
+                for name, blob in value.models.items():
                     shipping.install(name, blob)
                 prepare.report(value, trained, total, say, report.elapsed())
                 if len(trained) == total:
@@ -237,7 +241,7 @@ def _execute(layout: Layout, plans, profile: str, options: BuildOptions,
             if isinstance(error, workers.WorkerLost):
                 error = ChapterFailed(f"chapter {error}")
             if error is not None and not isinstance(error, ChapterFailed):
-                raise error                                  # not the chapter's fault: a usage error, an interrupt
+                raise error  # not the chapter's fault: a usage error, an interrupt
             if error is not None:
                 failures.append(str(error))
                 say(str(error))
@@ -341,7 +345,7 @@ def build(root: str | os.PathLike | None = None, chapters: list[str] = (), profi
         raise UsageError(f"unknown profile {profile!r}; valid profiles: {', '.join(BUILDABLE)}")
     where = address(o.scheduler) if o.execute else None
     if where:
-        reach(where)              # before any planning or the lock: a bad address is one line, at once
+        reach(where)  # before any planning or the lock: a bad address is one line, at once
     layout = Layout.find(root)
     all_chapters = find_chapters(layout)
     selected = resolve_chapters(all_chapters, list(chapters)) if o.execute else []
@@ -356,7 +360,8 @@ def build(root: str | os.PathLike | None = None, chapters: list[str] = (), profi
         for slug in kept_earlier:
             say(f"resume: {slug} finished earlier with these parameters; kept")
         plans = [(c, v) for c, v in plans if c.slug not in kept_earlier]
-    check_inputs(plans, profile)  # treebank, window, weights, model/text fit: before any training or kernel
+    # treebank, window, weights, model/text fit: before any training or kernel
+    check_inputs(plans, profile)
     progress = sys.stderr.isatty() if o.progress is None else o.progress
     shared = env_flag("MLMBOOK_SHARED_CACHE") if o.shared_cache is None else o.shared_cache
     o = replace(o, progress=progress, scheduler=where, shared_cache=shared)
@@ -366,7 +371,8 @@ def build(root: str | os.PathLike | None = None, chapters: list[str] = (), profi
 
 @contextlib.contextmanager
 def _still(what: str):
-    """Say that ``what`` still runs after each :data:`mlmbook.workers.QUIET_SECONDS` of a block's silence."""
+    """Say that ``what`` still runs after each :data:`mlmbook.workers.QUIET_SECONDS` of a block's
+    silence."""
     import threading
 
     from .. import workers
@@ -391,9 +397,10 @@ REFERENCE_PROFILES = ("full", "extended")
 
 
 def finished_earlier(layout: Layout, chapter, values: dict) -> bool:
-    """Whether this build folder holds ``chapter``'s finished run with exactly ``values`` as parameters:
-    its executed notebook and results exist (a killed chapter leaves neither, :func:`clean_leftovers`),
-    the notebook's recorded parameters are ``values`` and the chapter's source is older than both."""
+    """Whether this build folder holds ``chapter``'s finished run with exactly ``values`` as
+    parameters: its executed notebook and results exist (a killed chapter leaves neither,
+    :func:`clean_leftovers`), the notebook's recorded parameters are ``values`` and the chapter's
+    source is older than both."""
     import nbformat
 
     notebook, results = layout.exec / f"{chapter.slug}.ipynb", layout.results / f"{chapter.slug}.json"
@@ -408,7 +415,7 @@ def finished_earlier(layout: Layout, chapter, values: dict) -> bool:
 
 
 def _build(layout, all_chapters, plans, profile, options: BuildOptions, kept_earlier=()) -> Path:
-    announce_cost(plans)          # a real model: the time estimate per chapter, before anything runs
+    announce_cost(plans)  # a real model: the time estimate per chapter, before anything runs
     if plans:  # what a killed build left: temporary notebooks, results of unfinished chapters
         clean_leftovers(layout.exec, layout.results)
 
@@ -416,7 +423,8 @@ def _build(layout, all_chapters, plans, profile, options: BuildOptions, kept_ear
     t_book = time.perf_counter()
     try:
         trained_models, timings, failures = _execute(layout, plans, profile, options, t_book)
-    except KeyboardInterrupt:     # the workers are stopped by now: what they left in the build folder goes
+    # the workers are stopped by now: what they left in the build folder goes
+    except KeyboardInterrupt:
         clean_leftovers(layout.exec, layout.results)
         raise
     for line in training_report(trained_models, timings.get("training", 0.0)):

@@ -1,4 +1,5 @@
-"""What a failed chapter says: one line naming the chapter, the cell and the cause, and where to look.
+"""What a failed chapter says: one line naming the chapter, the cell and the cause, and where to
+look.
 
 :func:`failure` turns papermill's error, a cell timeout or a dead kernel into a
 :class:`~mlmbook.errors.ChapterFailed` whose first line is ``chapter NN_slug failed in cell K:
@@ -32,7 +33,7 @@ def _failed_cell(nb, error) -> int | None:
 def _source_line(chapter: Chapter, cell_source: str) -> int | None:
     try:
         text = chapter.path.read_text(encoding="utf-8")
-    except OSError:                     # a worker without the book's sources: the cell stays unlocated
+    except OSError:  # a worker without the book's sources: the cell stays unlocated
         return None
     at = text.find(cell_source.strip()) if cell_source.strip() else -1
     return None if at < 0 else text.count("\n", 0, at) + 1

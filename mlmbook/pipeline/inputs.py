@@ -4,17 +4,19 @@
 trained or any kernel starts. Each failure is one line (a :class:`~mlmbook.errors.BuildError` naming
 the chapter), caught in seconds instead of inside a kernel minutes later:
 
-* a ``-p treebank`` that the chapter cannot use with this model (chapters 2 and 3 read the toy language
-  with the toy model) is an error, not ignored;
-* a model other than the toy one, in a chapter that needs sentences of a real language (chapters 2 and
-  3), needs a treebank: the one given, or UD English EWT test when it is on disk;
+* a ``-p treebank`` that the chapter cannot use with this model (chapters 2 and 3 read the toy
+  language with the toy model) is an error, not ignored;
+* a model other than the toy one, in a chapter that needs sentences of a real language (chapters 2
+  and 3), needs a treebank: the one given, or UD English EWT test when it is on disk;
 * a model's weights must load (a truncated ``model.safetensors`` is one line, not a traceback);
-* the treebank must hold sentences inside the chapter's window of words and the model's window of pieces;
-* the model must fit the treebank (:func:`mlmbook.corpus.fit.check_fit` on a sample: unknown pieces, the
-  model's own predictions) unless ``-p allow_unknown true``.
+* the treebank must hold sentences inside the chapter's window of words and the model's window of
+  pieces;
+* the model must fit the treebank (:func:`mlmbook.corpus.fit.check_fit` on a sample: unknown pieces,
+  the model's own predictions) unless ``-p allow_unknown true``.
 
-:data:`CHAPTER_INPUTS` declares, per chapter, what it does with a treebank and the window of words it
-reads (chapters read it too: :func:`words_window`), so the check and the chapter cannot drift apart.
+:data:`CHAPTER_INPUTS` declares, per chapter, what it does with a treebank and the window of words
+it reads (chapters read it too: :func:`words_window`), so the check and the chapter cannot drift
+apart.
 """
 
 from __future__ import annotations
@@ -34,13 +36,15 @@ class ChapterInputs:
     ----------
     treebank : str
         ``"none"``: no treebank parameter; ``"any"``: any model reads it (the toy model too);
-        ``"other models"``: only a model other than the toy one reads it (the toy model reads its language).
+        ``"other models"``: only a model other than the toy one reads it (the toy model reads its
+        language).
     needs_real_text : bool
         A model other than the toy one needs sentences of a real language: the given treebank, or UD
         English EWT test when none is given.
     min_words : int
     max_words : dict
-        Per profile, the most scored (non-punctuation) words of a sentence (None: only the model's window).
+        Per profile, the most scored (non-punctuation) words of a sentence (None: only the model's
+        window).
     drop_punct : bool
         The chapter removes punctuation before counting and reading.
     """
@@ -61,7 +65,8 @@ CHAPTER_INPUTS = {
     "05_glauber": ChapterInputs(),
     "06_diffusion": ChapterInputs(),
 }
-"""Per chapter (its slug), its :class:`ChapterInputs`; a chapter not listed (another book's) is not checked."""
+"""Per chapter (its slug), its :class:`ChapterInputs`; a chapter not listed (another book's) is not
+checked."""
 
 DEFAULT_TREEBANK = "test"
 """What a chapter that needs real text reads when no treebank is given (UD English EWT test)."""
@@ -75,8 +80,8 @@ def _spec(chapter: int | str) -> ChapterInputs | None:
 
 
 def words_window(chapter: int | str, profile: str) -> tuple[int, int | None]:
-    """``(min_words, max_words)`` a chapter (slug or number) reads in ``profile`` (the full profile's for a
-    profile it does not size, e.g. ``extended``)."""
+    """``(min_words, max_words)`` a chapter (slug or number) reads in ``profile`` (the full
+    profile's for a profile it does not size, e.g. ``extended``)."""
     spec = _spec(chapter)
     return spec.min_words, spec.max_words.get(profile, spec.max_words.get("full"))
 
@@ -87,8 +92,9 @@ def _is_toy(model: str) -> bool:
 
 
 class _Tokenizer:
-    """A toy model's tokenizer without its weights (the toy models are trained later in the build): enough for
-    the window and the unknown pieces (a word-level vocabulary: one piece per word, so no PLL is needed)."""
+    """A toy model's tokenizer without its weights (the toy models are trained later in the build):
+    enough for the window and the unknown pieces (a word-level vocabulary: one piece per word, so no
+    PLL is needed)."""
 
     def __init__(self, model: str):
         from ..toy import Grammar

@@ -1,9 +1,10 @@
 """The notebooks readers download and launch: runnable downloads and the ``notebooks`` branch.
 
 The site's "download .ipynb" of every page is the whole chapter made runnable
-(:func:`~mlmbook.pipeline.notebooks.runnable_notebook`: an install cell, the cited numbers written into
-the text, solutions collapsed); the launch buttons (Binder, Colab) open the same notebooks on the
-repository's ``notebooks`` branch, which :func:`write_notebooks_branch` lays out in ``_build/notebooks``.
+(:func:`~mlmbook.pipeline.notebooks.runnable_notebook`: an install cell, the cited numbers written
+into the text, solutions collapsed); the launch buttons (Binder, Colab) open the same notebooks on
+the repository's ``notebooks`` branch, which :func:`write_notebooks_branch` lays out in
+``_build/notebooks``.
 """
 from __future__ import annotations
 
@@ -71,12 +72,14 @@ branch (`book/*.md`), not these files.
 
 PAGE_POINTER = ("**This page of the chapter starts at [{heading}](#{anchor}).** Run the cells above it "
                 "first (JupyterLab: *Run ▸ Run All Above*; Colab: *Runtime ▸ Run before*), then work from there.")
-"""The first Markdown cell of a later page's notebook: the launch button opens the whole chapter (its
-code depends on what comes before), so the notebook says where that page — its exercises — starts."""
+"""The first Markdown cell of a later page's notebook: the launch button opens the whole chapter
+(its code depends on what comes before), so the notebook says where that page — its exercises —
+starts."""
 
 
 def _page_heading(page) -> str | None:
-    """The heading a page's notebook points to: its "Exercises" heading if it has one, else its first."""
+    """The heading a page's notebook points to: its "Exercises" heading if it has one, else its
+    first."""
     import re
 
     headings = [m.group(1).strip() for c in page.cells if c.cell_type == "markdown"
@@ -85,7 +88,8 @@ def _page_heading(page) -> str | None:
 
 
 def _pointing(nb, heading: str | None):
-    """A copy of ``nb`` whose first Markdown cell points to ``heading`` (a Jupyter heading anchor)."""
+    """A copy of ``nb`` whose first Markdown cell points to ``heading`` (a Jupyter heading
+    anchor)."""
     import copy
 
     from nbformat.v4 import new_markdown_cell
@@ -122,8 +126,10 @@ def write_notebooks_branch(layout: Layout, notebooks: dict) -> Path:
     ctx: Context = context_for(loaded, layout.book)
     for slug, nb in loaded.items():
         runnable, student = runnable_notebook(nb, url, ctx), runnable_notebook(nb, url, ctx, student=True)
-        for name, page in split_pages(nb, slug):   # a later page's launch button opens the whole chapter,
-            heading = None if name == slug else _page_heading(page)      # pointing to where the page starts
+        # a later page's launch button opens the whole chapter,
+        for name, page in split_pages(nb, slug):
+            # pointing to where the page starts
+            heading = None if name == slug else _page_heading(page)
             nbformat.write(_pointing(runnable, heading), tmp / "book" / f"{name}.ipynb")
             nbformat.write(_pointing(student, heading), tmp / "student" / f"{name}.ipynb")
     binder = layout.root / "binder"

@@ -45,8 +45,8 @@ _OPEN = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|:{3,}|~{3,})"
                    r"[ \t]*(?:\{(?P<name>[\w:+-]+)\})?[ \t]*(?P<arg>[^\n]*)$")
 _TARGET = re.compile(r"^\s*\((?P<label>[^()\s]+)\)=\s*$")
 _EQ_LABEL = re.compile(r"\$\$(?P<body>(?:(?!\$\$).)*?)\$\$[ \t]*\((?P<label>[^()\s]+)\)", re.S)
-_ADMONITIONS = {"note", "tip", "warning", "important", "seealso", "hint", "caution", "attention", "danger",
-                "error", "admonition"}
+_ADMONITIONS = {"note", "tip", "warning", "important", "seealso", "hint", "caution", "attention",
+                "danger", "error", "admonition"}
 _GATED_HIDE = {"source_hidden": True, "outputs_hidden": True}
 
 
@@ -55,7 +55,7 @@ def install_source(url: str) -> str:
     return f"mlmbook @ git+{url}@{PACKAGE_BRANCH}"
 
 
-# --------------------------------------------------------------------------- what the site would show
+# ------------------------------------------------------------------------- what the site would show
 
 @dataclass
 class Context:
@@ -73,7 +73,8 @@ class Context:
 
 
 def _directives(text: str):
-    """(name, arg, options, body, start, end) of each top-level directive in ``text`` (line indices)."""
+    """(name, arg, options, body, start, end) of each top-level directive in ``text`` (line
+    indices)."""
     lines = text.split("\n")
     i = 0
     while i < len(lines):
@@ -105,7 +106,7 @@ def _number_chapter(nb, chapter: int, ctx: Context) -> None:
     counts = {"Figure": 0, "Exercise": 0, "Equation": 0, "Table": 0}
 
     def add(kind, label):
-        counts[kind] += 1                          # Sphinx numbers captioned figures, every exercise
+        counts[kind] += 1  # Sphinx numbers captioned figures, every exercise
         if label:
             ctx.numbers.setdefault(label, (kind, f"{chapter}.{counts[kind]}"))
 
@@ -120,8 +121,8 @@ def _number_chapter(nb, chapter: int, ctx: Context) -> None:
         events = []
         for name, _arg, options, _body, start, *_ in _directives(cell.source):
             label = options.get("label") or options.get("name")
-            kind = {"figure": "Figure", "exercise": "Exercise", "table": "Table", "list-table": "Table",
-                    "math": "Equation"}.get((name or "").split(":")[0])
+            kind = {"figure": "Figure", "exercise": "Exercise", "table": "Table",
+                    "list-table": "Table", "math": "Equation"}.get((name or "").split(":")[0])
             if name and name.startswith("glue:figure") and label:
                 kind = "Figure"
             if kind in ("Table", "Equation") and not label:

@@ -119,22 +119,23 @@ def reading_minutes(nb) -> int:
 
 
 SAME_TIME = 0.2
-"""Run times of the two profiles within this fraction of each other are one time (the chapter does the
-same work at both; the difference is the machine's noise)."""
+"""Run times of the two profiles within this fraction of each other are one time (the chapter does
+the same work at both; the difference is the machine's noise)."""
 
 
 def chapter_card(nb, times: dict[str, float] | None) -> str:
     """The label under a chapter's title (Markdown): reading time · measured run times.
 
     ``**About 25 minutes to read** · runs in 15 s (quick profile), 1 min 3 s (full) on 2 CPU cores,
-    models cached (reference build)``; two times within :data:`SAME_TIME` of each other are shown as one
-    ("runs in about 15 s at either profile"); without a measured time, ``run time not measured yet``.
+    models cached (reference build)``; two times within :data:`SAME_TIME` of each other are shown as
+    one ("runs in about 15 s at either profile"); without a measured time, ``run time not measured
+    yet``.
     """
     read = f"**About {reading_minutes(nb)} minutes to read**"
     where = "on 2 CPU cores, models cached (reference build)"
     times = times or {}
     if "quick" in times and "full" in times and abs(times["full"] - times["quick"]) <= SAME_TIME * max(
-            times["quick"], times["full"]):             # the same work at both profiles: one time, not noise
+            times["quick"], times["full"]):  # the same work at both profiles: one time, not noise
         return f"{read} · runs in about {format_seconds(max(times.values()))} at either profile {where}"
     shown = [f"{format_seconds(times[p])} ({p} profile)" for p in ("quick", "full") if p in times]
     if not shown:
@@ -168,7 +169,8 @@ def prepare_chapter(nb, times: dict[str, float] | None, site: bool = True) -> bo
                 break
     title_cell = cells[first]
     lines = title_cell.source.split("\n")
-    at = next(k for k, line in enumerate(lines) if line.startswith("# "))   # lines above: a target, a comment
+    # lines above: a target, a comment
+    at = next(k for k, line in enumerate(lines) if line.startswith("# "))
     head, rest = "\n".join(lines[:at + 1]), "\n".join(lines[at + 1:])
     card = chapter_card(nb, times)
     card = f"```{{div}} mlmbook-card\n{card}\n```" if site else f"> {card}"

@@ -1,5 +1,6 @@
 r"""A profile's plan before anything runs: each chapter's models and samples, and the estimated wall
-time of the whole graph on ``N`` workers (``python -m mlmbook cost --profile extended --workers N``).
+time of the whole graph on ``N`` workers (``python -m mlmbook cost --profile extended --workers
+N``).
 
 The ``extended`` profile is sized by power, for a cluster or a long run; chapters and the model
 lists (:mod:`mlmbook.models.zoo`, :mod:`~mlmbook.models.ladder`, the presets) declare its sizes as
@@ -62,7 +63,8 @@ def _profile_keyed(node) -> bool:
 
 
 def _pick(node, profile: str, used: set):
-    """The literal ``node`` with every profile-keyed dict replaced by its ``profile`` entry (or the fallback's)."""
+    """The literal ``node`` with every profile-keyed dict replaced by its ``profile`` entry (or the
+    fallback's)."""
     if _profile_keyed(node):
         entries = {k.value: v for k, v in zip(node.keys, node.values) if isinstance(k, ast.Constant)}
         which = profile if profile in entries else FALLBACK.get(profile, "full")
@@ -83,8 +85,9 @@ def _literal(node):
 
 
 def chapter_sizes(chapter: ch.Chapter, profile: str) -> tuple[dict, str]:
-    """The chapter's sample settings in ``profile`` (flattened ``name.key -> value``) and the profile
-    they were read for: ``profile`` when the chapter declares it everywhere, else its fallback."""
+    """The chapter's sample settings in ``profile`` (flattened ``name.key -> value``) and the
+    profile they were read for: ``profile`` when the chapter declares it everywhere, else its
+    fallback."""
     found, used = {}, set()
     for cell in (c for c in ch.read_notebook(chapter).cells if c.cell_type == "code"):
         try:
@@ -116,8 +119,9 @@ def chapter_sizes(chapter: ch.Chapter, profile: str) -> tuple[dict, str]:
 
 def unit_sizes(number: int, profile: str) -> dict:
     """The units a chapter sets outside its ``SIZES``: the training seeds of its recipe questions
-    (``zoo.CH3_SEEDS``, ``zoo.CH4_SEEDS``) and chapter 5's plan (:func:`mlmbook.glauber.plan.plan`). A
-    chapter's time grows with them as a factor (every seed repeats the chapter's per-model work)."""
+    (``zoo.CH3_SEEDS``, ``zoo.CH4_SEEDS``) and chapter 5's plan
+    (:func:`mlmbook.glauber.plan.plan`). A chapter's time grows with them as a factor (every seed
+    repeats the chapter's per-model work)."""
     from ..models import zoo
     out = {}
     for name in zoo.SEED_TABLES.get(number, ()):
@@ -125,7 +129,7 @@ def unit_sizes(number: int, profile: str) -> dict:
         if profile in table:
             v = table[profile]
             out[f"zoo.{name}"] = v if isinstance(v, int) else len(v)
-    if number == 4:          # the arms a profile trains on fewer seeds than the pair (else every seed)
+    if number == 4:  # the arms a profile trains on fewer seeds than the pair (else every seed)
         arms = zoo.CH4_ARMS.get(profile)
         out["zoo.CH4_ARMS"] = min(arms.values()) if arms else out.get("zoo.CH4_SEEDS", 0)
     if number == 5:
@@ -145,7 +149,7 @@ def _models(number: int, profile: str) -> tuple[list, str]:
     if not lacking:
         try:
             return prepare.needed(profile, [number]), profile
-        except (KeyError, ValueError):                   # a chapter's model list without the profile
+        except (KeyError, ValueError):  # a chapter's model list without the profile
             pass
     fallback = FALLBACK.get(profile, "full")
     return prepare.needed(fallback, [number]), fallback

@@ -29,8 +29,8 @@ from pathlib import Path
 from ..errors import notice  # re-exported: the one-line notice lives with the errors
 from ..paths import write_json_atomic
 
-__all__ = ["record", "recorded", "load_results", "load_not_measured", "results_path", "not_measured",
-           "notice", "NOT_MEASURED", "NOT_MEASURED_KEY"]
+__all__ = ["record", "recorded", "load_results", "load_not_measured", "results_path",
+           "not_measured", "notice", "NOT_MEASURED", "NOT_MEASURED_KEY"]
 
 NOT_MEASURED = "not measured on this model"
 """The sentence :func:`not_measured` glues by default."""
@@ -43,8 +43,8 @@ _RESULTS: dict[str, object] = {}
 
 def _plain(value):
     """Convert numpy/torch scalars and arrays to plain JSON-compatible Python objects; an
-    :class:`~mlmbook.stats.Interval`, :class:`~mlmbook.stats.Answer` or :class:`~mlmbook.stats.Study`
-    to its record (a dict with ``kind``)."""
+    :class:`~mlmbook.stats.Interval`, :class:`~mlmbook.stats.Answer` or
+    :class:`~mlmbook.stats.Study` to its record (a dict with ``kind``)."""
     if hasattr(value, "to_record"):
         return value.to_record()
     if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):

@@ -27,8 +27,8 @@ LOCK_FILE = ".lock"
 
 
 def write_bytes_atomic(path: Path, data: bytes) -> Path:
-    """Write ``data`` to ``path`` so that a reader sees the old file or the whole new one (a temporary
-    dot-file beside it, renamed; the process's umask applies, as for a plain ``open``)."""
+    """Write ``data`` to ``path`` so that a reader sees the old file or the whole new one (a
+    temporary dot-file beside it, renamed; the process's umask applies, as for a plain ``open``)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -47,8 +47,8 @@ def write_bytes_atomic(path: Path, data: bytes) -> Path:
 
 @contextlib.contextmanager
 def build_lock(layout: Layout):
-    """Hold ``_build/.lock`` for a block: a second build of the same folder fails at once, naming the
-    live one's pid. The lock dies with its process (SIGKILL included), so a killed build never
+    """Hold ``_build/.lock`` for a block: a second build of the same folder fails at once, naming
+    the live one's pid. The lock dies with its process (SIGKILL included), so a killed build never
     blocks the next one."""
     import fcntl
 

@@ -134,7 +134,7 @@ def unlink_missing(text: str, labels: set[str], docs: set[str], note="not in thi
         gone = (Path(target).name.rsplit(".", 1)[0] in docs) if role == "doc" else target in labels
         if not gone:
             return m.group(0)
-        if text and "%s" not in text:                     # {numref}`Figure %s <x>` has no text of its own
+        if text and "%s" not in text:  # {numref}`Figure %s <x>` has no text of its own
             return text
         if callable(note):
             return note(target)
@@ -172,7 +172,8 @@ def _unlink_dropped(dest: Path, layout: Layout, dropped_slugs: set[str]) -> None
 
 
 def undrawn_figures(nb) -> set[str]:
-    """Names of the figures a notebook declares (``mystnb.figure.name`` cell metadata) but did not draw.
+    """Names of the figures a notebook declares (``mystnb.figure.name`` cell metadata) but did not
+    draw.
 
     A chapter run on another model skips what that model cannot give, figures included; a
     ``{numref}`` to such a figure would be an undefined label (an error, since warnings are errors).
@@ -247,7 +248,7 @@ def stage(layout: Layout, notebooks: dict[str, Path], solutions: bool = True) ->
             strip_solutions(nb)
         undrawn |= undrawn_figures(nb)
         prepare_chapter(nb, times.get(slug))
-        (dest / "_full").mkdir(exist_ok=True)         # the whole chapter: what a page's download holds
+        (dest / "_full").mkdir(exist_ok=True)  # the whole chapter: what a page's download holds
         nbformat.write(nb, dest / "_full" / f"{slug}.ipynb")
         pages = split_pages(nb, slug)
         for name, page in pages:
@@ -425,7 +426,8 @@ def _shift_numbers(app, env) -> list:
         if title is not None and title.get("secnumber"):
             title["secnumber"] = shift(title["secnumber"])
     for docname in list(env.toc_fignumbers):
-        if not env.toc_secnumbers.get(docname):   # a page outside the chapters: its figures unnumbered
+        # a page outside the chapters: its figures unnumbered
+        if not env.toc_secnumbers.get(docname):
             env.toc_fignumbers[docname] = {}
     for figtypes in env.toc_fignumbers.values():
         for numbers in figtypes.values():
@@ -437,7 +439,8 @@ def _shift_numbers(app, env) -> list:
 
 def setup(app):
     """Sphinx extension entry point (``sphinx.extra_extensions`` in ``_config.yml``): chapter
-    numbers from 0, and the author–year bibliography style ``mlmbook`` (``bibtex_default_style``)."""
+    numbers from 0, and the author–year bibliography style ``mlmbook``
+    (``bibtex_default_style``)."""
     from .pages import register_bibliography_style
 
     register_bibliography_style()

@@ -20,16 +20,14 @@ unplugged), and reports what a reader would notice:
   learning objectives are not on the first screen**; **a chapter page longer than**
   :data:`MAX_SCREENS` **screens** (a screen is the window's height, :data:`SCREEN_PX` = 720 px, at
   the window width 1280 px; measured on the article with folded solutions folded);
-* text a reader should never see: an absolute path or a cache key; **log-like output** (``took
-  1.2 s`` on a chapter page or in any output, a printed dict, a printed verdict line ``… → above``,
-  ``# noqa``); **template residue** (``seed(s)``, ``nan``/``inf`` printed
-  as numbers, math as plain text such as ``p^(1/T)``, ``p_T``, ``m H_m`` or ``n log n``, a paragraph
-  almost entirely bold, zero in exponent notation ``0.0e+00``, a negative zero ``-0.000``, a count of
-  one with a plural noun ``1 verdicts`` or a digit after "at most" ``at most 1 verdict``, a doubled
-  word ``the the``); on a
-  chapter page, **an "indistinguishable" not followed in its sentence by its
-  detectable effect** ("would have been detected"); **"not drawn for this model" said of a figure
-  that is on the page**.
+* text a reader should never see: an absolute path or a cache key; **log-like output** (``took 1.2
+  s`` on a chapter page or in any output, a printed dict, a printed verdict line ``… → above``, ``#
+  noqa``); **template residue** (``seed(s)``, ``nan``/``inf`` printed as numbers, math as plain text
+  such as ``p^(1/T)``, ``p_T``, ``m H_m`` or ``n log n``, a paragraph almost entirely bold, zero in
+  exponent notation ``0.0e+00``, a negative zero ``-0.000``, a count of one with a plural noun ``1
+  verdicts`` or a digit after "at most" ``at most 1 verdict``, a doubled word ``the the``); on a
+  chapter page, **an "indistinguishable" not followed in its sentence by its detectable effect**
+  ("would have been detected"); **"not drawn for this model" said of a figure that is on the page**.
 
 Figure text is measured from what the book records at draw time: every figure reaches the page
 through :func:`mlmbook.plotting.figure_png`, which writes the smallest font it drew (points) and its
@@ -41,16 +39,16 @@ folded solutions are unfolded for the measurement. The same record holds the sma
 figure's tick labels, mathtext exponents included (``mlmbook-min-tick-pt``: a log axis labelled
 ``$10^{-2}$`` at 9 pt draws its exponent at 6.3 pt, 8.6 px on the page), checked against the same 10
 px, and the number of data points under its legends (``mlmbook-legend-over-data``,
-:mod:`mlmbook.plotting.record`), which must be 0, and the number of point labels (``ax.annotate``) over data
-points, error bars or each other (``mlmbook-labels-over-data``), which must be 0 too. A figure
-without those records is not checked for them.
+:mod:`mlmbook.plotting.record`), which must be 0, and the number of point labels (``ax.annotate``)
+over data points, error bars or each other (``mlmbook-labels-over-data``), which must be 0 too. A
+figure without those records is not checked for them.
 
 **At a phone's width.** Every page is measured again at :data:`PHONE_PX` = 390 px: figure text under
 :data:`PHONE_MIN_TEXT_PX` = 9 px fails unless a tap opens the figure at full size (``book/_static/
 mlmbook.js`` makes every figure and explorer image tappable; the check taps it and measures the text
-in the full-size view against the same 10 px); a table or display equation wider than the column must
-scroll in a box that says so (the script marks display equations as it marks tables); and nothing may
-run past the right edge of the screen where nothing scrolls to it.
+in the full-size view against the same 10 px); a table or display equation wider than the column
+must scroll in a box that says so (the script marks display equations as it marks tables); and
+nothing may run past the right edge of the screen where nothing scrolls to it.
 
 It saves a full-page screenshot of every page for a person to look at.
 
@@ -79,7 +77,8 @@ CHAPTER = re.compile(r"^\d\d_")
 WINDOW_PX = 1280        # the window's width
 SCREEN_PX = 720         # the window's height: one screen, what a reader sees before scrolling
 MAX_SCREENS = 12        # the longest a chapter page may be, in screens (issue 36: a sitting)
-SCROLL_MARK = "mlmbook-scroll"   # a box that scrolls sideways and says so (mlmbook.tables, mlmbook.css/js)
+# a box that scrolls sideways and says so (mlmbook.tables, mlmbook.css/js)
+SCROLL_MARK = "mlmbook-scroll"
 PHONE_PX = 390          # a phone's width: every page is measured again at it
 PHONE_SCREEN_PX = 844   # a phone's height
 
@@ -97,7 +96,7 @@ def serve(directory: Path):
     """Serve ``directory`` on an ephemeral localhost port; yields the base URL."""
     handler = functools.partial(_QuietHandler, directory=str(directory))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    serve_forever = functools.partial(server.serve_forever, poll_interval=0.05)     # a quick shutdown
+    serve_forever = functools.partial(server.serve_forever, poll_interval=0.05)  # a quick shutdown
     thread = threading.Thread(target=serve_forever, daemon=True)
     thread.start()
     try:
@@ -120,8 +119,9 @@ def _is_redirect(page: Path) -> bool:
 
 
 ADVISORY: tuple = ()
-"""Kinds of problem :func:`check_site` reports but the book does not pass yet; :func:`enforced` leaves them
-out and ``check-site`` prints them as advice. Empty: every kind it reports fails the build."""
+"""Kinds of problem :func:`check_site` reports but the book does not pass yet; :func:`enforced`
+leaves them out and ``check-site`` prints them as advice. Empty: every kind it reports fails the
+build."""
 
 
 def enforced(problems: list[str]) -> list[str]:
@@ -176,7 +176,7 @@ def check_site(html: Path, screenshots: Path | None = None, chapters_need_explor
     found = sorted(p.relative_to(html).as_posix() for p in html.rglob("*.html")
                    if not p.relative_to(html).parts[0].startswith(("_", "."))
                    and p.name not in ("search.html", "genindex.html")
-                   and not _is_redirect(p))                 # index.html -> book/intro.html: checked there
+                   and not _is_redirect(p))  # index.html -> book/intro.html: checked there
     problems = [f"{rel}: no such page" for rel in sorted(set(pages or ()) - set(found))]
     pages = found if pages is None else [rel for rel in found if rel in set(pages)]
     if screenshots:
@@ -198,7 +198,7 @@ def check_site(html: Path, screenshots: Path | None = None, chapters_need_explor
         console: list = []
         page.on("console", lambda m: console.append((m.type, m.text, (m.location or {}).get("url", ""))))
         page.on("pageerror", lambda e: console.append(("error", str(e), base)))
-        explorers: dict = {}                      # chapter -> an explorer's figure on one of its pages
+        explorers: dict = {}  # chapter -> an explorer's figure on one of its pages
         for rel in pages:
             console.clear()
             foreign.clear()
@@ -215,12 +215,14 @@ def check_site(html: Path, screenshots: Path | None = None, chapters_need_explor
             problems += [f"{rel}: {p}" for p in text_problems(page, rel)]
             problems += [f"{rel}: request to another host: {u[:120]}" for u in dict.fromkeys(foreign)]
             own = [t for kind, t, where in console if kind == "error" and (not where or where.startswith(base))
-                   and not where.endswith("/favicon.ico")        # the browser's own request, not the book's
-                   and "net::ERR_FAILED" not in t]               # a refused foreign request, reported above
+                   # the browser's own request, not the book's
+                   and not where.endswith("/favicon.ico")
+                   and "net::ERR_FAILED" not in t]  # a refused foreign request, reported above
             problems += [f"{rel}: console error: {t[:200]}" for t in own]
             if screenshots:
                 page.screenshot(path=str(Path(screenshots) / (rel.replace("/", "__")[:-5] + ".png")), full_page=True)
-            problems += [f"{rel}: {p}" for p in figure_text_problems(page, html, base)]   # unfolds solutions
+            # unfolds solutions
+            problems += [f"{rel}: {p}" for p in figure_text_problems(page, html, base)]
             page.set_viewport_size({"width": PHONE_PX, "height": PHONE_SCREEN_PX})
             page.wait_for_timeout(150)
             problems += [f"{rel}: at {PHONE_PX} px: {p}" for p in _phone_problems(page, html, base)]
@@ -267,7 +269,8 @@ def _page_problems(page, rel: str, base: str, need_explorer: bool, explorers: di
 
 
 def _chapter_of(rel: str) -> str:
-    """``book/01_dependencies-2.html`` -> ``book/01_dependencies.html``: the chapter a page belongs to."""
+    """``book/01_dependencies-2.html`` -> ``book/01_dependencies.html``: the chapter a page belongs
+    to."""
     head, _, name = rel.rpartition("/")
     stem = re.sub(r"-\d+$", "", name[:-len(".html")])
     return f"{head}/{stem}.html" if head else f"{stem}.html"
@@ -306,7 +309,8 @@ _OVERFLOW_JS = """(advance) => [...document.querySelectorAll('main pre')]
     const room = p.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
     return longest * advance * parseFloat(cs.fontSize) > room + 1; })
   .map(p => (p.textContent.split('\\n').sort((a, b) => b.length - a.length)[0] || '').slice(0, 60))"""
-MONOSPACE_ADVANCE = 0.602   # character width / font size of DejaVu Sans Mono, Menlo, SF Mono, Courier
+# character width / font size of DejaVu Sans Mono, Menlo, SF Mono, Courier
+MONOSPACE_ADVANCE = 0.602
 
 
 def _wait_for_math(page, timeout_ms: int = 10000) -> None:
@@ -405,8 +409,9 @@ def _is_chapter_start(rel: str) -> bool:
 def _clipped(page, phone: bool) -> list:
     """Tables and display equations wider than the column, clipped, or past its edge.
 
-    At the window's width a display equation wider than the column fails even where it scrolls (break
-    it over lines); at a phone's width one that scrolls in a box saying so passes, as a table does."""
+    At the window's width a display equation wider than the column fails even where it scrolls
+    (break it over lines); at a phone's width one that scrolls in a box saying so passes, as a table
+    does."""
     out = []
     for what, how, by, text in page.evaluate(_CLIPPED_JS, [SCROLL_MARK, phone]):
         if how == "wide":
@@ -466,9 +471,9 @@ _PAST_EDGE_JS = """() => {
 
 
 def _phone_problems(page, html: Path, base: str) -> list:
-    """What a reader meets at :data:`PHONE_PX`: figure text under :data:`PHONE_MIN_TEXT_PX` that no tap
-    enlarges, a table or display equation that overflows without a visible scroll cue, anything past the
-    right edge of the screen where nothing scrolls to it."""
+    """What a reader meets at :data:`PHONE_PX`: figure text under :data:`PHONE_MIN_TEXT_PX` that no
+    tap enlarges, a table or display equation that overflows without a visible scroll cue, anything
+    past the right edge of the screen where nothing scrolls to it."""
     out = _clipped(page, phone=True)
     elements, extra = page.evaluate(_PAST_EDGE_JS)
     for tag, by, text in elements:

@@ -1,12 +1,12 @@
 """What a reader reads on a page, checked in the browser (part of :mod:`.sitecheck`).
 
-:func:`text_problems` gathers a page's prose, outputs and code inputs through the browser (the text a
-reader sees: code and formulas left out of the prose) and fails on log lines and printed dicts, a
+:func:`text_problems` gathers a page's prose, outputs and code inputs through the browser (the text
+a reader sees: code and formulas left out of the prose) and fails on log lines and printed dicts, a
 ``# noqa`` in visible code, template residue — ``seed(s)``, ``nan``/``inf`` printed as numbers, zero
-in exponent notation ``0.0e+00``, a negative zero ``-0.000``, ``1 verdicts`` / ``at most 1 verdict``,
-a doubled word, math as plain text (``p^(1/T)``, ``p_T``, ``m H_m``, ``n log n``), a paragraph almost
-entirely bold, an unrounded number ``0.00753365``, a share of ``0%``, a count ``3 of the 3``, an
-estimate and interval rounded to zero ``0.000 [0.000, ...]`` —, on a chapter page an
+in exponent notation ``0.0e+00``, a negative zero ``-0.000``, ``1 verdicts`` / ``at most 1
+verdict``, a doubled word, math as plain text (``p^(1/T)``, ``p_T``, ``m H_m``, ``n log n``), a
+paragraph almost entirely bold, an unrounded number ``0.00753365``, a share of ``0%``, a count ``3
+of the 3``, an estimate and interval rounded to zero ``0.000 [0.000, ...]`` —, on a chapter page an
 "indistinguishable" without its detectable effect in its sentence, and "not drawn for this model"
 said of a figure the page draws.
 
@@ -21,7 +21,8 @@ from urllib.parse import urlparse
 
 __all__ = ["text_problems", "figure_text_problems", "image_name", "PHONE_MIN_TEXT_PX", "ZOOM_MARK"]
 
-PHONE_MIN_TEXT_PX = 9   # the smallest figure text on a phone, unless a tap opens the figure at full size
+# the smallest figure text on a phone, unless a tap opens the figure at full size
+PHONE_MIN_TEXT_PX = 9
 ZOOM_MARK = "mlmbook-zoomable"   # an image a tap opens at full size (mlmbook.js)
 
 CHAPTER = re.compile(r"^\d\d_")
@@ -36,8 +37,8 @@ NON_NUMBER = re.compile(r"(?<![\w.\\])(?:nan|inf|-inf|NaN|Inf)(?![\w(])")
 INDISTINGUISHABLE = re.compile(r"indistinguishable", re.I)
 DETECTABLE = re.compile(r"would have (?:been )?detected")   # Verdict.text and Family.statement
 TABLE_DETECTABLE = re.compile(r"\s*[;,(]\s*detectable\s+[-+]?\d")
-"""A table cell's compact form, under a header that says what "detectable" means: "indistinguishable;
-detectable 0.013"."""
+"""A table cell's compact form, under a header that says what "detectable" means:
+"indistinguishable; detectable 0.013"."""
 NOT_DRAWN = "not drawn for this model"
 
 _PARTS_JS = """() => {
@@ -74,15 +75,16 @@ ZERO_EXPONENT = re.compile(r"(?<![\w.])[-+−]?0(?:\.0+)?[eE][-+−]?0+(?!\d)") 
 NEGATIVE_ZERO = re.compile(r"(?<![\w.])[-−]0(?:\.0+)?(?!\d)(?!\.\d)")             # -0.000
 COUNT_NOUNS = ("verdict", "question", "answer", "sentence", "seed", "model", "unit", "pair", "edge", "word",
                "position", "step", "sweep", "target", "rung", "run", "chain", "sample", "layer", "token",
-               "piece", "case", "test", "point", "figure", "table", "exercise", "minute", "second", "nat",
-               "bit", "time", "tree", "head", "candidate", "draw", "width", "setting")
+               "piece", "case", "test", "point", "figure", "table", "exercise", "minute", "second",
+               "nat", "bit", "time", "tree", "head", "candidate", "draw", "width", "setting")
 ONE_PLURAL = re.compile(r"(?<![\w.,−-])1 (?:" + "|".join(COUNT_NOUNS) + r")s\b")     # 1 verdicts
-AT_MOST_DIGIT = re.compile(r"\bat (?:most|least) 1 [a-z]+")                          # at most 1 verdict
+AT_MOST_DIGIT = re.compile(r"\bat (?:most|least) 1 [a-z]+")  # at most 1 verdict
 DOUBLED_WORD = re.compile(r"\b([A-Za-z]{2,})\s+\1\b", re.I)                          # the the
-UNROUNDED = re.compile(r"(?<![\w.,/])[-+−]?\d+\.\d{6,}(?![\d])")    # 0.00753365, not a DOI's /1218955.1219016
-ZERO_PERCENT = re.compile(r"(?<![\w.,−-])0(?:\.0+)? ?%")                                    # only 0% of
-ALL_OF_ALL = re.compile(r"(?<![\w.,])(\d[\d,]*) of the \1\b")                             # 3 of the 3
-ZERO_INTERVAL = re.compile(r"(?<![\w.])[-+−]?0\.0+ \[[-+−]?0\.0+,")                         # 0.000 [0.000,
+# 0.00753365, not a DOI's /1218955.1219016
+UNROUNDED = re.compile(r"(?<![\w.,/])[-+−]?\d+\.\d{6,}(?![\d])")
+ZERO_PERCENT = re.compile(r"(?<![\w.,−-])0(?:\.0+)? ?%")  # only 0% of
+ALL_OF_ALL = re.compile(r"(?<![\w.,])(\d[\d,]*) of the \1\b")  # 3 of the 3
+ZERO_INTERVAL = re.compile(r"(?<![\w.])[-+−]?0\.0+ \[[-+−]?0\.0+,")  # 0.000 [0.000,
 MOSTLY_BOLD = 0.5
 _NOT_DRAWN_JS = """(phrase) => {
   const out = [];
@@ -209,8 +211,8 @@ def figure_text_problems(page, html: Path, base: str, phone: bool = False) -> li
     """Figures whose smallest text a reader meets under MIN_TEXT_PX (see :mod:`.sitecheck`).
 
     With ``phone``, under :data:`PHONE_MIN_TEXT_PX`, unless a tap opens the figure at full size: the
-    check taps it and measures the text there against MIN_TEXT_PX; legends are checked at the window's
-    width only."""
+    check taps it and measures the text there against MIN_TEXT_PX; legends are checked at the
+    window's width only."""
     from ..plotting import MIN_FONT_PT, MIN_TEXT_PX, png_record, rendered_text_px
 
     least = PHONE_MIN_TEXT_PX if phone else MIN_TEXT_PX
@@ -231,7 +233,7 @@ def figure_text_problems(page, html: Path, base: str, phone: bool = False) -> li
         data = _image_bytes(url, Path(html), base)
         record = png_record(data) if data else {}
         if not record.get("dpi"):
-            continue                                   # not a PNG that says its resolution (an SVG, a photo)
+            continue  # not a PNG that says its resolution (an SVG, a photo)
         font = record.get("min_font_pt")
         assumed = font is None
         if assumed:

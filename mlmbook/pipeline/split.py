@@ -26,8 +26,8 @@ from __future__ import annotations
 import copy
 import re
 
-__all__ = ["TOY_ONLY", "REAL_ONLY", "model_kind", "drop_other_world", "for_execution", "split_pages", "figure_caption",
-           "page_name", "is_page_start"]
+__all__ = ["TOY_ONLY", "REAL_ONLY", "model_kind", "drop_other_world", "for_execution",
+           "split_pages", "figure_caption", "page_name", "is_page_start"]
 
 TOY_ONLY = "toy-only"
 REAL_ONLY = "real-only"
@@ -41,9 +41,9 @@ def model_kind(nb) -> str:
 
 
 def kind_of(model, treebank=None) -> str:
-    """``"toy"`` for the book's own models (``toy``, ``truth``) on their own language; ``"real"`` for any
-    other model, and for a toy model read on a treebank (no exact truth there: the page speaks of the
-    model and the text it ran on, like any other model's)."""
+    """``"toy"`` for the book's own models (``toy``, ``truth``) on their own language; ``"real"``
+    for any other model, and for a toy model read on a treebank (no exact truth there: the page
+    speaks of the model and the text it ran on, like any other model's)."""
     on_treebank = treebank not in (None, "", "None", "none")
     return "toy" if str(model) in _TOY_MODELS and not on_treebank else "real"
 
@@ -77,7 +77,8 @@ def drop_other_world(nb, kind: str | None = None):
 
 
 def _undrawn_figure(name: str):
-    """A hidden code cell that declares figure ``name`` and draws nothing (see the module docstring)."""
+    """A hidden code cell that declares figure ``name`` and draws nothing (see the module
+    docstring)."""
     from nbformat.v4 import new_code_cell
 
     cell = new_code_cell(f"# figure {name}: drawn only on the other kind of model (hidden)")
@@ -88,8 +89,8 @@ def _undrawn_figure(name: str):
 
 
 def for_execution(nb, model, treebank=None):
-    """The chapter as it runs on ``model`` (and ``treebank``): the other world's code cells become comments,
-    in place.
+    """The chapter as it runs on ``model`` (and ``treebank``): the other world's code cells become
+    comments, in place.
 
     A cell tagged ``toy-only`` (``real-only``) keeps its tags and metadata, so the page drops it
     as usual, but its source is replaced by one comment line when ``model`` is a real (toy) model,
@@ -125,7 +126,8 @@ _GLUE_KEY = re.compile(r"\{glue(?::\w*)?\}`([^`]+)`|^\s*(?:`{3,}|~{3,})\{glue(?:
 
 
 def figure_caption(cell) -> str:
-    """A code cell's figure caption (``mystnb.figure.caption``; ``""`` when it has none): prose the page shows."""
+    """A code cell's figure caption (``mystnb.figure.caption``; ``""`` when it has none): prose the
+    page shows."""
     return str(cell.get("metadata", {}).get("mystnb", {}).get("figure", {}).get("caption", "") or "")
 
 

@@ -9,8 +9,8 @@ side decides which kinds of words a sentence citing it may use (:func:`allowed`)
 * anything else (*inconclusive*, *cannot decide*, *undefined*): neither — the sentence reports the
   estimate, its interval and the glued verdict, and claims nothing the test did not find.
 
-:func:`claim_problems` reads a chapter's Markdown (the prose a page shows) with the answers' sides and
-the study's question order (so that "Q4" names ``q_knob_mlm``), and fails
+:func:`claim_problems` reads a chapter's Markdown (the prose a page shows) with the answers' sides
+and the study's question order (so that "Q4" names ``q_knob_mlm``), and fails
 
 * a sentence (or a ``;``-clause) citing a question (``Qn``, ``Q3–Q5``, or a glued ``q_<key>...``)
   with direction or equivalence words its answers do not allow; a question's own direction label
@@ -30,8 +30,8 @@ from __future__ import annotations
 import ast
 import re
 
-__all__ = ["allowed", "claim_problems", "answers_from_glue", "prose_lines", "DIRECTION", "EQUIVALENCE",
-           "VERDICT_WORDS"]
+__all__ = ["allowed", "claim_problems", "answers_from_glue", "prose_lines", "DIRECTION",
+           "EQUIVALENCE", "VERDICT_WORDS"]
 
 _FENCE = re.compile(r"^\s*(`{3,}|~{3,})\s*(.*)$")
 _CODE_DIRECTIVES = ("{code", "{sourcecode", "{literalinclude")
@@ -83,7 +83,8 @@ ASKS = re.compile(r"\b(?:asks?|ask(?:ed)? whether|tests? whether|whether|would|d
 what a paper reports claims nothing of its own."""
 
 LEAD_IN = re.compile(r"(?:What|Why|How|Where|When|Which|Who|Whether)\b")
-"""A bold lead-in that names a topic ("What the full profile leaves out, and why.") claims nothing."""
+"""A bold lead-in that names a topic ("What the full profile leaves out, and why.") claims
+nothing."""
 
 _ROLE = re.compile(r"\{glue(?::\w*)?\}`([^`]+)`")
 _MATH = re.compile(r"\$\$.*?\$\$|\$[^$\n]*\$", re.S)
@@ -106,7 +107,8 @@ def allowed(side: str) -> set[str]:
 
 
 def answers_from_glue(glued: dict) -> tuple[dict, list[str]]:
-    """From a notebook's glued values: ``{key: {"side", "verdict"}}`` and the study's question order.
+    """From a notebook's glued values: ``{key: {"side", "verdict"}}`` and the study's question
+    order.
 
     ``glued`` maps glue keys to their ``text/plain`` (:func:`mlmbook.pipeline.checks.glued_values`).
     """
@@ -159,12 +161,14 @@ def _blocks(lines):
 
 
 def _cited(text: str, answers: dict, order: list[str]) -> list[str]:
-    """The question keys a text cites: ``Qn`` (by the study's order) and glued ``q_<key>...`` roles."""
+    """The question keys a text cites: ``Qn`` (by the study's order) and glued ``q_<key>...``
+    roles."""
     keys = []
     for m in _Q.finditer(_ROLE.sub(" ", text)):
         first, last = int(m.group(1)), int(m.group(2) or m.group(1))
         keys += [order[i - 1] for i in range(first, last + 1)
-                 if 1 <= i <= len(order) and order[i - 1] in answers]   # unasked on this model: no words
+                 # unasked on this model: no words
+                 if 1 <= i <= len(order) and order[i - 1] in answers]
     by_length = sorted(answers, key=len, reverse=True)
     for role in _ROLE.findall(text):
         name = role.split(":")[0].strip()
@@ -181,7 +185,8 @@ def _words(text: str) -> str:
 
 
 def _labels(keys, answers, questions) -> list[str]:
-    """The direction labels of undecided questions ("more directions"): claims when their answer is not."""
+    """The direction labels of undecided questions ("more directions"): claims when their answer is
+    not."""
     out = []
     for key in keys:
         for label in (questions or {}).get(key, {}).values():

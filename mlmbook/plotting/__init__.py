@@ -72,7 +72,7 @@ COLUMN_IN = 6.8          # the widest figure: shown at 680 px, so scaled by 672/
 MIN_FONT_PT = 9          # the smallest font a figure may use
 MIN_TEXT_PX = 10         # the smallest text a reader may meet on the page, in CSS pixels
 MAX_PANELS_PER_ROW = 2
-LOG_DECIMALS = 4         # log-axis ticks from 10^-4 to 10^4 are written as decimals (0.0001 ... 10,000)
+LOG_DECIMALS = 4  # log-axis ticks from 10^-4 to 10^4 are written as decimals (0.0001 ... 10,000)
 PAGE_WIDTH_IN = COLUMN_IN  # older name
 
 
@@ -97,8 +97,8 @@ def use_style():
         "axes.spines.top": False, "axes.spines.right": False, "axes.grid": True, "grid.alpha": 0.35,
         "font.size": 10, "axes.titlesize": 10.5, "axes.labelsize": 10, "figure.titlesize": 11,
         "xtick.labelsize": MIN_FONT_PT, "ytick.labelsize": MIN_FONT_PT,
-        "legend.fontsize": MIN_FONT_PT, "legend.title_fontsize": MIN_FONT_PT, "legend.frameon": False,
-        "image.cmap": "viridis",
+        "legend.fontsize": MIN_FONT_PT, "legend.title_fontsize": MIN_FONT_PT,
+        "legend.frameon": False, "image.cmap": "viridis",
     })
     register_scale(_BookLogScale)             # every log axis: plain-number ticks (LogTicks)
     _install_formatter()
@@ -165,11 +165,13 @@ def log_tick_text(x: float) -> str:
 
 
 class _BookLogScale(LogScale):
-    """matplotlib's log scale with :class:`LogTicks` labels (registered as ``"log"`` by :func:`use_style`)."""
+    """matplotlib's log scale with :class:`LogTicks` labels (registered as ``"log"`` by
+    :func:`use_style`)."""
 
     name = "log"
 
-    def __init__(self, *_axis, base=10, subs=None, nonpositive="clip"):   # matplotlib < 3.11 passes the axis
+    # matplotlib < 3.11 passes the axis
+    def __init__(self, *_axis, base=10, subs=None, nonpositive="clip"):
         super().__init__(None, base=base, subs=subs, nonpositive=nonpositive)
 
     def set_default_locators_and_formatters(self, axis):
@@ -178,8 +180,8 @@ class _BookLogScale(LogScale):
         axis.set_minor_formatter(LogTicks(self.base, labelOnlyBase=(self.subs is not None)))
 
 
-LEGEND_SPOTS = ("upper right", "upper left", "lower right", "lower left", "center right", "center left",
-                "upper center", "lower center")
+LEGEND_SPOTS = ("upper right", "upper left", "lower right", "lower left", "center right",
+                "center left", "upper center", "lower center")
 """Where :func:`place_legend` tries a legend inside the axes, in this order."""
 
 
@@ -200,7 +202,7 @@ def place_legend(ax, *args, spots=LEGEND_SPOTS, outside: str = "right", **kw):
     if "loc" in kw:
         raise TypeError("place_legend chooses loc itself; pass spots=(...) to limit where it looks")
     fig = ax.figure
-    fig.draw_without_rendering()                 # lay out first: the axes' final place on the figure
+    fig.draw_without_rendering()  # lay out first: the axes' final place on the figure
     for spot in spots:
         legend = ax.legend(*args, loc=spot, **kw)
         if legend_overlaps(fig, [legend]) == 0:
@@ -218,7 +220,8 @@ LABEL_PAD = 3                               # clear space kept around a label, i
 
 
 def place_labels(ax, points, names, **kw) -> list:
-    """Label each point of ``ax`` beside it where the label covers no data, error bar or other label.
+    """Label each point of ``ax`` beside it where the label covers no data, error bar or other
+    label.
 
     For each point in turn, tries offsets in eight directions at growing distances
     (:data:`LABEL_DIRECTIONS`, :data:`LABEL_DISTANCES`; a thin leader line from :data:`LEADER_FROM`
@@ -262,9 +265,9 @@ def place_labels(ax, points, names, **kw) -> list:
                                     xytext=(dx * distance, dy * distance), color=color,
                                     ha={1: "left", -1: "right", 0: "center"}[dx],
                                     va={1: "bottom", -1: "top", 0: "center"}[dy], **lead, **kw)
-                label.set_in_layout(False)                  # the axes keep their place: offsets stay true
+                label.set_in_layout(False)  # the axes keep their place: offsets stay true
                 label.update_positions(renderer)            # where it is drawn, not a cached place
-                words = Text.get_window_extent(label, renderer)        # the words, not the leader line
+                words = Text.get_window_extent(label, renderer)  # the words, not the leader line
                 box = Bbox.from_extents(words.x0 - LABEL_PAD, words.y0 - LABEL_PAD,
                                         words.x1 + LABEL_PAD, words.y1 + LABEL_PAD)
                 outside = not (ax.bbox.x0 <= box.x0 and box.x1 <= ax.bbox.x1
@@ -286,7 +289,8 @@ def place_labels(ax, points, names, **kw) -> list:
 
 
 def figure(nrows: int = 1, ncols: int = 1, height: float | None = None, **kw):
-    """A figure of the column's width with ``nrows`` × ``ncols`` panels (``plt.subplots`` arguments).
+    """A figure of the column's width with ``nrows`` × ``ncols`` panels (``plt.subplots``
+    arguments).
 
     Parameters
     ----------
@@ -334,14 +338,14 @@ def arcs(words, gold=None, pred=None, ax=None, title=None):
     top = 0.5
     for (i, j) in sorted(gold, key=lambda e: e[1] - e[0]):
         hit = pred is None or (i, j) in pred
-        ax.add_patch(Arc(((i + j) / 2, 0.18), j - i, 0.6 * (j - i) ** 0.8 + 0.2, theta1=0, theta2=180,
-                         color=PALETTE["gold"], lw=1.3, ls="-" if hit else "--"))
+        ax.add_patch(Arc(((i + j) / 2, 0.18), j - i, 0.6 * (j - i) ** 0.8 + 0.2, theta1=0,
+                         theta2=180, color=PALETTE["gold"], lw=1.3, ls="-" if hit else "--"))
         top = max(top, 0.3 * (j - i) ** 0.8 + 0.35)
     bottom = -0.5
     for (i, j) in sorted(pred or (), key=lambda e: e[1] - e[0]):
         color = PALETTE["hit"] if (i, j) in gold else PALETTE["miss"]
-        ax.add_patch(Arc(((i + j) / 2, -0.18), j - i, 0.6 * (j - i) ** 0.8 + 0.2, theta1=180, theta2=360,
-                         color=color, lw=1.6))
+        ax.add_patch(Arc(((i + j) / 2, -0.18), j - i, 0.6 * (j - i) ** 0.8 + 0.2, theta1=180,
+                         theta2=360, color=color, lw=1.6))
         bottom = min(bottom, -0.3 * (j - i) ** 0.8 - 0.35)
     ax.set_xlim(-0.7, len(words) - 0.3)
     ax.set_ylim(bottom - 0.1, top + 0.1)
@@ -404,8 +408,8 @@ def distribution_bars(dists: dict, vocab, top: int = 12, ax=None, title=None):
     return ax
 
 
-def regime_map(kl, value, lo=None, hi=None, *, ax=None, truth=None, label=None, color=None, names=None,
-               ylabel=None, truth_label="truth"):
+def regime_map(kl, value, lo=None, hi=None, *, ax=None, truth=None, label=None, color=None,
+               names=None, ylabel=None, truth_label="truth"):
     r"""A paper's quantity across the model ladder: one point per rung against its KL to the truth.
 
     The x-axis is the rung's mean single-site :math:`\mathrm{KL}(p\,\|\,q)` (log scale, the truth at

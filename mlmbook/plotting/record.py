@@ -7,13 +7,15 @@ Every figure reaches the page through :func:`figure_png` (the book's PNG formatt
 * ``mlmbook-min-tick-pt`` — the smallest *glyph* of any tick label (and axis offset text), mathtext
   super- and subscripts included: ``$10^{-2}$`` at 9 pt draws its exponent at 6.3 pt, which the font
   size alone does not show (matplotlib shrinks scripts by 0.7);
-* ``mlmbook-legend-over-data`` — how many plotted data points lie under a legend (:func:`legend_overlaps`);
-* ``mlmbook-labels-over-data`` — how many point labels (``ax.annotate``) cover a data point, an error bar
-  or another label (:func:`label_overlaps`);
+* ``mlmbook-legend-over-data`` — how many plotted data points lie under a legend
+  (:func:`legend_overlaps`);
+* ``mlmbook-labels-over-data`` — how many point labels (``ax.annotate``) cover a data point, an
+  error bar or another label (:func:`label_overlaps`);
 * ``mlmbook-dpi`` and ``mlmbook-display-dpi`` — the resolution drawn and the one shown at.
 
-``python -m mlmbook check-site`` reads them with :func:`png_record` and the width at which the browser
-shows the image; :func:`rendered_text_px` turns a size in points into CSS pixels on the page.
+``python -m mlmbook check-site`` reads them with :func:`png_record` and the width at which the
+browser shows the image; :func:`rendered_text_px` turns a size in points into CSS pixels on the
+page.
 
 What counts as data under a legend (display coordinates, inside the axes): the vertices of every
 line of the axes, reference lines across them (``axhline``) included, and points every 2 px along
@@ -199,8 +201,8 @@ def legend_overlaps(fig, legends=None) -> int:
 
 
 def box_overlaps(box, pts: np.ndarray, patches, boxes, renderer) -> int:
-    """Data points strictly inside ``box`` (a display Bbox shrunk by 1 px), data patches overlapping it
-    by more than 4 px², and other ``boxes`` overlapping it by more than 4 px²."""
+    """Data points strictly inside ``box`` (a display Bbox shrunk by 1 px), data patches overlapping
+    it by more than 4 px², and other ``boxes`` overlapping it by more than 4 px²."""
     x0, y0, x1, y1 = box.x0 + 1, box.y0 + 1, box.x1 - 1, box.y1 - 1
     if x1 <= x0 or y1 <= y0:
         return 0
@@ -214,11 +216,11 @@ def box_overlaps(box, pts: np.ndarray, patches, boxes, renderer) -> int:
 
 
 def label_overlaps(fig) -> int:
-    """How many point labels (``Annotation`` texts) of ``fig`` cover a plotted data point, an error bar, a
-    data patch or another label (counted once per pair); see :func:`box_overlaps`."""
+    """How many point labels (``Annotation`` texts) of ``fig`` cover a plotted data point, an error
+    bar, a data patch or another label (counted once per pair); see :func:`box_overlaps`."""
     from matplotlib.text import Annotation, Text
 
-    fig.draw_without_rendering()                  # texts placed at the figure's own dpi, not the PNG's
+    fig.draw_without_rendering()  # texts placed at the figure's own dpi, not the PNG's
     renderer = _renderer(fig)
     count = 0
     for ax in fig.axes:
@@ -226,7 +228,8 @@ def label_overlaps(fig) -> int:
         if not labels:
             continue
         pts, patches = _data_points(ax)
-        boxes = [Text.get_window_extent(t, renderer) for t in labels]     # the words, not a leader line
+        # the words, not a leader line
+        boxes = [Text.get_window_extent(t, renderer) for t in labels]
         for i, box in enumerate(boxes):
             count += box_overlaps(box, pts, patches, boxes[i + 1:], renderer)
     return count

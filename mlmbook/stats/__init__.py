@@ -42,10 +42,10 @@ from .power import detectable, feasible_units, needed_units, unit_sd
 from .study import MAX_PRIMARY, VERDICTS, Answer, Question, Study, describe
 
 __all__ = ["kl", "jsd", "tv", "mutual_information", "ppl", "as_array",
-           "Interval", "bootstrap", "ratio", "t_interval", "proportion", "censored_median", "undefined",
-           "replicates_for", "unsigned_zero", "LEVEL",
+           "Interval", "bootstrap", "ratio", "t_interval", "proportion", "censored_median",
+           "undefined", "replicates_for", "unsigned_zero", "LEVEL",
            "side", "within", "detectable_effect", "walk_verdicts", "walk_records", "SIDES",
            "POWER", "FlipSettings", "Tested", "bootstrap_t", "by_unit", "estimate", "fieller", "seed_t", "sign_flip",
-           "detectable", "feasible_units", "needed_units", "unit_sd", "MAX_PRIMARY", "VERDICTS", "Answer",
-           "Question", "Study", "describe", "audit", "rederive", "walk_answers"]
+           "detectable", "feasible_units", "needed_units", "unit_sd", "MAX_PRIMARY", "VERDICTS",
+           "Answer", "Question", "Study", "describe", "audit", "rederive", "walk_answers"]
 

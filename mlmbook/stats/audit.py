@@ -47,8 +47,8 @@ from .decide import walk_records
 __all__ = ["rederive", "audit", "walk_answers"]
 
 SMALL, EXACT, DRAWS = 30, 16, 30_000
-"""Below ``SMALL`` units the book's primary is a sign-flip; up to ``EXACT`` units SciPy enumerates every
-sign pattern, else it draws ``DRAWS``."""
+"""Below ``SMALL`` units the book's primary is a sign-flip; up to ``EXACT`` units SciPy enumerates
+every sign pattern, else it draws ``DRAWS``."""
 
 
 def walk_answers(results):

@@ -1,4 +1,5 @@
-r"""Reading an interval: which side of a reference it lies on, and the effect it could have detected.
+r"""Reading an interval: which side of a reference it lies on, and the effect it could have
+detected.
 
 :func:`side` is the reading every answer of :mod:`mlmbook.stats.study` uses: *above* when the
 interval's low end exceeds the reference (plus a tolerance), *below* when its high end is under it,
@@ -11,7 +12,8 @@ test at the interval's level finds with 80 % power,
 
 The per-verdict families of the third edition (a percentile bootstrap at :math:`1-\alpha/m` for each
 of 24–40 verdicts) are gone: a chapter's verdicts are its primary questions, answered by
-:class:`mlmbook.stats.Study`. :func:`walk_verdicts` finds any old-style record left in a results file.
+:class:`mlmbook.stats.Study`. :func:`walk_verdicts` finds any old-style record left in a results
+file.
 """
 from __future__ import annotations
 
@@ -73,7 +75,8 @@ def walk_records(results, kind: str, path: str = ""):
 
 
 def walk_verdicts(results: dict):
-    """Yield ``(key, record)`` for every recorded old-style verdict (``walk_records(results, "verdict")``)."""
+    """Yield ``(key, record)`` for every recorded old-style verdict (``walk_records(results,
+    "verdict")``)."""
     return walk_records(results, "verdict")
 
 

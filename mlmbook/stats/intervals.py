@@ -35,8 +35,8 @@ from scipy.stats import t as student_t
 
 from .divergences import as_array
 
-__all__ = ["Interval", "bootstrap", "ratio", "t_interval", "proportion", "censored_median", "undefined",
-           "replicates_for", "unsigned_zero", "LEVEL"]
+__all__ = ["Interval", "bootstrap", "ratio", "t_interval", "proportion", "censored_median",
+           "undefined", "replicates_for", "unsigned_zero", "LEVEL"]
 
 LEVEL = 0.95
 """The level of an interval that no chapter's verdict family has set (figures' error bars)."""
@@ -107,8 +107,9 @@ class Interval:
                         se=self.se * by)
 
     def format(self, digits: int = 3, unit: str = "", percent: bool = False) -> str:
-        """``"0.123 [0.101, 0.146]"`` (or ``"12.3 % [10.1, 14.6]"``, ``"more than 400"``, ``"undefined"``,
-        ``"0.123 [unbounded]"`` where the data bound neither end), never ``-0.000``."""
+        """``"0.123 [0.101, 0.146]"`` (or ``"12.3 % [10.1, 14.6]"``, ``"more than 400"``,
+        ``"undefined"``, ``"0.123 [unbounded]"`` where the data bound neither end), never
+        ``-0.000``."""
         if not self.defined:
             return "undefined" + (f" ({self.note})" if self.note else "")
         f = (lambda x: _num(100 * x, max(digits - 2, 0))) if percent else (lambda x: _num(x, digits))
@@ -120,9 +121,10 @@ class Interval:
         return f"{f(self.estimate)}{u} [{f(self.low)}, {f(self.high)}]"
 
     def glue_fields(self, digits: int = 3, unit: str = "", percent: bool = False) -> dict:
-        """The parts the prose cites as ``{glue:text}`key.part```: ``text`` (:meth:`format`), ``n``, and
-        ``estimate``, ``low``, ``high`` as numbers (:func:`unsigned_zero`) or, where not finite, as the words
-        the page shows (``"−∞"``, ``"+∞"``, ``"undefined"``; :func:`mlmbook.record` declares those)."""
+        """The parts the prose cites as ``{glue:text}`key.part```: ``text`` (:meth:`format`), ``n``,
+        and ``estimate``, ``low``, ``high`` as numbers (:func:`unsigned_zero`) or, where not finite,
+        as the words the page shows (``"−∞"``, ``"+∞"``, ``"undefined"``; :func:`mlmbook.record`
+        declares those)."""
         words = {"estimate": "undefined", "low": "−∞", "high": "+∞"}
         parts = {name: unsigned_zero(getattr(self, name), digits) for name in words}
         return {"text": self.format(digits, unit, percent), "n": self.n,
@@ -138,7 +140,8 @@ class Interval:
 
     @classmethod
     def from_answer(cls, record: dict) -> "Interval":
-        """The interval of a recorded answer (its ``interval_*`` fields, :meth:`Answer.to_record`)."""
+        """The interval of a recorded answer (its ``interval_*`` fields,
+        :meth:`Answer.to_record`)."""
         return cls.from_record({k[len("interval_"):]: v for k, v in record.items() if k.startswith("interval_")})
 
 
@@ -150,7 +153,8 @@ def _replace(iv: Interval, **kw) -> Interval:
 
 
 def _num(x: float, digits: int) -> str:
-    """``x`` at ``digits`` decimals, never ``-0.000``; an exact zero is ``0`` (no digits it does not have)."""
+    """``x`` at ``digits`` decimals, never ``-0.000``; an exact zero is ``0`` (no digits it does not
+    have)."""
     if not math.isfinite(x):
         return "∞" if x > 0 else "−∞" if x < 0 else "undefined"
     if x == 0:
@@ -159,8 +163,9 @@ def _num(x: float, digits: int) -> str:
 
 
 def unsigned_zero(x: float, digits: int = 3) -> float:
-    """``x``, or 0.0 where it is negative and rounds to zero at ``digits`` decimals: the book's one rule that
-    no page shows ``-0.000`` (:meth:`Interval.format` writes its text by the same rule)."""
+    """``x``, or 0.0 where it is negative and rounds to zero at ``digits`` decimals: the book's
+    one rule that no page shows ``-0.000`` (:meth:`Interval.format` writes its text by the same
+    rule)."""
     x = float(x)
     return 0.0 if -0.5 * 10 ** -digits < x < 0 else x
 
@@ -224,8 +229,8 @@ def _groups_or_none(groups, n):
 
 
 # ---------------------------------------------------------------------------------- constructors
-def bootstrap(stat: Callable, *samples, level: float = LEVEL, n_boot: int | None = None, seed: int = 0,
-              groups=None, what: str = "rows") -> Interval:
+def bootstrap(stat: Callable, *samples, level: float = LEVEL, n_boot: int | None = None,
+              seed: int = 0, groups=None, what: str = "rows") -> Interval:
     r"""Percentile bootstrap interval of ``stat(*samples)``, resampling rows of all samples jointly.
 
     ``stat`` reduces over the last axis (``lambda x: x.mean(-1)``, or a difference of two such
@@ -264,8 +269,8 @@ def bootstrap(stat: Callable, *samples, level: float = LEVEL, n_boot: int | None
     return Interval(est, min(lo, est), max(hi, est), level, how, n, float(np.nanstd(reps)), k)
 
 
-def ratio(correct, total, minus=None, level: float = LEVEL, n_boot: int | None = None, seed: int = 0,
-          groups=None, what: str = "sentences") -> Interval:
+def ratio(correct, total, minus=None, level: float = LEVEL, n_boot: int | None = None,
+          seed: int = 0, groups=None, what: str = "sentences") -> Interval:
     r"""A ratio of sums over units, with a (cluster) bootstrap over units.
 
     .. math:: r = \frac{\sum_k c_k}{\sum_k g_k}
@@ -339,7 +344,8 @@ def t_interval(values, level: float = LEVEL, what: str = "seeds") -> Interval:
 
 
 def proportion(k: int, n: int, level: float = LEVEL, exact: bool = False) -> Interval:
-    """``k`` successes in ``n`` trials: the Wilson score interval, or Clopper–Pearson with ``exact``.
+    """``k`` successes in ``n`` trials: the Wilson score interval, or Clopper–Pearson with
+    ``exact``.
 
     Neither has zero width at 0 % or 100 %.
     """
@@ -421,6 +427,7 @@ def censored_median(times, censored, level: float = LEVEL, cap: float | None = N
 
 
 def undefined(reason: str, n: int = 0, level: float = LEVEL) -> Interval:
-    """A quantity with no value (0/0, one seed's spread): no estimate, no verdict, the reason kept."""
+    """A quantity with no value (0/0, one seed's spread): no estimate, no verdict, the reason
+    kept."""
     return Interval(NAN, NAN, NAN, level, "undefined", n, NAN, note=reason)
 

@@ -80,9 +80,10 @@ class Tested:
         ``"sign-flip"``, ``"bootstrap-t"`` or ``"seed t"``.
     reference : float
     tost : Interval, optional
-        The same test inverted at level :math:`1 - 2\alpha'` (:math:`\alpha' = 1 -` ``interval.level``):
-        the interval that the two one-sided tests at :math:`\alpha'` read (:func:`tost_level`). The
-        estimate lies within :math:`\pm\delta` of a value by the TOST when this interval does.
+        The same test inverted at level :math:`1 - 2\alpha'` (:math:`\alpha' = 1 -`
+        ``interval.level``): the interval that the two one-sided tests at :math:`\alpha'` read
+        (:func:`tost_level`). The estimate lies within :math:`\pm\delta` of a value by the TOST when
+        this interval does.
     """
 
     interval: Interval
@@ -103,7 +104,8 @@ class Tested:
 
 
 def tost_level(level: float) -> float:
-    r"""The level of the interval behind a TOST at :math:`\alpha' = 1 - \text{level}`: :math:`1 - 2\alpha'`.
+    r"""The level of the interval behind a TOST at :math:`\alpha' = 1 - \text{level}`: :math:`1 -
+    2\alpha'`.
 
     Two one-sided tests at :math:`\alpha'` reject both :math:`\theta \le r - \delta` and
     :math:`\theta \ge r + \delta` exactly when the two-sided interval at :math:`1 - 2\alpha'` lies
@@ -158,8 +160,10 @@ def _check(d, g):
 
 
 def min_p(n_nonzero: int, exact: bool = True) -> float:
-    """The smallest two-sided p-value a sign-flip test can give with ``n_nonzero`` non-zero units."""
-    return 1.0 if n_nonzero <= 0 else min(1.0, math.ldexp(1.0, 1 - n_nonzero))   # 2^(1-n); 0.0 past ~1075 units
+    """The smallest two-sided p-value a sign-flip test can give with ``n_nonzero`` non-zero
+    units."""
+    # 2^(1-n); 0.0 past ~1075 units
+    return 1.0 if n_nonzero <= 0 else min(1.0, math.ldexp(1.0, 1 - n_nonzero))
 
 
 # --------------------------------------------------------------------------- sign-flip
@@ -186,8 +190,8 @@ class _Signs:
 @dataclass(frozen=True)
 class FlipSettings:
     """How :func:`sign_flip` draws and labels: ``seed`` of its Monte Carlo sign patterns (more than
-    :data:`EXACT_UNITS` units), ``what`` a unit is (for the method's label), and ``tost``: also invert
-    at :math:`1 - 2(1 - \text{level})` (twice the work: a descriptive interval skips it)."""
+    :data:`EXACT_UNITS` units), ``what`` a unit is (for the method's label), and ``tost``: also
+    invert at :math:`1 - 2(1 - \text{level})` (twice the work: a descriptive interval skips it)."""
 
     seed: int = 0
     what: str = "sentences"
@@ -196,7 +200,8 @@ class FlipSettings:
 
 def sign_flip(d, g=None, level: float = 0.95, reference: float = 0.0, *,
               settings: FlipSettings = FlipSettings()) -> Tested:
-    r"""Exact paired sign-flip (permutation) test of :math:`\theta = \sum d / \sum g` and its inverted interval.
+    r"""Exact paired sign-flip (permutation) test of :math:`\theta = \sum d / \sum g` and its
+    inverted interval.
 
     Parameters
     ----------
@@ -300,10 +305,11 @@ def bootstrap_t(d, g=None, level: float = 0.95, reference: float = 0.0, seed: in
 
     Each replicate draws the units with replacement and studentizes its estimate by its own
     linearised standard error, :math:`t^* = (\theta^* - \hat\theta)/\widehat{se}^*`; the interval is
-    :math:`[\hat\theta - t^*_{1-a/2}\,\widehat{se},\ \hat\theta - t^*_{a/2}\,\widehat{se}]` (``tost``: the
-    same replicates' quantiles at :math:`a` and :math:`1 - a`) and the p-value the equal-tailed share of
-    :math:`t^*` beyond :math:`(\hat\theta - \text{reference})/\widehat{se}`.
-    ``n_boot=`` (an option) sets the replicates (default :func:`~mlmbook.stats.replicates_for` the level).
+    :math:`[\hat\theta - t^*_{1-a/2}\,\widehat{se},\ \hat\theta - t^*_{a/2}\,\widehat{se}]`
+    (``tost``: the same replicates' quantiles at :math:`a` and :math:`1 - a`) and the p-value the
+    equal-tailed share of :math:`t^*` beyond :math:`(\hat\theta - \text{reference})/\widehat{se}`.
+    ``n_boot=`` (an option) sets the replicates (default :func:`~mlmbook.stats.replicates_for` the
+    level).
     """
     unknown = set(options) - {"n_boot"}
     if unknown:
@@ -336,8 +342,8 @@ def bootstrap_t(d, g=None, level: float = 0.95, reference: float = 0.0, seed: in
     how = f"studentized bootstrap over {n} {what} ({len(t):,} replicates)"
     if not (se > 0) or not len(t):
         iv = Interval(theta, theta, theta, level, f"studentized bootstrap over {n} {what}; every unit equal", n, 0.0)
-        return Tested(iv, 1.0 if theta == reference else 0.0, 1.0 / n_boot, 0.0, "bootstrap-t", reference,
-                      _replace(iv, level=tost_level(level)))
+        return Tested(iv, 1.0 if theta == reference else 0.0, 1.0 / n_boot, 0.0, "bootstrap-t",
+                      reference, _replace(iv, level=tost_level(level)))
 
     def inverted(at: float, lev: float) -> Interval:
         q_lo, q_hi = np.quantile(t, [at / 2, 1 - at / 2])
@@ -353,7 +359,8 @@ def bootstrap_t(d, g=None, level: float = 0.95, reference: float = 0.0, seed: in
 
 # --------------------------------------------------------------------------- seeds
 def seed_t(values, level: float = 0.95, reference: float = 0.0) -> Tested:
-    r"""Student t over one value per training seed: the claim is about the recipe, the seed is the unit.
+    r"""Student t over one value per training seed: the claim is about the recipe, the seed is the
+    unit.
 
     With :math:`k` seeds, :math:`\bar x \pm t_{1-a/2,\,k-1}\, s/\sqrt{k}` (``tost``:
     :math:`\bar x \pm t_{1-a,\,k-1}\, s/\sqrt{k}`); one seed gives no spread (*undefined*).
@@ -383,8 +390,8 @@ def _undefined(why: str, n: int, level: float, test: str, reference: float) -> T
 
 
 # --------------------------------------------------------------------------- dispatch
-def estimate(values, weights=None, *, units=None, seeds=None, level: float = 0.95, reference: float = 0.0,
-             **options) -> Tested:
+def estimate(values, weights=None, *, units=None, seeds=None, level: float = 0.95,
+             reference: float = 0.0, **options) -> Tested:
     """The test that fits the data (see the module table), on rows summed into their units.
 
     Parameters
@@ -397,8 +404,9 @@ def estimate(values, weights=None, *, units=None, seeds=None, level: float = 0.9
         The training seed of each row. With two or more seeds the claim is about the training
         recipe: each seed's ratio is one value and the test is :func:`seed_t`.
     **options
-        ``seed`` (of the resampling, default 0), ``what`` (what a unit is, for the method's label) and
-        ``tost`` (default True: also the interval at :math:`1 - 2(1 - \text{level})`, see :class:`Tested`).
+        ``seed`` (of the resampling, default 0), ``what`` (what a unit is, for the method's label)
+        and ``tost`` (default True: also the interval at :math:`1 - 2(1 - \text{level})`, see
+        :class:`Tested`).
     """
     tost = bool(options.pop("tost", True))
     seed, what = _options(options)
@@ -435,7 +443,7 @@ def fieller(num: float, den: float, se_num: float, se_den: float, cov: float = 0
     denominator is not significantly away from zero (:math:`b^2 \le q^2 s_b^2`, i.e. its own
     interval contains 0), that set is unbounded or the whole line: the ratio is **undefined**.
     """
-    df = options.pop("df", None)           # Student quantiles on df degrees of freedom (default: normal)
+    df = options.pop("df", None)  # Student quantiles on df degrees of freedom (default: normal)
     if options:
         raise TypeError(f"fieller() got unexpected option(s) {sorted(options)}")
     q = float(student_t.ppf(0.5 + level / 2, df) if df else norm.ppf(0.5 + level / 2))

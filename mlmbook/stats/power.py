@@ -1,9 +1,9 @@
 r"""Power first: the sample a question needs, and the smallest effect a sample can detect.
 
-**Units** (sentences, sentence clusters: many of them, a sign-flip or bootstrap test). With :math:`n`
-units whose contributions have standard deviation :math:`\sigma` (in the quantity's own scale), a
-two-sided test at level :math:`\alpha'` finds a true effect :math:`\Delta` with power :math:`1-\beta`
-when
+**Units** (sentences, sentence clusters: many of them, a sign-flip or bootstrap test). With
+:math:`n` units whose contributions have standard deviation :math:`\sigma` (in the quantity's own
+scale), a two-sided test at level :math:`\alpha'` finds a true effect :math:`\Delta` with power
+:math:`1-\beta` when
 
 .. math:: \Delta \;\ge\; \big(z_{1-\alpha'/2} + z_{1-\beta}\big)\,\frac{\sigma}{\sqrt n}
    \qquad\Longleftrightarrow\qquad
@@ -46,13 +46,14 @@ def t_power(noncentrality: float, df: int, level: float) -> float:
     r"""Power of a two-sided one-sample t test at ``level`` on ``df`` degrees of freedom when the
     statistic's noncentrality is :math:`\lambda` (see the module docstring)."""
     crit = float(student_t.ppf(0.5 + level / 2, df))
-    # the lower tail by symmetry, P(T'_{ν,λ} < -c) = P(T'_{ν,-λ} > c): SciPy's cdf far in the tail is nan
+    # the lower tail by symmetry, P(T'_{ν,λ} < -c) = P(T'_{ν,-λ} > c): SciPy's cdf far in the tail
+    # is nan
     return float(nct.sf(crit, df, noncentrality) + nct.sf(crit, df, -noncentrality))
 
 
 def t_noncentrality(df: int, level: float, power: float = POWER) -> float:
-    r"""The noncentrality :math:`\lambda^*` at which a two-sided t test on ``df`` degrees of freedom at
-    ``level`` has ``power``."""
+    r"""The noncentrality :math:`\lambda^*` at which a two-sided t test on ``df`` degrees of freedom
+    at ``level`` has ``power``."""
     if df < 1:
         return float("inf")
     high = 1.0
@@ -66,7 +67,8 @@ def t_noncentrality(df: int, level: float, power: float = POWER) -> float:
 def detectable(se: float, level: float, power: float = POWER, df: int | None = None) -> float:
     """The smallest true effect a test at ``level`` detects with ``power``, from a standard error.
 
-    With ``df`` (a t over ``df + 1`` seed means) the noncentral t gives it; otherwise normal quantiles.
+    With ``df`` (a t over ``df + 1`` seed means) the noncentral t gives it; otherwise normal
+    quantiles.
     """
     if not (se >= 0) or not math.isfinite(se):
         return float("inf")
@@ -82,7 +84,8 @@ def feasible_units(level: float) -> int:
 
 
 def unit_sd(se: float, n: int) -> float:
-    r"""The per-unit standard deviation behind a standard error, :math:`\sigma = \widehat{se}\,\sqrt n`."""
+    r"""The per-unit standard deviation behind a standard error, :math:`\sigma = \widehat{se}\,\sqrt
+    n`."""
     return float(se * math.sqrt(n)) if n > 0 and math.isfinite(se) else float("nan")
 
 

@@ -1,4 +1,5 @@
-r"""The study layer: a chapter's primary questions, declared once, answered by one rule, recorded whole.
+r"""The study layer: a chapter's primary questions, declared once, answered by one rule, recorded
+whole.
 
 A chapter answers its paper in at most :data:`MAX_PRIMARY` **primary questions**. Each is declared
 before any result (:class:`Question`): the claim, the **effect of interest** :math:`\delta` (the
@@ -15,17 +16,17 @@ How a question is answered (:meth:`Study.answer`), with :math:`\alpha' = \alpha/
    for fewer than 30 units, studentized bootstrap above, a t over seed means for a claim about a
    training recipe — and the same test inverted at :math:`1 - 2\alpha'` (its TOST interval);
 2. a **second method** tests the same units: a t where the primary is a sign-flip, a sign-flip *and*
-   a t on the contributions :math:`d_k - r g_k` where it is a bootstrap (both must agree), each trained
-   model's own test where it is a t over seeds;
-3. **feasibility guard**: a direction needs *both* methods able to reach :math:`p \le \alpha'` at all.
-   A sign-flip over :math:`k` units that differ cannot go below :math:`2/2^k` (7 units: 0.0156 >
-   :math:`0.05/6`), however large the effect; when either method cannot, the answer has no direction
-   and its verdict is "cannot decide", with the units it would need;
+   a t on the contributions :math:`d_k - r g_k` where it is a bootstrap (both must agree), each
+   trained model's own test where it is a t over seeds;
+3. **feasibility guard**: a direction needs *both* methods able to reach :math:`p \le \alpha'` at
+   all. A sign-flip over :math:`k` units that differ cannot go below :math:`2/2^k` (7 units:
+   0.0156 > :math:`0.05/6`), however large the effect; when either method cannot, the answer has no
+   direction and its verdict is "cannot decide", with the units it would need;
 4. the side: *above*/*below* when the :math:`1 - \alpha'` interval excludes the reference, the test
    itself rejects it (its :math:`p`, plus twice its Monte Carlo error, at most :math:`\alpha'`), the
-   guard holds **and** the second method agrees; otherwise *equivalent* when the TOST at :math:`\alpha'`
-   rejects :math:`|\theta - r| \ge \delta` — its :math:`1 - 2\alpha'` interval lies inside
-   :math:`r \pm \delta`; otherwise *indistinguishable*;
+   guard holds **and** the second method agrees; otherwise *equivalent* when the TOST at
+   :math:`\alpha'` rejects :math:`|\theta - r| \ge \delta` — its :math:`1 - 2\alpha'` interval lies
+   inside :math:`r \pm \delta`; otherwise *indistinguishable*;
 5. power (:mod:`mlmbook.stats.power`): the detectable effect at 80 % power and the units needed for
    :math:`\delta` — normal quantiles, :math:`(z_{1-\alpha'/2}+z_{0.8})\,\widehat{se}`, over units;
    the **noncentral t** on :math:`n-1` degrees of freedom over seeds. The question is *decidable*
@@ -92,9 +93,10 @@ class Question:
         Labels for the sides, e.g. ``{"above": "MLM ahead", "below": "chain ahead"}``.
     sample : str
         Where the chapter sets this question's number of units, so that a profile can be sized to
-        :meth:`needed` (the ``extended`` profile) and a test can check it: ``"SIZES.<key>"`` (a setting of
-        the chapter's ``SIZES``), ``"zoo.<NAME>"`` (a seeds table of :mod:`mlmbook.models.zoo`) or
-        ``"plan.<attribute>"`` (chapter 5's :func:`mlmbook.glauber.plan.plan`).
+        :meth:`needed` (the ``extended`` profile) and a test can check it: ``"SIZES.<key>"`` (a
+        setting of the chapter's ``SIZES``), ``"zoo.<NAME>"`` (a seeds table of
+        :mod:`mlmbook.models.zoo`) or ``"plan.<attribute>"`` (chapter 5's
+        :func:`mlmbook.glauber.plan.plan`).
     """
 
     key: str
@@ -176,12 +178,14 @@ class Answer:
 
     @property
     def decidable(self) -> bool:
-        """The sample could have detected the effect of interest (80 % power at the family's level)."""
+        """The sample could have detected the effect of interest (80 % power at the family's
+        level)."""
         return self.feasible and self.detectable <= self.question.effect
 
     @property
     def verdict(self) -> str:
-        """A label: the side's word, ``"equivalent"``, ``"inconclusive"``, ``"cannot decide"`` or ``"undefined"``."""
+        """A label: the side's word, ``"equivalent"``, ``"inconclusive"``, ``"cannot decide"`` or
+        ``"undefined"``."""
         if self.side == "undefined":
             return "undefined"
         if self.side in ("above", "below"):
@@ -195,11 +199,11 @@ class Answer:
         return self.side in ("above", "below", "equivalent")
 
     def glue_fields(self, digits: int = 3, unit: str = "", percent: bool = False) -> dict:
-        """Flat values for the prose: the interval's parts (:meth:`Interval.glue_fields`: ``q_<key>.estimate``,
-        ``.low``, ``.high``, ``.text``) and ``.verdict``, ``.side``, ...
+        """Flat values for the prose: the interval's parts (:meth:`Interval.glue_fields`:
+        ``q_<key>.estimate``, ``.low``, ``.high``, ``.text``) and ``.verdict``, ``.side``, ...
 
-        ``needed`` is the N at observed SD, ``planned`` the planned N, ``tost_low``/``tost_high`` the
-        TOST interval (at ``tost_level_pct``)."""
+        ``needed`` is the N at observed SD, ``planned`` the planned N, ``tost_low``/``tost_high``
+        the TOST interval (at ``tost_level_pct``)."""
         tost = self.tested.tost
         out = {"verdict": self.verdict, "side": self.side, "detectable": self.detectable,
                "effect": self.question.effect, "needed": self.needed, "planned": self.needed_planned,
@@ -210,21 +214,21 @@ class Answer:
         return out | self.interval.glue_fields(digits, unit, percent)
 
     def row(self, digits: int = 3) -> list:
-        """The answers table's row (see :meth:`Study.table`): question, estimate [interval], verdict,
-        detectable / effect, n, planned N, N at observed SD."""
+        """The answers table's row (see :meth:`Study.table`): question, estimate [interval],
+        verdict, detectable / effect, n, planned N, N at observed SD."""
         q = self.question
         det = "∞" if not math.isfinite(self.detectable) else f"{self.detectable:.{digits}f}"
-        return [q.claim, self.interval.format(digits), self.verdict, f"{det} / {q.effect:.3g}", self.n,
-                self.needed_planned, self.needed]
+        return [q.claim, self.interval.format(digits), self.verdict, f"{det} / {q.effect:.3g}",
+                self.n, self.needed_planned, self.needed]
 
     def to_record(self) -> dict:
         iv = self.interval.to_record()
         iv.pop("kind")
         tost = {k: v for k, v in self.tested.to_record().items() if k.startswith("tost_")}
         q = self.question
-        return {"kind": "answer", "key": q.key, "claim": q.claim, "effect": q.effect, "basis": q.basis,
-                "unit": q.unit, "measure": q.measure, "reference": q.reference, "planning_sd": q.planning_sd,
-                "sample": q.sample,
+        return {"kind": "answer", "key": q.key, "claim": q.claim, "effect": q.effect,
+                "basis": q.basis, "unit": q.unit, "measure": q.measure, "reference": q.reference,
+                "planning_sd": q.planning_sd, "sample": q.sample,
                 "side": self.side, "verdict": self.verdict, "decidable": self.decidable,
                 "feasible": self.feasible, "detectable": _plain(self.detectable), "needed": self.needed,
                 "needed_planned": self.needed_planned, "test": self.tested.test, "p": _plain(self.tested.p),
@@ -274,7 +278,8 @@ class Study:
 
     def answer(self, key: str, values, weights=None, *, units=None, seeds=None, seed_se=None,
                **options) -> Answer:
-        """Answer question ``key`` from per-row contributions (see :func:`mlmbook.stats.paired.by_unit`).
+        """Answer question ``key`` from per-row contributions (see
+        :func:`mlmbook.stats.paired.by_unit`).
 
         Parameters
         ----------
@@ -327,19 +332,21 @@ class Study:
 
     # ---------------------------------------------------------------- what a chapter shows
     def declaration(self):
-        """The declared questions as a table (before any result): claim, effect, unit, test, needs."""
+        """The declared questions as a table (before any result): claim, effect, unit, test,
+        needs."""
         from ..tables import table
         rows = []
         for i, q in enumerate(self.questions.values(), 1):
             need = q.needed(self.level)
-            rows.append([f"Q{i}", q.claim, f"{q.effect:.3g} {q.measure}".strip() + f" ({q.basis})", q.unit,
-                         q.test_label(), "—" if need is None else f"{need} {q.unit}s"])
+            rows.append([f"Q{i}", q.claim, f"{q.effect:.3g} {q.measure}".strip() + f" ({q.basis})",
+                         q.unit, q.test_label(), "—" if need is None else f"{need} {q.unit}s"])
         return table(rows, header=["", "claim", "effect of interest", "unit", "test", "planned N"])
 
     def table(self, digits: int = 3, beside: dict | None = None):
-        """The answers: estimate [interval], verdict, detectable effect (80 % power) / effect of interest,
-        n, the planned N (planning SD) and the N at the observed SD; with ``beside`` (a committed reference,
-        :func:`mlmbook.plans.reference_for`), a second table puts each answer beside the reference's."""
+        """The answers: estimate [interval], verdict, detectable effect (80 % power) / effect of
+        interest, n, the planned N (planning SD) and the N at the observed SD; with ``beside`` (a
+        committed reference, :func:`mlmbook.plans.reference_for`), a second table puts each answer
+        beside the reference's."""
         from ..tables import Table, table
         if beside:
             mine, theirs = self.table(digits), self._beside(beside, digits)
@@ -348,16 +355,16 @@ class Study:
         for i, (key, q) in enumerate(self.questions.items(), 1):
             a = self.answers.get(key)
             rows.append([f"Q{i}", *(a.row(digits) if a else [q.claim, "—", "not asked of this model",
-                                                               f"— / {q.effect:.3g}", None, q.needed(self.level),
-                                                               None])])
+                                                               f"— / {q.effect:.3g}", None,
+                                                               q.needed(self.level), None])])
         pct = f"{100 * self.level:.4g} %"
         return table(rows, header=["", "question", f"estimate [{pct} interval]", "verdict",
                                    "detectable (80 % power) / effect of interest", "n", "planned N",
                                    "N at observed SD"])
 
     def _beside(self, reference: dict, digits: int):
-        """This run's answers beside a committed reference's: per question, each one's estimate [interval],
-        verdict and *n*."""
+        """This run's answers beside a committed reference's: per question, each one's estimate
+        [interval], verdict and *n*."""
         from ..tables import table
         rows = []
         for i, key in enumerate(self.questions, 1):
@@ -373,17 +380,17 @@ class Study:
                      caption=f"This run beside {reference['label']}")
 
     def to_record(self) -> dict:
-        return {"kind": "study", "name": self.name, "size": self.size, "alpha": self.alpha, "level": self.level,
-                "questions": [q.key for q in self.questions.values()]}
+        return {"kind": "study", "name": self.name, "size": self.size, "alpha": self.alpha,
+                "level": self.level, "questions": [q.key for q in self.questions.values()]}
 
 
 def describe(values, weights=None, *, units=None, seeds=None, level: float = LEVEL, **options) -> Interval:
-    """A descriptive estimate with its interval (default 95 %) by the test that fits the data; no verdict.
-    ``options``: ``seed`` and ``what`` (see :func:`mlmbook.stats.paired.estimate`)."""
+    """A descriptive estimate with its interval (default 95 %) by the test that fits the data; no
+    verdict. ``options``: ``seed`` and ``what`` (see :func:`mlmbook.stats.paired.estimate`)."""
     return paired.estimate(values, weights, units=units, seeds=seeds, level=level, tost=False, **options).interval
 
 
-# ------------------------------------------------------------------------------------------ internals
+# ---------------------------------------------------------------------------------------- internals
 def _decide(tested: paired.Tested, second: dict, feasible: bool, q: Question, alpha: float) -> tuple[str, str]:
     """The side (steps 3-4 of the module docstring) and, when a direction is withheld, why."""
     iv = tested.interval
@@ -397,7 +404,8 @@ def _decide(tested: paired.Tested, second: dict, feasible: bool, q: Question, al
     direction = side_of(iv.low, iv.high, q.reference)
     if direction in ("above", "below") and feasible:
         if tested.p is not None and tested.p + 2 * tested.p_error > alpha:
-            # a discrete test's p jumps where units tie: an end found by bisection can stop a hair short
+            # a discrete test's p jumps where units tie: an end found by bisection can stop a hair
+            # short
             # of the reference that the test itself does not reject
             why = f"{tested.test} gives p {tested.p:.3g} > {alpha:.2g} at the reference"
         elif second.get("side") == direction:
@@ -415,7 +423,8 @@ def _join(a: str, b: str) -> str:
 
 
 def _second(tested: paired.Tested, v, w, units, seeds, seed_se, level, reference, seed, what) -> dict:
-    """The second method's p-value, side and the smallest p it can reach (see the module docstring)."""
+    """The second method's p-value, side and the smallest p it can reach (see the module
+    docstring)."""
     alpha = 1 - level
     iv = tested.interval
     if not iv.defined:
@@ -459,14 +468,15 @@ def _second(tested: paired.Tested, v, w, units, seeds, seed_se, level, reference
                                 level=level, reference=reference, seed=seed, what=what)
             ests.append(t.interval.estimate)
             ps.append(t.p + 2 * t.p_error)
-            least = max(least, t.min_p)                  # every model's own test must be able to reach
+            least = max(least, t.min_p)  # every model's own test must be able to reach
     sides = {_dir(e - reference, p, alpha) for e, p in zip(ests, ps)}
     side = sides.pop() if len(sides) == 1 else "indistinguishable"
     return {"test": "each model", "p": max(ps), "per_seed": ests, "per_seed_p": ps, "side": side, "min_p": least}
 
 
 def _t_at_reference(e: np.ndarray) -> float:
-    """Two-sided p of a one-sample t that the unit contributions :math:`e_k = d_k - r g_k` have mean 0."""
+    """Two-sided p of a one-sample t that the unit contributions :math:`e_k = d_k - r g_k` have mean
+    0."""
     if len(e) < 2:
         return 1.0
     sd = e.std(ddof=1)

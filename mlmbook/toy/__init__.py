@@ -12,5 +12,5 @@ from .grammar import GRAMMAR_DIR, Grammar, compile_grammar
 from .pcfg import PCFG
 from .vocab import MASK, N_SPECIAL, SPECIAL_TOKENS, make_tokenizer
 
-__all__ = ["Grammar", "compile_grammar", "GRAMMAR_DIR", "PCFG", "SPECIAL_TOKENS", "MASK", "N_SPECIAL",
-           "make_tokenizer"]
+__all__ = ["Grammar", "compile_grammar", "GRAMMAR_DIR", "PCFG", "SPECIAL_TOKENS", "MASK",
+           "N_SPECIAL", "make_tokenizer"]

@@ -268,9 +268,10 @@ class Grammar:
 
     @classmethod
     def load(cls, name_or_path: str = "toy", topic: bool | str = False, knobs: dict | None = None) -> "Grammar":
-        """Load ``toy`` / ``tiny`` (shipped) or a YAML file path; ``toy_topic`` = ``toy`` with topics,
-        ``toy_topic:ridge`` = with the ``ridge`` setting of ``topic_coherence``; a name may end in knob
-        settings, ``toy[selection=0.5]`` (:mod:`mlmbook.toy.knobs`), merged with ``knobs``."""
+        """Load ``toy`` / ``tiny`` (shipped) or a YAML file path; ``toy_topic`` = ``toy`` with
+        topics, ``toy_topic:ridge`` = with the ``ridge`` setting of ``topic_coherence``; a name may
+        end in knob settings, ``toy[selection=0.5]`` (:mod:`mlmbook.toy.knobs`), merged with
+        ``knobs``."""
         name_or_path, named = _knobs.parse_name(name_or_path)
         knobs = {**named, **(knobs or {})}
         if ":" in name_or_path and name_or_path.split(":", 1)[0].endswith("_topic"):
@@ -319,7 +320,8 @@ class Grammar:
         return info
 
     def sample(self, n: int, seed: int = 0, progress: bool = False) -> list:
-        """``n`` sentences with gold trees, by ancestral sampling; lengths > ``max_length`` are redrawn."""
+        """``n`` sentences with gold trees, by ancestral sampling; lengths > ``max_length`` are
+        redrawn."""
         rng = random.Random(seed)
         out = []
         prior = list(np.cumsum(self.pcfg.topic_prior))
@@ -337,8 +339,8 @@ class Grammar:
                     if self.vocab[ids[k]] in self._present[number]:
                         f["Number"] = "Sing" if number == "sg" else "Plur"
                 feats.append(f)
-            out.append(Sentence([self.vocab[w] for w in ids], heads, rels, [self._info[a][0] for a in pres],
-                                feats, t if self.topic else None))
+            out.append(Sentence([self.vocab[w] for w in ids], heads, rels,
+                                [self._info[a][0] for a in pres], feats, t if self.topic else None))
         return out
 
     # ------------------------------------------------------------ exact quantities
@@ -367,7 +369,8 @@ class Grammar:
         return self.pcfg.expand_pair(W[:, :, j, :]).numpy()
 
     def pair_joints(self, words, pairs=None):
-        """Yield ``((i, j), joint)`` for each pair (default: all i < j), sharing one batched pass per i."""
+        """Yield ``((i, j), joint)`` for each pair (default: all i < j), sharing one batched pass
+        per i."""
         n = len(words)
         pairs = [(i, j) for i in range(n) for j in range(i + 1, n)] if pairs is None else list(pairs)
         rows = sorted({i for i, _ in pairs})

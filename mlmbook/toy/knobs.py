@@ -32,7 +32,8 @@ class Knob:
     neutral: float
     low: float = float("-inf")
     high: float = float("inf")
-    spec: Callable[[dict, float], dict] | None = None      # schema -> new schema (do not mutate the input)
+    # schema -> new schema (do not mutate the input)
+    spec: Callable[[dict, float], dict] | None = None
     pcfg: Callable[[object, float], object] | None = None  # compiled PCFG -> new PCFG
 
 
@@ -40,8 +41,8 @@ KNOBS: dict[str, Knob] = {}
 """Every registered knob, by name."""
 
 
-def knob(name: str, doc: str, neutral: float, low: float = float("-inf"), high: float = float("inf"),
-         spec=None, pcfg=None) -> Knob:
+def knob(name: str, doc: str, neutral: float, low: float = float("-inf"),
+         high: float = float("inf"), spec=None, pcfg=None) -> Knob:
     """Register a knob (see :class:`Knob`) and return it."""
     if name in KNOBS:
         raise ValueError(f"knob {name!r} is registered twice")
@@ -65,7 +66,8 @@ def check(knobs: dict | None) -> dict:
 
 
 def parse_name(name: str) -> tuple[str, dict]:
-    """``"toy[selection=0.5,smoothing=0.01]"`` -> ``("toy", {"selection": 0.5, "smoothing": 0.01})``."""
+    """``"toy[selection=0.5,smoothing=0.01]"`` -> ``("toy", {"selection": 0.5, "smoothing":
+    0.01})``."""
     if not name.endswith("]") or "[" not in name:
         return name, {}
     base, _, inner = name[:-1].partition("[")

@@ -59,7 +59,8 @@ class PCFG:
     binary : list of BinaryRule
     unary : list of (lhs, child, prob)
     emissions : ndarray, shape (T, N, V)
-        ``emissions[t, A, w] = p(A -> w | topic t)``; rows of preterminals sum to one, other rows are 0.
+        ``emissions[t, A, w] = p(A -> w | topic t)``; rows of preterminals sum to one, other rows
+        are 0.
     topic_prior : ndarray, shape (T,)
     vocab : list of str
     """
@@ -157,7 +158,8 @@ class PCFG:
 
     @threads.small_work
     def length_distribution(self, max_length: int) -> np.ndarray:
-        """``out[n]`` = probability that a derivation yields a sentence of length ``n`` (all topics)."""
+        """``out[n]`` = probability that a derivation yields a sentence of length ``n`` (all
+        topics)."""
         leaves = self._t["mass"].expand(1, max_length, -1)
         chart = self.inside(leaves)
         return np.array([0.0] + [chart[w][0, 0, self.start].item() for w in range(1, max_length + 1)])
@@ -217,7 +219,8 @@ class PCFG:
         return W                                                                 # (k, P, T, n, P)
 
     def _feasible_preterminals(self, ids: torch.Tensor) -> torch.Tensor:
-        """``F[i, A]``: can preterminal A stand at position i when i and one other position are open?
+        """``F[i, A]``: can preterminal A stand at position i when i and one other position are
+        open?
 
         One batched pass with each position j masked in turn; the outside score at i is positive
         exactly when some derivation puts A at i.  Pruning the infeasible A keeps the two-site

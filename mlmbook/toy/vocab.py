@@ -1,4 +1,5 @@
-"""Token ids of the toy world: the special tokens, then the grammar's words, behind a real HF tokenizer.
+"""Token ids of the toy world: the special tokens, then the grammar's words, behind a real HF
+tokenizer.
 
 The toy models, the exact oracle and the tests all use these ids, so a toy model and the
 truth can be compared position by position, and a toy model loads with
@@ -26,5 +27,5 @@ def make_tokenizer(grammar):
     cls, sep = vocab["[CLS]"], vocab["[SEP]"]
     tok.post_processor = processors.TemplateProcessing(
         single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B [SEP]", special_tokens=[("[CLS]", cls), ("[SEP]", sep)])
-    return PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]",
-                                   sep_token="[SEP]", mask_token="[MASK]")
+    return PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]",
+                                   cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]")

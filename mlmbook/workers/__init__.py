@@ -48,7 +48,8 @@ from ..errors import BuildError
 __all__ = ["Task", "NotRun", "WorkerLost", "ranks", "makespan", "run", "tell", "Progress"]
 
 QUIET_SECONDS = 60.0
-"""Longest silence of a run: after this long without a line, :class:`Progress` says what is running."""
+"""Longest silence of a run: after this long without a line, :class:`Progress` says what is
+running."""
 
 
 @dataclass(frozen=True)
@@ -207,7 +208,8 @@ class Progress:
             self.on_start(self.tasks[key])
 
     def end(self, key: str) -> float:
-        """Task ``key`` ended; returns its wall seconds since it started (0 if its start never arrived)."""
+        """Task ``key`` ended; returns its wall seconds since it started (0 if its start never
+        arrived)."""
         self.status.pop(key, None)
         self.where.pop(key, None)
         return time.perf_counter() - self.started.setdefault(key, time.perf_counter())
@@ -278,7 +280,8 @@ def run(tasks: list[Task], workers: int = 1, stop: Callable[[], bool] = lambda: 
         Checked after each task ends: once it returns True, the tasks that have not ended are
         cancelled (reported with a :class:`NotRun` error).
     scheduler : str or distributed.Client, optional
-        An existing Dask cluster (its scheduler's address, or a client of it) instead of a local one.
+        An existing Dask cluster (its scheduler's address, or a client of it) instead of a local
+        one.
     data : dict, optional
         Values tasks may list in their ``needs`` (sent to the cluster once each).
     progress : Progress, optional
@@ -322,7 +325,8 @@ def _on_dask(client, order: list[Task], data: dict, stop, progress: Progress):
                                        pure=False, resources=dict(t.resources) or None)
     running = {futures[t.key]: t for t in order}
     futures.clear()                                   # Dask keeps a value while a task waits for it
-    ends: queue.SimpleQueue = queue.SimpleQueue()      # futures as they end (Dask calls back from a thread)
+    # futures as they end (Dask calls back from a thread)
+    ends: queue.SimpleQueue = queue.SimpleQueue()
     for fut in running:
         fut.add_done_callback(ends.put)
     needs_of = {t.key: t.needs for t in order}
@@ -342,7 +346,7 @@ def _on_dask(client, order: list[Task], data: dict, stop, progress: Progress):
             if running and not stopped and stop():
                 stopped = True
                 client.cancel(list(running))
-    finally:                                          # an interrupt or a caller's error: nothing more runs
+    finally:  # an interrupt or a caller's error: nothing more runs
         if running:
             client.cancel(list(running))
         for name in (topic, "all"):

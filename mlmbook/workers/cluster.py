@@ -30,8 +30,8 @@ from typing import Callable
 from ..errors import UsageError
 from ..paths import env_str
 
-__all__ = ["LOCAL_HOST", "ALLOWED_FAILURES", "BLOCK", "address", "reach", "client_for", "map_blocks",
-           "kernel_argv", "set_parent_death_signal"]
+__all__ = ["LOCAL_HOST", "ALLOWED_FAILURES", "BLOCK", "address", "reach", "client_for",
+           "map_blocks", "kernel_argv", "set_parent_death_signal"]
 
 LOCAL_HOST = "127.0.0.1"
 """The only address the local cluster listens on."""
@@ -45,7 +45,8 @@ BLOCK = 64
 
 
 def address(explicit: str | None = None) -> str | None:
-    """The scheduler to use: ``explicit``, else ``$MLMBOOK_SCHEDULER``, else None (a local cluster)."""
+    """The scheduler to use: ``explicit``, else ``$MLMBOOK_SCHEDULER``, else None (a local
+    cluster)."""
     return explicit or env_str("MLMBOOK_SCHEDULER")
 
 
@@ -73,7 +74,8 @@ def reach(where: str) -> str:
     Raises
     ------
     UsageError
-        One line: the address is malformed, cannot be reached, or answers but not as a Dask scheduler.
+        One line: the address is malformed, cannot be reached, or answers but not as a Dask
+        scheduler.
     """
     from distributed.comm.addressing import normalize_address, parse_address, parse_host_port
 
@@ -135,15 +137,16 @@ def client_for(workers: int, scheduler=None):
                 client.close(timeout=5)
         return
     saved = dict(os.environ)
-    # the workers get this process's environment, as a pool's would: no thread or malloc settings of Dask's
+    # the workers get this process's environment, as a pool's would: no thread or malloc settings of
+    # Dask's
     # (which its nannies would also write into this process's environment)
     with dask.config.set({"distributed.scheduler.allowed-failures": ALLOWED_FAILURES,
                           "distributed.nanny.pre-spawn-environ": {}}):
-        processes = workers > 1                        # one worker: a thread of this process, no network
+        processes = workers > 1  # one worker: a thread of this process, no network
         cluster = distributed.LocalCluster(n_workers=max(1, workers), threads_per_worker=1, processes=processes,
                                            host=LOCAL_HOST if processes else None, dashboard_address=None,
-                                           worker_dashboard_address=None, scheduler_port=0, memory_limit=0,
-                                           silence_logs=logging.CRITICAL,
+                                           worker_dashboard_address=None, scheduler_port=0,
+                                           memory_limit=0, silence_logs=logging.CRITICAL,
                                            scheduler_kwargs={"dashboard_address": f"{LOCAL_HOST}:0"})
         client = distributed.Client(cluster, set_as_default=False)
     try:
@@ -175,11 +178,13 @@ def map_blocks(fn: Callable, items: list, *args, scheduler=None, size: int = BLO
 
 
 def set_parent_death_signal() -> bool:
-    """Ask Linux to SIGKILL this process when the thread that started it ends; False where unsupported."""
+    """Ask Linux to SIGKILL this process when the thread that started it ends; False where
+    unsupported."""
     import ctypes
     import signal
     try:
-        return ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL)) == 0   # PR_SET_PDEATHSIG
+        # PR_SET_PDEATHSIG
+        return ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL)) == 0
     except (OSError, AttributeError):
         return False
 
@@ -197,9 +202,9 @@ os.execv(sys.executable, [sys.executable, "-m", "ipykernel_launcher", *sys.argv[
 
 
 def kernel_argv(python: str | None = None) -> list[str]:
-    """A kernelspec's ``argv`` starting ``ipykernel_launcher`` with ``python`` (default: this one), set
-    to be killed when the process that launched it dies (SIGKILL included); the kernel's own poll of
-    its parent stays as a second guard."""
+    """A kernelspec's ``argv`` starting ``ipykernel_launcher`` with ``python`` (default: this one),
+    set to be killed when the process that launched it dies (SIGKILL included); the kernel's own
+    poll of its parent stays as a second guard."""
     return [python or sys.executable, "-c", _GUARD, "-f", "{connection_file}",
             # CRITICAL: not the TCP-without-encryption warning, nor the "KeyboardInterrupt caught in
             # kernel" that jupyter_client's interrupt-before-shutdown can cause
