@@ -33,7 +33,7 @@ def table(rows: list[dict], profile: str = "full") -> list[str]:
                      f"{cost} | {r['kl']:.3f} |")
     lines += ["", f"All rungs together: {total:.0f} s of training (the default models included), each on one "
               "thread. A build trains them on one process per core beside its chapters "
-              "(`mlmbook.models.prepare`, `mlmbook.workers`), so two trainings share the two cores and each "
+              "(`mlmbook.pipeline.prepare`, `mlmbook.workers`), so two trainings share the two cores and each "
               "rung's seconds above include that neighbour; the whole-book table below gives the wall "
               "time the training took in the cold build."]
     return lines

@@ -9,7 +9,7 @@ core. Three workloads:
 * **overhead** — 60 tasks of 50 ms in chains of three (sleeps: no core is busy), so the wall time
   minus the graph's own makespan and the start-up is the scheduler's cost per task;
 * **training** — the real training step of a build on small models: units of
-  :func:`mlmbook.models.prepare.plan` over a ladder-like set of toy models, each engine into a
+  :func:`mlmbook.pipeline.prepare.plan` over a ladder-like set of toy models, each engine into a
   temporary cache of its own, trained from scratch (the larger part of a cold build);
 * **chapters** — a chapter-like task: papermill executing a small notebook that imports mlmbook and
   torch, four of them on two workers (each in a kernel of its own, as a chapter).
@@ -69,8 +69,8 @@ def _overhead_graph() -> list:
 def _training_graph(n: int) -> list:
     from dataclasses import replace
 
-    from mlmbook.models import prepare
     from mlmbook.models.train import PRESETS
+    from mlmbook.pipeline import prepare
     base = replace(PRESETS["quick"], steps=100, eval_every=50, checkpoints=())
     jobs = [prepare.Job("toy", None, replace(base, hidden=h, heads=max(1, h // 16), intermediate=4 * h), s)
             for h in (16, 32) for s in range(4)] + [prepare.Job("toy", None, base, s) for s in range(2)]

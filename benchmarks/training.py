@@ -2,7 +2,7 @@
 
 The same jobs are trained twice in one run, into temporary directories (never the model
 cache), both by the book's one trainer (:mod:`mlmbook.models.stacked`): one model at a time (a
-stack of one), one process per core, and cut into stacks by :func:`mlmbook.models.prepare.plan`,
+stack of one), one process per core, and cut into stacks by :func:`mlmbook.pipeline.prepare.plan`,
 one stack per core. (Until the fifth edition "one at a time" was a second, Hugging Face trainer;
 ``benchmarks/results.md`` keeps the figures measured against it.) Every figure is a ratio of two
 timings taken in the same run, with the same evaluator memo
@@ -62,8 +62,8 @@ def one_per_core(specs, workers: int) -> tuple[float, int]:
 
 def stacked_units(specs, workers: int) -> tuple[float, int, list[int]]:
     """Wall seconds, real tokens and stack sizes for the stacked trainer, units as ``prepare`` plans them."""
-    from mlmbook.models import prepare
-    from mlmbook.models.zoo import Job
+    from mlmbook.models import Job
+    from mlmbook.pipeline import prepare
     jobs = [Job("toy", None, c, s, k) for c, s, k in specs]
     units = prepare.split(jobs, workers)              # stacks as prepare cuts them, whatever the width
     with tempfile.TemporaryDirectory() as tmp, _pool(workers) as pool:
@@ -116,7 +116,7 @@ def _interleaved(group: list, workers: int = 1) -> list[list]:
     (every n-th job of the group, whatever its stream): the "before" of :func:`stream_grouping`."""
     import math
 
-    from mlmbook.models import prepare
+    from mlmbook.pipeline import prepare
     most = max(1, prepare.STACK_WIDTH // group[0].config.hidden)
     n = max(math.ceil(len(group) / most), min(workers, len(group) // prepare.MIN_STACK), 1)
     return [group[i::n] for i in range(n)]
@@ -127,7 +127,7 @@ def stream_grouping(steps: int = 100, seeds: int = 4, rounds: int = 2) -> dict:
     their stream, on chapter 3 and 4's width-64 MLMs (each seed's pair MLM, span model and knob MLM, the
     full profile's shape at ``steps`` steps): both cuts of the same jobs run one stack after another on one
     core, alternately, ``rounds`` times; each figure is the best round (a busy machine only adds time)."""
-    from mlmbook.models import prepare, zoo
+    from mlmbook.pipeline import prepare, zoo
     jobs = [replace(j, config=replace(j.config, steps=steps, eval_every=steps))
             for j in zoo.chapter4("full") + zoo.chapter3("full")
             if j.seed < seeds and j.kind == "mlm" and j.config.layers == 2 and j.config.steps == 1500

@@ -19,7 +19,7 @@ profile       who              budget
 its own for a profile falls back to :data:`FALLBACK`'s stand-in, and the plan says so.
 
 **The pilot is disjoint by one offset.** Every seed a profile draws — the training seeds of its
-models (:mod:`mlmbook.models.zoo`, :mod:`mlmbook.models.ladder`, :mod:`mlmbook.models.prepare`) and
+models (:mod:`mlmbook.pipeline.zoo`, :mod:`mlmbook.models.ladder`, :mod:`mlmbook.pipeline.prepare`) and
 the chapter's ``seed`` parameter, which seeds its sentence samples and its default model — is the
 reference's seed plus :func:`seed_offset` (``PILOT_SEED_OFFSET`` for the pilot, 0 otherwise). The
 references use seeds below :data:`PILOT_SEED_OFFSET` (the extended profile's largest table, chapter

@@ -77,8 +77,8 @@ def test_widths_text_says_when_a_width_rests_on_one_model():
 def test_stacks_keep_jobs_that_read_the_same_sentences_together():
     from dataclasses import replace
 
-    from mlmbook.models import prepare
     from mlmbook.models.train import TrainConfig
+    from mlmbook.pipeline import prepare
     base = TrainConfig(hidden=64, layers=2, heads=2, intermediate=64, steps=10, batch=8)
     jobs = [prepare.Job("toy", None, replace(base, mask_rate=r), s) for r in (0.15, 0.3) for s in range(4)]
     stacks = prepare.split(jobs, workers=2)
@@ -88,7 +88,8 @@ def test_stacks_keep_jobs_that_read_the_same_sentences_together():
 
 
 def test_the_full_profile_trains_the_pair_at_more_seeds_than_its_controls():
-    from mlmbook.models import ladder, zoo
+    from mlmbook.models import ladder
+    from mlmbook.pipeline import zoo
     arms = zoo.ch4_arm_seeds("full")
     jobs = {j.name for j in zoo.chapter4("full")}
     assert zoo.CH4_SEEDS["full"] >= max(arms.values()) >= 3

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from mlmbook import stats
-from mlmbook.models import zoo
 from mlmbook.pipeline import chapters as ch
+from mlmbook.pipeline import zoo
 from mlmbook.pipeline.plan import chapter_sizes, make_plan, unit_sizes
 
 ROOT = Path(__file__).resolve().parent.parent

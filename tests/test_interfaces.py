@@ -24,6 +24,7 @@ RECEIVERS = {
     "rung": ("mlmbook.models.ladder:Rung",),
     "study": ("mlmbook.stats.study:Study",),
     "stats": ("mlmbook.stats",), "mlmbook": ("mlmbook",), "plotting": ("mlmbook.plotting",),
+    "zoo": ("mlmbook.pipeline.zoo",),
 }
 """What a receiver in the document stands for."""
 

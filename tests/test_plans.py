@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from mlmbook import plans, profiles
-from mlmbook.models import ladder, prepare, zoo
+from mlmbook.models import ladder
+from mlmbook.pipeline import prepare, zoo
 from mlmbook.stats import Question, Study, unit_sd
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -54,7 +54,7 @@ its one model (chapter 1 says so)."""
 MAELM_TOP = with_fallbacks({"quick": True, "full": False})
 """Per profile: whether the MAE-LM ladder has a rung at the default model's width. The full profile
 leaves it out: one seed at hidden 128 (about 200 core-seconds) answers no question, and its seconds
-go to the seeds of chapter 4's pair instead (:data:`mlmbook.models.zoo.CH4_SEEDS`)."""
+go to the seeds of chapter 4's pair instead (:data:`mlmbook.pipeline.zoo.CH4_SEEDS`)."""
 
 KL_SENTENCES = 60
 """Held-out sentences on which a rung's KL to the truth is measured

@@ -5,10 +5,11 @@ from __future__ import annotations
 import os
 
 from ..toy.grammar import Grammar
-from . import ladder, maelm, zoo
+from . import ladder, maelm
 from .base import MaskedLM
 from .cache import load_or_train
 from .hf import HFMaskedLM
+from .job import Job
 from .train import preset_for
 from .truth import TruthOracle
 
@@ -20,27 +21,24 @@ TRUTH_MODELS = ("truth", "truth_topic")
 """Names of the exact oracles of the same languages."""
 
 
-def load_mlm(model: str | os.PathLike | ladder.Rung | zoo.Job = "toy", profile: str = "full", seed: int = 0, *,
-             chapter: int | None = None, name: str | None = None, device: str | None = None) -> MaskedLM:
-    """Load a masked LM: by name, a chapter's trained model, a rung of the ladder, or a folder.
+def load_mlm(model: str | os.PathLike | ladder.Rung | Job = "toy", profile: str = "full", seed: int = 0, *,
+             name: str | None = None, device: str | None = None) -> MaskedLM:
+    """Load a masked LM: by name, a trained job, a rung of the ladder, or a folder.
 
     Parameters
     ----------
     model : str, path, Rung or Job
         ``"toy"`` / ``"toy_topic"``: the default tiny BERT trained on the toy language (trained
         on first use, then cached; ``profile`` picks the training preset); ``"truth"`` /
-        ``"truth_topic"``: the exact oracle of the same language; with ``chapter``, the name a
-        chapter lists its model under (:func:`mlmbook.models.zoo.find`, e.g. ``"span s0"``);
-        a :class:`~mlmbook.models.ladder.Rung` or a :class:`~mlmbook.models.zoo.Job`: that model
-        (an MAE-LM too); anything else: a Hugging Face model name or a local directory written by
+        ``"truth_topic"``: the exact oracle of the same language; a
+        :class:`~mlmbook.models.ladder.Rung` or a :class:`~mlmbook.models.job.Job` (a chapter's
+        model, by its name: :func:`mlmbook.pipeline.zoo.find`): that model (an MAE-LM too);
+        anything else: a Hugging Face model name or a local directory written by
         ``save_pretrained`` (a model cache entry too).
     profile : str
-        Training preset of the toy models (:data:`~mlmbook.models.train.PRESETS`), and the profile
-        whose model list ``chapter`` reads.
+        Training preset of the default toy models (:data:`~mlmbook.models.train.PRESETS`).
     seed : int
-        Training seed of the toy models.
-    chapter : int, optional
-        Read ``model`` as a name in this chapter's model list.
+        Training seed of the default toy models.
     name : str, optional
         A reader-facing name for the model (default: the toy model's label, the folder's name
         or the Hub name — never an absolute path).
@@ -63,11 +61,9 @@ def load_mlm(model: str | os.PathLike | ladder.Rung | zoo.Job = "toy", profile: 
     >>> truth.is_exact
     True
     """
-    if chapter is not None:
-        model = zoo.find(chapter, profile, str(model))
     if isinstance(model, ladder.Rung):
         return _trained(ladder.snapshot_path(model), model.kind, name or model.label, device)
-    if isinstance(model, zoo.Job):
+    if isinstance(model, Job):
         return _trained(model.entry().path, model.kind, name or model.name or model.describe(), device)
     if isinstance(model, str) and model in TRUTH_MODELS:
         return TruthOracle(Grammar.load("toy", topic=model.endswith("_topic")))

@@ -1,14 +1,15 @@
 """Trained models as bytes: how a build's models travel between its process and Dask workers that
 share no filesystem with it.
 
-A worker that trains a unit (:mod:`mlmbook.models.prepare`) returns each model's cache entry
+A worker that trains a unit (:mod:`mlmbook.pipeline.prepare`) returns each model's cache entry
 packed by :func:`pack`; the build unpacks it into its own cache with :func:`install`, and a worker
 about to execute a chapter installs the models that chapter loads the same way, into the worker's
 own cache (``$MLMBOOK_CACHE`` there). :func:`install` writes through the cache's own lock,
 temporary directory and rename, and recomputes the checksums of the manifest: a truncated or
 altered entry never lands, and an entry already there is left alone.
 
->>> from mlmbook.models import shipping, zoo                  # doctest: +SKIP
+>>> from mlmbook.models import shipping                       # doctest: +SKIP
+>>> from mlmbook.pipeline import zoo                          # doctest: +SKIP
 >>> blobs = shipping.pack_jobs(zoo.needed("quick", [0]))      # doctest: +SKIP
 >>> [shipping.install(name, blob) for name, blob in blobs.items()]  # doctest: +SKIP
 """

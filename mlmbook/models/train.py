@@ -131,7 +131,7 @@ PRESETS = {
                               lr=2e-3, n_eval=100, eval_every=500),
 }
 with_fallbacks(PRESETS)  # the extended profile trains the full profile's models,
-PRESETS["topic_extended"] = PRESETS["topic_full"]     # more of them (seeds): mlmbook.models.zoo
+PRESETS["topic_extended"] = PRESETS["topic_full"]     # more of them (seeds): mlmbook.pipeline.zoo
 """Training configurations by name: one per profile of :data:`mlmbook.profiles.KNOWN_PROFILES`, plus
 ``topic_<profile>`` where the topic variant trains differently (see :func:`preset_for`). The
 ``extended`` profile's configurations are the full profile's (same objects, same cache entries)."""

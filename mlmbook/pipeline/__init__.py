@@ -5,7 +5,10 @@ check it.
 module          idea
 ==============  =================================================================
 ``chapters``    chapter files, parameters, the build layout
-``execute``     executing chapters atomically, the build's schedule (training and chapters), the ``build`` command
+``zoo``         the book's model plan: each chapter's knob and control models, seeds per profile
+``prepare``     the toy models a build needs, as training tasks (stacks)
+``execute``     executing chapters atomically, the build's schedule (training and chapters), the
+                ``build`` command
 ``failures``    the one-line message of a failed chapter (cell, cause, where to look)
 ``site``        staging and rendering the site, the notebooks for launch buttons
 ``pages``       what a reader meets first: chapter cards (measured times), generated tables

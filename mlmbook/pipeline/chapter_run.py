@@ -170,7 +170,7 @@ def _prepare_for_render(nb, chapter: Chapter, parameters: dict[str, object]) -> 
 
 def _install_models(values: dict | None) -> None:
     """Put the models shipped with the task into this worker's cache: its needs' values, each a
-    training unit's :class:`~mlmbook.models.prepare.UnitDone` or a dict of packed entries by
+    training unit's :class:`~mlmbook.pipeline.prepare.UnitDone` or a dict of packed entries by
     name."""
     from ..models import shipping
 
@@ -251,7 +251,7 @@ def run_chapter(run: Run, needs: dict | None = None) -> Outcome:
     too).
 
     ``needs``: the values of the task's needs when models are shipped (training units'
-    :class:`~mlmbook.models.prepare.UnitDone` and packed entries), installed into this worker's
+    :class:`~mlmbook.pipeline.prepare.UnitDone` and packed entries), installed into this worker's
     cache first.
 
     Raises

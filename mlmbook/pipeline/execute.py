@@ -136,7 +136,7 @@ class Placement:
 def schedule(layout: Layout, plans, profile: str, n: int, progress: bool = False,
              placement: Placement = Placement()) -> tuple[list, list, dict]:
     """The build's tasks (:class:`mlmbook.workers.Task`): the training units of the toy models the
-    chapters need (:func:`mlmbook.models.prepare.tasks`) and one task per chapter, which needs only
+    chapters need (:func:`mlmbook.pipeline.prepare.tasks`) and one task per chapter, which needs only
     the units holding *its* models (a chapter with a ``seed`` parameter, which trains its own, needs
     every unit). A chapter on a toy model takes one of the ``n`` workers and a kernel of one
     thread; a chapter on a large model asks for one of ``resource`` (e.g. ``GPU``), or else runs
@@ -148,8 +148,9 @@ def schedule(layout: Layout, plans, profile: str, n: int, progress: bool = False
     from its units). Returns ``(all tasks, training tasks, data)``.
     """
     from .. import workers
-    from ..models import prepare, shipping
+    from ..models import shipping
     from ..models.load import TOY_MODELS  # torch: imported only when building
+    from . import prepare
 
     def on_toy(values):
         return values.get("model", "toy") in TOY_MODELS
@@ -185,10 +186,11 @@ def _execute(layout: Layout, plans, profile: str, options: BuildOptions,
              t_book: float) -> tuple[list, dict, list]:
     """Train the toy models the chapters need and execute the chapters, as one graph of tasks
     (:func:`schedule`); publish each chapter as it ends. Returns the
-    :class:`~mlmbook.models.prepare.Trained` records, each chapter's and the training's wall time
+    :class:`~mlmbook.pipeline.prepare.Trained` records, each chapter's and the training's wall time
     (``t_book`` is when the build began) and the failures' messages."""
     from .. import workers
-    from ..models import prepare, shipping
+    from ..models import shipping
+    from . import prepare
 
     n, where = prepare.workers_for(), options.scheduler    # the address: build() reached it
     ship = where is not None and not options.shared_cache

@@ -3,13 +3,13 @@ time of the whole graph on ``N`` workers (``python -m mlmbook cost --profile ext
 N``).
 
 The ``extended`` profile is sized by power, for a cluster or a long run; chapters and the model
-lists (:mod:`mlmbook.models.zoo`, :mod:`~mlmbook.models.ladder`, the presets) declare its sizes as
+lists (:mod:`mlmbook.pipeline.zoo`, :mod:`~mlmbook.models.ladder`, the presets) declare its sizes as
 they are sized. Where one declares none yet, the plan takes the full profile's
 (:data:`mlmbook.profiles.FALLBACK`) and says so for that chapter.
 
-* **models**: :func:`mlmbook.models.prepare.needed` for the chapter in the profile, cut into
-  training units as the build cuts them (:func:`~mlmbook.models.prepare.plan`), each estimated by
-  :func:`~mlmbook.models.prepare.estimated_seconds`; the plan counts every model (a cluster starts
+* **models**: :func:`mlmbook.pipeline.prepare.needed` for the chapter in the profile, cut into
+  training units as the build cuts them (:func:`~mlmbook.pipeline.prepare.plan`), each estimated by
+  :func:`~mlmbook.pipeline.prepare.estimated_seconds`; the plan counts every model (a cluster starts
   with an empty cache);
 * **samples**: the chapter's profile-keyed settings (``SIZES = {"quick": ..., "full": ...}``,
   nested ones, and ``name = {"quick": ..., "full": ...}[profile]``), read from its code cells;
@@ -122,7 +122,7 @@ def unit_sizes(number: int, profile: str) -> dict:
     (``zoo.CH3_SEEDS``, ``zoo.CH4_SEEDS``) and chapter 5's plan
     (:func:`mlmbook.glauber.plan.plan`). A chapter's time grows with them as a factor (every seed
     repeats the chapter's per-model work)."""
-    from ..models import zoo
+    from . import zoo
     out = {}
     for name in zoo.SEED_TABLES.get(number, ()):
         table = getattr(zoo, name)
@@ -141,8 +141,9 @@ def unit_sizes(number: int, profile: str) -> dict:
 
 
 def _models(number: int, profile: str) -> tuple[list, str]:
-    from ..models import ladder, prepare
+    from ..models import ladder
     from ..models.train import PRESETS
+    from . import prepare
 
     lacking = [what for what, table in (("preset", PRESETS), ("ladder", ladder.LADDERS),
                                         ("seeds", ladder.VERDICT_SEEDS)) if profile not in table]
@@ -164,7 +165,7 @@ def _scale(sizes: dict, base: dict) -> float:
 def make_plan(root, chapters: list[str], profile: str, workers: int) -> Plan:
     """The plan of ``chapters`` (all when empty) in ``profile``, with its graph of tasks."""
     from .. import workers as w
-    from ..models import prepare
+    from . import prepare
     from .pages import measured_times
 
     layout = ch.Layout.find(root)
@@ -210,7 +211,7 @@ def plan_lines(root, chapters: list[str], profile: str, workers: int) -> list[st
     train = sum(t.seconds for t in plan.tasks if t.key.startswith("train "))
     n_models = sum(len(u) for u in plan.units)
     lines.append(f"  training: {n_models} models in {len(plan.units)} units, about {_took(train)} of one core "
-                 f"(estimated per unit, mlmbook.models.prepare.estimated_seconds)")
+                 f"(estimated per unit, mlmbook.pipeline.prepare.estimated_seconds)")
     one, many = plan.makespan(1), plan.makespan(workers)
     lines.append(f"estimated wall time on {workers} worker{'s' if workers != 1 else ''}: about {_took(many)} "
                  f"({many:.0f} s; on 1 worker {_took(one)}), list scheduling by upward rank of these estimates, "

@@ -193,7 +193,7 @@ def mix_warning(built: dict[str, tuple[str, str]]) -> str | None:
 
 def training_report(trained: list, wall_seconds: float) -> list[str]:
     """Lines for the end of a build: the training step's wall time and each model's share of it
-    (``trained``: :class:`mlmbook.models.prepare.Trained` records), longest first."""
+    (``trained``: :class:`mlmbook.pipeline.prepare.Trained` records), longest first."""
     if not trained:
         return []
     lines = [f"training: {len(trained)} model{'s' if len(trained) != 1 else ''} in {wall_seconds:.0f} s of wall "

@@ -95,7 +95,7 @@ class Question:
         Where the chapter sets this question's number of units, so that a profile can be sized to
         :meth:`needed` (the ``extended`` profile) and a test can check it: ``"SIZES.<key>"`` (a
         setting of the chapter's ``SIZES``), ``"zoo.<NAME>"`` (a seeds table of
-        :mod:`mlmbook.models.zoo`) or ``"plan.<attribute>"`` (chapter 5's
+        :mod:`mlmbook.pipeline.zoo`) or ``"plan.<attribute>"`` (chapter 5's
         :func:`mlmbook.glauber.plan.plan`).
     """
 

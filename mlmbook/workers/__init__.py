@@ -1,6 +1,6 @@
 r"""Run tasks that wait on one another on Dask: the graph, its order and its retries are Dask's.
 
-A build has two kinds of work: training the toy models (:mod:`mlmbook.models.prepare`) and
+A build has two kinds of work: training the toy models (:mod:`mlmbook.pipeline.prepare`) and
 executing chapters (:mod:`mlmbook.pipeline.execute`). Each :class:`Task` names the tasks it
 ``needs``; :func:`run` submits every task at once with the futures of its needs as arguments
 (``client.submit(fn, *needs, priority=...)``), so Dask starts a task as soon as its needs are done,

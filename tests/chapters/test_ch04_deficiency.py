@@ -101,7 +101,7 @@ def test_full_profile_claims(full_results):
     r = full_results(SLUG)
     check_claims(r)
     # the controls and the knob at width 64 (where the paper's effect is claimed), three seeds each
-    from mlmbook.models import zoo
+    from mlmbook.pipeline import zoo
     pair = zoo.find(4, "full", "default mlm s0").config
     assert r["pair_width"] == pair.hidden == 64 and r["pair_steps"] == pair.steps == 1500
     assert r["widths"] == [32, 64] and r["width_1_seeds"] == 3 and r["width_2_seeds"] == zoo.CH4_SEEDS["full"]
@@ -168,7 +168,8 @@ def test_toy_world_prose_is_tagged():
 
 def test_the_zoo_puts_the_knob_and_the_controls_at_the_pairs_width():
     """Issue 34: the controls and the knob where the effect is claimed, paid for by the width-32 grid."""
-    from mlmbook.models import ladder, prepare, zoo
+    from mlmbook.models import ladder
+    from mlmbook.pipeline import prepare, zoo
     for profile in ("quick", "full"):
         jobs = {j.name: j for j in zoo.chapter4(profile)}
         pair = jobs["default mlm s0"].config

@@ -135,7 +135,7 @@ def test_the_topic_ladder_stays_within_its_training_budget():
     """RULES' budget: chapter 5 trains about 20 core-s in quick and 230 in full (measured); the
     proxy below (steps at width 64, training cost being about linear in width at these sizes)
     fails if a rung is added or widened without a decision."""
-    from mlmbook.models import zoo
+    from mlmbook.pipeline import zoo
     for profile, widest, most in (("quick", 32, 1_500), ("full", 64, 12_000)):
         jobs = zoo.chapter5(profile)
         assert max(j.config.hidden for j in jobs) <= widest

@@ -197,7 +197,8 @@ def test_span_models_and_their_twins_differ_only_in_the_masking(profile):
     middle rung (shared in the cache, no extra training)."""
     from dataclasses import replace
 
-    from mlmbook.models import ladder, zoo
+    from mlmbook.models import ladder
+    from mlmbook.pipeline import zoo
     assert len(zoo.CH3_SEEDS[profile]) >= 3 and min(len(zoo.CH3_SEEDS[p]) for p in ("full", "extended")) >= 5
     chapter4 = set(zoo.chapter4(profile))
     for seed in zoo.CH3_SEEDS[profile]:

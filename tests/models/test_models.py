@@ -26,21 +26,22 @@ def test_save_load_roundtrip_same_logprobs_and_pll(toy_bert, tmp_path):
     torch.testing.assert_close(lp.exp().sum(-1), torch.ones(len(ids), 1))
 
 
-def test_one_loader_takes_a_chapter_name_a_job_and_a_rung(toy_bert, monkeypatch):
-    """``load_mlm`` is how chapters load every model: a name in a chapter's list, a job, a rung."""
+def test_one_loader_takes_a_chapter_job_and_a_rung(toy_bert, monkeypatch):
+    """``load_mlm`` is how chapters load every model: a job the build's plan names, a rung."""
     from types import SimpleNamespace
 
-    from mlmbook.models import ladder, zoo
+    from mlmbook.models import ladder
+    from mlmbook.pipeline import zoo
     asked = []
     monkeypatch.setattr(zoo.Job, "entry", lambda job: asked.append(job) or SimpleNamespace(path=toy_bert))
     monkeypatch.setattr(ladder, "snapshot_path", lambda rung: asked.append(rung) or toy_bert)
     job = zoo.find(1, "quick", "selection 1")
-    assert load_mlm("selection 1", "quick", chapter=1).name == "selection 1" == load_mlm(job).name
+    assert load_mlm(job).name == "selection 1"
     rung = ladder.rungs("quick")[0]
     assert load_mlm(rung).name == rung.label
-    assert asked == [job, job, rung]                      # each found its own cache entry
+    assert asked == [job, rung]                           # each found its own cache entry
     with pytest.raises(KeyError, match="chapter 1 lists no model named 'nothing' in the quick profile"):
-        load_mlm("nothing", "quick", chapter=1)
+        zoo.find(1, "quick", "nothing")
 
 
 def test_head_only_at_queried_positions_matches_full_model(toy_bert):

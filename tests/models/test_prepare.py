@@ -2,8 +2,9 @@
 import pytest
 import torch
 
-from mlmbook.models import TrainConfig, load_or_train, prepare
+from mlmbook.models import TrainConfig, load_or_train
 from mlmbook.models.cache import is_cached
+from mlmbook.pipeline import prepare
 from mlmbook.toy import Grammar
 
 TINY = TrainConfig(hidden=16, layers=1, heads=1, intermediate=32, steps=20, batch=16, n_eval=10, eval_every=10,

@@ -160,7 +160,7 @@ def test_a_worker_killed_twice_mid_training_fails_the_build_with_one_line_and_pu
 
 def test_pll_and_trees_over_a_two_worker_cluster_equal_one_process_exactly(tmp_path):
     import mlmbook
-    from mlmbook.models import prepare
+    from mlmbook.pipeline import prepare
     saved = prepare.needed("quick", [0])[0].entry().path                   # the quick default model's folder
     lm = mlmbook.load_mlm(saved)
     sents = mlmbook.Grammar.load("toy").sample(150, seed=4)                # three blocks of sentences

@@ -7,8 +7,8 @@ import sys
 import pytest
 
 from mlmbook import workers
-from mlmbook.models import prepare
 from mlmbook.pipeline import chapters as ch
+from mlmbook.pipeline import prepare
 from mlmbook.pipeline.plan import chapter_sizes, make_plan, plan_lines
 
 CHAPTER = """---

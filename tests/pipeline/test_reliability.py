@@ -113,7 +113,7 @@ def build_here(book, monkeypatch, capsys, chapter: str, profile: str = "full", *
     what it printed. The fixture's chapters load no model: what these tests check is what a build records
     and keeps, not the models a profile trains (the full profile's default model takes minutes to train
     from an empty cache, as in CI)."""
-    from mlmbook.models import prepare
+    from mlmbook.pipeline import prepare
     from mlmbook.pipeline.execute import BuildOptions, build
     monkeypatch.setattr(prepare, "tasks", lambda *a, **k: [])
     for name in ("MLMBOOK_ROOT", "MLMBOOK_CHAPTER", "MLMBOOK_RESULTS", "MLMBOOK_BUILD"):

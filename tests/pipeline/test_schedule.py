@@ -1,7 +1,7 @@
 """The build's schedule: a chapter waits only for the training of its own models (issue 28, item 7),
 and, on workers that share no filesystem, is passed those models (issue 37)."""
-from mlmbook.models import prepare
 from mlmbook.pipeline import chapters as ch
+from mlmbook.pipeline import prepare
 from mlmbook.pipeline.chapter_run import run_chapter
 from mlmbook.pipeline.execute import Placement, schedule
 

@@ -4,7 +4,7 @@ core.
 The book's chapters train their models on first use (:func:`~mlmbook.models.cache.load_or_train`),
 one after another inside the chapter that needs them. On a fresh machine that is the larger
 part of a build: the default models, the ladders, the MAE-LMs, the topic worlds and some fifty
-small knob and control models (:mod:`mlmbook.models.zoo`). :func:`prepare` trains them before
+small knob and control models (:mod:`mlmbook.pipeline.zoo`). :func:`prepare` trains them before
 the chapters run. It lists what the chosen chapters need (:func:`needed`), skips what the cache
 holds, and cuts the rest into *units* (:func:`plan`):
 
@@ -19,7 +19,7 @@ as bytes (:mod:`mlmbook.models.shipping`). Neither the workers nor the stacks ch
 a model's weights depend only on its own job, whichever stack trains it and whether the build or
 a chapter does (``tests/models/test_train_stacked.py``).
 
->>> from mlmbook.models import prepare                        # doctest: +SKIP
+>>> from mlmbook.pipeline import prepare                        # doctest: +SKIP
 >>> for t in prepare.prepare("quick"):                        # doctest: +SKIP
 ...     print(t.label, t.seconds, t.how)
 """
@@ -32,13 +32,14 @@ import sys
 import time
 from dataclasses import dataclass
 
+from ..models import ladder, stacked
+from ..models.job import Job, estimated_seconds
+from ..models.train import PRESETS, TRAIN_THREADS, preset_for
 from ..paths import env_int
 from ..profiles import seed_offset
 from ..workers import Task
 from ..workers import run as run_tasks
-from . import ladder, stacked, zoo
-from .train import PRESETS, TRAIN_THREADS, preset_for
-from .zoo import Job, estimated_seconds
+from . import zoo
 
 __all__ = ["Job", "NEEDS", "Trained", "UnitDone", "needed", "missing", "plan", "split",
            "estimated_seconds", "workers_for", "tasks", "report", "prepare", "TOPIC_KNOBS"]
@@ -50,7 +51,7 @@ TOPIC_KNOBS = ("plateau", "wall")
 NEEDS = {0: (), 1: ("mlm",), 2: ("mlm",), 3: ("mlm",), 4: ("mlm", "maelm"), 5: ()}
 """What each chapter loads besides the default MLM: the MLM ladder, the MAE-LM ladder (and, with
 ``"seeds"``, further seeds of the default model — no chapter of this edition asks for them: a
-chapter's seed-level questions train their own models, listed in :mod:`mlmbook.models.zoo`)."""
+chapter's seed-level questions train their own models, listed in :mod:`mlmbook.pipeline.zoo`)."""
 
 
 def needed(profile: str, chapters=tuple(NEEDS), extra_seeds: tuple[int, ...] = ()) -> list[Job]:
@@ -89,7 +90,7 @@ class Trained:
     Attributes
     ----------
     label : str
-        The job's description (:meth:`~mlmbook.models.zoo.Job.describe`).
+        The job's description (:meth:`~mlmbook.pipeline.zoo.Job.describe`).
     seconds : float
         Its share of the training wall time: a unit's wall time divided among its models.
     how : str
@@ -161,8 +162,8 @@ class UnitDone:
 def _run(unit: list, ship: bool = False) -> UnitDone:
     """Train one unit (on a worker); ``ship``: return the trained entries as bytes too (a worker
     that shares no filesystem with the build)."""
-    from . import shipping
-    from .cache import train_together
+    from ..models import shipping
+    from ..models.cache import train_together
 
     t = time.perf_counter()
     if len(unit) == 1 and not _stackable(unit[0]):

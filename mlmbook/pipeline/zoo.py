@@ -1,90 +1,35 @@
-r"""The zoo: every toy model a chapter loads, named once, trained up front by the build.
+r"""The book's model plan: every toy model a chapter loads, named once, trained up front by the build.
 
-A chapter never trains by hand. Each model it needs is a :class:`Job` — a grammar (with its
-knob settings, :mod:`mlmbook.toy.knobs`), a training configuration
+A chapter never trains by hand. Each model it needs is a :class:`~mlmbook.models.job.Job` — a
+grammar (with its knob settings, :mod:`mlmbook.toy.knobs`), a training configuration
 (:class:`~mlmbook.models.train.TrainConfig`), a seed and a kind — listed by that chapter's
-function in :data:`CHAPTER_MODELS`. The build's training step
-(:mod:`mlmbook.models.prepare`) trains whatever the chosen chapters list and the cache lacks,
-and starts a chapter only once its own models are trained; the chapter then loads one by its
-name with :func:`mlmbook.models.load_mlm` (``chapter=``), which finds the model cached.
+function in :data:`CHAPTER_MODELS`. The build's training step (:mod:`mlmbook.pipeline.prepare`)
+trains whatever the chosen chapters list and the cache lacks, and starts a chapter only once its
+own models are trained; the chapter then finds one by its name and loads it with the one loader,
+which finds the model cached:
 
 >>> from mlmbook.models import load_mlm
->>> lm = load_mlm("selection 1", "quick", chapter=1)   # doctest: +SKIP
+>>> from mlmbook.pipeline import zoo
+>>> lm = load_mlm(zoo.find(1, "quick", "selection 1"))   # doctest: +SKIP
 
 Add a chapter's models in its own function below (one function per chapter, each edited by
 that chapter alone) and keep its names stable: a name is how the chapter finds its model.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Callable
 
+from ..models.job import Job, estimated_seconds
+from ..models.train import PRESETS, TrainConfig
 from ..profiles import FALLBACK, PILOT, seed_offset, with_fallbacks
-from .train import PRESETS, TrainConfig
 
 __all__ = ["Job", "CHAPTER_MODELS", "needed", "find", "chapter_models",
            "ch4_arm_seeds", "ch4_budget", "estimated_seconds", "TrainConfig"]
 
 
-@dataclass(frozen=True)
-class Job:
-    """One model to train: the grammar (a name, knob settings included), topic variant,
-    configuration, seed and kind, and the ``name`` a chapter finds it by."""
-
-    grammar: str
-    topic: str | None
-    config: TrainConfig
-    seed: int
-    kind: str = "mlm"
-    name: str = field(default="", compare=False)
-
-    @property
-    def cost(self) -> float:
-        """A rough relative cost (steps × batch × width), to start the longest trainings first."""
-        c = self.config
-        return c.steps * c.batch * c.hidden * (c.hidden + c.intermediate)
-
-    def describe(self) -> str:
-        """E.g. ``"MAE-LM, hidden 32, 1500 steps, seed 1"`` (with the world, if not the default)."""
-        what = "MAE-LM" if self.kind == "maelm" else "MLM"
-        world = f" on the {self.topic} topic world" if self.topic else (
-            f" on {self.grammar}" if self.grammar != "toy" else "")
-        return f"{what}{world}, hidden {self.config.hidden}, {self.config.steps} steps, seed {self.seed}"
-
-    def grammar_object(self):
-        """The job's world (loaded once per process: a build lists some sixty jobs on a few
-        worlds)."""
-        return _world(self.grammar, self.topic)
-
-    def run(self) -> str:
-        """Train (or find) the model; returns :meth:`describe`."""
-        from .cache import load_or_train
-        load_or_train(self.grammar_object(), preset=self.config, seed=self.seed, kind=self.kind, progress=False)
-        return self.describe()
-
-    def cached(self) -> bool:
-        from .cache import is_cached
-        return is_cached(self.grammar_object(), self.config, self.seed, self.kind)
-
-    def entry(self):
-        """The cache entry (trains on first use when the build's training step did not)."""
-        from .cache import load_or_train
-        return load_or_train(self.grammar_object(), preset=self.config, seed=self.seed, kind=self.kind)
-
-
-@lru_cache(maxsize=32)
-def _world(grammar: str, topic: str | None):
-    from ..toy.grammar import Grammar
-    from ..toy.treemrf import TreeMRF, is_treemrf
-    if is_treemrf(grammar):                      # chapter 1's positive control (a Grammar too)
-        return TreeMRF.load(grammar)
-    return Grammar.load(grammar, topic=topic) if topic else Grammar.load(grammar)
-
-
 # ------------------------------------------------------------------------------ per chapter
 # Each returns the chapter's models *besides* the default MLM, the ladder and the topic worlds
-# that mlmbook.models.prepare already lists (see prepare.NEEDS). One function per chapter.
+# that mlmbook.pipeline.prepare already lists (see prepare.NEEDS). One function per chapter.
 
 def chapter0(profile: str) -> list[Job]:
     return []
@@ -117,7 +62,7 @@ def chapter1(profile: str) -> list[Job]:
     """
     from dataclasses import replace
 
-    from .ladder import LADDERS, rungs
+    from ..models.ladder import LADDERS, rungs
     base = next(r for r in rungs(profile) if r.hidden == max(LADDERS[profile]["sizes"])).config
     jobs = [Job("toy" if s == 1 else f"toy[selection={s:g}]", None, base, 0, name=f"selection {s:g}")
             for s in (0, 0.5, 1)]
@@ -138,10 +83,10 @@ def chapter2(profile: str) -> list[Job]:
     ``"smoothing <ε>"``, with exactly the configuration of the ladder's smallest size (hidden 32
     and 1500 steps in the full profile, hidden 16 and 400 steps in the quick one), so that the
     ladder's rung of that size (seed 0) is the model at ε = 0 and the knob is the only
-    difference. Estimated with :func:`mlmbook.models.prepare.estimated_seconds`: full about 53
+    difference. Estimated with :func:`mlmbook.pipeline.prepare.estimated_seconds`: full about 53
     core-seconds (two models, stacked), quick about 6.
     """
-    from .ladder import rungs
+    from ..models.ladder import rungs
 
     config = rungs(profile)[0].config
     return [Job(f"toy[smoothing={eps:g}]", None, config, 0, name=f"smoothing {eps:g}") for eps in SMOOTHING[profile]]
@@ -183,7 +128,7 @@ def chapter3(profile: str) -> list[Job]:
     """
     from dataclasses import replace
 
-    from . import ladder
+    from ..models import ladder
 
     def rung(width: int) -> TrainConfig:
         return next(r.config for r in ladder.rungs(profile) if r.hidden == width and r.fraction == 1.0)
@@ -228,7 +173,7 @@ CH4_ARMS = {"full": dict(fit=3, deep=3, knob=3)}
 
 The full profile's budget (20 minutes from an empty cache on 2 cores) cannot give the rank questions
 their planned seeds: a seed of the pair costs about 90 core-seconds by
-:func:`mlmbook.models.prepare.estimated_seconds`, a fit-matched MLM 35, a depth-matched one 45 and
+:func:`mlmbook.pipeline.prepare.estimated_seconds`, a fit-matched MLM 35, a depth-matched one 45 and
 the knob's pair 90. It trains the pair at six seeds — whose MLMs are chapter 3's token-masked twins,
 which it needs at six seeds anyway — and the controls and the knob at three. The extended profile
 trains every arm at every seed of the pair (37): the controls and the knob share one sample
@@ -253,14 +198,14 @@ def chapter4(profile: str) -> list[Job]:
 
     New training, full profile, measured (CPU seconds, one thread, on a busy machine): 12 models of
     width 64 — the knob's MLMs 36 each and MAE-LMs 58, the fit-matched MLMs 30, the deep ones 44:
-    about 500 core-seconds (500 estimated by :func:`mlmbook.models.prepare.estimated_seconds`) — in
+    about 500 core-seconds (500 estimated by :func:`mlmbook.pipeline.prepare.estimated_seconds`) — in
     place of the fourth edition's 36 models of width 32 (478 estimated, about 460 measured); the
     pair's seeds 1 and 2 are as before. Quick: 12 models of width 16 besides the ladder's seed rungs
     (18 before).
     """
     from dataclasses import replace
 
-    from . import ladder
+    from ..models import ladder
 
     k = CH4_KNOB[profile]
     width = 64 if FALLBACK.get(profile, profile) == "full" else ladder.LADDERS[profile]["sizes"][0]
@@ -280,22 +225,6 @@ def chapter4(profile: str) -> list[Job]:
             jobs.append(Job("toy", None, replace(pair, layers=k["deep_layers"]), seed, "mlm",
                             name=f"deep mlm s{seed}"))
     return jobs
-
-
-def estimated_seconds(unit: list) -> float:
-    r"""A rough training time of a unit on one quiet core, to start the longest units first
-    (:mod:`mlmbook.models.prepare` cuts the units).
-
-    Per step, from ``benchmarks/training.py``: sampling a batch of 64 sentences costs about
-    6 ms per distinct stream; a model of width :math:`h` adds about :math:`2 + 0.3h` ms in a stack;
-    an MAE-LM a quarter more.
-    """
-    if not hasattr(unit[0], "config"):                # a job of another kind: its own estimate
-        return float(unit[0].cost)
-    c = unit[0].config
-    factor = c.steps * c.batch / 64 / 1000 * (1.25 if unit[0].kind == "maelm" else 1.0)
-    streams = len({(j.grammar, j.topic, j.seed, j.config.mask_only) for j in unit})
-    return factor * (6 * streams + len(unit) * (2 + 0.3 * c.hidden))
 
 
 def ch4_arm_seeds(profile: str) -> dict:
@@ -330,7 +259,7 @@ def chapter5(profile: str) -> list[Job]:
     """
     from dataclasses import replace
 
-    from .train import preset_for
+    from ..models.train import preset_for
     base = PRESETS[preset_for("toy_topic", profile)]
 
     def cfg(hidden: int, steps: int) -> TrainConfig:
@@ -364,7 +293,7 @@ def chapter6(profile: str) -> list[Job]:
     steps, stacked), 3 s in quick."""
     from dataclasses import replace
 
-    from . import ladder
+    from ..models import ladder
 
     pair = next(r.config for r in ladder.rungs(profile) if r.hidden == CH3_SPAN[profile] and r.fraction == 1.0)
     jobs = []
