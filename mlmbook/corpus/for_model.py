@@ -245,8 +245,7 @@ def read_for_model(lm, treebank: str | os.PathLike | Sequence[Sentence], window:
     corpus = ModelCorpus(kept, name, len(read), len(sents) - len(in_words), outside_window, cut,
                          window.min_words, window.max_words, pieces, path=path)
     # the fit is judged on the file's first sentences the model reads whole, whatever the window of
-    # words:
-    # the same verdict for every window (the kept sentences when the file holds none)
+    # words: the same verdict for every window (the kept sentences when the file holds none)
     sample = [s for s in sents[:4 * FIT_SAMPLE] if (_length(lm, s) or pieces + 1) <= pieces][:FIT_SAMPLE]
     corpus.fit = check_fit(lm, sample or kept[:FIT_SAMPLE], treebank=name, allow=allow_unknown)
     return corpus

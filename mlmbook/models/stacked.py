@@ -417,8 +417,7 @@ def _train_stack(members, progress, desc, chunk) -> list[dict]:
     stack.chunk = chunk
     opt = StackAdamW(stack.parameters(), [m.config.weight_decay for m in members])
     # members with the same sentences (grammar, batch size, seed) share one stream and one
-    # evaluator:
-    # sampling sentences costs as much as a small model's step
+    # evaluator: sampling sentences costs as much as a small model's step
     stream_of = [(m.grammar.fingerprint, m.config.batch, m.seed, m.config.mask_only) for m in members]
     streams = {key: batches(m.grammar, m.config, m.seed, eligible=bool(m.config.mask_only), order_seed=ORDER_SEED)
                for key, m in zip(stream_of, members)}

@@ -405,8 +405,7 @@ def _decide(tested: paired.Tested, second: dict, feasible: bool, q: Question, al
     if direction in ("above", "below") and feasible:
         if tested.p is not None and tested.p + 2 * tested.p_error > alpha:
             # a discrete test's p jumps where units tie: an end found by bisection can stop a hair
-            # short
-            # of the reference that the test itself does not reject
+            # short of the reference that the test itself does not reject
             why = f"{tested.test} gives p {tested.p:.3g} > {alpha:.2g} at the reference"
         elif second.get("side") == direction:
             return direction, ""

@@ -138,8 +138,7 @@ def client_for(workers: int, scheduler=None):
         return
     saved = dict(os.environ)
     # the workers get this process's environment, as a pool's would: no thread or malloc settings of
-    # Dask's
-    # (which its nannies would also write into this process's environment)
+    # Dask's (which its nannies would also write into this process's environment)
     with dask.config.set({"distributed.scheduler.allowed-failures": ALLOWED_FAILURES,
                           "distributed.nanny.pre-spawn-environ": {}}):
         processes = workers > 1  # one worker: a thread of this process, no network
