@@ -1,23 +1,7 @@
 """Command line of the book: ``python -m mlmbook
 {build,cost,chapters,results,check-site,clear-cache}`` and the research verbs
 ``{pll,trees,joint,rectangle,rank,glauber}`` (:mod:`mlmbook.cli_research`); installed as the console
-script ``mlmbook``.
-
-Examples
---------
-::
-
-    python -m mlmbook build                          # every chapter, full profile
-    python -m mlmbook build 1 --profile quick        # one chapter, quickly
-    python -m mlmbook build 1 -p model bert-base-uncased -p treebank en_ewt-ud-test.conllu
-    python -m mlmbook build --no-solutions --render-only   # student edition of the site
-    python -m mlmbook cost 1 2 -p model bert-base-uncased   # time estimate only
-    python -m mlmbook cost --profile extended --workers 16  # the extended profile's plan on 16 workers
-    python -m mlmbook build --scheduler tcp://HOST:8786     # on an existing Dask cluster
-    python -m mlmbook chapters
-    python -m mlmbook results 1
-    python -m mlmbook clear-cache
-    mlmbook pll toy sentences.txt --per-token       # the research verbs: the analyses on any model
+script ``mlmbook``. Examples: the README, and ``python -m mlmbook COMMAND --help``.
 """
 
 from __future__ import annotations
@@ -210,8 +194,6 @@ def _cmd_clear_cache(args) -> int:
 
 
 def _cmd_check_site(args) -> int:
-    from pathlib import Path
-
     from .pipeline.execute import Layout
     from .pipeline.sitecheck import check_site, enforced
 

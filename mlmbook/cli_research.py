@@ -14,16 +14,10 @@ strings.
 sentence per line (``-``: standard input). Output is tab-separated text on standard output; notes
 (what was left out, the estimator, an estimate of a long run) and an error are one line each on
 standard error (an error: exit status 2 for a missing or empty input, as for ``build`` and ``cost``;
-1 for any other). ``trees`` keeps sentences of at most :data:`MAX_WORDS` scored words by default
-(``pll`` and ``rank`` leave out, and count, sentences longer than the model's window; the others
-read one text). Every verb estimates its work before it starts (:func:`mlmbook.api.models.budget`:
-printed when long) and refuses a run estimated longer than :data:`MAX_MINUTES` unless
-``--max-minutes`` allows it. Every verb first checks that the model knows the text
-(:func:`mlmbook.check_fit`) and stops with one line when it does not; ``--allow-unknown`` runs
-anyway, with a warning.
-
-``python -m mlmbook`` adds these verbs with :func:`add_research_commands` and runs them through
-:data:`RESEARCH_COMMANDS`.
+1 for any other). ``trees`` keeps sentences of at most :data:`MAX_WORDS` scored words by default.
+Every verb refuses a run estimated longer than :data:`MAX_MINUTES` unless ``--max-minutes``
+allows it (:func:`mlmbook.api.models.budget`), and text the model does not know
+(:func:`mlmbook.check_fit`) unless ``--allow-unknown``.
 """
 from __future__ import annotations
 
@@ -64,8 +58,7 @@ def _lines(path: str, verb: str) -> list[str]:
 
 
 def _treebank(text: str) -> str:
-    """A treebank argument that names a path must exist (the build's wording); a name is found
-    later."""
+    """A treebank argument that names a path must exist; a name is found later."""
     from .errors import UsageError
     if text != "toy" and ("/" in text or text.endswith(".conllu")) and not Path(text).expanduser().exists():
         raise UsageError(missing("treebank file", text, "trees TREEBANK"))
@@ -73,15 +66,13 @@ def _treebank(text: str) -> str:
 
 
 def _scheduler(args) -> str | None:
-    """``--scheduler``, else ``$MLMBOOK_SCHEDULER``: a Dask cluster to spread the work over (None:
-    here)."""
+    """``--scheduler``, else ``$MLMBOOK_SCHEDULER`` (None: here)."""
     from .workers.cluster import address
     return address(args.scheduler)
 
 
 def _line_of(path: str, index: int) -> str:
-    """``file:line`` of the ``index``-th sentence (non-blank line) of a file; for standard input,
-    which."""
+    """``file:line`` of the ``index``-th sentence (non-blank line), or which of standard input."""
     if path == "-":
         return f"standard input, sentence {index + 1}"
     numbers = [k for k, line in enumerate(Path(path).expanduser().read_text(encoding="utf-8").splitlines(), 1)
@@ -94,23 +85,18 @@ def _pll(args) -> None:
     from .errors import InputTooLong, UsageError
     sentences = _lines(args.file, "pll")
     try:
-        _pll_print(args, api, sentences)
+        scores = api.pll(args.model, sentences, variant=args.variant, per_token=args.per_token,
+                         reduction=args.reduction, allow_unknown=args.allow_unknown,
+                         scheduler=_scheduler(args), max_minutes=args.max_minutes)
     except InputTooLong as err:
         raise UsageError(f"{_line_of(args.file, err.index)}: {err}") from None
-
-
-def _pll_print(args, api, sentences) -> None:
-    if args.per_token:
-        for k, scores in enumerate(api.pll(args.model, sentences, variant=args.variant, per_token=True,
-                                           allow_unknown=args.allow_unknown, scheduler=_scheduler(args),
-                                           max_minutes=args.max_minutes)):
-            for token, score in zip(scores.tokens, scores.scores):
-                print(f"{k}\t{token}\t{score:.6f}")
+    if not args.per_token:
+        for sentence, score in zip(sentences, scores):
+            print(f"{score:.6f}\t{sentence}")
         return
-    for sentence, score in zip(sentences, api.pll(args.model, sentences, variant=args.variant,
-                                                  reduction=args.reduction, allow_unknown=args.allow_unknown,
-                                                  scheduler=_scheduler(args), max_minutes=args.max_minutes)):
-        print(f"{score:.6f}\t{sentence}")
+    for k, terms in enumerate(scores):
+        for token, score in zip(terms.tokens, terms.scores):
+            print(f"{k}\t{token}\t{score:.6f}")
 
 
 def _trees(args) -> None:

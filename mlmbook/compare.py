@@ -25,16 +25,13 @@ from .stats import kl as _kl
 from .toy import Grammar
 from .toy.vocab import N_SPECIAL
 
-__all__ = ["single_site_log_probs", "kl_to_truth", "rung_kl", "exact_conditionals",
-           "compare_with_truth", "TruthComparison"]
+__all__ = ["single_site_log_probs", "kl_to_truth", "rung_kl", "compare_with_truth",
+           "TruthComparison"]
 
 
 def single_site_log_probs(lm, sentences) -> list:
-    """For each sentence (list of words), log q(. | x_-i) at every position: list of (n, V) arrays.
-
-    One call of the query engine (:func:`mlmbook.queries.single_site`). Word-level: requires
-    one piece per word (the toy tokenizer).
-    """
+    """For each sentence (list of words), log q(. | x_-i) at every position: list of (n, V) arrays
+    (:func:`mlmbook.queries.single_site`). Word-level: one piece per word (the toy tokenizer)."""
     for words in sentences:
         ids, _ = lm.encode_words(list(words))
         if len(ids) != len(words):
@@ -44,37 +41,20 @@ def single_site_log_probs(lm, sentences) -> list:
 
 
 def kl_to_truth(grammar, lm, sentences, offset: int = N_SPECIAL) -> list:
-    """Per-position KL(truth || model) for each sentence: list of (n,) arrays (nats).
-
-    ``offset`` maps grammar word ids to the model's token ids (the toy tokenizer puts five
-    special tokens first).
-    """
-    model = single_site_log_probs(lm, sentences)
+    """Per-position KL(truth || model) for each sentence: list of (n,) arrays (nats). ``offset``
+    maps grammar word ids to the model's token ids (after the toy tokenizer's special tokens)."""
     out = []
-    for words, lq in zip(sentences, model):
+    for words, lq in zip(sentences, single_site_log_probs(lm, sentences)):
         p = grammar.conditionals(words)                             # (n, Vw)
-        lq = lq[:, offset:offset + p.shape[1]]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            terms = np.where(p > 0, p * (np.log(np.where(p > 0, p, 1.0)) - lq), 0.0)
-        out.append(terms.sum(1))
+        out.append(kl_rows(p, lq[:, offset:offset + p.shape[1]]))
     return out
 
 
-def exact_conditionals(grammar, sentences) -> list:
-    """The truth's ``p(x_i = w | x_{-i})`` at every position of every sentence: list of (n, V)
-    arrays.
-
-    :meth:`mlmbook.toy.Grammar.conditionals`, with the sentences of one length in one batch.
-    """
-    out: list = [None] * len(sentences)
-    by_length: dict[int, list[int]] = {}
-    for k, words in enumerate(sentences):
-        by_length.setdefault(len(words), []).append(k)
-    for ks in by_length.values():
-        ids = np.stack([grammar.encode(sentences[k]).numpy() for k in ks])
-        for k, p in zip(ks, grammar.pcfg.conditionals(ids).numpy()):
-            out[k] = p
-    return out
+def kl_rows(p: np.ndarray, lq: np.ndarray) -> np.ndarray:
+    """Per position, KL(p || q) in nats from the truth's ``p`` and the model's ``log q`` (n, V)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(p > 0, p * (np.log(np.where(p > 0, p, 1.0)) - lq), 0.0)
+    return terms.sum(1)
 
 
 @dataclass(frozen=True)
@@ -114,10 +94,17 @@ def compare_with_truth(grammar, lm, sentences, unigram=None, offset: int = N_SPE
     """Hold ``lm``'s single-site conditionals against the truth at every position of ``sentences``.
 
     One batched call of the model (:func:`single_site_log_probs`) and one exact pass per sentence
-    length (:func:`exact_conditionals`). ``offset`` maps grammar word ids to the model's token ids.
+    length. ``offset`` maps grammar word ids to the model's token ids.
     """
     log_q = single_site_log_probs(lm, sentences)
-    truth = exact_conditionals(grammar, sentences)
+    truth: list = [None] * len(sentences)
+    by_length: dict[int, list[int]] = {}
+    for k, words in enumerate(sentences):
+        by_length.setdefault(len(words), []).append(k)
+    for ks in by_length.values():
+        ids = np.stack([grammar.encode(sentences[k]).numpy() for k in ks])
+        for k, p in zip(ks, grammar.pcfg.conditionals(ids).numpy()):
+            truth[k] = p
     kl, kl_uni, gap, ruled, logs = [], [], [], [], []
     for words, p, lq in zip(sentences, truth, log_q):
         lq = lq[:, offset:offset + p.shape[1]]
@@ -134,8 +121,7 @@ def compare_with_truth(grammar, lm, sentences, unigram=None, offset: int = N_SPE
 
 def rung_kl(rung: ladder.Rung, n_sentences: int = ladder.KL_SENTENCES) -> float:
     """Mean single-site KL(truth ‖ rung) in nats on held-out toy sentences: the label of a rung
-    of the model ladder (:mod:`mlmbook.models.ladder`); computed once, then cached beside the
-    models."""
+    of the model ladder (:mod:`mlmbook.models.ladder`); computed once, cached beside the models."""
     path = ladder.snapshot_path(rung)
     # entry-step_N
     key = f"{path.parent.parent.name}-{path.name}" if rung.fraction != 1.0 else path.name

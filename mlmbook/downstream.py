@@ -1,28 +1,19 @@
-r"""A downstream task with an exact answer: number agreement, fine-tuned, across attractors.
+r"""A downstream task with an exact answer: number agreement, across attractors.
 
-Chapter 4 asks whether an encoder pretrained without ``[MASK]`` (MAE-LM) is better *when used*
-than one pretrained with it (the MLM). Its downstream task is a sentence classification whose
-labels the toy language fixes exactly: is the sentence grammatical, or was its verb switched to
-the wrong number ("the dogs near the river *barks* .")? A switched sentence is kept only if the
-grammar gives it probability zero, so the truth separates the two classes perfectly and every
-error is the model's.
-
-Two test sets make the task hard enough to tell encoders apart:
-
-* **ordinary** sentences, where the subject usually sits next to its verb;
-* **attractor** sentences, where a noun of the *other* number stands between the subject and
-  the verb ("the child with the shepherds *wants*"). A classifier that reads the number of the
-  nearest noun gets these wrong; one that tracks the subject gets them right. This is the
-  agreement-attraction test of psycholinguistics and of Linzen et al. (2016) for LSTMs.
-
-The encoder and a linear classifier on its mean-pooled last layer are fine-tuned together on
-ordinary sentences (:func:`finetune_classifier`; from a masked LM and word lists,
-:func:`finetune_encoder`) — enough of them that the encoders clear chance; each test sentence's
-correctness is returned, so intervals can be taken over sentences and pretraining seeds.
+Is the sentence grammatical, or was its verb switched to the wrong number ("the dogs near the river
+*barks* .")? A switched sentence is kept only if the grammar gives it probability zero, so the truth
+separates the two classes perfectly and every error is the model's. Two test sets: **ordinary**
+sentences, and **attractor** sentences, where a noun of the *other* number stands between the
+subject and the verb ("the child with the shepherds *wants*"): a classifier that reads the nearest
+noun's number gets these wrong (the agreement-attraction test of Linzen et al. 2016). An encoder is
+read by a linear probe on frozen features (:func:`probe_agreement`) or fine-tuned with a linear
+classifier (:func:`finetune_encoder`); each test sentence's correctness is returned, so intervals
+can be taken over sentences and pretraining seeds.
 """
 from __future__ import annotations
 
 import copy
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -31,7 +22,7 @@ from torch import nn
 from .threads import using
 
 __all__ = ["flip_agreement", "agreeing_verb", "attractor", "agreement_task", "verb_features",
-           "probe_agreement", "finetune_encoder", "finetune_classifier"]
+           "probe_agreement", "finetune_encoder", "FinetuneSettings", "finetune_classifier"]
 
 
 def _verb_forms(grammar) -> dict:
@@ -79,22 +70,13 @@ def attractor(sentence, verb: int) -> bool:
 
 
 def agreement_task(grammar, n: int, seed: int = 0, attractors: bool = False, verbs: bool = False):
-    """``n`` labelled sentences, half grammatical (label 0), half with a flipped verb (label 1).
+    """``n`` labelled sentences (each from a different source sentence), half grammatical (label 0),
+    half with a flipped verb (label 1) that the exact grammar gives probability zero ("the sheep
+    sleeps" flipped to "the sheep sleep" is still English, and is skipped).
 
-    A flipped sentence is kept only if the exact grammar gives it probability zero: "the
-    sheep sleeps" flipped to "the sheep sleep" is still English, and is skipped. So the
-    truth separates the two classes perfectly; the models have to learn to.
-
-    Parameters
-    ----------
-    n : int
-        Number of examples (each from a different source sentence).
-    attractors : bool
-        Keep only source sentences with an agreement attractor (:func:`attractor`); about one
-        sentence in twenty of the toy language has one.
-    verbs : bool
-        Also return the position of each example's agreeing verb (the one that was or could have
-        been switched), for a probe that reads it (:func:`probe_agreement`).
+    ``attractors``: keep only source sentences with an agreement attractor (:func:`attractor`; about
+    one in twenty toy sentences has one). ``verbs``: also return the position of each example's
+    agreeing verb (switched or not), for :func:`probe_agreement`.
 
     Returns
     -------
@@ -166,24 +148,12 @@ def verb_features(lm, sentences, verb_positions) -> np.ndarray:
 def probe_agreement(lm, train, tests, l2: float = 1e-2) -> list:
     r"""A linear probe of agreement on frozen features: which test examples it classifies correctly.
 
-    The encoder is not trained: each example is the agreeing verb's representation at every layer
-    (:func:`verb_features`), and a logistic regression (:func:`mlmbook.probes.fit_probe`, L2 penalty
-    ``l2`` on standardised features, fitted by L-BFGS from zero) is fitted on ``train`` and scored
-    on each of ``tests``. Nothing in it is random, so two runs on one encoder agree exactly and the
-    spread between pretraining seeds is the encoders' own — unlike fine-tuning
-    (:func:`finetune_encoder`), whose result moves with its own seed and the encoder's drift.
-
-    Parameters
-    ----------
-    lm : MaskedLM
-        A toy encoder (see :func:`verb_features`).
-    train, tests : (sentences, labels, verb_positions), list of them
-        As :func:`agreement_task` returns with ``verbs=True``.
-
-    Returns
-    -------
-    list of numpy.ndarray (bool)
-        For each test set, whether each example was classified correctly.
+    Each example is the agreeing verb's representation at every layer (:func:`verb_features`); a
+    logistic regression (:func:`mlmbook.probes.fit_probe`, L2 penalty ``l2``) is fitted on ``train``
+    and scored on each of ``tests`` (``(sentences, labels, verb_positions)``, as
+    :func:`agreement_task` returns them with ``verbs=True``). Nothing in it is random, so the spread
+    between pretraining seeds is the encoders' own, unlike fine-tuning's (:func:`finetune_encoder`).
+    Returns, per test set, a bool array: whether each example was classified correctly.
     """
     from .probes import fit_probe
 
@@ -192,64 +162,51 @@ def probe_agreement(lm, train, tests, l2: float = 1e-2) -> list:
 
 
 def finetune_encoder(lm, train_words, train_labels, test_sets, seed: int = 0, epochs: int = 5) -> list:
-    """:func:`finetune_classifier` on a masked LM's encoder, from word lists.
-
-    Parameters
-    ----------
-    lm : MaskedLM
-        With ``encoder`` (the part a downstream task receives: an MLM's Transformer body, MAE-LM's
-        encoder), ``encode_words`` and a ``tokenizer`` with ``[CLS]``/``[SEP]`` ids.
-    train_words : list of list of str
-    train_labels : array of int
-    test_sets : list of (list of list of str, labels)
-
-    Returns
-    -------
-    list of numpy.ndarray (bool)
-        For each test set, whether each test sentence was classified correctly.
-    """
+    """:func:`finetune_classifier` on a masked LM's ``encoder`` (an MLM's Transformer body, MAE-LM's
+    encoder), from word lists: ``test_sets`` is a list of ``(sentences, labels)``. Returns, per test
+    set, a bool array: whether each sentence was classified correctly."""
     tok = lm.tokenizer
 
     def rows(sentences):
         return [[tok.cls_token_id] + lm.encode_words(list(w))[0] + [tok.sep_token_id] for w in sentences]
 
     return finetune_classifier(lm.encoder, rows(train_words), train_labels,
-                               [(rows(w), y) for w, y in test_sets], seed=seed, epochs=epochs,
-                               pad_id=tok.pad_token_id or 0)
+                               [(rows(w), y) for w, y in test_sets], pad_id=tok.pad_token_id or 0,
+                               settings=FinetuneSettings(seed=seed, epochs=epochs))
 
 
-def finetune_classifier(encoder, train_rows, train_labels, test_sets, seed: int = 0, epochs: int = 5,
-                        batch: int = 32, lr: float = 1e-3, pad_id: int = 0) -> list:
-    """Fine-tune a copy of ``encoder`` with a linear classifier on mean-pooled states.
+@dataclass(frozen=True)
+class FinetuneSettings:
+    """How :func:`finetune_classifier` trains: ``seed`` seeds the classifier's initialisation and
+    the order of the training batches; AdamW at learning rate ``lr``, ``batch`` rows a step."""
 
-    Parameters
-    ----------
-    encoder : transformers.BertModel (or any model returning ``last_hidden_state``)
-        Left unchanged: a deep copy is trained.
-    train_rows : list of list of int
-        Token ids *with* the model's special tokens.
-    train_labels : array of int
-    test_sets : list of (rows, labels)
-        Test sentences, scored after training.
-    seed : int
-        Seeds the classifier's initialisation and the order of the training batches.
+    seed: int = 0
+    epochs: int = 5
+    batch: int = 32
+    lr: float = 1e-3
 
-    Returns
-    -------
-    list of numpy.ndarray (bool)
-        For each test set, whether each test sentence was classified correctly.
+
+def finetune_classifier(encoder, train_rows, train_labels, test_sets, pad_id: int = 0, *,
+                        settings: FinetuneSettings = FinetuneSettings()) -> list:
+    """Fine-tune a copy of ``encoder`` (any model returning ``last_hidden_state``; left unchanged)
+    with a linear classifier on mean-pooled states.
+
+    ``train_rows`` and the rows of ``test_sets`` (a list of ``(rows, labels)``) are token ids *with*
+    the model's special tokens. Returns, per test set, a bool array: whether each sentence was
+    classified correctly.
     """
     with using(1):        # training: one thread always, so a seed gives the same numbers everywhere
-        return _finetune(encoder, train_rows, train_labels, test_sets, seed, epochs, batch, lr, pad_id)
+        return _finetune(encoder, train_rows, train_labels, test_sets, pad_id, settings)
 
 
-def _finetune(encoder, train_rows, train_labels, test_sets, seed, epochs, batch, lr, pad_id) -> list:
+def _finetune(encoder, train_rows, train_labels, test_sets, pad_id, settings) -> list:
+    seed, epochs, batch = settings.seed, settings.epochs, settings.batch
     torch.manual_seed(seed)
     enc = copy.deepcopy(encoder).train()
     n_classes = int(np.max(train_labels)) + 1
     clf = nn.Linear(enc.config.hidden_size, max(n_classes, 2))
     params = list(enc.parameters()) + list(clf.parameters())
-    opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.01)
+    opt = torch.optim.AdamW(params, lr=settings.lr, weight_decay=0.01)
 
     def pad(rows):                                # every row padded once, up front
         ids = torch.full((len(rows), max(len(r) for r in rows)), pad_id, dtype=torch.long)

@@ -3,18 +3,7 @@ and :func:`notice`, the one way to print a one-line message the reader must see.
 
 A reader catches :class:`MLMBookError` to tell "my input was wrong" (the message says what
 to do) from a bug (any other exception). Errors about a file carry ``path`` and ``lineno``
-and start their message with ``file:line:``.
-
-=======================  =================================================================
-class                    raised when
-=======================  =================================================================
-``ModelLoadError``       a model or tokenizer cannot be used as a masked LM
-``TreebankError``        a CoNLL-U file is malformed, unusable, or not found
-``GrammarError``         a grammar file is malformed (rules that do not sum to one, ...)
-``DataFitError``         the model does not know the words of the chosen sentences
-``InputTooLong``         a sentence is longer than the model reads at once (``index``: which)
-``BuildError``           the book's build: bad chapter, bad parameter, rendering failed
-=======================  =================================================================
+(1-based; None if not a line) and start their message with ``file:line:``.
 """
 from __future__ import annotations
 
@@ -44,12 +33,7 @@ class ModelLoadError(MLMBookError, RuntimeError):
 
 
 class TreebankError(_Located, ValueError):
-    """A CoNLL-U file is malformed or unusable, or a treebank cannot be found.
-
-    Attributes
-    ----------
-    path, lineno : where the problem is (``lineno`` is 1-based; ``None`` if not a line).
-    """
+    """A CoNLL-U file is malformed or unusable, or a treebank cannot be found."""
 
 
 class TreebankNotFoundError(TreebankError, FileNotFoundError):
@@ -61,13 +45,11 @@ class GrammarError(_Located, ValueError):
 
 
 class DataFitError(MLMBookError, ValueError):
-    """A model and a treebank do not fit: too many of the sentences' tokens are unknown to the
-    model."""
+    """A model and a treebank do not fit: the model knows too few of the sentences' tokens."""
 
 
 class InputTooLong(MLMBookError, ValueError):
-    """A sentence longer than the model reads at once; ``index`` is its place (0, 1, ...) in the
-    input."""
+    """A sentence longer than the model reads at once; ``index`` is its place (0, 1, ...)."""
 
     def __init__(self, message: str, index: int):
         super().__init__(message)
@@ -91,12 +73,8 @@ class BrowserMissing(MLMBookError, RuntimeError):
 
 
 def notice(message: str) -> None:
-    """Print a one-line notice on the page (the cell's stderr) *and* on the build's terminal.
-
-    Inside a kernel ``sys.stderr`` is the cell's output; the kernel process's own stderr
-    (``sys.__stderr__``) is the terminal the build runs in. Outside a kernel both are the same
-    stream and the message is printed once.
-    """
+    """Print a one-line notice on the page (the cell's stderr) *and* on the build's terminal (the
+    kernel process's ``sys.__stderr__``); once where both are the same stream."""
     print(message, file=sys.stderr, flush=True)
     terminal = sys.__stderr__
     if terminal is not None and terminal is not sys.stderr:

@@ -22,8 +22,7 @@ variable                    meaning                                          def
 ``HF_HUB_OFFLINE``          (Hugging Face's) never reach the Hub             off
 ==========================  ===============================================  ==============================
 
-An empty variable counts as unset. Data files are searched in ``$MLMBOOK_DATA``, then
-``<root>/data``, then ``<root>/../shared/data`` (see :func:`data_dirs`).
+An empty variable counts as unset.
 """
 
 from __future__ import annotations
@@ -39,7 +38,6 @@ __all__ = ["write_json_atomic", "cache_dir", "data_dirs", "repo_root", "find_roo
            "env_str", "env_int", "env_flag", "hf_offline"]
 
 
-# ----------------------------------------------------------------------------- variables
 def env_str(name: str) -> str | None:
     """The value of ``$name``, or None when it is unset or empty."""
     value = os.environ.get(name, "").strip()
@@ -47,8 +45,7 @@ def env_str(name: str) -> str | None:
 
 
 def env_int(name: str, default: int, minimum: int = 0) -> int:
-    """``$name`` as an integer ≥ ``minimum`` (``default`` when unset); a bad value is a one-line
-    error."""
+    """``$name`` as an integer ≥ ``minimum`` (``default`` when unset; a bad one: a UsageError)."""
     value = env_str(name)
     if value is None:
         return default
@@ -71,44 +68,20 @@ def hf_offline() -> bool:
     return env_flag("HF_HUB_OFFLINE")
 
 
-# ----------------------------------------------------------------------------- locations
-def _is_book_root(path: Path) -> bool:
-    return (path / "_toc.yml").is_file() and (path / "book").is_dir()
-
-
 def find_root(start: str | os.PathLike | None = None) -> Path | None:
-    """Return the nearest directory at or above ``start`` that holds a book.
-
-    A book root is a directory with a ``_toc.yml`` file and a ``book/`` folder.
-
-    Parameters
-    ----------
-    start : path-like, optional
-        Where to start looking (default: the current working directory).
-
-    Returns
-    -------
-    pathlib.Path or None
-        The book root, or None when there is none above ``start``.
-    """
+    """The nearest directory at or above ``start`` (default: the working directory) with a
+    ``_toc.yml`` file and a ``book/`` folder, or None."""
     here = Path(start or Path.cwd()).resolve()
     for candidate in (here, *here.parents):
-        if _is_book_root(candidate):
+        if (candidate / "_toc.yml").is_file() and (candidate / "book").is_dir():
             return candidate
     return None
 
 
 def repo_root() -> Path:
-    """Return the repository root of the book.
-
-    ``$MLMBOOK_ROOT`` if set (the build sets it for every chapter), else the book
-    root above the current directory, else the checkout this package lives in.
-
-    Returns
-    -------
-    pathlib.Path
-        The root; it may lack a ``_toc.yml`` when mlmbook was installed from a wheel.
-    """
+    """The repository root of the book: ``$MLMBOOK_ROOT`` if set (the build sets it for every
+    chapter), else the book root above the current directory, else the checkout this package lives
+    in (without a ``_toc.yml`` when mlmbook was installed from a wheel)."""
     env = env_str("MLMBOOK_ROOT")
     if env:
         return Path(env).expanduser().resolve()
@@ -117,20 +90,14 @@ def repo_root() -> Path:
 
 
 def cache_dir() -> Path:
-    """Return the model cache directory (``$MLMBOOK_CACHE``, default ``~/.cache/mlmbook``).
-
-    The directory is not created here; writers create what they need.
-    """
+    """The model cache directory (``$MLMBOOK_CACHE``, default ``~/.cache/mlmbook``)."""
     env = env_str("MLMBOOK_CACHE")
     return Path(env).expanduser().resolve() if env else Path.home() / ".cache" / "mlmbook"
 
 
 def data_dirs(subdir: str | None = None) -> list[Path]:
-    """Folders searched for a data file, in order.
-
-    ``$MLMBOOK_DATA``, ``<root>/data`` and ``<root>/../shared/data`` (the project's shared
-    folder, where it exists), each followed by its ``subdir`` when one is given.
-    """
+    """Folders searched for a data file, in order: ``$MLMBOOK_DATA``, ``<root>/data`` and
+    ``<root>/../shared/data``, each followed by its ``subdir`` when one is given."""
     bases = []
     env = env_str("MLMBOOK_DATA")
     if env:
@@ -150,19 +117,12 @@ def build_dir(root: Path | None = None) -> Path:
     return Path(env).expanduser().resolve() if env else (root or repo_root()) / "_build"
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
 def write_json_atomic(path: str | os.PathLike, data, indent: int | None = None, sort_keys: bool = False) -> Path:
     """Write ``data`` as JSON to ``path`` so that a reader sees the old file or the whole new one.
 
     The text goes to a temporary file beside ``path`` and replaces it in one ``os.replace``; a
     killed writer leaves at most a hidden ``.<name>.*.tmp`` that nothing loads. The file gets the
     permissions a plain ``open(path, "w")`` would (the process's umask), not ``mkstemp``'s 0600.
-    The one atomic writer of the package (results, timings, caches' memos).
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -172,7 +132,9 @@ def write_json_atomic(path: str | os.PathLike, data, indent: int | None = None, 
             json.dump(data, fh, indent=indent, sort_keys=sort_keys)
             if indent is not None:
                 fh.write("\n")
-        os.chmod(tmp, 0o666 & ~_umask())
+        umask = os.umask(0)                         # read the umask (setting it is the only way)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

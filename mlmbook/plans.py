@@ -32,15 +32,10 @@ about a training recipe), and for a ratio of sums :math:`\hat R = \sum_k d_k / \
 contributes :math:`(d_k - \hat R g_k)/\bar g` (its linearisation, so that
 :math:`\sigma/\sqrt n` is the estimate's standard error); for seeds it is the SD of the seed means.
 
-**One source.** Declarations take their planning SD from the plan (:func:`fill`,
-:func:`planning_sds`), never from a number in the code, so a plan changes only by re-running the
-pilot. The build records in each chapter's results the hash of the plan it was declared under
-(:func:`stamp`, key ``"plan"``), and :func:`check` fails a reference built against another plan.
-
-**A plan changed after its result was seen** is not overwritten: :func:`supersede` keeps the old
-plan with the answers recorded against it and the reason, in ``superseded``, beside the new one.
-
-Command line::
+Declarations take their planning SD from the plan (:func:`fill`), never from a number in the code;
+the build records the plan's hash in each chapter's results (:func:`stamp`), and :func:`check` fails
+a reference built against another plan. A plan changed after its result was seen is kept in
+``superseded`` (:func:`supersede`). Command line::
 
     python -m mlmbook build 1 --profile pilot --no-render     # the pilot's answers, in _build/results
     python -m mlmbook.plans write _build/results 1            # results/plans/01_dependencies.json
@@ -63,7 +58,7 @@ from .paths import repo_root, write_json_atomic
 from .profiles import EXTENDED, PILOT, seed_offset
 from .stats import Question, by_unit, needed_units
 
-__all__ = ["PLAN_KEY", "plans_dir", "plan_path", "unit_sd_of", "from_pilot", "content_hash", "load",
+__all__ = ["PLAN_KEY", "plan_path", "unit_sd_of", "from_pilot", "content_hash", "load",
            "save", "supersede", "planning_sds", "fill", "stamp", "check", "check_references",
            "reference", "reference_for", "reference_glue", "main"]
 
@@ -73,15 +68,10 @@ PLAN_KEY = "plan"
 _QUESTION_FIELDS = ("key", "claim", "effect", "basis", "unit", "measure", "reference", "sample")
 
 
-def plans_dir(root: str | Path | None = None) -> Path:
-    """``results/plans`` of the book's repository (``root``, default
-    :func:`mlmbook.paths.repo_root`)."""
-    return Path(root or repo_root()) / "results" / "plans"
-
-
 def plan_path(chapter: str, root: str | Path | None = None) -> Path:
-    """Where ``chapter``'s (slug) plan is committed."""
-    return plans_dir(root) / f"{chapter}.json"
+    """Where ``chapter``'s (slug) plan is committed: ``results/plans`` of ``root`` (default
+    :func:`mlmbook.paths.repo_root`)."""
+    return Path(root or repo_root()) / "results" / "plans" / f"{chapter}.json"
 
 
 def _units(record: dict) -> tuple[np.ndarray, np.ndarray]:
@@ -186,11 +176,9 @@ def save(plan: dict, root: str | Path | None = None) -> Path:
 
 
 def _answer_summary(results: dict) -> dict:
-    out = {}
-    for _, rec in _answers(results):
-        out[rec["key"]] = {f: rec.get(f) for f in ("interval_estimate", "interval_low", "interval_high",
-                                                   "interval_n", "verdict", "planning_sd", "effect")}
-    return out
+    fields = ("interval_estimate", "interval_low", "interval_high", "interval_n", "verdict",
+              "planning_sd", "effect")
+    return {rec["key"]: {f: rec.get(f) for f in fields} for _, rec in _answers(results)}
 
 
 def supersede(old: dict, new: dict, reason: str, answers: dict | None = None, date: str | None = None) -> dict:
@@ -207,17 +195,15 @@ def supersede(old: dict, new: dict, reason: str, answers: dict | None = None, da
 
 def reference(chapter: str, profile: str = "extended", root: str | Path | None = None) -> dict | None:
     """The committed ``profile`` reference's answers of ``chapter``, to show beside a run's
-    (:meth:`mlmbook.stats.Study.beside`): ``{"label", "answers": {key: record}}``, None when that
+    (:meth:`mlmbook.stats.Study.table`): ``{"label", "answers": {key: record}}``, None when that
     reference has not been built. The label names the profile and the date the chapter's results
-    became the reference (``reference.built``; ``plan.built`` in the references committed before
-    that key existed; else the date of the profile's last whole-book build, where one was
-    recorded)."""
+    became the reference (``reference.built``, else the profile's last whole-book build)."""
     base = Path(root or repo_root()) / "results"
     path = base / profile / f"{chapter}.json"
     if not path.is_file():
         return None
     results = json.loads(path.read_text())
-    when = (results.get("reference") or {}).get("built") or (results.get(PLAN_KEY) or {}).get("built") or max(
+    when = (results.get("reference") or {}).get("built") or max(
         [json.loads(t.read_text()).get("when") or "" for t in (base / "timings").glob(f"{profile}-*.json")] or [""])
     return {"label": f"the {profile} reference" + (f", built {when}" if when else ""),
             "answers": {rec["key"]: rec for _, rec in _answers(results)}}
@@ -271,11 +257,8 @@ def planning_sds(chapter: str, root: str | Path | None = None) -> dict:
 
 def stamp(results: dict, chapter: str, root: str | Path | None = None) -> dict:
     """``results`` with the plan ``chapter`` was declared under, key :data:`PLAN_KEY`: its hash
-    (None without a committed plan). No clock time: two builds of the same code give the same bytes
-    (when a reference was made is recorded in its committed copy,
-    :func:`mlmbook.pipeline.runs.update_reference_files`). The build stamps every chapter's results
-    as the chapter ends (:mod:`mlmbook.pipeline.chapter_run`); :func:`check` compares the hash and
-    each answer's planning SD."""
+    (None without a committed plan); no clock time, so two builds of the same code give the same
+    bytes."""
     plan = load(chapter, root)
     return {**results, PLAN_KEY: {"chapter": chapter, "hash": None if plan is None else content_hash(plan)}}
 
@@ -289,11 +272,8 @@ def fill(chapter: str, questions, root: str | Path | None = None) -> list:
 
 def check(chapter: str, results: dict, root: str | Path | None = None) -> list[str]:
     """Why ``chapter``'s ``results`` were not built against its committed plan (empty when they
-    were).
-
-    A results file with primary answers must record the hash of the committed plan (:func:`stamp`),
-    and each answer's planning SD must be the plan's.
-    """
+    were): a results file with primary answers must record the committed plan's hash
+    (:func:`stamp`), and each answer's planning SD must be the plan's."""
     answers = _answers(results)
     if not answers:
         return []
@@ -311,12 +291,12 @@ def check(chapter: str, results: dict, root: str | Path | None = None) -> list[s
     for key, rec in answers:
         if rec["key"] not in sds:
             problems.append(f"{chapter}: {key} is not a question of its plan")
-        elif (rec.get("planning_sd"), sds[rec["key"]]) == (None, None):
+            continue
+        mine, theirs = rec.get("planning_sd"), sds[rec["key"]]
+        if mine is None and theirs is None:
             continue  # the pilot's units did not vary: no SD on either side
-        elif rec.get("planning_sd") is None or sds[rec["key"]] is None \
-                or not math.isclose(rec["planning_sd"], sds[rec["key"]], rel_tol=1e-9):
-            problems.append(f"{chapter}: {key} declared planning SD {rec.get('planning_sd')}, the plan's is "
-                            f"{sds[rec['key']]}")
+        if mine is None or theirs is None or not math.isclose(mine, theirs, rel_tol=1e-9):
+            problems.append(f"{chapter}: {key} declared planning SD {mine}, the plan's is {theirs}")
     return problems
 
 
@@ -372,7 +352,7 @@ def main(argv=None) -> int:
             else:
                 new = {**new, "superseded": old.get("superseded", [])}
         # the pilot's answers, committed beside
-        kept = plans_dir(args.root).parent / "pilot" / path.name
+        kept = plan_path(path.stem, args.root).parent.parent / "pilot" / path.name
         kept.parent.mkdir(parents=True, exist_ok=True)
         kept.write_bytes(data)
         print(f"{save(new, args.root)}  {content_hash(new)}")

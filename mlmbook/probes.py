@@ -1,18 +1,12 @@
 r"""What a linear read-out gets from frozen token representations, layer by layer.
 
-Chapter 4 compares encoders — the default MLM, MAE-LM, and their controls — by what a *linear*
-probe can read from their token representations at every layer. For token representations
-:math:`h_t \in \mathbb{R}^d` and labels :math:`y_t` (part of speech, number, depth in the gold
-tree, offset to the head), a multinomial logistic regression
-:math:`p(y \mid h) = \operatorname{softmax}(W h + b)` is fitted on the tokens of some sentences
-and scored on the tokens of others: splits are by *sentence*, so no sentence contributes to both.
-A linear probe cannot compute new features; it measures what is already linearly available.
-
-:func:`probe_counts` returns the number of correct and scored tokens of every test sentence, so
-that two encoders probed on the same sentences give a *paired* accuracy difference with an
-interval over sentences (and training seeds): :func:`mlmbook.stats.ratio`.
-
-:func:`collect_states` gathers the representations, split into real-token and ``[MASK]`` rows.
+For token representations :math:`h_t \in \mathbb{R}^d` and labels :math:`y_t` (part of speech,
+number, depth in the gold tree, offset to the head), a multinomial logistic regression
+:math:`p(y \mid h) = \operatorname{softmax}(W h + b)` is fitted on the tokens of some sentences and
+scored on the tokens of others (splits by *sentence*). A linear probe cannot compute new features;
+it measures what is already linearly available. :func:`probe_counts` counts the hits per test
+sentence, so that two encoders probed on the same sentences give a paired difference with an
+interval over sentences (:func:`mlmbook.stats.ratio`).
 """
 from __future__ import annotations
 
@@ -29,33 +23,30 @@ __all__ = ["collect_states", "token_labels", "PROBE_TASKS", "UPOS_TAGS", "Probe"
 
 UPOS_TAGS = ["DET", "ADJ", "NOUN", "PROPN", "VERB", "ADP", "ADV", "PUNCT"]
 
-#: The probing tasks, with the class names their integer labels stand for.
 PROBE_TASKS = {
     "pos": UPOS_TAGS,
     "number": ["Sing", "Plur"],
     "depth": ["0", "1", "2", "3+"],
     "head_offset": ["root", "<=-3", "-2", "-1", "+1", "+2", ">=+3"],
 }
+"""The probing tasks, with the class names their integer labels stand for."""
 
 
 # ---------------------------------------------------------------------------- representations
-def collect_states(states_fn, rows, masked=None, mask_id=None, chunk: int = 256) -> dict:
+def collect_states(states_fn, rows, masked=None, mask_id=None) -> dict:
     """Per-layer representations of many sentences, split into real and ``[MASK]`` tokens.
 
     Parameters
     ----------
     states_fn : callable
-        ``ids (B, n) -> tuple of (B, n, d)`` per layer, over content tokens — e.g.
-        :meth:`mlmbook.models.HFMaskedLM.hidden_states` or
-        :meth:`mlmbook.models.maelm.MAEMaskedLM.hidden_states`.
+        ``ids (B, n) -> tuple of (B, n, d)`` per layer, over content tokens (a model's
+        ``hidden_states``).
     rows : list of list of int
         Token ids of each sentence, without special tokens.
     masked : list of list of bool, optional
         Positions to replace by ``mask_id`` (default: none).
     mask_id : int
         The model's ``[MASK]`` id (needed when ``masked`` is given).
-    chunk : int
-        Most rows per forward pass; rows are grouped by length.
 
     Returns
     -------
@@ -71,8 +62,8 @@ def collect_states(states_fn, rows, masked=None, mask_id=None, chunk: int = 256)
     parts = {"real": [], "mask": []}
     index = {"real": [], "mask": []}
     for _, members in sorted(by_len.items()):
-        for start in range(0, len(members), chunk):
-            idx = members[start:start + chunk]
+        for start in range(0, len(members), 256):               # at most 256 rows a forward pass
+            idx = members[start:start + 256]
             ids = torch.tensor([rows[s] for s in idx], dtype=torch.long)
             m = torch.tensor([list(masked[s]) for s in idx], dtype=torch.bool).reshape(ids.shape)
             if m.any():
@@ -142,56 +133,36 @@ def fit_probe(X, y, n_classes: int, l2: float = 1e-3, max_iter: int = 100) -> Pr
     r"""Fit :math:`\operatorname{softmax}(W h + b)` by L-BFGS on the mean cross-entropy
     plus :math:`\lambda \|W\|^2` (features standardised first, so one :math:`\lambda` fits all)."""
     with using(1):          # an optimisation: one thread always, the same fit on every machine
-        return _fit_probe(X, y, n_classes, l2, max_iter)
+        X = torch.as_tensor(X, dtype=torch.float64)
+        y = torch.as_tensor(y, dtype=torch.long)
+        mean, scale = X.mean(0), X.std(0).clamp_min(1e-8)
+        Z = (X - mean) / scale
+        W = torch.zeros(X.shape[1], n_classes, dtype=torch.float64, requires_grad=True)
+        b = torch.zeros(n_classes, dtype=torch.float64, requires_grad=True)
+        opt = torch.optim.LBFGS([W, b], max_iter=max_iter, line_search_fn="strong_wolfe")
+
+        def closure():
+            opt.zero_grad()
+            loss = nn.functional.cross_entropy(Z @ W + b, y) + l2 * (W ** 2).sum()
+            loss.backward()
+            return loss
+
+        opt.step(closure)
+        return Probe(W.detach(), b.detach(), mean, scale)
 
 
-def _fit_probe(X, y, n_classes: int, l2: float, max_iter: int) -> Probe:
-    X = torch.as_tensor(X, dtype=torch.float64)
-    y = torch.as_tensor(y, dtype=torch.long)
-    mean, scale = X.mean(0), X.std(0).clamp_min(1e-8)
-    Z = (X - mean) / scale
-    W = torch.zeros(X.shape[1], n_classes, dtype=torch.float64, requires_grad=True)
-    b = torch.zeros(n_classes, dtype=torch.float64, requires_grad=True)
-    opt = torch.optim.LBFGS([W, b], max_iter=max_iter, line_search_fn="strong_wolfe")
-
-    def closure():
-        opt.zero_grad()
-        loss = nn.functional.cross_entropy(Z @ W + b, y) + l2 * (W ** 2).sum()
-        loss.backward()
-        return loss
-
-    opt.step(closure)
-    return Probe(W.detach(), b.detach(), mean, scale)
-
-
-def probe_accuracy(X, labels, sentence_of, n_classes: int, seeds=(0, 1, 2), train_frac: float = 0.5,
-                   l2: float = 1e-3) -> np.ndarray:
-    """Held-out accuracy of a linear probe, once per seed (a different sentence split each time).
-
-    Parameters
-    ----------
-    X : array (N, d)
-        Token representations.
-    labels : array (N,)
-        Integer labels; rows with -1 are ignored.
-    sentence_of : array (N,)
-        The sentence each row comes from; train and test sentences never overlap.
-
-    Returns
-    -------
-    numpy.ndarray (len(seeds),)
-    """
-    X, labels, sentence_of = np.asarray(X), np.asarray(labels), np.asarray(sentence_of)
-    use = labels >= 0
-    X, labels, sentence_of = X[use], labels[use], sentence_of[use]
-    sentences = np.unique(sentence_of)
+def probe_accuracy(X, labels, sentence_of, n_classes: int, seeds=(0, 1, 2)) -> np.ndarray:
+    """Held-out accuracy of a linear probe, once per seed (a different half of the sentences
+    ``sentence_of`` to train on each time): :func:`probe_counts` pooled over the test sentences."""
+    labels, sentence_of = np.asarray(labels), np.asarray(sentence_of)
+    sentences = np.unique(sentence_of[labels >= 0])
     out = []
     for seed in seeds:
         rng = np.random.default_rng(seed)
-        train_sents = rng.choice(sentences, size=int(train_frac * len(sentences)), replace=False)
-        tr = np.isin(sentence_of, train_sents)
-        probe = fit_probe(X[tr], labels[tr], n_classes, l2=l2)
-        out.append(float((probe.predict(X[~tr]) == labels[~tr]).mean()))
+        train = rng.choice(sentences, size=len(sentences) // 2, replace=False)
+        test = np.setdiff1d(sentences, train)
+        correct, total = probe_counts(X, labels, sentence_of, n_classes, train, test)
+        out.append(float(correct.sum() / total.sum()))
     return np.array(out)
 
 
@@ -202,31 +173,22 @@ def split_sentences(n_sentences: int, seed: int = 0, train_frac: float = 0.5) ->
     return np.sort(perm[:k]), np.sort(perm[k:])
 
 
-def probe_counts(X, labels, sentence_of, n_classes: int, train, test, l2: float = 1e-3) -> tuple:
-    """Fit a probe on the rows of the ``train`` sentences; count its hits on each ``test`` sentence.
-
-    Parameters
-    ----------
-    X : array (N, d)
-    labels : array (N,)
-        Integer labels; rows with -1 are ignored.
-    sentence_of : array (N,)
-        The sentence of each row.
-    train, test : arrays of sentence indices
-        Disjoint.
+def probe_counts(X, labels, sentence_of, n_classes: int, train, test) -> tuple:
+    """Fit a probe on the rows of the ``train`` sentences (rows labelled -1 are ignored); count its
+    hits on each ``test`` sentence.
 
     Returns
     -------
     correct, total : numpy.ndarray (len(test),)
-        Correctly labelled and scored tokens of each test sentence, in the order of ``test``
-        (the same for every model probed on these sentences: ready for a paired
+        Correctly labelled and scored tokens of each test sentence, in the order of ``test`` (the
+        same for every model probed on these sentences: ready for a paired
         :func:`mlmbook.stats.ratio`).
     """
     X, labels, sentence_of = np.asarray(X), np.asarray(labels), np.asarray(sentence_of)
     use = labels >= 0
     tr = use & np.isin(sentence_of, train)
     te = use & np.isin(sentence_of, test)
-    probe = fit_probe(X[tr], labels[tr], n_classes, l2=l2)
+    probe = fit_probe(X[tr], labels[tr], n_classes)
     hit = probe.predict(X[te]) == labels[te]
     pos = {s: k for k, s in enumerate(np.asarray(test))}
     where = np.array([pos[s] for s in sentence_of[te]], dtype=int)
@@ -235,7 +197,7 @@ def probe_counts(X, labels, sentence_of, n_classes: int, train, test, l2: float 
     return correct, total
 
 
-def layer_probe_counts(layers, index, labels, train, test, tasks=None, l2: float = 1e-3) -> dict:
+def layer_probe_counts(layers, index, labels, train, test, tasks=None) -> dict:
     """:func:`probe_counts` for every task and layer of one model.
 
     Parameters
@@ -258,6 +220,6 @@ def layer_probe_counts(layers, index, labels, train, test, tasks=None, l2: float
     out = {}
     for task in tasks or PROBE_TASKS:
         y = np.array([labels[s][task][p] for s, p in index])
-        runs = [probe_counts(H, y, index[:, 0], len(PROBE_TASKS[task]), train, test, l2) for H in layers]
+        runs = [probe_counts(H, y, index[:, 0], len(PROBE_TASKS[task]), train, test) for H in layers]
         out[task] = (np.stack([c for c, _ in runs]), runs[0][1])
     return out

@@ -5,29 +5,17 @@ profile       who              budget
 ============  ===============  ==========================================================
 ``quick``     tests and CI     whole book executed and rendered in ≤ 5 min (2 CPU cores)
 ``full``      ``make book``    ≤ 20 min with models trained from scratch, ≤ 8 min cached (2 cores)
-``pilot``     the plans        each primary question's planning SD (:mod:`mlmbook.plans`), from
-                               training seeds and sentence samples disjoint from every
-                               reference's; ``python -m mlmbook build --profile pilot --no-render``
-``extended``  a cluster        sized by power, not by the clock: every primary question sampled
-                               so its detectable effect meets its effect of interest at 80 %
-                               power; ``python -m mlmbook cost --profile extended --workers N``
-                               prints its plan and estimated time on N workers
+``pilot``     the plans        each primary question's planning SD (:mod:`mlmbook.plans`):
+                               ``python -m mlmbook build --profile pilot --no-render``
+``extended``  a cluster        sized by power: every primary question's detectable effect meets
+                               its effect of interest at 80 % power; its plan and time on N
+                               workers: ``python -m mlmbook cost --profile extended --workers N``
 ============  ===============  ==========================================================
 
-``PROFILES`` are those the book is built and budgeted with; ``BUILDABLE`` adds ``pilot`` and
-``extended`` (``KNOWN_PROFILES`` is the same set); a chapter or model list that declares no sizes of
-its own for a profile falls back to :data:`FALLBACK`'s stand-in, and the plan says so.
-
-**The pilot is disjoint by one offset.** Every seed a profile draws — the training seeds of its
-models (:mod:`mlmbook.pipeline.zoo`, :mod:`mlmbook.models.ladder`, :mod:`mlmbook.pipeline.prepare`) and
-the chapter's ``seed`` parameter, which seeds its sentence samples and its default model — is the
-reference's seed plus :func:`seed_offset` (``PILOT_SEED_OFFSET`` for the pilot, 0 otherwise). The
-references use seeds below :data:`PILOT_SEED_OFFSET` (the extended profile's largest table, chapter
-4's, trains 37), so no pilot model or sample is one of theirs. The pilot trains the models and uses
-the sample sizes of :data:`FALLBACK`'s stand-in (``quick``: a pilot needs a standard deviation, not
-a verdict, and must run on a laptop); each chapter may declare pilot sizes of its own.
-``FALLBACK[PILOT] = "full"`` would give a pilot of the full profile's models (their SDs fit the full
-reference better, at about the cost of a cold full build).
+A chapter or model list that declares no sizes of its own for a profile falls back to
+:data:`FALLBACK`'s stand-in, and the plan says so: the pilot uses ``quick``'s (a pilot needs a
+standard deviation, not a verdict, and must run on a laptop). **The pilot is disjoint by one
+offset** (:func:`seed_offset`): no pilot model or sample is one of the references'.
 """
 PROFILES = ("quick", "full")
 EXTENDED = "extended"
@@ -44,8 +32,7 @@ it)."""
 
 
 def seed_offset(profile: str) -> int:
-    """What ``profile`` adds to every seed it draws: :data:`PILOT_SEED_OFFSET` for the pilot, else
-    0."""
+    """What ``profile`` adds to every seed it draws (:data:`PILOT_SEED_OFFSET` for the pilot)."""
     return PILOT_SEED_OFFSET if profile == PILOT else 0
 
 

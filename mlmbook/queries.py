@@ -1,36 +1,23 @@
 r"""The one batched engine for masked queries.
 
-Every estimator in the book asks a masked LM the same kind of question: *for this row of
-token ids (some of them* ``[MASK]`` *), what distribution does the model put at these
-positions?* This module answers many such questions at once, and it is the only place that
-decides how they are batched:
+Every estimator in the book asks a masked LM the same question: *for this row of token ids (some
+of them* ``[MASK]`` *), what distribution does the model put at these positions?* This module
+answers many such questions at once, and it is the only place that decides how they are batched:
+rows of the same length share one :meth:`~mlmbook.models.base.MaskedLM.logits` call (on an
+accelerator, rows of all lengths are padded into one); identical queries are sent once; a call
+holds at most :func:`budget` output scores; every call runs under the thread policy
+(:mod:`mlmbook.threads`), with chunks side by side on worker threads where that measured faster
+(:class:`_Pace`, ``benchmarks/threads.py``); the model wrappers run the LM head only at the queried
+positions.
 
-* **length groups** — rows of the same length (and the same number of queried positions) go
-  through one :meth:`~mlmbook.models.base.MaskedLM.logits` call, so no padding is needed; on an
-  accelerator, where a call wants many rows, rows of all lengths are padded into one call instead;
-* **several threads without collapse** — when the thread policy gives a call more than one thread
-  (a large encoder, or ``$MLMBOOK_THREADS``), chunks run side by side on worker threads of one
-  torch thread each, never as one forward pass split across threads: such a pass waits at every
-  layer for its slowest thread, and a thread descheduled by another process stalls them all. How
-  many workers pay off depends on the load, which only measurement tells, so the engine measures:
-  it runs each model's chunks on one thread or on the workers, whichever reached more tokens per
-  second, and tries the other every few waves (``benchmarks/threads.py``);
-* **de-duplication** — identical (row, positions) queries inside a group are sent once (this
-  changes no answer);
-* **one memory budget** — a call holds at most :func:`budget` output scores
-  (rows × positions × V; ``$MLMBOOK_QUERY_BUDGET``, default :data:`DEFAULT_BUDGET`);
-* **the thread policy per call** — every call runs under :func:`mlmbook.threads.limited`
-  and leaves the caller's thread counts as it found them;
-* **LM head only at queried positions** — done by the model wrappers.
-
-On top of :func:`iter_log_probs` (and :func:`iter_logits`, the raw scores) sit the usual
-queries: :func:`log_probs` (in order), :func:`single_site` (every position masked in turn) and
-:func:`pll`, the pseudo-log-likelihood
+On top of :func:`iter_log_probs` (and :func:`iter_logits`, the raw scores) sit :func:`log_probs`
+(in order), :func:`single_site` (every position masked in turn) and :func:`pll`, the
+pseudo-log-likelihood
 
 .. math:: \mathrm{PLL}(x) = \sum_{t=1}^{n} \log q(x_t \mid x_{\setminus t})
 
-of :cite:t:`salazar2020masked`, with the softmax over the whole vocabulary by default (the one
-default that differs from the engine's words-only softmax, as in the literature and minicons).
+of :cite:t:`salazar2020masked`, with the softmax over the whole vocabulary by default (as in the
+literature and minicons).
 """
 from __future__ import annotations
 
@@ -61,24 +48,19 @@ SPECIALS = 2
 
 
 def budget() -> int:
-    """Output scores one model call may hold: ``$MLMBOOK_QUERY_BUDGET`` or
-    :data:`DEFAULT_BUDGET`."""
+    """Output scores one model call may hold (``$MLMBOOK_QUERY_BUDGET``, :data:`DEFAULT_BUDGET`)."""
     return env_int("MLMBOOK_QUERY_BUDGET", DEFAULT_BUDGET, minimum=1)
 
 
 def progress_bar(iterable, total: int | None = None, desc: str = "", show: bool | None = True):
-    """``iterable`` with a tqdm bar on the terminal when ``show`` (nothing otherwise).
-
-    A text bar on stderr, never a notebook widget: a widget would be an extra display output
-    of the cell (a figure cell would then carry two outputs), and the book's pages drop stderr.
-    """
+    """``iterable`` with a tqdm bar on the terminal when ``show``: a text bar on stderr, which the
+    book's pages drop, never a notebook widget (an extra display output of the cell)."""
     if not show:
         return iterable
     from tqdm.std import tqdm
     return tqdm(iterable, total=total, desc=desc, mininterval=1, leave=False, file=sys.stderr)
 
 
-# ---------------------------------------------------------------------------- the engine
 def _workers(lm) -> int:
     """Threads the policy gives a call to ``lm`` (1 for small models; see :mod:`mlmbook.threads`),
     for a model that several threads may call at once; 1 for any other."""
@@ -86,17 +68,16 @@ def _workers(lm) -> int:
 
 
 def _padded_mode(lm) -> bool:
-    """Whether rows of different lengths share a call: for a model on an accelerator that can pad
-    them."""
+    """Whether rows of different lengths share a call: a model on an accelerator that pads them."""
     return getattr(lm, "supports_padding", False) and str(getattr(lm, "device", "cpu")) != "cpu"
 
 
 class _Pace:
     """Chooses, wave by wave, between one thread and ``n`` worker threads for a model's chunks.
 
+    Never one forward pass split across threads: it waits at every layer for its slowest thread.
     Each mode's speed (tokens per second, a running mean) is measured on the model's own chunks;
-    the faster runs, and every :data:`PROBE_EVERY`-th wave tries the other, so a change of load
-    (another process starting or ending) is noticed within a few waves.
+    the faster runs, and every :data:`PROBE_EVERY`-th wave tries the other.
     """
 
     PROBE_EVERY = 8
@@ -121,8 +102,7 @@ _PACES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _pace(lm, n: int) -> _Pace:
-    """The model's :class:`_Pace` for ``n`` threads, kept across calls (a chapter makes many small
-    ones)."""
+    """The model's :class:`_Pace` for ``n`` threads, kept across calls."""
     try:
         pace = _PACES.get(lm)
         if pace is None or pace.n != n:
@@ -144,8 +124,7 @@ def _groups(rows, positions, padded: bool) -> list[list[int]]:
 
 
 def _unique(rows, positions, idx):
-    """The distinct queries of a group as (ids, lengths, positions) tensors, and the members of
-    each."""
+    """The distinct queries of a group as (ids, lengths, positions) tensors, and each's members."""
     width = max(len(rows[b]) for b in idx)
     q = torch.tensor([[*rows[b], *[-1] * (width - len(rows[b])), *positions[b], len(rows[b])] for b in idx],
                      dtype=torch.long)
@@ -163,7 +142,7 @@ def _unique(rows, positions, idx):
 
 def _chunks(lm, rows, positions, padded: bool, tokens: int):
     """``(indices, None, 0)`` for groups with nothing to read, else ``(which, call, n_tokens)``:
-    ``call(full_softmax)`` returns the chunk's scores; ``which`` pairs each row index with its
+    ``call(full_softmax=...)`` returns the chunk's scores; ``which`` pairs each row index with its
     answer. A chunk holds at most :func:`budget` scores and (unless 0) ``tokens`` tokens."""
     cap = budget()
     for idx in _groups(rows, positions, padded):
@@ -176,20 +155,18 @@ def _chunks(lm, rows, positions, padded: bool, tokens: int):
         if tokens:
             step = min(step, max(1, tokens // (int(lengths.max()) + 2)))
         for s in range(0, len(ids), step):
-            which = [(m, u) for u in range(len(ids[s:s + step])) for m in members[s + u]]
-            width = int(lengths[s:s + step].max())
-            if padded:
-                call = (lambda fs, a=ids[s:s + step, :width], n=lengths[s:s + step], p=pos[s:s + step]:
-                        lm.padded_logits(a, n, p, full_softmax=fs, max_tokens=tokens))
-            else:
-                call = (lambda fs, a=ids[s:s + step], p=pos[s:s + step]: lm.logits(a, p, full_softmax=fs))
-            yield which, call, len(ids[s:s + step]) * (width + 2)
+            a, n, p = ids[s:s + step], lengths[s:s + step], pos[s:s + step]
+            which = [(m, u) for u in range(len(a)) for m in members[s + u]]
+            width = int(n.max())
+            call = partial(lm.padded_logits, a[:, :width], n, p, max_tokens=tokens) if padded else \
+                partial(lm.logits, a, p)
+            yield which, call, len(a) * (width + 2)
 
 
 def _answer(task, *, normalise: bool, full_softmax: bool, targets):
     """Run one chunk's call and keep what its members asked for."""
     which, call, _ = task
-    out = call(full_softmax).double()
+    out = call(full_softmax=full_softmax).double()
     if normalise:
         out = torch.log_softmax(out, -1)
     answer = out[[u for _, u in which]]
@@ -265,8 +242,7 @@ def iter_log_probs(lm: MaskedLM, rows: Sequence, positions: Sequence, *, full_so
     ------
     (indices, array)
         ``array[r]`` (float64, shape ``(k, V)``, or ``(k,)`` with ``targets``) answers row
-        ``indices[r]``. Chunks come grouped by length, not in input order; each holds at most
-        :func:`budget` scores. Identical (row, positions) queries are sent once.
+        ``indices[r]``. Chunks come grouped by length, not in input order.
     """
     return _iter(lm, rows, positions, normalise=True, full_softmax=full_softmax, targets=targets, progress=progress)
 
@@ -289,14 +265,8 @@ def log_probs(lm: MaskedLM, rows: Sequence, positions: Sequence, **kw) -> list[n
 
 
 def single_site(lm: MaskedLM, sentences, **kw) -> list[np.ndarray]:
-    r"""Each token of each word sequence masked in turn: :math:`\log q(x_t = \cdot \mid x_{\setminus
-    t})`.
-
-    Returns
-    -------
-    list of ndarray (n_tokens, V)
-        One array per sentence, row ``t`` the log-probabilities at token ``t``.
-    """
+    r"""Each token of each word sequence masked in turn: one (n_tokens, V) array per sentence, row
+    ``t`` holding :math:`\log q(x_t = \cdot \mid x_{\setminus t})`."""
     rows, pos, owner = [], [], []
     encoded = [lm.encode_words(list(w))[0] for w in sentences]
     for s, ids in enumerate(encoded):
@@ -312,14 +282,9 @@ def single_site(lm: MaskedLM, sentences, **kw) -> list[np.ndarray]:
     return out
 
 
-# ---------------------------------------------------------------------------- pseudo-log-likelihood
 def encode_sentence(lm: MaskedLM, sentence) -> tuple[list[int], list[list[int]], list[str]]:
     """Token ids, pieces of each word and the words of a sentence given as a word list or a plain
-    string.
-
-    A plain string is split as the model's tokenizer splits it (``lm.encode_text``; white space for
-    a model without one).
-    """
+    string (split as ``lm.encode_text`` splits it; at white space for a model without one)."""
     if isinstance(sentence, str):
         encode_text = getattr(lm, "encode_text", None)
         if encode_text is not None:
@@ -332,12 +297,8 @@ def encode_sentence(lm: MaskedLM, sentence) -> tuple[list[int], list[list[int]],
 
 def pll_tokens(lm: MaskedLM, sentences, *, variant: str = "token", full_softmax: bool = True,
                progress: bool = False) -> list[np.ndarray]:
-    r"""Per-token terms :math:`\log q(x_t \mid \cdot)` of the PLL of each sentence (nats).
-
-    ``sentences`` are word lists or plain strings; ``variant`` and ``full_softmax`` as in
-    :func:`pll`. Returns one ``(n_tokens,)`` array per sentence, in token order; :func:`pll` is
-    their sum.
-    """
+    r"""Per-token terms :math:`\log q(x_t \mid \cdot)` of the PLL of each sentence (nats): one
+    ``(n_tokens,)`` array per sentence, whose sum is :func:`pll` (the same arguments)."""
     if variant not in ("token", "word_l2r"):
         raise ValueError(f"unknown PLL variant {variant!r}; use 'token' or 'word_l2r'")
     rows, pos, gold, owner = [], [], [], []
@@ -389,11 +350,8 @@ def pll(lm: MaskedLM, sentences, *, variant: str = "token", full_softmax: bool =
 
 
 def tokens_per_second(lm: MaskedLM, rows: int = 16, length: int = 16, repeats: int = 2) -> float:
-    """The model's throughput in tokens/s (:data:`SPECIALS` included), measured now.
-
-    ``repeats`` timed :meth:`~mlmbook.models.base.MaskedLM.logits` calls on ``rows`` random rows
-    of ``length`` tokens, one masked query each, after one untimed warm-up call.
-    """
+    """The model's throughput in tokens/s (:data:`SPECIALS` included), measured now: ``repeats``
+    timed calls on ``rows`` random rows of ``length`` tokens, after one warm-up call."""
     words = np.setdiff1d(np.arange(lm.V), list(getattr(lm, "special_ids", [])) + [lm.mask_id])
     length = min(length, lm.max_length)
     ids = np.random.default_rng(0).choice(words, (rows, length))

@@ -1,22 +1,15 @@
 r"""Effective rank and subspace geometry of representation matrices (chapter 4).
 
-Meng et al. (2023), *Representation Deficiency in Masked Language Modeling*, argue that an
-MLM spends some of its model dimensions on ``[MASK]`` tokens only: the representations of
-real tokens occupy a lower-rank subspace than the model width, and the ``[MASK]``
-representations live partly outside it. The measures here make that claim checkable.
-
-Every function takes a representation matrix :math:`H \in \mathbb{R}^{N\times d}` (one row
-per token occurrence) with singular values :math:`\sigma_1 \ge \dots \ge \sigma_r \ge 0`.
-
-Centring. ``center=False`` (the default) analyses :math:`H` as it is, which is what a
-singular-value definition of rank does and, as we read it, what Meng et al. do. With
-``center=True`` the column mean is subtracted first, so the spectrum is that of the
-covariance (PCA); a large common offset (anisotropy) then no longer counts as a direction.
-
-Comparisons. An effective rank depends on the number of rows as well as on the rows'
-distribution, so matrices are compared only at the same rows per dimension :math:`N/d`
-(:func:`rows_for`). :func:`block_ranks` gives all four ranks (entropy and ε, uncentred and
-centred) of many equal-sized row blocks at once.
+Meng et al. (2023), *Representation Deficiency in Masked Language Modeling*, argue that an MLM
+spends some of its model dimensions on ``[MASK]`` tokens only: the representations of real tokens
+occupy a lower-rank subspace than the model width, and the ``[MASK]`` representations live partly
+outside it. Every function takes a representation matrix :math:`H \in \mathbb{R}^{N\times d}` (one
+row per token occurrence) with singular values :math:`\sigma_1 \ge \dots \ge \sigma_r \ge 0`.
+``center=False`` (the default) analyses :math:`H` as it is, as a singular-value definition of rank
+does (and, as we read them, Meng et al.); ``center=True`` subtracts the column mean first (the
+covariance's spectrum, PCA), so that a large common offset no longer counts as a direction. An
+effective rank depends on the number of rows as well, so matrices are compared only at the same rows
+per dimension :math:`N/d` (:func:`rows_for`).
 """
 
 from __future__ import annotations
@@ -51,22 +44,19 @@ def singular_values(H, center: bool = False) -> np.ndarray:
 
 
 def mass_rank_of(s, eps: float = DEFAULT_EPS):
-    """:func:`effective_rank_mass` from singular values ``s`` (decreasing; ``(..., r)``: one rank
-    per row)."""
+    """:func:`effective_rank_mass` from decreasing singular values ``s`` (``(..., r)``: per row)."""
     if not 0.0 <= eps < 1.0:
         raise ValueError("eps must lie in [0, 1)")
     s2 = np.asarray(s, dtype=np.float64) ** 2
     cum = np.cumsum(s2, axis=-1)
     total = s2.sum(-1, keepdims=True)
-    # a relative slack of 1e-12 so that a spectrum built to hit the threshold exactly counts
-    k = (cum < (1.0 - eps) * total * (1 - 1e-12)).sum(-1) + 1
+    k = (cum < (1.0 - eps) * total * (1 - 1e-12)).sum(-1) + 1   # a spectrum built to hit it counts
     k = np.where(total[..., 0] > 0, k, 0)
     return int(k) if k.ndim == 0 else k
 
 
 def entropy_rank_of(s):
-    """:func:`effective_rank_entropy` from singular values ``s`` (``(..., r)``: one rank per
-    row)."""
+    """:func:`effective_rank_entropy` from singular values ``s`` (``(..., r)``: one per row)."""
     s = np.asarray(s, dtype=np.float64)
     total = s.sum(-1, keepdims=True)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -77,14 +67,9 @@ def entropy_rank_of(s):
 
 
 def cumulative_energy(H, center: bool = False) -> np.ndarray:
-    r"""Fraction of the squared singular-value mass in the top :math:`k` directions, :math:`k = 1,
-    2, \dots`
-
-    .. math:: c_k = \frac{\sum_{i\le k}\sigma_i^2}{\sum_i \sigma_i^2}.
-
-    :func:`effective_rank_mass` is the first :math:`k` with :math:`c_k \ge 1-\varepsilon`;
-    plotting :math:`c_k` shows that rank for every :math:`\varepsilon` at once.
-    """
+    r"""Fraction of the squared singular-value mass in the top :math:`k` directions,
+    :math:`c_k = \sum_{i\le k}\sigma_i^2 / \sum_i \sigma_i^2`, :math:`k = 1, 2, \dots`; the first
+    :math:`k` with :math:`c_k \ge 1-\varepsilon` is :func:`effective_rank_mass`."""
     s2 = singular_values(H, center) ** 2
     total = s2.sum()
     return np.cumsum(s2) / total if total > 0 else np.zeros_like(s2)
@@ -106,20 +91,17 @@ def effective_rank_mass(H, eps: float = DEFAULT_EPS, center: bool = False) -> in
     H : array_like (N, d)
         Representations, one row per token.
     eps : float, default 0.1
-        Fraction of energy that may be discarded. Meng et al. (2023) define the effective rank
-        by such a cumulative threshold on the squared singular values (the "explained variance"
-        of PCA); the default ε = 0.1, i.e. 90 % of the mass, is our reading of their setting.
-        The book reports the curve over ε as well, so the conclusion does not hang on one value.
+        Fraction of energy that may be discarded. Meng et al. (2023) define the effective rank by
+        such a cumulative threshold on the squared singular values; ε = 0.1 (90 % of the mass) is
+        our reading of their setting.
     center : bool, default False
-        Subtract the column mean first (see the module docstring).
+        Subtract the column mean first.
 
     Returns
     -------
     int
         The ε-effective rank (0 for an all-zero matrix).
     """
-    if not 0.0 <= eps < 1.0:
-        raise ValueError("eps must lie in [0, 1)")
     return mass_rank_of(singular_values(H, center), eps)
 
 
@@ -195,9 +177,8 @@ def subspace_overlap(H_query, H_reference, k: int, center: bool = False) -> floa
         \operatorname{overlap} = \frac{\|H_q U_k\|_F^2}{\|H_q\|_F^2},
         \qquad U_k = \text{top-}k\text{ basis of } H_{\mathrm{ref}}.
 
-    With ``H_query`` the ``[MASK]`` representations and ``H_reference`` the real-token ones, a
-    value well below 1 at a ``k`` that already holds most real-token energy means the
-    ``[MASK]`` tokens use directions the real tokens do not: Meng et al.'s deficiency.
+    For the ``[MASK]`` rows against the real tokens', a value well below 1 at a ``k`` that holds
+    most real-token energy means the ``[MASK]`` tokens use directions the real tokens do not.
     Centring (if asked) uses each matrix's own mean.
     """
     U = top_subspace(H_reference, k, center)
@@ -210,11 +191,9 @@ def subspace_overlap(H_query, H_reference, k: int, center: bool = False) -> floa
 def rows_for(width: int, rows_per_dim: int) -> int:
     r"""Rows of every matrix whose rank is compared: :math:`N = \rho\, d`.
 
-    An effective rank depends on the number of rows :math:`N` as well as on the distribution
-    of the rows: for isotropic noise in :math:`d` dimensions the sample singular values spread
-    out (Marchenko–Pastur) by an amount set by :math:`d/N` alone, so the entropy rank of noise
-    is a function of :math:`N/d`. Matrices of the same :math:`N/d = \rho` are comparable across
-    widths; matrices of the same :math:`N` are not.
+    For isotropic noise in :math:`d` dimensions the sample singular values spread out
+    (Marchenko–Pastur) by an amount set by :math:`d/N` alone, so matrices of the same
+    :math:`N/d = \rho` are comparable across widths; matrices of the same :math:`N` are not.
     """
     if width < 1 or rows_per_dim < 1:
         raise ValueError("width and rows_per_dim must be positive integers")
@@ -222,32 +201,21 @@ def rows_for(width: int, rows_per_dim: int) -> int:
 
 
 def block_ranks(H, blocks, eps: float = DEFAULT_EPS, chunk: int = 64) -> dict:
-    r"""The four effective ranks of many row blocks of one matrix, batched.
+    r"""The four effective ranks (:data:`RANK_KINDS`) of many equal-sized row blocks of one matrix.
 
-    For each block :math:`b` (an index array; all blocks the same length) the matrix
-    :math:`H_b = H[b]` gives :func:`effective_rank_entropy` and :func:`effective_rank_mass`
-    at ``eps``, as it is and column-centred (:math:`H_b - \mathbf 1\bar h_b^\top`).
-
-    The singular values come from the eigenvalues of the :math:`d\times d` Gram matrices,
-    :math:`\sigma_i^2 = \lambda_i(H_b^\top H_b)`, stacked into one symmetric eigensolver call:
-    for :math:`N \gg d` that is many times faster than an SVD of each :math:`N\times d` block.
-    The Gram matrix resolves singular values only down to about :math:`10^{-8}\sigma_{\max}`,
-    so directions below that (the rounding noise of float32 representations) are seen less
-    precisely than by an SVD; the ranks agree with the SVD-based functions to about
-    :math:`10^{-7}` relative, far below any difference the chapters interpret.
-
-    Parameters
-    ----------
-    H : array_like (N, d)
-    blocks : sequence of int arrays, or array (K, n)
-        Row indices of each block.
-    eps : float
-        ε of the ε-rank.
+    For each block :math:`b` (an index array) the matrix :math:`H_b = H[b]` gives
+    :func:`effective_rank_entropy` and :func:`effective_rank_mass` at ``eps``, as it is and
+    column-centred. The singular values come from the eigenvalues of the :math:`d\times d` Gram
+    matrices, :math:`\sigma_i^2 = \lambda_i(H_b^\top H_b)`, in one eigensolver call: for
+    :math:`N \gg d` many times faster than an SVD of each block, and equal to the SVD-based ranks to
+    about :math:`10^{-7}` relative (the Gram matrix resolves singular values down to about
+    :math:`10^{-8}\sigma_{\max}`).
 
     Returns
     -------
     dict
-        ``{kind: array (K,)}`` for ``kind`` in :data:`RANK_KINDS`.
+        ``{kind: array (K,)}`` for ``kind`` in :data:`RANK_KINDS`, ``blocks`` an array (K, n) or a
+        sequence of K index arrays.
     """
     H = _as_matrix(H, False)
     if len({len(b) for b in blocks}) > 1:
@@ -261,7 +229,6 @@ def block_ranks(H, blocks, eps: float = DEFAULT_EPS, chunk: int = 64) -> dict:
         M = H[idx[part]]                                          # (k, n, d)
         for centred in (False, True):
             X = M - M.mean(axis=1, keepdims=True) if centred else M
-            # of H_b^T H_b, decreasing
             lam = np.linalg.eigvalsh(np.einsum("kni,knj->kij", X, X))[:, ::-1]
             lam = np.clip(lam, 0.0, None)  # rounding can make a zero negative
             s = np.sqrt(lam)

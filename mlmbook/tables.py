@@ -4,13 +4,10 @@
 >>> table([["MLM", 0.6712, "[0.61, 0.72]"], ["CPMI", 0.636, "[0.58, 0.69]"]],
 ...       header=["parser", "UUAS", "95 % interval"], caption="UUAS on 32 sentences")  # doctest: +SKIP
 
-Numbers are formatted with ``digits`` significant decimals; strings are escaped, except
-that ``**bold**`` and ``*italic*`` become ``<b>``/``<i>`` so a verdict cell can carry emphasis.
-A table wider than the page's column scrolls sideways inside its own box
-(``<div class="mlmbook-table-wrap mlmbook-scroll">``) and says so: the book's script marks a box
-that overflows and its CSS writes "scroll sideways" above it (``book/_static/mlmbook.{js,css}``;
-``check-site`` fails a wide table that scrolls without that mark). Keep tables to what a reader
-compares (about six columns); split a wider one in two.
+Strings are escaped, except that ``**bold**`` and ``*italic*`` become ``<b>``/``<i>`` so a
+verdict cell can carry emphasis. A table wider than the page's column scrolls sideways inside its
+own box, which the book's script marks "scroll sideways" (``book/_static/mlmbook.{js,css}``). Keep
+tables to what a reader compares (about six columns); split a wider one in two.
 """
 from __future__ import annotations
 
@@ -19,7 +16,7 @@ import numbers
 import re
 from typing import Sequence
 
-__all__ = ["table", "table_html", "Table"]
+__all__ = ["table", "Table"]
 
 
 def _cell(value, digits: int) -> str:
@@ -32,26 +29,6 @@ def _cell(value, digits: int) -> str:
     text = html.escape(str(value))
     text = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", text)
     return re.sub(r"\*(.+?)\*", r"<i>\1</i>", text)
-
-
-def table_html(rows: Sequence[Sequence], header: Sequence[str] | None = None,
-               caption: str | None = None, digits: int = 3, align_numbers: bool = True) -> str:
-    """The HTML of a table (see :func:`table`)."""
-    out = ["<div class='mlmbook-table-wrap mlmbook-scroll'><table class='table mlmbook-table'>"]
-    if caption:
-        out.append(f"<caption>{_cell(caption, digits)}</caption>")
-    if header:
-        out.append("<thead><tr>" + "".join(f"<th>{_cell(h, digits)}</th>" for h in header) + "</tr></thead>")
-    out.append("<tbody>")
-    for row in rows:
-        cells = []
-        for v in row:
-            num = isinstance(v, numbers.Real) and not isinstance(v, bool)
-            style = " style='text-align:right'" if num and align_numbers else ""
-            cells.append(f"<td{style}>{_cell(v, digits)}</td>")
-        out.append("<tr>" + "".join(cells) + "</tr>")
-    out.append("</tbody></table></div>")
-    return "".join(out)
 
 
 class Table:
@@ -81,7 +58,21 @@ def table(rows: Sequence[Sequence], header: Sequence[str] | None = None, caption
         Say what the table shows and on how many sentences.
     digits : int
     """
+    out = ["<div class='mlmbook-table-wrap mlmbook-scroll'><table class='table mlmbook-table'>"]
+    if caption:
+        out.append(f"<caption>{_cell(caption, digits)}</caption>")
+    if header:
+        out.append("<thead><tr>" + "".join(f"<th>{_cell(h, digits)}</th>" for h in header) + "</tr></thead>")
+    out.append("<tbody>")
+    for row in rows:
+        cells = []
+        for v in row:
+            num = isinstance(v, numbers.Real) and not isinstance(v, bool)
+            style = " style='text-align:right'" if num else ""
+            cells.append(f"<td{style}>{_cell(v, digits)}</td>")
+        out.append("<tr>" + "".join(cells) + "</tr>")
+    out.append("</tbody></table></div>")
     plain = [list(header)] if header else []
     plain += [[_cell(v, digits) for v in r] for r in rows]
     text = re.sub(r"</?[bi]>", "", "\n".join(" | ".join(map(str, r)) for r in plain))
-    return Table(table_html(rows, header, caption, digits), (caption + "\n" if caption else "") + text)
+    return Table("".join(out), (caption + "\n" if caption else "") + text)

@@ -1,27 +1,18 @@
 """The one thread policy: how many threads torch and NumPy's BLAS may use for mlmbook's work.
 
-Most of the book's tensors are small (a 2-layer BERT with hidden size 64–128, a PCFG with a
-hundred nonterminals, a few sentences per call). For those, torch's intra-op parallelism
-costs more in synchronisation than it saves, and when another process is busy on the same
-cores each parallel region waits for a descheduled thread: on a busy 2-core machine the
-default of 2 threads was measured 10–20× slower than 1 thread (``benchmarks/threads.py``
-shows the ratio on the machine at hand). So:
+Most of the book's tensors are small (a 2-layer BERT of width 64–128, a PCFG with a hundred
+nonterminals). For those, intra-op parallelism costs more in synchronisation than it saves, and
+each parallel region waits for any thread another process descheduled (``benchmarks/threads.py``).
+So:
 
 * **small work** (the toy models, inside–outside, small linear algebra): **1 thread**;
 * **large work** (a real encoder such as ``bert-base-uncased``): torch's own default;
 * ``$MLMBOOK_THREADS`` overrides both (``0`` = torch's default).
 
-The same holds for NumPy's BLAS (OpenBLAS), which spins up its own threads for every
-matrix product and solve: on the busy 2-core machine a 228×228 ``np.linalg.solve`` took
-20 ms with its default 2 threads against 0.5 ms with one.
-
-The policy is applied **per call**, never as a side effect of loading a model: the query
-engine (:mod:`mlmbook.queries`), a model's :meth:`~mlmbook.models.base.MaskedLMBase.logits` and the
-numerical kernels run inside :func:`limited`, which sets the counts for the duration of the
-call and restores the caller's afterwards. A reader's own ``torch.set_num_threads`` is
-therefore never overridden outside mlmbook's calls. Training always runs on one thread
-(:data:`mlmbook.models.train.TRAIN_THREADS`), so the same seed gives the same weights on every
-machine.
+The policy is applied **per call**, never as a side effect of loading a model: the query engine, a
+model's :meth:`~mlmbook.models.base.MaskedLMBase.logits` and the numerical kernels run inside
+:func:`limited`, which restores the caller's counts afterwards. Training always runs on one thread
+(:data:`mlmbook.models.train.TRAIN_THREADS`).
 """
 from __future__ import annotations
 
@@ -55,8 +46,7 @@ def policy(large: bool = False) -> int:
 
 
 def is_large(lm) -> bool:
-    """Whether a model counts as large work: its ``hidden_size`` is at least
-    :data:`LARGE_HIDDEN`."""
+    """Whether a model counts as large work: a ``hidden_size`` of :data:`LARGE_HIDDEN` or more."""
     return (getattr(lm, "hidden_size", 0) or 0) >= LARGE_HIDDEN
 
 
@@ -86,10 +76,8 @@ def using(n: int) -> Iterator[int]:
 
 @contextmanager
 def limited(large: bool = False) -> Iterator[int]:
-    """Run a block under the policy (:func:`policy`) for small or large work; restore afterwards.
-
-    Inside :func:`pinned` it changes nothing: the counts are held for the pinned block's workers.
-    """
+    """Run a block under the policy (:func:`policy`) for small or large work; restore afterwards
+    (inside :func:`pinned`, nothing: the counts are held for the pinned block's workers)."""
     if _pinned:
         yield torch.get_num_threads()
         return

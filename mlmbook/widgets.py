@@ -21,21 +21,11 @@ __all__ = ["explore", "static_note"]
 
 
 def static_note(setting: dict, shows: str | None = None) -> str:
-    """The label under an explorer's static figure: what it shows, at which setting, and the
-    controls a reader can move in Jupyter — in words, not Python (``model name toy``, not
-    ``model_name='toy'``).
+    """The label under an explorer's static figure: what it ``shows``, at which ``setting`` (the
+    controls' defaults), and the controls a reader can move in Jupyter, in words, not Python.
 
-    Parameters
-    ----------
-    setting : dict
-        The controls' default values, e.g. ``{"sentence": 0, "position": 2}``.
-    shows : str, optional
-        What the figure shows, e.g. "the exact conditional of the masked word beside the
-        model's"; a chapter should always say it.
-
-    >>> static_note({"model_name": "toy", "eps": 0.01, "centred": True}, "the spectrum")
-    'The spectrum, at model name toy, eps 0.01, centred on. Controls in Jupyter: model name, eps,
-    centred.'
+    >>> static_note({"model_name": "toy", "centred": True}, "the spectrum")
+    'The spectrum, at model name toy, centred on. Controls in Jupyter: model name, centred.'
     """
     at = ", ".join(f"{_words(k)} {_value(v)}" for k, v in setting.items())
     what = f"{shows[:1].upper()}{shows[1:]}, at {at}" if shows else f"Static figure at {at}"
@@ -55,8 +45,7 @@ def _value(v) -> str:
 
 
 def _figure_html(fig, note: str) -> str:
-    """The static figure (the book's recorded PNG, :func:`mlmbook.plotting.figure_png`) and its
-    note."""
+    """The static figure (:func:`mlmbook.plotting.figure_png`) and its note."""
     from .plotting import figure_png
 
     data, width = figure_png(fig)
@@ -64,10 +53,6 @@ def _figure_html(fig, note: str) -> str:
     return (f'<img src="data:image/png;base64,{png}" alt="{html.escape(note)}" width="{width}" '
             f'class="mlmbook-explorer-figure" style="max-width:100%;height:auto"/>'
             f'<p class="mlmbook-explorer-note"><i>{html.escape(note)}</i></p>')
-
-
-def _building() -> bool:
-    return env_str("MLMBOOK_CHAPTER") is not None
 
 
 def _controls(controls: dict) -> dict:
@@ -112,7 +97,7 @@ def explore(draw: Callable, shows: str | None = None, **controls):
     fig = plt.gcf()
     display(HTML(_figure_html(fig, static_note(defaults, shows))))
     plt.close(fig)
-    if _building():
+    if env_str("MLMBOOK_CHAPTER") is not None:             # the book build: a static page
         return None
     try:
         import ipywidgets as w

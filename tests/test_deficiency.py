@@ -100,7 +100,7 @@ def test_truth_kl_is_the_package_kl_per_sentence():
 def test_top_directions_are_the_top_subspace_at_the_eps_rank():
     rng = np.random.default_rng(5)
     H = rng.normal(size=(200, 8)) @ np.diag([6, 4, 3, 1, 0.5, 0.3, 0.2, 0.1])
-    U = geometry_module._top_directions(H, 0.1)
+    U = geometry_module._top_directions(H[None], 0.1)[0]
     k = rank.effective_rank_mass(H, 0.1)
     V = rank.top_subspace(H, k)
     assert U.shape == (8, k)
@@ -254,8 +254,7 @@ def test_figures_keep_legends_off_the_data():
     assert plotting.legend_overlaps(fig, fig.legends) == 0
     panel = D.width_panel({32: {s: np.full(4, -0.05 + 0.01 * s) for s in range(3)},
                            64: {0: np.linspace(0.04, 0.06, 8)}})
-    fig = figures.widths(panel, {(n, w): 0.5 for n in ("MLM", "MAE-LM") for w in (32, 64)},
-                         earlier=(64, (-0.07, -0.27, 0.09), "earlier"))
+    fig = figures.widths(panel, {(n, w): 0.5 for n in ("MLM", "MAE-LM") for w in (32, 64)})
     fig.draw_without_rendering()
     legends = [a.get_legend() for a in fig.axes if a.get_legend() is not None]
     assert legends and plotting.legend_overlaps(fig, legends) == 0

@@ -130,7 +130,8 @@ def _chapters_1_to_4(lm, treebank):
     sc = dep.sample.Scored.of(corpus.sentences)
     n_grid = dep.exact_prefix(lm, sc.words, sc.keep, budget_rows=10_000)
     cmi = dep.cmi_scores(lm, sc.words, sc.keep, budget_rows=10_000)
-    gibbs = dep.cmi_gibbs(lm, sc.words[:2], sc.keep[:2], chains=2, steps=6, burn_in=2, seed=0)
+    gibbs = dep.cmi_gibbs(lm, sc.words[:2], sc.keep[:2],
+                          settings=dep.GibbsSettings(chains=2, steps=6, burn_in=2))
     cpmi = dep.cpmi(lm, sc.words, sc.keep)
     for scores in (cmi.scores, cpmi, gibbs):
         trees = [dep.decode(M) for M in scores]

@@ -127,7 +127,8 @@ def test_finetune_classifier_scores_each_test_set_and_leaves_the_encoder_alone(g
     sents, labels = downstream.agreement_task(grammar, 24, seed=5)
     rows = [[2] + [5 + grammar.word_id[w] for w in s] + [3] for s in sents]
     tests = [(rows[16:], labels[16:]), (rows[:4], labels[:4])]
-    out = downstream.finetune_classifier(enc, rows[:16], labels[:16], tests, seed=0, epochs=1, batch=8)
+    out = downstream.finetune_classifier(enc, rows[:16], labels[:16], tests,
+                                         settings=downstream.FinetuneSettings(epochs=1, batch=8))
     assert [o.shape for o in out] == [(8,), (4,)] and out[0].dtype == bool
     assert all(torch.equal(before[k], v) for k, v in enc.state_dict().items())
 
@@ -146,7 +147,8 @@ def test_finetune_encoder_reads_word_lists_through_the_models_own_tokens(grammar
     tests = [(sents[12:], labels[12:])]
     got = downstream.finetune_encoder(lm, sents[:12], labels[:12], tests, seed=2, epochs=1)
     rows = [[tok.cls_token_id] + lm.encode_words(s)[0] + [tok.sep_token_id] for s in sents]
-    want = downstream.finetune_classifier(net.encoder, rows[:12], labels[:12], [(rows[12:], labels[12:])], seed=2,
-                                          epochs=1, pad_id=tok.pad_token_id)
+    want = downstream.finetune_classifier(net.encoder, rows[:12], labels[:12], [(rows[12:], labels[12:])],
+                                          pad_id=tok.pad_token_id,
+                                          settings=downstream.FinetuneSettings(seed=2, epochs=1))
     assert rows[0][0] == tok.cls_token_id and rows[0][-1] == tok.sep_token_id and len(rows[0]) == len(sents[0]) + 2
     assert len(got) == 1 and np.array_equal(got[0], want[0])

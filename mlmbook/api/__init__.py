@@ -21,13 +21,9 @@ function                   what                                                 
 >>> mlmbook.pll(lm, ["The cat sat on the mat.", "Mat the on sat cat the."])  # doctest: +SKIP
 array([-21.3..., -60.1...])
 
-Every call goes through the book's front door first: the model must fit the text
-(:func:`mlmbook.check_fit`; ``allow_unknown=True`` runs anyway), a treebank is read by
-:func:`mlmbook.read_for_model` (the length policy, surface tokens), and CMI uses chapter 1's
-candidate policy (:func:`mlmbook.dependencies.cmi_scores`). The keyword options each call takes are
-those of :class:`Options`.
-
-The same verbs are on the command line: ``mlmbook pll MODEL FILE`` (see ``mlmbook --help``).
+Every call goes through the book's front door first (:func:`mlmbook.check_fit`); the keyword
+options each call takes are those of :class:`Options`. The same verbs are on the command line:
+``mlmbook pll MODEL FILE`` (see ``mlmbook --help``).
 """
 from .dynamics import GlauberRun, Rectangles, glauber_chains, rectangle_test
 from .joints import AG, HCB, Joint, derive_joint

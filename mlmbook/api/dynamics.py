@@ -101,8 +101,7 @@ def rectangle_test(model, text, pairs=None, **options) -> Rectangles:
 
 
 PAIR_BLOCK = 256
-"""Pairs per block of :func:`rectangle_test` (every pair of a sentence of up to 23 tokens in
-one)."""
+"""Pairs per block of :func:`rectangle_test` (every pair of a 23-token sentence in one)."""
 
 
 def _rectangle_block(pairs, lm, ids, progress=False) -> list:

@@ -103,13 +103,10 @@ def derive_joint(model, text, i: int, j: int, method="ag", top_k: int | None = N
     method : str, HCB or AG
         A name, or an options object: ``HCB(pivot=...)``, ``AG(tol=...)``.
     top_k : int, optional
-        Candidates per position: every word for vocabularies up to :data:`AUTO_CANDIDATES`, else the
-        model's ``top_k`` (default 50) likeliest tokens with both positions masked (the text's own
-        tokens are always candidates).
+        Candidates per position (see :data:`AUTO_CANDIDATES`): the model's ``top_k`` likeliest
+        tokens with both positions masked, the text's own tokens included.
     options : keyword options
-        ``allow_unknown=True`` runs even when the model does not know the text
-        (:func:`mlmbook.check_fit`); by default that is a one-line
-        :class:`~mlmbook.errors.DataFitError`.
+        Those of :class:`~mlmbook.api.Options`: ``allow_unknown`` and ``max_minutes``.
 
     Returns
     -------

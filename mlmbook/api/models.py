@@ -1,9 +1,6 @@
-"""What the research API accepts: a model (a :class:`~mlmbook.models.base.MaskedLM`, or a name or a
-path loaded once with :func:`~mlmbook.models.load.load_mlm`) and text (a string, a word list or a
-:class:`~mlmbook.corpus.Sentence`, read by its surface tokens); and the one guard every call passes
-(:func:`guard`: the fit check of :mod:`mlmbook.corpus.fit`); the one cost check of the calls that
-send many forward passes (:func:`budget`: an estimate before the work, printed when long, refused
-above ``max_minutes``); the calls' keyword options (:class:`Options`)."""
+"""What the research API accepts (:func:`as_model`, :func:`text_of`), the one guard every call
+passes (:func:`guard`), the one cost check (:func:`budget`) and the calls' keyword options
+(:class:`Options`)."""
 from __future__ import annotations
 
 import math
@@ -26,8 +23,7 @@ __all__ = ["as_model", "tokens_of", "text_of", "guard", "Work", "budget", "CostE
 PROGRESS_SECONDS = 30
 """An estimate longer than this is printed before the work, and the work shows its progress."""
 SMALL_ROWS = 256
-"""Work of at most this many forward passes is not estimated (measuring the model would cost
-more)."""
+"""Work of at most this many forward passes is not estimated (measuring would cost more)."""
 
 
 class CostError(MLMBookError, ValueError):
@@ -75,8 +71,7 @@ def took(seconds: float) -> str:
 
 
 class Work(NamedTuple):
-    """What a call will send: ``rows`` forward passes of ``tokens`` tokens in all, named by
-    ``what``."""
+    """What a call will send: ``rows`` forward passes of ``tokens`` tokens in all (``what``)."""
 
     what: str
     rows: int

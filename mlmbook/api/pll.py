@@ -56,8 +56,7 @@ def pll(model, sentences, variant: str = "token", per_token: bool = False, reduc
     model : MaskedLM, model name or path
         e.g. ``mlmbook.load_mlm("toy")``, ``"bert-base-uncased"`` or a saved model's folder.
     sentences : sequence of str, of word lists or of :class:`mlmbook.Sentence`
-        Plain strings are split as the model's tokenizer splits them; a Sentence is read by its
-        surface tokens.
+        A Sentence is read by its surface tokens.
     variant : ``"token"`` or ``"word_l2r"``
         ``"word_l2r"`` (Kauf & Ivanova 2023) masks a piece together with the later pieces of its
         word.
@@ -69,12 +68,8 @@ def pll(model, sentences, variant: str = "token", per_token: bool = False, reduc
         Softmax over the whole vocabulary, special tokens included (the literature's, minicons'),
         or over words only.
     options : keyword options
-        ``allow_unknown=True`` scores text the model does not know (:func:`mlmbook.check_fit`: more
-        than 10 % unknown pieces, or predictions no better than chance or made worse by the context)
-        instead of stopping with a one-line :class:`~mlmbook.errors.DataFitError`; ``scheduler``: a
-        Dask cluster (its scheduler's address, or a client) to spread the sentences over, in blocks
-        of :data:`mlmbook.workers.cluster.BLOCK` (computed in the same blocks here): the same
-        numbers either way.
+        Those of :class:`~mlmbook.api.Options`: ``allow_unknown``, ``max_minutes`` and
+        ``scheduler`` (the same numbers either way).
 
     Returns
     -------
@@ -120,6 +115,5 @@ def pll(model, sentences, variant: str = "token", per_token: bool = False, reduc
 
 
 def _pll_block(sentences, lm, variant, full_softmax, progress=False) -> list:
-    """The PLL terms of one block of sentences (on a worker, or here; a progress bar when the work
-    is long)."""
+    """The PLL terms of one block of sentences (on a worker, or here)."""
     return queries.pll_tokens(lm, sentences, variant=variant, full_softmax=full_softmax, progress=progress)

@@ -31,8 +31,7 @@ class Ranks:
     eps : float
     layer : int
     n_sentences, n_too_long : int
-        Sentences used, and sentences left out because the model cannot read them whole (longer than
-        its window).
+        Sentences used, and those left out as longer than the model's window.
     """
 
     clean: int
@@ -69,8 +68,7 @@ def effective_rank(model, sentences, layer: int = -1, mask_rate: float = 0.15,
         Share of the energy that may be left out.
     seed : int
     options : keyword options
-        ``allow_unknown=True`` runs even when the model does not know the text
-        (:func:`mlmbook.check_fit`).
+        Those of :class:`~mlmbook.api.Options`: ``allow_unknown`` and ``max_minutes``.
 
     Returns
     -------

@@ -27,8 +27,7 @@ class TreeScores:
     Attributes
     ----------
     uuas : mlmbook.stats.Interval
-        Unlabelled undirected attachment score over all sentences, with a bootstrap interval over
-        sentences (``uuas.format(3)``; unpacks as ``estimate, low, high``).
+        Unlabelled undirected attachment score, with a bootstrap interval over sentences.
     trees, gold : list of set of (int, int)
         Predicted and gold undirected edges per sentence, over the words kept (punctuation removed).
     scores : list of ndarray
@@ -43,8 +42,7 @@ class TreeScores:
         CMI: per sentence, whether the pairs' bounds exceed the differences that decide its tree
         (:func:`mlmbook.dependencies.undetermined`); empty for CPMI.
     corpus : mlmbook.corpus.ModelCorpus
-        The sentences read and what was left out (``corpus.summary()``), with the fit check
-        (``corpus.fit``).
+        The sentences read, what was left out and the fit check (``corpus.fit``).
     """
 
     uuas: stats.Interval
@@ -77,18 +75,15 @@ def dependency_trees(model, treebank, method: str = "cpmi", projective: bool = F
 
     .. math:: \mathrm{UUAS} = \frac{\sum_k |P_k \cap G_k|}{\sum_k |G_k|}.
 
-    The sentences go through the book's front door (:func:`mlmbook.corpus.read_for_model`):
-    sentences of 3..``max_words`` scored words that the model reads whole (its window) are kept,
-    with counts of what was left out (``result.corpus.summary()``), and the model must fit them
-    (:func:`mlmbook.check_fit`). The model reads the surface text: a multiword token (``don't`` =
-    ``do n't``) is read once, its words share its pieces, and their pair is not scored.
+    Sentences of 3..``max_words`` scored words that the model reads whole are kept
+    (:func:`mlmbook.corpus.read_for_model`; ``result.corpus.summary()`` counts the rest). A
+    multiword token (``don't`` = ``do n't``) is read once and the pair of its words is not scored.
 
     Parameters
     ----------
     model : MaskedLM, model name or path
     treebank : CoNLL-U path or name, a list of :class:`mlmbook.Sentence`, or ``"toy"``
-        ``"toy"`` samples sentences with gold trees from the toy language. The model sees the whole
-        sentence; punctuation is scored by nobody and left out of the gold trees.
+        ``"toy"`` samples sentences from the toy language. Punctuation is left out of the trees.
     method : ``"cpmi"`` or ``"cmi"``
         See :data:`METHODS`.
     projective : bool
@@ -97,19 +92,9 @@ def dependency_trees(model, treebank, method: str = "cpmi", projective: bool = F
     level : float
         Level of the interval (default :data:`mlmbook.stats.LEVEL`).
     options : keyword options
-        ``max_words``: keep sentences of at most this many scored words (default: any the model
-        reads whole); ``allow_unknown``: run even when the model does not fit the sentences (the
-        result's ``corpus.fit`` says how badly); ``budget_rows``: forward passes each sentence's CMI
-        grid may spend (chapter 1's rule, sentence by sentence: the exact grid if it fits, else
-        top-K; default :data:`mlmbook.dependencies.policy.SENTENCE_ROWS`, chapter 1's full profile
-        per sentence); ``window``: the largest distance, in pieces, between two positions whose CMI
-        is computed (default 9; farther pairs score 0); ``max_minutes``: refuse, before any work, a
-        run whose estimate (:func:`estimate`) is longer (one line with the estimate; default None:
-        no limit; an estimate over :data:`PROGRESS_SECONDS` is printed first and the work shows
-        progress either way); ``scheduler``: a Dask cluster (its scheduler's address, or a client)
-        to spread the sentences' scores over, in blocks of :data:`mlmbook.workers.cluster.BLOCK`
-        (computed in the same blocks here; each sentence's CMI estimator chosen from it and the
-        budget alone): the same numbers either way.
+        Those of :class:`~mlmbook.api.Options`: ``max_words``, ``allow_unknown``, ``budget_rows``
+        (per sentence: the exact CMI grid if it fits, else top-K), ``window`` (farther pairs score
+        0), ``max_minutes`` (checked against :func:`estimate`) and ``scheduler``.
 
     Returns
     -------
@@ -192,7 +177,8 @@ def _score_block(block, lm, method: str, window, progress: bool = False) -> list
     for k in {k for _, _, k in block}:
         idx = [s for s, (_, _, ks) in enumerate(block) if ks == k]
         w, kp = [words[s] for s in idx], [keep[s] for s in idx]
-        grid = dependencies.cmi_grid(lm, w, kp, window=window, max_candidates=k, progress=progress)
+        grid = dependencies.cmi_grid(lm, w, kp, window=window, max_candidates=k,
+                                     settings=dependencies.GridSettings(progress=progress))
         enc = dependencies.pieces.encode_all(lm, w, kp)
         for s, m, b in zip(idx, grid, dependencies.policy.word_bounds(enc, grid)):
             out[s] = (m, b)

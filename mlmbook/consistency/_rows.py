@@ -1,10 +1,5 @@
-"""Rows of masked queries and the thin reductions the probes use (private helpers).
-
-Every probe of :mod:`mlmbook.consistency` builds copies of a sentence with some positions
-masked or filled in (:func:`with_values`), sends all of them through the book's one batched
-engine (:func:`mlmbook.queries.iter_log_probs`) and keeps only the few log-probabilities it
-needs (:func:`each`, :func:`pick`).
-"""
+"""Rows of masked queries and the thin reductions over :func:`mlmbook.queries.iter_log_probs` the
+probes use (private helpers)."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable
@@ -36,16 +31,12 @@ def with_values(row, *sets) -> list[int]:
 
 
 def each(lm: MaskedLM, rows, positions, fn: Callable, **kw) -> list:
-    """``fn(b, logq_b)`` for every query ``b``: a reduction over
-    :func:`mlmbook.queries.iter_log_probs`.
-
-    ``logq_b`` (float64, ``(k, V)``) is the log-softmax at row ``b``'s queried positions; only
-    what ``fn`` returns is kept.
-    """
+    """``fn(b, logq_b)`` for every query ``b``, ``logq_b`` (float64, ``(k, V)``) the log-softmax at
+    row ``b``'s queried positions."""
     out: list = [None] * len(rows)
     desc = kw.pop("desc", None)
     if desc and kw.get("progress"):
-        kw["progress"] = desc                          # the engine's progress bar takes its label
+        kw["progress"] = desc
     for idx, arr in queries.iter_log_probs(lm, rows, positions, **kw):
         for b, a in zip(idx, arr):
             out[b] = fn(b, a)

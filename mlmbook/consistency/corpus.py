@@ -1,17 +1,9 @@
 r"""Chapter 3's sentences: encoded for the model, with the pairs the probes read and the targets the
 ensemble predicts.
 
-With the toy model the sentences are fresh samples of the toy language, so the truth answers every
-query on them; with another model they come from a treebank through the book's one front door
-(:func:`mlmbook.corpus.read_for_model`: length policy, surface tokens, fit check). Either way a
-sentence is encoded by the model's own tokenizer, and a **position** is a piece of a word (not
-punctuation) that the model can predict. A pair is two positions of one sentence; the sentence is
-the independent unit every interval resamples (pairs of one sentence share its words).
-
->>> from mlmbook.consistency import corpus
->>> enc = corpus.encode_for_probes(lm, ["the", "dog", "runs", "."])           # doctest: +SKIP
->>> enc.content                                                    # doctest: +SKIP
-[0, 1, 2]
+The toy model reads fresh samples of the toy language (the truth answers every query on them);
+another model reads a treebank through :func:`mlmbook.corpus.read_for_model`. A **position** is a
+piece of a word (not punctuation) that the model can predict; the sentence is the independent unit.
 """
 from __future__ import annotations
 
@@ -30,8 +22,7 @@ __all__ = ["Encoded", "Corpus", "Source", "is_word", "encode_for_probes", "load"
            "ensemble_targets", "MAX_PIECES"]
 
 MAX_PIECES = 40
-"""The most pieces of a probed sentence (a real model's window is far larger; the probes stay
-cheap)."""
+"""The most pieces of a probed sentence (the probes stay cheap)."""
 
 
 def is_word(token: str) -> bool:
@@ -73,10 +64,9 @@ class Corpus:
     Attributes
     ----------
     sentences : list of Encoded
-    source : str                 for the page ("fresh sentences of the toy language", a treebank's summary)
+    source : str                 for the page (a treebank's summary)
     toy_world : bool             the toy language's sentences: the truth answers every query on them
-    admonition : object or None  the fit warning to display when a model was allowed to run on text it
-                                 does not fit (``-p allow_unknown true``)
+    admonition : object or None  the fit warning, when a model runs on text it does not fit
     grammar : Grammar or None    the toy language (toy world only)
     """
 
@@ -85,9 +75,6 @@ class Corpus:
     toy_world: bool
     admonition: object = field(default=None)
     grammar: object = field(default=None)
-
-    def __len__(self) -> int:
-        return len(self.sentences)
 
     def ids(self, start: int = 0, stop: int | None = None) -> list:
         return [e.ids for e in self.sentences[start:stop]]
@@ -100,12 +87,11 @@ class Source:
     Attributes
     ----------
     toy : bool
-        The toy world: the toy model on fresh sentences of its own language (with a treebank, any
-        model — the toy one too — reads the treebank, and no truth is consulted).
+        The toy world: the toy model on fresh sentences of its own language.
     treebank : str or path, optional
         The treebank to read (default UD English EWT test).
     window : mlmbook.corpus.Window, optional
-        The treebank's length policy (words per sentence; default 5–14).
+        The treebank's length policy (default 5–14 words).
     allow_unknown : bool
         Run on a treebank the model does not fit, with the fit warning on the page.
     """
@@ -117,8 +103,7 @@ class Source:
 
 
 def load(lm: MaskedLM, n: int, source: Source, seed: int = 0) -> Corpus:
-    """The chapter's corpus: ``n`` toy sentences for the toy model, a treebank's sentences for
-    another.
+    """The chapter's corpus: ``n`` toy sentences in the toy world, else a treebank's sentences.
 
     Parameters
     ----------
@@ -160,8 +145,7 @@ def load(lm: MaskedLM, n: int, source: Source, seed: int = 0) -> Corpus:
 
 
 def sample_pairs(contents: Sequence[Sequence[int]], max_pairs: int, rng: np.random.Generator) -> np.ndarray:
-    """Every pair of positions of each sentence, or ``max_pairs`` of them drawn at random when it
-    has more.
+    """Every pair of positions of each sentence, or ``max_pairs`` of them drawn at random.
 
     Returns
     -------
@@ -180,8 +164,7 @@ def ensemble_targets(sentences: Sequence[Encoded], n: int, n_aux: int, rng: np.r
     """One target position per sentence and its ``n_aux`` nearest positions (the auxiliary words).
 
     A sentence qualifies when it has more than ``n_aux`` positions and, with ``spans``, every span
-    route of :mod:`.spans` around its target fits. Returns ``(sentence indices, targets, aux)`` for
-    the first ``n``.
+    route around its target fits. Returns ``(sentence indices, targets, aux)`` for the first ``n``.
 
     Raises
     ------

@@ -2,17 +2,13 @@ r"""What an MLM's inconsistency follows: the language's dependence of a pair, co
 sentences.
 
 The truth's conditional mutual information of a pair, :math:`I(x_i; x_j \mid x_{\setminus\{i,j\}})`
-(chapter 1's :func:`mlmbook.dependencies.truth_cmi`, which the chapter calls), is exactly 0 for a
-pair independent given the rest of its sentence (up to :data:`CMI_ZERO`). The pairs of one sentence
-share its words, so a comparison of two kinds of pairs is made **within each sentence** and the
-sentence is the unit:
+(:func:`mlmbook.dependencies.truth_cmi`), is 0 for a pair independent given the rest. Two kinds of
+pairs are compared **within each sentence**, the sentence being the unit:
 
 .. math:: d_s = \overline{y}_{s,\,A} - \overline{y}_{s,\,B},
 
-the mean of a per-pair quantity :math:`y` (the order inconsistency) over the sentence's pairs of
-kind :math:`A` minus its mean over its pairs of kind :math:`B`, for every sentence that has both
-kinds (:func:`within_sentence`). The estimate is the mean of :math:`d_s` over those sentences, and
-its test resamples sentences (:mod:`mlmbook.stats.paired`).
+the mean of a per-pair quantity :math:`y` over the sentence's pairs of kind :math:`A` minus that
+over its pairs of kind :math:`B` (:func:`within_sentence`).
 """
 from __future__ import annotations
 
@@ -21,13 +17,11 @@ import numpy as np
 __all__ = ["within_sentence", "CMI_ZERO"]
 
 CMI_ZERO = 1e-9
-"""Nats: a smaller CMI is an exact zero up to float rounding (exact zeros tie; float noise must not
-rank them)."""
+"""Nats: a smaller CMI is an exact zero up to float rounding."""
 
 
 def within_sentence(values, kind_a, kind_b, units) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per sentence, the mean of ``values`` over its rows of kind A minus the mean over its rows of
-    kind B.
+    """Per sentence, the mean of ``values`` over its rows of kind A minus that over those of kind B.
 
     Parameters
     ----------

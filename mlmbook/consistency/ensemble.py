@@ -13,18 +13,10 @@ after it, left to right:
 
 normalised over a candidate set, :math:`o` the observed words. For a joint the right side is
 :math:`p(x_t = c, x_R = o_R \mid x_{\setminus(\{t\}\cup R)}) \propto p(x_t = c \mid x_{\setminus
-t})`, so every version equals version 0; for an MLM each differs from it by the chain rule's order
-inconsistency. A route of one auxiliary position :math:`k` is the BERT-style version of
-:func:`ensemble_versions_many`; spans around the target (:mod:`.spans`) are the routes of the
-paper's span-infilling models. Versions are combined by averaging or max-pooling (:func:`combine`)
-and scored by :func:`ensemble_curve`.
-
-Candidates and the label leak. A version is a distribution over a candidate set: the direct
-conditional's top :math:`K`. Adding the gold word when it is missing (``with_gold=True``, the
-convenient choice) leaks the label into the predictor; :func:`harsh` removes it again, and
-``ensemble_curve(..., vocabulary=True)`` scores the leak-free predictor over the whole
-vocabulary (inside the candidate set each version's shape, scaled to the direct conditional's mass
-there; outside it the direct conditional).
+t})`, so every version equals version 0. Versions are combined by :func:`combine` and scored by
+:func:`ensemble_curve`. Adding a missing gold word to the candidates (an int ``candidates``) leaks
+the label; :func:`harsh` removes it and ``ensemble_curve(..., vocabulary=True)`` scores the
+leak-free predictor over the whole vocabulary.
 """
 from __future__ import annotations
 
@@ -49,8 +41,7 @@ class Versions(NamedTuple):
     probs: np.ndarray  # (1 + |routes|, C); row 0 = direct conditional, row 1 + r = via routes[r]
     routes: tuple = ()      # per route, the positions masked besides the target (chain-rule order)
     mass: float = 1.0       # the direct conditional's probability of the model's own candidates
-    # the direct conditional's probability of the observed word when it is not one of them
-    outside: float = 0.0
+    outside: float = 0.0    # ... and of the observed word when it is not one of them
     added: bool = False     # the observed word was appended to the candidates (the label leak)
 
     @property
@@ -59,9 +50,9 @@ class Versions(NamedTuple):
         return np.array([r[0] for r in self.routes], dtype=np.int64)
 
 
-def _candidates(spec, d: np.ndarray, gold: int, with_gold: bool):
-    """(candidates, mass, outside, added) from a candidate spec and the direct log-probabilities
-    ``d``."""
+def _direct(spec, d: np.ndarray, gold: int) -> Versions:
+    """The candidates a spec picks from the direct log-probabilities ``d``, with ``d`` on them as
+    the one row of ``probs``."""
     finite = np.isfinite(d)
     if spec is None:
         cand = np.flatnonzero(finite)
@@ -73,39 +64,21 @@ def _candidates(spec, d: np.ndarray, gold: int, with_gold: bool):
     mass = float(np.exp(d[cand]).sum())
     inside = gold < 0 or gold in cand
     outside = 0.0 if inside else float(np.exp(d[gold]))
-    added = bool(with_gold and not inside and np.ndim(spec) == 0 and spec is not None)
+    added = bool(not inside and np.ndim(spec) == 0 and spec is not None)
     if added:
         cand = np.append(cand, gold)
-    return cand, mass, outside, added
+    return Versions(cand, d[cand][None], (), mass, outside, added)
 
 
-def route_versions(lm: MaskedLM, ids, targets, routes, candidates=20, with_gold: bool = True,
+def route_versions(lm: MaskedLM, ids, targets, routes, candidates=20,
                    progress: bool = False) -> list[Versions]:
-    r"""The versions of :math:`q(x_t \mid x_{\setminus t})` along given masking routes, for many
-    targets.
+    r"""The versions of :math:`q(x_t \mid x_{\setminus t})` along masking routes, for many targets.
 
-    Parameters
-    ----------
-    lm : MaskedLM
-    ids : LongTensor (N, n) or list of N 1-D sentences (one per item; ``ids[t]`` is the observed word)
-    targets : array_like (N,) of target positions
-    routes : list of N lists of routes; a route is a tuple of positions masked with the target, in the
-        order the chain rule reads them back
-    candidates : None, an int, an array of ids, or a list of N of those
-        None: every token with a finite direct logit; an int K: the direct conditional's top K
-        (plus the observed word when ``with_gold`` and it is missing); an array: exactly those ids.
-    with_gold : bool
-        Append a missing observed word to top-K candidates (``Versions.added``; :func:`harsh` undoes
-        it).
-    progress : bool
-        Show progress bars over the queries.
-
-    Returns
-    -------
-    list of :class:`Versions`
-        The same as one call per item. Three engine passes: the direct conditionals, the
-        target-masked rows of every route, and the rows that read back the route's words (only the
-        observed word's score comes back) — :math:`1 + \sum_R (1 + C\,|R|)` rows per item.
+    ``ids``: N sentences (``ids[t]`` the observed word); ``targets``: N positions; ``routes``: per
+    item, a list of routes, each a tuple of positions masked with the target in the order the chain
+    rule reads them back. ``candidates`` (or a list of N of them): None (every token with a finite
+    direct logit), an int K (the direct conditional's top K, plus a missing observed word) or an
+    array of ids. Returns one :class:`Versions` per item.
     """
     rows = as_rows(ids)
     N = len(rows)
@@ -118,19 +91,16 @@ def route_versions(lm: MaskedLM, ids, targets, routes, candidates=20, with_gold:
         raise ValueError(f"candidates: one spec per item ({N}), got {len(per_item)}")
     m = lm.mask_id
     gold = [int(r[t]) if int(r[t]) != m else -1 for r, t in zip(rows, targets)]
-
-    def pick_candidates(n: int, lq: np.ndarray):
-        cand, mass, outside, added = _candidates(per_item[n], lq[0], gold[n], with_gold)
-        return cand, lq[0][cand], mass, outside, added
-
     direct_rows = [r.copy() for r in rows]
     for r, t in zip(direct_rows, targets):
         r[t] = m
-    direct = each(lm, direct_rows, targets[:, None].tolist(), pick_candidates, progress=progress,
+    direct = each(lm, direct_rows, targets[:, None].tolist(),
+                  lambda n, lq: _direct(per_item[n], lq[0], gold[n]), progress=progress,
                   desc="direct conditionals")
     head_rows, head_pos, head_want = [], [], []
     tail_rows, tail_pos, tail_want, tail_owner = [], [], [], []
-    for n, (r, t, rs, (cand, *_)) in enumerate(zip(rows, targets, routes, direct)):
+    for n, (r, t, rs, v) in enumerate(zip(rows, targets, routes, direct)):
+        cand = v.candidates
         for q, route in enumerate(rs):
             head = r.copy()
             head[[t, *route]] = m
@@ -150,27 +120,26 @@ def route_versions(lm: MaskedLM, ids, targets, routes, candidates=20, with_gold:
                                          progress=progress and "routes (read back)"):
         tail[idx] = x[:, 0]
     logs, h = [], 0
-    for (_cand, d, *_), rs in zip(direct, routes):
-        logs.append([d] + [np.array(head[h + q], dtype=np.float64) for q in range(len(rs))])
+    for v, rs in zip(direct, routes):
+        logs.append([v.probs[0], *head[h:h + len(rs)]])
         h += len(rs)
     start = 0
     for n, q, c in tail_owner:                    # add each read-back step to its route
         logs[n][1 + q] = logs[n][1 + q] + tail[start:start + c]
         start += c
     out = []
-    for (cand, _, mass, outside, added), rs, ls in zip(direct, routes, logs):
+    for v, rs, ls in zip(direct, routes, logs):
         L = np.vstack(ls)
         p = np.exp(L - L.max(axis=1, keepdims=True))
-        out.append(Versions(cand, p / p.sum(axis=1, keepdims=True), tuple(rs), mass, outside, added))
+        out.append(v._replace(probs=p / p.sum(axis=1, keepdims=True), routes=tuple(rs)))
     return out
 
 
 def ensemble_versions_many(lm: MaskedLM, ids, targets, aux=None, candidates=None,
-                           with_gold: bool = True, progress: bool = False) -> list[Versions]:
+                           progress: bool = False) -> list[Versions]:
     r"""BERT-style versions for many targets: one route per auxiliary position :math:`k`,
 
     .. math::
-
         q_k(x_t = c) \propto q(x_t = c \mid x_{\setminus\{t,k\}})\;
         q(x_k = o_k \mid x_t = c,\, x_{\setminus\{t,k\}}),
 
@@ -182,18 +151,17 @@ def ensemble_versions_many(lm: MaskedLM, ids, targets, aux=None, candidates=None
     if aux is None:
         aux = [[k for k in range(len(r)) if k != t and int(r[k]) != lm.mask_id] for r, t in zip(rows, targets)]
     routes = [[(int(k),) for k in np.asarray(a, dtype=np.int64).reshape(-1)] for a in aux]
-    return route_versions(lm, rows, targets, routes, candidates, with_gold=with_gold, progress=progress)
+    return route_versions(lm, rows, targets, routes, candidates, progress=progress)
 
 
-def ensemble_versions(lm: MaskedLM, ids, t: int, aux=None, candidates=None, with_gold: bool = True) -> Versions:
+def ensemble_versions(lm: MaskedLM, ids, t: int, aux=None, candidates=None) -> Versions:
     """:func:`ensemble_versions_many` for one target ``t`` of one sentence ``ids``."""
     one = candidates if candidates is None or np.ndim(candidates) == 0 else [candidates]
-    return ensemble_versions_many(lm, [ids], [t], None if aux is None else [aux], one, with_gold=with_gold)[0]
+    return ensemble_versions_many(lm, [ids], [t], None if aux is None else [aux], one)[0]
 
 
 def harsh(v: Versions) -> Versions:
-    """The versions without the appended observed word (candidates from the model alone),
-    renormalised."""
+    """The versions without the appended observed word, renormalised."""
     if not v.added:
         return v
     p = v.probs[:, :-1]
@@ -216,8 +184,7 @@ def combine(probs, how: str = "mean") -> np.ndarray:
 
 
 class Curve(NamedTuple):
-    # (N, M) 1.0 if the ensemble of the first m versions puts its top on the gold token
-    correct: np.ndarray
+    correct: np.ndarray   # (N, M) 1.0 if the ensemble of the first m versions ranks gold first
     log_loss: np.ndarray  # (N, M) -log of the ensemble's probability of the gold token (nats)
 
 
@@ -240,11 +207,9 @@ def ensemble_curve(versions, gold, how: str = "mean", max_versions: int | None =
         M, the number of columns (default: the most versions any item has). Items with fewer
         versions get NaN in the columns they cannot fill.
     vocabulary : bool
-        False: the predictor is renormalised over each item's candidates (a gold word outside
-        them scores 0 and an infinite log-loss). True: the leak-free predictor over the whole
-        vocabulary — the appended gold word is removed (:func:`harsh`), the ensemble is scaled to
-        the direct conditional's mass on the candidates, and a gold word outside them gets the
-        direct conditional's probability (never the top, since the candidates are its top K).
+        False: the predictor is renormalised over each item's candidates (a gold word outside them
+        scores 0). True: the leak-free predictor over the whole vocabulary (:func:`harsh`, scaled to
+        the direct conditional's mass on the candidates; outside them the direct conditional).
     """
     M = max_versions or max(len(v.probs) for v in versions)
     correct = np.full((len(versions), M), np.nan)
@@ -269,12 +234,11 @@ def ensemble_curve(versions, gold, how: str = "mean", max_versions: int | None =
 def disagreement_rate(probs, reference: int | None = 0, atol: float = 1e-9) -> float:
     r"""How often versions disagree on the most likely token.
 
-    Version :math:`v`'s top set is :math:`\{c : q_v(c) \ge \max q_v - \text{atol}\}` (so float
-    noise between exact ties is no disagreement); two versions disagree when their top sets are
-    disjoint. With ``reference=r``: the fraction of versions :math:`v \ne r` disagreeing with
-    version :math:`r` (default 0, the direct conditional); with ``None``: the fraction of
-    unordered pairs that disagree. ``probs`` is one (m, C) array, a stack (N, m, C), or a list
-    of (m, C_i) arrays; items are averaged with equal weight.
+    Version :math:`v`'s top set is :math:`\{c : q_v(c) \ge \max q_v - \text{atol}\}`; two versions
+    disagree when their top sets are disjoint. With ``reference=r``: the fraction of versions
+    :math:`v \ne r` disagreeing with version :math:`r` (default 0, the direct conditional); with
+    ``None``: the fraction of unordered pairs that disagree. ``probs`` is one (m, C) array, a stack
+    (N, m, C), or a list of (m, C_i) arrays; items are averaged with equal weight.
     """
     items = list(probs) if (isinstance(probs, (list, tuple)) or np.ndim(probs) == 3) else [probs]
     rates = []

@@ -1,10 +1,6 @@
-r"""Chapter 3's figures: each takes the chapter's measured arrays and returns a matplotlib Figure.
-
-The chapter calls one function per figure in a cell of two or three lines; the drawing, the
-descriptive 95 % intervals behind error bars (:func:`mlmbook.stats.describe`, the sentence as the
-unit where pairs share a sentence) and the legend placement (:func:`mlmbook.plotting.place_legend`,
-never over data) live here.
-"""
+r"""Chapter 3's figures: each takes the chapter's measured arrays and returns a matplotlib Figure
+(error bars: descriptive 95 % intervals, the sentence as the unit where pairs share one; legends
+never over data)."""
 from __future__ import annotations
 
 from typing import Sequence
@@ -19,11 +15,6 @@ __all__ = ["delta_histogram", "flip_scatter", "order_panels", "dependence_bins",
 PAL = plotting.PALETTE
 
 
-def _legend(ax, **kw):
-    """The legend where it covers no data (inside if a corner is free, else outside)."""
-    return plotting.place_legend(ax, **kw)
-
-
 def _bar(values, units=None, weights=None) -> tuple[float, float, float]:
     """(estimate, low, high) of a descriptive 95 % interval."""
     iv = stats.describe(values, weights, units=units)
@@ -31,8 +22,7 @@ def _bar(values, units=None, weights=None) -> tuple[float, float, float]:
 
 
 def _mean_bar(values) -> tuple[float, float, float]:
-    """(mean, low, high) with a percentile bootstrap: for differences of hits (0, ±1), where a
-    studentized interval degenerates when most replicates have no spread."""
+    """(mean, low, high) with a percentile bootstrap (for differences of hits, 0 or ±1)."""
     iv = stats.bootstrap(lambda x: x.mean(-1), values, n_boot=2000)
     return iv.estimate, iv.low, iv.high
 
@@ -47,8 +37,7 @@ def _log10_abs(x, tiny: float = 1e-17) -> np.ndarray:
 
 
 def delta_histogram(delta, floor: float, truth_delta=None):
-    """Histogram of the MLM's :math:`\\log_{10}|\\Delta|` beside the truth's on the same
-    rectangles."""
+    """Histogram of the MLM's :math:`\\log_{10}|\\Delta|` beside the truth's, same rectangles."""
     fig, ax = plotting.figure(height=2.6)
     bins = np.linspace(-17, 1.5, 60)
     ax.hist(_log10_abs(delta), bins=bins, color=PAL["mlm"], alpha=0.85, label=f"MLM ({len(delta)} rectangles)")
@@ -58,13 +47,12 @@ def delta_histogram(delta, floor: float, truth_delta=None):
     ax.axvline(np.log10(floor), color=PAL["miss"], ls="--", lw=1, label="float32 rounding bound")
     ax.set_xlabel(r"$\log_{10} |\Delta|$  ($\Delta$ in nats; exact zeros drawn at $-17$)")
     ax.set_ylabel("rectangles")
-    _legend(ax)
+    plotting.place_legend(ax)
     return fig
 
 
 def flip_scatter(gap_fwd, gap_bwd, truth_fwd=None, truth_bwd=None):
-    """The two orders' preferences :math:`g_0, g_1` of each bigram pair; flips in the shaded
-    quadrants."""
+    """The two orders' preferences :math:`g_0, g_1` of each bigram pair; flips shaded."""
     fig, ax = plotting.figure(height=2.7)
     lim = float(np.quantile(np.abs(np.r_[gap_fwd, gap_bwd]), 0.98)) + 0.5
     ax.fill_between([0, lim], -lim, 0, color=PAL["miss"], alpha=0.12, lw=0)
@@ -77,13 +65,12 @@ def flip_scatter(gap_fwd, gap_bwd, truth_fwd=None, truth_bwd=None):
     ax.set_ylim(-lim, lim)
     ax.set_xlabel(r"$g_0 = \log j_0(a,b) / j_0(a',b)$")
     ax.set_ylabel(r"$g_1 = \log j_1(a,b) / j_1(a',b)$")
-    _legend(ax)
+    plotting.place_legend(ax)
     return fig
 
 
 def order_panels(log_fwd, log_bwd, rel, truth_fwd=None, truth_bwd=None):
-    """Left: :math:`\\log j_0` against :math:`\\log j_1`; right: the relative difference's
-    histogram."""
+    """Left: :math:`\\log j_0` against :math:`\\log j_1`; right: the relative differences."""
     fig, (ax1, ax2) = plotting.figure(1, 2, height=2.5)
     ax1.scatter(log_fwd, log_bwd, s=4, alpha=0.35, color=PAL["mlm"], label="MLM")
     if truth_fwd is not None:
@@ -92,21 +79,20 @@ def order_panels(log_fwd, log_bwd, rel, truth_fwd=None, truth_bwd=None):
     ax1.plot([lo, 0], [lo, 0], color="gray", lw=0.8)
     ax1.set_xlabel(r"$\log j_0$")
     ax1.set_ylabel(r"$\log j_1$")
-    _legend(ax1)
+    plotting.place_legend(ax1)
     ax2.hist(rel, bins=np.linspace(0, 2, 31), color=PAL["mlm"], alpha=0.85)
     ax2.axvline(float(np.mean(rel)), color=PAL["mlm"], ls="--", lw=1, label="MLM mean")
     if truth_fwd is not None:
         ax2.axvline(0, color=PAL["truth"], lw=2.5, label="truth (all at 0)")
     ax2.set_xlabel("relative difference")
     ax2.set_ylabel("pairs")
-    _legend(ax2)
+    plotting.place_legend(ax2)
     return fig
 
 
 def dependence_bins(cmi, rel, adelta, dist, units, min_pairs: int = 8):
-    """Mean order inconsistency (left) and median :math:`|\\Delta|` (right) in bins of the truth's
-    CMI, adjacent pairs and pairs farther apart; bars are 95 % intervals over sentences (left) or
-    pairs (right)."""
+    """Mean order inconsistency (95 % over sentences) and median :math:`|\\Delta|` (over pairs) in
+    bins of the truth's CMI, adjacent pairs and pairs farther apart."""
     fig, axes = plotting.figure(1, 2, height=2.9)
     dep = cmi > 0
     log_cmi = np.log10(cmi[dep])
@@ -134,7 +120,7 @@ def dependence_bins(cmi, rel, adelta, dist, units, min_pairs: int = 8):
         ax.set_xticks(range(len(ticks)), ticks, rotation=30, ha="right")
         ax.set_xlabel("truth's CMI of the pair (nats)")
         ax.set_ylabel(label)
-    _legend(axes[0])
+    plotting.place_legend(axes[0])
     return fig
 
 
@@ -146,8 +132,7 @@ def _stat(values, units, median: bool):
 
 
 def snapshot_panels(steps, kls, order_means: Sequence[tuple], n_pairs: int):
-    """The default model's snapshots: KL to the truth (left) and mean order inconsistency
-    (right)."""
+    """The default model's snapshots: KL to the truth and mean order inconsistency."""
     fig, (ax1, ax2) = plotting.figure(1, 2, height=2.9)
     ax1.plot(steps, kls, "o-", color=PAL["truth"])
     ax1.set_ylabel("KL(truth ‖ model), nats")
@@ -161,8 +146,7 @@ def snapshot_panels(steps, kls, order_means: Sequence[tuple], n_pairs: int):
 
 
 def ensemble_curves(curves: dict, bayes_loss: float | None = None, bayes_acc: float | None = None):
-    """Log-loss (left) and accuracy (right) of the ensemble of the first m versions, averaging and
-    max-pooling."""
+    """Log-loss and accuracy of the ensemble of the first m versions, averaging and max-pooling."""
     fig, (ax1, ax2) = plotting.figure(1, 2, height=2.8)
     first = next(iter(curves.values()))
     m_axis = np.arange(1, first.log_loss.shape[1] + 1)
@@ -191,8 +175,8 @@ def _legend_below(fig, ax):
 
 
 def span_gains(per_seed: dict, arms: Sequence[tuple]):
-    """Per training seed, the ensemble's gain over the single conditional in log-loss (left) and
-    accuracy (right) for each arm; bars are 95 % intervals over targets.
+    """Per training seed, the ensemble's gain over the single conditional in log-loss and accuracy
+    for each arm (95 % intervals over targets).
 
     ``per_seed[seed][arm]`` is a dict of per-target scores (:func:`~.regime.ensemble_scores`);
     ``arms`` are ``(key, label)`` (:data:`~.spans.ARMS`).
@@ -216,8 +200,7 @@ def span_gains(per_seed: dict, arms: Sequence[tuple]):
 
 
 def noise_panels(etas, headroom: Sequence[tuple], exact_floor, gain: Sequence[tuple], n_targets: int, n_floor: int):
-    """The noise knob: headroom to the truth (left) and the ensemble's gain (right), models and
-    exact."""
+    """The noise knob: headroom to the truth and the ensemble's gain, models and exact."""
     fig, (ax1, ax2) = plotting.figure(1, 2, height=3.0)
     _errorbar(ax1, etas, headroom, fmt="o-", color=PAL["mlm"], label=f"MLMs ({n_targets} targets)")
     ax1.plot(etas, exact_floor, "s--", color=PAL["truth"], label=f"exact floor ({n_floor} targets)")
@@ -227,7 +210,7 @@ def noise_panels(etas, headroom: Sequence[tuple], exact_floor, gain: Sequence[tu
     ax2.set_ylabel("ensemble gain (nats)")
     for ax in (ax1, ax2):
         ax.set_xlabel(r"training noise $\eta$")
-        _legend(ax)
+        plotting.place_legend(ax)
     return fig
 
 
@@ -240,8 +223,9 @@ def rung_map(kl, points: Sequence[dict], names, title: str):
     for ax, (q, ylabel, best) in zip(axes.flat, panels):
         kept = [k for k, p in enumerate(points) if p[q].defined]
         e, lo, hi = (np.array([list(points[k][q])[i] for k in kept]) for i in range(3))
-        plotting.regime_map(np.asarray(kl)[kept], e, lo, hi, ax=ax, truth=best,
-                            names=np.asarray(names)[kept], ylabel=ylabel, color=PAL["mlm"])
+        style = plotting.RegimeStyle(truth=best, names=np.asarray(names)[kept], ylabel=ylabel,
+                                     color=PAL["mlm"])
+        plotting.regime_map(np.asarray(kl)[kept], e, lo, hi, ax=ax, style=style)
         ax.xaxis.label.set_size(9)
         ax.xaxis.set_major_locator(LogLocator(subs=(1, 2, 5)))
         ax.xaxis.set_minor_formatter(NullFormatter())
@@ -251,8 +235,7 @@ def rung_map(kl, points: Sequence[dict], names, title: str):
 
 def budget_scatter(budget: dict, gains: dict, highlight: str = "span"):
     """One point per model: its mean incompatibility budget against its mean ensemble gain (95 %
-    intervals over the same targets); the truth at the origin; every point labelled where its label
-    covers no point, error bar or other label (:func:`mlmbook.plotting.place_labels`)."""
+    intervals over the same targets), labelled; the truth at the origin."""
     fig, ax = plotting.figure(height=3.2)
     points = []
     for name in budget:
@@ -276,8 +259,7 @@ def budget_scatter(budget: dict, gains: dict, highlight: str = "span"):
 
 def chain_rule_panels(lm, row, i: int, j: int, grammar=None, words=None):
     """The explorer's figure: the pair distribution through the two chain-rule orders, their
-    log-ratio and (toy world: ``grammar`` and ``words`` given) the exact joint, on each position's
-    likeliest words."""
+    log-ratio and (``grammar`` and ``words`` given) the exact joint, on each position's top six."""
     from .. import queries
     from .order import chain_rule_grids
     n = len(row)

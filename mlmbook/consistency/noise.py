@@ -1,10 +1,8 @@
 r"""Chapter 3's noise knob: headroom that no training removes, and a language that is still a joint.
 
-A model trained with ``TrainConfig(noise=η)`` learns the toy language with every word first
-replaced, with probability :math:`\eta`, by a uniform random word: exactly the grammar knob
-``toy[word_noise=η]`` (:mod:`mlmbook.toy.knobs`), whose exact conditionals :math:`p_\eta` the truth
-oracle computes. On clean targets the best such a model can do is :math:`p_\eta`, so the **exact
-floor** of its headroom is
+A model trained with ``TrainConfig(noise=η)`` learns the grammar knob ``toy[word_noise=η]``
+(:mod:`mlmbook.toy.knobs`), whose exact conditionals :math:`p_\eta` the truth oracle computes. On
+clean targets the **exact floor** of its headroom is
 
 .. math:: \mathbb E\big[\log p(x_t \mid x_{\setminus t}) - \log p_\eta(x_t \mid x_{\setminus t})\big],
 
@@ -14,13 +12,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import queries
+
 __all__ = ["conditionals", "exact_floor", "fit_kl"]
 
 
 def conditionals(lm, rows, targets) -> list[np.ndarray]:
     r""":math:`q(x_t = \cdot \mid x_{\setminus t})` at each target (rows: the sentences with the
     target masked), indexed by token id; for the noisy language's exact oracle, :math:`p_\eta`."""
-    from .. import queries
     return [np.exp(x[0]) for x in queries.log_probs(lm, rows, [[t] for t in targets])]
 
 
@@ -30,9 +29,7 @@ def exact_floor(truth_p, noisy_p, gold) -> np.ndarray:
 
 
 def fit_kl(lm, rows, targets, p_list) -> float:
-    """Mean :math:`\\mathrm{KL}(p \\,\\|\\, q)` of the model's direct conditionals at the targets
-    (its fit to the language ``p_list`` comes from, nats)."""
-    from .. import queries
+    """Mean :math:`\\mathrm{KL}(p \\,\\|\\, q)` of the model's conditionals at the targets."""
     lq = queries.log_probs(lm, rows, [[t] for t in targets])
     out = []
     for p, x in zip(p_list, lq):

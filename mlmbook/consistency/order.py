@@ -7,17 +7,9 @@ below). The chain rule then gives the pair probability in two orders,
 .. math::
     j_0(a, b) = q(a)\, q(b \mid a), \qquad j_1(a, b) = q(b)\, q(a \mid b),
 
-which agree for every joint. Two ways to read a disagreement:
-
-* the **order inconsistency** (Young & You 2022's measure) of the observed pair: the relative
-  difference :math:`|j_0 - j_1| / \tfrac12 (j_0 + j_1)` and :math:`|\log j_0 / j_1|`
-  (:func:`order_inconsistency`);
-* **preference flips**: for two bigrams that share one word, :math:`(a, b)` and :math:`(a', b)`,
-  the two orders prefer different ones (:func:`preference_flips`) — "the model confuses its own
-  preference regarding two similar bigrams", the paper's headline phenomenon.
-
-:func:`probe_pairs` runs both and the rectangle test (:mod:`.rectangle`) for many pairs in many
-sentences in a few batched passes.
+which agree for every joint. A disagreement is read as the **order inconsistency** of the observed
+pair (Young & You 2022's measure, :func:`order_inconsistency`) or as **preference flips** between
+two bigrams that share one word (:func:`preference_flips`).
 """
 from __future__ import annotations
 
@@ -50,11 +42,10 @@ def order_inconsistency(lm: MaskedLM, ids, i, j, progress: bool = False) -> Orde
         j_0 = q(x_i \mid \text{both masked})\, q(x_j \mid x_i), \qquad
         j_1 = q(x_j \mid \text{both masked})\, q(x_i \mid x_j),
 
-    all given :math:`x_{\setminus\{i,j\}}`. For a joint both equal :math:`p(x_i, x_j \mid x_{\setminus\{i,j\}})`.
-    Returns the relative difference :math:`|j_0 - j_1| / \tfrac12(j_0 + j_1) = 2\tanh(|\log j_0/j_1|/2)`
-    (at most 2; Young & You's measure) and :math:`|\log(j_0/j_1)|`, per row of ``ids`` (one row per
-    (sentence, pair); ``i``, ``j`` broadcast). 3R masked queries in one engine pass (identical
-    ones, e.g. "only :math:`x_j` masked" shared by pairs with the same :math:`j`, are sent once).
+    all given :math:`x_{\setminus\{i,j\}}`. Returns the relative difference
+    :math:`|j_0 - j_1| / \tfrac12(j_0 + j_1) = 2\tanh(|\log j_0/j_1|/2)` (Young & You's measure)
+    and :math:`|\log(j_0/j_1)|`, per row of ``ids`` (one row per (sentence, pair); ``i``, ``j``
+    broadcast).
     """
     rows = as_rows(ids)
     R = len(rows)
@@ -83,8 +74,7 @@ class Flips(NamedTuple):
     gap_bwd: np.ndarray   # log j1(a, b) − log j1(a', b) = log q(a | b) − log q(a' | b)
 
 
-def preference_flips(lm: MaskedLM, ids, i, j, alt=None, tol: float = FLOAT32_NOISE_FLOOR,
-                     progress: bool = False) -> Flips:
+def preference_flips(lm: MaskedLM, ids, i, j, alt=None, progress: bool = False) -> Flips:
     r"""Do the two chain-rule orders prefer the same of two bigrams that share the word at ``j``?
 
     The bigrams are the observed :math:`(a, b) = (x_i, x_j)` and :math:`(a', b)`, with :math:`a'`
@@ -96,15 +86,13 @@ def preference_flips(lm: MaskedLM, ids, i, j, alt=None, tol: float = FLOAT32_NOI
         g_0 = \log\frac{j_0(a, b)}{j_0(a', b)} = \log\frac{q(a)\,q(b\mid a)}{q(a')\,q(b\mid a')}, \qquad
         g_1 = \log\frac{j_1(a, b)}{j_1(a', b)} = \log\frac{q(a\mid b)}{q(a'\mid b)}
 
-    (:math:`q(b)` cancels from :math:`g_1`). A joint has :math:`g_0 = g_1`. A **flip** is
-    :math:`g_0 > \tau` and :math:`g_1 < -\tau` or the reverse; differences within the float32
-    rounding bound :math:`\tau` (``tol``) are no preference, so an exact oracle never flips.
+    A joint has :math:`g_0 = g_1`. A **flip** is :math:`g_0 > \tau` and :math:`g_1 < -\tau` or the
+    reverse, :math:`\tau` the float32 rounding bound (:data:`~.rectangle.FLOAT32_NOISE_FLOOR`).
 
     Returns
     -------
     Flips
-        Per row of ``ids`` (``i``, ``j``, ``alt`` broadcast): 4R masked queries, plus R to find
-        :math:`a'` when ``alt`` is None.
+        Per row of ``ids`` (``i``, ``j``, ``alt`` broadcast).
     """
     rows = as_rows(ids)
     R = len(rows)
@@ -130,6 +118,7 @@ def preference_flips(lm: MaskedLM, ids, i, j, alt=None, tol: float = FLOAT32_NOI
               desc="preference flips").reshape(R, 4, 2)
     g0 = (lq[:, 0, 0] + lq[:, 1, 0]) - (lq[:, 0, 1] + lq[:, 2, 0])
     g1 = lq[:, 3, 0] - lq[:, 3, 1]
+    tol = FLOAT32_NOISE_FLOOR
     flip = ((g0 > tol) & (g1 < -tol)) | ((g0 < -tol) & (g1 > tol))
     return Flips(flip, alt, g0, g1)
 
@@ -142,9 +131,7 @@ def chain_rule_grids(lm: MaskedLM, ids, i: int, j: int, a_ids, b_ids) -> tuple[n
         \log j_1(a, b) = \log q(x_j=b \mid \text{both masked}) + \log q(x_i=a \mid x_j=b),
 
     for every :math:`a` in ``a_ids`` and :math:`b` in ``b_ids`` (the rest of ``ids`` is the
-    context). For a joint both grids equal :math:`\log p(x_i=a, x_j=b \mid x_{\setminus\{i,j\}})`;
-    :func:`order_inconsistency` is one cell of them, :func:`~.rectangle.rectangle_deltas` a
-    :math:`2\times2` block. :math:`1 + |A| + |B|` masked queries in one engine pass.
+    context). For a joint both grids equal :math:`\log p(x_i=a, x_j=b \mid x_{\setminus\{i,j\}})`.
 
     Returns
     -------
@@ -175,29 +162,21 @@ class PairProbes(NamedTuple):
                           OrderInconsistency(*(f[idx] for f in self.order)), flips)
 
 
-def probe_pairs(lm: MaskedLM, ids, pairs, rectangles: Rectangles | None = None, progress: bool = False,
-                flips: bool = True, alternatives=None, desc: str = "pairs", index=None) -> PairProbes:
-    r"""The rectangle test, the order inconsistency and preference flips for many pairs of
-    positions.
-
-    All queries go through :mod:`mlmbook.queries` (length groups, de-duplication, one memory
-    budget ``$MLMBOOK_QUERY_BUDGET``); only the few log-probabilities each probe needs are kept.
+def probe_pairs(lm: MaskedLM, ids, pairs, same_as: PairProbes | None = None, flips: bool = True,
+                index=None) -> PairProbes:
+    r"""The rectangle test, the order inconsistency and preference flips for many pairs.
 
     Parameters
     ----------
     lm : MaskedLM
     ids : list of S 1-D sentences (token ids, nothing masked)
     pairs : array_like (P, 3) of (sentence, i, j)
-    rectangles : Rectangles, optional
-        Test these rectangles (one per pair; e.g. another model's top-2) instead of each pair's
-        own top-2 rectangle (:func:`~.rectangle.top2_rectangles`).
-    progress : bool
-        Show progress bars over the queries.
+    same_as : PairProbes, optional
+        Test the rectangles and bigrams of these probes (one per pair; e.g. another model's)
+        instead of each pair's own top-2 rectangle (:func:`~.rectangle.top2_rectangles`) and the
+        model's own alternative words.
     flips : bool
         Also count preference flips (:func:`pair_flips`).
-    alternatives : array_like (P,), optional
-        The alternative words of the flips (e.g. another model's ``flips.alt``, to test the same
-        bigrams).
     index : array_like (P,), optional
         The pairs' rows in a longer list they were taken from, so that each flip alters the same
         side as it did there (:func:`pair_flips`).
@@ -215,24 +194,23 @@ def probe_pairs(lm: MaskedLM, ids, pairs, rectangles: Rectangles | None = None, 
                           Flips(np.zeros(0, bool), *[empty] * 3) if flips else None)
     sents = as_rows(ids)
     s, i, j = pairs.T
-    if rectangles is None:
-        rect = top2_rectangles(lm, sents, pairs, progress=progress)
+    alternatives = None
+    if same_as is None:
+        rect = top2_rectangles(lm, sents, pairs)
     else:
-        r = Rectangles(*(np.asarray(f) for f in rectangles))
+        r = Rectangles(*(np.asarray(f) for f in same_as.rect))
         both = [with_values(sents[t], (i[k], lm.mask_id), (j[k], lm.mask_id)) for k, t in enumerate(s)]
-        rect = r._replace(delta=rectangle_deltas(lm, both, i, j, r.a, r.a2, r.b, r.b2, progress=progress))
-    rows = [sents[t] for t in s]
-    order = order_inconsistency(lm, rows, i, j, progress=progress)
-    out = pair_flips(lm, sents, pairs, alternatives, progress=progress, index=index) if flips else None
+        rect = r._replace(delta=rectangle_deltas(lm, both, i, j, r[1:]))
+        alternatives = None if same_as.flips is None else same_as.flips.alt
+    order = order_inconsistency(lm, [sents[t] for t in s], i, j)
+    out = pair_flips(lm, sents, pairs, alternatives, index=index) if flips else None
     return PairProbes(rect, order, out)
 
 
 def pair_flips(lm: MaskedLM, ids, pairs, alternatives=None, progress: bool = False, index=None) -> Flips:
-    """:func:`preference_flips` of many ``(sentence, i, j)`` pairs; the word altered alternates
-    between the first and the second position of successive pairs (even rows: ``i``, odd rows:
-    ``j``), so neither side is favoured. ``alternatives``: the words to compare with (default: the
-    model's own). ``index``: the rows' numbers in a longer list of pairs (a subset keeps the sides
-    chosen there)."""
+    """:func:`preference_flips` of many ``(sentence, i, j)`` pairs, the word altered alternating
+    (even rows: ``i``, odd rows: ``j``). ``alternatives``: the words to compare with (default: the
+    model's own). ``index``: the rows' numbers in a longer list of pairs they were taken from."""
     pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 3)
     sents = as_rows(ids)
     s, i, j = pairs.T
@@ -243,8 +221,7 @@ def pair_flips(lm: MaskedLM, ids, pairs, alternatives=None, progress: bool = Fal
 
 
 def one_pair_per_sentence(positions, rng: np.random.Generator) -> np.ndarray:
-    """The paper's sample: one pair of positions per sentence, drawn uniformly, not necessarily
-    adjacent.
+    """The paper's sample: one pair of positions per sentence, drawn uniformly.
 
     Parameters
     ----------

@@ -1,17 +1,11 @@
-r"""The numbers chapter 3 sets beside its own: Young & You's, and the result this chapter's last
-edition measured.
+r"""The numbers chapter 3 sets beside its own: Young & You's, and the last edition's results.
 
 :data:`PAPER` are :cite:t:`young2022inconsistencies`'s numbers: the mean and median relative
 difference of the two chain-rule orders over 10,000 Simple English Wikipedia sentences with two
 masked word pieces each (computed from the authors' released data, ``data/bert-*-uncased_10000``),
 and UL2-20B's accuracy on a filtered LAMBADA subset with the single conditional and with an ensemble
-of ten (a figure of the paper).
-
-:data:`EARLIER_SPAN` keeps the span ensemble's result of the edition before the present one (commit
-``5d78747^`` and ``5d78747``): one span model and its twin, first at hidden 128 beside the default
-model, then at hidden 64 — the width was changed after the first result was seen, because the
-hidden-128 span model took 200 s to train and put the cold full build at the edge of its 20 minutes.
-A configuration changed after its result was seen stays on the page beside the new one.
+of ten (a figure of the paper). :data:`EARLIER_SPAN` and :data:`EARLIER_BUDGET` are the last
+edition's (commit ``5d78747``; see the changelog).
 """
 from __future__ import annotations
 
@@ -19,7 +13,7 @@ __all__ = ["PAPER", "EARLIER_SPAN", "EARLIER_BUDGET", "beside_paper"]
 
 PAPER = {"bert_base_mean": 0.795, "bert_base_median": 0.624, "bert_large_mean": 0.857,
          "bert_large_median": 0.699, "lambada_single": 71.4, "lambada_eoc": 74.0}
-"""Young & You's numbers (see the module docstring); accuracy in percent."""
+"""Young & You's numbers; accuracy in percent."""
 
 EARLIER_SPAN = {
     "level_pct": 99.833, "targets": 300,
@@ -30,16 +24,13 @@ EARLIER_SPAN = {
     "h64_twin_headroom": 0.5315534232096346, "h64_t_p": 0.0024, "h64_alpha_m": 0.00167,
 }
 """The last edition's span ensemble (log-loss gain in nats, one seed, its 99.833 % interval over 300
-targets): at hidden 128 (0.023 [−0.007, 0.065]) and at hidden 64 (0.022 [0.001, 0.046], whose
-direction a t test did not confirm: p = 0.0024 above α/m = 0.00167), with each model's single-token
-headroom."""
+targets) at hidden 128 and 64, with each model's single-token headroom."""
 
 
 EARLIER_BUDGET = {"rho": 0.11904761904761904, "low": -0.7619047619047619,
                   "high": 0.7857142857142857, "targets": 30, "models": 8, "level_pct": 99.833}
-"""The last edition's incompatibility budget against the ensemble's gain (commit ``5d78747``):
-Spearman's ρ across the same eight models on 30 other targets, with its interval at that edition's
-family level."""
+"""The last edition's incompatibility budget against the ensemble's gain: Spearman's ρ across eight
+models on 30 targets, with its interval."""
 
 
 def beside_paper(recorded: dict, model_name: str, toy: bool):

@@ -26,40 +26,42 @@ if TYPE_CHECKING:
     from ..models.base import MaskedLM
 
 __all__ = ["FLOAT32_NOISE_FLOOR", "Rectangles", "rectangle_deltas", "rectangle_delta",
-           "top2_rectangles", "noise_floor"]
+           "top2_rectangles"]
 
-#: |Δ| below this is rounding, not inconsistency, for float32 logits: Δ adds eight
-#: log-probabilities,
-#: each off by at most ~|log q|·2⁻²⁴ ≈ 2e-6 for |log q| ≤ 30, so |Δ| ≲ 2e-5; we leave a 5× margin.
+#: |Δ| below this is rounding, not inconsistency, for float32 logits: Δ adds eight log-probs,
+#: each off by at most ~|log q|·2⁻²⁴ ≈ 2e-6 for |log q| ≤ 30, so |Δ| ≲ 2e-5; with a 5× margin.
 FLOAT32_NOISE_FLOOR = 1e-4
 
 
-def rectangle_deltas(lm: MaskedLM, ids, i, j, a, a2, b, b2, progress: bool = False) -> np.ndarray:
+def rectangle_deltas(lm: MaskedLM, ids, i, j, tokens, progress: bool = False) -> np.ndarray:
     r"""The rectangle test for many rectangles at once; one row of every argument per rectangle.
 
     .. math::
         \Delta = \big[\log q(a\mid b) + \log q(a'\mid b') - \log q(a'\mid b) - \log q(a\mid b')\big]
                - \big[\log q(b\mid a) + \log q(b'\mid a') - \log q(b'\mid a) - \log q(b\mid a')\big]
 
-    with :math:`q(a\mid b) = q(x_i=a \mid x_j=b, x_{\setminus\{i,j\}})`. For any joint both
-    brackets equal :math:`\log\frac{p(a,b)\,p(a',b')}{p(a',b)\,p(a,b')}`, so :math:`\Delta = 0`.
+    with :math:`q(a\mid b) = q(x_i=a \mid x_j=b, x_{\setminus\{i,j\}})`.
 
     Parameters
     ----------
     ids : LongTensor (R, n) or list of R 1-D sentences
         Sentences; their tokens at ``i`` and ``j`` are overwritten, other positions (masked or
         not) form the shared context.
-    i, j, a, a2, b, b2 : array_like (R,)
-        Positions and token ids of each rectangle (scalars broadcast).
+    i, j : array_like (R,)
+        The two positions of each rectangle (scalars broadcast).
+    tokens : four array_like (R,)
+        ``(a, a2, b, b2)``: the rectangle's words, :math:`\{a, a'\}` at ``i`` and
+        :math:`\{b, b'\}` at ``j`` (scalars broadcast).
 
     Returns
     -------
     numpy.ndarray (R,)
-        Δ per rectangle (natural log), from 4R masked queries through :mod:`mlmbook.queries`.
+        Δ per rectangle (natural log).
     """
     rows = as_rows(ids)
     R = len(rows)
-    i, j, a, a2, b, b2 = (np.broadcast_to(np.asarray(v, dtype=np.int64), (R,)) for v in (i, j, a, a2, b, b2))
+    i, j, a, a2, b, b2 = (np.broadcast_to(np.asarray(v, dtype=np.int64), (R,))
+                          for v in (i, j, *tokens))
     m = lm.mask_id
     batch, pos, toks = [], [], []
     for r in range(R):
@@ -68,16 +70,16 @@ def rectangle_deltas(lm: MaskedLM, ids, i, j, a, a2, b, b2, progress: bool = Fal
         pos += [[i[r]], [i[r]], [j[r]], [j[r]]]
         toks += [[a[r], a2[r]]] * 2 + [[b[r], b2[r]]] * 2
     lq = pick(lm, batch, pos, [[0, 0]] * len(batch), toks, progress=progress).reshape(R, 4, 2)
-    # [:, 0] = a (b), [:, 1] = a' (b')
     qi_b, qi_b2, qj_a, qj_a2 = lq[:, 0], lq[:, 1], lq[:, 2], lq[:, 3]
     left = qi_b[:, 0] + qi_b2[:, 1] - qi_b[:, 1] - qi_b2[:, 0]
     right = qj_a[:, 0] + qj_a2[:, 1] - qj_a[:, 1] - qj_a2[:, 0]
     return left - right
 
 
-def rectangle_delta(lm: MaskedLM, ids, i: int, j: int, a: int, a2: int, b: int, b2: int) -> float:
-    """Δ of one rectangle in one sentence ``ids`` (1-D); see :func:`rectangle_deltas`."""
-    return float(rectangle_deltas(lm, [ids], i, j, a, a2, b, b2)[0])
+def rectangle_delta(lm: MaskedLM, ids, i: int, j: int, tokens) -> float:
+    """Δ of one rectangle ``tokens = (a, a2, b, b2)`` in one sentence ``ids`` (1-D); see
+    :func:`rectangle_deltas`."""
+    return float(rectangle_deltas(lm, [ids], i, j, tokens)[0])
 
 
 class Rectangles(NamedTuple):
@@ -91,11 +93,8 @@ class Rectangles(NamedTuple):
 
 
 def top2_rectangles(lm: MaskedLM, ids, pairs, progress: bool = False) -> Rectangles:
-    r"""Δ for the most plausible rectangle of each pair of positions.
-
-    For each pair :math:`(i, j)`, mask both, take :math:`\{a, a'\}` = the top two of
-    :math:`q(x_i \mid \text{both masked})` and :math:`\{b, b'\}` likewise for :math:`x_j`,
-    then compute Δ of that rectangle (:func:`rectangle_deltas`): two passes of the query engine.
+    r"""Δ for the most plausible rectangle of each pair of positions: :math:`\{a, a'\}` the top two
+    of :math:`q(x_i \mid \text{both masked})`, :math:`\{b, b'\}` likewise for :math:`x_j`.
 
     Parameters
     ----------
@@ -115,19 +114,6 @@ def top2_rectangles(lm: MaskedLM, ids, pairs, progress: bool = False) -> Rectang
                progress=progress, desc="top-2 rectangles")
     top = np.array(top, dtype=np.int64).reshape(len(rows), 2, 2)
     top_i, top_j = top[:, 0], top[:, 1]
-    delta = rectangle_deltas(lm, rows, i, j, top_i[:, 0], top_i[:, 1], top_j[:, 0], top_j[:, 1],
-                             progress=progress)
-    return Rectangles(delta, top_i[:, 0], top_i[:, 1], top_j[:, 0], top_j[:, 1])
+    tokens = (top_i[:, 0], top_i[:, 1], top_j[:, 0], top_j[:, 1])
+    return Rectangles(rectangle_deltas(lm, rows, i, j, tokens, progress=progress), *tokens)
 
-
-def noise_floor(exact_lm=None, ids=None, pairs=None, safety: float = 10.0) -> float:
-    """The |Δ| below which a rectangle counts as consistent.
-
-    With an exact oracle (e.g. ``load_mlm("truth")``) and some sentences/pairs, it is
-    ``safety`` × the largest |Δ| that oracle shows — its own float error, since its true Δ is 0 —
-    but never below 1e-12. Without one it is :data:`FLOAT32_NOISE_FLOOR` (1e-4), the rounding
-    bound for float32 logits.
-    """
-    if exact_lm is None:
-        return FLOAT32_NOISE_FLOOR
-    return max(float(np.abs(top2_rectangles(exact_lm, ids, pairs).delta).max()) * safety, 1e-12)

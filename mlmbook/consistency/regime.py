@@ -21,16 +21,13 @@ its **Bayes value**. :func:`rung_intervals` turns them into intervals of :mod:`m
 .. math:: f = \frac{\sum_n \big(\ell^{\text{single}}_n - \ell^{\text{EoC}}_n\big)}
                    {\sum_n \big(\ell^{\text{single}}_n - \ell^{\text{Bayes}}_n\big)}
 
-is 1 when the ensemble reaches the Bayes value, 0 when it changes nothing, negative when it
-widens the gap. Pairs are drawn several per sentence, so the pair quantities resample sentences
-(``pair_units``); each target has a sentence of its own. Every interval is descriptive (95 %).
-Predictors are scored over the whole vocabulary without the gold word forced
-into the candidates (:func:`~.ensemble.ensemble_curve` with ``vocabulary=True``).
+is 1 when the ensemble reaches the Bayes value, 0 when it changes nothing. Pair quantities
+resample sentences (``pair_units``); predictors are scored leak-free over the whole vocabulary.
 """
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
@@ -42,23 +39,18 @@ from .order import PairProbes, order_inconsistency, probe_pairs
 if TYPE_CHECKING:
     from ..models.base import MaskedLM
 
-__all__ = ["QUANTITIES", "rung_measures", "ensemble_scores", "rung_intervals", "concat",
+__all__ = ["QUANTITIES", "RungMaterial", "rung_measures", "ensemble_scores", "rung_intervals",
            "headroom_fraction", "cluster_median", "rung_table"]
 
 QUANTITIES = ("delta", "order", "flips", "paper", "loss_gain", "loss_headroom", "loss_frac",
               "alone_frac", "acc_frac")
-"""The map's quantities per rung (each an :class:`~mlmbook.stats.Interval`)."""
 
 
 def ensemble_scores(versions: Sequence[Versions], gold, truth_p: Sequence[np.ndarray], how: str = "mean") -> dict:
     """Per-target log-losses and hits of the single conditional, the ensemble of all versions, the
-    routes' versions on their own and the truth (Bayes), each over the whole vocabulary, leak-free.
-
-    ``truth_p``: per target the truth's conditional ``p(x_t = v | x_{\\setminus t})`` indexed by
-    token id.
-    """
+    routes' versions on their own and the truth (Bayes, ``truth_p``: the truth's conditional per
+    target, indexed by token id), leak-free over the whole vocabulary."""
     cur = ensemble_curve(versions, gold, how, vocabulary=True)
-    # all versions of each target
     last = np.array([np.flatnonzero(np.isfinite(r))[-1] for r in cur.log_loss])
     rows = np.arange(len(last))
     alone, bayes, hit_bayes = [], [], []
@@ -74,23 +66,42 @@ def ensemble_scores(versions: Sequence[Versions], gold, truth_p: Sequence[np.nda
                 hit_bayes=np.array(hit_bayes))
 
 
-def rung_measures(lm: MaskedLM, ids: Sequence, pairs: np.ndarray, eoc_ids: Sequence, targets: Sequence[int],
-                  aux: Sequence[Sequence[int]], truth_p: Sequence[np.ndarray], candidates: int = 20,
-                  probes: PairProbes | None = None, versions: Sequence[Versions] | None = None,
-                  paper_ids: Sequence | None = None, paper_pairs: np.ndarray | None = None, index=None) -> dict:
+@dataclass(frozen=True)
+class RungMaterial:
+    r"""The pairs and targets every rung is measured on.
+
+    ``ids``, ``pairs``: sentences (token ids) and ``(sentence, i, j)`` rows for the probes;
+    ``eoc_ids``, ``targets``, ``aux``: the ensemble's sentences, target positions and auxiliary
+    positions; ``truth_p``: one array per target, the exact conditional
+    :math:`p(x_t = v \mid x_{\setminus t})` indexed by token id; ``candidates``: size of each
+    version's candidate set (the direct conditional's top K); ``index``: the pairs' rows in the list
+    they were drawn from (the flips alter the same sides); ``paper_ids``, ``paper_pairs``: sentences
+    and one ``(sentence, i, j)`` pair each (the paper's sample).
+    """
+
+    ids: Sequence
+    pairs: np.ndarray
+    eoc_ids: Sequence
+    targets: Sequence[int]
+    aux: Sequence[Sequence[int]]
+    truth_p: Sequence[np.ndarray]
+    candidates: int = 20
+    index: np.ndarray | None = None
+    paper_ids: Sequence | None = None
+    paper_pairs: np.ndarray | None = None
+
+
+def rung_measures(lm: MaskedLM, material: RungMaterial, probes: PairProbes | None = None,
+                  versions: Sequence[Versions] | None = None, paper=None) -> dict:
     """Per-pair and per-target measurements of one model.
 
     Parameters
     ----------
     lm : MaskedLM
-    ids, pairs : sentences (token ids) and ``(sentence, i, j)`` rows for the probes
-    eoc_ids, targets, aux : the ensemble's sentences, target positions and auxiliary positions
-    truth_p : one array per target, the exact conditional ``p(x_t = v | x_{\\setminus t})`` indexed by token id
-    candidates : size of each version's candidate set (the direct conditional's top K)
-    probes, versions : optional, this model's :func:`~.order.probe_pairs` of ``pairs`` and
-        :func:`~.ensemble.ensemble_versions_many` of the targets when the caller has them already
-    paper_ids, paper_pairs : optional, sentences and one ``(sentence, i, j)`` pair each (the paper's sample)
-    index : optional, the pairs' rows in the list they were drawn from (the flips alter the same sides)
+    material : RungMaterial
+    probes, versions, paper : optional, this model's :func:`~.order.probe_pairs` of the pairs,
+        :func:`~.ensemble.ensemble_versions_many` of the targets and order inconsistency
+        (``.rel``) of the paper's pairs when the caller has them already
 
     Returns
     -------
@@ -98,39 +109,29 @@ def rung_measures(lm: MaskedLM, ids: Sequence, pairs: np.ndarray, eoc_ids: Seque
     given); ``single``, ``ens``, ``alone``, ``bayes`` (log-loss per target) and ``hit_single``,
     ``hit_ens``, ``hit_bayes`` (0/1 per target)
     """
+    m = material
     if probes is None:
-        probes = probe_pairs(lm, ids, pairs, index=index)
+        probes = probe_pairs(lm, m.ids, m.pairs, index=m.index)
     if versions is None:
-        versions = ensemble_versions_many(lm, eoc_ids, targets, aux, candidates=candidates)
-    gold = np.array([int(r[t]) for r, t in zip(eoc_ids, targets)])
+        versions = ensemble_versions_many(lm, m.eoc_ids, m.targets, m.aux, candidates=m.candidates)
+    gold = np.array([int(r[t]) for r, t in zip(m.eoc_ids, m.targets)])
     out = dict(abs_delta=np.abs(probes.rect.delta), order=probes.order.rel,
                flip=probes.flips.flip.astype(float) if probes.flips is not None else np.zeros(0))
-    if paper_pairs is not None and len(paper_pairs):
-        s, i, j = np.asarray(paper_pairs).T
-        out["paper"] = order_inconsistency(lm, [paper_ids[k] for k in s], i, j).rel
-    out.update(ensemble_scores(versions, gold, truth_p))
+    if paper is not None:
+        out["paper"] = paper
+    elif m.paper_pairs is not None and len(m.paper_pairs):
+        s, i, j = np.asarray(m.paper_pairs).T
+        out["paper"] = order_inconsistency(lm, [m.paper_ids[k] for k in s], i, j).rel
+    out.update(ensemble_scores(versions, gold, m.truth_p))
     return out
 
 
-def concat(measures: Sequence[dict]) -> tuple[dict, np.ndarray, np.ndarray]:
-    """Several models' measures stacked (e.g. the seeds of one rung), with a group label per pair
-    and per target for a hierarchical interval: ``(measures, pair_groups, target_groups)``."""
-    keys = measures[0].keys()
-    out = {k: np.concatenate([m[k] for m in measures]) for k in keys}
-    pg = np.concatenate([np.full(len(m["order"]), g) for g, m in enumerate(measures)])
-    tg = np.concatenate([np.full(len(m["single"]), g) for g, m in enumerate(measures)])
-    return out, pg, tg
-
-
 def headroom_fraction(single, other, bayes, level: float = stats.LEVEL) -> stats.Interval:
-    r"""The share of the headroom that ``other`` closes, :math:`\sum (s - o) / \sum (s - b)`, with
-    Fieller's interval.
+    r"""The share of the headroom ``other`` closes, :math:`\sum (s - o) / \sum (s - b)` (Fieller).
 
-    ``single``, ``other`` and ``bayes`` are per-target scores (log-losses; for accuracy pass the
-    hits with their signs flipped); each target is its own unit. Numerator and denominator are means
-    over the same targets, so their covariance enters the interval (:func:`mlmbook.stats.fieller`).
-    When the headroom's own interval contains 0 — a model about as good as the truth, or no headroom
-    at all — the fraction is **undefined**, never a number.
+    ``single``, ``other`` and ``bayes`` are per-target scores (log-losses; for accuracy the hits
+    with their signs flipped). The fraction is **undefined** when the headroom's own interval
+    contains 0 (:func:`mlmbook.stats.fieller`).
     """
     s, o, b = (np.asarray(x, dtype=float).ravel() for x in (single, other, bayes))
     a, h = s - o, s - b
@@ -145,8 +146,7 @@ def headroom_fraction(single, other, bayes, level: float = stats.LEVEL) -> stats
 
 
 def cluster_median(values, units, level: float = stats.LEVEL, seed: int = 0) -> stats.Interval:
-    """The median of ``values`` with a percentile interval that resamples whole units (sentences)
-    with replacement."""
+    """The median of ``values``, its percentile interval resampling whole units (sentences)."""
     x = np.asarray(values, dtype=float)
     _, inverse = np.unique(np.asarray(units), return_inverse=True)
     groups = [x[inverse == k] for k in range(inverse.max() + 1)]
@@ -163,8 +163,7 @@ def cluster_median(values, units, level: float = stats.LEVEL, seed: int = 0) -> 
 def rung_intervals(m: dict, level: float = stats.LEVEL, seed: int = 0, pair_units=None,
                 quantities=QUANTITIES) -> dict:
     """The map's points of one rung: a :class:`~mlmbook.stats.Interval` per quantity of
-    :data:`QUANTITIES` (see the module), at ``level``. ``pair_units``: the sentence of each pair
-    (pairs are resampled by sentence); targets are one per sentence."""
+    :data:`QUANTITIES` (see the module). ``pair_units``: the sentence of each pair."""
     pg = pair_units
     out = {}
     for q in quantities:
@@ -193,8 +192,7 @@ def rung_intervals(m: dict, level: float = stats.LEVEL, seed: int = 0, pair_unit
 
 
 def rung_table(names, kl, points: Sequence[dict]):
-    """Every rung's values with 95 % intervals (the regime map's points), five columns to fit the
-    page."""
+    """Every rung's values with 95 % intervals (the regime map's points), as an HTML table."""
     from ..tables import table as html_table
 
     def show(iv, digits=3):

@@ -1,21 +1,15 @@
 r"""Span routes: the Ensemble of Conditionals where the paper used it, on span-infilling models.
 
-Young & You's ensemble targets T5/UL2, which fill *spans*. Their "K-offset" versions of the
-distribution of a target word mask it together with the :math:`o` words before it as one span
-and read the target's probability after the decoder has written those :math:`o` words back; a
-model whose conditionals came from one joint gives the same distribution for every :math:`o`.
-
-A BERT-style span model (trained with ``TrainConfig(span=...)``) has no decoder, so a span
-route reads the span's other words back by the chain rule instead
-(:func:`~.ensemble.route_versions`): for a span :math:`S \ni t` of length :math:`L` and
-offset :math:`o` (the target is the span's :math:`(o+1)`-th word),
+Young & You's ensemble targets T5/UL2, which fill *spans*: their "K-offset" versions mask a
+target with the :math:`o` words before it and read it after the decoder wrote them back. A
+BERT-style span model (``TrainConfig(span=...)``) reads the span's other words back by the chain
+rule instead (:func:`~.ensemble.route_versions`): for a span :math:`S \ni t`,
 
 .. math::
     q_S(x_t = c) \propto q(x_t = c \mid x_{\setminus S}) \prod_{k \in S \setminus t,\ \text{left to right}}
                  q(x_k = o_k \mid x_t = c,\ \text{the span's earlier words},\ x_{\setminus S}),
 
-which for a joint is :math:`p(x_t = c \mid x_{\setminus t})` for every span. The spans of length 2
-are the BERT-style routes of one adjacent auxiliary word.
+which for a joint is :math:`p(x_t = c \mid x_{\setminus t})` for every span.
 """
 from __future__ import annotations
 
@@ -32,9 +26,9 @@ SPANS = ((2, 0), (2, 1), (3, 0), (3, 1), (3, 2))
 def span_routes(t: int, positions: Sequence[int], spans=SPANS) -> list[tuple]:
     """The routes (positions masked besides ``t``, left to right) of the spans that cover ``t``.
 
-    ``positions`` are the maskable positions of the sentence in order (its words); a span is
-    ``L`` consecutive entries of it of which ``t`` is the ``offset``-th (0-based). Spans that
-    would leave ``positions`` are skipped.
+    ``positions`` are the maskable positions of the sentence in order; a span is ``length``
+    consecutive entries of it of which ``t`` is the ``offset``-th (0-based). Spans that would leave
+    ``positions`` are skipped.
     """
     where = list(positions).index(t)
     out = []
@@ -48,25 +42,20 @@ def span_routes(t: int, positions: Sequence[int], spans=SPANS) -> list[tuple]:
 
 
 def fits_spans(t: int, positions: Sequence[int], spans=SPANS) -> bool:
-    """Whether every span of ``spans`` around ``t`` fits inside ``positions`` (all versions
-    exist)."""
+    """Whether every span of ``spans`` around ``t`` fits inside ``positions``."""
     return len(span_routes(t, positions, spans)) == len(spans)
 
 
 ARMS = (("span", "span routes, span model"), ("token", "single-word routes, span model"),
         ("twin", "span routes, token-masked twin"))
-"""The span comparison's arms: ``(key, label)``. ``"token"`` is the control: the same span model and
-targets, as many versions over the same candidates, routes of one nearest word instead of spans."""
+"""The span comparison's arms: ``(key, label)``; ``"token"`` is the control (routes of one nearest
+word instead of spans)."""
 
 
 class Targets(NamedTuple):
-    """The targets the span comparison predicts, the same for every model.
-
-    ``ids``: their sentences (token ids); ``targets``: the positions; ``positions``: each sentence's
-    maskable positions (the span routes' words); ``aux``: each target's nearest positions (the
-    single-word routes); ``gold``: the observed words; ``truth_p``: the truth's conditionals at the
-    targets.
-    """
+    """The targets the span comparison predicts, the same for every model: ``ids`` (sentences),
+    ``targets``, ``positions`` (each sentence's maskable positions), ``aux`` (each target's nearest
+    positions), ``gold`` (observed words) and ``truth_p`` (the truth's conditionals)."""
 
     ids: list
     targets: list
@@ -78,12 +67,8 @@ class Targets(NamedTuple):
 
 def arms(span_lm, twin_lm, items: Targets, candidates: int = 8, progress: bool = False) -> dict:
     """Per-target scores (:func:`~.regime.ensemble_scores`) of each arm of :data:`ARMS` for one
-    seed.
-
-    ``span_lm`` is a span-trained model and ``twin_lm`` its token-masked twin (same width, steps and
-    seed); every arm's versions are over the same ``candidates`` (the direct conditional's top K),
-    and the single-word arm has as many routes as the span arm.
-    """
+    seed: ``span_lm`` a span-trained model, ``twin_lm`` its token-masked twin; the single-word arm
+    has as many routes as the span arm."""
     from .ensemble import route_versions
     from .regime import ensemble_scores
     spans = [span_routes(t, p) for t, p in zip(items.targets, items.positions)]
@@ -97,15 +82,14 @@ def arms(span_lm, twin_lm, items: Targets, candidates: int = 8, progress: bool =
 
 def stacked(per_seed: dict, value) -> tuple:
     """``(values, seeds)``: ``value(scores)`` of every seed's targets, one after another, with each
-    row's seed (the rows of a claim about the training recipe: :meth:`mlmbook.stats.Study.answer`
-    with ``seeds=``)."""
+    row's seed (for :meth:`mlmbook.stats.Study.answer` with ``seeds=``)."""
     rows = [np.asarray(value(scores), dtype=float) for scores in per_seed.values()]
     return np.concatenate(rows), np.concatenate([np.full(len(r), s) for s, r in zip(per_seed, rows)])
 
 
 def seed_table(per_seed: dict):
-    """Each seed's log-loss gains (nats, 95 % intervals over targets) of the three :data:`ARMS`,
-    with the span model's and the twin's single-token headroom beside them (an HTML table)."""
+    """Each seed's log-loss gains of the three :data:`ARMS` and the span model's and the twin's
+    headroom (an HTML table)."""
     from .. import stats
     from ..tables import table
 

@@ -1,29 +1,18 @@
 """Reading dependency treebanks in the CoNLL-U format.
 
-A CoNLL-U file (https://universaldependencies.org/format.html) holds one sentence
-per block of lines, blocks separated by one blank line. A block is
-
-* comment lines ``# key = value`` (``# sent_id = ...`` and ``# text = ...`` matter here),
-* one line per *syntactic word*, ten tab-separated fields
-  ``ID FORM LEMMA UPOS XPOS FEATS HEAD DEPREL DEPS MISC`` with integer ``ID`` 1, 2, ...,
-* *multiword-token* lines with a range ID such as ``3-4 don't``: one surface token
-  that is split into the syntactic words 3 (``do``) and 4 (``n't``),
-* *empty nodes* with a decimal ID such as ``8.1``, used only by enhanced dependencies.
-
-The basic tree is the ``HEAD`` column of the syntactic words. In this package a sentence stores it
-0-based: ``heads[i]`` is the index of word ``i``'s head and ``-1`` marks the root, the same
-convention as the toy language (:class:`mlmbook.corpus.Sentence`). Multiword tokens are kept (in
-``Sentence.multiword``) so the surface text can be rebuilt, but they are not words of the tree;
-empty nodes are skipped.
-
-A malformed file raises :class:`TreebankError` whose message is one line,
-``path:lineno: what is wrong (expected ...)``.
+A CoNLL-U file (https://universaldependencies.org/format.html) holds one sentence per block of
+lines: comments ``# key = value``, one line of ten tab-separated fields per *syntactic word*
+(``ID FORM LEMMA UPOS XPOS FEATS HEAD DEPREL DEPS MISC``), *multiword-token* lines with a range ID
+(``3-4 don't`` = words 3 ``do`` and 4 ``n't``) and *empty nodes* (``8.1``, enhanced dependencies
+only). The tree is the ``HEAD`` column, stored 0-based (:class:`mlmbook.corpus.Sentence`);
+multiword tokens are kept in ``Sentence.multiword`` but are not words of the tree; empty nodes are
+skipped.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
@@ -32,8 +21,6 @@ from ..paths import data_dirs
 from .sentence import Multiword, Sentence, filter_length, remove_punct
 
 __all__ = [
-    "TreebankError",
-    "TreebankNotFoundError",
     "read_conllu",
     "iter_conllu",
     "find_treebank",
@@ -44,11 +31,7 @@ __all__ = [
 ]
 
 _EWT_DIR = "ud_english_ewt"
-_EWT_FILES = {
-    "train": "en_ewt-ud-train.conllu",
-    "dev": "en_ewt-ud-dev.conllu",
-    "test": "en_ewt-ud-test.conllu",
-}
+_EWT_FILES = {split: f"en_ewt-ud-{split}.conllu" for split in ("train", "dev", "test")}
 _DOWNLOAD_HINT = (
     "download UD English EWT (e.g. git clone --depth 1 "
     "https://github.com/UniversalDependencies/UD_English-EWT) and put its .conllu files in "
@@ -76,9 +59,6 @@ class _Block:
         self.rows: list[tuple[int, list[str]]] = []       # syntactic words
         self.ranges: list[tuple[int, int, int, str]] = []  # lineno, start, end, form
         self.first_line: int | None = None
-
-    def empty(self) -> bool:
-        return self.first_line is None
 
 
 def _check_word_line(cols: list[str], lineno: int, block: _Block, path) -> None:
@@ -197,7 +177,7 @@ def iter_conllu(path: str | os.PathLike) -> Iterator[Sentence]:
             if lineno == 1:
                 line = line.lstrip("\ufeff")
             if line == "":
-                if not block.empty():
+                if block.first_line is not None:
                     yield _finish(block, path)
                     block = _Block()
                 continue
@@ -217,13 +197,12 @@ def iter_conllu(path: str | os.PathLike) -> Iterator[Sentence]:
                 raise TreebankError(f"{len(cols)} tab-separated columns (expected 10)",
                                     path, lineno)
             _check_word_line(cols, lineno, block, path)
-    if not block.empty():  # tolerated: a last sentence without its final blank line
+    if block.first_line is not None:  # tolerated: a last sentence without its final blank line
         yield _finish(block, path)
 
 
 def _decode(data: bytes, path, lineno: int) -> str:
-    """One line of the file as text; a byte that is not UTF-8 is a :class:`TreebankError` at its
-    line."""
+    """One line of the file as text, or a :class:`TreebankError` at its line."""
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as err:
@@ -246,14 +225,10 @@ def read_conllu(path: str | os.PathLike) -> list[Sentence]:
     Raises
     ------
     TreebankError
-        On the first malformed line, with message ``path:lineno: problem (expected ...)``.
-        Checked: 10 tab-separated columns; IDs are integers 1, 2, ... in order, ranges
-        ``a-b`` (a < b, starting at the next word, ending inside the sentence) or empty
-        nodes ``k.m`` after word k; HEAD an integer in 0..n, not the word itself; exactly
-        one root; no cycles; no comment after a sentence's word lines (a missing blank
-        line between sentences); no whitespace-only lines; no sentence without words;
-        UTF-8 text. A missing blank line at the very end of the file is tolerated. An
-        empty file reads as ``[]`` (:func:`load_sentences` refuses it).
+        On the first malformed line (columns, IDs out of sequence, ranges, HEAD, not one root, a
+        cycle, a missing blank line between sentences, no words, not UTF-8), with message
+        ``path:lineno: problem (expected ...)``. A missing blank line at the very end is
+        tolerated; an empty file reads as ``[]`` (:func:`load_sentences` refuses it).
     """
     return list(iter_conllu(path))
 
@@ -311,21 +286,9 @@ def load_treebank(name_or_path: str | os.PathLike, *, drop_punct: bool = True,
 
 @dataclass
 class LoadedTreebank:
-    """The sentences a chapter uses from a treebank, and what was left out.
-
-    Attributes
-    ----------
-    sentences : list of Sentence
-        Kept sentences (punctuation removed when asked), in file order.
-    path : pathlib.Path
-        The file read.
-    n_read : int
-        Sentences in the file.
-    n_dropped : int
-        Sentences left out for their length (``n_read - len(sentences)`` before ``limit``).
-    min_len, max_len : int or None
-        The length window, in words.
-    """
+    """The sentences a chapter uses from a treebank (punctuation removed, in file order), the file,
+    the sentences read (``n_read``) and those left out for their length (``n_dropped``) outside
+    ``min_len..max_len`` words."""
 
     sentences: list[Sentence]
     path: Path
@@ -333,7 +296,6 @@ class LoadedTreebank:
     n_dropped: int
     min_len: int
     max_len: int | None
-    n_cut: int = field(default=0)
 
     @property
     def name(self) -> str:
@@ -344,15 +306,12 @@ class LoadedTreebank:
         """One line for the page: ``kept 1020 of 2077 sentences of FILE (1057 outside 2–10
         words)``."""
         window = f"{self.min_len}–{self.max_len}" if self.max_len is not None else f"at least {self.min_len}"
-        text = (f"kept {len(self.sentences)} of {self.n_read} sentences of {self.name} "
-                f"({self.n_dropped} outside {window} words")
-        if self.n_cut:
-            text += f"; {self.n_cut} more beyond the first {len(self.sentences)}"
-        return text + ")"
+        return (f"kept {len(self.sentences)} of {self.n_read} sentences of {self.name} "
+                f"({self.n_dropped} outside {window} words)")
 
 
-def load_sentences(name_or_path: str | os.PathLike, *, min_len: int = 2, max_len: int | None = None,
-                   drop_punct: bool = True, limit: int | None = None) -> LoadedTreebank:
+def load_sentences(name_or_path: str | os.PathLike, *, min_len: int = 2,
+                   max_len: int | None = None) -> LoadedTreebank:
     """Load the sentences of a treebank a chapter will use, refusing an unusable file.
 
     Parameters
@@ -360,12 +319,8 @@ def load_sentences(name_or_path: str | os.PathLike, *, min_len: int = 2, max_len
     name_or_path : str or path-like
         As for :func:`find_treebank` (``"test"``, a file name in the data folders, a path).
     min_len, max_len : int
-        Keep sentences of ``min_len..max_len`` words (after punctuation removal when
-        ``drop_punct``); ``max_len=None`` keeps every length from ``min_len``.
-    drop_punct : bool
-        Remove punctuation first (:func:`remove_punct`).
-    limit : int, optional
-        Keep at most this many of the sentences that fit (the first ones).
+        Keep sentences of ``min_len..max_len`` words after punctuation removal
+        (:func:`remove_punct`); ``max_len=None`` keeps every length from ``min_len``.
 
     Returns
     -------
@@ -381,16 +336,13 @@ def load_sentences(name_or_path: str | os.PathLike, *, min_len: int = 2, max_len
     """
     path = find_treebank(name_or_path)
     read = read_conllu(path)
-    sents = [remove_punct(s) for s in read] if drop_punct else list(read)
+    sents = [remove_punct(s) for s in read]
     upper = max_len if max_len is not None else max((len(s) for s in sents), default=0)
     kept = filter_length(sents, upper, min_len)
     if not kept:
         window = f"{min_len}–{max_len}" if max_len is not None else f"at least {min_len}"
         what = "no sentence at all" if not read else f"no sentence of {window} words"
         raise TreebankError(f"{what} in {path} ({len(read)} sentences read"
-                            f"{', punctuation removed' if drop_punct and read else ''}); "
+                            f"{', punctuation removed' if read else ''}); "
                             f"give a treebank with such sentences (e.g. -p treebank en_ewt-ud-test.conllu)")
-    cut = 0
-    if limit is not None and len(kept) > limit:
-        cut, kept = len(kept) - limit, kept[:limit]
-    return LoadedTreebank(kept, Path(path), len(read), len(sents) - len(kept) - cut, min_len, max_len, cut)
+    return LoadedTreebank(kept, Path(path), len(read), len(sents) - len(kept), min_len, max_len)

@@ -1,14 +1,10 @@
 r"""Does a model fit some text? Unknown pieces and the model's own predictions, before anything is
 estimated.
 
-A masked LM maps a word it has no pieces for to its unknown token (``[UNK]``, ``<unk>``): every
-estimate on such a position is an estimate about ``[UNK]``. And a model can know every piece of a
-text yet not its language: it reads the text as fragments it was not trained on. How many pieces a
-word makes says little by itself (a small vocabulary, or a compounding or agglutinative language,
-splits its own words into two pieces or more), so the language is judged by what the model does
-with the text, against references the model itself gives: the uniform guess over its vocabulary and
-its own prediction with the context taken away. :func:`check_fit` measures, on a sample of the
-sentences a model will read (their surface tokens):
+A masked LM maps a word it has no pieces for to its unknown token (``[UNK]``), and a model can know
+every piece of a text yet not its language; so :func:`check_fit` also judges what the model does
+with the text, against the uniform guess over its vocabulary and its own prediction with the
+context taken away. It measures, on a sample of the sentences a model will read:
 
 ================  ==========================================================  =========================
 rule              measured                                                    refused if
@@ -20,16 +16,10 @@ context helps     the PLL per piece minus the model's own prediction of the   < 
                   same pieces with the whole sentence masked
 ================  ==========================================================  =========================
 
-A model that was never trained predicts every piece about as well as a uniform guess (the second
-rule); a model on a language it does not know predicts its pieces worse with their context than
-without (the third): the context it reads is not a context it has learned. The pieces per word are
-measured and shown, not judged. The prediction rules need a sample of at least
-:data:`MIN_WORDS_LANGUAGE` words, and they read the same sample whatever window of sentence lengths
-an analysis then keeps (:func:`mlmbook.corpus.read_for_model`), so the verdict does not change with
-the window. Above a threshold :func:`check_fit` stops with one line
-(:class:`~mlmbook.errors.DataFitError`) naming the numbers, the thresholds and the knob; with
-``allow`` it runs anyway, prints the warning on the build's terminal and returns a :class:`Fit`
-whose :meth:`Fit.admonition` shows the same warning as a box on the page.
+An untrained model predicts every piece about as well as a uniform guess (the second rule); a model
+on a language it does not know predicts its pieces worse with their context than without (the
+third). The pieces per word are measured and shown, not judged. The prediction rules need a sample
+of at least :data:`MIN_WORDS_LANGUAGE` words.
 """
 
 from __future__ import annotations
@@ -42,24 +32,20 @@ from typing import Iterable
 from ..errors import DataFitError, notice
 from .sentence import model_words
 
-__all__ = ["Fit", "FitRules", "RULES", "Admonition", "unknown_share", "measure_fit", "check_fit", "MAX_UNKNOWN",
-           "MIN_GAIN_SHARE", "MIN_CONTEXT_GAIN", "MIN_WORDS_LANGUAGE", "PLL_SAMPLE_PIECES"]
+__all__ = ["Fit", "FitRules", "RULES", "Admonition", "unknown_share", "measure_fit", "check_fit"]
 
 MAX_UNKNOWN = 0.10
 """Largest accepted share of unknown pieces (real BERTs on UD English: < 0.01; the toy model on
 it: > 0.8)."""
 MIN_GAIN_SHARE = 0.05
-r"""A model must predict the text's pieces at least this share of :math:`\log V` better than a
-uniform guess (PLL per piece above :math:`-(1 - 0.05) \log V`); an untrained model sits at
-:math:`-\log V`."""
+r"""The PLL per piece must be above :math:`-(1 - 0.05) \log V` (an untrained model sits at
+:math:`-\log V`)."""
 MIN_CONTEXT_GAIN = 0.0
-"""Nats per piece by which the context must improve the model's prediction of the text's pieces (its
-PLL per piece minus its prediction with the whole sentence masked)."""
+"""Nats per piece by which the context must improve the model's prediction of the text's pieces."""
 MIN_WORDS_LANGUAGE = 30
 """The prediction rules apply to samples of at least this many words."""
 PLL_SAMPLE_PIECES = 160
-"""The PLL per piece is measured on the first sentences holding about this many pieces (one forward
-pass each)."""
+"""The PLL per piece is measured on the first sentences holding about this many pieces."""
 
 _UNK_SPELLINGS = ("[UNK]", "<unk>", "<UNK>", "[unk]", "<|unk|>")
 
@@ -93,25 +79,21 @@ class Fit:
     Attributes
     ----------
     share : float
-        Unknown pieces / all pieces.
-    n_unknown, n_pieces : int
-    n_words_unknown, n_words : int
-        Words (surface tokens) with at least one unknown piece / all words.
+        Unknown pieces (``n_unknown``) / all pieces (``n_pieces``).
+    n_unknown, n_pieces, n_words_unknown, n_words : int
+        ``n_words_unknown``: words (surface tokens) with at least one unknown piece.
     examples : tuple of str
         A few words the model does not know, for the message.
-    pll_per_piece : float or None
+    pll_per_piece, context_free : float or None
         The model's mean :math:`\\log q(x_t \\mid x_{\\setminus t})` over the pieces of a small
-        sample (nats, full softmax); None when not measured.
-    context_free : float or None
-        The same pieces' mean :math:`\\log q(x_t)` with every piece of the sentence masked: the
-        model's own prediction without the context.
+        sample (nats, full softmax), and the same pieces' mean :math:`\\log q(x_t)` with the whole
+        sentence masked; None when not measured.
     log_v : float
         :math:`\\log V`: minus the PLL per piece of a uniform guess.
     n_sentences : int
     problems : tuple of str
         Each broken rule, in words (empty: the model fits).
     model, treebank : str or None
-        How messages name them.
     allowed : bool
         The reader asked to run anyway (``allow_unknown``).
     """
@@ -206,10 +188,9 @@ def _token_ids(lm, sentence) -> tuple[list[str], list[list[int | None]]]:
         return tokens, per
 
 
-def _pll_per_piece(lm, encoded: list[list[int]], budget: int) -> tuple[float, float] | tuple[None, None]:
-    """Mean log q(x_t | rest) over the pieces of the first sentences (about ``budget`` pieces), and
-    the same pieces' mean log q(x_t) with the whole sentence masked (one more forward pass a
-    sentence)."""
+def _pll_per_piece(lm, encoded: list[list[int]]) -> tuple[float, float] | tuple[None, None]:
+    """Mean log q(x_t | rest) over the pieces of the first sentences, and the same pieces' mean
+    log q(x_t) with the whole sentence masked."""
     total, free, count = 0.0, 0.0, 0
 
     def score(logits, ids):  # log-probabilities of ids; an impossible piece counts -50 nats
@@ -217,7 +198,7 @@ def _pll_per_piece(lm, encoded: list[list[int]], budget: int) -> tuple[float, fl
         return float(logp[logp.isfinite()].sum()) - 50.0 * int((~logp.isfinite()).sum())
 
     for ids in encoded:
-        if count >= budget:
+        if count >= PLL_SAMPLE_PIECES:
             break
         n = len(ids)
         if n < 2 or n > getattr(lm, "max_length", n):
@@ -231,26 +212,12 @@ def _pll_per_piece(lm, encoded: list[list[int]], budget: int) -> tuple[float, fl
     return (total / count, free / count) if count else (None, None)
 
 
-def measure_fit(lm, sentences: Iterable, *, pll: bool = True,
-                pll_pieces: int = PLL_SAMPLE_PIECES) -> Fit:
-    """Measure, without judging, how ``lm`` fits ``sentences`` (their surface tokens).
+def measure_fit(lm, sentences: Iterable, *, pll: bool = True) -> Fit:
+    """Measure, without judging, how ``lm`` fits ``sentences`` (as for :func:`check_fit`).
 
-    Parameters
-    ----------
-    lm : MaskedLM
-    sentences : iterable
-        :class:`~mlmbook.corpus.Sentence` objects (their surface tokens are read), word lists or
-        plain strings.
-    pll : bool
-        Also measure the model's own PLL per piece on the first sentences (about ``pll_pieces``
-        pieces, one forward pass each, and one with the whole sentence masked); sentences with an
-        unknown piece are measured too.
-    pll_pieces : int
-
-    Returns
-    -------
-    Fit
-        With no problems listed (:func:`check_fit` judges).
+    With ``pll``, also the model's PLL per piece on the first sentences it can encode (about
+    :data:`PLL_SAMPLE_PIECES` pieces, two forward passes a sentence). Returns a :class:`Fit` with
+    no problems listed.
     """
     unk = _unk_id(lm)
     n_unknown = n_pieces = n_wunk = n_words = n_sent = 0
@@ -270,11 +237,11 @@ def measure_fit(lm, sentences: Iterable, *, pll: bool = True,
                 n_wunk += 1
                 if len(examples) < 5 and word not in examples:
                     examples.append(word)
-        if pll and None not in row and sum(len(r) for r in known_rows) < pll_pieces:
+        if pll and None not in row and sum(len(r) for r in known_rows) < PLL_SAMPLE_PIECES:
             known_rows.append(row)
     share = n_unknown / n_pieces if n_pieces else 0.0
     try:
-        per_piece, free = _pll_per_piece(lm, known_rows, pll_pieces) if pll and known_rows else (None, None)
+        per_piece, free = _pll_per_piece(lm, known_rows) if pll and known_rows else (None, None)
     # a tokenizer alone (a build's check of the toy model): no predictions
     except NotImplementedError:
         per_piece, free = None, None
@@ -284,33 +251,16 @@ def measure_fit(lm, sentences: Iterable, *, pll: bool = True,
 
 def unknown_share(lm, sentences: Iterable) -> Fit:
     """The share of unknown-token pieces ``lm`` gives on ``sentences`` (:func:`measure_fit` without
-    the PLL).
-
-    A model without an unknown token (the exact oracle) reports words it cannot encode as unknown,
-    one piece each.
-    """
+    the PLL); a word a model without an unknown token cannot encode counts as one unknown piece."""
     return measure_fit(lm, sentences, pll=False)
 
 
 @dataclass(frozen=True)
 class FitRules:
-    """The thresholds of :func:`check_fit` (defaults: the module's table).
+    """The thresholds of :func:`check_fit` (defaults: the module's table and constants).
 
-    Attributes
-    ----------
-    max_unknown : float
-        Largest share of unknown pieces.
-    min_gain_share : float
-        The PLL per piece must be above ``-(1 - min_gain_share) * log V``.
-    min_context_gain : float
-        The PLL per piece minus the context-free prediction of the same pieces must be at least this
-        (nats).
-    min_words : int
-        The prediction rules apply to samples of at least this many words.
-    pll : bool or ``"auto"``
-        Measure the PLL per piece (about :data:`PLL_SAMPLE_PIECES` forward passes): always (True),
-        never (False: the prediction rules are not applied), or when the prediction rules apply
-        (``"auto"``).
+    ``pll``: measure the PLL per piece always (True), never (False: the prediction rules are not
+    applied) or when the prediction rules apply (``"auto"``).
     """
 
     max_unknown: float = MAX_UNKNOWN
@@ -351,11 +301,8 @@ RULES = FitRules()
 
 def check_fit(lm, sentences: Iterable, *, model: str | None = None, treebank: str | None = None,
               allow: bool = False, rules: FitRules = RULES) -> Fit:
-    r"""Stop (or warn) when ``lm`` does not fit the sentences it is about to read.
-
-    The rules and thresholds are in the module's table: more than 10 % unknown pieces; a PLL per
-    piece below :math:`-0.95 \log V` (no better than chance); a context that makes the model's
-    predictions worse than none (the prediction rules on samples of at least 30 words).
+    """Stop (or warn) when ``lm`` does not fit the sentences it is about to read (the rules: the
+    module's table).
 
     Parameters
     ----------

@@ -2,22 +2,15 @@
 out and why.
 
 :func:`read_for_model` is the one guarded path from a CoNLL-U file (or a list of sentences) to a
-masked LM, used by the research API and by the chapters alike:
+masked LM, for the research API and the chapters alike:
 
-1. **words**: sentences with ``min_words..max_words`` words, counting the words an analysis scores
-   (punctuation is read by the model, not counted), are kept;
+1. **words**: sentences with ``min_words..max_words`` scored words (punctuation is read by the
+   model, not counted) are kept;
 2. **the model's window**: a sentence whose surface tokens make more pieces than the model reads at
-   once (``lm.max_length``: 15 for the toy model, 510 for BERT) or than ``max_pieces`` is left out,
-   and so is one the model cannot encode at all (a closed vocabulary);
+   once (``lm.max_length``) or than ``max_pieces``, or that the model cannot encode, is left out;
 3. **order and limit**: file order, or shuffled by ``seed``; then the first ``limit``;
 4. **fit**: :func:`~mlmbook.corpus.fit.check_fit` on the file's first sentences the model reads
-   whole, whatever the window of words (unknown pieces, the model's predictions), which stops with
-   one line unless ``allow_unknown``.
-
-Every count is kept (:meth:`ModelCorpus.summary` for the page), and when nothing is left the
-one-line :class:`~mlmbook.errors.TreebankError` names the file, the counts and the knob to turn. The
-model reads each sentence's surface tokens (:meth:`~mlmbook.corpus.Sentence.surface`):
-``ModelCorpus.words`` are the word lists to give the estimators.
+   whole, whatever the window of words, which stops with one line unless ``allow_unknown``.
 """
 from __future__ import annotations
 
@@ -32,11 +25,10 @@ from ..errors import TreebankError
 from .fit import Admonition, Fit, check_fit
 from .sentence import PUNCT_TAGS, Sentence, Surface, encode, remove_punct
 
-__all__ = ["ModelCorpus", "Window", "read_for_model", "scored_words", "model_window", "FIT_SAMPLE"]
+__all__ = ["ModelCorpus", "Window", "read_for_model"]
 
 FIT_SAMPLE = 200
-"""The fit check reads the file's first this many sentences that the model reads whole, in any
-window of words (enough for its rules, quick on any treebank, and one verdict for every window)."""
+"""The fit check reads the file's first this many sentences that the model reads whole."""
 
 
 @dataclass(frozen=True)
@@ -68,17 +60,10 @@ class Window:
         return f"{self.min_words}–{self.max_words}" if self.max_words is not None else f"at least {self.min_words}"
 
 
-def scored_words(sentence: Sentence) -> int:
+def _scored_words(sentence: Sentence) -> int:
     """Words of a sentence that an analysis scores: all but punctuation (every word without
     tags)."""
     return sum(u not in PUNCT_TAGS for u in sentence.upos) if sentence.upos else len(sentence)
-
-
-def model_window(lm, max_pieces: int | None = None) -> int:
-    """The most pieces a sentence may have: the model's ``max_length``, or ``max_pieces`` if
-    smaller."""
-    limit = int(getattr(lm, "max_length", 10 ** 9))
-    return limit if max_pieces is None else min(limit, int(max_pieces))
 
 
 def _length(lm, sentence: Sentence) -> int | None:
@@ -99,19 +84,12 @@ class ModelCorpus:
         Kept, in the order used (punctuation kept unless ``drop_punct``).
     name : str
         The file name (``en_ewt-ud-test.conllu``), or ``"the given sentences"``.
-    n_read : int
-        Sentences given or in the file.
-    n_outside_words : int
-        Left out for their number of words (outside ``min_words..max_words``).
-    n_outside_window : int
-        Left out because the model cannot read them whole (more than ``max_pieces`` pieces, or not
-        encodable).
-    n_cut : int
-        Beyond ``limit``.
+    n_read, n_outside_words, n_outside_window, n_cut : int
+        Sentences read; left out for their number of words, for more pieces than ``max_pieces``
+        (the model's window) or not encodable, and beyond ``limit``.
     min_words, max_words, max_pieces : int or None
-        The windows (``max_pieces``: the model's, in pieces).
     fit : Fit or None
-        The fit check of the kept sentences (None when not checked).
+        The fit check (None when not checked).
     path : pathlib.Path or None
     """
 
@@ -211,19 +189,17 @@ def read_for_model(lm, treebank: str | os.PathLike | Sequence[Sentence], window:
     >>> corpus = mlmbook.read_for_model(lm, "test", Window(3, 10), limit=16, seed=0)   # doctest: +SKIP
     >>> corpus.summary()                                              # doctest: +SKIP
     'kept 16 of 2077 sentences of en_ewt-ud-test.conllu (...)'
-    >>> corpus = mlmbook.read_for_model(lm, mlmbook.Grammar.load("toy").sample(50, seed=0), Window(3, 8),
-    ...                                 limit=10)                     # doctest: +SKIP
-    >>> len(corpus), corpus.fit.ok                                    # doctest: +SKIP
-    (10, True)
     """
     window = window or Window()
     read, name, path = _read(treebank)
     sents = [remove_punct(s) for s in read] if window.drop_punct else list(read)
     upper = window.max_words if window.max_words is not None else 10 ** 9
-    in_words = [s for s in sents if window.min_words <= scored_words(s) <= upper]
+    in_words = [s for s in sents if window.min_words <= _scored_words(s) <= upper]
     if seed is not None:
         in_words = [in_words[k] for k in np.random.default_rng(seed).permutation(len(in_words))]
-    pieces = model_window(lm, window.max_pieces)
+    pieces = int(getattr(lm, "max_length", 10 ** 9))
+    if window.max_pieces is not None:
+        pieces = min(pieces, int(window.max_pieces))
     kept, outside_window, cut = [], 0, 0
     for s in in_words:
         if limit is not None and len(kept) >= limit:
@@ -244,8 +220,7 @@ def read_for_model(lm, treebank: str | os.PathLike | Sequence[Sentence], window:
                             f"sentences{knob}")
     corpus = ModelCorpus(kept, name, len(read), len(sents) - len(in_words), outside_window, cut,
                          window.min_words, window.max_words, pieces, path=path)
-    # the fit is judged on the file's first sentences the model reads whole, whatever the window of
-    # words: the same verdict for every window (the kept sentences when the file holds none)
+    # the same verdict for every window of words (the kept sentences when the file holds none)
     sample = [s for s in sents[:4 * FIT_SAMPLE] if (_length(lm, s) or pieces + 1) <= pieces][:FIT_SAMPLE]
     corpus.fit = check_fit(lm, sample or kept[:FIT_SAMPLE], treebank=name, allow=allow_unknown)
     return corpus

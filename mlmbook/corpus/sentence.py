@@ -4,14 +4,11 @@
 minus one). Edges are unordered pairs ``(min, max)`` of word indices, the root arc excluded:
 the objects UUAS counts.
 
-Surface text and syntactic words. A treebank splits some surface tokens into several syntactic
-words (UD multiword tokens: French ``du`` = ``de le``, English ``don't`` = ``do n't``). The tree
-is over the words; **the model reads the surface tokens** (:attr:`Sentence.tokens`), as it would
-read the text. :meth:`Sentence.surface` returns the words together with that mapping (a
-:class:`Surface`), and :func:`encode` gives every word the pieces of its surface token. The
-convention for two words that share one token: they share its positions, so an analysis over
-words gives them the same pieces and cannot tell them apart; a pair of two such words is not
-scored (its score is 0, see :mod:`mlmbook.dependencies.pieces`).
+A treebank splits some surface tokens into several syntactic words (UD multiword tokens: ``don't``
+= ``do n't``). The tree is over the words; **the model reads the surface tokens**
+(:attr:`Sentence.tokens`), and :func:`encode` gives every word the pieces of its token. Two words of
+one token share its positions, so a pair of two such words is not scored (its score is 0, see
+:mod:`mlmbook.dependencies.pieces`).
 """
 from __future__ import annotations
 
@@ -85,13 +82,8 @@ class Sentence:
         model reads)."""
         return self.surface().tokens
 
-    @property
-    def token_of(self) -> list[int]:
-        """For each word, the index of its surface token in :attr:`tokens`."""
-        return self.surface().token_of
-
     def surface(self) -> "Surface":
-        """The words (a list) with the surface tokens the model reads and each word's token."""
+        """The words with the surface tokens the model reads and each word's token."""
         starts = {m.start: m for m in self.multiword}
         tokens, token_of, i = [], [], 0
         while i < len(self.words):
@@ -104,19 +96,9 @@ class Sentence:
 
 
 class Surface(list):
-    """A sentence's syntactic words (the list itself) and the surface tokens a model reads.
-
-    Attributes
-    ----------
-    tokens : list of str
-        The surface tokens (a multiword token such as ``don't`` once, not ``do n't``).
-    token_of : list of int
-        For each word, the index of its token; two words of one multiword token share it.
-
-    Every estimator that takes "a sentence as a list of words" accepts a :class:`Surface` and then
-    feeds the model :attr:`tokens` (through :func:`encode`), while its results stay indexed by
-    words.
-    """
+    """A sentence's syntactic words (the list itself), its surface ``tokens`` (``don't`` once, not
+    ``do n't``) and ``token_of``, each word's token. An estimator that takes a word list feeds the
+    model the tokens (through :func:`encode`); its results stay indexed by words."""
 
     def __init__(self, words: Sequence[str], tokens: Sequence[str] | None = None,
                  token_of: Sequence[int] | None = None):
@@ -132,9 +114,6 @@ class Surface(list):
         """Whether some words share a surface token."""
         return len(self.tokens) != len(self)
 
-    def __reduce__(self):
-        return (Surface, (list(self), self.tokens, self.token_of))
-
 
 def model_words(sentence) -> list[str] | Surface:
     """What a model reads of ``sentence``: a :class:`Sentence` as its :meth:`~Sentence.surface`
@@ -145,9 +124,8 @@ def model_words(sentence) -> list[str] | Surface:
 def encode(lm, words) -> tuple[list[int], list[list[int]]]:
     """Token ids of a sentence and, for each **word**, the positions of its pieces.
 
-    ``words`` is a word list, a :class:`Surface` or a :class:`Sentence`. With surface tokens the
-    model reads the tokens (``lm.encode_words(tokens)``) and each word gets the pieces of its token:
-    two words of one multiword token get the same positions. For a plain word list this is
+    ``words`` is a word list, a :class:`Surface` or a :class:`Sentence`. The model reads the
+    surface tokens and each word gets the pieces of its token; for a plain word list this is
     ``lm.encode_words(words)``.
     """
     words = model_words(words)
@@ -161,15 +139,10 @@ def encode(lm, words) -> tuple[list[int], list[list[int]]]:
 def remove_punct(sentence: Sentence, punct_tags: Iterable[str] = PUNCT_TAGS) -> Sentence:
     """Drop punctuation words (UPOS in ``punct_tags``) and repair the tree.
 
-    A word whose head is punctuation is re-attached to its nearest non-punctuation
-    ancestor. In UD punctuation is almost always a leaf, so this rarely matters. If a word
-    has no non-punctuation ancestor (the root itself was punctuation), it becomes a root;
-    when that leaves several roots, the leftmost stays the root and the others attach to it,
-    so the result is always a single tree. (In UD English EWT a punctuation root only occurs
-    in sentences made of punctuation alone, which become empty.)
-
-    Multiword tokens shrink to their surviving words and disappear if none survive;
-    ``source_index`` keeps each surviving word's original position.
+    A word whose head is punctuation is re-attached to its nearest non-punctuation ancestor;
+    words left without one become roots, and of several roots the leftmost stays the root and
+    the others attach to it, so the result is always a single tree. Multiword tokens shrink to
+    their surviving words; ``source_index`` keeps each surviving word's original position.
     """
     tags = set(punct_tags)
     keep = [i for i, t in enumerate(sentence.upos) if t not in tags]
@@ -200,10 +173,6 @@ def remove_punct(sentence: Sentence, punct_tags: Iterable[str] = PUNCT_TAGS) -> 
 
 
 def filter_length(sentences: Iterable[Sentence], max_len: int, min_len: int = 2) -> list[Sentence]:
-    """Keep sentences with ``min_len <= len(words) <= max_len``.
-
-    Lengths count the words as given, so for the WSJ10-style setting call
-    :func:`remove_punct` first: ``filter_length(map(remove_punct, sents), 10)``.
-    The default ``min_len=2`` drops one-word sentences, which have no edge to score.
-    """
+    """Keep sentences with ``min_len <= len(words) <= max_len`` (the words as given: for WSJ10
+    call :func:`remove_punct` first; ``min_len=2`` drops sentences with no edge to score)."""
     return [s for s in sentences if min_len <= len(s.words) <= max_len]

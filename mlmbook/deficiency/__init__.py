@@ -3,28 +3,14 @@ r"""The representation deficiency (Meng et al. 2024), measured like with like: c
 Meng et al. argue that an MLM spends some of its dimensions on ``[MASK]``, so that the
 representations of real tokens span fewer directions than they could, and that MAE-LM — an encoder
 that never reads ``[MASK]`` — does not. Chapter 4 measures that claim with comparisons between
-matrices of the **same number of rows** drawn from the **same sentences**:
+matrices of the **same number of rows** drawn from the **same sentences**: what the ``[MASK]`` rows
+add, what ``[MASK]`` in the input does to the real tokens, and MLM against MAE-LM.
 
-1. *what the* ``[MASK]`` *rows add* — one masked input, its real-token rows against all its rows;
-2. *what* ``[MASK]`` *in the input does to the real tokens* — the same real tokens, clean and masked
-   input;
-3. *MLM against MAE-LM* — the real tokens of clean inputs, as a downstream task sees them, and the
-   same comparison against an MLM matched in fit or in depth, and at a larger ``[MASK]`` share.
-
-=================  =====================================================================================
-module             what
-=================  =====================================================================================
-``measure``        :class:`Sample` (sentences, one masking draw, blocks of :math:`N=\rho d` rows),
-                   :func:`geometry` (every effective rank per condition, layer and block), :func:`encode`
-``truth``          :class:`Truth`: each model's exact single-site KL to the truth (its fit)
-``seeds``          the training seed as the unit: :func:`seed_rows` for the study layer,
-                   :func:`describe_seeds`, :func:`width_panel`, :func:`training_failures`
-``agreement``      :func:`agreement`: number agreement read from each encoder (a probe; fine-tuning)
-``earlier``        :data:`EARLIER`: results of configurations the chapter no longer runs
-``figures``        the chapter's figures, drawn from the numbers it records
-=================  =====================================================================================
-
-These modules read a model only through the :class:`~mlmbook.models.base.MaskedLM` protocol.
+The modules: ``measure`` (:class:`Sample`, :func:`geometry`: every effective rank per condition,
+layer and block), ``truth`` (each model's exact single-site KL to the truth, its fit), ``seeds``
+(the training seed as the unit), ``agreement`` (number agreement read from each encoder),
+``earlier`` (:data:`EARLIER`: results of configurations the chapter no longer runs) and
+``figures``. They read a model only through the :class:`~mlmbook.models.base.MaskedLM` protocol.
 """
 from .agreement import Agreement, agreement
 from .earlier import EARLIER

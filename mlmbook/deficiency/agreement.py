@@ -3,12 +3,9 @@ fine-tuning.
 
 The question (Q6) is answered by a **linear probe on frozen features**
 (:func:`mlmbook.downstream.probe_agreement`): nothing in it is random, so the spread between
-pretraining seeds is the encoders' own. Fine-tuning the whole encoder
-(:func:`mlmbook.downstream.finetune_encoder`) is what a user of the model would do, but its result
-moves with its own noise as well (a spread of 0.14 accuracy between seeds in the full reference of
-the fourth edition, which would have needed about a hundred seeds); it runs on the first seeds only,
-as a description. Both read the same examples: ordinary sentences to learn from, and held-out
-ordinary and attractor sentences (:func:`mlmbook.downstream.agreement_task`).
+pretraining seeds is the encoders' own. Fine-tuning the whole encoder is what a user of the model
+would do, but its result moves with its own noise as well; it runs on the first seeds only, as a
+description. Both read the same examples (:func:`mlmbook.downstream.agreement_task`).
 """
 from __future__ import annotations
 
@@ -53,16 +50,14 @@ class Agreement:
                 for k, hs in self.tuned.items()}
 
     def rows(self) -> list:
-        """One table row per encoder: its probe's accuracies, then fine-tuning's with intervals (or
-        blanks)."""
+        """One table row per encoder: its probe's accuracies, then fine-tuning's (or blanks)."""
         acc = self.accuracy()
         return [[f"{n}, seed {s}", *[f"{hs[t].mean():.3f}" for t in TESTS],
                  *([f"{acc[n, s][t].estimate:.3f} [{acc[n, s][t].low:.3f}, {acc[n, s][t].high:.3f}]" for t in TESTS]
                    if (n, s) in acc else ["", ""])] for (n, s), hs in self.probed.items()]
 
     def records(self) -> dict:
-        """The page's numbers: per-seed accuracies as text, the descriptive gaps, the protocol's
-        sizes."""
+        """The page's numbers: per-seed accuracies, the descriptive gaps, the protocol's sizes."""
         acc, out = self.accuracy(), {}
         names = sorted({n for n, _ in self.probed}, key=["MLM", "MAE-LM"].index)
         for n in names:

@@ -13,8 +13,7 @@ from .. import plotting
 
 __all__ = ["COLORS", "training", "layers", "mask_subspace", "spectra", "dose_response", "widths"]
 
-COLORS = {"MLM": plotting.PALETTE["mlm"], "MAE-LM": plotting.PALETTE["hit"], "deep MLM": plotting.PALETTE["extra"],
-          "fit MLM": plotting.PALETTE["alt"], "earlier": plotting.PALETTE["muted"]}
+COLORS = {"MLM": plotting.PALETTE["mlm"], "MAE-LM": plotting.PALETTE["hit"]}
 """One colour per model kind, the same in every figure."""
 
 
@@ -47,8 +46,7 @@ def training(history: dict, bayes: float):
 
 def layers(by_layer: dict, labels: dict):
     """Like-with-like differences by layer: ``by_layer[(key, kind)]`` a list of intervals per layer,
-    kind ``"entropy"`` (left panel) or ``"entropy_centred"`` (right); ``labels[key]`` its legend
-    entry."""
+    kind ``"entropy"`` (left) or ``"entropy_centred"`` (right); ``labels[key]``: its legend."""
     markers = "os^v"
     colors = [plotting.PALETTE[c] for c in ("miss", "mlm", "hit", "extra")]
     fig, axes = plotting.figure(1, 2, height=3.5, sharey=True)
@@ -69,8 +67,7 @@ def layers(by_layer: dict, labels: dict):
 
 def mask_subspace(angles_deg, overlap_ivs):
     """Left: principal angles between the ``[MASK]`` and the real-token subspace; right: the
-    ``[MASK]`` rows' share of energy inside the real tokens' top directions minus held-out real
-    rows', by layer."""
+    ``[MASK]`` rows' share of energy in the real tokens' top directions minus held-out rows'."""
     fig, (a1, a2) = plotting.figure(1, 2, height=3.2)
     a1.plot(np.arange(1, len(angles_deg) + 1), angles_deg, "o-", ms=3, color=plotting.PALETTE["miss"])
     a1.axhline(90, color=plotting.PALETTE["muted"], lw=1)
@@ -84,8 +81,7 @@ def mask_subspace(angles_deg, overlap_ivs):
 
 
 def spectra(curves: dict, eps: float, title: str):
-    """The energy outside the top k directions, ``curves[label] = (1 - c_k array, eps-rank)``, log
-    scale."""
+    """The energy outside the top k directions, ``curves[label] = (1 - c_k array, eps-rank)``."""
     styles = ("-", "--", ":")
     fig, ax = plotting.figure(height=3.2)
     for (label, (rest, k)), ls in zip(curves.items(), styles):
@@ -126,11 +122,10 @@ def dose_response(shares, deficiency: dict, kl: dict):
     return fig
 
 
-def widths(rows, kl: dict, earlier=None):
+def widths(rows, kl: dict):
     """The robustness panel. Left: MAE-LM minus MLM (share of the width) at each width, every seed a
-    dot and the interval over seeds (a hollow marker where it rests on one model); ``earlier =
-    (width, (estimate, low, high), label)`` adds an earlier edition's interval. Right: each kind's
-    KL to the truth by width, ``kl[(name, width)]``."""
+    dot and the interval over seeds (a hollow marker where it rests on one model). Right: each
+    kind's KL to the truth by width, ``kl[(name, width)]``."""
     fig, (a1, a2) = plotting.figure(1, 2, height=3.4)
     for k, row in enumerate(rows):
         x = np.log2(row.width)
@@ -138,10 +133,6 @@ def widths(rows, kl: dict, earlier=None):
                 alpha=0.7, color=COLORS["MAE-LM"], label="one seed" if k == 0 else None)
         _bars(a1, [x], [row.interval], fmt="s", color=COLORS["MAE-LM"], mfc="white" if row.conditional else None,
               label="interval over seeds" if k == 0 else None)
-    if earlier is not None:
-        w, (e, lo, hi), label = earlier
-        a1.errorbar([np.log2(w) + 0.15], [e], yerr=[[e - lo], [hi - e]], fmt="D", capsize=3,
-                    color=COLORS["earlier"], label=label)
     a1.axhline(0, color=plotting.PALETTE["muted"], lw=1)
     ticks = [r.width for r in rows]
     a1.set_xticks(np.log2(ticks), [str(t) for t in ticks])

@@ -1,16 +1,12 @@
 r"""Effective ranks of an encoder's rows, measured like with like on blocks of sentences.
 
-A **sample** (:func:`make_sample`) fixes the sentences, one masking draw, and a partition of the
-sentences into **blocks**. Each block yields one matrix of :math:`N = \rho d` rows per condition
-(:func:`mlmbook.rank.rows_for`; the same :math:`N/d` at every width), and every effective rank is
-taken per block (:func:`mlmbook.rank.block_ranks`). Blocks hold disjoint sentences, so their ranks
-are independent replicates of one trained model; two models measured on the same sample give
-paired per-block differences (:mod:`mlmbook.deficiency.seeds` turns them into rows for the study
-layer, the training seed being the unit of a claim about a recipe).
-
-This module reads a model only through the :class:`~mlmbook.models.base.MaskedLM` protocol
-(``encode_words``, ``hidden_states``, ``mask_id``, ``max_length``); an MAE-LM's encoder has no
-``[MASK]`` rows, so the conditions that need them are absent for it.
+A **sample** (:func:`make_sample`) fixes the sentences, one masking draw, and disjoint **blocks** of
+sentences, each giving one matrix of :math:`N = \rho d` rows per condition (the same :math:`N/d` at
+every width); every effective rank is taken per block (:func:`mlmbook.rank.block_ranks`), so blocks
+are independent replicates of one trained model, and two models measured on the same sample give
+paired per-block differences (:mod:`mlmbook.deficiency.seeds`). A model is read only through the
+:class:`~mlmbook.models.base.MaskedLM` protocol; an MAE-LM has no ``[MASK]`` rows, so the conditions
+that need them are absent for it.
 """
 from __future__ import annotations
 
@@ -34,23 +30,16 @@ input; all tokens (real and ``[MASK]``) of the masked input."""
 
 @dataclass(frozen=True)
 class Sample:
-    """Sentences, one masking draw and the blocks of rows every model of a comparison is measured
-    on.
+    """Sentences, one masking draw and the blocks of rows every model of a comparison reads.
 
     Attributes
     ----------
-    rows : list of list of int
-        Token ids of each sentence (no special tokens).
-    masked : list of bool arrays
-        Positions replaced by ``[MASK]`` in the masked input.
-    kept : int array (K, n, 2)
-        Per block, ``n`` (sentence, position) pairs of *unmasked* tokens: the rows of the
-        ``clean`` and ``masked_real`` matrices (the same tokens in both).
-    every : int array (K, n, 2)
-        Per block, ``n`` (sentence, position) pairs of any token of the masked input (real or
-        ``[MASK]``): the rows of the ``all`` matrix.
-    blocks : list of int arrays
-        The sentences of each block (disjoint).
+    rows : list of list of int      token ids of each sentence (no special tokens)
+    masked : list of bool arrays    positions replaced by ``[MASK]`` in the masked input
+    kept, every : int arrays (K, n, 2)
+        Per block, ``n`` (sentence, position) pairs of *unmasked* tokens (the rows of the ``clean``
+        and ``masked_real`` matrices) and of any token of the masked input (the ``all`` matrix).
+    blocks : list of int arrays     the sentences of each block (disjoint)
     mask_rate : float
     n_rows : int
     """
@@ -79,11 +68,11 @@ def sentences_for(lm, n: int, treebank=None, seed: int = 0, window: tuple = (2, 
                   allow_unknown: bool = False) -> tuple:
     """The sentences a rank analysis reads, as word lists, and the treebank's front-door record.
 
-    Without a treebank: ``n`` sentences of the toy language (seed ``seed + 10000``), and ``None``.
-    With one: the first ``n`` of its sentences that ``lm`` reads whole, shuffled by ``seed``,
-    through :func:`mlmbook.corpus.read_for_model` (the length policy and the fit check, which stops
-    with one line unless ``allow_unknown``), and its :class:`~mlmbook.corpus.ModelCorpus`
-    (``corpus.admonition()`` is the fit warning for the page, None when the model fits).
+    Without a treebank: ``n`` toy sentences (seed ``seed + 10000``) and ``None``. With one: the
+    first ``n`` of its sentences that ``lm`` reads whole, shuffled by ``seed``, through
+    :func:`mlmbook.corpus.read_for_model` (the fit check stops with one line unless
+    ``allow_unknown``), and its :class:`~mlmbook.corpus.ModelCorpus` (``corpus.admonition()`` is
+    the fit warning for the page).
 
     Parameters
     ----------
@@ -101,9 +90,9 @@ def sentences_for(lm, n: int, treebank=None, seed: int = 0, window: tuple = (2, 
 def make_sample(lm, words, mask_rate: float, n_rows: int, seed: int = 0, max_blocks: int | None = None) -> Sample:
     """Token ids, one masking draw and blocks of ``n_rows`` rows for ``lm``'s tokenizer.
 
-    Sentences are shuffled (by ``seed``) and cut into consecutive blocks, each just large enough
-    to hold ``n_rows`` unmasked tokens; sentences left over are not used. Every position is
-    masked independently with probability ``mask_rate`` (by ``seed``).
+    Sentences are shuffled (by ``seed``) and cut into consecutive blocks, each just large enough to
+    hold ``n_rows`` unmasked tokens (sentences left over are not used); every position is masked
+    independently with probability ``mask_rate``.
 
     Raises
     ------
@@ -160,13 +149,12 @@ class Geometry:
     Attributes
     ----------
     ranks : dict
-        ``{(condition, kind): array (L, K)}`` — condition in :data:`CONDITIONS` (``all`` only for
-        a model with ``[MASK]`` rows), kind in :data:`mlmbook.rank.RANK_KINDS`; layer 0 is the
-        embeddings.
+        ``{(condition, kind): array (L, K)}``, kind in :data:`mlmbook.rank.RANK_KINDS`; layer 0 is
+        the embeddings.
     overlap : dict
-        ``{"mask" | "heldout": array (L, K)}`` (models with ``[MASK]`` rows): the share of the
-        energy of block *b*'s ``[MASK]`` rows, and of the next block's real rows, that lies in the
-        top-:math:`k` subspace of block *b*'s real rows (masked input; :math:`k` their ε-rank).
+        ``{"mask" | "heldout": array (L, K)}``: the share of the energy of block *b*'s ``[MASK]``
+        rows, and of the next block's real rows, in the top-:math:`k` subspace of block *b*'s real
+        rows (masked input; :math:`k` their ε-rank).
     width : int
     """
 
@@ -197,11 +185,10 @@ def geometry(lm, sample: Sample, eps: float = DEFAULT_EPS, overlap: bool = True,
     overlap : bool
         Also measure where the ``[MASK]`` rows lie (:attr:`Geometry.overlap`).
     states : (dict, dict), optional
-        The model's :func:`~mlmbook.probes.collect_states` of the clean and the masked input of
-        ``sample``, when the caller has them already.
+        The model's :func:`encode` of ``sample``, when the caller has it already.
     masked : bool
-        Also encode the masked input (conditions ``masked_real`` and ``all``); ``False``
-        measures the ``clean`` condition alone, at half the cost.
+        Also encode the masked input (conditions ``masked_real`` and ``all``); ``False`` measures
+        the ``clean`` condition alone, at half the cost.
     """
     if states is not None:
         clean, noisy = states
@@ -209,7 +196,7 @@ def geometry(lm, sample: Sample, eps: float = DEFAULT_EPS, overlap: bool = True,
         clean, noisy = encode(lm, sample)
     else:
         clean, noisy = collect_states(lm.hidden_states, sample.rows), None
-    with limited(large=clean["real"][0].shape[1] >= LARGE_HIDDEN):       # mlmbook.threads' policy
+    with limited(large=clean["real"][0].shape[1] >= LARGE_HIDDEN):
         return _measure(clean, noisy, sample, eps, overlap)
 
 
@@ -257,15 +244,12 @@ def encode(lm, sample: Sample) -> tuple:
 
 def _top_directions(H: np.ndarray, eps: float):
     """Orthonormal bases (d, k) of the top-k right singular vectors of each matrix of a stack
-    ``(K, n, d)`` (or of one matrix ``(n, d)``), k its ε-rank: :func:`mlmbook.rank.top_subspace` at
-    :func:`~mlmbook.rank.effective_rank_mass`, from the Gram matrices in one eigensolver call."""
-    one = H.ndim == 2
-    H = H[None] if one else H
+    ``(K, n, d)``, k its ε-rank (:func:`mlmbook.rank.top_subspace`), from the Gram matrices in one
+    eigensolver call."""
     lam, vec = np.linalg.eigh(np.einsum("kni,knj->kij", H, H))
     lam, vec = lam[:, ::-1], vec[:, :, ::-1]
     ks = np.maximum(1, mass_rank_of(np.sqrt(np.clip(lam, 0, None)), eps))
-    out = [v[:, :k] for v, k in zip(vec, np.atleast_1d(ks))]
-    return out[0] if one else out
+    return [v[:, :k] for v, k in zip(vec, np.atleast_1d(ks))]
 
 
 def _energy_share(X: np.ndarray, U: np.ndarray) -> float:

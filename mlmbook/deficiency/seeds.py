@@ -5,16 +5,8 @@ A claim about a training recipe ("MAE-LM's real tokens use more directions than 
 claim about what a *run* of the recipe gives, so its independent unit is the training seed: each
 seed's models are measured on the blocks of one :class:`~mlmbook.deficiency.measure.Sample`, the
 blocks' values are averaged into one value per seed, and the test is a t over those seed means
-(:meth:`mlmbook.stats.Study.answer` with ``seeds=``; each trained model's own test over its blocks
-is the second method). With one seed the blocks are all there is, and an interval over them is
-*conditional on that one trained model*: it says nothing about another run of the recipe.
-
-* :func:`seed_rows` flattens ``{seed: per-block values}`` into the rows the study layer takes;
-* :func:`difference` pairs two models' per-block values seed by seed;
-* :func:`describe_seeds` is the descriptive 95 % interval of the same rows (no verdict);
-* :func:`width_panel` sets a comparison side by side at several widths, each width's seeds shown,
-  and :func:`sign_change` says whether it changes sign between them, model by model;
-* :func:`training_failures` counts the MAE-LM runs that ended far above their MLM twin.
+(:meth:`mlmbook.stats.Study.answer` with ``seeds=``). With one seed the blocks are all there is, and
+an interval over them is *conditional on that one trained model*.
 """
 from __future__ import annotations
 
@@ -34,12 +26,9 @@ class SeedRows:
 
     Attributes
     ----------
-    values : numpy.ndarray (N,)
-        Every seed's unit values, seed after seed.
-    seeds : list
-        The seed of each value.
-    means : dict
-        ``{seed: mean of its values}`` (the values a t over seeds uses).
+    values : numpy.ndarray (N,)   every seed's unit values, seed after seed
+    seeds : list                  the seed of each value
+    means : dict                  ``{seed: mean of its values}`` (the values a t over seeds uses)
     """
 
     values: np.ndarray
@@ -104,12 +93,9 @@ class WidthRow:
     Attributes
     ----------
     width : int
-    per_seed : dict
-        ``{seed: mean over its blocks}``.
-    per_model : dict
-        ``{seed: Interval over that model's blocks}`` (95 %): what each trained model alone says.
-    interval : Interval
-        :func:`describe_seeds` (``interval.seeds`` is 1 when it rests on one trained model).
+    per_seed : dict       ``{seed: mean over its blocks}``
+    per_model : dict      ``{seed: Interval over that model's blocks}`` (95 %)
+    interval : Interval   :func:`describe_seeds` (``interval.seeds`` 1: it rests on one model)
     """
 
     width: int
@@ -125,8 +111,7 @@ class WidthRow:
     @property
     def side(self) -> str:
         """``"below"`` / ``"above"`` when *each* trained model's own interval lies below / above
-        zero, else ``"mixed"`` (a label for "in each of the k trained models", not a verdict on the
-        recipe)."""
+        zero, else ``"mixed"`` (a label, not a verdict on the recipe)."""
         sides = {"below" if iv.high < 0 else "above" if iv.low > 0 else "mixed" for iv in self.per_model.values()}
         return sides.pop() if len(sides) == 1 else "mixed"
 
@@ -156,9 +141,8 @@ def sign_change(rows: list[WidthRow]) -> str:
 
 def widths_text(rows: list[WidthRow], per_seed_only: bool = False) -> str:
     """A panel in words, width by width: ``"at width 32 -0.041 [-0.060, -0.022] of the width (seeds
-    -0.040,
-    ...)"``, one trained pair said to be conditional on that model; ``per_seed_only``: the seeds' values
-    alone, ``"-0.040, -0.035 at width 32; ..."``."""
+    -0.040, ...)"``, one trained pair said to be conditional on that model; ``per_seed_only``: the
+    seeds' values alone, ``"-0.040, -0.035 at width 32; ..."``."""
     def seeds(row):
         return ", ".join(f"{v:.3f}" for v in row.per_seed.values())
 
@@ -181,15 +165,10 @@ class Stability:
 
     Attributes
     ----------
-    runs : list of str
-        Labels of the runs counted.
-    failed : list of str
-        Labels of the runs that failed (final loss at least ``margin`` above the MLM twin's).
-    excess : dict
-        ``{label: MAE-LM's final loss minus its twin's}`` (nats).
+    runs, failed : list of str   labels of the runs counted, and of those that failed
+    excess : dict                ``{label: MAE-LM's final loss minus its twin's}`` (nats)
     margin : float
-    interval : Interval
-        The share of failed runs with its Clopper–Pearson 95 % interval.
+    interval : Interval          the share of failed runs, Clopper–Pearson 95 %
     """
 
     runs: list

@@ -1,10 +1,9 @@
 r"""The fit of a model to the truth: exact single-site KL on toy sentences, computed once for many
 models.
 
-The truth has no representations to rank, so a knob or a control of chapter 4 has no exact curve for
-the rank itself; what the truth does give exactly is each model's **fit**, the mean single-site
-:math:`\mathrm{KL}(p(\cdot\mid x_{\setminus i})\,\|\,q(\cdot\mid x_{\setminus i}))`. Two encoders
-compared for their geometry should be equally good masked LMs, or the comparison says so.
+The truth has no representations to rank; what it gives exactly is each model's **fit**, the mean
+single-site :math:`\mathrm{KL}(p(\cdot\mid x_{\setminus i})\,\|\,q(\cdot\mid x_{\setminus i}))`.
+Two encoders compared for their geometry should be equally good masked LMs, or the page says so.
 """
 from __future__ import annotations
 
@@ -14,12 +13,7 @@ __all__ = ["Truth"]
 
 
 class Truth:
-    r"""The exact single-site conditionals of some toy sentences, computed once for many models.
-
-    :meth:`kl` gives each sentence's mean :math:`\mathrm{KL}(p(\cdot\mid x_{\setminus i})\,\|\,
-    q(\cdot\mid x_{\setminus i}))` over its positions. Equal to :func:`mlmbook.compare.kl_to_truth`
-    averaged per sentence.
-    """
+    """The exact single-site conditionals of some toy sentences, computed once for many models."""
 
     def __init__(self, grammar, sentences, offset: int | None = None):
         from ..toy.vocab import SPECIAL_TOKENS
@@ -29,12 +23,7 @@ class Truth:
 
     def kl(self, lm) -> np.ndarray:
         """Each sentence's mean single-site KL from the truth to ``lm`` (nats), shape
-        (n_sentences,)."""
-        from ..compare import single_site_log_probs
-        out = []
-        for p, lq in zip(self.p, single_site_log_probs(lm, self.sentences)):
-            lq = lq[:, self.offset:self.offset + p.shape[1]]
-            with np.errstate(divide="ignore", invalid="ignore"):
-                terms = np.where(p > 0, p * (np.log(np.where(p > 0, p, 1.0)) - lq), 0.0)
-            out.append(terms.sum(1).mean())
-        return np.asarray(out)
+        (n_sentences,): :func:`mlmbook.compare.kl_to_truth` averaged per sentence."""
+        from ..compare import kl_rows, single_site_log_probs
+        return np.asarray([kl_rows(p, lq[:, self.offset:self.offset + p.shape[1]]).mean()
+                           for p, lq in zip(self.p, single_site_log_probs(lm, self.sentences))])

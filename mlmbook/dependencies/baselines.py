@@ -1,17 +1,15 @@
-"""Baseline trees: the adjacent chain, uniformly random trees, uniformly random projective trees."""
+"""Baseline trees: the adjacent chain and uniformly random trees."""
 from __future__ import annotations
 
 import heapq
-from functools import lru_cache
 from typing import Sequence
 
 import numpy as np
-from scipy.special import logsumexp
 
-from ..corpus.sentence import Edge, edges_from_heads
-from .trees import _edge, _projective_backtrace, _projective_chart, uuas_counts
+from ..corpus.sentence import Edge
+from .trees import _edge, uuas_counts
 
-__all__ = ["adjacent_edges", "prufer_to_edges", "random_tree_edges", "random_projective_tree", "random_counts"]
+__all__ = ["adjacent_edges", "prufer_to_edges", "random_tree_edges", "random_counts"]
 
 
 def adjacent_edges(n: int) -> set[Edge]:
@@ -54,39 +52,10 @@ def random_tree_edges(n: int, rng=None) -> set[Edge]:
     return prufer_to_edges(rng.integers(0, n, size=max(n - 2, 0)).tolist(), n)
 
 
-@lru_cache(maxsize=64)
-def _uniform_projective_chart(n: int):
-    """Log-counts of projective trees per span, with the root forced onto word 0."""
-    root = np.full(n, -np.inf)
-    root[0] = 0.0
-    return _projective_chart(np.zeros((n, n)), root, logsumexp)
-
-
-def random_projective_tree(n: int, rng=None) -> set[Edge]:
-    """A uniformly random *non-crossing* (projective) undirected spanning tree on ``n`` words.
-
-    Non-crossing trees correspond one to one to projective dependency trees rooted at word 0
-    (see :func:`eisner`), so we sample those: the sum-product version of Eisner's chart with
-    all arc scores 0 counts the trees of every span, and a top-down pass picks each split with
-    probability proportional to its count. There are 1, 1, 3, 12, 55, 273, ... such trees.
-    """
-    rng = np.random.default_rng(rng)
-    if n < 2:
-        return set()
-    chart = _uniform_projective_chart(n)
-
-    def sample(logw: np.ndarray) -> int:  # index k with probability exp(logw[k]) / sum
-        cum = np.cumsum(np.exp(logw - logw.max()))
-        return min(int(np.searchsorted(cum, rng.random() * cum[-1], side="right")), len(cum) - 1)
-
-    return edges_from_heads(_projective_backtrace(chart, sample))
-
-
 def random_counts(n_words: Sequence[int], gold_edges: Sequence[set], seed: int = 0,
                   draws: int = 20) -> tuple[np.ndarray, np.ndarray]:
     """The random baseline's ``(correct, gold)`` per sentence of ``n_words`` words: gold edges found
-    by a uniformly random spanning tree, averaged over ``draws`` trees per sentence (so ``correct``
-    is fractional)."""
+    by a uniformly random spanning tree, the mean of ``draws`` trees (``correct`` is fractional)."""
     rng = np.random.default_rng(seed)
     found = [uuas_counts([random_tree_edges(int(n), rng) for n in n_words], gold_edges)[0] for _ in range(draws)]
     return np.mean(found, axis=0), np.array([len(g) for g in gold_edges])

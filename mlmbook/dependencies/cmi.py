@@ -11,6 +11,7 @@ same quantity for the toy language's exact joints.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -24,13 +25,13 @@ if TYPE_CHECKING:
     from ..models.base import MaskedLM
     from ..toy import Grammar
 
-__all__ = ["gibbs_limit", "CMIGrid", "cmi_grid", "grid_rows", "truth_cmi", "left_out_bound"]
+__all__ = ["gibbs_limit", "CMIGrid", "GridSettings", "cmi_grid", "grid_rows", "truth_cmi",
+           "left_out_bound"]
 
 
 def _conditional(log_table: np.ndarray, axis: int) -> np.ndarray:
     """``exp(log_table)`` normalised along ``axis``; a slice with no mass at all (every entry
-    ``-inf``: no candidate is possible given that value, which the exact oracle can say) stays all
-    zeros."""
+    ``-inf``: the exact oracle can say that no candidate is possible) stays all zeros."""
     lse = logsumexp(log_table, axis=axis, keepdims=True)
     return np.exp(log_table - np.where(np.isfinite(lse), lse, 0.0))
 
@@ -130,17 +131,13 @@ def left_out_bound(eps: float, n_values: int) -> float:
 def _grid_limit(a_rows, b_rows, cp, cq, log_start):
     r""":func:`gibbs_limit` from grid rows over (possibly restricted) candidate sets.
 
-    ``a_rows[k]`` is :math:`\log q(x_p = \cdot \mid x_q = c_q[k], r)` over the whole
-    vocabulary, ``b_rows[k]`` is :math:`\log q(x_q = \cdot \mid x_p = c_p[k], r)`. The chain's
-    long-run law :math:`\mu_b` is computed on the candidates (conditionals renormalised
-    there); the mutual informations use the conditionals over the whole vocabulary, so that
-    restricting the candidates only restricts which values are *conditioned on*. With every
-    token a candidate this is exactly :func:`gibbs_limit`.
-
-    Returns ``(I_p, I_q, pi_p, tv, escape_q, escape_p)``: ``pi_p`` (V, K_q); the total
-    variation distance between the chain's law of :math:`x_q` and the start (the both-masked
-    marginal); the probability that one step of the *unrestricted* chain from the restricted
-    chain's law lands outside the candidates of ``q`` (resp. ``p``).
+    ``a_rows[k]`` is :math:`\log q(x_p = \cdot \mid x_q = c_q[k], r)` over the whole vocabulary,
+    ``b_rows[k]`` is :math:`\log q(x_q = \cdot \mid x_p = c_p[k], r)`. The chain's long-run law
+    :math:`\mu_b` is computed on the candidates; the informations use the conditionals over the
+    whole vocabulary, so restricting the candidates only restricts what is *conditioned on*. Returns
+    ``(I_p, I_q, tv, escape_q, escape_p)``: the total variation between the chain's law of
+    :math:`x_q` and the start, and the chance that one step of the *unrestricted* chain from the
+    restricted chain's law leaves the candidates of ``q`` (resp. ``p``).
     """
     la, lb = a_rows[:, cp].T, b_rows[:, cq]                         # [a, b] on candidates
     A, B = _conditional(la, 0), _conditional(lb, 1)
@@ -152,26 +149,19 @@ def _grid_limit(a_rows, b_rows, cp, cq, log_start):
     I_q = mutual_information(mu_a[:, None] * np.exp(b_rows))        # (K_p, V)
     escape_q = float(mu_a @ (1 - np.exp(logsumexp(b_rows[:, cq], axis=1))))
     escape_p = float(mu_b @ (1 - np.exp(logsumexp(a_rows[:, cp], axis=1))))
-    return I_p, I_q, pi_p, 0.5 * float(np.abs(mu_b - start).sum()), escape_q, escape_p
+    return I_p, I_q, 0.5 * float(np.abs(mu_b - start).sum()), escape_q, escape_p
 
 
-def _candidates(logp: np.ndarray, allowed: np.ndarray, top_mass, max_candidates):
+def _candidates(logp: np.ndarray, allowed: np.ndarray, max_candidates):
     """Token ids to enumerate at one position, from its both-masked log-marginal ``logp``."""
     lp = logp[allowed]
     order = np.argsort(-lp)
-    order = order[np.isfinite(lp[order])]
-    if top_mass is not None:
-        cum = np.cumsum(np.exp(lp[order] - logsumexp(lp[order])))
-        order = order[: int(np.searchsorted(cum, top_mass)) + 1]
-    if max_candidates is not None:
-        order = order[:max_candidates]
-    return allowed[order]
+    return allowed[order[np.isfinite(lp[order])][:max_candidates]]
 
 
 def top_stable(values: np.ndarray, cap: int) -> np.ndarray:
     """``np.argsort(-values, kind="stable")[:cap]`` (ties in index order) without sorting all of
-    ``values``: a partition finds the ``cap``-th largest, only those at or above it are sorted
-    (O(V + cap log cap))."""
+    ``values``: only those at or above the ``cap``-th largest are sorted, O(V + cap log cap)."""
     n = len(values)
     if cap >= n:
         return np.argsort(-values, kind="stable")
@@ -185,8 +175,7 @@ def top_stable(values: np.ndarray, cap: int) -> np.ndarray:
 
 
 def _ranked(logp: np.ndarray, allowed: np.ndarray, cap: int) -> tuple[np.ndarray, np.ndarray]:
-    """The ``cap`` likeliest allowed token ids of one position (probability 0 left out), and their
-    log-probs."""
+    """The ``cap`` likeliest allowed token ids of a position (none of probability 0), log-probs."""
     lp = logp[allowed]
     order = top_stable(lp, cap)
     order = order[np.isfinite(lp[order])]
@@ -196,11 +185,9 @@ def _ranked(logp: np.ndarray, allowed: np.ndarray, cap: int) -> tuple[np.ndarray
 def _share(ranked: list, total: int) -> list[int]:
     r"""How many of its ranked candidates each position of one sentence gets, ``total`` in all.
 
-    Greedy on the mass left out: the next candidate goes to the position whose candidates so far
-    leave the most of its both-masked prediction out, so the left-out masses :math:`\varepsilon_i`
-    of the sentence's positions end as equal as the budget allows (this minimises the largest of
-    them, which sets the pairs' error bounds, :func:`left_out_bound`). Every position gets at least
-    one candidate.
+    One each, then greedy on the mass left out: the next candidate goes to the position whose
+    candidates leave the most of its both-masked prediction out, which minimises the largest
+    left-out mass :math:`\varepsilon_i` (it sets the pairs' error bounds, :func:`left_out_bound`).
     """
     gains = []  # (mass left out before this candidate, position, rank)
     for i, (_, lp) in enumerate(ranked):
@@ -218,33 +205,24 @@ class CMIGrid(list):
 
     Attributes
     ----------
-    rows : int
-        Rows (sentences with some positions masked or set) fed to the model.
-    pairs : int
-        Piece pairs scored.
+    rows, pairs : int
+        Rows fed to the model; piece pairs scored.
     jobs : list of (sentence, p, q)
         The piece pairs, in the order of the per-pair lists below.
     mean_candidates : float
         Values enumerated per position (``V`` minus special tokens for the full grid).
     left_out : list of float
-        Per pair, the probability mass outside the candidate sets: the largest of the
-        both-masked mass outside each position's candidates and the chance that one step of the
-        unrestricted chain leaves them (0 for the full grid).
+        Per pair, the larger of the both-masked mass outside each position's candidates and the
+        chance that one step of the unrestricted chain leaves them (0 for the full grid).
     error_bound : list of float
-        Per pair, :func:`left_out_bound` of ``left_out`` over the vocabulary: how far, at most,
-        the pair's CMI (either direction) can be from the full grid's, *if* the restricted
-        chain's law is the full chain's law on the candidates (the escape probability in
-        ``left_out`` is there to check that it nearly is).
+        Per pair, :func:`left_out_bound` of ``left_out``: how far, at most, the pair's CMI can be
+        from the full grid's, *if* the restricted chain's law is the full chain's on the candidates
+        (the escape probability in ``left_out`` checks that it nearly is).
     max_left_out, max_error_bound : float
         The largest of each over all pairs.
     tv_to_marginal : list of float
-        Per pair, the total variation distance between the chain's long-run law of
-        :math:`x_q` and the MLM's own prediction for :math:`x_q` with both positions masked
-        (0 for a model whose conditionals are compatible, when started from its marginal).
-    joints : dict
-        Only with ``keep_joints=True``: ``(sentence, p, q) -> (pi_p, candidates of q)``,
-        ``pi_p[a, k]`` the chain's joint of :math:`x_p = a` (token id) and
-        :math:`x_q = c_q[k]`.
+        Per pair, the total variation distance between the chain's long-run law of :math:`x_q` and
+        the MLM's both-masked prediction for it (0 for compatible conditionals started there).
     """
 
     def __init__(self):
@@ -252,7 +230,7 @@ class CMIGrid(list):
         self.rows = self.pairs = 0
         self.mean_candidates = self.max_left_out = self.max_error_bound = 0.0
         self.jobs, self.left_out, self.error_bound = [], [], []
-        self.tv_to_marginal, self.joints = [], {}
+        self.tv_to_marginal = []
 
 
 def _grid_rows(enc, job, cp, cq, mask_id):
@@ -269,9 +247,22 @@ def _grid_rows(enc, job, cp, cq, mask_id):
     return rows, pos
 
 
+@dataclass(frozen=True)
+class GridSettings:
+    """How :func:`cmi_grid` shares out ``max_candidates`` and reports progress.
+
+    ``allocate="sentence"``: ``K`` per position on average over each sentence's pairs, more where
+    the prediction is flat (:func:`_share`); ``"position"``: exactly the top ``K`` at each
+    position. ``progress``: show progress bars.
+    """
+
+    allocate: str = "sentence"
+    progress: bool = False
+
+
 def cmi_grid(lm: "MaskedLM", sentences, keep=None, window: int | None = WINDOW,
-             top_mass: float | None = None, max_candidates: int | None = None,
-             keep_joints: bool = False, progress: bool = False, allocate: str = "sentence") -> CMIGrid:
+             max_candidates: int | None = None, *,
+             settings: GridSettings = GridSettings()) -> CMIGrid:
     r"""Zhang & Hashimoto's conditional mutual information, computed by enumeration.
 
     For each pair of pieces :math:`p < q` within ``window`` (of two different kept words) and
@@ -282,23 +273,11 @@ def cmi_grid(lm: "MaskedLM", sentences, keep=None, window: int | None = WINDOW,
     the paper's Gibbs estimator (:func:`mlmbook.dependencies.cmi_gibbs`) converges to, in both
     directions.
 
-    Candidates: by default the whole vocabulary (special tokens excluded, and tokens the model
-    gives probability 0 with both positions masked), ``2V + 1`` rows per pair. For a real
-    vocabulary that is infeasible; ``max_candidates=K`` enumerates at each position the MLM's own
-    likeliest values given the rest (its prediction with both positions masked), ``2K + 1`` rows
-    per pair: ``K`` per position on average over each sentence's pairs, shared out so that the
-    positions whose prediction is flat get more and the peaked ones fewer (``allocate="sentence"``,
-    :func:`_share`: the largest mass left out in the sentence is as small as ``K`` allows), or
-    exactly the top ``K`` at every position (``allocate="position"``). ``top_mass`` keeps the
-    fewest tokens holding that much of that prediction (capped at ``K`` per position if both are
-    given). The chain then runs on the candidates with renormalised conditionals, while the
-    informations use each queried conditional over the whole vocabulary. Per pair, the grid
-    reports the mass left outside the candidates and a bound on the error it can cause
-    (:class:`CMIGrid`); with ``K = V`` the result is the full grid's.
-
-    Batching: all model queries go through :mod:`mlmbook.queries`; the grid's rows are sent a
-    slice of pairs at a time so that the answers held at once stay within
-    :func:`mlmbook.queries.budget`.
+    Candidates: by default the whole vocabulary (special tokens, and tokens of probability 0 with
+    both positions masked, excluded), ``2V + 1`` rows per pair; with ``max_candidates=K`` the MLM's
+    own likeliest values with both positions masked, ``2K + 1`` rows per pair, the chain running on
+    the candidates (renormalised) while the informations use each queried conditional over the whole
+    vocabulary, with the mass left out and a bound on the error it can cause (:class:`CMIGrid`).
 
     Parameters
     ----------
@@ -308,17 +287,10 @@ def cmi_grid(lm: "MaskedLM", sentences, keep=None, window: int | None = WINDOW,
         Per sentence, the words to score (default all).
     window : int or None
         Largest distance between two scored pieces (None: every pair).
-    top_mass, max_candidates : optional
-        The restricted grid, see above.
-    allocate : {"sentence", "position"}
-        How ``max_candidates`` alone is spent: on average per position of a sentence (default), or
-        exactly at each position. Either way a pair costs ``2K + 1`` rows; a sentence's candidates
-        depend on that sentence alone (the same numbers however the sentences are split into
-        blocks).
-    keep_joints : bool
-        Keep each pair's chain joint in ``.joints``.
-    progress : bool
-        Show progress bars.
+    max_candidates : int, optional
+        ``K``, the restricted grid (see above).
+    settings : GridSettings
+        How ``K`` is shared out (``allocate``), and ``progress``.
 
     Returns
     -------
@@ -327,6 +299,7 @@ def cmi_grid(lm: "MaskedLM", sentences, keep=None, window: int | None = WINDOW,
         ``a`` carried by word ``b`` (mean over piece pairs, :func:`pieces_to_words`), plus the
         diagnostics listed there.
     """
+    allocate, progress = settings.allocate, settings.progress
     enc = encode_all(lm, sentences, keep)
     jobs = [(s, p, q) for s, e in enumerate(enc) for p, q in e.piece_pairs(window)]
     allowed = non_special(lm)
@@ -341,7 +314,7 @@ def cmi_grid(lm: "MaskedLM", sentences, keep=None, window: int | None = WINDOW,
         both.append(r)
     if allocate not in ("sentence", "position"):
         raise ValueError(f"allocate must be 'sentence' or 'position', not {allocate!r}")
-    shared = max_candidates is not None and top_mass is None and allocate == "sentence"
+    shared = max_candidates is not None and allocate == "sentence"
     cand, start, masked_out, ranked = {}, {}, {}, {}
     both_masked = [[p, q] for _, p, q in jobs]
     for idx, lp in queries.iter_log_probs(lm, both, both_masked, progress=progress and "CMI grid: marginals"):
@@ -350,8 +323,8 @@ def cmi_grid(lm: "MaskedLM", sentences, keep=None, window: int | None = WINDOW,
                 cap = min(n_words, 8 * max_candidates)
                 ranked[jobs[b]] = (_ranked(lpp, allowed, cap), _ranked(lpq, allowed, cap))
                 continue
-            cp = _candidates(lpp, allowed, top_mass, max_candidates)
-            cq = _candidates(lpq, allowed, top_mass, max_candidates)
+            cp = _candidates(lpp, allowed, max_candidates)
+            cq = _candidates(lpq, allowed, max_candidates)
             cand[jobs[b]], start[jobs[b]] = (cp, cq), lpq[cq]
             masked_out[jobs[b]] = (1 - np.exp(logsumexp(lpp[cp])), 1 - np.exp(logsumexp(lpq[cq])))
     for s in sorted({j[0] for j in ranked}):
@@ -389,11 +362,8 @@ def cmi_grid(lm: "MaskedLM", sentences, keep=None, window: int | None = WINDOW,
         for job, at in zip(batch, first):
             cp, cq = cand[job]
             a_rows, b_rows = lp[at:at + len(cq)], lp[at + len(cq):at + len(cq) + len(cp)]
-            I_p, I_q, pi_p, tv, esc_q, esc_p = _grid_limit(a_rows, b_rows, cp, cq, start[job])
-            eps = max(*masked_out[job], esc_q, esc_p, 0.0)
-            found[job] = (I_p, I_q, tv, eps)
-            if keep_joints:
-                out.joints[job] = (pi_p, cq)
+            I_p, I_q, tv, esc_q, esc_p = _grid_limit(a_rows, b_rows, cp, cq, start[job])
+            found[job] = (I_p, I_q, tv, max(*masked_out[job], esc_q, esc_p, 0.0))
         out.rows += len(rows)
     out.pairs = len(jobs)
     out.tv_to_marginal = [found[j][2] for j in jobs]

@@ -23,23 +23,14 @@ def cpmi(lm: "MaskedLM", sentences, keep=None, progress: bool = False) -> list:
         \text{CPMI}(a; b) = \log q(w_a \mid s_{\setminus a}) - \log q(w_a \mid s_{\setminus \{a, b\}}),
 
     where :math:`s_{\setminus A}` is the sentence with the words in ``A`` masked (all their
-    pieces). How much does seeing word ``b`` raise the model's belief in the actual word ``a``?
+    pieces). A word of pieces :math:`t_1 \dots t_m` in a context ``C``, by the chain rule from
+    left to right (exact for compatible conditionals; for an MLM one choice among several):
 
-    Multi-piece words, by the chain rule over pieces from left to right: for word ``a`` with
-    pieces :math:`t_1 \dots t_m` and a context ``C`` (the sentence with word ``a`` masked, and
-    word ``b`` too for the second term),
+    .. math:: \log q(w_a \mid C) = \sum_{k=1}^{m} \log q(t_k \mid t_1 \dots t_{k-1}, C).
 
-    .. math:: \log q(w_a \mid C) = \sum_{k=1}^{m} \log q(t_k \mid t_1 \dots t_{k-1}, C),
-
-    the ``k``-th factor querying piece ``k`` with pieces ``k..m`` masked and ``1..k-1``
-    revealed. This is exact for a model whose conditionals are compatible; for an MLM it is one
-    well-defined choice among several (another order gives another number). A piece that is a
-    special token (``[UNK]``, which the interface never predicts) is left out of the product;
-    a word with no other piece gets CPMI 0. Two words of one surface token (a
-    :class:`~mlmbook.corpus.Surface`) share its pieces and their pair is not scored (0).
-
-    Batching: the ``m_a (1 + n_keep - 1)`` rows of every word of every sentence go to
-    :func:`mlmbook.queries.iter_log_probs` together.
+    A special piece (``[UNK]``, never predicted) is left out of the product (a word of no other
+    piece gets CPMI 0); two words of one surface token (a :class:`~mlmbook.corpus.Surface`) share
+    its pieces and their pair is not scored (0).
 
     Parameters
     ----------
@@ -61,7 +52,7 @@ def cpmi(lm: "MaskedLM", sentences, keep=None, progress: bool = False) -> list:
         for a in e.keep:
             for b in [-1] + [b for b in e.keep if b != a and e.pieces[b] != e.pieces[a]]:
                 for k, piece in enumerate(e.pieces[a]):
-                    if e.ids[piece] in unpredictable:     # e.g. [UNK]: the model never predicts it
+                    if e.ids[piece] in unpredictable:
                         continue
                     r = list(e.ids)
                     for p in e.pieces[a][k:] + (e.pieces[b] if b >= 0 else []):
@@ -77,7 +68,6 @@ def cpmi(lm: "MaskedLM", sentences, keep=None, progress: bool = False) -> list:
         M = np.zeros((len(e.keep), len(e.keep)))
         for ia, a in enumerate(e.keep):
             for ib, b in enumerate(e.keep):
-                # two words of one surface token: not scored
                 if a != b and e.pieces[a] != e.pieces[b]:
                     M[ia, ib] = logq[(s, a, -1)] - logq[(s, a, b)]
         mats.append(M)

@@ -1,22 +1,12 @@
 r"""Chapter 1's sample design: how many sentences each estimate gets, and which.
 
-One ordering of the sentences serves every model. :func:`stratified` puts a pool's qualifying
-sentences in a **length-stratified** order — proportional allocation over the number of scored
-words, nested: every prefix of the order holds each length in the share it has in the pool,
-within one sentence. The chapter then reads
-
-* the default MLM, the truth, the DMV, CPMI and the adjacent chain on the first
-  :attr:`Sizes.main` sentences,
-* every knob, ladder and cloze model (and the truth of each knob setting) on the first
-  :attr:`Sizes.models` of the *same* order — a sub-sample that is itself stratified, so the
-  default model and the truth are also measured on exactly those sentences,
-* CPMI against the adjacent chain (a cheap question with a large variance) on the first
-  :attr:`Sizes.corpus`.
-
-The sizes (the chapter's ``SIZES``) come from power (the questions chapter 1 declares) where the
-profile's budget of forward passes holds them, and a model's CMI uses the candidate policy of
-:func:`mlmbook.dependencies.cmi_scores` within :attr:`Sizes.grid_rows` or
-:attr:`Sizes.budget_models` forward passes.
+One ordering of the sentences serves every model: :func:`stratified` puts a pool's qualifying
+sentences in a nested **length-stratified** order (every prefix holds each number of scored words
+in the share it has in the pool, within one sentence). The default MLM, the truth and the baselines
+read its first :attr:`Sizes.main` sentences; every other model (and the truth of each knob setting)
+the first :attr:`Sizes.models` of the *same* order, itself a stratified sample; CPMI against the
+adjacent chain the first :attr:`Sizes.corpus`. The sizes (the chapter's ``SIZES``) come from power
+where the profile's budget of forward passes holds them.
 """
 from __future__ import annotations
 
@@ -74,26 +64,15 @@ class Sizes:
 
 
 def nested_order(strata: Sequence[int]) -> list[int]:
-    r"""An order of the items whose every prefix is a proportional stratified sample.
+    r"""An order of all the items (their indices) whose every prefix is a proportional stratified
+    sample; ``strata[i]`` is item ``i``'s stratum (here: its number of scored words).
 
     With :math:`\pi_s` the share of stratum :math:`s` among the items, step :math:`k` takes the next item
     (in the given order) of the stratum furthest behind its quota, :math:`\arg\max_s (k\,\pi_s - n_s)`
     (ties to the smaller stratum label). Every prefix of length :math:`k` then holds
     :math:`\lfloor k \pi_s \rfloor` or :math:`\lceil k \pi_s \rceil` items of each stratum, up to one.
-
-    Parameters
-    ----------
-    strata : sequence of int
-        The stratum of each item (here: its number of scored words).
-
-    Returns
-    -------
-    list of int
-        Indices of all the items.
     """
     labels = np.asarray(strata)
-    if labels.size == 0:
-        return []
     kinds = sorted(set(labels.tolist()))
     queues = {s: [int(i) for i in np.flatnonzero(labels == s)] for s in kinds}
     share = {s: len(q) / labels.size for s, q in queues.items()}
@@ -117,7 +96,7 @@ def stratified(sentences: Sequence["Sentence"], n: int) -> Scored:
 
 @dataclass
 class Sample:
-    """The chapter's sentences, read through the front door (:func:`mlmbook.corpus.read_for_model`).
+    """The chapter's sentences, read through :func:`mlmbook.corpus.read_for_model`.
 
     Attributes
     ----------
@@ -139,7 +118,7 @@ class Sample:
 
     @property
     def admonition(self):
-        """The fit warning as a box for the page (None when the model fits)."""
+        """The fit warning for the page (None when the model fits)."""
         return self.read.admonition()
 
     @property

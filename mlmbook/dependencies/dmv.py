@@ -3,16 +3,26 @@ unsupervised parser chapter 1 holds the MLM's trees against."""
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Iterable, Sequence
+from typing import Iterable, NamedTuple, Sequence
 
 import numpy as np
 
 from .trees import _spans
 
-__all__ = ["DMV", "LEFT", "RIGHT", "FIRST", "LATER", "dmv_trees"]
+__all__ = ["DMV", "Posterior", "LEFT", "RIGHT", "FIRST", "LATER", "dmv_trees"]
 
 LEFT, RIGHT = 0, 1   # direction of a dependent from its head
 FIRST, LATER = 0, 1  # valence: head has no dependent yet on that side / has at least one
+
+
+class Posterior(NamedTuple):
+    """Posterior expected counts of B sentences of length n (:meth:`DMV.expected_counts`)."""
+
+    log_Z: np.ndarray  # (B,)
+    root: np.ndarray   # (B, n)
+    arc: np.ndarray    # (B, n, n), arc[b, h, d] = E[h -> d]
+    stop: np.ndarray   # (B, n, 2, 2) by (dir, valence)
+    cont: np.ndarray   # (B, n, 2, 2)
 
 
 def _bincount_rows(T: np.ndarray, X: np.ndarray, K: int) -> np.ndarray:
@@ -49,43 +59,22 @@ class DMV:
     recursions in reverse; the expected count of a parameter used by an item is
     ``item * d(log Z)/d(item)``. M-step: normalise the expected counts (a context with zero
     count keeps its value, so the likelihood never decreases). Initialiser: Klein & Manning's
-    harmonic completion (see :meth:`harmonic_counts`). Computed in probability space, fine for
-    sentences up to ~60 tags. Parameters are dense arrays, ``choose`` is ``(K, 2, K)`` for
-    ``K`` symbols. Cost: 20 EM iterations on the 2,658 UD EWT dev+test sentences of 2..15
-    words take about 1 s on one CPU core.
+    harmonic completion (:meth:`harmonic_counts`). Computed in probability space (fine for sentences
+    up to ~60 tags), on dense parameter arrays.
 
-    Attributes after :meth:`fit`: ``vocab`` (``vocab[0] == "<unk>"``), ``root`` (K,),
-    ``choose[head, dir, dependent]``, ``stop[head, dir, valence]``.
-
-    Parameters
-    ----------
-    min_count : symbols seen fewer times in training become ``"<unk>"`` (useful for word types).
+    Attributes after :meth:`fit`: ``vocab`` (``vocab[0] == "<unk>"``, the symbol of any unseen in
+    training), ``root`` (K,), ``choose[head, dir, dependent]``, ``stop[head, dir, valence]``.
     """
 
     UNK = "<unk>"
 
-    def __init__(self, min_count: int = 1):
-        self.min_count = min_count
+    def __init__(self):
         self.vocab: list[str] = []
 
     # .. symbols and parameters
 
-    @staticmethod
-    def symbols(sentences, unit: str = "upos") -> list[list[str]]:
-        """Symbol sequences to train on: UPOS tags (``unit="upos"``) or lower-cased word
-        types (``unit="word"``; pair with ``min_count`` to bound the vocabulary)."""
-        if unit == "upos":
-            return [list(s.upos) for s in sentences]
-        if unit == "word":
-            return [[w.lower() for w in s.words] for s in sentences]
-        raise ValueError(f"unit must be 'upos' or 'word', got {unit!r}")
-
     def _build_vocab(self, seqs: list[list[str]]) -> None:
-        freq: dict[str, int] = defaultdict(int)
-        for seq in seqs:
-            for x in seq:
-                freq[x] += 1
-        self.vocab = [self.UNK] + sorted(x for x, c in freq.items() if c >= self.min_count)
+        self.vocab = [self.UNK] + sorted({x for seq in seqs for x in seq})
         self.index = {x: i for i, x in enumerate(self.vocab)}
         K = len(self.vocab)
         self.root = np.full(K, 1.0 / K)
@@ -168,12 +157,8 @@ class DMV:
             g["PL"][:, r + 1, T_] += a * CR[:, S_, r]
         return g
 
-    def expected_counts(self, T: np.ndarray):
-        """Posterior expected counts for a batch ``T`` (B, n) of equal-length sentences.
-
-        Returns ``(log_Z (B,), root (B,n), arc (B,n,n) with arc[b,h,d] = E[h -> d],
-        stop (B,n,2,2), cont (B,n,2,2))``.
-        """
+    def expected_counts(self, T: np.ndarray) -> Posterior:
+        """Posterior expected counts for a batch ``T`` (B, n) of equal-length sentences."""
         ch, top = self._inside(T)
         Z = top.sum(axis=1)
         if not np.all(Z > 0):
@@ -188,7 +173,7 @@ class DMV:
             X[:, :, LEFT, FIRST] = np.diagonal(E[C + "L"], axis1=1, axis2=2)
             X[:, :, RIGHT, LATER] = (E[C + "R"] * upper).sum(axis=2)  # head s, over t > s
             X[:, :, LEFT, LATER] = (E[C + "L"] * upper).sum(axis=1)   # head t, over s < t
-        return np.log(Z), top / Z[:, None], arc, stop, cont
+        return Posterior(np.log(Z), top / Z[:, None], arc, stop, cont)
 
     # .. EM
 
@@ -264,14 +249,6 @@ class DMV:
             self._m_step(counts)
         return history
 
-    def log_likelihood(self, tag_sequences) -> float:
-        """:math:`\\sum_x \\log p(x)` under the current parameters."""
-        total = 0.0
-        for T in self._batches([list(x) for x in tag_sequences]).values():
-            _, top = self._inside(T)
-            total += float(np.log(top.sum(axis=1)).sum())
-        return total
-
     # .. Viterbi
 
     def parse_many(self, tag_sequences) -> list[list[int]]:
@@ -293,10 +270,6 @@ class DMV:
             for b, k in enumerate(ks):
                 out[k] = self._backtrace(ch, top, b)
         return out
-
-    def parse(self, tags: Sequence[str]) -> list[int]:
-        """Viterbi (most probable) tree of one sentence, as heads with ``-1`` for the root."""
-        return self.parse_many([tags])[0]
 
     @staticmethod
     def _backtrace(ch: dict, top: np.ndarray, b: int) -> list[int]:

@@ -1,18 +1,11 @@
 r"""Judging dependency scores: trees and UUAS counts, and the model's CMI against the truth's.
 
-Chapter 1 asks the same two questions of every model it reads (the default MLM, each rung of the
-ladder, each knob setting, the positive control):
-
-1. **How good are its trees?** :func:`model_scores` computes its CMI (by the candidate policy of
-   :func:`~mlmbook.dependencies.cmi_scores`) and CPMI matrices, :func:`trees` reads a maximum
-   spanning tree off each, and :func:`counts` counts the gold edges each tree finds, per sentence —
-   the unit every interval resamples. Two parsers are compared by the per-sentence rows of their
-   difference (:func:`mlmbook.dependencies.questions.uuas_rows`), through the chapter's study (a
-   primary question) or :func:`mlmbook.stats.describe` (descriptive).
-2. **Has it learned the statistics?** :func:`cmi_error` sets the model's CMI matrix beside the
-   truth's, pair by pair: the correlation and the mean absolute error over the scored pairs.
-   That is Zhang & Hashimoto's premise, measured directly, and it need not go with UUAS (an MLM
-   can err *towards* syntax, :mod:`mlmbook.dependencies.mechanism`).
+Chapter 1 asks two questions of every model it reads. **How good are its trees?** :func:`report`
+computes its CMI (by :func:`~mlmbook.dependencies.cmi_scores`) and CPMI matrices, reads a maximum
+spanning tree off each and counts the gold edges each tree finds, per sentence (the unit every
+interval resamples). **Has it learned the statistics?** :func:`cmi_error` sets the model's CMI
+beside the truth's, pair by pair: Zhang & Hashimoto's premise, measured directly, which need not go
+with UUAS (an MLM can err *towards* syntax, :mod:`mlmbook.dependencies.mechanism`).
 """
 from __future__ import annotations
 
@@ -30,7 +23,7 @@ from .trees import decode, symmetrize, uuas_counts
 if TYPE_CHECKING:
     from ..models.base import MaskedLM
 
-__all__ = ["CMI", "CPMI", "KEYS", "model_scores", "trees", "counts", "uuas", "CMIError",
+__all__ = ["CMI", "CPMI", "KEYS", "trees", "counts", "uuas", "CMIError",
            "cmi_error", "Report", "report", "report_of", "kl_to_world"]
 
 CMI, CPMI = "MLM-CMI", "CPMI"
@@ -42,43 +35,18 @@ KEYS = {"truth-CMI": "truth", "MLM-CMI": "mlm", "MLM-CMI (Gibbs)": "gibbs", "CPM
 
 
 _MEMO: dict = {}
-_MEMO_SIZE = 8
 
 
 def _identity(lm) -> object:
-    """What makes two loaded models the same model: the folder their weights came from (a chapter
-    loads one cached model under two names, e.g. a knob setting that is also a rung of the ladder),
-    else the object."""
+    """What makes two loaded models the same model: the folder of their weights (a knob setting may
+    also be a rung of the ladder), else the object."""
     where = getattr(getattr(lm, "model", None), "name_or_path", None)
     return ("path", str(where)) if where else ("object", id(lm))
 
 
-def model_scores(lm: "MaskedLM", words, keep, window: int | None, budget_rows: int = BUDGET_ROWS,
-                 with_cpmi: bool = True) -> tuple[dict, CMIScores]:
-    """``({CMI: [matrix per sentence], CPMI: [...]}, the CMI estimator)`` of ``lm`` on the
-    sentences: CMI by :func:`~mlmbook.dependencies.cmi_scores` within ``budget_rows`` forward
-    passes, CPMI optional.
-
-    The last few results are kept: the same model (by :func:`_identity`) on the same sentences with
-    the same settings is computed once per process."""
-    key = (_identity(lm), window, budget_rows, with_cpmi, tuple(tuple(map(str, w)) for w in words),
-           tuple(tuple(k) for k in keep))
-    if key in _MEMO:
-        return _MEMO[key]
-    scores = cmi_scores(lm, words, keep, budget_rows=budget_rows, window=window)
-    out = {CMI: list(scores.scores)}
-    if with_cpmi:
-        out[CPMI] = cpmi(lm, words, keep)
-    while len(_MEMO) >= _MEMO_SIZE:
-        _MEMO.pop(next(iter(_MEMO)))
-    _MEMO[key] = out, scores
-    return out, scores
-
-
-def trees(mats, projective: bool = False) -> list[set]:
-    """The tree of each score matrix: symmetrised by the larger direction, ties toward
-    neighbours."""
-    return [decode(M, "max", projective=projective) for M in mats]
+def trees(mats) -> list[set]:
+    """The tree of each matrix: symmetrised by the larger direction, ties toward neighbours."""
+    return [decode(M) for M in mats]
 
 
 def counts(mats, gold_edges) -> tuple[np.ndarray, np.ndarray]:
@@ -88,8 +56,7 @@ def counts(mats, gold_edges) -> tuple[np.ndarray, np.ndarray]:
 
 def uuas(c: tuple, level: float = stats.LEVEL, seed: int = 0) -> stats.Interval:
     """UUAS with its (descriptive) interval from per-sentence ``(correct, gold)`` counts: a
-    bootstrap over sentences, never narrower than the Wilson interval of the pooled counts
-    (:func:`mlmbook.stats.ratio`)."""
+    bootstrap over sentences (:func:`mlmbook.stats.ratio`)."""
     return stats.ratio(c[0], c[1], level=level, seed=seed)
 
 
@@ -112,7 +79,7 @@ class CMIError:
 def _pairs(M, T) -> tuple[np.ndarray, np.ndarray]:
     """Upper-triangle values of the symmetrised (max) model and truth matrices."""
     iu = np.triu_indices(len(M), 1)
-    return symmetrize(M, "max")[iu], symmetrize(T, "max")[iu]
+    return symmetrize(M)[iu], symmetrize(T)[iu]
 
 
 def cmi_error(model_mats, truth_mats, level: float = stats.LEVEL, seed: int = 0) -> CMIError:
@@ -125,12 +92,9 @@ def cmi_error(model_mats, truth_mats, level: float = stats.LEVEL, seed: int = 0)
     Pairs the truth leaves at zero by the window count as zero for both.
     """
     per = [_pairs(M, T) for M, T in zip(model_mats, truth_mats)]
-    m = [p[0] for p in per]
-    t = [p[1] for p in per]
-    n = np.array([len(x) for x in m], dtype=float)
     # per-sentence sufficient statistics, so a bootstrap over sentences is a sum over rows
     S = np.array([[len(a), a.sum(), b.sum(), (a * a).sum(), (b * b).sum(), (a * b).sum(), np.abs(a - b).sum()]
-                  for a, b in zip(m, t)])
+                  for a, b in per])
 
     def corr(rows):
         tot = rows.sum(-2)
@@ -147,7 +111,7 @@ def cmi_error(model_mats, truth_mats, level: float = stats.LEVEL, seed: int = 0)
     idx = np.arange(len(S))
     c = stats.bootstrap(lambda i: corr(S[i.astype(int)]), idx, level=level, seed=seed, what="sentences")
     e = stats.bootstrap(lambda i: mae(S[i.astype(int)]), idx, level=level, seed=seed, what="sentences")
-    return CMIError(c, e, int(n.sum()))
+    return CMIError(c, e, sum(len(a) for a, _ in per))
 
 
 @dataclass
@@ -169,18 +133,31 @@ class Report:
     error: CMIError | None
     scores: CMIScores
 
-    def trees(self, method: str = CMI) -> list[set]:
-        return trees(self.mats[method])
+    def trees(self) -> list[set]:
+        return trees(self.mats[CMI])
 
 
 def report(lm: "MaskedLM", scored, window: int | None, budget_rows: int = BUDGET_ROWS,
            truth_mats=None, with_cpmi: bool = True) -> Report:
-    """Score ``lm`` on the sentences of ``scored`` (a :class:`~mlmbook.dependencies.sample.Scored`,
-    :func:`model_scores`), count each tree's gold edges, and set its CMI beside the truth's when
-    ``truth_mats`` (one per sentence, at least as many) are given."""
-    mats, scores = model_scores(lm, scored.words, scored.keep, window, budget_rows=budget_rows,
-                                with_cpmi=with_cpmi)
-    return report_of(mats, scores, scored, truth_mats)
+    """Score ``lm`` on the sentences of ``scored`` (a :class:`~mlmbook.dependencies.sample.Scored`):
+    CMI by :func:`~mlmbook.dependencies.cmi_scores` within ``budget_rows`` forward passes, CPMI
+    optional; count each tree's gold edges, and set its CMI beside the truth's when ``truth_mats``
+    (one per sentence, at least as many) are given.
+
+    The last few scores are kept: the same model (by :func:`_identity`) on the same sentences with
+    the same settings is scored once per process."""
+    words, keep = scored.words, scored.keep
+    key = (_identity(lm), window, budget_rows, with_cpmi, tuple(tuple(map(str, w)) for w in words),
+           tuple(tuple(k) for k in keep))
+    if key not in _MEMO:
+        scores = cmi_scores(lm, words, keep, budget_rows=budget_rows, window=window)
+        mats = {CMI: list(scores.scores)}
+        if with_cpmi:
+            mats[CPMI] = cpmi(lm, words, keep)
+        while len(_MEMO) >= 8:
+            _MEMO.pop(next(iter(_MEMO)))
+        _MEMO[key] = mats, scores
+    return report_of(*_MEMO[key], scored, truth_mats)
 
 
 def report_of(mats: dict, scores: CMIScores, scored, truth_mats=None) -> Report:

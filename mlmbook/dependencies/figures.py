@@ -1,12 +1,9 @@
-r"""Chapter 1's figures: each one a function, so the page shows the call and the package the
-drawing.
-
-Every function draws on a new column-wide figure (:func:`mlmbook.plotting.figure`, at most two
-panels per row) and returns it; the chapter calls ``plt.show()``. Colours follow
-:data:`COLORS`, one per parser, the same in every figure.
+r"""Chapter 1's figures, one function each: it draws on a new column-wide figure
+(:func:`mlmbook.plotting.figure`) and returns it. Colours follow :data:`COLORS`, one per parser.
 """
 from __future__ import annotations
 
+from collections import Counter
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -178,9 +175,9 @@ def regime(points, corr: Mapping[str, object], truth_uuas: float, dmv_uuas: floa
         pts = [x for x in points if x.method == method]
         first = method == main
         plotting.regime_map([x.kl for x in pts], [x.uuas.estimate for x in pts], [x.uuas.low for x in pts],
-                            [x.uuas.high for x in pts], ax=left, label=method.replace(" (exact)", ""),
-                            color=color, truth=truth_uuas if first else None,
-                            truth_label="truth-CMI", ylabel="UUAS")
+                            [x.uuas.high for x in pts], ax=left, style=plotting.RegimeStyle(
+                                label=method.replace(" (exact)", ""), color=color, ylabel="UUAS",
+                                truth=truth_uuas if first else None, truth_label="truth-CMI"))
     left.axhline(dmv_uuas, ls=":", color=P["alt"], label="DMV")
     pts = [x for x in points if x.method == main]
     plotting.place_labels(left, [(x.kl, x.uuas.estimate) for x in pts], [x.rung for x in pts], color="0.3")
@@ -202,10 +199,7 @@ def breakdown(pred: Mapping[str, list], relations: Sequence[dict], min_edges: in
     ``min_edges`` gold edges; their number in brackets) and by the distance between the words."""
     n = min(len(p) for p in pred.values())
     rels = relations[:n]
-    count = {}
-    for d in rels:
-        for r in d.values():
-            count[r] = count.get(r, 0) + 1
+    count = Counter(r for d in rels for r in d.values())
     names = [r for r, c in sorted(count.items(), key=lambda t: -t[1]) if c >= min_edges]
     fig, (top, bottom) = plotting.figure(2, 1, height=4.6)
     width = 0.8 / len(pred)

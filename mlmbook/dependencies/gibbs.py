@@ -8,6 +8,7 @@ the first 400 are burn-in; the defaults here are several short chains, the CPU-f
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -19,15 +20,25 @@ from .pieces import WINDOW, encode_all, to_words
 if TYPE_CHECKING:
     from ..models.base import MaskedLM
 
-__all__ = ["cmi_gibbs"]
+__all__ = ["GibbsSettings", "cmi_gibbs"]
 
 _CHAIN_SCORES = 4e6
 """Running-marginal entries (chains x V) of the pairs that advance together: their state, not
 a query batch (each half-step's queries go through :mod:`mlmbook.queries`)."""
 
 
-def cmi_gibbs(lm: "MaskedLM", sentences, keep=None, window: int | None = WINDOW, chains: int = 4,
-              steps: int = 50, burn_in: int = 10, seed: int = 0, progress: bool = False) -> list:
+@dataclass(frozen=True)
+class GibbsSettings:
+    """The chains of :func:`cmi_gibbs`: chains per pair, steps per chain, steps discarded, seed."""
+
+    chains: int = 4
+    steps: int = 50
+    burn_in: int = 10
+    seed: int = 0
+
+
+def cmi_gibbs(lm: "MaskedLM", sentences, keep=None, window: int | None = WINDOW,
+              progress: bool = False, *, settings: GibbsSettings = GibbsSettings()) -> list:
     r"""Zhang & Hashimoto's Monte Carlo estimate of the conditional mutual information.
 
     For each pair of pieces :math:`(p, q)` (as in :func:`mlmbook.dependencies.cmi_grid`),
@@ -44,30 +55,25 @@ def cmi_gibbs(lm: "MaskedLM", sentences, keep=None, window: int | None = WINDOW,
     distributions, not of indicator counts), and symmetrically :math:`\hat I_q`. Its limit is
     :func:`mlmbook.dependencies.gibbs_limit`.
 
-    Batching: the chains of many pairs of equal-length sentences advance together (as many as
-    keep their running marginals within ``_CHAIN_SCORES`` numbers); each half-step is one
-    :func:`mlmbook.queries.log_probs` call.
-
     Parameters
     ----------
-    lm : MaskedLM
-    sentences, keep, window
+    lm, sentences, keep, window
         As for :func:`mlmbook.dependencies.cmi_grid`.
-    chains, steps, burn_in : int
-        Chains per pair, steps per chain, steps discarded.
-    seed : int
     progress : bool
+    settings : GibbsSettings
+        ``chains``, ``steps``, ``burn_in`` and ``seed``.
 
     Returns
     -------
     list of ndarray (len(keep), len(keep))
         As :func:`mlmbook.dependencies.cmi_grid`.
     """
+    chains, steps, burn_in = settings.chains, settings.steps, settings.burn_in
     if not 0 <= burn_in < steps:
         raise ValueError(f"need 0 <= burn_in < steps, got burn_in={burn_in}, steps={steps}")
     enc = encode_all(lm, sentences, keep)
     jobs = [(s, p, q) for s, e in enumerate(enc) for p, q in e.piece_pairs(window)]
-    gen = torch.Generator().manual_seed(seed)
+    gen = torch.Generator().manual_seed(settings.seed)
     per_group = max(chains, int(_CHAIN_SCORES // lm.V)) // chains  # pairs whose chains run together
     by_length: dict = {}
     for job in jobs:

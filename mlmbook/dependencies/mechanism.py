@@ -2,10 +2,9 @@ r"""Why a model's trees can beat the truth's: dependence the model puts on gold 
 leaves at zero.
 
 The truth's CMI is exactly 0 for some gold edges (given the rest of the sentence, a determiner tells
-nothing more about its noun). A maximum spanning tree over the truth's CMI can then only find such
-an edge through a tie. A model whose CMI errs — a leftover dependence here and there — may err
-*towards* those edges more than towards other pairs the truth leaves at zero, and so find edges the
-truth cannot. :func:`head_error` measures exactly that, per sentence (the unit of every interval):
+nothing more about its noun), which a spanning tree over it then finds only through a tie. A model
+whose CMI errs may err *towards* those edges more than towards other pairs the truth leaves at zero,
+and so find edges the truth cannot. :func:`head_error` measures that, per sentence:
 
 .. math:: d_k = \overline{\mathrm{CMI}}_{\text{model}}\{\text{gold edges of } k \text{ with truth-CMI } 0\}
           - \overline{\mathrm{CMI}}_{\text{model}}\{\text{other pairs of } k \text{ with truth-CMI } 0\}
@@ -45,7 +44,7 @@ class HeadError:
     found_by_truth: int
 
 
-def head_error(model_mats, truth_mats, gold_edges, model_trees, truth_trees, zero: float = ZERO) -> HeadError:
+def head_error(model_mats, truth_mats, gold_edges, model_trees, truth_trees) -> HeadError:
     """:class:`HeadError` of a model's CMI matrices against the truth's, on the same sentences.
 
     Parameters
@@ -56,8 +55,6 @@ def head_error(model_mats, truth_mats, gold_edges, model_trees, truth_trees, zer
         Gold edges ``(a, b)``, ``a < b``, per sentence.
     model_trees, truth_trees : list of set
         The trees read off each (for the counts of gold edges found).
-    zero : float
-        Truth-CMI below this is an exact zero (:data:`~mlmbook.dependencies.trees.ZERO`).
     """
     diffs, gold_all, other_all, by_model, by_truth = [], [], [], 0, 0
     for M, T, gold, tm, tt in zip(model_mats, truth_mats, gold_edges, model_trees, truth_trees):
@@ -65,7 +62,7 @@ def head_error(model_mats, truth_mats, gold_edges, model_trees, truth_trees, zer
         gold_z, other_z = [], []
         for e in zip(*np.triu_indices(len(T), 1)):
             e = (int(e[0]), int(e[1]))
-            if T[e] < zero:
+            if T[e] < ZERO:
                 (gold_z if e in gold else other_z).append(M[e])
                 if e in gold:
                     by_model += e in tm

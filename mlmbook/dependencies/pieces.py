@@ -1,11 +1,10 @@
 """Sentences as the model sees them: sub-word pieces, the pairs of pieces to score, and the
 rule that turns piece-level scores into word-level ones.
 
-Every estimator of :mod:`mlmbook.dependencies` takes a masked LM, a list of sentences (lists of
-words) and, optionally, for each sentence the indices of the words to score (``keep``, e.g.
-everything but punctuation: the model still *sees* the whole sentence). It returns one matrix
-per sentence over the kept words, ``M[a, b]`` = what word ``b`` tells about word ``a``; the
-diagonal is 0.
+Every estimator of :mod:`mlmbook.dependencies` takes a masked LM, sentences (lists of words) and,
+optionally, per sentence the words to score (``keep``; the model still *sees* the whole sentence),
+and returns one matrix per sentence over the kept words, ``M[a, b]`` = what word ``b`` tells about
+word ``a`` (diagonal 0).
 """
 from __future__ import annotations
 
@@ -57,27 +56,11 @@ def pieces_to_words(M, pieces, keep=None, counts=None) -> np.ndarray:
 
     .. math:: S_{ab} = \frac{1}{|P_{ab}|} \sum_{(p, q) \in P_{ab}} M_{pq}
 
-    where :math:`P_{ab}` holds the scored pairs of a piece of word ``a`` with a piece of word
-    ``b`` (``counts[p, q] > 0``; default: every pair). Words with no scored piece pair get 0.
-
-    Why the mean: the dependence between two multi-piece words is not a function of the
-    pairwise dependences of their pieces, so any rule is a heuristic. Zhang & Hashimoto's
-    released evaluation averages, and the mean keeps a word split into five pieces on the same
-    scale as a whole word (a sum, or a max over more pairs, would favour long words).
-
-    Parameters
-    ----------
-    M : array_like (n_pieces, n_pieces)
-    pieces : list of list of int
-        The pieces of each word.
-    keep : sequence of int, optional
-        The words to keep (rows and columns of the result), default all.
-    counts : array_like (n_pieces, n_pieces), optional
-        Which piece pairs were scored (weights).
-
-    Returns
-    -------
-    ndarray (len(keep), len(keep))
+    where :math:`P_{ab}` holds the scored pairs (``counts[p, q] > 0``; default: every pair) of a
+    piece of word ``a`` (``pieces[a]``) with a piece of word ``b``; rows and columns are the words
+    ``keep`` (default all), and words with no scored piece pair get 0. Any rule is a heuristic;
+    Zhang & Hashimoto's released evaluation averages, and the mean keeps a word of five pieces on
+    the same scale as a whole word.
     """
     M = np.asarray(M, dtype=float)
     counts = np.ones_like(M) if counts is None else np.asarray(counts, dtype=float)

@@ -3,22 +3,12 @@ its bound.
 
 The exact grid of :func:`~mlmbook.dependencies.cmi_grid` costs :math:`2V' + 1` forward passes per
 pair of pieces (:math:`V'` the non-special tokens): a few hundred for the toy vocabulary, 61,000 for
-BERT's. One rule, used by chapter 1 and by :func:`mlmbook.dependency_trees` alike, so that the two
-cannot disagree:
-
-* the budget is per sentence (``budget_rows`` shared equally by the sentences): a sentence's
-  estimator depends on that sentence and the budget, never on the sentences scored with it;
-* if the full grid of a sentence fits its budget, compute it (exact);
-* otherwise enumerate at each position the model's own top :math:`K` candidates, :math:`K` the
-  largest that fits the sentence's budget (at least :data:`MIN_CANDIDATES`), and report the bound on
-  each pair's error that the mass left outside the candidates allows
-  (:attr:`~mlmbook.dependencies.CMIGrid.max_error_bound`).
-
-A tree read off bounded scores may not be the tree of the exact scores: :func:`undetermined` says
-which trees the bounds cannot decide.
-
-:func:`exact_prefix` is the chapter's other use of the budget: how many of the first sentences the
-exact grid affords.
+BERT's. The budget is per sentence (``budget_rows`` shared equally), so a sentence's estimator
+depends on that sentence and the budget alone; a sentence whose full grid fits gets it (exact), any
+other the model's own top :math:`K` candidates at each position, :math:`K` the largest that fits
+(at least :data:`MIN_CANDIDATES`), with the bound on each pair's error that the mass left outside
+allows. :func:`undetermined` says which trees the bounds cannot decide; :func:`exact_prefix`, how
+many first sentences exact grids fit.
 """
 from __future__ import annotations
 
@@ -27,8 +17,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .cmi import CMIGrid, cmi_grid
+from .cmi import CMIGrid, GridSettings, cmi_grid
 from .pieces import WINDOW, encode_all, non_special
+from .trees import decode, symmetrize
 
 if TYPE_CHECKING:
     from ..models.base import MaskedLM
@@ -52,23 +43,15 @@ class CMIScores:
 
     Attributes
     ----------
-    scores : CMIGrid
-        One matrix per sentence over its kept words (a list), with the grid's diagnostics.
-    estimator : str
-        ``"exact grid"`` or ``"top-K grid"``.
+    scores : CMIGrid               one matrix per sentence over its kept words, and the diagnostics
+    estimator : str                ``"exact grid"`` or ``"top-K grid"``
     candidates : int
         Values enumerated per position (every non-special token for the exact grid, else ``K``; the
         mean over the piece pairs, rounded, when the sentences' budgets afford different ``K``).
-    bound : float
-        The largest error bound on a pair's CMI, in nats (0 for the exact grid).
-    rows : int
-        Forward passes spent.
-    budget_rows : int
-        Forward passes the sentences may spend in all.
-    per_sentence : tuple of (int or None)
-        Each sentence's ``K`` (None: its exact grid).
-    bounds : tuple of ndarray
-        Per sentence, the word-level matrix of the pairs' error bounds (nats; 0 for an exact grid).
+    bound : float                  the largest error bound on a pair's CMI, nats (0 when exact)
+    rows : int                     forward passes spent
+    per_sentence : tuple           each sentence's ``K`` (None: its exact grid)
+    bounds : tuple of ndarray      per sentence, the word-level matrix of the pairs' error bounds
     """
 
     scores: CMIGrid
@@ -76,20 +59,8 @@ class CMIScores:
     candidates: int
     bound: float
     rows: int
-    budget_rows: int
     per_sentence: tuple = ()
     bounds: tuple = ()
-
-    @property
-    def exact(self) -> bool:
-        return self.estimator == "exact grid"
-
-    def describe(self) -> str:
-        """A label: the estimator, its cost and (top-K) its bound, e.g. ``"top-27 CMI grid, 109,230
-        passes, bound 2.3 nats"``."""
-        if self.exact:
-            return f"exact CMI grid, {self.candidates} tokens, {self.rows:,} passes"
-        return f"top-{self.candidates} CMI grid, {self.rows:,} passes, bound {self.bound:.3g} nats"
 
     def summary(self, small: float = 0.1) -> dict:
         """The numbers a page states about the estimator: ``estimator``, ``candidates``, ``rows``,
@@ -111,13 +82,8 @@ class CMIScores:
                 "undetermined": int(sum(undetermined(list(self.scores), list(self.bounds)))) if self.bounds else 0}
 
 
-def _pairs(lm: "MaskedLM", sentences, keep, window) -> int:
-    return sum(len(e.piece_pairs(window)) for e in encode_all(lm, sentences, keep))
-
-
 def sentence_candidates(pairs: int, full: int, rows: float) -> int | None:
-    """A sentence's candidates: None (its exact grid fits ``rows``), else the largest ``K`` that
-    fits."""
+    """A sentence's candidates: None where its exact grid fits ``rows``, else the largest ``K``."""
     if pairs == 0 or pairs * (2 * full + 1) <= rows:
         return None
     return max(MIN_CANDIDATES, min(int((rows / pairs - 1) // 2), full - 1))
@@ -128,13 +94,12 @@ def cmi_candidates(lm: "MaskedLM", sentences, keep=None, *, budget_rows: int = B
     """The candidates per position ``budget_rows`` affords these sentences together: None for the
     full grid, else ``K`` of a top-K grid (at least :data:`MIN_CANDIDATES`). For one sentence and
     its budget, this is the rule :func:`cmi_scores` applies to each sentence."""
-    return sentence_candidates(_pairs(lm, sentences, keep, window), len(non_special(lm)), budget_rows)
+    pairs = sum(len(e.piece_pairs(window)) for e in encode_all(lm, sentences, keep))
+    return sentence_candidates(pairs, len(non_special(lm)), budget_rows)
 
 
 def exact_prefix(lm: "MaskedLM", sentences, keep=None, *, budget_rows: int, window: int | None = WINDOW) -> int:
-    """How many of the first sentences the exact grid affords within ``budget_rows`` (chapter 1's
-    ``n_grid``)."""
-    keep = [None] * len(sentences) if keep is None else keep
+    """How many of the first sentences the exact grid affords within ``budget_rows``."""
     per = [len(e.piece_pairs(window)) * (2 * len(non_special(lm)) + 1)
            for e in encode_all(lm, sentences, keep)]
     return int(np.searchsorted(np.cumsum(per), budget_rows, side="right"))
@@ -185,10 +150,9 @@ def cmi_scores(lm: "MaskedLM", sentences, keep=None, *, budget_rows: float | Non
     keep : list of list of int, optional
         Per sentence, the words to score (default all).
     budget_rows : float, optional
-        Forward passes the grid may spend in all, shared equally by the sentences (chapter 1 passes
-        its profile's, for its profile's number of sentences; default :data:`SENTENCE_ROWS` per
-        sentence). A sentence's ``K`` depends on it and its share alone: to give each sentence ``r``
-        passes, pass ``r * len(sentences)``.
+        Forward passes the grid may spend in all, shared equally by the sentences (default
+        :data:`SENTENCE_ROWS` per sentence): to give each sentence ``r`` passes, pass
+        ``r * len(sentences)``.
     window : int or None
         Largest distance between two scored pieces (:data:`~mlmbook.dependencies.WINDOW`).
     progress : bool
@@ -210,16 +174,16 @@ def cmi_scores(lm: "MaskedLM", sentences, keep=None, *, budget_rows: float | Non
     for k in sorted(set(ks), key=lambda v: -1 if v is None else v):
         idx = [s for s in range(n) if ks[s] == k]
         parts.append((idx, cmi_grid(lm, [sentences[s] for s in idx], [keep[s] for s in idx],
-                                    window=window, max_candidates=k, progress=progress)))
+                                    window=window, max_candidates=k,
+                                    settings=GridSettings(progress=progress))))
     grid = _merged(parts, n)
-    total = int(round(sentence_rows * n))
     bounds = tuple(word_bounds(enc, grid))
     if all(k is None for k in ks):
-        return CMIScores(grid, "exact grid", full, 0.0, grid.rows, total, tuple(ks), bounds)
+        return CMIScores(grid, "exact grid", full, 0.0, grid.rows, tuple(ks), bounds)
     weights = [(full if k is None else k, len(e.piece_pairs(window))) for k, e in zip(ks, enc)]
     mean_k = sum(k * w for k, w in weights) / max(sum(w for _, w in weights), 1)
     return CMIScores(grid, "top-K grid", int(round(mean_k)), float(grid.max_error_bound), grid.rows,
-                     total, tuple(ks), bounds)
+                     tuple(ks), bounds)
 
 
 def undetermined(scores, bounds) -> list[bool]:
@@ -228,54 +192,38 @@ def undetermined(scores, bounds) -> list[bool]:
     A maximum spanning tree is the tree of every score matrix within the bounds exactly when, for
     every pair :math:`e` outside the tree and every tree pair :math:`f` on the tree's path between
     its words, :math:`S_f - b_f > S_e + b_e` (the cycle property with the worst case of both bounds;
-    :math:`S` the symmetrised scores, :math:`b` the pairs' bounds). A tree for which this fails
-    somewhere is reported as undetermined: its pairs' bounds exceed the differences that decide it.
-
-    Parameters
-    ----------
-    scores : list of ndarray
-        Word-level score matrices (:attr:`CMIScores.scores`).
-    bounds : list of ndarray
-        The matching bound matrices (:attr:`CMIScores.bounds`).
-
-    Returns
-    -------
-    list of bool
-        True where the tree is undetermined.
+    :math:`S` the symmetrised scores, :math:`b` the pairs' bounds). Returns, per score matrix
+    (:attr:`CMIScores.scores`) and its bounds (:attr:`CMIScores.bounds`), whether this fails
+    somewhere: the tree is undetermined.
     """
-    from .trees import decode, symmetrize
     out = []
     for M, B in zip(scores, bounds):
-        S, B = symmetrize(M, "max"), np.maximum(B, np.asarray(B).T)
-        n = len(S)
-        if n < 3 or not np.any(B):
-            out.append(False)
-            continue
-        adj: dict[int, list[int]] = {i: [] for i in range(n)}
-        for a, b in decode(M):
-            adj[a].append(b)
-            adj[b].append(a)
-        tree = {(min(a, b), max(a, b)) for a in adj for b in adj[a]}
-        bad = False
-        for u in range(n):
-            prev, stack = {u: None}, [u]
-            while stack:                      # the tree's paths from u
-                x = stack.pop()
-                for y in adj[x]:
-                    if y not in prev:
-                        prev[y] = x
-                        stack.append(y)
-            for v in range(u + 1, n):
-                if (u, v) in tree:
-                    continue
-                x, low = v, np.inf
-                while prev[x] is not None:    # the weakest tree pair on the path, at its worst
-                    low = min(low, S[x, prev[x]] - B[x, prev[x]])
-                    x = prev[x]
-                if low <= S[u, v] + B[u, v]:
-                    bad = True
-                    break
-            if bad:
-                break
-        out.append(bad)
+        S, B = symmetrize(M), np.maximum(B, np.asarray(B).T)
+        out.append(len(S) >= 3 and bool(np.any(B)) and _undecided(S, B, decode(M)))
     return out
+
+
+def _undecided(S: np.ndarray, B: np.ndarray, tree: set) -> bool:
+    """Whether a pair outside ``tree`` may, within the bounds, outscore a tree pair on its path."""
+    adj: dict[int, list[int]] = {i: [] for i in range(len(S))}
+    for a, b in tree:
+        adj[a].append(b)
+        adj[b].append(a)
+    for u in range(len(S)):
+        prev, stack = {u: None}, [u]
+        while stack:                      # the tree's paths from u
+            x = stack.pop()
+            for y in adj[x]:
+                if y not in prev:
+                    prev[y] = x
+                    stack.append(y)
+        for v in range(u + 1, len(S)):
+            if (u, v) in tree:
+                continue
+            x, low = v, np.inf
+            while prev[x] is not None:    # the weakest tree pair on the path, at its worst
+                low = min(low, S[x, prev[x]] - B[x, prev[x]])
+                x = prev[x]
+            if low <= S[u, v] + B[u, v]:
+                return True
+    return False

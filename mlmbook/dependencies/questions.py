@@ -5,14 +5,9 @@ Each question is a difference of corpus UUAS between two parsers on the same sen
 is the unit: its contribution to the numerator is the difference of the gold edges the two trees
 find, to the denominator its gold edges (:func:`uuas_rows`), so the estimate is the corpus-UUAS
 difference and resampling keeps a sentence's edges together. Every answer is conditional on the one
-trained model of each kind (the full profile trains one).
-
-The effect of interest is 5 UUAS points, a twentieth of the UUAS scale. It is not the papers' own
-gap: Zhang & Hashimoto's 58.74 % against 55.91 % for "a classic method" is 2.83 points, so a true
-gap of the papers' size may pass undetected (the basis says so). The planning standard deviations
-are the committed plan's (:mod:`mlmbook.plans`, ``results/plans/01_dependencies.json``): the
-per-sentence standard deviations of the same differences in the ``pilot`` profile, on sentences and
-models of its own; the sample sizes in chapter 1's ``SIZES`` come from them.
+trained model of each kind. The effect of interest, its basis (Zhang & Hashimoto's 58.74 % against
+55.91 % is a gap of 2.83 points) and the planning standard deviations (:mod:`mlmbook.plans`) are
+the chapter's.
 """
 from __future__ import annotations
 

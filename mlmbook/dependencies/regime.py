@@ -5,10 +5,7 @@ trees and those of the truth-CMI trees on the same sentences, and describes each
 and its difference from the truth's, each with a 95 % interval over sentences
 (:func:`mlmbook.stats.describe`). The map is descriptive — it shows where on the ladder the trees
 come near the truth's, and claims no verdict. :func:`record_map` records every point for the page
-and the tests.
-
-The ladder itself (which models, their KL to the truth) is :mod:`mlmbook.models.ladder`'s
-business; this module takes counts.
+and the tests. The ladder itself (which models, their KL) is :mod:`mlmbook.models.ladder`'s.
 """
 from __future__ import annotations
 
@@ -30,14 +27,9 @@ SHORT = {CMI: "mlm", CPMI: "cpmi"}
 class RungPoint:
     """One method on one rung.
 
-    Attributes
-    ----------
-    rung : str                name (``"h32"``, ``"h128@10%"``)
-    method : str              one of :data:`METHODS`
-    kl : float                the rung's mean single-site KL to the truth (nats)
-    uuas : Interval           UUAS, 95 % over sentences
-    minus_truth : Interval    UUAS minus the truth-CMI trees' on the same sentences, 95 %
-    n : int                   sentences
+    ``rung`` (``"h32"``, ``"h128@10%"``), ``method`` (of :data:`METHODS`), the rung's ``kl`` to the
+    truth (nats), its ``uuas`` and ``minus_truth`` (UUAS minus the truth-CMI trees' on the same
+    sentences; both 95 % over sentences), ``n`` sentences.
     """
 
     rung: str

@@ -1,12 +1,9 @@
 """The sentences a dependency analysis scores, and which gold edges a parser finds.
 
 Both papers remove punctuation from the gold tree and the predicted one but not from what the
-model reads: scores are computed on the whole sentence, and the rows and columns of punctuation
-are dropped before decoding. :class:`Scored` keeps the three views together — the words the
-model reads, the positions that are scored, and the gold tree over those positions — and
-:func:`pick` draws them from a pool (toy sentences or a treebank) under the model's limits.
-:func:`edge_relations` and :func:`recall` break a parser's hits down by relation, length or
-distance.
+model reads. :class:`Scored` keeps the three views together — the words the model reads, the
+positions that are scored, and the gold tree over those positions; :func:`edge_relations` and
+:func:`recall` break a parser's hits down by relation, length or distance.
 """
 from __future__ import annotations
 
@@ -20,7 +17,7 @@ from ..corpus.sentence import Sentence, encode, remove_punct
 if TYPE_CHECKING:
     from ..models.base import MaskedLM
 
-__all__ = ["Scored", "pick", "example_pair", "read_treebank", "edge_relations", "recall"]
+__all__ = ["Scored", "pick", "example_pair", "edge_relations", "recall"]
 
 
 @dataclass
@@ -44,10 +41,8 @@ class Scored:
 
     @classmethod
     def of(cls, sentences: Sequence[Sentence]) -> "Scored":
-        """The three views of ``sentences``; ``words`` remember their surface tokens (the model
-        reads those)."""
+        """The three views of ``sentences`` (without tags, every word is scored)."""
         sentences = list(sentences)
-        # no tags: every word is scored
         gold = [remove_punct(s) if s.upos else s for s in sentences]
         return cls(sentences, [s.surface() for s in sentences],
                    [[i for i, u in enumerate(s.upos or [""] * len(s)) if u != "PUNCT"] for s in sentences],
@@ -67,8 +62,7 @@ class Scored:
 
 
 def _readable(lm: "MaskedLM", s: Sentence) -> bool:
-    """Whether ``lm`` reads the sentence's surface tokens whole (within ``lm.max_length``
-    pieces)."""
+    """Whether ``lm`` reads the sentence's surface tokens whole, in ``lm.max_length`` pieces."""
     try:
         return len(encode(lm, s)[0]) <= lm.max_length
     except (KeyError, ValueError):          # a closed vocabulary without the word
@@ -77,11 +71,9 @@ def _readable(lm: "MaskedLM", s: Sentence) -> bool:
 
 def pick(pool: Sequence[Sentence], lm: "MaskedLM | None", n: int, max_words: int, min_words: int = 3) -> Scored:
     """The first ``n`` sentences of ``pool`` with ``min_words..max_words`` scored words that ``lm``
-    can read whole (its surface tokens in at most ``lm.max_length`` pieces). Fewer than three words:
-    every parser is right. (:func:`mlmbook.corpus.read_for_model` does the same and counts what it
-    leaves out.)
-
-    Raises ``ValueError`` (one line) when no sentence of the pool qualifies."""
+    can read whole (its surface tokens in at most ``lm.max_length`` pieces); ``ValueError`` (one
+    line) when none qualifies. (:func:`mlmbook.corpus.read_for_model` also counts what it leaves
+    out.)"""
     out = []
     for s in pool:
         k = sum(u != "PUNCT" for u in s.upos)
@@ -117,25 +109,8 @@ def example_pair(corpus: Scored, lm: "MaskedLM", relation: str = "nsubj", among:
     return best
 
 
-def read_treebank(treebank, max_words: int, seed: int = 0, min_words: int = 3):
-    """The sentences of a CoNLL-U treebank with ``min_words..max_words`` scored (non-punctuation)
-    words, punctuation kept for the model to read, in an order shuffled by ``seed``; and the
-    :class:`~mlmbook.corpus.conllu.LoadedTreebank` whose ``summary()`` says what was kept.
-
-    Raises :class:`~mlmbook.errors.TreebankError` (one line, naming the file and the window) when
-    the file cannot be read or no sentence fits: the chapter never falls back to toy sentences.
-    """
-    from ..corpus.conllu import load_sentences, read_conllu
-    # the window, in scored words
-    loaded = load_sentences(treebank, min_len=min_words, max_len=max_words)
-    fits = [s for s in read_conllu(loaded.path) if min_words <= sum(u != "PUNCT" for u in s.upos) <= max_words]
-    order = np.random.default_rng(seed).permutation(len(fits))
-    return [fits[k] for k in order], loaded
-
-
 def edge_relations(gold: Sequence[Sentence]) -> list[dict]:
-    """Per sentence, ``{edge: relation}`` with the relation's subtype dropped (``obl:tmod`` ->
-    ``obl``)."""
+    """Per sentence, ``{edge: relation}``, the subtype dropped (``obl:tmod`` -> ``obl``)."""
     return [{(min(d, h), max(d, h)): r.split(":")[0] for d, (h, r) in enumerate(zip(t.heads, t.deprels)) if h >= 0}
             for t in gold]
 

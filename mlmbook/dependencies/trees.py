@@ -1,27 +1,21 @@
 r"""From a score matrix to a tree, and a tree to a score.
 
-Conventions
------------
-* ``n`` words are numbered ``0..n-1``; a tree is a list ``heads`` with ``heads[d]`` the head
-  of word ``d`` and ``-1`` for the root (as in :class:`mlmbook.corpus.Sentence`).
-* An *edge* is an unordered pair stored as a tuple ``(i, j)`` with ``i < j``; a tree's
-  edge set is what UUAS compares (:func:`mlmbook.corpus.edges_from_heads`). The root arc is
-  not an edge.
-* A score matrix ``S`` is ``(n, n)``; ``S[h, d]`` scores the arc ``h -> d``. Undirected
-  decoders want it symmetric (see :func:`symmetrize`); the diagonal is ignored.
-* Punctuation is removed *before* scores are decoded and trees compared
-  (:func:`mlmbook.corpus.remove_punct`), as in both papers.
+A tree is a list ``heads`` (``heads[d]`` the head of word ``d``, ``-1`` for the root, as in
+:class:`mlmbook.corpus.Sentence`); an *edge* is an unordered pair ``(i, j)``, ``i < j``: a tree's
+edge set (the root arc not among them) is what UUAS compares. A score matrix ``S[h, d]`` scores the
+arc ``h -> d``; undirected decoders want it symmetric (:func:`symmetrize`), the diagonal ignored.
+Punctuation is removed before scores are decoded and trees compared, as in both papers.
 """
 from __future__ import annotations
 
-from typing import Callable, Iterable, Sequence
+from typing import Iterable, Sequence
 
 import numpy as np
 
 from ..corpus.sentence import Edge, edges_from_heads
 
 __all__ = ["decode", "symmetrize", "maximum_spanning_tree", "eisner", "tree_from_scores",
-           "uuas", "uuas_counts", "sentence_uuas"]
+           "uuas", "uuas_counts"]
 
 
 def _edge(i: int, j: int) -> Edge:
@@ -33,10 +27,10 @@ ZERO = 1e-10
 (:func:`decode`)."""
 
 
-def decode(M, how: str = "max", projective: bool = False, neighbour_bonus: float = 1e-6) -> set[Edge]:
+def decode(M, projective: bool = False) -> set[Edge]:
     r"""The tree a score matrix implies: symmetrise, break ties toward neighbours, decode.
 
-    .. math:: S = \operatorname{sym}(M) + \epsilon\, [\, |i - j| = 1 \,]
+    .. math:: S = \operatorname{sym}(M) + \epsilon\, [\, |i - j| = 1 \,], \quad \epsilon = 10^{-6},
 
     then :func:`tree_from_scores` (maximum spanning tree, or Eisner's best projective tree).
     The small bonus :math:`\epsilon` only matters between equal scores — frequent for exact
@@ -44,15 +38,12 @@ def decode(M, how: str = "max", projective: bool = False, neighbour_bonus: float
     as Zhang & Hashimoto's evaluation does. Scores within :data:`ZERO` of 0 count as 0, so that
     float rounding (``1e-17`` from one computation, ``0`` from another) cannot rank exact zeros.
     """
-    S = symmetrize(M, how)
+    S = symmetrize(M)
     S[np.abs(S) < ZERO] = 0.0
-    n = len(S)
-    if n > 1:
-        i = np.arange(n - 1)
-        S[i, i + 1] += neighbour_bonus
-        S[i + 1, i] += neighbour_bonus
+    i = np.arange(len(S) - 1)
+    S[i, i + 1] += 1e-6
+    S[i + 1, i] += 1e-6
     return tree_from_scores(S, projective=projective)
-
 
 
 def _square(M) -> np.ndarray:
@@ -64,25 +55,16 @@ def _square(M) -> np.ndarray:
     return M
 
 
-def symmetrize(M, how: str = "max") -> np.ndarray:
-    r"""Make a pairwise score matrix symmetric.
+def symmetrize(M) -> np.ndarray:
+    r"""Make a pairwise score matrix symmetric by the stronger direction, as Hoover et al. (2021) do
+    for CPMI.
 
-    .. math::
-        S_{ij} = \max(M_{ij}, M_{ji}) \ (\text{"max"}),\quad
-        \tfrac12 (M_{ij} + M_{ji}) \ (\text{"mean"}),\quad
-        M_{ij} + M_{ji} \ (\text{"sum"}).
+    .. math:: S_{ij} = \max(M_{ij}, M_{ji})
 
-    "mean" and "sum" give the same trees; "max" keeps the stronger direction, as
-    Hoover et al. (2021) do for CPMI. The diagonal is carried along and ignored by decoders.
+    The diagonal is carried along and ignored by decoders.
     """
     M = _square(M)
-    if how == "max":
-        return np.maximum(M, M.T)
-    if how == "mean":
-        return (M + M.T) / 2
-    if how == "sum":
-        return M + M.T
-    raise ValueError(f"how must be 'max', 'mean' or 'sum', got {how!r}")
+    return np.maximum(M, M.T)
 
 
 def maximum_spanning_tree(S) -> set[Edge]:
@@ -119,82 +101,29 @@ def _spans(n: int, width: int):
     return s, s + width, s[:, None] + np.arange(width)
 
 
-def _projective_chart(S: np.ndarray, root: np.ndarray, reduce: Callable):
-    r"""Eisner's (1996) chart over a semiring given by ``reduce`` (max or logsumexp).
-
-    Items over spans ``[s, t]`` (additive scores):
-
-    * ``CR[s,t]`` complete, head ``s``, covering its right dependents' subtrees up to ``t``;
-    * ``CL[s,t]`` complete, head ``t``, leftwards;
-    * ``IR[s,t]`` incomplete: arc ``s -> t`` plus what lies between;
-    * ``IL[s,t]`` incomplete: arc ``t -> s``.
-
-    .. math::
-        I^{R}_{st} = S_{st} + \bigoplus_{r=s}^{t-1} (C^{R}_{sr} + C^{L}_{r+1,t}),\quad
-        I^{L}_{st} = S_{ts} + \bigoplus_{r=s}^{t-1} (C^{R}_{sr} + C^{L}_{r+1,t}),
-
-        C^{R}_{st} = \bigoplus_{r=s+1}^{t} (I^{R}_{sr} + C^{R}_{rt}),\quad
-        C^{L}_{st} = \bigoplus_{r=s}^{t-1} (C^{L}_{sr} + I^{L}_{rt}),
-
-    and a single root word ``r`` scores ``root[r] + CL[0,r] + CR[r,n-1]`` (returned as ``top``).
-    """
-    n = len(S)
-    CR, CL, IR, IL = (np.full((n, n), -np.inf) for _ in range(4))
-    CR[np.diag_indices(n)] = CL[np.diag_indices(n)] = 0.0
-    for w in range(1, n):
-        s, t, r = _spans(n, w)
-        S_, T_ = s[:, None], t[:, None]
-        inner = reduce(CR[S_, r] + CL[r + 1, T_], axis=1)
-        IR[s, t] = S[s, t] + inner
-        IL[s, t] = S[t, s] + inner
-        CR[s, t] = reduce(IR[S_, r + 1] + CR[r + 1, T_], axis=1)
-        CL[s, t] = reduce(CL[S_, r] + IL[r, T_], axis=1)
-    top = root + CL[0, :] + CR[:, n - 1]
-    return CR, CL, IR, IL, top
-
-
-def _projective_backtrace(chart, pick: Callable[[np.ndarray], int]) -> list[int]:
-    """Read heads out of a chart, choosing each split with ``pick`` (argmax or a sampler)."""
-    CR, CL, IR, IL, top = chart
-    n = len(top)
-    heads = [-1] * n
-    r = pick(top)
-    stack = [("CL", 0, r), ("CR", r, n - 1)]
-    while stack:
-        kind, s, t = stack.pop()
-        if s == t:
-            continue
-        ks = np.arange(s, t)
-        if kind == "CR":
-            m = s + 1 + pick(IR[s, ks + 1] + CR[ks + 1, t])
-            stack += [("IR", s, m), ("CR", m, t)]
-        elif kind == "CL":
-            m = s + pick(CL[s, ks] + IL[ks, t])
-            stack += [("CL", s, m), ("IL", m, t)]
-        else:
-            if kind == "IR":
-                heads[t] = s
-            else:
-                heads[s] = t
-            m = s + pick(CR[s, ks] + CL[ks + 1, t])
-            stack += [("CR", s, m), ("CL", m + 1, t)]
-    return heads
-
-
 def eisner(S, root_scores=None) -> list[int]:
     r"""Best projective dependency tree under arc scores ``S`` (Eisner 1996), :math:`O(n^3)`.
 
     Maximises :math:`\text{root}_r + \sum_{d \ne r} S_{h(d), d}` over projective trees with
     exactly one root word ``r`` (projective: each word's subtree is a contiguous span, i.e. no
-    two arcs cross and no arc passes over the root). ``S[h, d]`` may be asymmetric.
-    ``root_scores`` defaults to zeros: **the root arc carries no score**.
+    two arcs cross and no arc passes over the root). ``S[h, d]`` may be asymmetric;
+    ``root_scores`` defaults to zeros: **the root arc carries no score**. The chart's items over
+    spans ``[s, t]`` are ``CR``/``CL``, complete with head ``s``/``t``, and ``IR``/``IL``,
+    incomplete with the arc ``s -> t``/``t -> s``:
 
-    Undirected use. For a symmetric ``S`` with zero root scores the score of a tree is the sum
-    of its undirected edge weights, whatever the direction. An undirected tree whose edges do
-    not cross (drawn above the words) becomes a projective directed tree when rooted at word 0
-    (word 0 is never under an edge), and every projective tree's edges do not cross. Hence the
-    returned tree's edges form the best *non-crossing* spanning tree; where the root attaches
-    is an arbitrary tie-break (an uncovered word) and does not affect the edges or the score.
+    .. math::
+        I^{R}_{st} = S_{st} + \max_{r=s}^{t-1} (C^{R}_{sr} + C^{L}_{r+1,t}),\quad
+        I^{L}_{st} = S_{ts} + \max_{r=s}^{t-1} (C^{R}_{sr} + C^{L}_{r+1,t}),
+
+        C^{R}_{st} = \max_{r=s+1}^{t} (I^{R}_{sr} + C^{R}_{rt}),\quad
+        C^{L}_{st} = \max_{r=s}^{t-1} (C^{L}_{sr} + I^{L}_{rt}),
+
+    and a single root word ``r`` scores ``root[r] + CL[0,r] + CR[r,n-1]``.
+
+    Undirected use: for a symmetric ``S`` with zero root scores a tree's score is the sum of its
+    undirected edge weights. An undirected tree whose edges do not cross becomes a projective tree
+    when rooted at word 0, and every projective tree's edges do not cross: the returned tree's edges
+    form the best *non-crossing* spanning tree (where the root attaches is a tie-break).
 
     Returns
     -------
@@ -205,8 +134,38 @@ def eisner(S, root_scores=None) -> list[int]:
     if n == 0:
         return []
     root = np.zeros(n) if root_scores is None else np.asarray(root_scores, dtype=float)
-    chart = _projective_chart(S, root, np.max)
-    return _projective_backtrace(chart, lambda v: int(np.argmax(v)))
+    CR, CL, IR, IL = (np.full((n, n), -np.inf) for _ in range(4))
+    CR[np.diag_indices(n)] = CL[np.diag_indices(n)] = 0.0
+    for w in range(1, n):
+        s, t, r = _spans(n, w)
+        S_, T_ = s[:, None], t[:, None]
+        inner = np.max(CR[S_, r] + CL[r + 1, T_], axis=1)
+        IR[s, t] = S[s, t] + inner
+        IL[s, t] = S[t, s] + inner
+        CR[s, t] = np.max(IR[S_, r + 1] + CR[r + 1, T_], axis=1)
+        CL[s, t] = np.max(CL[S_, r] + IL[r, T_], axis=1)
+    heads = [-1] * n
+    r = int(np.argmax(root + CL[0, :] + CR[:, n - 1]))
+    stack = [("CL", 0, r), ("CR", r, n - 1)]
+    while stack:                                    # read the best tree's heads out of the chart
+        kind, s, t = stack.pop()
+        if s == t:
+            continue
+        ks = np.arange(s, t)
+        if kind == "CR":
+            m = s + 1 + int(np.argmax(IR[s, ks + 1] + CR[ks + 1, t]))
+            stack += [("IR", s, m), ("CR", m, t)]
+        elif kind == "CL":
+            m = s + int(np.argmax(CL[s, ks] + IL[ks, t]))
+            stack += [("CL", s, m), ("IL", m, t)]
+        else:
+            if kind == "IR":
+                heads[t] = s
+            else:
+                heads[s] = t
+            m = s + int(np.argmax(CR[s, ks] + CL[ks + 1, t]))
+            stack += [("CR", s, m), ("CL", m + 1, t)]
+    return heads
 
 
 def tree_from_scores(S, projective: bool = False) -> set[Edge]:
@@ -251,10 +210,3 @@ def uuas(pred_edges_list, gold_edges_list) -> float:
     """
     correct, total = uuas_counts(pred_edges_list, gold_edges_list)
     return float(correct.sum() / total.sum()) if total.sum() else float("nan")
-
-
-def sentence_uuas(pred_edges_list, gold_edges_list) -> np.ndarray:
-    """UUAS of each sentence separately (NaN for a sentence without gold edges)."""
-    correct, total = uuas_counts(pred_edges_list, gold_edges_list)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(total > 0, correct / np.maximum(total, 1), np.nan)

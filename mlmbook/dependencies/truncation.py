@@ -1,15 +1,12 @@
 r"""What the top-K candidate grid does to a CMI whose exact value is known: the truth's.
 
 An MLM's CMI over a large vocabulary is computed on a top-:math:`K` candidate grid
-(:func:`mlmbook.dependencies.cmi_scores`): at each position only the :math:`K` values the model
-finds likeliest with both positions masked are conditioned on, and each pair carries a bound on the
-error the mass left outside can cause (:func:`~mlmbook.dependencies.left_out_bound`). The bound is a
-worst case. On the toy language the exact answer is at hand: from the exact joint :math:`p(x_i, x_j
-\mid x_{\setminus\{i,j\}})` of a pair, :func:`truth_with_truncation` computes both the exact CMI and
-the value the top-:math:`K` grid returns when the truth's own conditionals are its rows (the grid's
-candidates from the truth's both-masked marginals; :func:`mlmbook.dependencies.cmi._grid_limit`, the
-very function the grid uses) — at the cost of the exact joints alone. :class:`TruncationCheck` then
-says whether the truncated trees are the exact ones, and by how much the values and the UUAS differ.
+(:func:`mlmbook.dependencies.cmi_scores`), each pair with a worst-case bound on the error the mass
+left outside can cause. On the toy language the exact answer is at hand: from the exact joint of a
+pair, :func:`truth_with_truncation` computes both the exact CMI and the value the top-:math:`K` grid
+returns when the truth's own conditionals are its rows (by the very function the grid uses), and
+:class:`TruncationCheck` says whether the truncated trees are the exact ones, and by how much the
+values and the UUAS differ.
 """
 from __future__ import annotations
 
@@ -39,13 +36,8 @@ def truncated_pair(joint: np.ndarray, n_i: int, n_j: int) -> tuple[float, float,
     The grid's rows are the exact conditionals :math:`p(x_i \mid x_j = b)` for the ``n_j`` likeliest
     ``b`` and :math:`p(x_j \mid x_i = a)` for the ``n_i`` likeliest ``a`` (by the exact marginals,
     which are what the model predicts with both positions masked); the chain starts at the marginal
-    of :math:`x_j` on its candidates.
-
-    Returns
-    -------
-    (I_i, I_j, left_out)
-        The information about :math:`x_i` (from its conditionals), about :math:`x_j`, and the mass
-        the candidates leave out (the input of :func:`~mlmbook.dependencies.left_out_bound`).
+    of :math:`x_j` on its candidates. Returns ``(I_i, I_j, left_out)``: the information about
+    :math:`x_i` (from its conditionals), about :math:`x_j`, and the mass the candidates leave out.
     """
     P, la, lb = _marginals(joint)
     cp = _ranked(la, np.arange(len(la)), n_i)[0]
@@ -53,7 +45,7 @@ def truncated_pair(joint: np.ndarray, n_i: int, n_j: int) -> tuple[float, float,
     with np.errstate(divide="ignore"):
         a_rows = np.log(P[:, cq] / np.exp(lb[cq])).T  # row m: log p(x_i = . | x_j = cq[m])
         b_rows = np.log(P[cp, :] / np.exp(la[cp])[:, None])  # row m: log p(x_j = . | x_i = cp[m])
-    I_i, I_j, _, _, esc_q, esc_p = _grid_limit(a_rows, b_rows, cp, cq, lb[cq])
+    I_i, I_j, _, esc_q, esc_p = _grid_limit(a_rows, b_rows, cp, cq, lb[cq])
     left = max(1 - np.exp(la[cp]).sum(), 1 - np.exp(lb[cq]).sum(), esc_q, esc_p, 0.0)
     return I_i, I_j, float(left if left > 1e-12 else 0.0)
 

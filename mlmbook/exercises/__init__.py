@@ -1,36 +1,21 @@
 r"""Exercises graded by the truth.
 
-A graded exercise gives the reader a scaffolded function to write — the chapter's central step
-(one pair's CMI, one AG update, the rectangle Δ, an effective rank, one Glauber sweep) — and a
-check cell that grades it against the exact oracle of the toy world:
+A graded exercise gives the reader a scaffolded function to write — the chapter's central step —
+and a check cell, ``mlmbook.exercises.check("ch1-cmi", my_cmi)``, that grades it against the exact
+oracle of the toy world and shows one line (✓ / ✗ case 3: ... / ○ not attempted yet, never an
+error, so a student edition executes end to end). ``python -m mlmbook.exercises check NOTEBOOK``
+grades a whole notebook from a terminal (:mod:`mlmbook.exercises.grading`).
 
-.. code-block:: python
-
-    def my_cmi(P):                       # the reader's cell: fill in the body
-        ...
-
-    mlmbook.exercises.check("ch1-cmi", my_cmi)    # the check cell
-
-:func:`check` returns a :class:`Grade` that shows as one line (✓ passed on 6 cases / ✗ case 3:
-expected 0.214, got 0.198 …); a function that still raises ``NotImplementedError`` is not attempted
-(○: the line says how to grade it and what passing reads, which is what the static page shows),
-never an error, so a student edition executes end to end.
-
-From a terminal, ``python -m mlmbook.exercises check NOTEBOOK`` grades every check cell of a
-notebook at once without running the rest of the chapter (:mod:`mlmbook.exercises.grading`), and
-``python -m mlmbook.exercises list [N]`` lists the graded exercises.
-
-Each chapter registers its exercises in ``mlmbook/exercises/chN.py`` with :func:`exercise`:
-the cases (inputs drawn from the toy world), the expected answers (from the exact oracle or a
-brute-force computation), a tolerance, a reference solution and at least one deliberately wrong
-solution. ``tests/test_exercises.py`` checks every registered exercise: the reference passes,
-every wrong solution fails.
+Each chapter registers its exercises in ``mlmbook/exercises/chN.py`` with :func:`exercise`: the
+cases, the expected answers (from the exact oracle or brute force), a tolerance, a reference
+solution and at least one deliberately wrong solution, which ``tests/test_exercises.py`` checks
+the grader rejects.
 """
 from __future__ import annotations
 
 import importlib
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import numpy as np
@@ -79,7 +64,6 @@ class Grade:
     attempted: bool
     n_cases: int
     message: str
-    details: dict = field(default_factory=dict)
 
     def __bool__(self) -> bool:
         return self.passed
@@ -87,37 +71,28 @@ class Grade:
     def __str__(self) -> str:
         return self.message
 
-    def _repr_markdown_(self) -> str:
-        return self.message
-
-    def __repr__(self) -> str:
-        return self.message
+    __repr__ = _repr_markdown_ = __str__
 
 
 _REGISTRY: dict[str, Exercise] = {}
 
 
-def exercise(name: str, level: str, cases, expected, reference, wrong=(), tol: float = 1e-6,
-             what: str = "the answer") -> Exercise:
-    """Register a graded exercise (see :class:`Exercise`); returns it."""
-    if level not in LEVELS:
-        raise ValueError(f"level must be one of {LEVELS}, not {level!r}")
-    if name in _REGISTRY:
-        raise ValueError(f"exercise {name!r} is registered twice")
-    if not wrong:
-        raise ValueError(f"exercise {name!r} needs at least one wrong solution the grader must reject")
-    _REGISTRY[name] = Exercise(name, level, cases, expected, reference, tuple(wrong), tol, what)
-    return _REGISTRY[name]
+def exercise(ex: Exercise) -> Exercise:
+    """Register a graded exercise; returns it."""
+    if ex.level not in LEVELS:
+        raise ValueError(f"level must be one of {LEVELS}, not {ex.level!r}")
+    if ex.name in _REGISTRY:
+        raise ValueError(f"exercise {ex.name!r} is registered twice")
+    if not ex.wrong:
+        raise ValueError(f"exercise {ex.name!r} needs at least one wrong solution the grader must reject")
+    _REGISTRY[ex.name] = ex
+    return ex
 
 
 def registry() -> dict[str, Exercise]:
     """Every registered exercise, by name (imports every chapter's module first)."""
     for mod in _CHAPTER_MODULES:
-        try:
-            importlib.import_module(f".{mod}", __name__)
-        except ModuleNotFoundError as e:
-            if e.name != f"{__name__}.{mod}":
-                raise
+        importlib.import_module(f".{mod}", __name__)
     return dict(_REGISTRY)
 
 
@@ -131,9 +106,9 @@ def _close(got, want, tol) -> bool:
 
 
 def _show(x) -> str:
-    a = np.asarray(x, dtype=float) if not isinstance(x, str) else None
-    if a is None:
+    if isinstance(x, str):
         return repr(x)
+    a = np.asarray(x, dtype=float)
     if a.ndim == 0:
         return f"{float(a):.6g}"
     return f"an array of shape {a.shape} (first values {np.array2string(a.ravel()[:4], precision=4)})"
@@ -162,7 +137,7 @@ def check(name: str, candidate: Callable, cases: Sequence | None = None) -> Grad
                          f"{len(cases)} cases.")
         except Exception as e:  # the reader's bug, reported in one line
             return Grade(name, False, True, len(cases),
-                         f"✗ {name}: case {k} of {len(cases)} raised {type(e).__name__}: {e}", {"case": k})
+                         f"✗ {name}: case {k} of {len(cases)} raised {type(e).__name__}: {e}")
         if not _close(got, want, ex.tol):
             diff = ""
             try:
@@ -172,6 +147,6 @@ def check(name: str, candidate: Callable, cases: Sequence | None = None) -> Grad
                 pass
             return Grade(name, False, True, len(cases),
                          f"✗ {name}: case {k} of {len(cases)}: {ex.what} should be {_show(want)}, "
-                         f"got {_show(got)}{diff}.", {"case": k})
+                         f"got {_show(got)}{diff}.")
     return Grade(name, True, True, len(cases),
                  f"✓ {name}: {ex.what} matches the exact answer on all {len(cases)} cases.")

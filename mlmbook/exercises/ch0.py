@@ -1,23 +1,17 @@
 r"""Chapter 0's graded exercises: the two quantities the chapter's comparisons rest on.
 
 * ``ch0-kl`` (warm-up): :math:`\mathrm{KL}(p\,\|\,q)` between the truth's conditional of one
-  masked word and a model's, with the convention :math:`0 \log (0/q) = 0` for the words the
-  truth rules out. Graded against the sum written out over the vocabulary.
+  masked word and a model's, with :math:`0 \log (0/q) = 0`, graded against the sum written out.
 * ``ch0-bayes-loss`` (core): the Bayes-optimal single-site loss of one sentence,
-  :math:`-\frac1n \sum_i \log p(x_i \mid x_{\setminus i})`. Graded on sentences of the tiny
-  grammar against brute force: each conditional from the exact probabilities of the whole
-  sentences with every word of the vocabulary at position :math:`i`.
+  :math:`-\frac1n \sum_i \log p(x_i \mid x_{\setminus i})`, graded on the tiny grammar against
+  conditionals from the exact probabilities of whole sentences.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from . import exercise
+from . import Exercise, exercise
 
-__all__ = ["kl_reference", "bayes_loss_reference"]
-
-
-# --------------------------------------------------------------------------- ch0-kl
 
 def _kl_cases():
     from ..toy import Grammar
@@ -57,17 +51,15 @@ def _quiet(f):
     return wrapped
 
 
-exercise(
+exercise(Exercise(
     "ch0-kl", "warm-up", _kl_cases, _kl_expected, kl_reference,
     wrong=(
         _quiet(lambda p, q: float(np.sum(q * np.log(q / p)))),  # the reverse direction
         _quiet(lambda p, q: float(np.nansum(p * np.log2(p / q)))),                  # bits, not nats
         _quiet(lambda p, q: float(np.sum(p * np.log(p / q)))),  # 0 log 0 left as nan
     ),
-    tol=1e-9, what="KL(p || q) in nats")
+    tol=1e-9, what="KL(p || q) in nats"))
 
-
-# --------------------------------------------------------------------------- ch0-bayes-loss
 
 def _bayes_cases():
     from ..toy import Grammar
@@ -101,7 +93,7 @@ def _unigram_loss(grammar, words):
     return float(-np.mean(np.log(freq[[grammar.word_id[w] for w in words]])))
 
 
-exercise(
+exercise(Exercise(
     "ch0-bayes-loss", "core", _bayes_cases, _bayes_expected, bayes_loss_reference,
     wrong=(
         _unigram_loss,  # ignores the context
@@ -110,4 +102,4 @@ exercise(
         _quiet(lambda g, w: float(-np.mean(np.log(g.conditionals(w)[np.arange(len(w)) - 1,
                                                                     [g.word_id[x] for x in w]])))),
     ),
-    tol=1e-7, what="the Bayes-optimal single-site loss (nats per token)")
+    tol=1e-7, what="the Bayes-optimal single-site loss (nats per token)"))

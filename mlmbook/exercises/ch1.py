@@ -1,21 +1,14 @@
 r"""Chapter 1's graded exercises: CMI from a joint, the spanning tree of a CMI matrix, the chain's
-joint.
-
-Every case comes from an exact oracle: two-site joints of the toy language, truth-CMI matrices of
-the positive-control world (whose maximum spanning tree *is* the gold tree, so the tree exercise
-is graded by the gold tree itself), and conditional tables whose two-site Gibbs chain has a
-known joint.
+joint; every case from an exact oracle (the toy language, the positive-control world whose
+spanning tree *is* the gold tree, conditional tables whose Gibbs chain has a known joint).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from . import exercise
-
-__all__ = ["cmi_cases", "tree_cases", "chain_cases"]
+from . import Exercise, exercise
 
 
-# ------------------------------------------------------------------ ch1-cmi (warm-up)
 def cmi_cases():
     """Exact joints p(x_i, x_j | rest) of toy-language pairs: edges, non-edges, a pair with CMI
     0."""
@@ -47,11 +40,10 @@ def _cmi_entropy_sum(P):
     return float(-(a[a > 0] * np.log(a[a > 0])).sum())        # H(X) alone: forgets the joint
 
 
-exercise("ch1-cmi", "warm-up", cmi_cases, _cmi, _cmi, wrong=(_cmi_bits, _cmi_entropy_sum), tol=1e-9,
-         what="the mutual information (nats)")
+exercise(Exercise("ch1-cmi", "warm-up", cmi_cases, _cmi, _cmi, wrong=(_cmi_bits, _cmi_entropy_sum),
+                  tol=1e-9, what="the mutual information (nats)"))
 
 
-# ------------------------------------------------------------------ ch1-tree (core)
 def tree_cases():
     """Truth-CMI matrices of sentences of the positive-control world, whose spanning tree is the
     gold tree."""
@@ -91,11 +83,10 @@ def _tree_expected(S):
     return sorted(maximum_spanning_tree(np.maximum(S, S.T)))
 
 
-exercise("ch1-tree", "core", tree_cases, _tree_expected, _mst, wrong=(_chain, _minimum), tol=0.0,
-         what="the maximum spanning tree (a sorted list of edges (i, j), i < j)")
+exercise(Exercise("ch1-tree", "core", tree_cases, _tree_expected, _mst, wrong=(_chain, _minimum),
+                  tol=0.0, what="the maximum spanning tree (a sorted list of edges (i, j), i < j)"))
 
 
-# ------------------------------------------------------------------ ch1-chain (stretch)
 def chain_cases():
     """Conditional tables ``(A, B)``: ``A[a, b] = q(a | b)`` (columns sum to 1), ``B[a, b] = q(b |
     a)`` (rows sum to 1). The first two are a true joint's conditionals (the chain's joint is that
@@ -136,5 +127,6 @@ def _chain_one_step(A, B):
     return A * mu[None, :]
 
 
-exercise("ch1-chain", "stretch", chain_cases, _chain_expected, _chain_joint,
-         wrong=(_chain_product, _chain_one_step), tol=1e-9, what="the chain's joint pi(a, b)")
+exercise(Exercise("ch1-chain", "stretch", chain_cases, _chain_expected, _chain_joint,
+                  wrong=(_chain_product, _chain_one_step), tol=1e-9,
+                  what="the chain's joint pi(a, b)"))

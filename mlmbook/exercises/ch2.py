@@ -8,9 +8,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from . import exercise
-
-__all__ = []
+from . import Exercise, exercise
 
 SHOWCASE = "the dog near the old river barks .".split()
 
@@ -29,7 +27,6 @@ def _conditionals(P):
         return P / P.sum(axis=0, keepdims=True), P / P.sum(axis=1, keepdims=True)
 
 
-# ----------------------------------------------------------------------------------------- HCB
 def _hcb(q_a_given_b, q_b_given_a, pivot):
     joint = q_b_given_a[pivot][None, :] * q_a_given_b / q_a_given_b[pivot][None, :]
     return joint / joint.sum()
@@ -56,11 +53,10 @@ def _hcb_wrong_axis(q_a_given_b, q_b_given_a, pivot):
     return joint / joint.sum()
 
 
-exercise("ch2-hcb", "warm-up", _hcb_cases, _hcb, _hcb, wrong=(_hcb_no_ratio, _hcb_wrong_axis),
-         tol=1e-9, what="the HCB joint")
+exercise(Exercise("ch2-hcb", "warm-up", _hcb_cases, _hcb, _hcb,
+                  wrong=(_hcb_no_ratio, _hcb_wrong_axis), tol=1e-9, what="the HCB joint"))
 
 
-# -------------------------------------------------------------------------------------- anchor
 def _anchor(joint, m_a, m_b):
     r_b_given_a = joint / joint.sum(axis=1, keepdims=True)
     r_a_given_b = joint / joint.sum(axis=0, keepdims=True)
@@ -88,11 +84,10 @@ def _anchor_swapped(joint, m_a, m_b):
                   + m_b[None, :] * joint / joint.sum(axis=1, keepdims=True))
 
 
-exercise("ch2-anchor", "core", _anchor_cases, _anchor, _anchor, wrong=(_anchor_one_side, _anchor_swapped),
-         tol=1e-9, what="the anchored joint")
+exercise(Exercise("ch2-anchor", "core", _anchor_cases, _anchor, _anchor,
+                  wrong=(_anchor_one_side, _anchor_swapped), tol=1e-9, what="the anchored joint"))
 
 
-# ----------------------------------------------------------------------------- AG, three sites
 def _ag3(r, q1, q2, q3):
     den = sum(1 / r.sum(axis=i, keepdims=True) for i in range(3))
     new = (q1 + q2 + q3) / den
@@ -104,7 +99,7 @@ def _ag3_cases():
     from ..toy import Grammar
     from ..toy.vocab import N_SPECIAL
     g = Grammar.load("toy[smoothing=0.05]")      # soft zeros: every cell of the grid has mass
-    words = "the dog near the old river barks .".split()
+    words = SHOWCASE
     grid = [[g.word_id[w] + N_SPECIAL for w in ws] for ws in
             (("dog", "cat", "farmer", "dogs"), ("old", "quiet", "busy", "small"), ("barks", "sleeps", "waits", "bark"))]
     P = site_joint(g, words, [1, 4, 6], grid)
@@ -126,5 +121,6 @@ def _ag3_marginal_sum(r, q1, q2, q3):
     return new / new.sum()
 
 
-exercise("ch2-ag3", "stretch", _ag3_cases, _ag3, _ag3, wrong=(_ag3_unnormalised, _ag3_marginal_sum),
-         tol=1e-9, what="the updated three-site joint")
+exercise(Exercise("ch2-ag3", "stretch", _ag3_cases, _ag3, _ag3,
+                  wrong=(_ag3_unnormalised, _ag3_marginal_sum), tol=1e-9,
+                  what="the updated three-site joint"))

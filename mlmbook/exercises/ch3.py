@@ -1,12 +1,9 @@
 """Chapter 3's graded exercises: the rectangle Δ, the order inconsistency of a pair, an Ensemble of
 Conditionals — each graded against exact answers from the tiny grammar's truth.
 
-The cases are two-site tables of the toy grammars (``"tiny"``; ``"toy"`` for the rectangle, whose
-true odds ratios must differ from 1): the exact joint :math:`p(x_i, x_j \\mid
-x_{\\setminus\\{i,j\\}})` of a pair of positions (:meth:`~mlmbook.toy.Grammar.pair_joint`), read as
-the conditionals a perfectly consistent model would give, and the same tables with a deterministic
-perturbation of one family of conditionals (an inconsistent "model"). The truth's cases have Δ = 0,
-order inconsistency 0 and versions that all equal the direct conditional; the perturbed ones do not.
+The cases are exact two-site joints :math:`p(x_i, x_j \\mid x_{\\setminus\\{i,j\\}})` of the toy
+grammars, read as the conditionals of a perfectly consistent model (Δ = 0, order inconsistency 0),
+and the same tables with one family of conditionals perturbed (an inconsistent "model").
 """
 from __future__ import annotations
 
@@ -14,9 +11,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from . import exercise
-
-__all__ = ["pair_tables", "rectangle_delta", "order_inconsistency", "ensemble_mean"]
+from . import Exercise, exercise
 
 
 @lru_cache(maxsize=1)
@@ -51,7 +46,6 @@ def _conditionals(P):
     return qa_b, qb_a
 
 
-# ------------------------------------------------------------------ the rectangle Δ
 @lru_cache(maxsize=1)
 def _dependent_rectangles():
     """Rectangles of the toy grammar whose true odds ratio is not 1 (all four cells possible):
@@ -114,11 +108,11 @@ def _rectangle_probabilities(qa_b, qb_a):
     return (qa_b[0, 0] * qa_b[1, 1] - qa_b[1, 0] * qa_b[0, 1]) - (qb_a[0, 0] * qb_a[1, 1] - qb_a[1, 0] * qb_a[0, 1])
 
 
-exercise("ch3-rectangle", "warm-up", _rectangle_cases, _rectangle_expected, rectangle_delta,
-         wrong=(_rectangle_sum, _rectangle_probabilities), tol=1e-9, what="the rectangle's Δ (nats)")
+exercise(Exercise("ch3-rectangle", "warm-up", _rectangle_cases, _rectangle_expected,
+                  rectangle_delta, wrong=(_rectangle_sum, _rectangle_probabilities), tol=1e-9,
+                  what="the rectangle's Δ (nats)"))
 
 
-# ---------------------------------------------------------------- the order inconsistency of a pair
 def _order_cases():
     cases = []
     for k, (P, _, _, _) in enumerate(pair_tables()):
@@ -154,11 +148,11 @@ def _order_over_max(q_i, q_j, q_j_given_a, q_i_given_b, a, b):
     return abs(j0 - j1) / max(j0, j1)
 
 
-exercise("ch3-order", "core", _order_cases, _order_expected, order_inconsistency,
-         wrong=(_order_no_marginals, _order_over_max), tol=1e-9, what="the order inconsistency")
+exercise(Exercise("ch3-order", "core", _order_cases, _order_expected, order_inconsistency,
+                  wrong=(_order_no_marginals, _order_over_max), tol=1e-9,
+                  what="the order inconsistency"))
 
 
-# ------------------------------------------------------------------ an ensemble of conditionals
 def _ensemble_cases():
     """Target x_i, auxiliary x_j of each table: a direct conditional and one route through j (the
     truth's), or two routes of which one is perturbed (an inconsistent model)."""
@@ -171,8 +165,7 @@ def _ensemble_cases():
         head = P.sum(1)[cand]                                    # q(x_i = c | both masked)
         tail = P[cand, o] / P.sum(1)[cand]                       # q(x_j = o | x_i = c)
         cases.append((direct, head[None], tail[None]))                                  # the truth
-        bent = _perturb(P, seed=20 + k, axis=1)[cand, o]
-        # an inconsistent route
+        bent = _perturb(P, seed=20 + k, axis=1)[cand, o]                # an inconsistent route
         cases.append((direct, np.vstack([head, head]), np.vstack([tail, bent])))
     return cases
 
@@ -201,5 +194,6 @@ def _ensemble_geometric(direct, heads, tails):
     return g / g.sum()
 
 
-exercise("ch3-ensemble", "stretch", _ensemble_cases, _ensemble_expected, ensemble_mean,
-         wrong=(_ensemble_unnormalised, _ensemble_geometric), tol=1e-9, what="the averaged ensemble")
+exercise(Exercise("ch3-ensemble", "stretch", _ensemble_cases, _ensemble_expected, ensemble_mean,
+                  wrong=(_ensemble_unnormalised, _ensemble_geometric), tol=1e-9,
+                  what="the averaged ensemble"))

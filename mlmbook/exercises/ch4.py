@@ -1,12 +1,10 @@
 r"""Chapter 4's graded exercises: the two effective ranks and principal angles, graded by exact
 linear algebra.
 
-Every case is a matrix built with a known geometry: :math:`H = U\,\mathrm{diag}(\sigma)\,V^\top`
-with random orthonormal :math:`U, V` and chosen singular values :math:`\sigma` (flat, decaying,
-one dominant offset, a rank-deficient one), or two bases at known angles. The expected answers
-are computed a second way — from the eigenvalues of the Gram matrix :math:`H^\top H =
-V\,\mathrm{diag}(\sigma^2)\,V^\top`, or from the angles the case was built with — never by the
-function under test.
+Every case is a matrix of known geometry, :math:`H = U\,\mathrm{diag}(\sigma)\,V^\top` with random
+orthonormal :math:`U, V` and chosen singular values :math:`\sigma`, or two bases at known angles;
+the expected answers are computed a second way (from the eigenvalues of :math:`H^\top H =
+V\,\mathrm{diag}(\sigma^2)\,V^\top`, or from the angles the case was built with).
 """
 from __future__ import annotations
 
@@ -14,9 +12,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from . import exercise
-
-__all__ = ["spectrum_cases", "entropy_rank", "eps_rank", "angle_cases", "principal_cosines"]
+from . import Exercise, exercise
 
 EPS = 0.1
 
@@ -47,7 +43,6 @@ def _gram_sigma(H):
     return np.sqrt(lam[lam > 1e-10 * lam.max()])
 
 
-# ------------------------------------------------------------------ the entropy effective rank
 def _entropy_expected(H):
     s = _gram_sigma(H)
     p = s / s.sum()
@@ -74,18 +69,15 @@ def _entropy_centred(H):                       # wrong: centres the columns firs
 
 
 def _entropy_bits(H):                          # wrong: 2 to the entropy in nats
-    s = np.linalg.svd(H, compute_uv=False)
-    p = s / s.sum()
-    p = p[p > 0]
-    return float(2 ** (-np.sum(p * np.log(p))))
+    return float(2 ** np.log(entropy_rank(H)))
 
 
-exercise("ch4-erank", "warm-up", lambda: [(H,) for H in spectrum_cases()], _entropy_expected,
-         entropy_rank, wrong=(_entropy_of_squares, _entropy_centred, _entropy_bits), tol=1e-8,
-         what="the entropy effective rank")
+exercise(Exercise("ch4-erank", "warm-up", lambda: [(H,) for H in spectrum_cases()],
+                  _entropy_expected, entropy_rank,
+                  wrong=(_entropy_of_squares, _entropy_centred, _entropy_bits), tol=1e-8,
+                  what="the entropy effective rank"))
 
 
-# ------------------------------------------------------------------ the ε-rank
 def _eps_expected(H, eps):
     lam = _gram_sigma(H) ** 2
     k, kept = 0, 0.0
@@ -116,11 +108,10 @@ def _eps_cases():
     return [(H, e) for H in spectrum_cases() for e in (EPS, 0.3)]
 
 
-exercise("ch4-epsrank", "core", _eps_cases, _eps_expected, eps_rank, wrong=(_eps_of_sigma, _eps_index), tol=0,
-         what="the ε-effective rank")
+exercise(Exercise("ch4-epsrank", "core", _eps_cases, _eps_expected, eps_rank,
+                  wrong=(_eps_of_sigma, _eps_index), tol=0, what="the ε-effective rank"))
 
 
-# ------------------------------------------------------------------ principal angles
 @lru_cache(maxsize=1)
 def angle_cases():
     """Pairs (A, B) of representation matrices whose row spaces meet at chosen angles, with the
@@ -170,6 +161,7 @@ def _cosines_of_columns(A, B):  # wrong: the column spaces (of the N rows), not 
     return principal_cosines(A[:n].T, B[:n].T)
 
 
-exercise("ch4-angles", "stretch", lambda: [case for case, _ in angle_cases()], _angles_expected,
-         principal_cosines, wrong=(_cosines_unnormalised, _cosines_of_columns), tol=1e-8,
-         what="the cosine of every principal angle")
+exercise(Exercise("ch4-angles", "stretch", lambda: [case for case, _ in angle_cases()],
+                  _angles_expected, principal_cosines,
+                  wrong=(_cosines_unnormalised, _cosines_of_columns), tol=1e-8,
+                  what="the cosine of every principal angle"))

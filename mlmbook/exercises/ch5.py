@@ -1,10 +1,9 @@
 """Chapter 5's graded exercises: one Glauber step's transition row, the stationary law of a small
 chain, its spectral gap — each graded against the exact chain of the tiny grammar's truth.
 
-The cases are frames over sentences of ``Grammar.load("tiny")``: every position but the period
-ranges over two words (:func:`mlmbook.glauber.length_frames`), and the truth's exact
-:math:`\\log p` of every state (:func:`mlmbook.glauber.truth_log_probs`) is given as an array with
-one axis per free site.
+A case is the truth's exact :math:`\\log p` on a frame of the tiny grammar (every position but the
+period ranges over two words, :func:`mlmbook.glauber.length_frames`): an array with one axis per
+free site.
 """
 from __future__ import annotations
 
@@ -12,9 +11,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from . import exercise
-
-__all__ = ["frame_cases"]
+from . import Exercise, exercise
 
 
 @lru_cache(maxsize=1)
@@ -31,22 +28,22 @@ def frame_cases():
     return tuple(out)
 
 
-# ---------------------------------------------------------------- one Glauber step's transition row
 def _row_cases():
-    cases = []
-    for logp, _ in frame_cases():
-        x = tuple(int(v) for v in np.argwhere(np.isfinite(logp))[-1])      # a state of the language
-        for T in (1.0, 0.5):
-            cases.append((logp, x, T))
-    return cases
+    states = [(logp, tuple(int(v) for v in np.argwhere(np.isfinite(logp))[-1]))   # in the language
+              for logp, _ in frame_cases()]
+    return [(logp, x, T) for logp, x in states for T in (1.0, 0.5)]
 
 
-def _row_expected(logp, x, T):
+def _kernel(logp, T):
+    """The exact Glauber kernel over every state of the frame (sparse)."""
     from ..glauber import Frame
     frame = Frame(np.zeros(logp.ndim, dtype=np.int64), range(logp.ndim), [list(range(m)) for m in logp.shape])
     flat = logp.ravel()
-    P = frame.kernel([flat[frame.families(a)] for a in range(logp.ndim)], T)
-    return P[int(np.ravel_multi_index(x, logp.shape))].toarray().reshape(logp.shape)
+    return frame.kernel([flat[frame.families(a)] for a in range(logp.ndim)], T)
+
+
+def _row_expected(logp, x, T):
+    return _kernel(logp, T)[int(np.ravel_multi_index(x, logp.shape))].toarray().reshape(logp.shape)
 
 
 def glauber_row(logp, x, T):
@@ -75,18 +72,14 @@ def _row_one_site(logp, x, T):
     return row
 
 
-exercise("ch5-glauber-row", "warm-up", _row_cases, _row_expected, glauber_row,
-         wrong=(_row_untempered, _row_one_site), tol=1e-9, what="the transition row P(x, ·)")
+exercise(Exercise("ch5-glauber-row", "warm-up", _row_cases, _row_expected, glauber_row,
+                  wrong=(_row_untempered, _row_one_site), tol=1e-9,
+                  what="the transition row P(x, ·)"))
 
 
-# -------------------------------------------------------------- the stationary law of a small chain
 def _dense_kernel(logp, T):
-    from ..glauber import Frame
-    frame = Frame(np.zeros(logp.ndim, dtype=np.int64), range(logp.ndim), [list(range(m)) for m in logp.shape])
-    flat = logp.ravel()
-    keep = np.flatnonzero(np.isfinite(flat))  # the truth's chain lives on its support
-    P = frame.kernel([flat[frame.families(a)] for a in range(logp.ndim)], T)
-    return P[keep][:, keep].toarray()
+    keep = np.flatnonzero(np.isfinite(logp.ravel()))  # the truth's chain lives on its support
+    return _kernel(logp, T)[keep][:, keep].toarray()
 
 
 def _matrix_cases():
@@ -115,11 +108,11 @@ def _stationary_row(P):
     return np.linalg.matrix_power(P, 3)[0]
 
 
-exercise("ch5-stationary", "core", _matrix_cases, _stationary_expected, stationary_law,
-         wrong=(_stationary_uniform, _stationary_row), tol=1e-8, what="the stationary law π")
+exercise(Exercise("ch5-stationary", "core", _matrix_cases, _stationary_expected, stationary_law,
+                  wrong=(_stationary_uniform, _stationary_row), tol=1e-8,
+                  what="the stationary law π"))
 
 
-# ------------------------------------------------------------------ the spectral gap
 def _gap_expected(P):
     from scipy.sparse import csr_matrix
 
@@ -141,5 +134,5 @@ def _gap_of_all(P):
     return float(1 - np.abs(np.linalg.eigvals(P)).max())
 
 
-exercise("ch5-spectral-gap", "stretch", _matrix_cases, _gap_expected, spectral_gap_of,
-         wrong=(_gap_second_eigenvalue, _gap_of_all), tol=1e-8, what="the spectral gap")
+exercise(Exercise("ch5-spectral-gap", "stretch", _matrix_cases, _gap_expected, spectral_gap_of,
+                  wrong=(_gap_second_eigenvalue, _gap_of_all), tol=1e-8, what="the spectral gap"))

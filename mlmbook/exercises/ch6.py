@@ -14,9 +14,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from . import exercise
-
-__all__ = ["table_cases"]
+from . import Exercise, exercise
 
 
 @lru_cache(maxsize=1)
@@ -97,7 +95,8 @@ def _mixture_no_choice(L):
     return float(f[-1])
 
 
-exercise("ch6-nelbo", "warm-up", table_cases, _nelbo_expected, nelbo_of, wrong=(_left_to_right, _unweighted),
-         tol=1e-9, what="the NELBO (nats)")
-exercise("ch6-mixture", "core", table_cases, _mixture_expected, mixture_of,
-         wrong=(lambda L: -nelbo_of(L), _mixture_no_choice), tol=1e-9, what="log p_mix (nats)")
+exercise(Exercise("ch6-nelbo", "warm-up", table_cases, _nelbo_expected, nelbo_of,
+                  wrong=(_left_to_right, _unweighted), tol=1e-9, what="the NELBO (nats)"))
+exercise(Exercise("ch6-mixture", "core", table_cases, _mixture_expected, mixture_of,
+                  wrong=(lambda L: -nelbo_of(L), _mixture_no_choice), tol=1e-9,
+                  what="log p_mix (nats)"))

@@ -1,11 +1,8 @@
 """Grade a student's notebook (or Python file) from a terminal, without running the chapter.
 
-``python -m mlmbook.exercises check 01_dependencies.ipynb`` reads the file's code, keeps its imports
-and the functions it defines, and runs every check call it contains — ``exercises.check("ch1-cmi",
-my_cmi)`` — exactly as the check cells under the exercises do; it prints one line per exercise and
-exits with 0 only when all pass. The rest of the chapter's code (models, figures) is not run, so
-grading takes seconds. A function that uses a name the chapter defines elsewhere fails its first
-case with that name in the message.
+Only the file's imports and the functions it defines are run, then every check call it contains,
+as the check cells do; so grading takes seconds, and a function that uses a name the chapter
+defines elsewhere fails its first case with that name in the message.
 """
 from __future__ import annotations
 

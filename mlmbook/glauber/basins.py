@@ -1,19 +1,10 @@
-r"""Chapter 5's topic basins, as functions the chapter calls.
-
-:func:`topic_frame` builds the frame of the topic experiment; :func:`escape_experiment` measures the
-mean time to escape from the farm basin into the town basin of one topic world exactly (mean hitting
-times of the frame's transition matrix), with the barrier and the path over it
-(:func:`~mlmbook.glauber.landscape.barrier_path`). Restricted to the frame, an MLM's Glauber chain
-*is* a finite Markov chain, whose matrix comes from one pass of the MLM over the frame's contexts;
-:func:`sampler_escapes` runs the real sampler there, and :func:`sampler_check` tests it against the
-exact law of the escape time. :func:`state_kl` is the MLM's single-site KL to the truth at each
-state of the frame (on the barrier's path, say, against elsewhere). :func:`topic_worlds` runs the
-experiment in the three worlds, :func:`ladder_fit` gives each MLM's fit to its world's truth, and
-:func:`topic_trajectory` follows an MLM's chain over the whole vocabulary with a lexical topic
-probe.
-"""
+r"""Chapter 5's topic basins, as functions the chapter calls: the exact escape from the farm basin
+into the town basin of each topic world. Restricted to a frame, an MLM's Glauber chain *is* a finite
+Markov chain, whose matrix comes from one pass of the MLM over the frame's contexts; the real
+sampler is checked against it (:func:`sampler_check`)."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
@@ -30,8 +21,9 @@ from .trajectories import escape_rate, hysteresis_labels, topic_log_odds, topic_
 if TYPE_CHECKING:
     from ..models.base import MaskedLM
 
-__all__ = ["topic_frame", "escape_experiment", "state_kl", "sampler_escapes", "sampler_check",
-           "TopicWorlds", "topic_worlds", "ladder_fit", "topic_trajectory", "saddle_move"]
+__all__ = ["topic_frame", "escape_experiment", "state_kl", "EscapeCheck", "sampler_escapes",
+           "sampler_check", "TopicWorlds", "topic_worlds", "ladder_fit", "topic_trajectory",
+           "saddle_move"]
 
 TOPIC_SENTENCE = "the farmer feeds the cow in the barn ."
 TOPIC_SITES = [1, 2, 4, 7]
@@ -45,21 +37,33 @@ def topic_frame(lm: MaskedLM, slot_words: list) -> Frame:
                  [[enc(w) for w in ws] for ws in slot_words])
 
 
-def sampler_escapes(lm: MaskedLM, frame: Frame, start: int, target, temps: list, n_chains: int,
-                    cap: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+@dataclass(frozen=True)
+class EscapeCheck:
+    """How the real sampler's escapes are run and checked: ``chains`` chains per temperature of
+    ``temps``, each capped at ``cap`` steps, seeded by ``seed``; the interval at ``level``."""
+    temps: list
+    chains: int
+    cap: int
+    seed: int = 0
+    level: float = stats.LEVEL
+
+
+def sampler_escapes(lm: MaskedLM, frame: Frame, start: int, target,
+                    check: EscapeCheck) -> tuple[np.ndarray, np.ndarray]:
     """The real :class:`GlauberSampler`, restricted to the frame (its sites over their
-    candidates, the rest frozen), ``n_chains`` per temperature in one batch from frame state
-    ``start``; each chain stops at its first step in ``target`` or at ``cap`` steps.
+    candidates, the rest frozen), ``check.chains`` per temperature in one batch from frame state
+    ``start``; each chain stops at its first step in ``target`` or at ``check.cap`` steps.
 
     Returns
     -------
-    (times, censored) : two (len(temps), n_chains) arrays, times in steps (``cap`` where
+    (times, censored) : two (len(temps), chains) arrays, times in steps (``cap`` where
     censored).
     """
+    temps, n_chains, cap = check.temps, check.chains, check.cap
     frozen = [i for i in range(len(frame.template)) if i not in frame.sites]
     C = len(temps) * n_chains
-    samp = GlauberSampler(lm, temperature=np.repeat(temps, n_chains), seed=seed, frozen=frozen,
-                          candidates=dict(zip(frame.sites, frame.candidates)))
+    samp = GlauberSampler(lm, temperature=np.repeat(temps, n_chains), seed=check.seed,
+                          frozen=frozen, candidates=dict(zip(frame.sites, frame.candidates)))
     Tc = samp.temperatures(C)
     tgt = np.zeros(frame.size, bool)
     tgt[np.asarray(target, dtype=np.int64)] = True
@@ -78,11 +82,11 @@ def sampler_escapes(lm: MaskedLM, frame: Frame, start: int, target, temps: list,
     return times.reshape(len(temps), n_chains), live.reshape(len(temps), n_chains)
 
 
-def sampler_check(lm: MaskedLM, frame: Frame, site_logits, start: int, target, temps: list,
-                  n_chains: int, cap: int, seed: int = 0, level: float = stats.LEVEL) -> dict:
+def sampler_check(lm: MaskedLM, frame: Frame, site_logits, start: int, target,
+                  check: EscapeCheck) -> dict:
     r"""Does the real sampler run the chain of ``frame.kernel(site_logits, T)``?
 
-    :func:`sampler_escapes` gives ``n_chains`` capped escape times :math:`\min(\tau, c)` per
+    :func:`sampler_escapes` gives ``check.chains`` capped escape times :math:`\min(\tau, c)` per
     temperature; :func:`escape_survival` gives their exact mean :math:`\mu_T`, censoring included.
     The check is the relative difference
 
@@ -95,16 +99,17 @@ def sampler_check(lm: MaskedLM, frame: Frame, site_logits, start: int, target, t
     -------
     dict
         ``sampler`` and ``exact`` (capped mean escape per T, steps), ``censored`` (share per T),
-        ``interval`` (:class:`~mlmbook.stats.Interval` of :math:`r` at ``level``), ``chains``,
-        ``cap``.
+        ``interval`` (:class:`~mlmbook.stats.Interval` of :math:`r` at ``check.level``),
+        ``chains``, ``cap``.
     """
-    times, cens = sampler_escapes(lm, frame, start, target, temps, n_chains, cap, seed)
+    times, cens = sampler_escapes(lm, frame, start, target, check)
+    temps, cap = check.temps, check.cap
     mean = [float(escape_survival(frame.kernel(site_logits, T), start, target, cap)[:cap].sum()) for T in temps]
     scaled = times / np.maximum(np.asarray(mean)[:, None], 1e-12)          # (temps, chains)
     iv = stats.bootstrap(lambda *rows: np.mean([r.mean(-1) for r in rows], axis=0) - 1.0, *scaled,
-                         level=level, seed=seed, what="chains")
+                         level=check.level, seed=check.seed, what="chains")
     return dict(sampler=times.mean(axis=1).tolist(), exact=mean,
-                censored=cens.mean(axis=1).tolist(), interval=iv, chains=n_chains, cap=cap)
+                censored=cens.mean(axis=1).tolist(), interval=iv, chains=check.chains, cap=cap)
 
 
 def escape_experiment(grammar, frame: Frame, temps: list, mlms: dict | None = None,
@@ -113,9 +118,7 @@ def escape_experiment(grammar, frame: Frame, temps: list, mlms: dict | None = No
 
     The start :math:`s` is the most probable frame sentence whose exact topic posterior of farm
     is at least 0.95; the target :math:`B` the sentences with posterior of town at least 0.95.
-    Each chain (the truth's, and each MLM's restricted to the frame) is a finite Markov chain
-    with a known matrix: its mean escape time is one sparse solve per temperature
-    (:func:`~mlmbook.glauber.exact.hitting_times`), with no sampling noise and no cap.
+    Mean escape times are exact (:func:`~mlmbook.glauber.exact.hitting_times`).
 
     Parameters
     ----------
@@ -129,8 +132,7 @@ def escape_experiment(grammar, frame: Frame, temps: list, mlms: dict | None = No
         ``{name: MaskedLM}`` trained on that world; each matrix is built from
         :meth:`Frame.conditional_logits`.
     check : (temps, chains, cap), optional
-        Run the real sampler of the first MLM, ``chains`` per temperature capped at ``cap`` steps,
-        against the exact law of its matrix (:func:`sampler_check`, 95 % interval).
+        :func:`sampler_check` of the first MLM (95 % interval).
 
     Returns
     -------
@@ -163,7 +165,7 @@ def escape_experiment(grammar, frame: Frame, temps: list, mlms: dict | None = No
         name = next(iter(mlms))
         check_T, chains, cap = check
         w["check_mlm"] = sampler_check(mlms[name], frame, w["tables"][name], s0, town,
-                                       list(check_T), chains, cap, seed=seed)
+                                       EscapeCheck(list(check_T), chains, cap, seed=seed))
     return w
 
 
@@ -236,8 +238,7 @@ def topic_trajectory(lm: MaskedLM, plan, seed: int = 0, odds: float = 19.0) -> d
     (:func:`~mlmbook.glauber.trajectories.topic_log_odds`) labels each sweep farm (:math:`\lambda
     \ge \log` ``odds``) or town (:math:`\le -\log` ``odds``), keeping the label in between.
 
-    The ``plan.trajectory_chains`` chains start on the farmiest sentences of the wall world. None
-    without the model.
+    The ``plan.trajectory_chains`` chains start on the farmiest sentences of the wall world.
 
     Returns
     -------

@@ -16,8 +16,8 @@ import torch
 
 from .. import queries
 
-__all__ = ["Frame", "state_space", "state_index", "exact_transition_matrix", "hitting_times", "escape_survival",
-           "simulate_escapes", "stationary", "spectral_gap", "relaxation_time", "is_reversible"]
+__all__ = ["Frame", "exact_transition_matrix", "hitting_times", "escape_survival",
+           "stationary", "spectral_gap", "is_reversible"]
 
 
 class Frame:
@@ -63,9 +63,6 @@ class Frame:
     def size(self) -> int:
         return int(np.prod(self.sizes))
 
-    def _codes(self) -> np.ndarray:
-        return np.arange(self.size).reshape(self.sizes)
-
     def states(self) -> torch.Tensor:
         """All states (S, n), in frame order."""
         grid = np.indices(self.sizes).reshape(len(self.sites), -1)  # (L, S), last site fastest
@@ -92,20 +89,19 @@ class Frame:
     def families(self, a: int) -> np.ndarray:
         """(S / m_a, m_a): the states that differ only at site number ``a`` — the "lines"
         through which a Glauber update of that site moves."""
-        return np.moveaxis(self._codes(), a, -1).reshape(-1, self.sizes[a])
+        codes = np.arange(self.size).reshape(self.sizes)
+        return np.moveaxis(codes, a, -1).reshape(-1, self.sizes[a])
 
     def conditional_logits(self, cond, mask_id: int | None = None,
                            progress: bool | None = None) -> list[np.ndarray]:
         r"""The oracle's log-scores over each site's candidates, for every context of the frame.
 
-        Since :math:`\pi_i(\cdot \mid x_{-i})` ignores :math:`x_i`, one masked row per family
-        suffices: :math:`\sum_a S/m_a` rows in all. A :class:`~mlmbook.models.base.MaskedLM`
-        is asked through :func:`mlmbook.queries.iter_log_probs` (its budget, its batching; a
-        tqdm bar as ``progress`` says, by default above 20,000 rows) and answers
-        log-probabilities; a plain function with the signature of ``logits`` (then pass
-        ``mask_id``) is called once per site and answers logits. Either differs from the
-        logits by a constant per row, which the tempered softmax of :meth:`kernel` ignores,
-        so one pass serves every temperature.
+        One masked row per family (:math:`\pi_i(\cdot \mid x_{-i})` ignores :math:`x_i`). A
+        :class:`~mlmbook.models.base.MaskedLM` is asked through
+        :func:`mlmbook.queries.iter_log_probs` (a tqdm bar as ``progress`` says, by default above
+        20,000 rows) and answers log-probabilities; a plain function with the signature of
+        ``logits`` (then pass ``mask_id``) answers logits. Either differs from the logits by a
+        constant per row, which :meth:`kernel` ignores: one pass serves every temperature.
 
         Returns
         -------
@@ -122,7 +118,7 @@ class Frame:
             q = states[self.families(a)[:, 0]].clone()
             q[:, i] = mask_id
             queries_.append(q)
-        if not engine:                                   # a plain function (tests' small oracles)
+        if not engine:
             fn = cond.logits if hasattr(cond, "logits") else cond
             return [fn(q, torch.full((len(q), 1), i))[:, 0, :].detach().cpu().double()[:, c].numpy()
                     for q, i, c in zip(queries_, self.sites, self.candidates)]
@@ -154,12 +150,7 @@ class Frame:
         L, S = len(self.sites), self.size
         rows, cols, vals = [], [], []
         for a, lg in enumerate(site_logits):
-            z = lg / T
-            top = z.max(axis=1, keepdims=True)
-            with np.errstate(invalid="ignore"):
-                w = np.exp(z - np.where(np.isfinite(top), top, 0))
-            w[~np.isfinite(top[:, 0])] = 1.0
-            probs = w / w.sum(axis=1, keepdims=True)                        # (F, m)
+            probs = softmax_rows(lg, T)                                      # (F, m)
             fam = self.families(a)
             m = fam.shape[1]
             rows.append(np.repeat(fam, m, axis=1).ravel())                  # from member u ...
@@ -169,22 +160,19 @@ class Frame:
         return P.tocsr()
 
 
-def state_space(n: int, V_subset, template=None, sites=None) -> torch.Tensor:
-    """All |V_subset|^|sites| states (S, n), in the order of :func:`exact_transition_matrix`
-    (lexicographic in the order of ``V_subset``, last free site fastest)."""
-    return Frame.shared(n, V_subset, template, sites).states()
+def softmax_rows(table, T: float) -> np.ndarray:
+    """Row-wise tempered softmax of a site's table over its candidates (a row without mass:
+    uniform)."""
+    z = np.asarray(table, dtype=np.float64) / T
+    top = z.max(axis=1, keepdims=True)
+    with np.errstate(invalid="ignore"):
+        w = np.exp(z - np.where(np.isfinite(top), top, 0))
+    w[~np.isfinite(top[:, 0])] = 1.0
+    return w / w.sum(axis=1, keepdims=True)
 
 
-def state_index(states, V_subset, sites=None) -> np.ndarray:
-    """Index in :func:`state_space` of each state (..., n); -1 if a free site is outside
-    V_subset."""
-    x = torch.as_tensor(states)
-    return Frame.shared(x.shape[-1], V_subset, x.reshape(-1, x.shape[-1])[0], sites).index(x)
-
-
-def exact_transition_matrix(cond, n: int, V_subset, T: float = 1.0, scan: str = "random",
-                            template=None, sites=None, mask_id: int | None = None,
-                            progress: bool | None = None) -> sp.csr_matrix:
+def exact_transition_matrix(cond, n: int, V_subset, T: float = 1.0, template=None,
+                            sites=None) -> sp.csr_matrix:
     r"""Exact random-scan Glauber kernel on :math:`\mathcal{C}^{|\text{sites}|}`, as a sparse
     matrix.
 
@@ -193,18 +181,13 @@ def exact_transition_matrix(cond, n: int, V_subset, T: float = 1.0, scan: str = 
                    \pi_{i,T}(x'_i \mid x_{-i}),
 
     with :math:`\pi_{i,T}` the tempered conditional restricted to ``V_subset`` (renormalised).
-    ``cond`` is an oracle (``.logits``, ``.mask_id``) or a function with the signature of
-    ``logits`` (then pass ``mask_id``). ``template`` fixes the non-free positions. States are
-    ordered as :func:`state_space`. A shortcut for
-    ``Frame.shared(...).kernel(frame.conditional_logits(cond), T)``; use :class:`Frame` for
-    per-site candidate sets, or to reuse one oracle pass across temperatures.
-    Only random scan is built (a systematic sweep is the product of the site kernels and
-    fills in); ``scan`` is there to say so.
+    ``cond`` is an oracle (``.logits``, ``.mask_id``); ``template`` fixes the non-free positions.
+    States are in :class:`Frame` order. A shortcut for
+    ``Frame.shared(...).kernel(frame.conditional_logits(cond), T)``; use :class:`Frame` for a
+    plain logits function, per-site candidate sets, or one oracle pass across temperatures.
     """
-    if scan != "random":
-        raise NotImplementedError("only the random-scan kernel is built exactly")
     frame = Frame.shared(n, V_subset, template, sites)
-    return frame.kernel(frame.conditional_logits(cond, mask_id, progress), T)
+    return frame.kernel(frame.conditional_logits(cond), T)
 
 
 def hitting_times(P, target) -> np.ndarray:
@@ -244,36 +227,6 @@ def escape_survival(P, start: int, target, steps: int) -> np.ndarray:
         out[t] = u[s]
         u = Q @ u
     return out
-
-
-def simulate_escapes(P, start: int, target, n_chains: int, max_steps: int,
-                     seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    r"""Run ``n_chains`` copies of the chain ``P`` from state ``start`` until each enters ``target``
-    (at most ``max_steps`` steps): ``(times, censored)``, times in steps, and for a chain that
-    never arrived the cap with ``censored`` True. Vectorised inverse-CDF sampling of the CSR rows.
-    """
-    P = sp.csr_matrix(P)
-    P.sort_indices()
-    cum = np.cumsum(P.data)
-    before = np.concatenate([[0.0], cum])[P.indptr[:-1]]
-    total = cum[P.indptr[1:] - 1] - before
-    tgt = np.zeros(P.shape[0], bool)
-    tgt[np.asarray(target, dtype=np.int64)] = True
-    rng = np.random.default_rng(seed)
-    x = np.full(n_chains, int(start))
-    times = np.full(n_chains, max_steps, dtype=np.int64)
-    live = ~tgt[x]
-    times[~live] = 0
-    for t in range(max_steps):
-        if not live.any():
-            break
-        r = x[live]
-        k = np.searchsorted(cum, before[r] + rng.random(len(r)) * total[r], side="right")
-        x[live] = P.indices[np.minimum(k, P.indptr[r + 1] - 1)]
-        arrived = live & tgt[x]
-        times[arrived] = t + 1
-        live &= ~arrived
-    return times.astype(np.float64), live.copy()
 
 
 def stationary(P, tol: float = 1e-13, dense_below: int = 300) -> np.ndarray:
@@ -319,21 +272,16 @@ def spectral_gap(P, pi=None, reversible: bool | None = None, dense_below: int = 
     those of the symmetric :math:`D^{1/2} P D^{-1/2}` (:math:`D=\operatorname{diag}\pi`), and
     :math:`t_\text{rel} = 1/\gamma_*` is Levin & Peres' relaxation time, with
     :math:`(t_\text{rel}-1)\log\frac1{2\varepsilon} \le t_\text{mix}(\varepsilon) \le
-    t_\text{rel}\log\frac1{\varepsilon\,\pi_\min}`. (Random-scan Gibbs has eigenvalues in
-    [0, 1], so :math:`\gamma_* = 1-\lambda_2`.) For a non-reversible chain (an incoherent MLM),
-    :math:`1-|\lambda_2|` with :math:`|\lambda_2|` the second-largest eigenvalue modulus of
-    :math:`P`: it gives the asymptotic rate :math:`\|\mu P^t - \pi\| \approx |\lambda_2|^t` but
-    no longer two-sided mixing-time bounds. Eigenvalue 1 is deflated
-    (:math:`P - \mathbf 1\pi^\top`), so the answer is the top modulus of what remains; dense
-    below ``dense_below`` states, ARPACK above (dense again where ARPACK fails). For a reversible
-    chain, states whose stationary mass underflows (below 1e-250, at very low temperature) are left
-    out of the symmetrisation.
+    t_\text{rel}\log\frac1{\varepsilon\,\pi_\min}`. For a non-reversible chain (an incoherent
+    MLM), :math:`1-|\lambda_2|` with :math:`|\lambda_2|` the second-largest eigenvalue modulus of
+    :math:`P` (the asymptotic rate, without two-sided bounds). Eigenvalue 1 is deflated
+    (:math:`P - \mathbf 1\pi^\top`); dense below ``dense_below`` states, ARPACK above (dense
+    again where ARPACK fails). Reversible chains leave out states of mass below 1e-250.
     """
     P = sp.csr_matrix(P)
     pi = stationary(P) if pi is None else np.asarray(pi, dtype=np.float64)
     if reversible is None:
         reversible = is_reversible(P, pi)
-    # states of vanishing mass (underflow at low T) are left out
     if reversible and not (pi > 1e-250).all():
         keep = np.flatnonzero(pi > 1e-250)
         P, pi = P[keep][:, keep], pi[keep] / pi[keep].sum()
@@ -351,8 +299,7 @@ def spectral_gap(P, pi=None, reversible: bool | None = None, dense_below: int = 
     else:
         op = spla.LinearOperator((S, S), matvec=lambda v: A @ v - left * (right @ v), dtype=np.float64)
         solve = spla.eigsh if reversible else spla.eigs
-        # ARPACK's own start is random: the same run, same digits
-        v0 = np.random.default_rng(0).random(S) + 0.5
+        v0 = np.random.default_rng(0).random(S) + 0.5  # ARPACK's own start is random: fix it
         try:
             ev = solve(op, k=1, which="LM", v0=v0, return_eigenvectors=False)
         except (spla.ArpackError, spla.ArpackNoConvergence):  # a hard case: more room, then dense
@@ -363,11 +310,3 @@ def spectral_gap(P, pi=None, reversible: bool | None = None, dense_below: int = 
                 M = A.toarray() - np.outer(left, right)
                 ev = np.linalg.eigvalsh((M + M.T) / 2) if reversible else np.linalg.eigvals(M)
     return float(1 - np.abs(ev).max())
-
-
-def relaxation_time(P, pi=None) -> float:
-    """:math:`1/\\gamma_*` with :math:`\\gamma_*` from :func:`spectral_gap` (inf if the gap is
-    0)."""
-    gap = spectral_gap(P, pi)
-    return float("inf") if gap <= 0 else 1.0 / gap
-

@@ -1,27 +1,12 @@
 r"""The analyses of chapter 5, one function per experiment, so that the chapter shows their idea.
 
-==========================  ================================================================
-function                    what it computes
-==========================  ================================================================
-:func:`rectangle_pairs`     random and adjacent pairs of positions for the rectangle test
-:func:`real_model_frame`    a frame for a real model: single-piece words and their top rivals
-:func:`chapter_frame`       the chapter's frame: given candidate lists (toy), or the real model's rivals
-:func:`frame_sweep`         stationary law, relaxation time, reversibility of a frame's
-                            plain and MH-corrected chains over temperatures, and (with the
-                            truth) their distances to :math:`p_T` and the exact quality of
-                            their stationary laws
-:func:`arrhenius_slopes`    local slopes of :math:`\log t_\text{rel}` against :math:`1/T`
-:func:`coupling_grid`       censored median meeting times and influence over lengths × temperatures
-:func:`growth_exponents`    the growth exponent of meeting times against :math:`m H_m`
-:func:`influence_crossing`  where the influence estimate crosses 1
-==========================  ================================================================
-
 Each returns plain arrays, dicts and :class:`~mlmbook.stats.Interval`\ s; the chapter records the
 numbers its prose cites (its primary questions are answered through :mod:`mlmbook.glauber.study`).
 """
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
@@ -30,15 +15,16 @@ import torch
 from .. import stats
 from .exact import Frame, is_reversible, spectral_gap, stationary
 from .mh import mh_kernel, pll_energy
-from .sampler import GlauberSampler, influence
-from .scaling import coupon_times
+from .sampler import CoupleSettings, GlauberSampler, influence
+from .study import coupon
 from .trajectories import growth_exponent, truth_log_probs
 
 if TYPE_CHECKING:
     from ..models.base import MaskedLM
 
 __all__ = ["rectangle_pairs", "real_model_frame", "chapter_frame", "FrameSweep", "frame_sweep", "law_quality",
-           "arrhenius_slopes", "Grid", "coupling_grid", "growth_exponents", "influence_crossing"]
+           "arrhenius_slopes", "Grid", "GridRuns", "coupling_grid", "growth_exponents",
+           "influence_crossing"]
 
 
 def rectangle_pairs(sentences, rng: np.random.Generator, per_sentence: int = 2) -> dict:
@@ -92,23 +78,25 @@ def chapter_frame(lm: MaskedLM, words: list, slot_words: list) -> Frame:
     return Frame(template, [0, 1, 2, 4], [[next(it) for _ in ws] for ws in slot_words])
 
 
-class FrameSweep(NamedTuple):
+@dataclass(frozen=True)
+class FrameSweep:
     """A frame's chains over temperatures (lists indexed like ``T``).
 
-    ``pi_mlm``, ``trel_mlm``, ``reversible_mlm``: the plain MLM chain's stationary law, relaxation time (steps)
-    and reversibility; ``net_flow``: the share of its stationary flow at T = 1 that circulates. ``residual``:
-    :math:`\\|\\pi P - \\pi\\|_1` of the plain chain's stationary law (the check of the eigensolver at low
-    temperature). ``pi_mh``, ``trel_mh``, ``mh_exact_tv``: the MH-corrected chain (energy: the MLM's
-    pseudo-log-likelihood on the frame): its stationary law, which is :math:`e^{-E/T}/Z` exactly, its relaxation
-    time, and :math:`\\|\\pi P - \\pi\\|_1` of that law under the chain's kernel (the check of its machinery: 0
-    when the law is stationary; an eigensolver is not trusted with it, since at low temperature the law spans
-    hundreds of orders of magnitude). With the truth (else empty lists): ``p_T`` (the tempered truth on the
-    frame), ``trel_truth``, ``machinery_tv`` (TV between the truth chain's stationary law and ``p_T``),
-    ``mh_truth_tv`` (:math:`\\|p_T P - p_T\\|_1` for the MH chain built from the truth with :math:`E = -\\log
-    p`, on the truth's support), ``tv_T`` = TV(π, p_T) and ``tv_mh_T`` = TV(π_MH, p_T), ``tv_1`` = TV(π, p),
-    ``kl_T`` = KL(p_T‖π), ``ungrammatical`` (π's mass off the truth's support), and ``quality`` / ``quality_mh``
-    / ``quality_truth``: :func:`law_quality` of π, π_MH, p_T; ``logp``: the truth's exact log p of the states
-    (None without the truth).
+    ``pi_mlm``, ``trel_mlm``, ``reversible_mlm``: the plain MLM chain's stationary law, relaxation
+    time (steps) and reversibility; ``net_flow``: the share of its stationary flow at T = 1 that
+    circulates. ``residual``: :math:`\\|\\pi P - \\pi\\|_1` of the plain chain's stationary law (the
+    check of the eigensolver at low temperature). ``pi_mh``, ``trel_mh``, ``mh_exact_tv``: the
+    MH-corrected chain (energy: the MLM's pseudo-log-likelihood on the frame): its stationary law,
+    which is :math:`e^{-E/T}/Z` exactly, its relaxation time, and :math:`\\|\\pi P - \\pi\\|_1` of
+    that law under the chain's kernel (the check of its machinery: 0 when the law is stationary; an
+    eigensolver is not trusted with it, since at low temperature the law spans hundreds of orders
+    of magnitude). With the truth (else empty lists): ``p_T`` (the tempered truth on the frame),
+    ``trel_truth``, ``machinery_tv`` (TV between the truth chain's stationary law and ``p_T``),
+    ``mh_truth_tv`` (:math:`\\|p_T P - p_T\\|_1` for the MH chain built from the truth with
+    :math:`E = -\\log p`, on the truth's support), ``tv_T`` = TV(π, p_T) and ``tv_mh_T`` =
+    TV(π_MH, p_T), ``ungrammatical`` (π's mass off the truth's support), and ``quality`` /
+    ``quality_mh`` / ``quality_truth``: :func:`law_quality` of π, π_MH, p_T; ``logp``: the truth's
+    exact log p of the states (None without the truth).
     """
     T: list
     logp: np.ndarray | None
@@ -126,8 +114,6 @@ class FrameSweep(NamedTuple):
     mh_truth_tv: list
     tv_T: list
     tv_mh_T: list
-    tv_1: list
-    kl_T: list
     ungrammatical: list
     quality: list
     quality_mh: list
@@ -173,14 +159,12 @@ def frame_sweep(frame: Frame, tab_mlm, temps: list, truth=None) -> FrameSweep:
         ``load_mlm("truth")``: its conditionals on the frame, and ``truth.grammar``'s exact
         :math:`\log p`.
     """
-    out = {k: [] for k in FrameSweep._fields if k not in ("T", "net_flow", "logp")}
+    out = {f.name: [] for f in fields(FrameSweep) if f.name not in ("T", "net_flow", "logp")}
     net = float("nan")
     energy = pll_energy(frame, tab_mlm)
     logp = None if truth is None else truth_log_probs(truth.grammar, frame.states())
     tab_truth = None if truth is None else frame.conditional_logits(truth)
-    if logp is not None:
-        support = np.isfinite(logp)
-        p1 = _tempered(logp, support, 1.0)
+    support = None if logp is None else np.isfinite(logp)
     for T in temps:
         P = frame.kernel(tab_mlm, T)
         pi = stationary(P)
@@ -188,15 +172,13 @@ def frame_sweep(frame: Frame, tab_mlm, temps: list, truth=None) -> FrameSweep:
         out["residual"].append(_residual(P, pi))
         out["trel_mlm"].append(1 / spectral_gap(P, pi))
         out["reversible_mlm"].append(is_reversible(P, pi))
-        target = np.exp(-(energy - energy.min()) / T)
-        target /= target.sum()
-        M = mh_kernel(frame, tab_mlm, energy, T)  # its stationary law is the target, exactly:
-        out["mh_exact_tv"].append(_residual(M, target))  # checked here, ||target M - target||_1
-        pi_mh = target
+        pi_mh = np.exp(-(energy - energy.min()) / T)
+        pi_mh /= pi_mh.sum()
+        M = mh_kernel(frame, tab_mlm, energy, T)  # its stationary law is pi_mh exactly (checked)
+        out["mh_exact_tv"].append(_residual(M, pi_mh))
         out["pi_mh"].append(pi_mh)
-        gap = spectral_gap(M, target, reversible=True)
-        # inf: beyond double precision
-        out["trel_mh"].append(1 / gap if gap > 1e-13 else float("inf"))
+        gap = spectral_gap(M, pi_mh, reversible=True)
+        out["trel_mh"].append(1 / gap if gap > 1e-13 else float("inf"))  # beyond double precision
         if T == 1.0:
             flow = (P.multiply(pi[:, None])).tocsr()
             flow.setdiag(0)
@@ -213,8 +195,6 @@ def frame_sweep(frame: Frame, tab_mlm, temps: list, truth=None) -> FrameSweep:
         out["p_T"].append(pT)
         out["tv_T"].append(stats.tv(pi, pT))
         out["tv_mh_T"].append(stats.tv(pi_mh, pT))
-        out["tv_1"].append(stats.tv(pi, p1))
-        out["kl_T"].append(stats.kl(pT, pi))
         out["ungrammatical"].append(float(pi[~support].sum()))
         out["quality"].append(law_quality(pi, logp))
         out["quality_mh"].append(law_quality(pi_mh, logp))
@@ -236,45 +216,52 @@ class Grid(NamedTuple):
 
     ``tau``: the Kaplan–Meier median meeting time in sweeps per cell (an
     :class:`~mlmbook.stats.Interval`; a lower bound, "more than the cap", where more than half the
-    pairs had not met); ``met_share``: share of pairs that met; ``pair_times[a][b]``: (steps,
-    censored) of every pair of a cell; ``alpha``: the influence estimate per cell.
+    pairs had not met); ``pair_times[a][b]``: (steps, censored) of every pair of a cell; ``alpha``:
+    the influence estimate per cell.
     """
     lengths: list
     temps: list
     tau: list
-    met_share: np.ndarray
     pair_times: list
     alpha: np.ndarray
 
 
-def coupling_grid(lm: MaskedLM, by_len: dict, lengths: list, temps: list, n_pairs: int, cap: int,
-                  influence_sentences: int, seed: int = 0, progress: bool = True,
+@dataclass(frozen=True)
+class GridRuns:
+    """What :func:`coupling_grid` runs per cell: ``pairs`` start pairs, each for at most ``cap``
+    sweeps, the influence on ``influence_sentences`` sentences, from ``seed``."""
+    pairs: int
+    cap: int
+    influence_sentences: int
+    seed: int = 0
+
+
+def coupling_grid(lm: MaskedLM, by_len: dict, lengths: list, temps: list, runs: GridRuns,
                   level: float = stats.LEVEL) -> Grid:
     """Maximal couplings of pairs of sentences of each length at each temperature.
 
-    For each length ``n`` the first ``2 n_pairs`` sentences of ``by_len[n]`` form ``n_pairs`` start
-    pairs, run for at most ``cap`` sweeps (the final token stays); the influence is estimated on
-    the first ``influence_sentences`` of them (random substitutes).
+    For each length ``n`` the first ``2 runs.pairs`` sentences of ``by_len[n]`` form
+    ``runs.pairs`` start pairs (the final token stays); the influence is estimated on the first
+    ``runs.influence_sentences`` of them (random substitutes).
     """
+    n_pairs, cap, seed = runs.pairs, runs.cap, runs.seed
     tau = [[None] * len(temps) for _ in lengths]
     pair_times = [[None] * len(temps) for _ in lengths]
-    met_share = np.zeros((len(lengths), len(temps)))
-    alpha = np.zeros_like(met_share)
+    alpha = np.zeros((len(lengths), len(temps)))
     for a, n in enumerate(lengths):
         pool = torch.stack(by_len[n][: 2 * n_pairs])
         A, B = pool[:n_pairs].repeat(len(temps), 1), pool[n_pairs:].repeat(len(temps), 1)
         sampler = GlauberSampler(lm, temperature=np.repeat(temps, n_pairs), frozen=[n - 1], seed=seed + n)
         res = sampler.coupled_run(A, B, max_steps=cap * (n - 1), coupling="maximal",
-                                  freeze_met=True, progress=progress)
+                                  settings=CoupleSettings(freeze_met=True), progress=True)
         for b in range(len(temps)):
             sl = slice(b * n_pairs, (b + 1) * n_pairs)
             t, c = res.times[sl].astype(float), res.censored[sl]
             tau[a][b] = stats.censored_median(t / (n - 1), c, level=level, cap=cap)
-            met_share[a, b] = 1 - c.mean()
             pair_times[a][b] = (t, c)
-        alpha[a] = influence(lm, pool[:influence_sentences], temps, frozen=[n - 1],
+        alpha[a] = influence(lm, pool[:runs.influence_sentences], temps, frozen=[n - 1],
                              substitutes="random", seed=seed).mean(axis=0)
-    return Grid(list(lengths), list(temps), tau, met_share, pair_times, alpha)
+    return Grid(list(lengths), list(temps), tau, pair_times, alpha)
 
 
 def growth_exponents(grid: Grid, level: float = stats.LEVEL, seed: int = 0):
@@ -285,15 +272,15 @@ def growth_exponents(grid: Grid, level: float = stats.LEVEL, seed: int = 0):
     and the median meeting time in steps divided by :math:`m H_m` per cell (flat in n for
     n log n mixing; NaN where the median is censored).
     """
-    coupon = coupon_times(grid.lengths)
     m_free = np.array(grid.lengths) - 1
+    mh = coupon(m_free)
     med = np.array([[np.nan if iv.lower_bound else iv.estimate for iv in row] for row in grid.tau])
-    ratio = med * m_free[:, None] / coupon[:, None]
+    ratio = med * m_free[:, None] / mh[:, None]
     fits = []
     for b in range(len(grid.temps)):
         cells = [grid.pair_times[a][b] for a in range(len(grid.lengths))]
-        fits.append(growth_exponent(coupon, [c[0] for c in cells], [c[1] for c in cells], level=level, seed=seed,
-                                    names=[f"n = {n}" for n in grid.lengths]))
+        fits.append(growth_exponent(mh, [c[0] for c in cells], [c[1] for c in cells], level=level,
+                                    seed=seed, names=[f"n = {n}" for n in grid.lengths]))
     return fits, ratio
 
 

@@ -10,8 +10,8 @@ the moves sorted by height.
 
 ========================  ==================================================================
 :func:`critical_depth`    :math:`\Gamma`: the Arrhenius slope of the relaxation time as :math:`T\to 0`
-:func:`basin_barrier`     :math:`\Gamma(s \to B)`: the slope of the mean escape time from ``s`` into ``B``
-:func:`barrier_path`      the same height, with the states of a path that attains it and its saddle
+:func:`barrier_path`      :math:`\Gamma(s \to B)`: the slope of the mean escape time from ``s``
+                          into ``B``, with a path that attains it and its saddle
 ========================  ==================================================================
 """
 from __future__ import annotations
@@ -23,22 +23,18 @@ import numpy as np
 
 from .exact import Frame
 
-__all__ = ["critical_depth", "basin_barrier", "barrier_path", "BarrierPath"]
+__all__ = ["critical_depth", "barrier_path", "BarrierPath"]
 
 
 def critical_depth(log_p, frame: Frame, return_trap: bool = False):
     r"""Critical depth :math:`\Gamma` of the energy landscape :math:`E = -\log p` for heat-bath
     Glauber dynamics on a :class:`Frame`.
 
-    At temperature :math:`T` the Gibbs sampler of :math:`p^{1/T}` moves between neighbours
-    :math:`x, y` (one site apart, on the line :math:`\ell` of states that differ only there)
-    with flow :math:`\pi_T(x)P(x,y) \asymp e^{-h(x,y)/T}`, where
-    :math:`h(x, y) = E(x) + E(y) - \min_{z \in \ell} E(z)`. The depth of a local minimum
-    is the least possible maximum of :math:`h` along a path to a state of lower energy, minus
-    its own energy; :math:`\Gamma` is the largest depth over all minima but the ground state.
-    As :math:`T \to 0` the spectral gap behaves like :math:`e^{-\Gamma/T}` (Holley & Stroock;
-    Catoni), so :math:`\log t_\text{rel} \approx \Gamma / T`: the Arrhenius law. Computed by
-    Kruskal's algorithm over the moves sorted by height; states with :math:`p = 0` are left out.
+    The depth of a local minimum is the least possible maximum of the height :math:`h` (module
+    text) along a path to a state of lower energy, minus its own energy; :math:`\Gamma` is the
+    largest depth over all minima but the ground state. As :math:`T \to 0` the spectral gap
+    behaves like :math:`e^{-\Gamma/T}` (Holley & Stroock; Catoni), so :math:`\log t_\text{rel}
+    \approx \Gamma / T`: the Arrhenius law. States with :math:`p = 0` are left out.
 
     Parameters
     ----------
@@ -66,34 +62,6 @@ def critical_depth(log_p, frame: Frame, return_trap: bool = False):
             depth, trap = float(h[k] - E[bottom[rv]]), (int(bottom[rv]), (int(u[k]), int(v[k])))
         parent[rv] = ru
     return (depth, *trap) if return_trap else depth
-
-
-def basin_barrier(log_p, frame: Frame, source: int, target) -> float:
-    r"""Height of the cheapest way from state ``source`` into the set ``target``, above ``source``:
-
-    .. math:: \Gamma(s \to B) = \min_{\text{paths } s \to B}\; \max_{(x,y) \in \text{path}} h(x, y) \;-\; E(s),
-
-    with the heat-bath heights :math:`h` of :func:`critical_depth`. As :math:`T \to 0` the mean
-    time for the tempered Gibbs sampler started at a local minimum :math:`s` to reach :math:`B`
-    grows like :math:`e^{\Gamma(s\to B)/T}` when :math:`s` is the bottom of its basin
-    (the Arrhenius law of the escape). ``inf`` if no path reaches ``target``.
-    """
-    E, (h, u, v) = _moves(log_p, frame)
-    tgt = np.zeros(len(E), bool)
-    tgt[np.asarray(sorted(target) if isinstance(target, (set, frozenset)) else target, dtype=np.int64)] = True
-    if tgt[source]:
-        return 0.0
-    parent = np.arange(len(E))
-    hit = tgt.copy()  # per root: holds a target state
-    for k in np.argsort(h, kind="stable"):
-        ru, rv = _root(parent, u[k]), _root(parent, v[k])
-        if ru == rv:
-            continue
-        parent[rv] = ru
-        hit[ru] |= hit[rv]
-        if hit[_root(parent, source)]:
-            return float(h[k] - E[source])
-    return float("inf")
 
 
 def _root(parent: np.ndarray, x: int) -> int:
@@ -129,12 +97,19 @@ class BarrierPath(NamedTuple):
 
 
 def barrier_path(log_p, frame: Frame, source: int, target) -> BarrierPath:
-    r""":func:`basin_barrier`, with a path that attains it.
+    r"""Height of the cheapest way from state ``source`` into the set ``target``, above ``source``,
+    with a path that attains it:
 
-    The path runs in the minimum spanning forest of the moves (by height) from ``source`` to the
-    target set; every move on it is at most as high as the saddle, the move that joined ``source``'s
-    component to the target's, so its highest point is :math:`\Gamma(s \to B) + E(s)`. ``gamma`` is
-    ``inf`` (and the path empty) if no path reaches ``target``.
+    .. math::
+        \Gamma(s \to B) = \min_{\text{paths } s \to B}\; \max_{(x,y) \in \text{path}} h(x, y)
+        \;-\; E(s).
+
+    As :math:`T \to 0` the mean time for the tempered Gibbs sampler started at the bottom :math:`s`
+    of its basin to reach :math:`B` grows like :math:`e^{\Gamma(s\to B)/T}` (the Arrhenius law of
+    the escape). The path runs in the minimum spanning forest of the moves (by height) from
+    ``source`` to the target set; every move on it is at most as high as the saddle, the move that
+    joined ``source``'s component to the target's, so its highest point is :math:`\Gamma(s \to B) +
+    E(s)`. ``gamma`` is ``inf`` (and the path empty) if no path reaches ``target``.
     """
     E, (h, u, v) = _moves(log_p, frame)
     tgt = np.zeros(len(E), bool)
@@ -142,7 +117,7 @@ def barrier_path(log_p, frame: Frame, source: int, target) -> BarrierPath:
     if tgt[source]:
         return BarrierPath(0.0, [int(source)], (int(source), int(source)))
     parent = np.arange(len(E))
-    hit = tgt.copy()
+    hit = tgt.copy()  # per root: holds a target state
     tree: dict = {}
     for k in np.argsort(h, kind="stable"):
         ru, rv = _root(parent, u[k]), _root(parent, v[k])

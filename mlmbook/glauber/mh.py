@@ -10,18 +10,15 @@ and accept with the Metropolis–Hastings probability for the target :math:`\pi 
 
 (the proposal's context :math:`x_{\setminus i}` is the same before and after the move). The chain is
 reversible with stationary law exactly :math:`e^{-E/T}/Z`, whatever the proposals — what the plain
-chain of an MLM lacks. Their locally normalised energy is the negative pseudo-log-likelihood,
-:math:`E(x) = -\sum_i \log q(x_i \mid x_{\setminus i})` (:func:`pll_energy`; here the sum runs over
-the frame's free sites, with each conditional normalised over the whole vocabulary as the tables of
-:meth:`~mlmbook.glauber.exact.Frame.conditional_logits` give it). With the truth's conditionals and
-:math:`E = -\log p`, the target is :math:`p^{1/T}` itself.
+chain of an MLM lacks. Their energy is the negative pseudo-log-likelihood (:func:`pll_energy`);
+with the truth's conditionals and :math:`E = -\log p`, the target is :math:`p^{1/T}` itself.
 """
 from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
 
-from .exact import Frame
+from .exact import Frame, softmax_rows
 
 __all__ = ["pll_energy", "mh_kernel"]
 
@@ -36,18 +33,8 @@ def _per_state(frame: Frame, table: np.ndarray, a: int) -> np.ndarray:
 def pll_energy(frame: Frame, site_logits) -> np.ndarray:
     r"""Goyal et al.'s locally normalised energy on the frame, :math:`E(x) = -\sum_{i} \log q(x_i
     \mid x_{\setminus i})` over the free sites, from :meth:`Frame.conditional_logits` tables of
-    log-probabilities: (S,)."""
+    log-probabilities (each conditional normalised over the whole vocabulary): (S,)."""
     return -sum(_per_state(frame, t, a) for a, t in enumerate(site_logits))
-
-
-def _proposals(table: np.ndarray, T: float) -> np.ndarray:
-    """Row-wise tempered softmax over the candidates (a row without mass: uniform)."""
-    z = np.asarray(table, dtype=np.float64) / T
-    top = z.max(axis=1, keepdims=True)
-    with np.errstate(invalid="ignore"):
-        w = np.exp(z - np.where(np.isfinite(top), top, 0))
-    w[~np.isfinite(top[:, 0])] = 1.0
-    return w / w.sum(axis=1, keepdims=True)
 
 
 def mh_kernel(frame: Frame, site_logits, energy, T: float = 1.0) -> sp.csr_matrix:
@@ -64,7 +51,7 @@ def mh_kernel(frame: Frame, site_logits, energy, T: float = 1.0) -> sp.csr_matri
     L, S = len(frame.sites), frame.size
     rows, cols, vals = [], [], []
     for a, table in enumerate(site_logits):
-        q = _proposals(table, T)                                        # (F, m)
+        q = softmax_rows(table, T)                                        # (F, m)
         fam = frame.families(a)
         m = fam.shape[1]
         x = np.repeat(fam, m, axis=1)                                   # from member u ...

@@ -1,11 +1,9 @@
 r"""How much chapter 5 measures in each profile: one :class:`Plan` per profile (:func:`plan`).
 
-The full profile sizes the primary questions (:mod:`mlmbook.glauber.study`) first: the exact
-scaling frames take 16 sentences per length up to :math:`n = 9` and 8 at :math:`n = 10, 11`
-(:math:`2^{10}` states), which the power calculation of the growth exponent asks for at the
-hot temperature. The descriptive experiments (the coupling grid over the whole vocabulary, the
-semantic trajectory) are sized to what is left of the chapter's budget. The quick profile runs
-every step on a few units, for the tests.
+The full profile sizes the primary questions (:mod:`mlmbook.glauber.study`) first, as the power
+calculation of the growth exponent asks; the descriptive experiments (the coupling grid, the
+semantic trajectory) get what is left of the chapter's budget. The quick profile runs every step on
+a few units, for the tests.
 """
 from __future__ import annotations
 
@@ -21,8 +19,7 @@ class Plan:
     Attributes
     ----------
     corpus : int
-        Sentences sampled from the toy language (the rectangle test and the coupling grid read
-        them).
+        Sentences sampled from the toy language (for the rectangle test and the coupling grid).
     rect_sentences, truth_rect_sentences : int
         Sentences of the rectangle test; of those, the first ones the truth also answers.
     frame : str
@@ -105,7 +102,6 @@ PROFILES = {
                      ("cow", "horse", "dog", "cat", "pigeon", "rat"),
                      ("barn", "field", "park", "garden", "market", "station"))),
 }
-# 360 sentences
 PROFILES["extended"] = replace(PROFILES["full"], scaling={n: 45 for n in range(4, 12)})
 """The profiles: ``quick`` (tests), ``full`` (the book) and ``extended`` (a cluster: 45 sentences at
 every length, the 360 that the committed plan asks for the shape question at high temperature)."""

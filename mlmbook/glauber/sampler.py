@@ -17,6 +17,7 @@ Every step is one call of the model's batched ``lm.logits`` (LM head only at the
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
@@ -27,18 +28,16 @@ from ..queries import progress_bar as _progress
 if TYPE_CHECKING:
     from ..models.base import MaskedLM
 
-__all__ = ["GlauberSampler", "Coupling", "influence"]
+__all__ = ["GlauberSampler", "Coupling", "CoupleSettings", "influence"]
 
 
 def _bar(n: int, progress: bool | None, desc: str):
     return _progress(range(n), total=n, desc=desc, show=(n >= 500 if progress is None else progress))
 
-def _tempered(logits: torch.Tensor, T, allowed: torch.Tensor | None = None) -> torch.Tensor:
-    """Row-wise softmax(logits / T) (float64), restricted to ``allowed`` (C, V) tokens.
 
-    ``T`` is a float or a (C,) tensor (one temperature per row). Rows without mass (every
-    allowed logit -inf) are all zero.
-    """
+def _tempered(logits: torch.Tensor, T, allowed: torch.Tensor | None = None) -> torch.Tensor:
+    """Row-wise softmax(logits / T) (float64; T a float or one per row), restricted to ``allowed``
+    (C, V) tokens; rows without mass are all zero."""
     z = logits.to(torch.float64)
     if allowed is not None:
         z = z.masked_fill(~allowed, float("-inf"))
@@ -56,11 +55,6 @@ def _inverse_cdf(p: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
     return torch.where(cdf[:, -1] > 0, idx, torch.full_like(idx, -1))
 
 
-def _draw(logits: torch.Tensor, u: torch.Tensor, T) -> torch.Tensor:
-    """Inverse-CDF sample of softmax(logits / T) given uniforms u (-1 for rows without mass)."""
-    return _inverse_cdf(_tempered(logits, T), u)
-
-
 class Coupling(NamedTuple):
     times: np.ndarray  # (C,) first step at which the pair agrees everywhere (max_steps if censored)
     censored: np.ndarray  # (C,) True if the pair never met within max_steps
@@ -68,6 +62,17 @@ class Coupling(NamedTuple):
     final_b: torch.Tensor
     traj_a: torch.Tensor | None  # (R, C, n) if record_every was given
     traj_b: torch.Tensor | None
+
+
+@dataclass(frozen=True)
+class CoupleSettings:
+    """Options of :meth:`GlauberSampler.coupled_run`: record both copies every ``record_every``
+    steps (None: never); stop once every pair has met (``stop_when_met``); ``freeze_met`` stops
+    simulating met pairs (their randomness is still drawn, so the others are unchanged), and
+    ``final_a``/``final_b`` then hold each pair's meeting state."""
+    record_every: int | None = None
+    stop_when_met: bool = True
+    freeze_met: bool = False
 
 
 class GlauberSampler:
@@ -150,30 +155,19 @@ class GlauberSampler:
             site = s[t % len(s)].repeat(C)
         return site, torch.rand(C, generator=self.generator, dtype=torch.float64)
 
-    _randomness = draw
-
     def _allowed(self, site: torch.Tensor, V: int) -> torch.Tensor | None:
         if self.candidates is None:
             return None
-        if not self.per_site:
-            row = torch.zeros(V, dtype=torch.bool)
-            row[self.candidates] = True
-            return row.expand(len(site), V)
         allowed = torch.ones(len(site), V, dtype=torch.bool)
-        for i, ids in self.candidates.items():
-            hit = site == i
-            if hit.any():
-                row = torch.zeros(V, dtype=torch.bool)
-                row[ids] = True
-                allowed[hit] = row
+        for i, ids in (self.candidates.items() if self.per_site else [(None, self.candidates)]):
+            row = torch.zeros(V, dtype=torch.bool)
+            row[ids] = True
+            allowed[slice(None) if i is None else site == i] = row
         return allowed
 
     def probs(self, x: torch.Tensor, site: torch.Tensor, T=None) -> torch.Tensor:
         r"""(C, V) tempered conditionals :math:`\pi_{i,T}(\cdot \mid x_{-i})` at ``site[c]`` of each
-        row.
-
-        One ``lm.logits`` call for all rows, the LM head only at the masked site.
-        """
+        row, from one ``lm.logits`` call."""
         rows = torch.arange(len(x))
         q = x.clone()
         q[rows, site] = self.lm.mask_id
@@ -210,8 +204,8 @@ class GlauberSampler:
                 out.append(x)
         return torch.stack(out)
 
-    def coupled_run(self, init_a, init_b, max_steps: int, record_every: int | None = None,
-                    stop_when_met: bool = True, freeze_met: bool = False, coupling: str = "cdf",
+    def coupled_run(self, init_a, init_b, max_steps: int, coupling: str = "cdf", *,
+                    settings: CoupleSettings = CoupleSettings(),
                     progress: bool | None = None) -> Coupling:
         r"""Couple pairs of chains: both copies of a pair update the same site at every step.
 
@@ -221,23 +215,18 @@ class GlauberSampler:
         (exactly as :meth:`run` would), and copy b keeps :math:`Y = X` with probability
         :math:`\min(1, p_b(X)/p_a(X))`, else draws from the residual
         :math:`(p_b - p_a)_+`; then :math:`P(X = Y) = 1 - \|p_a - p_b\|_\mathrm{TV}`, the most
-        any coupling of the two updates can achieve (Levin & Peres, Prop. 4.7). Far better
-        at coalescing over a large vocabulary, where two slightly different CDFs rarely pick
-        the same token. Its extra uniforms come from a second generator, so copy a is always
-        the chain :meth:`run` gives from the same seed and start.
+        any coupling of the two updates can achieve (Levin & Peres, Prop. 4.7): over a large
+        vocabulary two slightly different CDFs rarely pick the same token. Its extra uniforms
+        come from a second generator, so copy a is always the chain :meth:`run` gives.
 
-        Either way each copy is marginally a Glauber chain and a pair that agrees everywhere
-        stays together (met pairs share one forward row, which also rules out float noise
-        between batch rows). The coalescence time :math:`\tau = \min\{t : a_t = b_t\}` bounds
+        Either way each copy is marginally a Glauber chain and met pairs stay together (they
+        share one forward row). The coalescence time :math:`\tau = \min\{t : a_t = b_t\}` bounds
         the distance to stationarity: :math:`d(t) \le \max_{x,y} P_{x,y}(\tau > t)` (Levin &
-        Peres, Thm 5.4). Runs stop early once every pair has met (unless
-        ``stop_when_met=False``). ``freeze_met=True`` stops simulating pairs once they have met
-        (their randomness is still drawn, so the other pairs are unchanged): the right choice
-        when only the times are wanted; ``final_a``/``final_b`` then hold each met pair's
-        meeting state.
+        Peres, Thm 5.4). ``settings``: :class:`CoupleSettings`.
         """
         if coupling not in ("cdf", "maximal"):
             raise ValueError("coupling must be 'cdf' or 'maximal'")
+        record_every, freeze_met = settings.record_every, settings.freeze_met
         a, b = (torch.as_tensor(v, dtype=torch.long) for v in (init_a, init_b))
         C, n = a.shape
         temps = self.temperatures(C)
@@ -245,7 +234,7 @@ class GlauberSampler:
         times = np.where(met.numpy(), 0, max_steps)
         ta, tb = ([a], [b]) if record_every else (None, None)
         for t in _bar(max_steps, progress, "coupling"):
-            if stop_when_met and bool(met.all()):
+            if settings.stop_when_met and bool(met.all()):
                 break
             site, u = self.draw(C, n, t)
             u2 = torch.rand(2, C, generator=self._coupling_generator, dtype=torch.float64)
@@ -283,25 +272,22 @@ class GlauberSampler:
                         torch.stack(ta) if ta else None, torch.stack(tb) if tb else None)
 
 
-
-def influence(lm: MaskedLM, ids, temperatures, frozen=(), alternatives: int = 2,
-              substitutes: str = "top", seed: int = 0, progress: bool = False) -> np.ndarray:
+def influence(lm: MaskedLM, ids, temperatures, frozen=(), substitutes: str = "top",
+              seed: int = 0) -> np.ndarray:
     r"""Estimated Dobrushin influence of one token on the rest of the sentence, per temperature.
 
     For a sentence :math:`x`, a free site :math:`j` and a substitute :math:`v` for
-    :math:`x_j` (the ``alternatives`` most likely other tokens of :math:`q(\cdot \mid x_{-j})`),
+    :math:`x_j` (the two most likely other tokens of :math:`q(\cdot \mid x_{-j})`, or with
+    ``substitutes="random"`` two random tokens it allows),
 
     .. math::
         c_j(x, v) = \sum_{i \ne j} \big\|\pi_{i,T}(\cdot \mid x_{-i}) -
                     \pi_{i,T}(\cdot \mid x^{j \leftarrow v}_{-i})\big\|_\mathrm{TV},
 
-    the total change that swapping one token makes to the other sites' tempered conditionals.
-    If :math:`\alpha = \sup_{x, j, v} c_j(x, v) < 1` (Dobrushin's condition), path coupling
-    shows that random-scan Glauber dynamics contracts the Hamming distance by a factor
-    :math:`1 - (1-\alpha)/n` per step and mixes in :math:`O(n \log n)` steps
-    (Levin & Peres, ch. 14). This function returns the *sampled* version,
-    :math:`\hat\alpha(x) = \max_j \operatorname{mean}_v c_j(x, v)` per sentence: a
-    typical-case estimate (a lower bound on the supremum), not a certificate.
+    If :math:`\alpha = \sup_{x, j, v} c_j(x, v) < 1` (Dobrushin's condition), random-scan
+    Glauber dynamics mixes in :math:`O(n \log n)` steps (Levin & Peres, ch. 14). Returned: the
+    sampled :math:`\hat\alpha(x) = \max_j \operatorname{mean}_v c_j(x, v)` per sentence, a
+    typical-case estimate, not a certificate.
 
     Parameters
     ----------
@@ -320,7 +306,7 @@ def influence(lm: MaskedLM, ids, temperatures, frozen=(), alternatives: int = 2,
     out = np.zeros((S, len(Ts)))
     m = lm.mask_id
     gen = torch.Generator().manual_seed(seed)
-    for s in _progress(range(S), total=S, desc="influence", show=progress):
+    for s in range(S):
         x = ids[s]
         base = x.repeat(len(free), 1)
         base[torch.arange(len(free)), torch.tensor(free)] = m
@@ -332,7 +318,7 @@ def influence(lm: MaskedLM, ids, temperatures, frozen=(), alternatives: int = 2,
             else:
                 top = torch.randperm(lm.V, generator=gen)
                 top = top[torch.isfinite(lg0[a, top])]
-            subs = [int(v) for v in top[: alternatives + 1] if int(v) != int(x[j])][:alternatives]
+            subs = [int(v) for v in top[:3] if int(v) != int(x[j])][:2]
             for v in subs:
                 for b, i in enumerate(free):
                     if i != j:

@@ -7,15 +7,6 @@ time :math:`t_\text{rel} = 1/\gamma_*` (:func:`~mlmbook.glauber.exact.spectral_g
 worst-start mixing time :math:`t_\text{mix}(\varepsilon)` (:func:`mixing_time`) are exact, and
 their growth with :math:`n` can be set against the coupon collector's :math:`m H_m`, the
 :math:`n \log n` of the claim, with no meeting time censored by a cap.
-
-==========================  ================================================================
-:func:`mixing_time`         exact :math:`t_\text{mix}(\varepsilon)` of a small chain (all starts)
-:func:`length_frames`       two-candidate frames over sentences of the toy language, by length
-:func:`support_component`   the truth's states reachable from the sentence by allowed moves
-:func:`scaling_curve`       exact :math:`t_\text{rel}` and :math:`t_\text{mix}` per frame and temperature
-:func:`exact_scaling`       the chapter's design: frames by length, the truth's and an MLM's mixing times
-:func:`coupon_times`        :math:`m H_m`
-==========================  ================================================================
 """
 from __future__ import annotations
 
@@ -33,7 +24,7 @@ if TYPE_CHECKING:
     from ..models.base import MaskedLM
 
 __all__ = ["mixing_time", "length_frames", "support_component", "scaling_curve", "exact_scaling",
-           "coupon_times", "STEP_LIMIT"]
+           "STEP_LIMIT"]
 
 
 def _distance(Pt: np.ndarray, pi: np.ndarray) -> float:
@@ -50,16 +41,12 @@ def mixing_time(P, eps: float = 0.25, pi=None, max_steps: int = 1 << 24, block: 
     r"""Exact worst-start mixing time :math:`t_\text{mix}(\varepsilon) = \min\{t : d(t) \le
     \varepsilon\}`, :math:`d(t) = \max_x \|P^t(x,\cdot) - \pi\|_\mathrm{TV}`, in steps.
 
-    Each start's distance :math:`\|P^t(x,\cdot) - \pi\|_\mathrm{TV}` does not increase with
-    :math:`t` (:math:`P` contracts signed measures of mass 0 and fixes :math:`\pi`), so
-    :math:`t_\text{mix} = \max_x t_x` with :math:`t_x` the first time start :math:`x` is within
-    :math:`\varepsilon`. The starts are walked forward ``block`` at a time, one sparse product per
-    step, each dropped once it is within :math:`\varepsilon`: about :math:`S^2\,\bar d\,
-    t_\text{mix}` operations for :math:`\bar d` non-zeros per row (a random-scan chain on
-    :math:`2^m` states has :math:`m+1`), against :math:`S^3 \log t_\text{mix}` for squaring dense
-    powers. A chain still unmixed after :data:`STEP_LIMIT` steps is finished by squaring
-    :math:`P^{2^k}` and bisecting (Levin & Peres, Lemma 4.11: :math:`d` does not increase). ``inf``
-    beyond ``max_steps``.
+    Each start's distance does not increase with :math:`t`, so :math:`t_\text{mix} = \max_x t_x`
+    with :math:`t_x` the first time start :math:`x` is within :math:`\varepsilon`. The starts are
+    walked forward ``block`` at a time, one sparse product per step, each dropped once within
+    :math:`\varepsilon`. A chain still unmixed after :data:`STEP_LIMIT` steps is finished by
+    squaring :math:`P^{2^k}` and bisecting (Levin & Peres, Lemma 4.11: :math:`d` does not
+    increase). ``inf`` beyond ``max_steps``.
     """
     Ps = sp.csr_matrix(P)
     pi = stationary(Ps) if pi is None else np.asarray(pi, dtype=np.float64)
@@ -103,13 +90,6 @@ def _mixing_time_squaring(P: np.ndarray, eps: float, pi: np.ndarray, max_steps: 
         if _distance(cand, pi) > eps:
             t, current = t + (1 << j), cand
     return float(t + 1)
-
-
-def coupon_times(lengths) -> np.ndarray:
-    """:math:`m H_m` for sentences of the given lengths (m = n - 1 free sites): the coupon
-    collector's expected number of steps to touch every site once."""
-    m_free = np.asarray(lengths) - 1
-    return m_free * np.array([sum(1 / k for k in range(1, m + 1)) for m in m_free])
 
 
 def length_frames(grammar, lengths, per_length, seed: int = 0, pool: int = 6000,
@@ -158,11 +138,10 @@ def support_component(frame: Frame, logp) -> np.ndarray:
     rows, cols = [], []
     for a in range(len(frame.sites)):
         fam = frame.families(a)
-        for u in range(fam.shape[1]):
-            for v in range(fam.shape[1]):
-                if u != v:
-                    keep = ok[fam[:, u]] & ok[fam[:, v]]
-                    rows.append(fam[keep, u]), cols.append(fam[keep, v])
+        iu, iv = np.triu_indices(fam.shape[1], 1)
+        u, v = fam[:, iu].ravel(), fam[:, iv].ravel()
+        keep = ok[u] & ok[v]
+        rows.append(u[keep]), cols.append(v[keep])
     r, c = np.concatenate(rows), np.concatenate(cols)
     A = sp.coo_matrix((np.ones(len(r)), (r, c)), shape=(frame.size, frame.size))
     _, label = connected_components(A, directed=False)
@@ -179,11 +158,9 @@ def scaling_curve(grammar, frames: dict, temps, mlm: MaskedLM | None = None, eps
     r"""Exact relaxation and mixing times of the tempered chains on every frame of
     :func:`length_frames`.
 
-    The truth's chain runs on :func:`support_component` (its stationary law there is
-    :math:`p^{1/T}` restricted and renormalised); an MLM's chain on the whole frame (its
-    conditionals give every state mass). Times are in steps. One *unit* per frame (sentence), in
-    the order of ``frames`` (lengths ascending, then the sentences of each length). Without
-    ``relaxation`` the relaxation times are left out (NaN): they cost an eigensolver per chain.
+    The truth's chain runs on :func:`support_component`, an MLM's on the whole frame. Times are
+    in steps. One *unit* per frame (sentence), in the order of ``frames`` (lengths ascending).
+    Without ``relaxation`` the relaxation times are NaN (they cost an eigensolver per chain).
 
     Returns
     -------

@@ -3,26 +3,18 @@ sentence.
 
 Sana et al. (2026) claim that an MLM's conditionals need not come from any joint (the rectangle
 test) and that its tempered Glauber chain mixes in :math:`O(n \log n)` steps at high temperature.
-The chapter asks four questions of those claims (one of them, the rectangles, of a model without the
-toy language's truth: the exact frames need it); this module turns its measurements into the rows of
-:meth:`mlmbook.stats.Study.answer`, with the sentence as the unit.
+This module turns the chapter's measurements into the rows of :meth:`mlmbook.stats.Study.answer`.
 
 **Exponents as ratios of sums.** The least-squares slope of :math:`y_k = \log t_k` on :math:`x_k =
 \log m_k` over sentences :math:`k` is :math:`\hat\beta = \sum_k \tilde x_k \tilde y_k / \sum_k
-\tilde x_k^2` (centred values): a ratio of per-sentence sums, so the study layer's tests apply with
-the sentence as the unit (:func:`slope_rows`), and its linearised standard error is the
-heteroskedasticity-robust (sandwich) one. The :math:`m \log m` hypothesis is the coupon collector's
-shape :math:`t \propto m H_m`; over the design's lengths it has an exponent against :math:`m` of its
-own, :math:`\beta_\star` (:func:`mlogm_exponent`, about 1.39 for :math:`n = 4 \dots 11`): the growth
-questions test :math:`\beta` against :math:`\beta_\star` with the trust issue's margin of 0.1, which
-tells :math:`m \log m` apart from :math:`m^{1.25}` and :math:`m^{1.5}` but not from
-:math:`m^{\beta_\star}`.
-
-**The model comparison** (:func:`shape_rows`) is what could tell them apart: each sentence's squared
-error of :math:`\log t` when it is left out of the fit, under the power law (two free parameters)
-and under :math:`m H_m` (one), summed into :math:`(\text{MSE}_\text{power} - \text{MSE}_{mH}) /
-\text{MSE}_{mH}`. A 10 % difference is the effect of interest; within it the two shapes fit alike on
-these lengths.
+\tilde x_k^2` (centred values): a ratio of per-sentence sums, so the study layer's tests apply
+(:func:`slope_rows`), and its linearised standard error is the heteroskedasticity-robust (sandwich)
+one. The growth questions test :math:`\beta` against the exponent :math:`\beta_\star` that the
+coupon collector's :math:`t \propto m H_m` shows over the design's lengths (:func:`mlogm_exponent`,
+about 1.39 for :math:`n = 4 \dots 11`) with a margin of 0.1, which tells :math:`m \log m` apart from
+:math:`m^{1.25}` and :math:`m^{1.5}` but not from :math:`m^{\beta_\star}`; the leave-one-out
+comparison of the two shapes (:func:`shape_rows`, :math:`(\text{MSE}_\text{power} -
+\text{MSE}_{mH}) / \text{MSE}_{mH}`, with 10 % the effect of interest) could.
 """
 from __future__ import annotations
 

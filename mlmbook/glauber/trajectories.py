@@ -1,96 +1,19 @@
-r"""Reading chains: autocorrelation, basins, escape times (with censoring), and the toy truth's view
-of chain states (exact log-probabilities, the topic posterior and a lexical topic probe)."""
+r"""Reading chains: the toy truth's view of chain states (exact log-probabilities, the topic
+posterior and a lexical topic probe), basins by hysteresis, censored escape rates and growth
+exponents."""
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import numpy as np
 import torch
-from scipy.optimize import brentq, minimize_scalar
 from scipy.stats import chi2
 
 from .. import stats
 from ..toy import N_SPECIAL
 
-__all__ = ["censored_quantile", "hamming_autocorrelation", "basin_occupancy", "escape_times",
-           "hysteresis_labels", "truth_log_probs", "topic_posterior", "truth_topic_scores",
-           "topic_word_log_odds", "topic_log_odds", "escape_counts",
-           "escape_rate", "arrhenius_fit", "growth_exponent", "tail_bound"]
+__all__ = ["hysteresis_labels", "truth_log_probs", "topic_posterior", "truth_topic_scores",
+           "topic_log_odds", "escape_rate", "growth_exponent"]
 
-
-def censored_quantile(times, censored, q: float = 0.5) -> float:
-    r"""Quantile of times some of which are right-censored (only known to exceed their value).
-
-    Censored entries count as :math:`+\infty`, which is exact for any quantile that falls
-    among the uncensored times; if it falls among the censored ones the answer is ``inf``.
-    """
-    t = np.where(np.asarray(censored, bool), np.inf, np.asarray(times, float))
-    return float(np.quantile(t, q, method="inverted_cdf")) if len(t) else float("nan")
-
-
-
-class Autocorrelation(NamedTuple):
-    lags: np.ndarray
-    overlap: np.ndarray  # mean fraction of sites equal at that lag
-    rho: np.ndarray      # (overlap − overlap_∞) / (1 − overlap_∞)
-
-
-def hamming_autocorrelation(traj, max_lag: int | None = None) -> Autocorrelation:
-    r"""Hamming autocorrelation of trajectories (R, C, n) (in recorded steps).
-
-    :math:`o(\ell)` is the mean over chains, times and sites of :math:`[x_{t,i} = x_{t+\ell,i}]`;
-    :math:`o_\infty = \frac1n\sum_i \sum_v \hat p_i(v)^2` is its value for independent draws
-    from the pooled per-site marginals, and :math:`\rho(\ell) = (o(\ell)-o_\infty)/(1-o_\infty)`
-    falls from 1 to about 0 as the chain decorrelates.
-    """
-    x = torch.as_tensor(traj).numpy()
-    R = x.shape[0]
-    max_lag = R - 1 if max_lag is None else min(max_lag, R - 1)
-    lags = np.arange(max_lag + 1)
-    overlap = np.array([(x[: R - lag] == x[lag:]).mean() for lag in lags])
-    flat = x.reshape(-1, x.shape[-1])
-    freqs = [np.unique(col, return_counts=True)[1] / len(col) for col in flat.T]
-    o_inf = float(np.mean([f @ f for f in freqs]))
-    return Autocorrelation(lags, overlap, (overlap - o_inf) / max(1 - o_inf, 1e-300))
-
-
-class Occupancy(NamedTuple):
-    labels: np.ndarray     # (R, C) basin label of each recorded state
-    basins: np.ndarray     # (L,) distinct labels
-    fractions: np.ndarray  # (R, L) fraction of chains in each basin at each recorded time
-
-
-def _labels(traj, basin_fn, vectorized: bool) -> np.ndarray:
-    x = torch.as_tensor(traj)
-    flat = x.reshape(-1, x.shape[-1])
-    lab = np.asarray(basin_fn(flat)) if vectorized else np.array([basin_fn(s) for s in flat])
-    return lab.reshape(x.shape[:2])
-
-
-def basin_occupancy(traj, basin_fn, vectorized: bool = False) -> Occupancy:
-    """Which basin every chain is in over time. ``basin_fn(state (n,)) -> label`` (or, with
-    ``vectorized=True``, ``basin_fn(states (m, n)) -> (m,)`` labels)."""
-    labels = _labels(traj, basin_fn, vectorized)
-    basins = np.unique(labels)
-    return Occupancy(labels, basins, (labels[..., None] == basins).mean(axis=1))
-
-
-def escape_times(traj, basin_fn=None, record_every: int = 1, vectorized: bool = False):
-    """Steps until each chain first leaves the basin it starts in.
-
-    ``traj`` is (R, C, n) states with ``basin_fn``, or already the (R, C) labels (``basin_fn``
-    None). Returns ``(times, censored)``: times in steps (recorded index × ``record_every``),
-    and for chains that never left, the last recorded step with ``censored`` True.
-    """
-    labels = np.asarray(traj) if basin_fn is None else _labels(traj, basin_fn, vectorized)
-    left = labels != labels[0]
-    censored = ~left.any(axis=0)
-    first = np.where(censored, labels.shape[0] - 1, left.argmax(axis=0))
-    return first * record_every, censored
-
-
-# ---------------------------------------------------------------- the truth's view of chain states
 
 def _word_rows(grammar, states, offset: int):
     x = torch.as_tensor(states, dtype=torch.long)
@@ -119,21 +42,14 @@ def truth_log_probs(grammar, states, offset: int = N_SPECIAL, chunk: int = 256) 
     r"""Exact :math:`\log p(x)` under the toy language of each state (..., n) of token ids.
 
     Token id = ``offset`` + word id (the toy tokenizer puts :data:`mlmbook.toy.N_SPECIAL` special
-    tokens first);
-    :math:`-\infty` for sentences the grammar cannot produce and for rows holding a special
-    token. Batched inside passes (``chunk`` rows each); the same number as
+    tokens first); :math:`-\infty` for sentences the grammar cannot produce and for rows holding a
+    special token. Batched inside passes (``chunk`` rows each); the same number as
     ``grammar.log_prob(words)``.
     """
     x = torch.as_tensor(states)
-    words, bad = _word_rows(grammar, x, offset)
-    n = words.shape[1]
-    if n > grammar.max_length:
+    if x.shape[-1] > grammar.max_length:
         return np.full(x.shape[:-1], -np.inf)
-    Z = _topic_inside(grammar, words, chunk).sum(dim=1).numpy()
-    with np.errstate(divide="ignore"):
-        lp = np.log(Z) - np.log(grammar.length_probs.sum())
-    lp[bad.numpy() | (Z <= 0)] = -np.inf
-    return lp.reshape(x.shape[:-1])
+    return truth_topic_scores(grammar, x, offset, chunk)[0]
 
 
 def truth_topic_scores(grammar, states, offset: int = N_SPECIAL, chunk: int = 256) -> tuple[np.ndarray, np.ndarray]:
@@ -141,8 +57,6 @@ def truth_topic_scores(grammar, states, offset: int = N_SPECIAL, chunk: int = 25
     pass."""
     x = torch.as_tensor(states)
     words, bad = _word_rows(grammar, x, offset)
-    if words.shape[1] > grammar.max_length:
-        return truth_log_probs(grammar, x, offset, chunk), topic_posterior(grammar, x, offset, chunk)
     Zt = _topic_inside(grammar, words, chunk).numpy()
     tot = Zt.sum(axis=1)
     bad = bad.numpy() | (tot <= 0)
@@ -150,6 +64,8 @@ def truth_topic_scores(grammar, states, offset: int = N_SPECIAL, chunk: int = 25
         lp = np.log(tot) - np.log(grammar.length_probs.sum())
         post = Zt / tot[:, None]
     lp[bad], post[bad] = -np.inf, np.nan
+    if words.shape[1] > grammar.max_length:
+        lp[:] = -np.inf
     return lp.reshape(x.shape[:-1]), post.reshape(*x.shape[:-1], Zt.shape[1])
 
 
@@ -160,44 +76,28 @@ def topic_posterior(grammar, states, offset: int = N_SPECIAL, chunk: int = 256) 
     :math:`Z_t(x)` is the inside score of the sentence under topic :math:`t`'s emissions.
     Rows the grammar cannot produce (or holding special tokens) get NaN.
     """
-    x = torch.as_tensor(states)
-    words, bad = _word_rows(grammar, x, offset)
-    Zt = _topic_inside(grammar, words, chunk).numpy()
-    tot = Zt.sum(axis=1, keepdims=True)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        post = Zt / tot
-    post[bad.numpy() | (tot[:, 0] <= 0)] = np.nan
-    return post.reshape(*x.shape[:-1], Zt.shape[1])
+    return truth_topic_scores(grammar, states, offset, chunk)[1]
 
 
-def topic_word_log_odds(grammar, offset: int = N_SPECIAL, V: int | None = None) -> np.ndarray:
-    r"""Per-token lexical evidence for topic 0 over topic 1 (a grammar with two topics):
+def topic_log_odds(grammar, states, offset: int = N_SPECIAL) -> np.ndarray:
+    r"""Lexical topic probe :math:`\lambda(x) = \sum_i w(x_i)` of each state (..., n), from the
+    per-token evidence for topic 0 over topic 1 (a grammar with two topics)
 
-    .. math:: w(v) = \log \frac{\sum_A E_0(A \to v)}{\sum_A E_1(A \to v)},
+    .. math:: w(v) = \log \frac{\sum_A E_0(A \to v)}{\sum_A E_1(A \to v)}
 
-    summing each word's emission probabilities over the preterminals that can emit it. Array
-    over token ids (``offset`` + word id; 0 for the special tokens and beyond ``V``).
+    over the preterminals :math:`A` that can emit :math:`v` (0 for the special tokens): positive
+    leans to topic 0, negative to topic 1. Unlike the exact posterior (:func:`topic_posterior`) it
+    is defined for every string, grammatical or not — what a probe along an MLM's chains needs. It
+    is the posterior log-odds of a model that emits each word independently given the topic.
     """
+    x = torch.as_tensor(states).numpy()
     E = np.asarray(grammar.pcfg.emissions, dtype=np.float64)
     if E.shape[0] != 2:
         raise ValueError("the lexical topic probe needs a grammar with exactly two topics")
     w = np.log(E[0].sum(axis=0)) - np.log(E[1].sum(axis=0))
-    out = np.zeros(max(V or 0, offset + len(w)))
+    out = np.zeros(max(int(x.max()) + 1, offset + len(w)))
     out[offset:offset + len(w)] = w
-    return out
-
-
-def topic_log_odds(grammar, states, offset: int = N_SPECIAL) -> np.ndarray:
-    r"""Lexical topic probe :math:`\lambda(x) = \sum_i w(x_i)` (:func:`topic_word_log_odds`)
-    of each state (..., n): positive leans to topic 0, negative to topic 1.
-
-    Unlike the exact posterior (:func:`topic_posterior`) it is defined for every string,
-    grammatical or not — what a probe along an MLM's chains needs. It is the posterior
-    log-odds of a model that emits each word independently given the topic.
-    """
-    x = torch.as_tensor(states).numpy()
-    w = topic_word_log_odds(grammar, offset, V=int(x.max()) + 1)
-    return w[x].sum(axis=-1)
+    return out[x].sum(axis=-1)
 
 
 def hysteresis_labels(score, low: float, high: float) -> np.ndarray:
@@ -217,29 +117,21 @@ def hysteresis_labels(score, low: float, high: float) -> np.ndarray:
     return lab
 
 
-# ---------------------------------------------------------------- rates, slopes and their intervals
-
-def escape_counts(times, censored) -> tuple[int, float]:
-    r"""Escapes :math:`d` and exposure :math:`S = \sum_c t_c` (escape time, or the time watched for
-    a chain that never left) of right-censored waiting times: what :func:`arrhenius_fit` needs."""
-    t = np.asarray(times, dtype=np.float64)
-    c = np.asarray(censored, dtype=bool)
-    return int((~c).sum()), float(t.sum())
-
-
 def escape_rate(times, censored, level: float = stats.LEVEL) -> stats.Interval:
     r"""Mean escape time from right-censored waiting times, assuming they are exponential (the
     metastable regime: escapes are rare, memoryless events), as an :class:`~mlmbook.stats.Interval`.
 
-    With :math:`d` escapes and total exposure :math:`S` (:func:`escape_counts`), the
-    maximum-likelihood mean is :math:`S/d`: censored chains count through the time they were
-    watched, not as missing data. The interval is the exact one for time-truncated exponential data,
+    With :math:`d` escapes and total exposure :math:`S = \sum_c t_c` (escape time, or the time
+    watched for a chain that never left), the maximum-likelihood mean is :math:`S/d`: censored
+    chains count through the time they were watched, not as missing data. The interval is the exact
+    one for time-truncated exponential data,
     :math:`[2S/\chi^2_{1-\alpha/2}(2d+2),\; 2S/\chi^2_{\alpha/2}(2d)]`. With no escape the mean is
     only bounded below: the interval's ``lower_bound`` is set and its estimate is that bound (never
     :math:`+\infty`).
     """
-    d, S = escape_counts(times, censored)
-    n = len(np.asarray(times))
+    t = np.asarray(times, dtype=np.float64)
+    d, S = int((~np.asarray(censored, dtype=bool)).sum()), float(t.sum())
+    n = len(t)
     a = (1 - level) / 2
     low = float(2 * S / chi2.ppf(1 - a, 2 * d + 2))
     how = f"censored exponential ({d} escapes of {n} chains)"
@@ -248,40 +140,6 @@ def escape_rate(times, censored, level: float = stats.LEVEL) -> stats.Interval:
                               note=f"none of the {n} chains escaped")
     high = float(2 * S / chi2.ppf(a, 2 * d))
     return stats.Interval(S / d, low, high, level, how, n, S / d / np.sqrt(d))
-
-
-def arrhenius_fit(inv_T, events, exposure, level: float = stats.LEVEL) -> stats.Interval:
-    r"""Slope :math:`b` of :math:`\log(\text{mean escape time}) = c + b/T` from censored escapes at
-    several temperatures, with a profile-likelihood interval (an :class:`~mlmbook.stats.Interval`).
-
-    At temperature :math:`T_k`, ``events[k]`` escapes were seen in ``exposure[k]`` steps of
-    watching; escapes are a Poisson process of rate :math:`\lambda_k = e^{a - b/T_k}` (the censored
-    exponential likelihood is the Poisson one). For fixed :math:`b` the best :math:`a` is explicit,
-    so the profile log-likelihood :math:`\ell(b)` is one-dimensional (and concave); the interval is
-    :math:`\{b : 2(\ell(\hat b) - \ell(b)) \le \chi^2_1(\text{level})\}`, with an infinite end where
-    the data do not bound it. Undefined without any escape.
-    """
-    x = np.asarray(inv_T, dtype=np.float64)
-    d = np.asarray(events, dtype=np.float64)
-    S = np.asarray(exposure, dtype=np.float64)
-    if d.sum() == 0 or len(x) < 2:
-        return stats.undefined("no chain escaped at any temperature" if len(x) >= 2 else "one temperature",
-                               n=int(len(x)), level=level)
-
-    def prof(b):
-        a = np.log(d.sum() / np.sum(S * np.exp(-b * x)))
-        return float(np.sum(d * (a - b * x)) - d.sum())
-
-    span = 200.0 / max(np.ptp(x), 1e-9)
-    best = minimize_scalar(lambda b: -prof(b), bounds=(-span, span), method="bounded",
-                           options=dict(xatol=1e-10))
-    b, top = float(best.x), prof(float(best.x))
-    cut = chi2.ppf(level, 1) / 2
-    g = lambda v: top - prof(v) - cut                                      # noqa: E731
-    low = brentq(g, -span, b) if g(-span) > 0 else -float("inf")
-    high = brentq(g, b, span) if g(span) > 0 else float("inf")
-    return stats.Interval(b, float(low), float(high), level,
-                          f"profile likelihood of a Poisson escape rate over {len(x)} temperatures", int(d.sum()))
 
 
 def growth_exponent(x, times, censored, level: float = stats.LEVEL, seed: int = 0, names=None) -> stats.Interval:
@@ -320,23 +178,3 @@ def growth_exponent(x, times, censored, level: float = stats.LEVEL, seed: int = 
 
     pairs = [a for t, c in zip(ts, cs) for a in (t, c.astype(float))]
     return stats.bootstrap(stat, *pairs, level=level, seed=seed, what="runs")
-
-
-def tail_bound(times, censored, eps: float = 0.25, level: float = stats.LEVEL) -> float | None:
-    r"""The first time :math:`t` at which the upper end of the Clopper–Pearson interval
-    (:func:`mlmbook.stats.proportion`) of :math:`P(\tau > t)` falls to ``eps``, from coupling
-    times of the given start pairs.
-
-    A coupling gives :math:`\|P^t(x,\cdot) - P^t(y,\cdot)\|_\mathrm{TV} \le P(\tau_{x,y} > t)`;
-    averaged over start pairs drawn as the pairs were, this is an upper bound (at confidence
-    ``level``) on the mean distance between two chains so started — not a worst-case mixing time.
-    None if the limit never gets there within the runs (too few pairs, or pairs that never met).
-    """
-    t = np.asarray(times, dtype=np.float64)
-    c = np.asarray(censored, dtype=bool)
-    n = len(t)
-    for s in np.unique(t[~c]):
-        k = int(((t > s) | c).sum())
-        if stats.proportion(k, n, level=level, exact=True).high <= eps:
-            return float(s)
-    return None

@@ -1,8 +1,7 @@
 r"""The Arnold–Gokhale (AG) joint: the joint whose conditionals are closest to the MLM's.
 
-:func:`ag` solves the AG fixed point, by plain iteration or accelerated (SQUAREM), and stops on
-an error bound in log space that backs its docstring; :func:`ag_objective` is the quantity it
-minimises.
+:func:`ag` solves the AG fixed point (plain, SQUAREM or Newton) and stops on an error bound in log
+space; :func:`ag_objective` is the quantity it minimises.
 """
 from __future__ import annotations
 
@@ -18,16 +17,13 @@ from .conditionals import PairConditionals, divergences
 __all__ = ["AGResult", "ag_objective", "ag", "TOL_FLOOR"]
 
 TOL_FLOOR = 1e-12
-"""The smallest stopping tolerance :func:`ag` accepts (nats, on log-marginals). A Newton step in
-float64 on these grids stalls at about 1e-13 (rounding in the log-sum-exps); a smaller ``tol``
-would never be met, so it is raised to this floor with a one-line warning."""
+"""The smallest stopping tolerance :func:`ag` accepts (nats): a Newton step in float64 stalls at
+about 1e-13, so a smaller ``tol`` is raised to this floor with a warning."""
 
 
 @dataclass
 class AGResult:
-    """Output of :func:`ag`: the joint, the number of updates, the objective at the
-    start and at every accepted iterate (non-increasing), whether the stopping rule was met,
-    and the final error bound on the log-probabilities (nats)."""
+    """Output of :func:`ag` (see its Returns)."""
 
     joint: np.ndarray
     iterations: int
@@ -52,72 +48,43 @@ def ag(pc: PairConditionals, tol: float = 1e-8, max_iter: int = 200_000, method:
     .. math:: p^{(t+1)}(a,b) \propto \frac{q(a\mid b) + q(b\mid a)}
               {1/p^{(t)}(a) + 1/p^{(t)}(b)}
 
-    (the marginals of :math:`p^{(t)}` in the denominator; a term drops where its conditional is
-    undefined). Where does it come from? Up to a constant,
+    (a term drops where its conditional is undefined). Up to a constant,
 
     .. math:: J(p) = -\sum_{a,b} \big(q(a\mid b)+q(b\mid a)\big)\log p(a,b)
               + \sum_b \log p(b) + \sum_a \log p(a),
 
-    and setting the gradient to zero on the simplex gives exactly the fixed point. Each update
-    is a majorise–minimise step (the concave :math:`\log p(b)` is bounded by its tangent), so
-    :math:`J` never increases. Zeros: after one step the support is that of
-    :math:`q(a\mid b)+q(b\mid a)`, so AG is restricted to the MLM's support.
-
-    Speed. The update depends on :math:`p^{(t)}` only through its two marginals, so the state
-    is :math:`K_A + K_B` numbers :math:`\ell` (their logs) and each update costs a few passes
-    over the grid. Plain iteration converges linearly, and slowly when the support is nearly
-    split into blocks (:func:`~mlmbook.joints.support_blocks`): the block weights are
-    directions the objective barely sees, and for cells of tiny mass, whose log-marginals
-    move by a factor close to 1 per update. ``method``:
+    whose stationarity condition is the fixed point; each update is a majorise–minimise step, so
+    :math:`J` never increases, and after one step the support is that of :math:`q(a\mid
+    b)+q(b\mid a)`. The state is the two log-marginals :math:`\ell`. ``method``:
 
     * ``"plain"``: the update above;
-    * ``"squarem"``: SQUAREM (Varadhan & Roland 2008) on :math:`\ell` — two updates, an
-      extrapolation, one more update — keeping an extrapolated point only if its objective is no
-      larger than that of the plain update, so :math:`J` never increases;
-    * ``"newton"`` (default): a direct solve in log space. SQUAREM until a plain step moves
-      :math:`\ell` by less than 0.1 (or for 100 updates), then Newton's method on the stationarity
-      equations :math:`\log \mathrm{rows}(u) - \log z - \ell_A = 0`, :math:`\log \mathrm{cols}(u) -
-      \log z - \ell_B = 0`, written with log-sum-exps and logistic weights so that rows of mass
-      1e-12 keep full precision (with backtracking; a least-squares step where exact zeros make the
-      system singular). If Newton fails or ends with a larger objective, SQUAREM goes on and Newton
-      is tried again 200 updates later.
+    * ``"squarem"``: SQUAREM (Varadhan & Roland 2008) on :math:`\ell`, an extrapolated point kept
+      only if its objective is no larger than the plain update's;
+    * ``"newton"`` (default): SQUAREM until a plain step moves :math:`\ell` by less than 0.1 (or
+      for 100 updates), then Newton's method on :math:`\log \mathrm{rows}(u) - \log z - \ell_A = 0`,
+      :math:`\log \mathrm{cols}(u) - \log z - \ell_B = 0` in log-sum-exps (backtracking; least
+      squares where exact zeros make it singular); on failure SQUAREM goes on and Newton is
+      retried 200 updates later.
 
-    Start. The state is the two marginals, and the MLM already gives estimates of them: with
-    ``warm=True`` (default), ``method="newton"`` and both conditionals positive everywhere (as a
-    softmax gives), the start is the both-masked marginals :math:`q(a), q(b)` mixed with 1e-6 of
-    the uniform (no candidate may start at 0: a zero marginal stays 0). Otherwise the start is
-    uniform: with exact zeros the support can split into blocks whose weights the conditionals do
-    not fix (:func:`~mlmbook.joints.support_blocks`), and a start from :math:`q` would silently
-    give each block the weight :math:`q` gives it (:func:`~mlmbook.joints.match_blocks` does that
-    openly). The warm start is
-    close to the fixed point for an MLM, so SQUAREM hands over to Newton after a few updates
-    instead of tens (measured: about 1.5× faster overall on 40 of chapter 2's 228 × 228 grids);
-    ``warm=False`` is the uniform start of Arnold & Gokhale. :math:`J` is not convex, so a start
-    could in principle select another stationary point; on those 40 grids the two starts gave
-    the same joint to within 3e-8 in log space (tested in ``tests/joints``). The objective is
-    recorded from the start's joint :math:`p^{(0)}(a,b) = p^{(0)}(a)\,p^{(0)}(b)`.
+    Start: with ``warm=True``, ``method="newton"`` and both conditionals positive, the both-masked
+    marginals :math:`q(a), q(b)` mixed with 1e-6 of the uniform; otherwise the uniform (with exact
+    zeros a start from :math:`q` would silently fix the block weights,
+    :func:`~mlmbook.joints.support_blocks`).
 
-    Stopping rules. A log joint moves at most :math:`2\varepsilon` when :math:`\ell` moves by
-    :math:`\varepsilon` (the denominator and the normaliser are 1-Lipschitz in :math:`\ell`).
-    Newton stops after a full step of max-norm :math:`\delta` with :math:`2\delta \le` ``tol``;
-    with quadratic convergence the remaining error is of order :math:`\delta^2`, so at the
-    default ``tol = 1e-8`` the log-probability of every cell of the support — tiny ones
-    included — is within 1e-5 of the fixed point (measured: within 1e-9 of 200 000 plain updates
-    on the toy MLM's 228 × 228 grids, ``benchmarks/ch2.py``; tested in ``tests/joints``).
-    ``"plain"`` and ``"squarem"`` stop on the a-posteriori estimate of a contraction: with
-    steps :math:`d_1, d_2` of two successive plain updates, :math:`\hat\rho = d_2/d_1` and
-    :math:`\varepsilon = d_2\hat\rho/(1-\hat\rho)`, stopping when :math:`2\varepsilon \le` ``tol``
-    — an estimate only, which the slow tiny-mass modes make optimistic.
-
-    A ``tol`` below :data:`TOL_FLOOR` cannot be reached in float64: it is raised to the floor
-    with a warning.
+    Stopping: :math:`\ell` moving by :math:`\varepsilon` moves a log joint by at most
+    :math:`2\varepsilon`. Newton stops after a full step of max-norm :math:`\delta` with
+    :math:`2\delta \le` ``tol``; ``"plain"`` and ``"squarem"`` on the a-posteriori estimate
+    :math:`\varepsilon = d_2\hat\rho/(1-\hat\rho)`, :math:`\hat\rho = d_2/d_1` from two plain steps
+    :math:`d_1, d_2`, when :math:`2\varepsilon \le` ``tol``. A ``tol`` below :data:`TOL_FLOOR` is
+    raised to it with a warning.
 
     Returns
     -------
     AGResult
         ``iterations`` counts updates (three per SQUAREM cycle) plus Newton steps; ``objective``
         is :math:`J` at the start and at every accepted iterate (non-increasing);
-        ``error_bound`` is the final :math:`2\varepsilon` (or :math:`2\delta`).
+        ``converged`` whether the stopping rule was met; ``error_bound`` the final
+        :math:`2\varepsilon` (or :math:`2\delta`).
     """
     if method not in ("newton", "squarem", "plain"):
         raise ValueError(f"unknown AG method {method!r}; use 'newton', 'squarem' or 'plain'")
@@ -236,16 +203,6 @@ def _ag_objective_at(num, def_a, def_b, entropy_part, p) -> float:
                  + np.log(p.sum(axis=0)[def_b]).sum() + np.log(p.sum(axis=1)[def_a]).sum())
 
 
-def _lse(x, axis=None):
-    """``log(sum(exp(x)))`` along ``axis`` (a plain max-shifted version: several times faster than
-    :func:`scipy.special.logsumexp` on these grids); ``-inf`` where everything is ``-inf``."""
-    m = np.max(x, axis=axis, keepdims=True)
-    m = np.where(np.isfinite(m), m, 0.0)
-    with np.errstate(divide="ignore"):
-        out = np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True)) + m
-    return out.reshape(()) if axis is None else np.squeeze(out, axis=axis)
-
-
 def _normalise(lx, axis):
     """``exp(lx)`` normalised along ``axis`` and the log of the normaliser (``-inf`` where all of
     ``lx`` is ``-inf``; the normalised values are then 0)."""
@@ -259,9 +216,8 @@ def _normalise(lx, axis):
 
 
 def _newton(num, def_a, def_b, pa, pb, tol: float, max_steps: int = 50):
-    """Newton's method on the AG stationarity equations in log space, from marginals ``pa, pb``.
-
-    Returns ``(joint, steps, 2 * last step)`` on convergence, ``None`` otherwise."""
+    """Newton's method on the AG stationarity equations in log space, from marginals ``pa, pb``:
+    ``(joint, steps, 2 * last step)`` on convergence, ``None`` otherwise."""
     with np.errstate(divide="ignore"):
         ln, x, y = np.log(num), np.log(pa), np.log(pb)
     ls, lt = np.where(def_a, 0.0, -np.inf), np.where(def_b, 0.0, -np.inf)
@@ -282,7 +238,7 @@ def _newton(num, def_a, def_b, pa, pb, tol: float, max_steps: int = 50):
             w = np.where(np.isfinite(e1), np.exp(e1 - lden), 0.0)
             w1 = np.where(np.isfinite(e2), np.exp(e2 - lden), 0.0)     # 1 - w, without cancellation
             (R, lr), (C, lc) = _normalise(lu, 1), _normalise(lu, 0)
-        lz = float(_lse(lr))
+        lz = float(_normalise(lr, 0)[1])
         u = R * np.exp(lr - lz)[:, None]
         return lu, w, w1, R, C, u, lr, lc, lz, np.concatenate([lr - lz - xa, lc - lz - yb])
 
@@ -317,14 +273,10 @@ def _newton_step(B, Cw, da, db, g, F) -> np.ndarray:
     .. math:: J = A - \mathbf 1\, g^\top, \qquad
               A = \begin{pmatrix} D_a & B \\ C_w^\top & D_b \end{pmatrix},
 
-    :math:`D_a, D_b` diagonal. :math:`A` is singular — shifting every log-marginal by the same
-    amount leaves rows and columns in proportion, :math:`A\mathbf 1 = 0` — so the solve uses
-    :math:`A' = A + \mathbf 1 q^\top` (:math:`q` the uniform weights on B's side, :math:`A'\mathbf
-    1 = \mathbf 1`), whose block structure gives a Schur complement of side :math:`K_B`, and
-    Sherman–Morrison for :math:`J = A' - \mathbf 1 (g + q)^\top`: several times fewer operations
-    than a dense solve of side :math:`K_A + K_B`. The answer is checked against :math:`J` (applied
-    without forming it); if the check fails the dense system is solved (least squares where it is
-    singular, as exact zeros can make it).
+    :math:`D_a, D_b` diagonal. :math:`A\mathbf 1 = 0`, so the solve uses :math:`A' = A + \mathbf 1
+    q^\top` (:math:`q` uniform on B's side, :math:`A'\mathbf 1 = \mathbf 1`): a Schur complement
+    of side :math:`K_B`, then Sherman–Morrison for :math:`J = A' - \mathbf 1 (g + q)^\top`. If the
+    answer fails a check against :math:`J`, the dense system is solved (least squares if singular).
     """
     na, nb = len(da), len(db)
     n = na + nb
@@ -347,11 +299,9 @@ def _newton_step(B, Cw, da, db, g, F) -> np.ndarray:
                     return d
             except np.linalg.LinAlgError:
                 pass
-        jac = np.empty((n, n))                                            # the dense system
+        jac = np.zeros((n, n))                                            # the dense system
         jac[:na, na:], jac[na:, :na] = B, Cw.T
-        jac[:na, :na], jac[na:, na:] = 0.0, 0.0
-        jac[np.arange(na), np.arange(na)] = da
-        jac[np.arange(na, n), np.arange(na, n)] = db
+        np.fill_diagonal(jac, np.concatenate([da, db]))
         jac -= g[None, :]
         try:
             d = np.linalg.solve(jac, -F)

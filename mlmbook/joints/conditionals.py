@@ -1,18 +1,8 @@
 r"""An MLM's view of two masked positions: :class:`PairConditionals`, and how to query it.
 
-For two masked positions A and B of a sentence (the rest, fixed, is left out of the notation)
-an MLM gives the conditionals :math:`q(a \mid b)`, :math:`q(b \mid a)` and the both-masked
-marginals :math:`q(a)`, :math:`q(b)`, over candidate sets of sizes :math:`K_A, K_B`. Every
-table is laid out like the joint, ``[a, b]``; probabilities are renormalised over the
-candidates; arrays are numpy float64 (torch tensors are accepted).
-
-Zeros. Exact oracles contain zeros (impossible words), and a conditional given an impossible
-value is undefined; it is stored as a row/column of ``-inf`` (NaNs are turned into ``-inf``).
-
-The model is queried through :func:`mlmbook.queries.iter_log_probs`, the book's one batched
-engine: the rows of a pair are :math:`K_B` copies of the sentence with A masked and B set to
-each candidate (read at A), :math:`K_A` copies with B masked and A set to each candidate (read
-at B), and one with both masked (read at A and B).
+Tables are laid out like the joint, ``[a, b]``, numpy float64 (torch tensors are accepted). A
+conditional given an impossible value (exact oracles have zeros) is undefined and stored as a
+row/column of ``-inf`` (NaNs too).
 """
 from __future__ import annotations
 
@@ -65,11 +55,11 @@ class PairConditionals:
     log_a_given_b : (K_A, K_B) :math:`\log q(x_A=a \mid x_B=b)`; each column sums to 1 in prob.
     log_b_given_a : (K_A, K_B) :math:`\log q(x_B=b \mid x_A=a)`; each row sums to 1 in prob.
     log_a, log_b : (K_A,), (K_B,) log of the marginals with both positions masked.
-    logit_a_given_b, logit_b_given_a : raw (unnormalised) logits, same layout, used by
-        :func:`~mlmbook.joints.mrf`; default to the log-probabilities (then ``mrf == mrf_local``).
+    logit_a_given_b, logit_b_given_a : raw logits, same layout, for :func:`~mlmbook.joints.mrf`;
+        default to the log-probabilities.
     cand_a, cand_b : token ids of the candidates (``None`` when not built from a model).
 
-    Inputs are renormalised over the candidates, so unnormalised log-scores are accepted.
+    Inputs are renormalised over the candidates.
     """
 
     log_a_given_b: np.ndarray
@@ -115,8 +105,7 @@ class PairConditionals:
 
 def divergences(mlm: PairConditionals, derived: PairConditionals, div, worst=np.inf) -> list:
     """``div(mlm, derived)`` per conditioning value: ``[(D over a given each b, MLM-defined b's),
-    (D over b given each a, MLM-defined a's)]``. Where the derived conditional is undefined (the
-    joint gives the conditioning value probability 0) the divergence is ``worst``."""
+    (D over b given each a, MLM-defined a's)]``; ``worst`` where the derived one is undefined."""
     out = []
     for m, d, ax in [(mlm.log_a_given_b, derived.log_a_given_b, 0),
                      (mlm.log_b_given_a, derived.log_b_given_a, 1)]:
@@ -187,10 +176,8 @@ def iter_pair_conditionals(lm: "MaskedLM", queries: Sequence, candidates=None,
 
     For a query ``(ids, A, B)`` the rows are: :math:`K_B` copies with A masked and B set to
     each candidate b (read at A), :math:`K_A` copies with B masked and A set to each candidate
-    a (read at B), and one with both masked (read at A and B). All rows of all queries go to
-    :func:`mlmbook.queries.iter_log_probs` (length groups, de-duplication, one memory budget,
-    the output layer only at A and B; raw scores, special tokens excluded); a pair is yielded as
-    soon as its rows are in.
+    a (read at B), and one with both masked (read at A and B), all through
+    :func:`mlmbook.queries.iter_logits`.
 
     Parameters
     ----------
@@ -204,13 +191,7 @@ def iter_pair_conditionals(lm: "MaskedLM", queries: Sequence, candidates=None,
 
     Yields
     ------
-    ``(k, PairConditionals)`` for every query ``k``, grouped by sentence length (not in order).
-
-    Notes
-    -----
-    A conditional given a value that the model's own both-masked marginal rules out
-    (probability exactly 0, as happens with exact oracles) is undefined and stored as
-    ``-inf``; a softmax MLM never has such values.
+    ``(k, PairConditionals)`` for every query ``k``, as soon as its rows are in (not in order).
     """
     queries = _as_queries(queries)
     cands = _candidate_pairs(candidates, len(queries), default_candidates(lm))
@@ -273,21 +254,17 @@ def pair_conditionals_batch(lm: "MaskedLM", queries: Sequence, candidates=None, 
 
 
 def pair_conditionals(lm: "MaskedLM", ids, A: int, B: int, candidates=None) -> PairConditionals:
-    """Query a masked LM for the conditionals of positions A and B (:func:`iter_pair_conditionals`
-    for one pair). ``candidates``: ``None`` (all non-special ids), one id sequence for both
-    positions, or a pair ``(cand_a, cand_b)``."""
+    """:func:`iter_pair_conditionals` for one pair. ``candidates``: ``None`` (all non-special ids),
+    one id sequence for both positions, or a pair ``(cand_a, cand_b)``."""
     return pair_conditionals_batch(lm, [(ids, A, B)], None if candidates is None else [candidates])[0]
 
 
 def topk_candidates(lm: "MaskedLM", queries: Sequence, k: int = 50, gold: bool = True) -> list[tuple]:
     r"""Top-K candidate sets for real vocabularies, from the both-masked marginals.
 
-    For each query ``(ids, A, B)`` mask both positions (through
-    :func:`mlmbook.queries.iter_log_probs`) and keep the ``k`` likeliest non-special tokens at A and
-    at B, most likely first. With ``gold=True`` the tokens ``ids[A]``, ``ids[B]`` are forced in
-    (replacing the last candidate if missing), so metrics at the gold pair are defined. Every
-    method's joint is then a distribution over :math:`K \times K` pairs, renormalised over the
-    candidates.
+    For each query ``(ids, A, B)`` the ``k`` likeliest non-special tokens at A and at B, most likely
+    first. With ``gold=True`` the tokens ``ids[A]``, ``ids[B]`` are forced in (replacing the last
+    candidate if missing), so metrics at the gold pair are defined.
 
     Returns
     -------

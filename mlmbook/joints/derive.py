@@ -2,8 +2,8 @@ r"""Joints of two masked tokens from an MLM's conditionals: the independent prod
 Hammersley–Clifford–Besag (HCB), and the support blocks that exact zeros create.
 
 Torroba Hennigen & Kim (2023), *Deriving Language Models from Masked Language Models*. Each
-method keeps the zeros its formula implies and never returns NaN; a method whose joint would
-have no support at all raises ``ValueError``. The Arnold–Gokhale joint is in :mod:`.ag`.
+method keeps the zeros its formula implies, never returns NaN, and raises ``ValueError`` for a
+joint with no support. The Arnold–Gokhale joint is in :mod:`.ag`.
 """
 from __future__ import annotations
 
@@ -15,12 +15,11 @@ from .ag import ag
 from .conditionals import NEG_INF, PairConditionals, _np, joint_from_log
 
 __all__ = ["METHODS", "naive", "mrf", "mrf_local", "default_pivot", "hcb", "support_blocks",
-           "match_blocks", "anchor", "derive_all"]
+           "anchor", "derive_all"]
 
 METHODS = {"naive": "MLM (independent)", "mrf": "MRF", "mrf_local": "MRF-local", "hcb": "HCB",
            "ag": "AG", "ag_anchored": "AG anchored"}
-"""The joints of this package, keyed as in :func:`derive_all`, with the labels the book uses (the
-first five are Torroba Hennigen & Kim's; ``ag_anchored`` is :func:`anchor` applied to AG)."""
+"""The joints of :func:`derive_all` and their labels (``ag_anchored``: :func:`anchor` on AG)."""
 
 
 def naive(pc: PairConditionals) -> np.ndarray:
@@ -35,14 +34,14 @@ def mrf(pc: PairConditionals) -> np.ndarray:
 
 
 def mrf_local(pc: PairConditionals) -> np.ndarray:
-    r"""MRF on locally normalised potentials: :math:`p(a,b) \propto q(a\mid b)\,q(b\mid a)`. Not
-    exact even for compatible conditionals: it equals :math:`p(a,b)^2/(p(a)p(b))` renormalised."""
+    r"""MRF on locally normalised potentials: :math:`p(a,b) \propto q(a\mid b)\,q(b\mid a)`
+    (for compatible conditionals :math:`p(a,b)^2/(p(a)p(b))` renormalised, not :math:`p`)."""
     return joint_from_log(pc.log_a_given_b + pc.log_b_given_a)
 
 
 def default_pivot(pc: PairConditionals) -> int:
     r"""The pivot :math:`a^\star = \arg\max_a q(a)` of the both-masked marginal (the paper's
-    ``hcb-both``): the A value the MLM finds likeliest, so the ratios are well supported."""
+    ``hcb-both``)."""
     return int(np.argmax(pc.log_a))
 
 
@@ -55,11 +54,10 @@ def hcb(pc: PairConditionals, pivot: int | None = None) -> np.ndarray:
               = \frac{q(b\mid a^\star)}{q(b^\star\mid a^\star)}\cdot\frac{q(a\mid b)}{q(a^\star\mid b)},
        \qquad p(a,b) \propto q(b\mid a^\star)\,\frac{q(a\mid b)}{q(a^\star\mid b)}.
 
-    :math:`b^\star` only enters the constant, so ``pivot`` is the index :math:`a^\star`
-    (default :func:`default_pivot`); to pivot on B use ``hcb(pc.swap(), b_star).T``.
-    Exact for compatible conditionals whenever every b with :math:`p(b)>0` has
-    :math:`p(a^\star,b)>0`. Zeros: columns with :math:`q(b\mid a^\star)=0` or
-    :math:`q(a^\star\mid b)=0` get zero mass (HCB only sees b's reachable from the pivot).
+    ``pivot`` is the index :math:`a^\star` (default :func:`default_pivot`); to pivot on B use
+    ``hcb(pc.swap(), b_star).T``. Exact for compatible conditionals whenever every b with
+    :math:`p(b)>0` has :math:`p(a^\star,b)>0`; columns with :math:`q(b\mid a^\star)=0` or
+    :math:`q(a^\star\mid b)=0` get zero mass.
     """
     a_star = default_pivot(pc) if pivot is None else int(pivot)
     lb, la_star = pc.log_b_given_a[a_star], pc.log_a_given_b[a_star]
@@ -72,11 +70,9 @@ def hcb(pc: PairConditionals, pivot: int | None = None) -> np.ndarray:
 def support_blocks(pc: PairConditionals) -> tuple[int, np.ndarray, np.ndarray]:
     r"""Connected blocks of the conditionals' support.
 
-    Join a and b when both :math:`q(a\mid b) > 0` and :math:`q(b\mid a) > 0`; the connected
-    components of that bipartite graph are the blocks. Conditionals only ever compare
-    probabilities *within* a block, so even compatible conditionals determine the joint only up
-    to one weight per block (Arnold & Press 1989). A softmax MLM has a single block; an exact
-    oracle with forbidden combinations can have several.
+    Join a and b when both :math:`q(a\mid b) > 0` and :math:`q(b\mid a) > 0`; the blocks are the
+    connected components. Even compatible conditionals fix the joint only up to one weight per
+    block (Arnold & Press 1989).
 
     Returns
     -------
@@ -95,38 +91,15 @@ def support_blocks(pc: PairConditionals) -> tuple[int, np.ndarray, np.ndarray]:
     return len(used), la, lb
 
 
-def match_blocks(joint, pc: PairConditionals) -> np.ndarray:
-    r"""Give each support block of ``joint`` the mass the both-masked marginal assigns to it,
-    :math:`\sum_{a \in \text{block}} q(a)` — the one thing the conditionals cannot say
-    (:func:`support_blocks`). A no-op with a single block."""
-    n, la, _ = support_blocks(pc)
-    J = _np(joint).copy()
-    if n <= 1:
-        return J
-    qa = np.exp(pc.log_a)
-    target = np.array([qa[la == k].sum() for k in range(n)])
-    target /= target.sum()
-    for k in range(n):
-        rows = la == k
-        mass = J[rows].sum()
-        if mass > 0:
-            J[rows] *= target[k] / mass
-    return J / J.sum()
-
-
 def anchor(joint, pc: PairConditionals) -> np.ndarray:
     r"""A joint's conditionals, re-weighted by the MLM's own both-masked marginals:
 
     .. math:: q^{\mathrm{m}}(a, b) = \tfrac12\big[q(a)\, p(b \mid a) + q(b)\, p(a \mid b)\big],
 
     :math:`p(b\mid a)`, :math:`p(a \mid b)` the conditionals of ``joint`` and :math:`q(a)`,
-    :math:`q(b)` the marginals with both positions masked (each half is renormalised over the values
-    where its conditional is defined). The conditionals say how mass is shared *within* a row or a
-    column; the marginals say how much each row and column gets — which is exactly what
-    conditionals cannot fix when the support splits into blocks (:func:`support_blocks`). For the
-    truth's own conditionals and marginals each half *is* the true joint, blocks or not, so
-    ``anchor(ag(pc).joint, pc)`` recovers the truth where :func:`match_blocks` does; unlike it, it
-    also acts on a softmax MLM, whose support is one block.
+    :math:`q(b)` the both-masked marginals (each half renormalised over the values where its
+    conditional is defined). For the truth's own conditionals and marginals each half is the true
+    joint, blocks or not (:func:`support_blocks`).
     """
     J = _np(joint)
     halves = []

@@ -1,11 +1,6 @@
-r"""Chapter 2's experiment: the six joints on the same pairs, measured and described.
-
-:func:`measure` runs a model over a sample of pairs (:func:`~mlmbook.joints.choose_pairs`) in one
-batched pass and scores every joint on every pair (:func:`~mlmbook.joints.evaluate_pair`).
-:func:`methods_table` and :func:`truth_table` describe the result: each cell an estimate with its 95
-% interval (:func:`mlmbook.stats.describe`, resampling sentences, the independent unit).
-Perplexities are described on the log scale and the interval mapped back
-(:func:`~mlmbook.joints.study.exp_interval`).
+r"""Chapter 2's experiment: :func:`measure` scores every joint on every pair in one batched pass;
+:func:`methods_table` and :func:`truth_table` give each cell with its 95 % interval over sentences
+(perplexities described on the log scale and mapped back).
 """
 from __future__ import annotations
 
@@ -25,19 +20,16 @@ if TYPE_CHECKING:
 __all__ = ["queries_of", "measure", "methods_table", "truth_table", "cell", "ROWS"]
 
 ROWS = {**METHODS, "mlm": "MLM's own conditionals", "truth": "truth p"}
-"""Row labels of the tables: the joints, the MLM's own conditionals and the truth."""
 
 
 def queries_of(items: Sequence[dict]) -> list[tuple]:
-    """``(ids, A, B)`` of each pair of :func:`~mlmbook.joints.choose_pairs`: what a model is queried
-    with."""
+    """``(ids, A, B)`` of each pair of :func:`~mlmbook.joints.choose_pairs`."""
     return [(it["ids"], it["A"], it["B"]) for it in items]
 
 
 def measure(lm: "MaskedLM", items: Sequence[dict], truths: Sequence | None = None, candidates=None,
             progress: bool = False) -> dict[str, np.ndarray]:
-    """Every joint of every pair, scored: ``{"method.metric": array over pairs}``
-    (:func:`~mlmbook.joints.stack`).
+    """Every joint of every pair, scored: ``{"method.metric": array over pairs}``.
 
     Parameters
     ----------
@@ -58,8 +50,8 @@ def measure(lm: "MaskedLM", items: Sequence[dict], truths: Sequence | None = Non
 
 
 def cell(iv, digits: int = 3) -> str:
-    """``"10.9 [9.26, 13.2]"``: an interval in ``digits`` significant digits (a tiny value never
-    shows as 0); ``"0.104 [unbounded]"`` when the sample is too small for the test to bound it."""
+    """``"10.9 [9.26, 13.2]"``: an interval in ``digits`` significant digits; ``"0.104
+    [unbounded]"`` when the sample is too small to bound it."""
     if not (np.isfinite(iv.low) and np.isfinite(iv.high)):
         return f"{iv.estimate:.{digits}g} [unbounded]"
     return f"{iv.estimate:.{digits}g} [{iv.low:.{digits}g}, {iv.high:.{digits}g}]"
@@ -100,10 +92,8 @@ def methods_table(per_pair: dict, kinds: Sequence[str], sentence: Sequence) -> t
 
 
 def truth_table(per_pair: dict, sentence: Sequence) -> tuple[list, dict]:
-    """The joints against the truth on all pairs: KL from the true joint, total variation to it, and
-    the conditional KL to the truth (:func:`~mlmbook.joints.truth_conditional_kl`), with 95 %
-    intervals over sentences. Returns ``(rows, intervals)`` as :func:`methods_table`, columns
-    ``kl_truth``, ``tv_truth``, ``cond_kl_truth``."""
+    """The joints against the truth on all pairs (95 % intervals over sentences): ``(rows,
+    intervals)`` as :func:`methods_table`, columns ``kl_truth``, ``tv_truth``, ``cond_kl_truth``."""
     units = np.asarray(sentence)
     every = np.ones(len(units), bool)
     columns = ("kl_truth", "tv_truth", "cond_kl_truth")

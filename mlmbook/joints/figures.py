@@ -1,8 +1,5 @@
-"""Chapter 2's figures: each draws from measured numbers (no measurement here) and returns its
-figure.
-
-Legends sit outside the panels (above them), never over data.
-"""
+"""Chapter 2's figures: each draws measured numbers and returns its figure (legends above the
+panels, never over data)."""
 from __future__ import annotations
 
 from typing import Sequence
@@ -82,17 +79,17 @@ def ladder_figure(kls: Sequence[float], names: Sequence[str], points: Sequence[d
     colors = [plotting.PALETTE[c] for c in ("extra", "miss", "alt", "mlm", "hit")]
     for m, color in zip(methods, colors):
         ivs = [p[f"{m}_kl_truth"] for p in points]
-        plotting.regime_map(kls, *np.array([tuple(iv) for iv in ivs]).T, ax=axes[0],
-                            label=METHODS[m], color=color, ylabel="KL(p ‖ q_m), nats")
+        style = plotting.RegimeStyle(label=METHODS[m], color=color, ylabel="KL(p ‖ q_m), nats")
+        plotting.regime_map(kls, *np.array([tuple(iv) for iv in ivs]).T, ax=axes[0], style=style)
     gap = np.array([tuple(p["gap"]) for p in points]).T
     if len(seed_points):
         extra = np.array([tuple(p["gap"]) for p in seed_points]).T
         axes[1].errorbar(seed_kls, extra[0], yerr=[extra[0] - extra[1], extra[2] - extra[0]], fmt="s",
                          color=plotting.PALETTE["muted"], capsize=2, label="smallest size, other seeds")
     axes[1].axhline(0, ls="--", color=plotting.PALETTE["truth"], lw=1)
-    # named last
-    plotting.regime_map(kls, *gap, ax=axes[1], color=plotting.PALETTE["mlm"], names=names,
-                        ylabel="AG − MLM, cond. KL to p (nats)")
+    style = plotting.RegimeStyle(color=plotting.PALETTE["mlm"], names=names,
+                                 ylabel="AG − MLM, cond. KL to p (nats)")
+    plotting.regime_map(kls, *gap, ax=axes[1], style=style)
     for ax in axes:
         ax.set_xlabel("rung's single-site KL to p (nats)")
     handles = [h for ax in axes for h in ax.get_legend_handles_labels()[0]]

@@ -1,15 +1,9 @@
 r"""Chapter 2's knob of the world: soft zeros, the truth's answer beside the models'.
 
-At smoothing :math:`\varepsilon = 0` the toy language has exact zeros (a verb that never takes some
-noun class), and a pair's true table can split into **blocks** with no cell linking them;
-conditionals then cannot say how much mass each block gets (:func:`~mlmbook.joints.support_blocks`).
-Smoothing mixes each preterminal's words with a share :math:`\varepsilon` of every word of the same
-part of speech, which dissolves the blocks made by a lexical zero (not those made by the syntax).
-
-The knob is measured on pairs whose true table at :math:`\varepsilon = 0` has blocks
-(:func:`blocked_sample`: chosen by the truth alone, before any model is queried), so every pair can
-show the one error the blocks cause: the mass a joint puts in the wrong block
-(:func:`~mlmbook.joints.block_error`). :func:`exact_blocks` gives the truth's own answer, exactly.
+At smoothing :math:`\varepsilon = 0` a pair's true table can split into **blocks**
+(:func:`~mlmbook.joints.support_blocks`); the knob is measured on such pairs
+(:func:`blocked_sample`, chosen by the truth alone), by the mass a joint puts in the wrong block
+(:func:`~mlmbook.joints.block_error`). :func:`exact_blocks` gives the truth's own answer.
 """
 from __future__ import annotations
 
@@ -40,10 +34,9 @@ def blocked_sample(lm: "MaskedLM", grammar, n: int, rng: np.random.Generator, se
                    pool: int = 8) -> tuple[list[dict], list[np.ndarray], list[np.ndarray]]:
     """Pairs of ``n`` toy sentences whose true table splits into several blocks.
 
-    Sentences are drawn from ``grammar`` (``pool * n`` of them, seed ``seed``); each gives an
-    adjacent and a random pair (:func:`~mlmbook.joints.choose_pairs`); a pair is kept when its true
-    table over the full grid has two blocks or more. Sentences are taken in order until ``n`` of
-    them have a kept pair.
+    ``pool * n`` sentences are drawn (seed ``seed``), each giving two pairs
+    (:func:`~mlmbook.joints.choose_pairs`); a pair is kept when its true table has two blocks or
+    more, until ``n`` sentences have a kept pair.
 
     Returns
     -------

@@ -1,27 +1,21 @@
-r"""Beyond two tokens: joints of ``k`` masked positions derived from an MLM (a "language model").
+r"""Beyond two tokens: joints of ``k`` masked positions derived from an MLM.
 
-For two positions the MLM gives :math:`q(a\mid b)` and :math:`q(b\mid a)`; for a set
-:math:`S = \{s_1, \dots, s_k\}` it gives, for each site, the conditional of that site given the
-other ``k - 1`` (and the rest of the sentence), :math:`q(x_{s_i} \mid x_{S \setminus s_i},
-x_{\setminus S})`. Over candidate sets of sizes :math:`K_1, \dots, K_k` that is
-:math:`\sum_i \prod_{j \ne i} K_j` model rows. Three joints over the candidate grid:
+For a set :math:`S = \{s_1, \dots, s_k\}` the MLM gives each site's conditional given the other
+``k - 1``, :math:`q(x_{s_i} \mid x_{S \setminus s_i}, x_{\setminus S})`. Three joints over a
+candidate grid:
 
-* :func:`independent_k`: the product of the marginals with all of S masked — one forward pass;
-* :func:`chain_k`: the left-to-right chain rule,
-  :math:`q(x_{s_1})\,q(x_{s_2} \mid x_{s_1})\cdots`, each factor read with the later sites masked
-  (:math:`1 + K_1 + K_1K_2 + \cdots` rows) — a distribution by construction, but one that depends
-  on the order when the model is inconsistent;
-* :func:`ag_k`: Arnold–Gokhale for ``k`` sites, the joint whose ``k`` conditionals are closest to
-  the MLM's, by the fixed point
+* :func:`independent_k`: the product of the marginals with all of S masked;
+* :func:`chain_k`: the left-to-right chain rule :math:`q(x_{s_1})\,q(x_{s_2} \mid x_{s_1})\cdots`,
+  each factor read with the later sites masked (it depends on the order for an inconsistent model);
+* :func:`ag_k`: Arnold–Gokhale for ``k`` sites, by the fixed point
 
   .. math:: p^{(t+1)}(x) \;\propto\; \frac{\sum_i q(x_{s_i} \mid x_{S\setminus s_i})}
             {\sum_i 1/p^{(t)}(x_{S\setminus s_i})},
 
-  :math:`p(x_{S \setminus s_i})` the marginal of the other sites (for ``k = 2`` the update of
-  :func:`~mlmbook.joints.ag`). It is exact for compatible conditionals.
+  :math:`p(x_{S \setminus s_i})` the marginal of the other sites (for ``k = 2``
+  :func:`~mlmbook.joints.ag`'s update).
 
-Every table is laid out over the grid ``[x_1, ..., x_k]`` and renormalised over the candidates.
-The toy world's exact answer is :func:`~mlmbook.joints.site_joint`.
+Tables are laid out over the grid ``[x_1, ..., x_k]``, renormalised over the candidates.
 """
 from __future__ import annotations
 
@@ -34,7 +28,7 @@ from scipy.special import logsumexp
 
 from .. import queries as Q
 from .. import threads
-from .conditionals import _log_normalise
+from .conditionals import _log_normalise, joint_from_log
 from .metrics import kl_joint
 from .truth import site_chain, site_joint
 
@@ -88,8 +82,7 @@ class SiteConditionals:
 
 def site_conditionals_batch(lm: "MaskedLM", queries: Sequence, candidates: Sequence,
                             progress: bool = False) -> list[SiteConditionals]:
-    r"""Query a masked LM for the ``k``-site conditionals, marginals and chain factors of many
-    queries.
+    r"""Query a masked LM for the ``k``-site conditionals, marginals and chain factors.
 
     Parameters
     ----------
@@ -103,18 +96,16 @@ def site_conditionals_batch(lm: "MaskedLM", queries: Sequence, candidates: Seque
 
     Returns
     -------
-    list of :class:`SiteConditionals`, in query order. All rows of all queries go through one
-    :func:`mlmbook.queries.iter_log_probs` call (identical rows — the chain's last factor and the
-    last site's conditionals — are sent once).
+    list of :class:`SiteConditionals`, in query order (one :func:`mlmbook.queries.iter_log_probs`
+    call for all rows).
     """
-    rows, positions, owner = [], [], []
-    shapes = []
+    rows, positions, owner, grids = [], [], [], []
     for k, ((ids, sites), cands) in enumerate(zip(queries, candidates)):
         ids, sites = [int(t) for t in ids], [int(s) for s in sites]
         if len(set(sites)) != len(sites) or len(cands) != len(sites):
             raise ValueError(f"query {k}: need distinct positions and one candidate set per position")
         cands = [np.asarray(c, dtype=np.int64) for c in cands]
-        shapes.append([len(c) for c in cands])
+        grids.append(cands)
         masked = list(ids)
         for s in sites:
             masked[s] = lm.mask_id
@@ -134,13 +125,11 @@ def site_conditionals_batch(lm: "MaskedLM", queries: Sequence, candidates: Seque
                     r[sites[j]] = int(cands[j][f])
                 rows.append(r), positions.append([sites[t]]), owner.append((k, "chain", (t, fill)))
     tables = [dict(cond=[np.empty(shape) for _ in shape], chain=[np.empty(shape[:t + 1]) for t in range(len(shape))],
-                   marg=None) for shape in shapes]
+                   marg=None) for shape in ([len(c) for c in g] for g in grids)]
     for idx, logp in Q.iter_log_probs(lm, rows, positions, progress=progress and "site conditionals"):
         for r, row in zip(idx, logp):
             k, role, key = owner[r]
-            ids, sites = queries[k]
-            cands = [np.asarray(c, dtype=np.int64) for c in candidates[k]]
-            t = tables[k]
+            cands, t = grids[k], tables[k]
             if role == "marg":
                 t["marg"] = [row[i, c] for i, c in enumerate(cands)]
             elif role == "cond":
@@ -152,8 +141,7 @@ def site_conditionals_batch(lm: "MaskedLM", queries: Sequence, candidates: Seque
                 step, fill = key
                 t["chain"][step][tuple(fill) + (slice(None),)] = row[0, cands[step]]
     out = []
-    for k, t in enumerate(tables):
-        cands = [np.asarray(c, dtype=np.int64) for c in candidates[k]]
+    for cands, t in zip(grids, tables):
         cond = [_log_normalise(c, axis=i) for i, c in enumerate(t["cond"])]
         marg = [_log_normalise(m, axis=0) for m in t["marg"]]
         chain = [marg[0]] + [_log_normalise(c, axis=step) for step, c in enumerate(t["chain"]) if step > 0]
@@ -161,19 +149,11 @@ def site_conditionals_batch(lm: "MaskedLM", queries: Sequence, candidates: Seque
     return out
 
 
-def _joint_from_log(lp) -> np.ndarray:
-    lp = np.where(np.isnan(lp), -np.inf, lp)
-    if not np.isfinite(lp).any():
-        raise ValueError("the derived joint has no support (all entries are zero)")
-    return np.exp(lp - logsumexp(lp))
-
-
 def independent_k(sc: SiteConditionals) -> np.ndarray:
-    r"""The product of the all-masked marginals :math:`\prod_i q(x_{s_i})` (what one forward pass
-    samples)."""
+    r"""The product of the all-masked marginals :math:`\prod_i q(x_{s_i})`."""
     k = len(sc.log_marg)
     lp = sum(m.reshape([-1 if j == i else 1 for j in range(k)]) for i, m in enumerate(sc.log_marg))
-    return _joint_from_log(lp)
+    return joint_from_log(lp)
 
 
 def chain_k(sc: SiteConditionals) -> np.ndarray:
@@ -181,7 +161,7 @@ def chain_k(sc: SiteConditionals) -> np.ndarray:
     x_{s_{<k}})`, each factor read from the MLM with the later sites masked."""
     k = len(sc.log_chain)
     lp = sum(c.reshape(c.shape + (1,) * (k - c.ndim)) for c in sc.log_chain)
-    return _joint_from_log(lp)
+    return joint_from_log(lp)
 
 
 def ag_k_objective(sc: SiteConditionals, joint) -> float:
@@ -200,14 +180,11 @@ def ag_k_objective(sc: SiteConditionals, joint) -> float:
 
 
 def ag_k(sc: SiteConditionals, tol: float = 1e-9, max_iter: int = 100_000) -> tuple[np.ndarray, int, bool]:
-    r"""Arnold–Gokhale for ``k`` sites: the fixed point of the module's update, accelerated.
+    r"""Arnold–Gokhale for ``k`` sites: the fixed point of the module's update, with SQUAREM on
+    :math:`\log p` (an extrapolated point kept only if :func:`ag_k_objective` is no larger).
 
-    The update never increases :func:`ag_k_objective` (the same majorise–minimise argument as for
-    two sites: :math:`\log p(x_{S\setminus s_i})` is concave and bounded by its tangent). Each step
-    costs a few passes over the :math:`\prod_i K_i` grid; steps are accelerated by SQUAREM on
-    :math:`\log p` (an extrapolated point is kept only if its objective is no larger). Start: the
-    chain joint :func:`chain_k`, a close guess for an MLM. Stops when two successive plain updates
-    move no log-probability by more than ``tol``.
+    Starts from :func:`chain_k`; stops when two successive plain updates move no log-probability by
+    more than ``tol``.
 
     Returns
     -------
@@ -222,10 +199,6 @@ def ag_k(sc: SiteConditionals, tol: float = 1e-9, max_iter: int = 100_000) -> tu
             new = np.where(num > 0, num / den, 0.0)
         return new / new.sum()
 
-    def log(P):
-        with np.errstate(divide="ignore"):
-            return np.log(P)
-
     with threads.limited():
         P = chain_k(sc)
         P = np.where(num > 0, np.maximum(P, 1e-300), 0.0)
@@ -235,7 +208,8 @@ def ag_k(sc: SiteConditionals, tol: float = 1e-9, max_iter: int = 100_000) -> tu
             P1 = update(P)
             P2 = update(P1)
             it += 2
-            l0, l1, l2 = log(P), log(P1), log(P2)
+            with np.errstate(divide="ignore"):
+                l0, l1, l2 = np.log(P), np.log(P1), np.log(P2)
             ok = num > 0
             step = float(np.abs(l2[ok] - l1[ok]).max(initial=0.0))
             if step <= tol:
@@ -256,8 +230,8 @@ def ag_k(sc: SiteConditionals, tol: float = 1e-9, max_iter: int = 100_000) -> tu
 
 
 def topk_site_candidates(lm: "MaskedLM", queries: Sequence, k: int, gold: bool = True) -> list[list[np.ndarray]]:
-    """The ``k`` likeliest non-special tokens of each site under the all-masked marginals (one row
-    per query), with the observed token forced in (replacing the last candidate) when ``gold``.
+    """The ``k`` likeliest tokens of each site under the all-masked marginals, with the observed
+    token forced in (replacing the last candidate) when ``gold``.
 
     ``queries``: ``(ids, positions)``. Returns one list of ``len(positions)`` id arrays per query.
     """
@@ -300,10 +274,9 @@ def k_token_pools(items: Sequence[dict], grammar, triples: int, whole: int, seed
 
 
 def k_token_kls(lm: "MaskedLM", grammar, pool: Sequence, k: int) -> dict[str, np.ndarray]:
-    """KL from the exact joint on a grid of ``k`` candidates per site (the model's likeliest under
-    the all-masked marginals, the observed word forced in) to each joint of :data:`K_JOINTS`, one
-    value per ``(words, sites)`` of ``pool``; the MLM's conditionals on every grid come in one
-    batch."""
+    """KL from the exact joint on a grid of ``k`` candidates per site
+    (:func:`topk_site_candidates`) to each joint of :data:`K_JOINTS`, one value per ``(words,
+    sites)`` of ``pool``."""
     queries = [(lm.encode_words(words)[0], sites) for words, sites in pool]
     grids = topk_site_candidates(lm, queries, k)
     found = {m: [] for m in K_JOINTS}

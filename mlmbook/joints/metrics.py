@@ -1,12 +1,6 @@
-r"""How good is a derived joint: divergences, perplexities, and the chapter's per-pair bookkeeping.
-
-* against the MLM: :func:`conditional_divergence`, :func:`conditional_divergences`,
-  :func:`compatibility` (of the MLM's own conditionals);
-* against the truth (toy world): :func:`kl_joint`, :func:`tv_joint`, :func:`truth_conditional_kl`;
-* at the observed words: :func:`pair_ppl`, :func:`unary_ppl`;
-* a chapter's bookkeeping: :func:`evaluate_pair`, :func:`stack`, :func:`summarize`.
-
-Divergences and the bootstrap are those of :mod:`mlmbook.stats`.
+r"""How good is a derived joint: divergences to the MLM and to the truth, incompatibility, and the
+chapter's per-pair bookkeeping (:func:`evaluate_pair`, :func:`stack`). Divergences are those of
+:mod:`mlmbook.stats`.
 """
 from __future__ import annotations
 
@@ -14,14 +8,14 @@ import numpy as np
 from scipy import sparse
 from scipy.sparse.linalg import lsqr
 
-from ..stats import LEVEL, bootstrap, jsd, kl, mutual_information, ppl, tv
+from ..stats import jsd, kl, mutual_information, tv
 from .ag import ag
 from .conditionals import PairConditionals, _np, divergences
-from .derive import METHODS, anchor, hcb, mrf, mrf_local, naive
+from .derive import anchor, hcb, mrf, mrf_local, naive
 
 __all__ = ["conditional_divergence", "conditional_divergences", "compatibility",
            "nearest_compatible", "kl_joint", "tv_joint", "block_error", "truth_conditional_kl",
-           "pair_ppl", "unary_ppl", "evaluate_pair", "stack", "AGGREGATE", "summarize"]
+           "evaluate_pair", "stack"]
 
 
 def kl_joint(p_true, p_derived) -> float:
@@ -31,8 +25,7 @@ def kl_joint(p_true, p_derived) -> float:
 
 def tv_joint(p_true, p_derived) -> float:
     r"""Total variation :math:`\tfrac12\sum_{a,b}|p_{\text{true}}(a,b)-p_{\text{derived}}(a,b)|`
-    between two joints: the share of the mass that sits in the wrong cells
-    (:func:`mlmbook.stats.tv`)."""
+    between two joints (:func:`mlmbook.stats.tv`)."""
     return tv(_np(p_true), _np(p_derived))
 
 
@@ -56,10 +49,7 @@ def conditional_divergence(joint, pc: PairConditionals, kind: str = "kl", at=Non
 
 
 def conditional_divergences(joint, pc: PairConditionals) -> dict[str, float]:
-    r"""``{"kl", "rkl", "jsd"}`` of :func:`conditional_divergence` (``at=None``) in one pass.
-
-    Same definitions and conventions, computed together in probability space (it is what
-    :func:`evaluate_pair` uses; a few times faster than three separate calls)."""
+    r"""``{"kl", "rkl", "jsd"}`` of :func:`conditional_divergence` (``at=None``) in one pass."""
     J = _np(joint)
     parts = {"kl": [], "rkl": [], "jsd": []}
     worst = {"kl": np.inf, "rkl": np.inf, "jsd": np.log(2)}
@@ -80,34 +70,6 @@ def conditional_divergences(joint, pc: PairConditionals) -> dict[str, float]:
     return {kind: float(np.mean(np.concatenate(v))) for kind, v in parts.items()}
 
 
-def _log_pair(j, a, b) -> float:
-    with np.errstate(divide="ignore"):
-        return float(np.log(_np(j)[a, b]))
-
-
-def pair_ppl(items) -> float:
-    r"""Pair perplexity (P-PPL) over gold pairs, per token as in the paper:
-    :math:`\exp\big(-\tfrac{1}{2N}\sum_n \log p_n(a_n, b_n)\big)`; ``items``: ``(joint, a, b)``."""
-    items = list(items)
-    return float(np.exp(-sum(_log_pair(j, a, b) for j, a, b in items) / (2 * len(items))))
-
-
-def unary_ppl(items, unary: str = "conditional") -> float:
-    r"""Unary perplexity (U-PPL): :math:`\exp\big(-\tfrac{1}{2N}\sum_n [\log p_n(a_n\mid b_n)
-    + \log p_n(b_n\mid a_n)]\big)`, the paper's definition from the joint's conditionals.
-    ``unary="marginal"`` uses the joint's marginals :math:`p_n(a_n), p_n(b_n)` instead. An item's
-    first element may be a :class:`PairConditionals` (the MLM's own U-PPL baseline)."""
-    total, n = 0.0, 0
-    for j, a, b in items:
-        pc = j if isinstance(j, PairConditionals) else PairConditionals.from_joint(j)
-        if unary == "conditional":
-            total += pc.log_a_given_b[a, b] + pc.log_b_given_a[a, b]
-        else:
-            total += pc.log_a[a] + pc.log_b[b]
-        n += 1
-    return float(np.exp(-total / (2 * n)))
-
-
 def compatibility(pc: PairConditionals, weighted: bool = True) -> float:
     r"""Arnold–Press incompatibility: distance of the log ratio from a log-rank-one matrix.
 
@@ -120,12 +82,8 @@ def compatibility(pc: PairConditionals, weighted: bool = True) -> float:
 
     over the common support S (both tables positive), in squared nats; 0 iff the conditionals are
     compatible on S. ``weighted=True`` (default): :math:`w_{ab} = q(a)\,q(b)`, the both-masked
-    marginals, so that cells the model finds likely count and the thousands of negligible cells of a
-    large grid do not (the log ratio of two tiny probabilities is mostly noise); then, with full
-    support, the fit is the weighted double centring of r. ``weighted=False``: every cell counts
-    the same (the plain double centring). Entries where exactly one table is zero (possible only
-    with exact zeros) are not counted. How far the conditionals are from the *nearest compatible
-    joint*, in nats, is :func:`nearest_compatible`.
+    marginals (with full support: the weighted double centring of r); ``weighted=False``: every
+    cell the same.
     """
     la, lb = pc.log_a_given_b, pc.log_b_given_a
     support = np.isfinite(la) & np.isfinite(lb)
@@ -161,9 +119,7 @@ def nearest_compatible(pc: PairConditionals, joint=None) -> float:
     .. math:: \tfrac12\Big[\sum_b q(b)\,\mathrm{KL}\big(q(\cdot\mid b)\,\|\,p(\cdot\mid b)\big)
               + \sum_a q(a)\,\mathrm{KL}\big(q(\cdot\mid a)\,\|\,p(\cdot\mid a)\big)\Big],
 
-    so the number reads as "the MLM's conditional at a typical value of the other position is this
-    many nats from one that fits a joint". (:func:`conditional_divergence` gives the unweighted
-    mean, AG's own objective per conditional.) 0 for compatible conditionals.
+    0 for compatible conditionals (:func:`conditional_divergence` gives the unweighted mean).
     """
     J = ag(pc).joint if joint is None else _np(joint)
     (d_a, def_b), (d_b, def_a) = divergences(pc, PairConditionals.from_joint(J), kl)
@@ -176,12 +132,8 @@ def nearest_compatible(pc: PairConditionals, joint=None) -> float:
 
 def block_error(p_true, joint, labels_a) -> float:
     r"""The share of the mass a joint puts in the wrong *block*: :math:`\tfrac12\sum_k
-    |p(\text{block } k)
-    - q_m(\text{block } k)|`, the blocks given by a label per row (``labels_a``, from
-    :func:`~mlmbook.joints.support_blocks`; ``-1``: no block). It isolates the one thing
-    conditionals cannot fix when a table splits into blocks — how much mass each block gets — from
-    the errors inside the blocks. 0 with a single block.
-    """
+    |p(\text{block } k) - q_m(\text{block } k)|`, the blocks given by a label per row
+    (``labels_a``, from :func:`~mlmbook.joints.support_blocks`; ``-1``: no block)."""
     P, Q, labels = _np(p_true), _np(joint), np.asarray(labels_a)
     blocks = np.unique(labels[labels >= 0])
     return float(0.5 * sum(abs(P[labels == k].sum() - Q[labels == k].sum()) for k in blocks))
@@ -193,10 +145,8 @@ def truth_conditional_kl(p_true, model) -> float:
     .. math:: \tfrac12\Big[\mathbb{E}_{b\sim p(b)}\,\mathrm{KL}\big(p(\cdot\mid b)\,\|\,m(\cdot\mid b)\big)
               + \mathbb{E}_{a\sim p(a)}\,\mathrm{KL}\big(p(\cdot\mid a)\,\|\,m(\cdot\mid a)\big)\Big].
 
-    ``model`` is a derived joint (its conditionals are computed) or a :class:`PairConditionals`
-    (the MLM's own conditionals). By the chain rule each expectation equals
-    :math:`\mathrm{KL}(p\|m)` minus the KL of the conditioning marginal, so for a joint it is at
-    most :func:`kl_joint`. ``inf`` where the model's conditional misses the truth's support.
+    ``model`` is a derived joint or a :class:`PairConditionals` (the MLM's own conditionals); for a
+    joint it is at most :func:`kl_joint`. ``inf`` where the model misses the truth's support.
     """
     P = _np(p_true)
     P = P / P.sum()
@@ -242,11 +192,10 @@ def evaluate_pair(pc: PairConditionals, gold, truth=None, joints: dict | None = 
     truth : array or None
         The true joint over the same candidates (toy world only).
     joints : dict or None
-        Precomputed :func:`~mlmbook.joints.derive_all` output, or a subset of its methods
-        (default: every method, computed here).
+        Precomputed :func:`~mlmbook.joints.derive_all` output or a subset (default: computed here).
     to_mlm : bool
         Whether to compute the divergences to the MLM's conditionals (``m.kl``, ``m.rkl``,
-        ``m.jsd``, the costliest metric); the regime map does not need them.
+        ``m.jsd``).
 
     Returns
     -------
@@ -301,33 +250,3 @@ def stack(rows: list) -> dict[str, np.ndarray]:
     keys = [k for k in rows[0] if all(k in r for r in rows)]
     return {k: np.array([r[k] for r in rows], dtype=float) for k in keys}
 
-
-def _mean(x):
-    return x.mean(-1)
-
-
-AGGREGATE = {"p_ppl": ("logp_pair", ppl), "u_ppl": ("logp_unary", ppl),
-             "kl": ("kl", _mean), "rkl": ("rkl", _mean), "jsd": ("jsd", _mean),
-             "kl_truth": ("kl_truth", _mean), "tv_truth": ("tv_truth", _mean),
-             "cond_kl_truth": ("cond_kl_truth", _mean)}
-"""Corpus metric -> (per-pair field, statistic over pairs)."""
-
-
-def summarize(per_pair: dict, level: float = LEVEL, n_boot: int | None = None, seed=0) -> dict:
-    """Corpus metrics with bootstrap intervals over pairs: ``{row: {metric: Interval}}``.
-
-    Rows are the methods, ``mlm`` (the MLM's own conditionals) and ``truth`` where their fields
-    exist in ``per_pair`` (from :func:`stack`); metrics are those of :data:`AGGREGATE`. The
-    intervals are for tables and figures (95 % by default); a verdict's interval is computed at its
-    family's level by the chapter.
-    """
-    table = {}
-    for row in list(METHODS) + ["mlm", "truth"]:
-        cells = {}
-        for metric, (field_, stat) in AGGREGATE.items():
-            x = per_pair.get(f"{row}.{field_}")
-            if x is not None:
-                cells[metric] = bootstrap(stat, x, n_boot=n_boot, level=level, seed=seed, what="pairs")
-        if cells:
-            table[row] = cells
-    return table

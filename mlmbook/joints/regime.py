@@ -1,24 +1,10 @@
 r"""Chapter 2's regime map: the derived joints on every rung of a model ladder (or knob setting).
 
-One model cannot say *where* deriving a joint helps. For one model and a fixed sample of pairs
-with known true joints, :func:`rung_pairs` measures per pair and :func:`rung_point` summarises
-what the chapter plots against the model's distance from the truth:
-
-- KL(truth ‖ joint) and total variation to the true joint for MRF, MRF-local, HCB, AG and anchored
-  AG (:data:`LADDER_METHODS`);
-- the **gap** between AG's conditionals and the MLM's own, both measured by their conditional
-  KL to the truth (:func:`~mlmbook.joints.truth_conditional_kl`): negative means AG's derived
-  conditionals are closer to the truth than the MLM's;
-- the mean incompatibility of the MLM's conditionals (:func:`~mlmbook.joints.compatibility`) and
-  the distance to the nearest compatible joint (:func:`~mlmbook.joints.nearest_compatible`).
-
-Pairs come two per sentence (an adjacent and a random one), and two pairs of one sentence share
-its context, so every interval here is over **sentences** (:func:`mlmbook.stats.describe` with the
-sentence as the unit): descriptive, 95 %. The one rung a primary question asks about is answered by
-the chapter's :class:`~mlmbook.stats.Study` from the same per-pair rows.
-
-The caller loads the models (``mlmbook.models.ladder``); this module only takes a
-:class:`~mlmbook.models.base.MaskedLM`.
+For one model and a fixed sample of pairs with known true joints, :func:`rung_pairs` measures per
+pair and :func:`rung_point` summarises what the chapter plots against the model's distance from the
+truth, with descriptive 95 % intervals over **sentences** (two pairs of a sentence share its
+context). The **gap** is AG's conditional KL to the truth minus the MLM's own: negative means AG's
+conditionals are closer to the truth.
 """
 from __future__ import annotations
 
@@ -27,27 +13,23 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 
 from ..stats import Interval, describe
-from .ag import ag
 from .conditionals import gold_index, iter_pair_conditionals
-from .derive import anchor, hcb, mrf, mrf_local
+from .derive import derive_all
 from .metrics import block_error, evaluate_pair, stack
 
 if TYPE_CHECKING:
     from ..models.base import MaskedLM
 
-__all__ = ["LADDER_METHODS", "rung_pairs", "per_sentence", "rung_point"]
+__all__ = ["LADDER_METHODS", "rung_pairs", "rung_point"]
 
 LADDER_METHODS = ("mrf", "mrf_local", "hcb", "ag", "ag_anchored")
-"""The derived joints on the regime map (the independent product is left out: it ignores the
-conditionals, which are what the ladder varies)."""
+"""The derived joints on the regime map (all but the independent product)."""
 
 
 def rung_pairs(lm: "MaskedLM", queries: Sequence, truths: Sequence, blocks: Sequence | None = None,
                progress: bool = False) -> dict[str, np.ndarray]:
     """Per-pair metrics of one model: :func:`~mlmbook.joints.evaluate_pair` on every query, stacked,
-    for the joints of :data:`LADDER_METHODS` and without the divergences to the MLM's conditionals
-    (a row of the chapter's full :func:`~mlmbook.joints.evaluate_pair` holds the same values under
-    the same keys, so it can stand in for a rung measured already).
+    for the joints of :data:`LADDER_METHODS` and without the divergences to the MLM's conditionals.
 
     Parameters
     ----------
@@ -68,9 +50,7 @@ def rung_pairs(lm: "MaskedLM", queries: Sequence, truths: Sequence, blocks: Sequ
     rows = [None] * len(queries)
     for k, pc in iter_pair_conditionals(lm, queries, progress=progress):
         ids, a_pos, b_pos = queries[k]
-        joint_ag = ag(pc).joint
-        joints = {"mrf": mrf(pc), "mrf_local": mrf_local(pc), "hcb": hcb(pc), "ag": joint_ag,
-                  "ag_anchored": anchor(joint_ag, pc)}
+        joints = {m: joint for m, joint in derive_all(pc).items() if m in LADDER_METHODS}
         rows[k] = evaluate_pair(pc, gold_index(pc, ids[a_pos], ids[b_pos]), truths[k],
                                 joints=joints, to_mlm=False)
         if blocks is not None:
@@ -79,20 +59,8 @@ def rung_pairs(lm: "MaskedLM", queries: Sequence, truths: Sequence, blocks: Sequ
     return stack(rows)
 
 
-def per_sentence(values, sentence) -> np.ndarray:
-    """The mean of ``values`` over the pairs of each sentence (labels ``sentence``, one per pair),
-    in order of first appearance: the units a bootstrap over sentences resamples."""
-    values, sentence = np.asarray(values, dtype=float), np.asarray(sentence)
-    _, first, inverse = np.unique(sentence, return_index=True, return_inverse=True)
-    sums = np.bincount(inverse, weights=values)
-    counts = np.bincount(inverse)
-    order = np.argsort(first)
-    return (sums / counts)[order]
-
-
 def rung_point(per_pair: dict, sentence) -> dict[str, Interval]:
-    """One rung's point of the regime map: 95 % intervals (:func:`mlmbook.stats.describe`, over
-    sentences).
+    """One rung's point of the regime map: 95 % intervals over sentences.
 
     Keys: ``{m}_kl_truth`` and ``{m}_tv_truth`` for ``m`` in :data:`LADDER_METHODS` (where present);
     ``mlm_cond_kl_truth`` and ``ag_cond_kl_truth``; ``gap`` (AG's conditional KL to the truth minus

@@ -1,7 +1,5 @@
-r"""Chapter 2's sample: the sentences (:func:`experiment_sentences`: the toy language for the toy
-model, a treebank through :func:`~mlmbook.corpus.read_for_model` for any other), then one adjacent
-and one random pair of positions per sentence (:func:`choose_pairs`), with their linear and (where
-the sentence has a gold tree) syntactic distance."""
+r"""Chapter 2's sample: the sentences (:func:`experiment_sentences`), then one adjacent and one
+random pair of positions per sentence (:func:`choose_pairs`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -26,13 +24,11 @@ class Source:
     Attributes
     ----------
     toy : bool
-        The toy model, which reads its own language (a treebank is then an error, as in the build's
-        input check).
+        The toy model, which reads its own language (a treebank is then an error).
     treebank : str or path, optional
         The treebank another model reads (``default_treebank`` when None).
     window : Window, optional
-        Words per sentence and the rest of the length policy
-        (:func:`~mlmbook.corpus.read_for_model`).
+        The length policy (:func:`~mlmbook.corpus.read_for_model`).
     default_treebank : str
     allow_unknown : bool
         Run even when the model does not fit the treebank (the page then shows the warning).
@@ -47,17 +43,14 @@ class Source:
 
 def experiment_sentences(lm: "MaskedLM", n: int, grammar, source: Source,
                          seed: int = 0) -> tuple[list, ModelCorpus | None]:
-    """The sentences the chapter draws its pairs from (four times ``n``, since some do not qualify).
-
-    The toy model reads its own language (``grammar.sample``); any other model reads the treebank
-    through :func:`~mlmbook.corpus.read_for_model`, shuffled by ``seed``, its fit checked.
+    """The sentences the chapter draws its pairs from (four times ``n``, since some do not
+    qualify): ``grammar.sample`` for the toy model, the treebank (shuffled by ``seed``) for another.
 
     Returns
     -------
     sentences : list
     corpus : ModelCorpus or None
-        What was read and left out, and the fit (its ``admonition()`` goes on the page); None for
-        the toy model.
+        What was read and the fit (its ``admonition()`` goes on the page); None for the toy model.
     """
     if source.toy:
         if source.treebank is not None:
@@ -71,11 +64,8 @@ def experiment_sentences(lm: "MaskedLM", n: int, grammar, source: Source,
 
 def tree_distance(heads: Sequence[int], i: int, j: int) -> int:
     """Number of edges between words ``i`` and ``j`` in a dependency tree (``heads[k]`` is the
-    0-based head of word ``k``, ``-1`` for the root): 1 for a head and its dependent, 2 for two
-    dependents of one head or a grandparent, and so on.
-
-    Raises ``ValueError`` if the heads do not form a tree that links the two words.
-    """
+    0-based head of word ``k``, ``-1`` for the root); ``ValueError`` if the heads do not form a
+    tree that links the two words."""
     def path_up(k):
         seen = [k]
         while heads[seen[-1]] >= 0:
@@ -93,8 +83,7 @@ def tree_distance(heads: Sequence[int], i: int, j: int) -> int:
 
 
 def _tree_distance_or_none(heads, i: int, j: int):
-    """The tree distance, or ``None`` without heads or where they do not link the two words (a
-    treebank sentence whose heads are not one tree)."""
+    """The tree distance, or ``None`` without heads or where they do not link the two words."""
     if heads is None:
         return None
     try:
@@ -104,8 +93,7 @@ def _tree_distance_or_none(heads, i: int, j: int):
 
 
 def choose_pairs(lm: "MaskedLM", sentences: Sequence, n: int, rng: np.random.Generator) -> list[dict]:
-    """One adjacent and one random pair of words per sentence, until ``n`` sentences have given
-    theirs.
+    """One adjacent and one random pair of words per sentence, for the first ``n`` that qualify.
 
     Only words with a letter or digit whose pieces the model knows (no special token) qualify;
     a sentence needs three of them and two adjacent ones, and must fit the model.
@@ -114,9 +102,8 @@ def choose_pairs(lm: "MaskedLM", sentences: Sequence, n: int, rng: np.random.Gen
     ----------
     lm : MaskedLM
     sentences : sequence of word lists or :class:`~mlmbook.corpus.Sentence` objects
-        With a ``Sentence`` (it has ``heads``) each pair also gets its distance in the gold tree,
-        and the model reads its surface tokens (a multiword token once; only its first word can be
-        in a pair).
+        With a ``Sentence`` each pair also gets its distance in the gold tree, and the model reads
+        its surface tokens.
     n : int
         Sentences wanted (``2 n`` items: adjacent, random, adjacent, ...).
     rng : numpy Generator
@@ -133,7 +120,6 @@ def choose_pairs(lm: "MaskedLM", sentences: Sequence, n: int, rng: np.random.Gen
     for sentence in sentences:
         words = list(getattr(sentence, "words", sentence))
         heads = getattr(sentence, "heads", None)
-        # a Sentence: its surface tokens, each word the pieces of its token
         ids, pieces = encode(lm, sentence)
         if len(ids) > lm.max_length:
             continue
@@ -156,9 +142,8 @@ def choose_pairs(lm: "MaskedLM", sentences: Sequence, n: int, rng: np.random.Gen
 
 def experiment_pairs(lm: "MaskedLM", sentences: Sequence, n: int, rng: np.random.Generator,
                      source: str = "the sentences") -> list[dict]:
-    """:func:`choose_pairs`, or a one-line :class:`~mlmbook.errors.TreebankError` naming ``source``
-    when no sentence qualifies (three words the model knows, two of them adjacent, inside its
-    window)."""
+    """:func:`choose_pairs`, or a :class:`~mlmbook.errors.TreebankError` naming ``source`` when no
+    sentence qualifies."""
     items = choose_pairs(lm, sentences, n, rng)
     if not items:
         raise TreebankError(f"no usable sentence in {source}: chapter 2 needs sentences with three words the model "

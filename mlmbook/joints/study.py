@@ -4,32 +4,9 @@ rows that answer them.
 Torroba Hennigen & Kim (2023) claim that the Arnold–Gokhale joint (AG) "outperforms existing Markov
 random field-based approaches" and that its conditionals "can even occasionally outperform the
 original MLM's conditionals". The chapter tests those claims in at most six questions, one
-Bonferroni family (:class:`mlmbook.stats.Study`):
-
-==================  =====================================================================  ================
-key                 measure (first minus second; lower is better for every one)             needs the truth
-==================  =====================================================================  ================
-``ag_vs_mlm``       conditional KL to the truth, AG's conditionals − the MLM's own          yes
-``ag_vs_mlm_far``   the same on the least-trained rung of the model ladder                  yes
-``ag_vs_mlm_uppl``  log U-PPL, AG's conditionals − the MLM's own (the paper's yardstick)    no
-``ag_vs_mrf``       log P-PPL, AG − MRF                                                     no
-``hcb_vs_mrf``      log P-PPL, HCB − MRF                                                    no
-``knob_block``      the knob models' HCB mass in the wrong block, ε = 0.1 − ε = 0           yes
-==================  =====================================================================  ================
-
-A model without the toy language's truth answers the three perplexity questions only: its family
-is those three (declared before any data, from the model alone).
-
-Effects of interest. A perplexity ratio of 1.1 (:data:`PPL_EFFECT`, :math:`\log 1.1` nats per token
-on the log scale the rows use) for the three perplexity questions; 10 % of the model's mean
-single-site KL to the truth (its ladder label, known before this chapter measures anything) for the
-two truth questions; 0.05 of the mass for the knob (:data:`KNOB_EFFECT`, about half the fall of the
-truth's own HCB error in the last reference, 0.199 → 0.101). Planning standard deviations are the
-committed plan's (:mod:`mlmbook.plans`): the per-sentence standard deviations of the rows in the
-``pilot`` profile, on sentences and models of its own.
-
-Every row function returns one value per *pair*; the study sums them into sentences
-(``units=``), the independent unit, since the two pairs of a sentence share its context.
+Bonferroni family (:class:`mlmbook.stats.Study`): log-perplexity differences (:func:`ppl_rows`) and,
+with the truth, differences of conditional KL (:func:`gap_rows`) and of the knob's block error.
+Every row function returns one value per *pair*; the study sums them into sentences (``units=``).
 """
 from __future__ import annotations
 
@@ -44,11 +21,10 @@ __all__ = ["PPL_EFFECT", "KNOB_EFFECT", "KL_SHARE", "Plan", "ppl_rows",
            "gap_rows", "exp_interval"]
 
 PPL_EFFECT = math.log(1.1)
-"""A perplexity 10 % higher or lower, in the rows' scale (nats per token of log perplexity)."""
+"""A perplexity 10 % higher or lower, in the rows' scale (nats per token)."""
 
 KNOB_EFFECT = 0.05
-"""The knob's effect of interest: a change of 0.05 in the share of the mass HCB puts in the wrong
-block."""
+"""The knob's effect of interest: the share of the mass HCB puts in the wrong block."""
 
 KL_SHARE = 0.1
 """The truth questions' effect of interest, as a share of the model's mean single-site KL to the
@@ -56,11 +32,8 @@ truth."""
 
 @dataclass(frozen=True)
 class Plan:
-    """How much the chapter measures in a profile (the chapter declares it in its ``SIZES``, which
-    the build's plan and cost estimate read too). Unit counts are best at 12 or less, or 30 or more:
-    from 13 to 29 units an interval of the sign-flip test costs 0.1–2.5 s (every sign pattern up to
-    2^16, Monte Carlo above), and the ladder and the knob describe some hundred intervals; at 12
-    units or with the bootstrap it takes milliseconds.
+    """How much the chapter measures in a profile (the chapter's ``SIZES``). Unit counts are best
+    at 12 or less, or 30 or more: from 13 to 29 a sign-flip interval costs 0.1–2.5 s.
 
     Attributes
     ----------
@@ -90,9 +63,8 @@ def ppl_rows(per_pair: dict, first: str, second: str, field: str = "logp_pair") 
     \mathrm{PPL}_{\text{second}}`.
 
     A pair scores two tokens, so its contribution is :math:`-\tfrac12(\log q_{\text{first}} - \log
-    q_{\text{second}})` at the observed pair; their mean over pairs is the difference of the log
-    perplexities (nats per token). ``field``: ``"logp_pair"`` (P-PPL) or ``"logp_unary"`` (U-PPL;
-    ``second="mlm"`` is the MLM's own conditionals).
+    q_{\text{second}})` at the observed pair. ``field``: ``"logp_pair"`` (P-PPL) or
+    ``"logp_unary"`` (U-PPL; ``second="mlm"`` is the MLM's own conditionals).
     """
     out = -0.5 * (np.asarray(per_pair[f"{first}.{field}"]) - np.asarray(per_pair[f"{second}.{field}"]))
     if not np.all(np.isfinite(out)):

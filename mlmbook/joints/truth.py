@@ -15,8 +15,7 @@ __all__ = ["truth_joints", "restrict_joint", "site_joint", "site_chain"]
 
 
 def truth_joints(grammar, queries: Sequence, candidates=None, offset: int = N_SPECIAL) -> list[np.ndarray]:
-    r"""Exact joints :math:`p(x_A=a, x_B=b \mid \text{rest})` of the toy language over candidate
-    tokens.
+    r"""Exact joints :math:`p(x_A=a, x_B=b \mid \text{rest})` of the toy language over candidates.
 
     Parameters
     ----------
@@ -31,8 +30,8 @@ def truth_joints(grammar, queries: Sequence, candidates=None, offset: int = N_SP
 
     Returns
     -------
-    list of arrays ``[a, b]``, renormalised over the candidates; one ``Grammar.pair_joints``
-    pass per sentence, under the thread policy for small work (:mod:`mlmbook.threads`).
+    list of arrays ``[a, b]``, renormalised over the candidates (one ``Grammar.pair_joints`` pass
+    per sentence).
     """
     V = len(grammar.vocab)
     everything = np.arange(V) + offset
@@ -52,12 +51,8 @@ def truth_joints(grammar, queries: Sequence, candidates=None, offset: int = N_SP
 
 
 def restrict_joint(P, cand_a, cand_b, offset: int = N_SPECIAL, what: str = "the query") -> np.ndarray:
-    """A joint over the full grid of words restricted to candidate token ids and renormalised.
-
-    ``P`` is a :func:`truth_joints` joint over the full grid (or ``Grammar.pair_joints``); tokens
-    outside the words (special tokens) get 0. The top-K comparison of chapter 2 uses it to reuse
-    full-grid truths instead of running inside-outside again.
-    """
+    """A joint over the full grid of words restricted to candidate token ids and renormalised
+    (tokens outside the words get 0)."""
     P = np.asarray(P)
     V = P.shape[0]
     ia, ib = (np.asarray(c, dtype=np.int64) - offset for c in (cand_a, cand_b))
@@ -72,15 +67,11 @@ def restrict_joint(P, cand_a, cand_b, offset: int = N_SPECIAL, what: str = "the 
 def site_joint(grammar, words: Sequence[str], positions: Sequence[int], candidates: Sequence,
                offset: int = N_SPECIAL, rows_per_pass: int = 256) -> np.ndarray:
     r"""Exact joint of ``k`` positions of a sentence, :math:`p(x_{s_1}, \dots, x_{s_k} \mid
-    \text{rest})`, over candidate tokens (an array of shape ``(K_1, ..., K_k)``, normalised over the
-    grid).
+    \text{rest})`, over candidate tokens (shape ``(K_1, ..., K_k)``, normalised over the grid).
 
-    The sentence weight is linear in each position's leaf vector (:mod:`mlmbook.toy.pcfg`), so its
-    gradient with respect to the last position's leaf does not depend on the word there: one
-    inside pass and one backward pass per filling of the first ``k - 1`` positions give the weights
-    of all :math:`K_k` fillings of the last. The cost is :math:`K_1 \cdots K_{k-1}` passes
-    (batched ``rows_per_pass`` at a time) instead of one per cell. Checked against enumeration of
-    the tiny grammar in ``tests/joints``.
+    The sentence weight is linear in each position's leaf vector (:mod:`mlmbook.toy.pcfg`), so one
+    inside and one backward pass per filling of the first ``k - 1`` positions give the weights of
+    all :math:`K_k` fillings of the last (batched ``rows_per_pass`` fillings at a time).
 
     Parameters
     ----------
@@ -138,11 +129,9 @@ def site_chain(grammar, words: Sequence[str], positions: Sequence[int], candidat
 
     .. math:: p(x_{s_1})\, p(x_{s_2} \mid x_{s_1}) \cdots p(x_{s_k} \mid x_{s_{<k}}),
 
-    each factor read from the exact conditionals with the *later* sites masked (marginalised over
-    the whole vocabulary) and renormalised over the candidates — exactly what
-    :func:`~mlmbook.joints.chain_k` reads from an MLM. On the full grid it is the true joint; on a
-    smaller grid it is not (the later sites' mass outside the grid shapes the early factors), so
-    it measures what truncation alone does to the chain rule.
+    each factor read from the exact conditionals with the *later* sites masked and renormalised
+    over the candidates, as :func:`~mlmbook.joints.chain_k` reads an MLM; on a grid smaller than
+    the vocabulary it is not the true joint.
     """
     pcfg = grammar.pcfg
     positions = [int(p) for p in positions]

@@ -6,17 +6,10 @@ through :meth:`MaskedLM.logits`:
 
 .. math:: \text{logits}[b, k, :] \;\to\; q(x_{p_{bk}} = \cdot \mid x_{\text{unmasked}})
 
-:class:`MaskedLM` is a :class:`typing.Protocol`: anything with these attributes and methods is
-a masked LM to the package (the science modules type against it and never import a model
-implementation). :class:`MaskedLMBase` holds the behaviour the package's own models share —
-checking inputs, chunking rows by tokens, the thread policy per call, ``log_probs``.
-:class:`~mlmbook.models.hf.HFMaskedLM` wraps any Hugging Face ``AutoModelForMaskedLM``;
-:class:`~mlmbook.models.truth.TruthOracle` implements the same interface with the toy
-language's *exact* conditionals, so any chapter can swap the model for the truth. Load either
-with :func:`~mlmbook.models.load.load_mlm`.
-
-Speed: rows are batched within a token budget, the encoder runs once per row and the
-output layer (the part with a vocabulary-sized matrix) only at the queried positions.
+:class:`MaskedLM` is a :class:`typing.Protocol` (the science modules type against it and never
+import a model implementation). :class:`~mlmbook.models.hf.HFMaskedLM` wraps any Hugging Face
+``AutoModelForMaskedLM``; :class:`~mlmbook.models.truth.TruthOracle` gives the toy language's
+*exact* conditionals, so any chapter can swap the model for the truth.
 """
 from __future__ import annotations
 
@@ -58,12 +51,8 @@ class MaskedLM(Protocol):
         ...
 
     def logits(self, ids, positions, full_softmax: bool = False) -> torch.Tensor:
-        """Scores (B, k, V) of every token at the queried ``positions`` (B, k) of rows ``ids`` (B,
-        n).
-
-        Special tokens get ``-inf`` unless ``full_softmax`` (then a softmax is over the whole
-        vocabulary).
-        """
+        """Scores (B, k, V) of every token at the queried ``positions`` (B, k) of rows ``ids`` (B, n);
+        special tokens get ``-inf`` unless ``full_softmax``."""
         ...
 
     def encode_words(self, words: Sequence[str]) -> tuple[list[int], list[list[int]]]:
@@ -72,21 +61,19 @@ class MaskedLM(Protocol):
 
 
 class MaskedLMBase:
-    """Shared behaviour of the package's masked LMs; subclasses implement :meth:`_logits_chunk`
-    and :meth:`encode_words` and set the attributes of :class:`MaskedLM`.
+    """What the package's masked LMs share; subclasses implement :meth:`_logits_chunk` and
+    :meth:`encode_words` and set the attributes of :class:`MaskedLM`.
 
     Attributes
     ----------
     is_exact : bool
         True for the truth oracle.
     hidden_size : int
-        Width of the encoder (0 when there is none); from :data:`mlmbook.threads.LARGE_HIDDEN`
-        on, a call counts as large work for the thread policy.
+        Width of the encoder (0 when there is none), for the thread policy (:mod:`mlmbook.threads`).
     supports_padding : bool
         Whether :meth:`padded_logits` can take rows of different lengths in one call.
     thread_safe : bool
-        Whether several threads may call :meth:`logits` at once (the query engine then runs chunks
-        side by side when the thread policy gives a call several threads).
+        Whether several threads may call :meth:`logits` at once.
     """
 
     name: str
@@ -99,11 +86,9 @@ class MaskedLMBase:
     supports_padding = False
     thread_safe = False
     max_tokens = 2048
-    """Rows are chunked so that one forward pass holds at most this many tokens. On a CPU, chunks
-    of about 2,000 tokens ran the toy model at the bare encoder's best speed; 16,000-token
-    chunks ran at 0.75-0.8 of it (their activations leave the cache). A model on a GPU raises it."""
-    # the truth oracle needs autograd (its outside pass), so it turns this off
-    _inference_mode = True
+    """Rows are chunked so that one forward pass holds at most this many tokens (on a CPU, larger
+    chunks ran slower: their activations leave the cache; a model on a GPU raises it)."""
+    _inference_mode = True              # the truth oracle needs autograd (its outside pass)
 
     @property
     def V(self) -> int:
@@ -112,7 +97,6 @@ class MaskedLMBase:
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r})"
 
-    # ---------------------------------------------------------------- the core call
     def logits(self, ids, positions, full_softmax: bool = False) -> torch.Tensor:
         """Scores of every token at the queried positions (one batched call; see
         :mod:`mlmbook.queries`).
@@ -135,29 +119,20 @@ class MaskedLMBase:
         ids, positions = self._check(ids, positions)
         if ids.shape[0] == 0:
             return torch.empty(0, positions.shape[1], self.V)
-        chunk = max(1, self.max_tokens // (ids.shape[1] + 2))
-        return self._run(lambda s: self._logits_chunk(ids[s:s + chunk], positions[s:s + chunk]),
-                         range(0, ids.shape[0], chunk), full_softmax)
+        return self._run((ids, positions), self.max_tokens, full_softmax)
 
     def padded_logits(self, ids, lengths, positions, full_softmax: bool = False,
                       max_tokens: int | None = None) -> torch.Tensor:
         """:meth:`logits` for rows of different lengths in one call: row ``b`` is ``ids[b,
-        :lengths[b]]``.
-
-        Only for models with :attr:`supports_padding`; the query engine uses it for a model on an
-        accelerator, where one large call beats one call per length group. ``max_tokens``
-        (default :attr:`max_tokens`) bounds the padded tokens of one forward pass.
-        """
+        :lengths[b]]`` (models with :attr:`supports_padding`; ``max_tokens``, default
+        :attr:`max_tokens`, bounds the padded tokens of one forward pass)."""
         if not self.supports_padding:
             raise NotImplementedError(f"{self.name} cannot run padded rows")
         ids, positions = self._check(ids, positions)
         lengths = torch.as_tensor(lengths, dtype=torch.long)
         if positions.numel() and (positions >= lengths[:, None]).any():
             raise ValueError("a queried position lies in a row's padding")
-        chunk = max(1, (max_tokens or self.max_tokens) // (ids.shape[1] + 2))
-        return self._run(lambda s: self._logits_chunk(ids[s:s + chunk], positions[s:s + chunk],
-                                                      lengths[s:s + chunk]),
-                         range(0, ids.shape[0], chunk), full_softmax)
+        return self._run((ids, positions, lengths), max_tokens or self.max_tokens, full_softmax)
 
     def log_probs(self, ids, positions, full_softmax: bool = False) -> torch.Tensor:
         """``log_softmax`` of :meth:`logits`: shape (B, k, V)."""
@@ -180,37 +155,26 @@ class MaskedLMBase:
             raise ValueError(f"positions must have one row per input row and lie in [0, {n})")
         return ids, positions
 
-    def _run(self, chunk_logits, starts, full_softmax: bool) -> torch.Tensor:
-        """Concatenate ``chunk_logits(start)`` under the thread policy; specials -> -inf unless
-        ``full_softmax``."""
+    def _run(self, tensors, max_tokens: int, full_softmax: bool) -> torch.Tensor:
+        """:meth:`_logits_chunk` on chunks of rows of ``tensors`` (at most ``max_tokens`` tokens),
+        concatenated, under the thread policy; specials -> -inf unless ``full_softmax``."""
+        chunk = max(1, max_tokens // (tensors[0].shape[1] + 2))
         with threads.limited(threads.is_large(self)), \
                 (torch.inference_mode() if self._inference_mode else torch.no_grad()):
-            out = torch.cat([chunk_logits(s) for s in starts])
+            out = torch.cat([self._logits_chunk(*(t[s:s + chunk] for t in tensors))
+                             for s in range(0, len(tensors[0]), chunk)])
             if not full_softmax:
                 out[..., list(self.special_ids)] = float("-inf")
         return out.clone()  # a normal tensor, usable outside inference mode
 
-    def _logits_chunk(self, ids, positions, lengths=None):
-        raise NotImplementedError
-
-    # ---------------------------------------------------------------- words and pieces
-    def encode_words(self, words):
-        """Token ids of a word sequence and, for each word, the positions of its pieces."""
-        raise NotImplementedError
-
     def encode_text(self, text: str) -> tuple[list[int], list[list[int]], list[str]]:
-        """Token ids, the pieces of each word, and the words of a plain string.
-
-        The default splits at white space; models with a tokenizer split as the tokenizer does.
-        """
+        """Token ids, the pieces of each word, and the words of a plain string, split at white
+        space (models with a tokenizer split as the tokenizer does)."""
         words = text.split()
         ids, pieces = self.encode_words(words)
         return ids, pieces, words
 
     def hidden_states(self, ids) -> tuple:
-        """All layers' hidden states at the content positions of rows ``ids`` (B, n).
-
-        Returns a tuple of (B, n, H) float tensors, embeddings first. Models without an
-        encoder (the exact oracle) raise :class:`NotImplementedError`.
-        """
+        """All layers' hidden states (embeddings first) at the content positions of rows ``ids``
+        (B, n): a tuple of (B, n, H) tensors (the exact oracle has none)."""
         raise NotImplementedError(f"{self.name} has no hidden states")

@@ -2,15 +2,11 @@
 
 An entry is a directory under :func:`mlmbook.paths.cache_dir` named by a hash of everything
 that changes the weights — the grammar, the training configuration, the seed and the model
-kind. Training always runs on one thread (:data:`TRAIN_THREADS`), whatever
-``MLMBOOK_THREADS`` says, so the same seed gives the same weights on every machine and a
-thread setting never makes a cached model look missing. Entries are built in a
-temporary directory, checksummed into ``manifest.json`` (written last) and renamed into
-place; a lock serialises processes that want the same entry. A corrupted entry is reported on
-the terminal and rebuilt.
-
-Chapters never open files inside an entry: :class:`CacheEntry` gives the training history
-and the snapshots.
+kind. Training always runs on one thread (:data:`TRAIN_THREADS`), so the same seed gives the same
+weights on every machine. Entries are built in a temporary directory, checksummed into
+``manifest.json`` (written last) and renamed into place; a lock serialises processes that want
+the same entry. A corrupted entry is reported and rebuilt. Chapters never open files inside an
+entry: :class:`CacheEntry` gives the training history and the snapshots.
 """
 from __future__ import annotations
 
@@ -31,19 +27,14 @@ from .train import PRESETS, TRAIN_THREADS, TrainConfig
 
 __all__ = ["VERSION", "CacheEntry", "load_or_train", "train_together", "is_cached", "entry_key"]
 
-VERSION = 3  # bump to invalidate every cached model (3: training always on one thread)
-
-KINDS = ("mlm", "maelm")
+VERSION = 3  # bump to invalidate every cached model
 
 
 def entry_key(grammar: Grammar, config: TrainConfig, seed: int, kind: str) -> str:
-    """The hash that names a cache entry: everything that changes the trained weights.
-
-    That includes the version of the trainer's arithmetic (:data:`mlmbook.models.stacked.VERSION`).
-    """
+    """The hash that names a cache entry: everything that changes the trained weights, the version
+    of the trainer's arithmetic (:data:`mlmbook.models.stacked.VERSION`) included."""
     settings = asdict(config)
-    # a setting added later: at its default the key is as before
-    if settings["mask_ratio"] == "fixed":
+    if settings["mask_ratio"] == "fixed":          # at its default the key is as before the setting
         del settings["mask_ratio"]
     parts = [VERSION, kind, grammar.fingerprint, settings, seed, TRAIN_THREADS, f"stacked {stacked.VERSION}"]
     blob = json.dumps(parts, sort_keys=True).encode()
@@ -51,7 +42,6 @@ def entry_key(grammar: Grammar, config: TrainConfig, seed: int, kind: str) -> st
 
 
 def _entry_path(grammar: Grammar, config: TrainConfig, seed: int, kind: str) -> Path:
-    """Where the entry of a model lives."""
     key = entry_key(grammar, config, seed, kind)
     return cache_dir() / f"{grammar.name.replace('+', '_')}{'-maelm' if kind == 'maelm' else ''}-{key}"
 
@@ -81,13 +71,6 @@ def _verify(path: Path) -> str | None:
     return None
 
 
-def _report(message: str) -> None:
-    """A cache event the reader must see: on the terminal (the build's stderr) and in the
-    chapter."""
-    print(f"mlmbook: {message}", file=sys.stderr, flush=True)
-    print(f"Note: {message}.")
-
-
 def _cached(final: Path, make, info: dict) -> Path:
     """Return ``final`` if it holds a verified entry, else build it with ``make(tmp_dir)``."""
     return _cached_many([final], lambda missing, tmps: make(tmps[0]), [info])[0]
@@ -95,37 +78,33 @@ def _cached(final: Path, make, info: dict) -> Path:
 
 def _cached_many(finals: list[Path], make, infos: list[dict]) -> list[Path]:
     """Return the entries ``finals``, building the missing ones at once with ``make(missing,
-    tmp_dirs)``.
-
-    Holds every entry's lock (taken in path order, so two callers never deadlock) while it
-    checks, builds and renames; ``make`` gets the missing entries' final paths and one temporary
-    directory for each.
-    """
+    tmp_dirs)``, under every entry's lock (taken in path order, so two callers never deadlock)."""
     with ExitStack() as locks:
         for final in sorted(set(finals)):
             final.parent.mkdir(parents=True, exist_ok=True)
             lock = locks.enter_context(open(final.parent / f".{final.name}.lock", "w"))
             fcntl.flock(lock, fcntl.LOCK_EX)
-        todo = []
+        todo: dict[Path, dict] = {}
         for final, info in zip(finals, infos):
             if final.exists():
                 reason = _verify(final)
                 if reason is None:
                     continue
-                _report(f"the cached model {final.name} was corrupted ({reason}); it is deleted and trained again")
+                note = (f"the cached model {final.name} was corrupted ({reason}); "
+                        f"it is deleted and trained again")
+                print(f"mlmbook: {note}", file=sys.stderr, flush=True)    # the build's terminal
+                print(f"Note: {note}.")                                   # the chapter
                 shutil.rmtree(final, ignore_errors=True)
-            if final not in [f for f, _ in todo]:
-                todo.append((final, info))
+            todo.setdefault(final, info)
         if not todo:
             return finals
-        for final, _ in todo:
-            # left by a killed run (we hold the lock)
+        for final in todo:                      # partial entries of a killed run (we hold the lock)
             for stale in final.parent.glob(f".partial-{final.name}-*"):
                 shutil.rmtree(stale, ignore_errors=True)
-        tmps = [final.parent / f".partial-{final.name}-{os.getpid()}" for final, _ in todo]
+        tmps = [final.parent / f".partial-{final.name}-{os.getpid()}" for final in todo]
         try:
-            make([final for final, _ in todo], tmps)
-            for tmp, (final, info) in zip(tmps, todo):
+            make(list(todo), tmps)
+            for tmp, (final, info) in zip(tmps, todo.items()):
                 files = sorted(p.relative_to(tmp).as_posix() for p in tmp.rglob("*") if p.is_file())
                 manifest = dict(info, sha256={f: _sha256(tmp / f) for f in files})
                 (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1))
@@ -178,19 +157,15 @@ def load_or_train(grammar: str | Grammar = "toy", preset: str | TrainConfig = "f
     grammar : "toy", "toy_topic", a YAML path, or a :class:`~mlmbook.toy.grammar.Grammar`
     preset : a name of :data:`~mlmbook.models.train.PRESETS` or a :class:`~mlmbook.models.train.TrainConfig`
     seed : int
-    kind : "mlm" (default) or "maelm"
-        ``"maelm"`` trains the MAE-LM of :mod:`mlmbook.models.maelm` (chapter 4) on the same
-        data, steps and initial encoder weights as the MLM of the same preset and seed.
+    kind : "mlm" (default) or "maelm" (:mod:`mlmbook.models.maelm`)
     """
-    if kind not in KINDS:
+    if kind not in ("mlm", "maelm"):
         raise ValueError(f"unknown model kind {kind!r}; use 'mlm' or 'maelm'")
     g = grammar if isinstance(grammar, Grammar) else Grammar.load(grammar)
     if isinstance(preset, str) and preset not in PRESETS:
         raise ValueError(f"unknown training preset {preset!r}; use one of {', '.join(PRESETS)}")
     config = PRESETS[preset] if isinstance(preset, str) else preset
-    final = _entry_path(g, config, seed, kind)
-    info = _info(g, config, seed, kind)
-    # a stack of one: the weights of any stack it could be in
+    final, info = _entry_path(g, config, seed, kind), _info(g, config, seed, kind)
     path = _cached(final, lambda tmp: stacked.train_stack([stacked.Member(g, config, seed, kind, tmp)], progress), info)
     what = "MAE-LM" if kind == "maelm" else "MLM"
     name = preset if isinstance(preset, str) else "custom"
@@ -204,16 +179,9 @@ def _info(g: Grammar, config: TrainConfig, seed: int, kind: str) -> dict:
 
 
 def train_together(models: list[tuple], progress: bool = False) -> list[CacheEntry]:
-    """The cache entries of several small models, training the missing ones as one stack.
-
-    Parameters
-    ----------
-    models : list of (Grammar, TrainConfig, seed, kind)
-        Models that share one :func:`~mlmbook.models.stacked.shape_of`.
-
-    A model's weights do not depend on the stack it is trained in (:mod:`mlmbook.models.stacked`),
-    so the entries are exactly those :func:`load_or_train` would train one at a time.
-    """
+    """The cache entries of ``models``, (Grammar, TrainConfig, seed, kind) of one
+    :func:`~mlmbook.models.stacked.shape_of`, training the missing ones as one stack (the same
+    weights :func:`load_or_train` would train one at a time)."""
     finals = [_entry_path(g, c, s, k) for g, c, s, k in models]
     infos = [_info(g, c, s, k) for g, c, s, k in models]
     by_path = dict(zip(finals, models))

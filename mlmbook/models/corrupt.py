@@ -23,9 +23,6 @@ With :math:`\tilde x` the corrupted input, the training loss is the cross-entrop
 selected positions only,
 
 .. math:: \mathcal{L} = -\frac{1}{|S|}\sum_{i\in S} \log q(x_i \mid \tilde x).
-
-With the defaults (no noise, no ``mask_only``, no spans, 80/10/10) the random draws are exactly
-BERT's token masking of earlier versions, bit for bit.
 """
 from __future__ import annotations
 
@@ -42,8 +39,7 @@ OFFSET = len(SPECIAL_TOKENS)
 
 
 def check_config(config) -> None:
-    """Raise ``ValueError`` (one line: the cause and what to do) for corruption settings that cannot
-    work."""
+    """Raise ``ValueError`` (one line: the cause and what to do) for settings that cannot work."""
     a = config.replace
     if len(a) != 3 or min(a) < 0 or abs(sum(a) - 1) > 1e-9:
         raise ValueError(f"replace={a!r} must be three non-negative shares ([MASK], random word, kept) summing to 1, "
@@ -79,12 +75,9 @@ def eligible_mask(sentences, n: int, tags) -> torch.Tensor:
     out = torch.zeros(len(sentences), n, dtype=torch.bool)
     tags = set(tags)
     for r, s in enumerate(sentences):
-        if tags:
-            rels, upos = s.deprels or [None] * len(s), s.upos or [None] * len(s)
-            ok = [d in tags or u in tags for d, u in zip(rels, upos)]
-            out[r, 1:len(s) + 1] = torch.tensor(ok, dtype=torch.bool)
-        else:
-            out[r, 1:len(s) + 1] = True
+        rels, upos = s.deprels or [None] * len(s), s.upos or [None] * len(s)
+        ok = [not tags or d in tags or u in tags for d, u in zip(rels, upos)]
+        out[r, 1:len(s) + 1] = torch.tensor(ok, dtype=torch.bool)
     return out
 
 
@@ -92,12 +85,9 @@ def batches(grammar, config, seed: int, pool: int = 16, eligible: bool = False, 
     """Endless length-bucketed batches of token ids (with ``[CLS]``/``[SEP]``) and attention masks.
 
     Each round samples ``pool * config.batch`` fresh sentences (seeded by ``seed`` and the round),
-    sorts them by length, cuts them into batches of ``config.batch`` and yields those in a
-    random order seeded by ``order_seed`` (default ``seed``; the stacked trainer gives all its
-    models one order, :mod:`mlmbook.models.stacked`). Yields ``(ids, attention)``, both
-    LongTensor (B, n); with
-    ``eligible=True`` also the (B, n) bool mask of tokens ``config.mask_only`` allows
-    (:func:`eligible_mask`). The ids do not depend on ``eligible``.
+    sorts them by length, cuts them into batches of ``config.batch`` and yields those in a random
+    order seeded by ``order_seed`` (default ``seed``). Yields ``(ids, attention)``, both LongTensor
+    (B, n); with ``eligible=True`` also the (B, n) bool mask of :func:`eligible_mask`.
     """
     gen = torch.Generator().manual_seed(seed if order_seed is None else order_seed)
     for k in range(sys.maxsize):
@@ -110,15 +100,12 @@ def batches(grammar, config, seed: int, pool: int = 16, eligible: bool = False, 
             ids = torch.zeros(len(group), n, dtype=torch.long)
             for r, s in enumerate(group):
                 ids[r, : len(s) + 2] = torch.tensor([2] + [OFFSET + grammar.word_id[w] for w in s.words] + [3])
-            if eligible:
-                yield ids, (ids != 0).long(), eligible_mask(group, n, config.mask_only)
-            else:
-                yield ids, (ids != 0).long()
+            extra = (eligible_mask(group, n, config.mask_only),) if eligible else ()
+            yield ids, (ids != 0).long(), *extra
 
 
 def add_noise(ids, rate: float, vocab_size: int, gen: torch.Generator):
-    """A copy of ``ids`` with each content token replaced, with probability ``rate``, by a uniform
-    word."""
+    """A copy of ``ids``, each content token replaced with probability ``rate`` by a random word."""
     flip = (torch.rand(ids.shape, generator=gen) < rate) & (ids >= OFFSET)
     out = ids.clone()
     out[flip] = torch.randint(OFFSET, vocab_size, (int(flip.sum()),), generator=gen)
@@ -137,17 +124,7 @@ def span_selection(allowed, rate: float, mean: float, gen: torch.Generator):
     :math:`r` (the rate holds per token, not only on average over a sentence), and by the
     geometric law's lack of memory every run is geometric with mean :math:`\mu` until a
     sentence's end cuts it short. Needs :math:`\mu_g \ge 1`, i.e. :math:`r \le \mu/(1+\mu)`.
-
-    Parameters
-    ----------
-    allowed : BoolTensor (B, n)
-        Tokens that may be selected (content tokens, one contiguous run per row).
-    rate, mean : float
-    gen : torch.Generator
-
-    Returns
-    -------
-    BoolTensor (B, n)
+    ``allowed`` (B, n) marks the tokens that may be selected; returns the (B, n) selection.
     """
     p_end, p_start = 1.0 / mean, rate / (mean * (1.0 - rate))
     u = torch.rand(allowed.shape, generator=gen)
@@ -164,25 +141,10 @@ def mask_tokens(ids, config, vocab_size: int, gen: torch.Generator, eligible=Non
     """Corrupt a batch as ``config`` says (noise, eligibility, selection, replacement; see the
     module).
 
-    Parameters
-    ----------
-    ids : LongTensor (B, n)
-        Clean token ids with ``[CLS]``/``[SEP]``/padding (from :func:`batches`).
-    config : TrainConfig
-    vocab_size : int
-        Special tokens plus words; random words are drawn from ids ``[5, vocab_size)``.
-    gen : torch.Generator
-        The only source of randomness (same generator state -> same corruption).
-    eligible : BoolTensor (B, n), optional
-        Tokens ``config.mask_only`` allows (``batches(..., eligible=True)``); required when
-        ``config.mask_only`` is set, ignored otherwise.
-
-    Returns
-    -------
-    inputs : LongTensor (B, n)
-        The corrupted input.
-    labels : LongTensor (B, n)
-        The (noisy) token at selected positions, -100 elsewhere.
+    ``ids`` (B, n) are clean token ids from :func:`batches`; random words are drawn from ids
+    ``[5, vocab_size)``; ``gen`` is the only source of randomness; ``eligible`` (B, n), the tokens
+    ``config.mask_only`` allows, is required when it is set. Returns the corrupted ``inputs`` and
+    the ``labels`` (the noisy token at selected positions, -100 elsewhere), both (B, n).
     """
     if config.noise:
         ids = add_noise(ids, config.noise, vocab_size, gen)

@@ -1,11 +1,10 @@
 """A Hugging Face masked LM behind the :class:`~mlmbook.models.base.MaskedLM` interface.
 
 >>> lm = HFMaskedLM.from_pretrained("bert-base-uncased")           # doctest: +SKIP
->>> lm = HFMaskedLM(model, tokenizer, name="my model")              # already loaded: no I/O  # doctest: +SKIP
+>>> lm = HFMaskedLM(model, tokenizer, name="my model")              # doctest: +SKIP
 
-The constructor only wraps objects (no file, network or global state); loading, with one-line
-errors that say what to do, is :meth:`HFMaskedLM.from_pretrained` (or
-:func:`mlmbook.load_mlm`).
+The constructor only wraps loaded objects (no file, network or global state; threads are set per
+call); loading, with one-line errors that say what to do, is :meth:`HFMaskedLM.from_pretrained`.
 """
 from __future__ import annotations
 
@@ -29,23 +28,23 @@ _ROBERTA_LIKE = ("roberta", "xlm-roberta", "camembert")
 
 
 # -------------------------------------------------------------------- loading, with one-line errors
-def _source(name_or_path) -> tuple[str, bool]:
-    """Where to load from (a local directory or a Hub name) and whether it is local; checks a local
-    path."""
+def _source(name_or_path) -> tuple[str, bool, dict]:
+    """Where to load from (a checked local directory or a Hub name), whether it is local, and the
+    keywords of transformers' ``from_pretrained`` (offline: only the Hugging Face cache)."""
     name_or_path = str(name_or_path)
     local = Path(name_or_path).expanduser()
     if name_or_path.startswith((".", "/", "~")) and not local.exists():
         raise ModelLoadError(f"model path {name_or_path!r} does not exist; give a directory written by "
                              f"save_pretrained() or a Hugging Face model name such as bert-base-uncased")
     if not local.exists():
-        return name_or_path, False
+        return name_or_path, False, {"local_files_only": True} if hf_offline() else {}
     if not local.is_dir():
         raise ModelLoadError(f"{name_or_path!r} is a file, not a model directory; give the folder that "
                              f"save_pretrained() wrote")
     if not (local / "config.json").is_file():
         raise ModelLoadError(f"{name_or_path!r} is a directory but not a saved model (no config.json); "
                              f"give a directory written by save_pretrained() or a Hugging Face model name")
-    return str(local), True
+    return str(local), True, {}
 
 
 def _damaged(src: str, local: bool, what: str, err: Exception) -> ModelLoadError:
@@ -59,6 +58,12 @@ def _damaged(src: str, local: bool, what: str, err: Exception) -> ModelLoadError
     return ModelLoadError(f"the {what} of {src!r} is damaged ({first}); {remedy}")
 
 
+def _no_mask_token(where) -> ModelLoadError:
+    return ModelLoadError(
+        f"the tokenizer of {str(where)!r} has no mask token, so it cannot be queried as a "
+        "masked LM; use a model trained with [MASK] (BERT, RoBERTa, ...)")
+
+
 def _not_found(src: str) -> ModelLoadError:
     return ModelLoadError(
         f"cannot load model {src!r}: not a local directory and not in the Hugging Face cache "
@@ -68,8 +73,7 @@ def _not_found(src: str) -> ModelLoadError:
 
 @contextmanager
 def _quiet_transformers():
-    """Silence transformers' logging and progress bars for the block, then restore the caller's
-    settings."""
+    """Silence transformers' logging and progress bars for the block, then restore them."""
     from transformers.utils import logging as hf_logging
 
     verbosity, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
@@ -115,9 +119,7 @@ def _load_model(src: str, local: bool, kw: dict, attn_implementation: str):
     except OSError as e:
         if "not a valid JSON" in str(e):
             raise _damaged(src, local, "configuration (config.json)", e) from None
-        if local:
-            raise _damaged(src, local, "weight file", e) from None
-        raise _not_found(src) from None
+        raise (_damaged(src, local, "weight file", e) if local else _not_found(src)) from None
     except Exception as e:  # safetensors / torch.load on a short or corrupt file
         raise _damaged(src, local, "weight file", e) from None
 
@@ -134,9 +136,6 @@ class HFMaskedLM(MaskedLMBase):
         Its tokenizer; it must have a mask token.
     name : str, optional
         A reader-facing name (default: the model's ``name_or_path``).
-
-    The constructor does no I/O and changes no global state (threads are set per call, see
-    :mod:`mlmbook.threads`). Load by name or path with :meth:`from_pretrained`.
     """
 
     supports_padding = True
@@ -147,9 +146,7 @@ class HFMaskedLM(MaskedLMBase):
             raise TypeError("HFMaskedLM(model, tokenizer) wraps loaded objects; load a name or a path with "
                             "HFMaskedLM.from_pretrained(...) or mlmbook.load_mlm(...)")
         if tokenizer.mask_token_id is None:
-            where = getattr(tokenizer, "name_or_path", "") or "this model"
-            raise ModelLoadError(f"the tokenizer of {where!r} has no mask token, so it cannot be queried as a "
-                                 f"masked LM; use a model trained with [MASK] (BERT, RoBERTa, ...)")
+            raise _no_mask_token(getattr(tokenizer, "name_or_path", "") or "this model")
         config = model.config
         self.tokenizer, self.model = tokenizer, model.eval()
         self.name = name or Path(str(getattr(model, "name_or_path", "") or "model")).name
@@ -159,12 +156,9 @@ class HFMaskedLM(MaskedLMBase):
         self.hidden_size = int(getattr(config, "hidden_size", 0) or 0)
         self.mask_id = tokenizer.mask_token_id
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-        vocab = tokenizer.get_vocab()
-        self.vocab = [None] * max(len(vocab), config.vocab_size)
-        for t, i in vocab.items():
-            if i < len(self.vocab):
-                self.vocab[i] = t
-        self.vocab = [t if t is not None else f"<unused {i}>" for i, t in enumerate(self.vocab)]
+        by_id = {i: t for t, i in tokenizer.get_vocab().items()}
+        size = max(len(by_id), config.vocab_size)
+        self.vocab = [by_id.get(i, f"<unused {i}>") for i in range(size)]
         self.special_ids = sorted(set(tokenizer.all_special_ids))
         probe = tokenizer([self.vocab[self.mask_id]], is_split_into_words=True)["input_ids"]
         k = probe.index(self.mask_id)
@@ -184,8 +178,7 @@ class HFMaskedLM(MaskedLMBase):
         ----------
         name_or_path : str or path
         name : str, optional
-            A reader-facing name (default: the folder's name or the Hub name; never an absolute
-            path).
+            A reader-facing name (default: the folder's name or the Hub name).
         device : str, optional
             ``"cpu"``, ``"cuda"``, ... (default: CUDA when available).
         attn_implementation : str
@@ -194,18 +187,14 @@ class HFMaskedLM(MaskedLMBase):
         Raises
         ------
         ModelLoadError
-            One line with the cause and what to do: a missing path, a folder without weights or
-            tokenizer, a truncated or corrupt file (in the folder or in the Hugging Face cache), a
-            model that is not a masked LM, a tokenizer without a mask token, offline without a
-            cached copy.
+            One line with the cause and what to do: a missing path or file, a damaged file (in the
+            folder or the Hugging Face cache), not a masked LM, offline without a cached copy.
         """
-        src, local = _source(name_or_path)
-        kw = {"local_files_only": True} if hf_offline() and not local else {}
+        src, local, kw = _source(name_or_path)
         with _quiet_transformers():
             tokenizer = _load_tokenizer(src, local, kw)
             if tokenizer.mask_token_id is None:
-                raise ModelLoadError(f"the tokenizer of {str(name_or_path)!r} has no mask token, so it cannot be "
-                                     f"queried as a masked LM; use a model trained with [MASK] (BERT, RoBERTa, ...)")
+                raise _no_mask_token(name_or_path)
             model = _load_model(src, local, kw, attn_implementation)
         model.to(device or ("cuda" if torch.cuda.is_available() else "cpu"))
         return cls(model, tokenizer, name=name or (Path(src).name if local else str(name_or_path)))
@@ -222,8 +211,7 @@ class HFMaskedLM(MaskedLMBase):
         return self._head(picked).float().cpu()
 
     def _wrap(self, ids, lengths=None) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """Rows with the model's special tokens around their content, and the attention mask when
-        padded."""
+        """Rows with the model's special tokens around them, and the attention mask when padded."""
         B, n = ids.shape
         pre = torch.tensor(self._prefix, dtype=torch.long).expand(B, -1)
         suf = torch.tensor(self._suffix, dtype=torch.long).expand(B, -1)
@@ -232,8 +220,7 @@ class HFMaskedLM(MaskedLMBase):
         a, width = len(self._prefix), len(self._prefix) + n + len(self._suffix)
         full = torch.full((B, width), self.pad_id, dtype=torch.long)
         full[:, :a] = pre
-        col = torch.arange(n)[None]
-        content = col < lengths[:, None]
+        content = torch.arange(n)[None] < lengths[:, None]
         full[:, a:a + n] = torch.where(content, ids, torch.full_like(ids, self.pad_id))
         rows = torch.arange(B)[:, None]
         full[rows, a + lengths[:, None] + torch.arange(len(self._suffix))[None]] = suf
@@ -248,19 +235,16 @@ class HFMaskedLM(MaskedLMBase):
 
     @property
     def encoder(self):
-        """The Transformer body without the LM head (a ``transformers`` model), e.g. for
-        fine-tuning."""
+        """The Transformer body without the LM head (a ``transformers`` model), to fine-tune."""
         return self._base
 
     @property
     def head(self):
-        """The LM head (hidden states -> vocabulary scores), or None for an architecture it cannot
-        find."""
+        """The LM head (hidden states -> vocabulary scores), or None for an unknown architecture."""
         return self._head
 
     def wrap(self, ids) -> torch.Tensor:
-        """Rows of content ids (B, n) with the model's special tokens added around them: (B, n +
-        extra)."""
+        """Rows of content ids (B, n) with the model's special tokens around them (B, n + extra)."""
         return self._wrap(torch.as_tensor(ids, dtype=torch.long))[0].cpu()
 
     def encode_words(self, words):
@@ -276,8 +260,7 @@ class HFMaskedLM(MaskedLMBase):
         if not getattr(self.tokenizer, "is_fast", False):
             return super().encode_text(text)
         enc = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
-        ids, pieces, words, spans = enc["input_ids"], [], [], []
-        last = None
+        pieces, spans, last = [], [], None
         for p, (w, (a, b)) in enumerate(zip(enc.word_ids(), enc["offset_mapping"])):
             if w is None:
                 continue
@@ -286,12 +269,10 @@ class HFMaskedLM(MaskedLMBase):
                 last = w
             pieces[-1].append(p)
             spans[-1][1] = b
-        words = [text[a:b] for a, b in spans]
-        return ids, pieces, words
+        return enc["input_ids"], pieces, [text[a:b] for a, b in spans]
 
     def hidden_states(self, ids) -> tuple:
-        """All layers' hidden states for rows of content ids (B, n): tuple of (B, n, H), specials
-        dropped."""
+        """All layers' hidden states at the content positions of rows ``ids``: (B, n, H) each."""
         ids = torch.as_tensor(ids, dtype=torch.long)
         with threads.limited(threads.is_large(self)), torch.inference_mode():
             hs = self._base(input_ids=self._wrap(ids)[0], output_hidden_states=True).hidden_states
@@ -308,8 +289,7 @@ def check_masked_lm(name_or_path: str) -> None:
     from transformers import AutoConfig
     from transformers.models.auto.modeling_auto import MODEL_FOR_MASKED_LM_MAPPING_NAMES
 
-    src, local = _source(name_or_path)
-    kw = {"local_files_only": True} if hf_offline() and not local else {}
+    src, local, kw = _source(name_or_path)
     with _quiet_transformers():
         try:
             config = AutoConfig.from_pretrained(src, **kw)
@@ -320,5 +300,4 @@ def check_masked_lm(name_or_path: str) -> None:
         raise ModelLoadError(f"{name_or_path!r} is a {config.model_type} model, not a masked language model; "
                              f"use an encoder such as bert-base-uncased or roberta-base")
     if tokenizer.mask_token_id is None:
-        raise ModelLoadError(f"the tokenizer of {name_or_path!r} has no mask token, so it cannot be queried as a "
-                             f"masked LM; use a model trained with [MASK] (BERT, RoBERTa, ...)")
+        raise _no_mask_token(name_or_path)

@@ -1,11 +1,6 @@
-r"""A toy model to train, as the build and the chapters name it: a :class:`Job`.
-
-A job is a world (a grammar, knob settings included, :mod:`mlmbook.toy.knobs`; a topic variant),
-a training configuration (:class:`~mlmbook.models.train.TrainConfig`), a seed and a kind (MLM or
-MAE-LM). Its weights live in the model cache (:mod:`mlmbook.models.cache`);
-:func:`mlmbook.models.load_mlm` loads it. Which jobs the book trains is the build's plan
-(:mod:`mlmbook.pipeline.zoo`).
-"""
+r"""A toy model to train, as the build and the chapters name it: a :class:`Job` (which jobs the
+book trains is the build's plan, :mod:`mlmbook.pipeline.zoo`; :func:`mlmbook.models.load_mlm` loads
+one)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -18,8 +13,9 @@ __all__ = ["Job", "estimated_seconds"]
 
 @dataclass(frozen=True)
 class Job:
-    """One model to train: the grammar (a name, knob settings included), topic variant,
-    configuration, seed and kind, and the ``name`` a chapter finds it by."""
+    """One model to train: the world (a grammar name, knob settings included,
+    :mod:`mlmbook.toy.knobs`; a topic variant), configuration, seed and kind (MLM or MAE-LM), and
+    the ``name`` a chapter finds it by."""
 
     grammar: str
     topic: str | None
@@ -42,8 +38,7 @@ class Job:
         return f"{what}{world}, hidden {self.config.hidden}, {self.config.steps} steps, seed {self.seed}"
 
     def grammar_object(self):
-        """The job's world (loaded once per process: a build lists some sixty jobs on a few
-        worlds)."""
+        """The job's world (loaded once per process)."""
         return _world(self.grammar, self.topic)
 
     def run(self) -> str:
@@ -72,12 +67,10 @@ def _world(grammar: str, topic: str | None):
 
 
 def estimated_seconds(unit: list) -> float:
-    r"""A rough training time of a unit on one quiet core, to start the longest units first
-    (:mod:`mlmbook.pipeline.prepare` cuts the units).
+    r"""A rough training time of a unit on one quiet core, to start the longest units first.
 
-    Per step, from ``benchmarks/training.py``: sampling a batch of 64 sentences costs about
-    6 ms per distinct stream; a model of width :math:`h` adds about :math:`2 + 0.3h` ms in a stack;
-    an MAE-LM a quarter more.
+    Per step (``benchmarks/training.py``): a batch of 64 sentences costs about 6 ms per distinct
+    stream; a model of width :math:`h` adds about :math:`2 + 0.3h` ms; an MAE-LM a quarter more.
     """
     if not hasattr(unit[0], "config"):                # a job of another kind: its own estimate
         return float(unit[0].cost)

@@ -8,21 +8,11 @@ from the truth, the mean single-site KL
 .. math:: \overline{\mathrm{KL}} = \frac{1}{N}\sum_{s}\sum_{i} \mathrm{KL}\big(p(\cdot\mid x^{(s)}_{\setminus i})
           \,\big\|\, q(\cdot\mid x^{(s)}_{\setminus i})\big)
 
-over the positions of held-out sentences. Chapters plot their paper's headline quantity
-against it. Every rung is trained once and cached like the default model
-(:func:`~mlmbook.models.cache.load_or_train`); the top rung *is* the default model of the
-profile, so its snapshots cost nothing extra.
-
->>> from mlmbook import compare
->>> from mlmbook.models import ladder, load_mlm
->>> for rung in ladder.rungs("quick"):                              # doctest: +SKIP
-...     lm, kl = load_mlm(rung), compare.rung_kl(rung)
-
-The label itself is an analysis of the model against the truth, so it lives above the model
-layer, in :func:`mlmbook.compare.rung_kl`.
-
-The smallest size is also trained with :data:`SEEDS` seeds (:func:`seed_rungs`), so a chapter
-can show an interval over training seeds where training is cheap.
+over the positions of held-out sentences (:func:`mlmbook.compare.rung_kl`, above the model layer).
+Chapters plot their paper's headline quantity against it. Every rung is trained once and cached;
+the top rung *is* the default model of the profile, so its snapshots cost nothing extra. The
+smallest size is also trained with :data:`SEEDS` seeds (:func:`seed_rungs`), so a chapter can
+show an interval over training seeds where training is cheap.
 """
 from __future__ import annotations
 
@@ -47,14 +37,12 @@ SEEDS = (0, 1, 2)
 """Training seeds of the smallest rung (:func:`seed_rungs`)."""
 
 VERDICT_SEEDS = with_fallbacks({"quick": 3, "full": 1})
-"""Training seeds (0, 1, ...) of the default model that a chapter's verdicts must hold for. A
-quick model trains in about a minute, a full one in five and a half, so the full profile judges
-its one model (chapter 1 says so)."""
+"""Training seeds (0, 1, ...) of the default model that a chapter's verdicts must hold for (a full
+model trains in five and a half minutes, so the full profile judges its one model)."""
 
 MAELM_TOP = with_fallbacks({"quick": True, "full": False})
-"""Per profile: whether the MAE-LM ladder has a rung at the default model's width. The full profile
-leaves it out: one seed at hidden 128 (about 200 core-seconds) answers no question, and its seconds
-go to the seeds of chapter 4's pair instead (:data:`mlmbook.pipeline.zoo.CH4_SEEDS`)."""
+"""Per profile: whether the MAE-LM ladder has a rung at the default model's width (in the full
+profile its seconds go to chapter 4's pair, :data:`mlmbook.pipeline.zoo.CH4_SEEDS`)."""
 
 KL_SENTENCES = 60
 """Held-out sentences on which a rung's KL to the truth is measured
@@ -119,8 +107,7 @@ def rungs(profile: str, kind: str = "mlm", seed: int | None = None) -> list[Rung
 
 
 def seed_rungs(profile: str, kind: str = "mlm") -> list[Rung]:
-    """The smallest rung trained with every seed of :data:`SEEDS` (plus the profile's seed
-    offset)."""
+    """The smallest rung trained with every seed of :data:`SEEDS` (plus the profile's offset)."""
     h, offset = LADDERS[profile]["sizes"][0], seed_offset(profile)
     return [Rung(f"h{h}", kind, h, 1.0, s + offset, _small_config(profile, h), profile) for s in SEEDS]
 
@@ -135,8 +122,7 @@ def snapshot_path(rung: Rung):
     if rung.fraction == 1.0:
         return entry.path
     step = max(1, int(rung.fraction * rung.config.steps))
-    wanted = f"step_{step:06d}"
-    for path in entry.checkpoints():
-        if path.name == wanted:
-            return path
-    raise FileNotFoundError(f"{rung.name}: the cached model has no snapshot {wanted}")
+    path = entry.path / "checkpoints" / f"step_{step:06d}"
+    if path not in entry.checkpoints():
+        raise FileNotFoundError(f"{rung.name}: the cached model has no snapshot {path.name}")
+    return path

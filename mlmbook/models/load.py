@@ -28,20 +28,15 @@ def load_mlm(model: str | os.PathLike | ladder.Rung | Job = "toy", profile: str 
     Parameters
     ----------
     model : str, path, Rung or Job
-        ``"toy"`` / ``"toy_topic"``: the default tiny BERT trained on the toy language (trained
-        on first use, then cached; ``profile`` picks the training preset); ``"truth"`` /
-        ``"truth_topic"``: the exact oracle of the same language; a
-        :class:`~mlmbook.models.ladder.Rung` or a :class:`~mlmbook.models.job.Job` (a chapter's
-        model, by its name: :func:`mlmbook.pipeline.zoo.find`): that model (an MAE-LM too);
-        anything else: a Hugging Face model name or a local directory written by
-        ``save_pretrained`` (a model cache entry too).
+        One of :data:`TOY_MODELS` or :data:`TRUTH_MODELS`; a :class:`~mlmbook.models.ladder.Rung`
+        or a :class:`~mlmbook.models.job.Job` (an MAE-LM too); else a Hugging Face model name or a
+        directory written by ``save_pretrained``.
     profile : str
         Training preset of the default toy models (:data:`~mlmbook.models.train.PRESETS`).
     seed : int
         Training seed of the default toy models.
     name : str, optional
-        A reader-facing name for the model (default: the toy model's label, the folder's name
-        or the Hub name — never an absolute path).
+        A reader-facing name (default: the toy model's label, the folder's or the Hub name).
     device : str, optional
         Where a Hugging Face model runs (default: CUDA when available, else the CPU).
 

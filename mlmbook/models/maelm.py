@@ -1,9 +1,7 @@
-r"""MAE-LM: masked language modelling with ``[MASK]`` kept out of the encoder.
+r"""MAE-LM (Meng et al., 2023): masked language modelling with ``[MASK]`` kept out of the encoder.
 
-Meng et al. (2023) observe that an MLM sees ``[MASK]`` in every pretraining input but never
-downstream, and that pretraining spends some of the encoder's dimensions on it. Their
-remedy borrows the masked-autoencoder layout: the *encoder* reads only the real tokens,
-and a shallow *decoder*, used in pretraining only, fills in the masked positions::
+The *encoder* reads only the real tokens, and a shallow *decoder*, used in pretraining only,
+fills in the masked positions (chapter 4 tells why)::
 
     corrupted    [CLS] the dogs [MASK] near the river [MASK] . [SEP]
     encoder in   [CLS] the dogs        near the river        . [SEP]   positions 0 1 2 _ 4 5 6 _ 8 9
@@ -22,19 +20,9 @@ are without ever seeing a token for them. With :math:`S` the selected positions,
 where :math:`E` is the encoder's input embedding matrix (tied output weights, as in BERT)
 and :math:`g` BERT's prediction-head transform. Downstream, only the encoder is kept.
 
-For a controlled comparison, :func:`make_maelm` starts from *the same initial weights* as
-the book's default MLM (:func:`mlmbook.models.train.make_model` with the same seed): the encoder is
-that model's Transformer body and the output head is its head. :func:`train` then sees the
-same sentences and the same corruption (by default BERT's 80/10/10 over 15 % of the tokens;
-:mod:`mlmbook.models.corrupt`) in the same order, for the same number of steps. The only
-differences are architectural: ``[MASK]`` positions are dropped from the encoder (randomly
-replaced and kept tokens are real tokens and stay), and a ``config.decoder_layers``-layer
-bidirectional Transformer (default 1) of the same width is added for pretraining.
-
-Use :func:`mlmbook.models.load_or_train` with ``kind="maelm"`` to train and cache a model,
-:func:`load` to get it back behind the book's :class:`~mlmbook.models.base.MaskedLM` interface
-(it *is* a masked LM: encoder plus decoder predict masked tokens), and
-:func:`load_encoder` for the Hugging Face ``BertModel`` that downstream tasks use.
+Against the MLM of the same seed only the architecture differs: :func:`make_maelm` starts from
+its initial weights, and training sees the same sentences and corruption in the same order.
+Train and cache one with :func:`mlmbook.models.load_or_train` (``kind="maelm"``).
 """
 from __future__ import annotations
 
@@ -74,8 +62,7 @@ def drop_masked(inputs: torch.Tensor, keep: torch.Tensor):
     attention : LongTensor (B, m)
         1 at kept tokens, 0 at padding.
     """
-    # kept positions first, in order
-    order = torch.argsort((~keep).to(torch.int8), dim=1, stable=True)
+    order = torch.argsort((~keep).to(torch.int8), dim=1, stable=True)  # kept positions first
     m = max(int(keep.sum(1).max()), 1)
     positions = order[:, :m]
     attention = keep.gather(1, positions)
@@ -121,17 +108,9 @@ class DecoderLayer(nn.Module):
 class MAELM(nn.Module):
     """Encoder over real tokens + shallow decoder over all positions + tied output head.
 
-    Parameters
-    ----------
-    encoder : transformers.BertModel
-        The encoder (the part kept for downstream use).
-    head : transformers BertPredictionHeadTransform
-        The transform :math:`g` applied before the tied output layer.
-    bias : nn.Parameter (V,)
-        Output bias.
-    decoder_layers : int
-        Depth of the decoder (Meng et al. use a shallow one; 1 here by default). Each layer
-        has the width, heads and feed-forward size of an encoder layer.
+    ``encoder`` is a ``transformers.BertModel`` (the part kept downstream), ``head`` BERT's
+    prediction-head transform :math:`g`, ``bias`` (V,) the output bias; each of the
+    ``decoder_layers`` has the width, heads and feed-forward size of an encoder layer.
     """
 
     def __init__(self, encoder, head, bias, decoder_layers: int = 1):
@@ -151,7 +130,6 @@ class MAELM(nn.Module):
                 nn.init.zeros_(module.bias)
         nn.init.normal_(self.mask_embedding, std=cfg.initializer_range)
 
-    # ------------------------------------------------------------------ the three stages
     def encode(self, inputs, attention_mask, all_layers: bool = False):
         """Run the encoder on the real tokens only and put its outputs back in place.
 
@@ -164,8 +142,7 @@ class MAELM(nn.Module):
         out = self.encoder(input_ids=ids, attention_mask=attn, position_ids=pos, output_hidden_states=all_layers)
         layers = out.hidden_states if all_layers else (out.last_hidden_state,)
         B, n = inputs.shape
-        # padding goes to a spare column
-        slot = torch.where(attn.bool(), pos, torch.full_like(pos, n))
+        slot = torch.where(attn.bool(), pos, torch.full_like(pos, n))      # padding: a spare column
         index = slot[..., None].expand(-1, -1, layers[0].shape[-1])
         placed = tuple(h.new_zeros(B, n + 1, h.shape[-1]).scatter(1, index, h)[:, :n] for h in layers)
         return (placed if all_layers else placed[0]), keep
@@ -198,16 +175,11 @@ class MAELM(nn.Module):
         return nn.functional.cross_entropy(self.logits(h), labels[selected])
 
 
-def make_maelm(grammar, config, seed: int, decoder_layers: int | None = None) -> MAELM:
-    """An MAE-LM whose encoder and head start from the default MLM's initial weights.
-
-    The decoder has ``config.decoder_layers`` layers unless ``decoder_layers`` says otherwise
-    (an untrained model for a test; trained models take the depth from the configuration, so
-    that it is part of the cache key).
-    """
+def make_maelm(grammar, config, seed: int) -> MAELM:
+    """An MAE-LM whose encoder and head start from the MLM's initial weights."""
     mlm = make_model(grammar, config, seed)  # seeds torch, so the decoder init is fixed too
     p = mlm.cls.predictions
-    return MAELM(mlm.bert, p.transform, p.bias, config.decoder_layers if decoder_layers is None else decoder_layers)
+    return MAELM(mlm.bert, p.transform, p.bias, config.decoder_layers)
 
 
 def parameter_counts(model: MAELM) -> dict:
@@ -218,7 +190,6 @@ def parameter_counts(model: MAELM) -> dict:
     return dict(encoder=enc, head=head, decoder=count(model.parameters()) - enc - head)
 
 
-# ---------------------------------------------------------------------------- as a MaskedLM
 class MAEMaskedLM(MaskedLMBase):
     """A trained MAE-LM behind the book's masked-LM interface, plus its representations.
 
@@ -259,8 +230,7 @@ class MAEMaskedLM(MaskedLMBase):
         return ids, [[p] for p in range(len(ids))]
 
     def hidden_states(self, ids) -> tuple:
-        """Encoder layers (embeddings first), each (B, n, d); zero at ``[MASK]`` positions,
-        which the encoder never sees."""
+        """Encoder layers (embeddings first), each (B, n, d); zero at ``[MASK]``, never seen."""
         full, attn = self._full(torch.as_tensor(ids, dtype=torch.long))
         with torch.inference_mode():
             layers, _ = self.model.encode(full, attn, all_layers=True)
@@ -298,13 +268,10 @@ def load_encoder(path):
 
 
 def load(path, name: str = "MAE-LM") -> MAEMaskedLM:
-    """A trained MAE-LM (encoder + decoder) from a directory written by :func:`train`."""
+    """A trained MAE-LM (encoder + decoder) from a directory written by :func:`save`."""
     from safetensors.torch import load_file
     from transformers import AutoTokenizer, BertConfig
     from transformers.models.bert.modeling_bert import BertPredictionHeadTransform
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.disable_progress_bar()
 
     path = Path(path)
     if not (path / "maelm.json").exists():

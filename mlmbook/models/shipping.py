@@ -4,14 +4,9 @@ share no filesystem with it.
 A worker that trains a unit (:mod:`mlmbook.pipeline.prepare`) returns each model's cache entry
 packed by :func:`pack`; the build unpacks it into its own cache with :func:`install`, and a worker
 about to execute a chapter installs the models that chapter loads the same way, into the worker's
-own cache (``$MLMBOOK_CACHE`` there). :func:`install` writes through the cache's own lock,
-temporary directory and rename, and recomputes the checksums of the manifest: a truncated or
-altered entry never lands, and an entry already there is left alone.
-
->>> from mlmbook.models import shipping                       # doctest: +SKIP
->>> from mlmbook.pipeline import zoo                          # doctest: +SKIP
->>> blobs = shipping.pack_jobs(zoo.needed("quick", [0]))      # doctest: +SKIP
->>> [shipping.install(name, blob) for name, blob in blobs.items()]  # doctest: +SKIP
+own cache. :func:`install` writes through the cache's own lock, temporary directory and rename,
+and checks every file against the manifest's checksums: a truncated or altered entry never lands,
+and an entry already there is left alone.
 """
 from __future__ import annotations
 
@@ -51,8 +46,7 @@ def pack(path: Path) -> bytes:
 
 
 def pack_jobs(jobs) -> dict[str, bytes]:
-    """Each cached model among ``jobs``, packed, by entry name (a job not in this cache is left
-    out)."""
+    """Each model of ``jobs`` that is in this cache, packed, by entry name."""
     out = {}
     for job in jobs:
         name = entry_name(job)

@@ -1,53 +1,32 @@
 r"""Many small toy models trained as one computation: K same-shaped BERTs (or MAE-LMs) in a stack.
 
-A hidden-32 BERT does so little arithmetic per step that a framework's per-operation overhead
-dominates its training: every matmul, LayerNorm and optimiser update is a Python call and a
-kernel launch whatever the tensor's size. This module trains :math:`K` such models at once.
-Every parameter carries a leading *model axis*, ``(K, ...)``: a linear layer is one batched
-matrix product :math:`Y_k = X_k W_k + b_k` for all :math:`k` (``torch.baddbmm``), attention
-is one call over the :math:`K \times B` rows, and the objective is the *sum* of the models'
-own losses,
+A hidden-32 BERT does so little arithmetic per step that the framework's per-operation overhead
+dominates its training. Here every parameter carries a leading *model axis*, ``(K, ...)``: a linear
+layer is one batched product :math:`Y_k = X_k W_k + b_k` (``torch.baddbmm``), attention is one
+call over the :math:`K \times B` rows, and the objective is the *sum* of the models' own losses,
 
 .. math:: \mathcal{L}(\theta_1, \dots, \theta_K) = \sum_{k=1}^{K} \mathcal{L}_k(\theta_k),
           \qquad \nabla_{\theta_k}\mathcal{L} = \nabla_{\theta_k}\mathcal{L}_k,
 
 so one backward pass gives every model exactly its own gradient. Everything else stays per
-model: each has its own grammar, seed, data stream and corruption (:mod:`mlmbook.models.corrupt`),
-its own learning-rate schedule, its own gradient clipping (to global norm 1 over *its*
-parameters) and its own AdamW state (decoupled weight decay :math:`\lambda`; with
-:math:`g_t` the clipped gradient and :math:`\eta_t` the model's scheduled rate)
+model: its grammar, seed, data stream and corruption (:mod:`mlmbook.models.corrupt`), its
+learning-rate schedule, its gradient clipping (to global norm 1 over *its* parameters) and its
+AdamW state (decoupled weight decay :math:`\lambda`; :math:`g_t` the clipped gradient,
+:math:`\eta_t` the model's scheduled rate)
 
 .. math:: m_t = \beta_1 m_{t-1} + (1-\beta_1) g_t, \quad v_t = \beta_2 v_{t-1} + (1-\beta_2) g_t^2, \quad
           \theta_t = (1 - \eta_t\lambda)\,\theta_{t-1} - \eta_t\,
           \frac{m_t / (1-\beta_1^t)}{\sqrt{v_t / (1-\beta_2^t)} + \epsilon}.
 
-Two things make a stack cheaper still. The output layer (the costliest part of a small model)
-and MAE-LM's last decoder block run only at the ~15 % selected positions
-(:meth:`Stack.selected_loss`); and members that read the same sentences (same grammar, batch
-size and seed, e.g. a sweep of a masking knob) share one sampled stream and one held-out
-evaluator, since sampling sentences costs about as much as a small model's step.
+The output layer and MAE-LM's last decoder block run only at the ~15 % selected positions
+(:meth:`Stack.selected_loss`); an MAE-LM's encoder keeps its ``[MASK]`` positions but hides them
+from every attention key (the same computation as :func:`~mlmbook.models.maelm.drop_masked`).
 
-Each model keeps its length-bucketed batches. All stacked models meet their length buckets in
-one shared order (:data:`ORDER_SEED`; their sentences are their own), so at each step the
-models' batches have about the same length, and models whose lengths agree are computed
-together at that length (:meth:`Stack.forward`).
-
-**Same weights whatever the stack.** A model's arithmetic never mixes with its neighbours':
-every operation acts on each model's slice separately with shapes set by that model's own
-batch, sums run in a fixed order, and training runs on one thread. So a model's weights depend
-only on its own job, not on which or how many models share its stack
-(``tests/models/test_train_stacked.py`` checks this bit for bit for stacks of 1, 3 and 8, at
-the book's shapes). A model the build trained in a stack of 16 and the same model trained alone by a
-chapter (:func:`~mlmbook.models.cache.load_or_train`, a stack of one) are identical. This is the
-book's one trainer: every toy MLM and MAE-LM, of any width, is trained here, and the trainer's
-:data:`VERSION` is part of every model's cache key.
-
-The models start from the Hugging Face initialisation (:func:`~mlmbook.models.train.make_model`,
-:func:`~mlmbook.models.maelm.make_maelm` with their seeds) and are written back as ordinary
-``BertForMaskedLM`` checkpoints (or MAE-LM directories) with the tokenizer, ``history.json`` and
-the snapshots of ``config.checkpoints`` (``checkpoints/step_<n>/``). An MAE-LM's encoder keeps its
-``[MASK]`` positions in the sequence but hidden from every attention key, which is the same
-computation as dropping them (:func:`~mlmbook.models.maelm.drop_masked`) with fixed shapes.
+**Same weights whatever the stack.** Every operation acts on each model's slice separately with
+shapes set by that model's own batch, sums run in a fixed order, and training runs on one
+thread, so a model's weights depend only on its own job (``tests/models/test_train_stacked.py``
+checks this bit for bit). Every toy MLM and MAE-LM is trained here, from the Hugging Face
+initialisation, and written back as an ordinary ``BertForMaskedLM`` (or MAE-LM) folder.
 """
 from __future__ import annotations
 
@@ -68,16 +47,15 @@ from . import maelm
 from .corrupt import batches, mask_tokens
 from .train import TRAIN_THREADS, SingleSiteEval, TrainConfig, _Live, make_model
 
-__all__ = ["VERSION", "ORDER_SEED", "Member", "shape_of", "Stack", "train_stack"]
+__all__ = ["VERSION", "ORDER_SEED", "Member", "StackShape", "shape_of", "Stack", "train_stack"]
 
 VERSION = 2
-"""Version of the stacked trainer's arithmetic, part of a stacked model's cache key
-(2: batches at their own lengths, output layer at the selected rows)."""
+"""Version of the stacked trainer's arithmetic, part of a stacked model's cache key."""
 
 ORDER_SEED = 0
 """Seed of the order in which every stacked model meets its length buckets (its sentences are its
-own): models of a stack then see batches of about the same length at each step, which the
-stack computes together (:meth:`Stack.forward`)."""
+own)."""
+
 
 @dataclass
 class Member:
@@ -90,33 +68,48 @@ class Member:
     out: Path
 
 
-def shape_of(grammar, config: TrainConfig, kind: str) -> tuple:
+@dataclass(frozen=True, order=True)
+class StackShape:
     """What models must share to be stacked: kind, every tensor shape, steps and batch size."""
+
+    kind: str
+    vocab: int
+    positions: int
+    hidden: int
+    layers: int
+    heads: int
+    intermediate: int
+    steps: int
+    batch: int
+    decoder_layers: int
+
+
+def shape_of(grammar, config: TrainConfig, kind: str) -> StackShape:
+    """The :class:`StackShape` of a model of ``kind`` on ``grammar`` with ``config``."""
     c = config
-    return (kind, len(SPECIAL_TOKENS) + len(grammar.vocab), grammar.max_length + 2, c.hidden, c.layers, c.heads,
-            c.intermediate, c.steps, c.batch, c.decoder_layers if kind == "maelm" else 0)
+    return StackShape(kind, len(SPECIAL_TOKENS) + len(grammar.vocab), grammar.max_length + 2,
+                      c.hidden, c.layers, c.heads, c.intermediate, c.steps, c.batch,
+                      c.decoder_layers if kind == "maelm" else 0)
 
 
 # ---------------------------------------------------------------------------- parameter layout
+_BLOCK_MODULES = {
+    True: dict(qkv=("attention.self.query", "attention.self.key", "attention.self.value"),
+               o=("attention.output.dense",), ln1=("attention.output.LayerNorm",),
+               ff1=("intermediate.dense",), ff2=("output.dense",), ln2=("output.LayerNorm",)),
+    False: dict(qkv=("q", "k", "v"), o=("o",), ln1=("norm1",), ff1=("ff.0",), ff2=("ff.2",),
+                ln2=("norm2",)),
+}
+"""The modules of one Transformer block in Hugging Face's (True) and MAE-LM's decoder naming."""
+
+
 def _block_names(src: str, hf: bool) -> list[tuple[str, list[str], bool]]:
-    """(suffix, source keys, is a linear weight) for one Transformer block, in HF or MAE-LM
-    naming."""
-    if hf:
-        a = f"{src}attention."
-        return [("qkv_w", [f"{a}self.{x}.weight" for x in ("query", "key", "value")], True),
-                ("qkv_b", [f"{a}self.{x}.bias" for x in ("query", "key", "value")], False),
-                ("o_w", [f"{a}output.dense.weight"], True), ("o_b", [f"{a}output.dense.bias"], False),
-                ("ln1_w", [f"{a}output.LayerNorm.weight"], False), ("ln1_b", [f"{a}output.LayerNorm.bias"], False),
-                ("ff1_w", [f"{src}intermediate.dense.weight"], True),
-                ("ff1_b", [f"{src}intermediate.dense.bias"], False),
-                ("ff2_w", [f"{src}output.dense.weight"], True), ("ff2_b", [f"{src}output.dense.bias"], False),
-                ("ln2_w", [f"{src}output.LayerNorm.weight"], False), ("ln2_b", [f"{src}output.LayerNorm.bias"], False)]
-    return [("qkv_w", [f"{src}{x}.weight" for x in "qkv"], True), ("qkv_b", [f"{src}{x}.bias" for x in "qkv"], False),
-            ("o_w", [f"{src}o.weight"], True), ("o_b", [f"{src}o.bias"], False),
-            ("ln1_w", [f"{src}norm1.weight"], False), ("ln1_b", [f"{src}norm1.bias"], False),
-            ("ff1_w", [f"{src}ff.0.weight"], True), ("ff1_b", [f"{src}ff.0.bias"], False),
-            ("ff2_w", [f"{src}ff.2.weight"], True), ("ff2_b", [f"{src}ff.2.bias"], False),
-            ("ln2_w", [f"{src}norm2.weight"], False), ("ln2_b", [f"{src}norm2.bias"], False)]
+    """(suffix, source keys, is a linear weight) for one Transformer block."""
+    out = []
+    for part, modules in _BLOCK_MODULES[hf].items():
+        out += [(f"{part}_w", [f"{src}{m}.weight" for m in modules], not part.startswith("ln")),
+                (f"{part}_b", [f"{src}{m}.bias" for m in modules], False)]
+    return out
 
 
 def _layout(kind: str, layers: int, decoder_layers: int) -> list[tuple[str, list[str], bool]]:
@@ -143,8 +136,7 @@ def _layout(kind: str, layers: int, decoder_layers: int) -> list[tuple[str, list
 
 def chunk_rows(batch: int, n: int, rate: float = 0.15) -> int:
     """Rows per round of the output layer: the selected tokens of a batch of ``batch`` sentences of
-    ``n - 2`` words at BERT's rate, plus four standard deviations, rounded up to 8 (a function of
-    the shape alone)."""
+    ``n - 2`` words at BERT's rate, plus four standard deviations, rounded up to 8."""
     mean = batch * (n - 2) * rate
     return 8 * math.ceil((mean + 4 * math.sqrt(mean * (1 - rate))) / 8)
 
@@ -163,15 +155,8 @@ class Stack(nn.Module):
     """K same-shaped BERTs (``kind="mlm"``) or MAE-LMs (``"maelm"``) whose parameters carry a model
     axis.
 
-    Parameters
-    ----------
-    states : list of dict
-        Each model's state dict: a ``BertForMaskedLM``'s, or an
-        :class:`~mlmbook.models.maelm.MAELM`'s.
-    kind : str
-    heads, layers, decoder_layers : int
-    eps : float
-        LayerNorm epsilon (BERT's 1e-12).
+    ``states`` are the models' state dicts (``BertForMaskedLM``'s or
+    :class:`~mlmbook.models.maelm.MAELM`'s); ``eps`` is the LayerNorm epsilon (BERT's 1e-12).
     """
 
     def __init__(self, states: list[dict], kind: str, heads: int, layers: int,
@@ -183,7 +168,6 @@ class Stack(nn.Module):
         for name, keys, linear in self.layout:
             per_model = [torch.cat([s[k] for k in keys], 0) for s in states]
             self.params[name] = nn.Parameter(torch.stack([t.T if linear else t for t in per_model]).contiguous())
-        self.K = len(states)
         self.chunk = None  # selected rows per round of the output layer (None: chunk_rows)
 
     def state(self, k: int) -> dict:
@@ -204,19 +188,22 @@ class Stack(nn.Module):
         """The parameters of models ``who`` (all, uncopied, when None): name -> (K', ...)."""
         return dict(self.params) if who is None else {k: v[who] for k, v in self.params.items()}
 
-    def _block(self, p: dict, x, prefix: str, allowed, B: int, n: int):
-        """One post-LayerNorm Transformer block on ``x`` (K, B*n, d); ``allowed`` (K*B, 1, 1, n)
-        keys."""
-        K, _, d = x.shape
-        h = self.heads
-        qkv = _linear(x, p[f"{prefix}_qkv_w"], p[f"{prefix}_qkv_b"]).view(K * B, n, 3, h, d // h).permute(2, 0, 3, 1, 4)
-        a = F.scaled_dot_product_attention(qkv[0], qkv[1], qkv[2], attn_mask=allowed)
-        a = a.transpose(1, 2).reshape(K, B * n, d)
+    def _after_attention(self, p: dict, prefix: str, x, a):
+        """The rest of a post-LayerNorm block after attention ``a``: output projection, residual,
+        LayerNorm, feed-forward, residual, LayerNorm."""
         x = _norm(x + _linear(a, p[f"{prefix}_o_w"], p[f"{prefix}_o_b"]), p[f"{prefix}_ln1_w"],
                   p[f"{prefix}_ln1_b"], self.eps)
         f = _linear(F.gelu(_linear(x, p[f"{prefix}_ff1_w"], p[f"{prefix}_ff1_b"])),
                     p[f"{prefix}_ff2_w"], p[f"{prefix}_ff2_b"])
         return _norm(x + f, p[f"{prefix}_ln2_w"], p[f"{prefix}_ln2_b"], self.eps)
+
+    def _block(self, p: dict, x, prefix: str, allowed, B: int, n: int):
+        """One Transformer block on ``x`` (K, B*n, d); ``allowed`` (K*B, 1, 1, n) keys."""
+        K, _, d = x.shape
+        h = self.heads
+        qkv = _linear(x, p[f"{prefix}_qkv_w"], p[f"{prefix}_qkv_b"]).view(K * B, n, 3, h, d // h).permute(2, 0, 3, 1, 4)
+        a = F.scaled_dot_product_attention(qkv[0], qkv[1], qkv[2], attn_mask=allowed)
+        return self._after_attention(p, prefix, x, a.transpose(1, 2).reshape(K, B * n, d))
 
     def encode(self, p: dict, ids, visible):
         """The BERT body: ``ids`` (K, B, n) -> last hidden states (K, B*n, d); ``visible`` (K, B, n)
@@ -248,20 +235,17 @@ class Stack(nn.Module):
     def _block_at(self, p: dict, x, rows, prefix: str, attention):
         """The block ``prefix`` evaluated at ``rows`` (K, M) only, its keys and values from every
         row of each row's sentence: (K, M, d). ``x`` (K, B*n, d), ``attention`` (K, B, n)."""
-        p = {k[len(prefix) + 1:]: v for k, v in p.items() if k.startswith(prefix + "_")}
         K, N, d = x.shape
         B, n = attention.shape[1:]
         M, H = rows.shape[1], self.heads
-        kv = _linear(x, p["qkv_w"][..., d:], p["qkv_b"][:, d:]).view(K, B, n, 2, H, d // H)
+        w, b = p[f"{prefix}_qkv_w"], p[f"{prefix}_qkv_b"]
+        kv = _linear(x, w[..., d:], b[:, d:]).view(K, B, n, 2, H, d // H)
         xr = x.gather(1, rows.unsqueeze(-1).expand(-1, -1, d))
-        q = _linear(xr, p["qkv_w"][..., :d], p["qkv_b"][:, :d]).view(K * M, H, 1, d // H)
+        q = _linear(xr, w[..., :d], b[:, :d]).view(K * M, H, 1, d // H)
         sentence, model = rows // n, torch.arange(K).unsqueeze(1)
-        # each row's sentence
         kv = kv[model, sentence].permute(3, 0, 1, 4, 2, 5).reshape(2, K * M, H, n, d // H)
         a = F.scaled_dot_product_attention(q, kv[0], kv[1], attn_mask=attention[model, sentence].view(K * M, 1, 1, n))
-        y = _norm(xr + _linear(a.view(K, M, d), p["o_w"], p["o_b"]), p["ln1_w"], p["ln1_b"], self.eps)
-        f = _linear(F.gelu(_linear(y, p["ff1_w"], p["ff1_b"])), p["ff2_w"], p["ff2_b"])
-        return _norm(y + f, p["ln2_w"], p["ln2_b"], self.eps)
+        return self._after_attention(p, prefix, xr, a.view(K, M, d))
 
     def logits(self, p: dict, h):
         """Vocabulary scores :math:`E\\,g(h) + b` with the tied input embeddings (K, N, V)."""
@@ -305,19 +289,17 @@ class Stack(nn.Module):
         """Mean cross-entropy at each model's selected rows, with the output layer at those rows
         only.
 
-        The vocabulary layer is the costliest part of a small model, and only about 15 % of the rows
-        need it. Each model's selected rows are taken ``chunk`` at a time (a fixed number, padded
-        with unselected rows whose loss is 0), so every model's arithmetic has the same shapes
-        whatever its neighbours: a model with more than ``chunk`` selected rows (rare) takes further
-        rounds on its own. ``h`` (K, N, d), ``labels`` (K, N) with -100 unselected; ``at_rows(p,
-        h_part, rows, who)`` gives the final states at ``rows`` (default: ``h``'s rows).
+        Each model's selected rows are taken ``chunk`` at a time (padded with unselected rows whose
+        loss is 0), so every model's arithmetic has the same shapes whatever its neighbours: a model
+        with more than ``chunk`` selected rows takes further rounds on its own. ``h`` (K, N, d),
+        ``labels`` (K, N) with -100 unselected; ``at_rows(p, h_part, rows, who)`` gives the final
+        states at ``rows`` (default: ``h``'s rows).
         """
         K, N, d = h.shape
         chunk = min(chunk, N)
         selected = labels != -100
         count = selected.sum(1)
-        # each model's selected rows first
-        order = torch.argsort((~selected).to(torch.int8), dim=1, stable=True)
+        order = torch.argsort((~selected).to(torch.int8), dim=1, stable=True)  # selected rows first
         total = None
         for j in range(max(1, math.ceil(int(count.max()) / chunk))):
             who = None if j == 0 else (count > j * chunk).nonzero()[:, 0]
@@ -338,8 +320,7 @@ class Stack(nn.Module):
 
 # ---------------------------------------------------------------------------- optimisation
 class StackAdamW:
-    """AdamW over stacked parameters with a learning rate and weight decay per model (see the
-    module)."""
+    """AdamW over stacked parameters with a learning rate and weight decay per model."""
 
     def __init__(self, params, weight_decay, betas=(0.9, 0.999), eps=1e-8):
         self.params = list(params)
@@ -363,8 +344,7 @@ class StackAdamW:
 
 
 def clip_per_model(params, max_norm: float = 1.0) -> torch.Tensor:
-    """Scale each model's gradients so that their global norm is at most ``max_norm``; returns the
-    norms."""
+    """Scale each model's gradients to a global norm of at most ``max_norm``; returns the norms."""
     params = [p for p in params if p.grad is not None]
     K = params[0].shape[0]
     squares = torch.zeros(K)
@@ -385,25 +365,24 @@ def _rate(config: TrainConfig, s: int) -> float:
 
 
 # ---------------------------------------------------------------------------- training
-def train_stack(members: list[Member], progress: bool = True, desc: str | None = None,
+def train_stack(members: list[Member], progress: bool = True,
                 chunk: int | None = None) -> list[dict]:
     """Train ``members`` (same :func:`shape_of`) as one stack and write each into its ``out``
     directory.
 
     Returns each member's history (held-out and training losses, tokens and seconds at each
-    evaluation, the Bayes and unigram losses), with ``stack`` (K) and ``stack_seconds`` (the stack's
-    wall time) added; ``train_seconds`` is the model's share, ``stack_seconds / K``. ``chunk``
-    overrides :func:`chunk_rows` (tests: it changes rounding only). Runs on
-    :data:`~mlmbook.models.train.TRAIN_THREADS` threads.
+    evaluation, the Bayes and unigram losses, ``stack`` = K, the stack's ``stack_seconds`` and the
+    model's share ``train_seconds``). ``chunk`` overrides :func:`chunk_rows` (it changes rounding
+    only). Runs on :data:`~mlmbook.models.train.TRAIN_THREADS` threads.
     """
     shapes = {shape_of(m.grammar, m.config, m.kind) for m in members}
     if len(shapes) != 1:
         raise ValueError(f"models of different shapes cannot share a stack: {sorted(shapes)}")
     with threads.using(TRAIN_THREADS):
-        return _train_stack(members, progress, desc, chunk)
+        return _train_stack(members, progress, chunk)
 
 
-def _train_stack(members, progress, desc, chunk) -> list[dict]:
+def _train_stack(members, progress, chunk) -> list[dict]:
     from tqdm.std import tqdm  # a text bar on stderr, never a notebook widget
     from transformers.utils import logging as hf_logging
 
@@ -411,13 +390,12 @@ def _train_stack(members, progress, desc, chunk) -> list[dict]:
     K, first = len(members), members[0]
     kind, steps = first.kind, first.config.steps
     shells = [(maelm.make_maelm if kind == "maelm" else make_model)(m.grammar, m.config, m.seed)
-              for m in members]                      # initialised as the one-at-a-time trainers do
+              for m in members]
     stack = Stack([s.state_dict() for s in shells], kind, first.config.heads, first.config.layers,
                   first.config.decoder_layers)
     stack.chunk = chunk
     opt = StackAdamW(stack.parameters(), [m.config.weight_decay for m in members])
-    # members with the same sentences (grammar, batch size, seed) share one stream and one
-    # evaluator: sampling sentences costs as much as a small model's step
+    # members with the same sentences share one stream and one evaluator
     stream_of = [(m.grammar.fingerprint, m.config.batch, m.seed, m.config.mask_only) for m in members]
     streams = {key: batches(m.grammar, m.config, m.seed, eligible=bool(m.config.mask_only), order_seed=ORDER_SEED)
                for key, m in zip(stream_of, members)}
@@ -441,8 +419,8 @@ def _train_stack(members, progress, desc, chunk) -> list[dict]:
     tokens, running = [0] * K, [None] * K
     t0 = time.perf_counter()
     what = "MAE-LM" if kind == "maelm" else "MLM"
-    bar = tqdm(range(1, steps + 1), desc=desc or f"training {K} {what}s (hidden {first.config.hidden}) stacked",
-               disable=not progress, mininterval=2, file=sys.stderr)
+    desc = f"training {K} {what}s (hidden {first.config.hidden}) stacked"
+    bar = tqdm(range(1, steps + 1), desc=desc, disable=not progress, mininterval=2, file=sys.stderr)
     for step in bar:
         xs, attns, ys = [], [], []
         drawn = {key: next(stream) for key, stream in streams.items()}
@@ -483,7 +461,7 @@ def _train_stack(members, progress, desc, chunk) -> list[dict]:
 
 
 def _save(shell, member: Member, out) -> None:
-    """Write one model (or a snapshot) in the layout of the one-at-a-time trainers."""
+    """Write one model (or a snapshot) as a Hugging Face folder (or an MAE-LM directory)."""
     tokenizer = make_tokenizer(member.grammar)
     if member.kind == "maelm":
         maelm.save(shell, tokenizer, out)

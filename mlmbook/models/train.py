@@ -1,24 +1,16 @@
 r"""What a toy masked LM is: its training configuration, its initial weights, its held-out loss.
 
-The default model is a small ``BertForMaskedLM`` with a real Hugging Face tokenizer (a
-``tokenizers`` WordLevel model saved so that ``AutoTokenizer.from_pretrained(dir)`` loads it),
-trained by default with BERT's recipe: 15 % of tokens are selected, of which 80 % become
-``[MASK]``, 10 % a random word and 10 % stay; the loss is the cross-entropy at selected
-positions. :class:`TrainConfig` also sets span masking, cloze-like masks of chosen tags, a
-noisier training language and other replacement shares (:mod:`mlmbook.models.corrupt`).
-Fresh sentences are sampled from the grammar at every step (the language is infinite
-enough that the model never sees an epoch), and batches are bucketed by length.
-
-While training we track the *single-site* loss on held-out sentences, the quantity the
-truth lets us bound from below:
+The default model is a small ``BertForMaskedLM`` with a real Hugging Face tokenizer, trained by
+default with BERT's recipe on fresh sentences sampled at every step (:mod:`mlmbook.models.corrupt`).
+While training we track the *single-site* loss on held-out sentences, which the truth bounds from
+below:
 
 .. math:: \mathcal{L}_{\text{MLM}} = -\frac{1}{N}\sum_{s}\sum_i \log q(x_i \mid x_{-i}) \;\ge\;
           \mathcal{L}_{\text{Bayes}} = -\frac{1}{N}\sum_{s}\sum_i \log p(x_i \mid x_{-i}),
 
 whose gap is the mean KL(truth ‖ MLM) over positions of the held-out sentences.
 
-Every toy model, MLM or MAE-LM, of any width, is trained by the book's one trainer,
-:func:`mlmbook.models.stacked.train_stack` (one model or many as one computation), and cached by
+Every toy model is trained by :func:`mlmbook.models.stacked.train_stack` and cached by
 :mod:`mlmbook.models.cache`; this module holds what the trainer reads.
 """
 from __future__ import annotations
@@ -81,10 +73,7 @@ class TrainConfig:
     mask_ratio : str
         How the selection rate is drawn: ``"fixed"`` (``mask_rate`` for every sentence, BERT) or
         ``"uniform"`` (a rate :math:`r \sim U(0, 1)` drawn per sentence, masked-diffusion style;
-        ``mask_rate`` is then unused). At ``"fixed"`` it is left out of the cache key, so the models
-        trained before the setting existed keep their entries.
-
-    See :mod:`mlmbook.models.corrupt` for the corruption these settings define.
+        ``mask_rate`` is then unused). At ``"fixed"`` it is left out of the cache key.
     """
 
     hidden: int = 128
@@ -108,16 +97,13 @@ class TrainConfig:
     mask_ratio: str = "fixed"     # "fixed" (mask_rate) or "uniform" (a rate ~ U(0, 1) per sentence)
 
     def __post_init__(self):
-        # lists (e.g. from JSON) -> hashable tuples
+        # lists (e.g. from JSON) -> hashable tuples; (1, 0, 0) and (1.0, 0.0, 0.0): one cache key
         for name in ("checkpoints", "replace", "mask_only"):
             value = getattr(self, name)
-            if isinstance(value, str):
-                value = (value,)
-            object.__setattr__(self, name, tuple(value))
-        # (1, 0, 0) and (1.0, 0.0, 0.0) are one setting: one cache key
+            object.__setattr__(self, name, (value,) if isinstance(value, str) else tuple(value))
         object.__setattr__(self, "replace", tuple(float(a) for a in self.replace))
-        object.__setattr__(self, "span", float(self.span))
-        object.__setattr__(self, "noise", float(self.noise))
+        for name in ("span", "noise"):
+            object.__setattr__(self, name, float(getattr(self, name)))
         check_config(self)
 
 
@@ -130,8 +116,8 @@ PRESETS = {
     "topic_full": TrainConfig(hidden=128, layers=2, heads=4, intermediate=512, steps=2000, batch=64,
                               lr=2e-3, n_eval=100, eval_every=500),
 }
-with_fallbacks(PRESETS)  # the extended profile trains the full profile's models,
-PRESETS["topic_extended"] = PRESETS["topic_full"]     # more of them (seeds): mlmbook.pipeline.zoo
+with_fallbacks(PRESETS)
+PRESETS["topic_extended"] = PRESETS["topic_full"]
 """Training configurations by name: one per profile of :data:`mlmbook.profiles.KNOWN_PROFILES`, plus
 ``topic_<profile>`` where the topic variant trains differently (see :func:`preset_for`). The
 ``extended`` profile's configurations are the full profile's (same objects, same cache entries)."""
@@ -156,13 +142,11 @@ def make_model(grammar: Grammar, config: TrainConfig, seed: int):
     return BertForMaskedLM(cfg)
 
 
-# ---------------------------------------------------------------------------- evaluation
 class SingleSiteEval:
     """Held-out single-site loss of a model, against the truth's (Bayes) and a unigram's.
 
-    The two reference losses cost one inside–outside pass per held-out sentence (some 20 s for
-    200 sentences), the same for every model of one grammar and seed: they are computed once
-    and kept in the model cache (``evaluator/``, a small JSON file written atomically).
+    The two reference losses (some 20 s for 200 sentences) are the same for every model of one
+    grammar and seed: they are computed once and kept in the model cache (``evaluator/``).
     """
 
     def __init__(self, grammar: Grammar, n: int, seed: int):
@@ -187,8 +171,7 @@ class SingleSiteEval:
         write_json_atomic(memo, dict(bayes=self.bayes, unigram=self.unigram, grammar=grammar.name, n=n, seed=seed))
 
     def loss(self, lm) -> float:
-        """Mean -log q(x_i | x_-i) over every position of the held-out sentences (one call per
-        length)."""
+        """Mean -log q(x_i | x_-i) over every position of the held-out sentences."""
         by_length: dict = {}
         for s in self.sentences:
             by_length.setdefault(len(s.words), []).append(lm.encode_words(s.words)[0])

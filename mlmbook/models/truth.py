@@ -23,8 +23,7 @@ class TruthOracle(MaskedLMBase):
     _inference_mode = False
 
     def __init__(self, grammar):
-        """Wrap a :class:`~mlmbook.toy.Grammar` (no I/O, no global state; threads are set per
-        call)."""
+        """Wrap a :class:`~mlmbook.toy.Grammar` (no I/O, no global state)."""
         self.grammar = grammar
         self.name = f"truth[{grammar.name}]"
         self.vocab = SPECIAL_TOKENS + list(grammar.vocab)

@@ -1,15 +1,11 @@
 """Execute one chapter on a worker and return what the build publishes, as bytes.
 
-:func:`run_chapter` runs where the build's task lands (this process, a local worker or a worker on
-another machine). It executes the chapter with papermill, checks it
-(:mod:`mlmbook.pipeline.checks`) and returns an :class:`Outcome`: the executed notebook and the
-recorded results, or the failure's message and the notebook with the traceback. It never writes
-into the build folder's published files: the build's own process does that
-(:func:`mlmbook.pipeline.execute.publish`), so a worker that outlives a killed build publishes
-nothing. A worker that shares the build folder keeps its scratch where a killed build's
-leftovers are cleaned by the next run (``_build/results/.running/`` and dot-files in
-``_build/exec``); another works in a temporary folder of its own and installs the models the
-chapter loads, shipped by the build (:mod:`mlmbook.models.shipping`).
+:func:`run_chapter` executes the chapter with papermill wherever the build's task lands, checks it
+(:mod:`mlmbook.pipeline.checks`) and returns an :class:`Outcome`. It never writes the build
+folder's published files: the build's own process does (:func:`mlmbook.pipeline.execute.publish`).
+A worker that shares the build folder keeps its scratch where the next run cleans a killed build's
+leftovers (``_build/results/.running/``, dot-files in ``_build/exec``); another works in a
+temporary folder and installs the models the build shipped (:mod:`mlmbook.models.shipping`).
 """
 from __future__ import annotations
 
@@ -53,12 +49,8 @@ def cell_timeout() -> int:
 
 def ensure_kernel(kernels: Path) -> str:
     """Write a ``python3`` kernelspec that runs *this* interpreter into the Jupyter data dir
-    ``kernels``.
-
-    The build puts that dir first on ``JUPYTER_PATH``, so chapters always run with the
-    Python (and packages) of the caller, whatever kernels the user has installed; the kernel dies
-    with the process that started it (:func:`mlmbook.workers.cluster.kernel_argv`).
-    """
+    ``kernels`` (first on ``JUPYTER_PATH`` for the chapters, whatever kernels the user has); the
+    kernel dies with the process that started it (:func:`mlmbook.workers.cluster.kernel_argv`)."""
     import importlib.util
 
     if importlib.util.find_spec("ipykernel") is None:
@@ -77,31 +69,13 @@ def ensure_kernel(kernels: Path) -> str:
 
 @dataclass(frozen=True)
 class Run:
-    """What a worker needs to execute one chapter (built by the build's process).
-
-    Attributes
-    ----------
-    chapter : Chapter
-    notebook : str
-        The chapter as notebook JSON, read by the build (a worker needs no copy of ``book/``).
-    parameters : dict
-        Values injected by papermill (``profile`` included).
-    root : Path
-        The book's root for ``MLMBOOK_ROOT`` (the worker's own root when this one is not there).
-    build : Path or None
-        The build folder, when the worker shares it; None: scratch in a temporary folder.
-    failed : Path
-        Where the build keeps the notebook of a failed run (named in the failure's message).
-    threads : int or None
-        Threads of the kernel's torch and BLAS, unless ``$MLMBOOK_THREADS`` sets them; None: the
-        build's own settings (``thread_env``).
-    thread_env : dict
-        The build's values of :data:`THREAD_VARIABLES` (None where unset).
-    timeout : int
-        Seconds a cell may run.
-    progress : bool
-        Papermill's per-cell bar on the terminal (a chapter running alone in the build's process).
-    """
+    """What a worker needs to execute one chapter (built by the build's process): the chapter as
+    notebook JSON (a worker needs no copy of ``book/``), the parameters papermill injects, the
+    book's root (a worker's own where this one is not there), the build folder when the worker
+    shares it (None: scratch in a temporary folder), where the build keeps a failed run's notebook,
+    the kernel's torch and BLAS threads unless ``$MLMBOOK_THREADS`` sets them (None: the build's
+    ``thread_env``, its values of :data:`THREAD_VARIABLES`), a cell's timeout, and papermill's
+    per-cell bar (a chapter running alone)."""
 
     chapter: Chapter
     notebook: str
@@ -149,11 +123,8 @@ def _environment(**values):
 
 
 def _prepare_for_render(nb, chapter: Chapter, parameters: dict[str, object]) -> None:
-    """Hide the injected-parameters cell; note the values used under the parameters cell.
-
-    The chapter's own ``parameters`` cell stays visible (it documents the knobs); a comment
-    appended to it says which values this build injected, since their cell is removed.
-    """
+    """Hide the injected-parameters cell; a comment appended to the chapter's own ``parameters``
+    cell says which values this build injected."""
     for cell in nb.cells:
         tags = cell.metadata.setdefault("tags", [])
         if "injected-parameters" in tags and "remove-cell" not in tags:
@@ -169,9 +140,8 @@ def _prepare_for_render(nb, chapter: Chapter, parameters: dict[str, object]) -> 
 
 
 def _install_models(values: dict | None) -> None:
-    """Put the models shipped with the task into this worker's cache: its needs' values, each a
-    training unit's :class:`~mlmbook.pipeline.prepare.UnitDone` or a dict of packed entries by
-    name."""
+    """Put the models shipped with the task (training units' ``UnitDone`` or dicts of packed
+    entries by name) into this worker's cache."""
     from ..models import shipping
 
     for value in (values or {}).values():
@@ -248,24 +218,14 @@ def _register_engine() -> str:
 
 def run_chapter(run: Run, needs: dict | None = None) -> Outcome:
     """Execute ``run``'s chapter and return its :class:`Outcome` (a failed chapter is an outcome
-    too).
-
-    ``needs``: the values of the task's needs when models are shipped (training units'
-    :class:`~mlmbook.pipeline.prepare.UnitDone` and packed entries), installed into this worker's
-    cache first.
-
-    Raises
-    ------
-    KeyboardInterrupt
-        Interrupted: its scratch is removed, nothing is returned.
-    """
+    too), after installing the models shipped as the task's ``needs``. Interrupted, it removes its
+    scratch and raises :class:`KeyboardInterrupt`."""
     import nbformat
     import papermill
 
     start = time.perf_counter()
     _install_models(needs)
     chapter, nb = run.chapter, nbformat.reads(run.notebook, as_version=4)
-    # the other world's code cells do not run (toy-only cells on a real model, and the reverse)
     for_execution(nb, run.parameters.get("model", "toy"), run.parameters.get("treebank"))
     shared = run.build is not None and Path(run.build).is_dir()
     with contextlib.ExitStack() as stack:
@@ -300,10 +260,7 @@ def run_chapter(run: Run, needs: dict | None = None) -> Outcome:
                                            execution_timeout=run.timeout, engine_name=_register_engine(),
                                            on_cell=_cell_reporter(chapter.slug, code_cells),
                                            kernel_manager_class=_tracked_kernel_manager())
-        # interrupted, not failed: the scratch goes, the previous run stays
-        except KeyboardInterrupt:
-            raise
-        except Exception as err:
+        except Exception as err:  # not KeyboardInterrupt: interrupted, the scratch goes
             kept = tmp if tmp.exists() and tmp.stat().st_size else None
             message = str(failure(chapter, nb, err, kept, run.timeout, shown=run.failed if kept else None))
             return Outcome(chapter.slug, error=message, failed=kept.read_bytes() if kept else None,
@@ -337,8 +294,6 @@ def _remove(tmp: Path, running: Path, running_dir: Path) -> None:
 def _shown(value):
     """A parameter as the page shows it: a local path by its last part (``…/my_model``), never the
     machine's absolute path."""
-    import os
-
     if isinstance(value, str) and os.path.isabs(value):
         return "…/" + os.path.basename(value.rstrip("/"))
     return value

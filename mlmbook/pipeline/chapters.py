@@ -2,8 +2,6 @@
 
 A book root holds ``_config.yml``, ``_toc.yml`` and ``book/``; the chapters are
 ``book/NN_slug.md`` MyST-Markdown notebooks with one code cell tagged ``parameters``.
-The pipeline itself is in :mod:`mlmbook.build` (execution) and :mod:`mlmbook.render`
-(the site).
 """
 
 from __future__ import annotations
@@ -15,15 +13,16 @@ import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 from ..errors import BuildError, ChapterFailed, UsageError
 from ..paths import build_dir, find_root
-from ..profiles import PROFILES, seed_offset
+from ..profiles import seed_offset
 
-__all__ = ["BuildError", "UsageError", "ChapterFailed", "Chapter", "Layout", "PROFILES",
-           "find_chapters", "resolve_names", "resolve_chapters", "read_notebook",
-           "parameters_cell_index", "parameter_defaults", "parse_value", "check_parameters",
-           "plan_parameters"]
+__all__ = ["BuildError", "UsageError", "ChapterFailed", "Chapter", "Layout", "find_chapters",
+           "resolve_names", "resolve_chapters", "read_notebook", "parameters_cell_index",
+           "parameter_defaults", "parse_value", "check_parameters", "plan_parameters",
+           "assignments"]
 
 CHAPTER_FILE = re.compile(r"^(\d\d)_[A-Za-z0-9_-]+\.md$")
 _UNSET = object()  # a parameter whose default is not a literal
@@ -150,13 +149,8 @@ def _closest(key: str, slugs: list[str]) -> str | None:
 
 def resolve_names(names: list[str], slugs: list[str]) -> list[str]:
     """Map user spellings (``1``, ``01``, ``01_dependencies``, ``dependencies``, a file name)
-    to chapter slugs, keeping order and dropping repeats.
-
-    Raises
-    ------
-    UsageError
-        One line naming the unknown chapter, a close match and the valid ones.
-    """
+    to chapter slugs, keeping order and dropping repeats; an unknown one is a :class:`UsageError`
+    naming a close match and the valid ones."""
     chosen = []
     for name in names:
         key = Path(name).name
@@ -194,6 +188,25 @@ def read_notebook(chapter: Chapter):
     return jupytext.read(chapter.path)
 
 
+def _python(source: str) -> str:
+    """A code cell's source without its IPython magics and shell lines."""
+    return "\n".join(ln for ln in source.splitlines() if not ln.lstrip().startswith(("%", "!")))
+
+
+def assignments(chapter: Chapter) -> Iterator[tuple[str, ast.expr]]:
+    """``(name, value)`` of each ``name = value`` at the top level of the chapter's code cells, in
+    order (a cell that is not valid Python is skipped)."""
+    for cell in (c for c in read_notebook(chapter).cells if c.cell_type == "code"):
+        try:
+            body = ast.parse(_python(cell.source)).body
+        except SyntaxError:
+            continue
+        for node in body:
+            match node:
+                case ast.Assign(targets=[ast.Name(id=name)], value=value):
+                    yield name, value
+
+
 def parameters_cell_index(nb) -> int | None:
     """Index of the first code cell tagged ``parameters`` (None if there is none)."""
     for index, cell in enumerate(nb.cells):
@@ -212,26 +225,22 @@ def parameter_defaults(nb) -> dict[str, object]:
     index = parameters_cell_index(nb)
     if index is None:
         return {}
-    source = "\n".join(line for line in nb.cells[index].source.splitlines()
-                       if not line.lstrip().startswith(("%", "!")))
     defaults = {}
-    for node in ast.parse(source).body:
+    for node in ast.parse(_python(nb.cells[index].source)).body:
         if isinstance(node, ast.Assign):
-            targets, value = node.targets, node.value
+            targets = node.targets
         elif isinstance(node, ast.AnnAssign) and node.value is not None:
-            targets, value = [node.target], node.value
+            targets = [node.target]
         else:
             continue
-        for target in targets:
-            if isinstance(target, ast.Name):
-                try:
-                    defaults[target.id] = ast.literal_eval(value)
-                except ValueError:
-                    defaults[target.id] = _UNSET
-                if defaults[target.id] is None and isinstance(node, ast.AnnAssign):
-                    kind = _annotated_type(node.annotation)
-                    if kind is not None:
-                        defaults[target.id] = _Optional(kind)
+        for name in (t.id for t in targets if isinstance(t, ast.Name)):
+            try:
+                defaults[name] = ast.literal_eval(node.value)
+            except ValueError:
+                defaults[name] = _UNSET
+            kind = _annotated_type(node.annotation) if isinstance(node, ast.AnnAssign) else None
+            if defaults[name] is None and kind is not None:
+                defaults[name] = _Optional(kind)
     return defaults
 
 
@@ -248,37 +257,25 @@ _TRUE, _FALSE = {"true", "1", "yes", "on"}, {"false", "0", "no", "off"}
 
 
 def parse_value(text: str, default: object) -> object:
-    """Parse a command-line value with the type of ``default``.
+    """Parse a command-line value with the type of ``default`` (else a :class:`ValueError` naming
+    the type expected).
 
     A ``None`` default means an optional name or path: ``none`` gives None, anything else
     the text itself (so ``-p treebank 5`` is the file name ``"5"``, never an int).
-
-    Raises
-    ------
-    ValueError
-        With a short description of the expected type.
     """
     if default is None or isinstance(default, _Optional):
         if text.strip().lower() in ("none", "null"):
             return None
-        if default is None:
-            return text
-        zero = default.kind()
-        return parse_value(text, zero)
+        return text if default is None else parse_value(text, default.kind())
     if isinstance(default, bool):
         if text.lower() in _TRUE | _FALSE:
             return text.lower() in _TRUE
         raise ValueError("a bool (true or false)")
-    if isinstance(default, int):
+    if isinstance(default, (int, float)):
         try:
-            return int(text)
+            return type(default)(text)
         except ValueError:
-            raise ValueError("an int") from None
-    if isinstance(default, float):
-        try:
-            return float(text)
-        except ValueError:
-            raise ValueError("a float") from None
+            raise ValueError("an int" if isinstance(default, int) else "a float") from None
     if isinstance(default, str):
         return text
     try:
@@ -297,27 +294,9 @@ def parse_value(text: str, default: object) -> object:
 
 def check_parameters(where: str, defaults: dict[str, object],
                      raw: list[tuple[str, str]]) -> dict[str, object]:
-    """Check ``-p NAME VALUE`` pairs against a chapter's parameters and convert them.
-
-    Parameters
-    ----------
-    where : str
-        How errors name the chapter(s), e.g. ``"chapter 01_dependencies"``.
-    defaults : dict
-        Parameter name → default value (:func:`parameter_defaults`).
-    raw : list of (str, str)
-        The command-line pairs.
-
-    Returns
-    -------
-    dict
-        Parameter name → value of the default's type.
-
-    Raises
-    ------
-    UsageError
-        Unknown name (with the closest valid one) or a value of the wrong type.
-    """
+    """Check ``-p NAME VALUE`` pairs against a chapter's parameters (``defaults``,
+    :func:`parameter_defaults`) and convert them to the defaults' types; an unknown name or a
+    value of the wrong type is a :class:`UsageError` naming ``where``."""
     values = {}
     for name, text in raw:
         if name == "profile":
@@ -328,9 +307,8 @@ def check_parameters(where: str, defaults: dict[str, object],
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             raise UsageError(f"unknown parameter {name!r} for {where}{hint}; "
                              f"valid parameters: {valid}")
-        default = defaults[name]
         try:
-            values[name] = parse_value(text, default)
+            values[name] = parse_value(text, defaults[name])
         except ValueError as err:
             raise UsageError(f"parameter {name!r} of {where} expects {err}, "
                              f"got {text!r}") from None
@@ -343,12 +321,8 @@ def plan_parameters(chapters: list[Chapter], raw: list[tuple[str, str]],
 
     With one chapter every ``-p`` name must be one of its parameters. With several, a
     name must belong to at least one of them and is passed to those that have it (the
-    others are named in a note), so ``-p model bert-base-uncased`` works for the book.
-
-    Raises
-    ------
-    UsageError
-        Unknown parameter, wrong type, or a parameters cell that is not valid Python.
+    others are named in a note), so ``-p model bert-base-uncased`` works for the book. An unknown
+    parameter, a wrong type or a parameters cell that is not valid Python is a :class:`UsageError`.
     """
     defaults = {}
     for chapter in chapters:
@@ -361,21 +335,16 @@ def plan_parameters(chapters: list[Chapter], raw: list[tuple[str, str]],
     for values in defaults.values():
         for name, default in values.items():
             union.setdefault(name, default)
-    if len(chapters) == 1:
-        where = f"chapter {chapters[0].slug}"
-    else:
-        where = "the selected chapters"
-        check_parameters(where, union, [(n, v) for n, v in raw])  # unknown everywhere?
+    if len(chapters) > 1:
+        check_parameters("the selected chapters", union, list(raw))  # unknown everywhere?
     plans = []
     for chapter in chapters:
         mine = [(n, v) for n, v in raw if n in defaults[chapter.slug] or len(chapters) == 1]
         skipped = sorted({n for n, _ in raw} - {n for n, _ in mine})
         if skipped:
             say(f"note: {chapter.slug} has no parameter {', '.join(skipped)}; not passed")
-        values = check_parameters(f"chapter {chapter.slug}" if len(chapters) > 1 else where,
-                                  defaults[chapter.slug], mine)
+        values = check_parameters(f"chapter {chapter.slug}", defaults[chapter.slug], mine)
         values = resolve_user_paths(values, defaults[chapter.slug])
-        # the pilot's own sentences, models
         if seed_offset(profile) and "seed" in defaults[chapter.slug]:
             values["seed"] = int(values.get("seed", defaults[chapter.slug]["seed"])) + seed_offset(profile)
         plans.append((chapter, {"profile": profile, **values}))
@@ -399,19 +368,10 @@ _TREEBANK_ALIASES = ("train", "dev", "test")
 
 def resolve_user_paths(values: dict[str, object], defaults: dict[str, object],
                        cwd: str | os.PathLike | None = None) -> dict[str, object]:
-    """Paths given on the command line are the user's: resolve ``treebank`` and ``model``
-    against the caller's working directory (the chapter runs with ``book/`` as its own).
-
-    A ``model`` that exists as a directory here becomes its absolute path (a Hugging Face name
-    such as ``google/bert_uncased_L-2_H-128_A-2`` stays a name). A ``treebank`` that exists here
-    becomes absolute; one that looks like a path (``./x.conllu``, ``../data/x.conllu``, ``/…``)
-    but does not exist fails with a one-line error naming the absolute path tried; a bare name
-    (``test``, ``en_pud-ud-test.conllu``) is left for the data folders (:func:`find_treebank`).
-
-    Raises
-    ------
-    UsageError
-    """
+    """Resolve the ``treebank`` and ``model`` given on the command line against the caller's
+    working directory (the chapter runs in ``book/``): one that exists here becomes absolute, one
+    that looks like a path but does not exist is a one-line :class:`UsageError`, a bare name (a
+    Hugging Face model, ``test``, ``en_pud-ud-test.conllu``) is left as it is."""
     here = Path(cwd or os.getcwd())
     out = dict(values)
     for name in ("model", "treebank"):
@@ -431,14 +391,8 @@ def resolve_user_paths(values: dict[str, object], defaults: dict[str, object],
 
 
 def check_treebank(name_or_path: str) -> None:
-    """Read a treebank the reader named, before any kernel starts: a missing or malformed file
-    fails in one line (``FILE:LINE: …`` for a malformed line), and so does a file with no
-    sentence at all.
-
-    Raises
-    ------
-    UsageError
-    """
+    """Read a treebank the reader named, before any kernel starts: a missing or malformed file, or
+    one with no sentence, is a one-line :class:`UsageError`."""
     from ..corpus.conllu import find_treebank, read_conllu
     from ..errors import TreebankError
 

@@ -4,8 +4,6 @@
 chapter with the names involved: a cell that never ran, a ``{glue:...}`` key the prose cites but the
 chapter never glued, a number slot that would show ``nan`` or a placeholder, a sentence whose words
 claim more than the answer it cites (:mod:`.wording`).
-:func:`relax_formats` lets a key declared with :func:`mlmbook.not_measured` show its
-sentence in a number slot. :func:`clean_leftovers` removes what a killed build left.
 """
 
 from __future__ import annotations
@@ -14,19 +12,17 @@ import ast
 import math
 import re
 import shutil
-import time
 from pathlib import Path
 
 from .split import figure_caption
 from .wording import answers_from_glue, claim_problems, prose_lines
 
 __all__ = ["glue_uses", "glued_values", "check_executed", "relax_formats", "clean_leftovers",
-           "unrun_cells", "last_started_cell"]
+           "unrun_cells", "last_started_cell", "own_code_cells"]
 
 _ROLE = re.compile(r"\{glue(?::(\w*))?\}`([^`]+)`")
 _DIRECTIVE = re.compile(r"^\s*(`{3,}|~{3,})\{glue(?::(\w*))?\}\s+(\S+)")
 _NUMBER_TYPES = set("bcdoxXeEfFgGn%")
-_GLUE_PREFIX = "application/papermill.record/"
 
 
 def glue_uses(nb) -> list[tuple[str, str | None]]:
@@ -80,29 +76,26 @@ def _formats(text: str, fmt: str) -> bool:
     except (ValueError, SyntaxError):
         value = text
     try:
-        if fmt[-1] in "bcdoxX":
-            value = int(value)
-        else:
-            value = float(value)
+        value = int(value) if fmt[-1] in "bcdoxX" else float(value)
         format(value, fmt)
     except (ValueError, TypeError, OverflowError):
         return False
     return math.isfinite(value)
 
 
+def own_code_cells(cells) -> list:
+    """The chapter's own code cells among ``cells`` (papermill's injected parameters left out)."""
+    return [c for c in cells
+            if c.cell_type == "code" and "injected-parameters" not in c.metadata.get("tags", [])]
+
+
 def unrun_cells(nb) -> list[int]:
     """1-based numbers of the code cells that did not run to completion (papermill metadata)."""
-    numbers, code = [], 0
-    for cell in nb.cells:
-        if cell.cell_type != "code":
-            continue
-        code += 1
+    numbers = []
+    for number, cell in enumerate(own_code_cells(nb.cells), 1):
         meta = cell.metadata.get("papermill", {})
-        if "injected-parameters" in cell.metadata.get("tags", []):
-            code -= 1
-            continue
         if meta.get("start_time") is None or meta.get("status") != "completed" or meta.get("exception"):
-            numbers.append(code)
+            numbers.append(number)
     return numbers
 
 
@@ -114,20 +107,9 @@ def last_started_cell(nb) -> int | None:
 
 
 def check_executed(nb, not_measured: dict[str, str] | None = None) -> list[str]:
-    """What is wrong with an executed chapter that papermill reported as a success.
-
-    Parameters
-    ----------
-    nb : NotebookNode
-        The executed notebook (with papermill's cell metadata and the glue outputs).
-    not_measured : dict, optional
-        Keys the chapter declared with :func:`mlmbook.not_measured` (key → sentence).
-
-    Returns
-    -------
-    list of str
-        One line per problem; empty when the chapter may be published.
-    """
+    """What is wrong with an executed chapter that papermill reported as a success: one line per
+    problem, none when it may be published (``not_measured``: the keys the chapter declared with
+    :func:`mlmbook.not_measured`)."""
     import copy
 
     from .split import drop_other_world
@@ -164,14 +146,9 @@ def check_executed(nb, not_measured: dict[str, str] | None = None) -> list[str]:
 
 
 def relax_formats(nb, keys) -> int:
-    """Drop the number format of ``{glue:text}`key:fmt``` for ``keys`` (they hold sentences).
-
-    Returns the number of roles changed. Only markdown cells of the executed notebook change.
-    """
-    keys = set(keys)
-    if not keys:
-        return 0
-    changed = 0
+    """Drop the number format of ``{glue:text}`key:fmt``` in the markdown cells for ``keys`` (they
+    hold sentences); returns the number of roles changed."""
+    keys, changed = set(keys), 0
 
     def plain(m: re.Match) -> str:
         nonlocal changed
@@ -189,25 +166,17 @@ def relax_formats(nb, keys) -> int:
     return changed
 
 
-def clean_leftovers(*folders: Path, older_than: float = 0.0) -> list[Path]:
+def clean_leftovers(*folders: Path) -> list[Path]:
     """Remove what a killed run left in the build's folders; returns what was removed.
 
     Leftovers are dot-files and dot-folders the pipeline writes before an atomic rename:
-    ``.NN_slug.<rand>.ipynb``, ``.NN_slug.<rand>.tmp``, ``.NN_slug.json.previous``, and the
-    results of a chapter that never completed (``_build/results/.running/``). ``older_than``
-    (seconds) spares files a concurrent build may be writing right now.
+    ``.NN_slug.<rand>.ipynb``, ``.NN_slug.<rand>.tmp``, and the results of a chapter that never
+    completed (``_build/results/.running/``).
     """
     removed = []
-    now = time.time()
-    for folder in folders:
-        if not folder.is_dir():
-            continue
-        for path in folder.iterdir():
-            if not path.name.startswith(".") or path.name in (".", ".."):
-                continue
+    for folder in (f for f in folders if f.is_dir()):
+        for path in (p for p in folder.iterdir() if p.name.startswith(".")):
             try:
-                if now - path.stat().st_mtime < older_than:
-                    continue
                 if path.is_dir():
                     shutil.rmtree(path)
                 else:

@@ -4,32 +4,19 @@ r"""What a chapter will cost with a real model, estimated before it runs.
           \underbrace{\sum_{\text{rows}} \text{tokens per row} \,/\, \text{tokens/s}}_{\text{model time}}
           \;+\; \underbrace{o_{\text{chapter, profile}}}_{\text{everything else}}
 
-The second term is measured, not modelled: ``make bench`` (``benchmarks/cost.py``) runs every
-chapter on a small saved WordPiece BERT, subtracts the modelled model time from the wall time and
-records the rest per chapter and profile in ``results/timings/overhead.json`` (the kernel's start,
-imports, trees, intervals, figures). On a large model the first term dominates; on a small one the
-second does.
-
-**Memory** is estimated the same way (:func:`peak_gib`): the peak resident memory ``make bench``
-measured per chapter on two calibration models (``python -m benchmarks.vocab memory``: the line
-through its peaks on a 2,000- and a 100,000-piece model) at the model's vocabulary, plus twice the
-model's weights (loaded, and a copy while loading). A build whose estimate exceeds the machine's
-memory is refused before any work (:class:`CostRefusal`), with the numbers and what to do.
-
-The rows are the masked-query rows (forward passes) a chapter will send, counted from the
-size settings the chapter itself reads (its ``SIZES`` and constants, parsed from its code
-cells, so the count follows an edit of the chapter); tokens/s is measured on the spot with a
-couple of small forward passes of the model. Each ``rows_chN`` names its terms, so the
-estimate says which dominates. An approximation: work outside the model (decoding,
-bootstraps, inside–outside), de-duplication of identical rows and the quadratic part of
-attention are left out, and row lengths come from the chapter's corpus source, not always
-its exact selection of sentences.
+The rows are the masked-query rows a chapter will send, counted from the size settings its code
+cells set; tokens/s is measured on the spot. The second term is measured, not modelled: ``make
+bench`` (``benchmarks/cost.py``) records each chapter's time outside the model per profile in
+``results/timings/overhead.json``. **Memory** is estimated likewise (:func:`peak_gib`); a build
+whose estimate exceeds the machine's memory is refused before any work (:class:`CostRefusal`).
 """
 from __future__ import annotations
 
 import ast
+import json
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -37,6 +24,7 @@ import numpy as np
 from ..api.models import took
 from ..dependencies.cpmi import cpmi_rows
 from ..errors import MLMBookError, UsageError
+from ..paths import repo_root
 from ..queries import SPECIALS, tokens_per_second
 from . import chapters as ch
 
@@ -90,24 +78,13 @@ def _value(node: ast.expr):
 
 def chapter_constants(chapter: ch.Chapter) -> dict[str, object]:
     """Names assigned a literal at the top level of the chapter's code cells (the first assignment
-    wins).
-
-    ``dict(...)`` of literals and ``mlmbook.record("key", literal)`` count as literals, so ``SIZES``
-    and constants such as ``N_AUX = mlmbook.record("eoc_aux", 5)`` are found.
-    """
+    wins); ``dict(...)`` of literals and ``mlmbook.record("key", literal)`` count as literals."""
     found: dict[str, object] = {}
-    for cell in (c for c in ch.read_notebook(chapter).cells if c.cell_type == "code"):
+    for name, value in ch.assignments(chapter):
         try:
-            body = ast.parse("\n".join(ln for ln in cell.source.splitlines()
-                                       if not ln.lstrip().startswith(("%", "!")))).body
-        except SyntaxError:
-            continue
-        for node in body:
-            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-                try:
-                    found.setdefault(node.targets[0].id, _value(node.value))
-                except (ValueError, TypeError, SyntaxError):
-                    pass
+            found.setdefault(name, _value(value))
+        except (ValueError, TypeError, SyntaxError):
+            pass
     return found
 
 
@@ -132,23 +109,20 @@ def _sentences(lm: MaskedLM, treebank, n: int, seed: int, min_words: int = 5, ma
 
 def rows_ch1(lm: MaskedLM, values: dict, c: dict) -> Work:
     """Chapter 1: the CMI grid on its first ``main`` sentences (the candidate policy of
-    :func:`mlmbook.dependencies.cmi_scores`, sentence by sentence: one row per piece pair with both
-    masked, then ``2K``, or ``2V'`` for the exact grid), the worked example (one pair, ``1 + 2K``
-    rows by the same policy), Gibbs (``2 x chains x steps`` rows per piece pair) and CPMI
-    (:func:`cpmi_rows`), on the chapter's own corpus. With a real vocabulary the grid spends about
-    its budget, and Gibbs and CPMI follow."""
+    :func:`mlmbook.dependencies.cmi_scores`: one row per piece pair with both masked, then ``2K``,
+    or ``2V'`` for the exact grid), the worked example (``1 + 2K`` rows), Gibbs (``2 x chains x
+    steps`` rows per piece pair) and CPMI (:func:`cpmi_rows`), on the chapter's own corpus."""
     from ..corpus import find_treebank, read_conllu
     from ..dependencies.pieces import encode_all, non_special
     from ..dependencies.policy import sentence_candidates
     from ..toy import Grammar
     size, seed, window, treebank = c["SIZES"][values["profile"]], values["seed"], values["window"], values["treebank"]
-    if treebank is None:
-        grammar = Grammar.load("toy")
-        # as the chapter
-        pool, max_words = grammar.sample(20 * size["corpus"], seed=seed), size["max_words"]
+    max_words = size["max_words"]
+    if treebank is None:  # as the chapter
+        pool = Grammar.load("toy").sample(20 * size["corpus"], seed=seed)
     else:
         pool = read_conllu(find_treebank(treebank))
-        pool, max_words = [pool[k] for k in np.random.default_rng(seed).permutation(len(pool))], size["max_words"]
+        pool = [pool[k] for k in np.random.default_rng(seed).permutation(len(pool))]
     corpus = [s for s in pool if 3 <= sum(u != "PUNCT" for u in s.upos) <= max_words
               and len(lm.encode_words(s.words)[0]) <= lm.max_length][: size["corpus"]]
     words, keep = [s.words for s in corpus], [[i for i, u in enumerate(s.upos) if u != "PUNCT"] for s in corpus]
@@ -231,23 +205,20 @@ def rows_for(chapter: ch.Chapter, lm: MaskedLM, values: dict) -> Work | None:
     return counters[chapter.number](lm, values, chapter_constants(chapter))
 
 
+def _overhead(root) -> dict:
+    return json.loads((Path(root or repo_root()) / OVERHEAD_FILE).read_text())
+
+
 def overhead_seconds(slug: str, profile: str, root=None, pieces: int | None = None) -> float | None:
     r"""The chapter's measured time outside the model in ``profile``
     (``results/timings/overhead.json``), or None when ``make bench`` has not measured it.
 
-    Work outside the model grows with the vocabulary (each query's distribution over :math:`V`
-    pieces is normalised, ranked and summed over): with ``pieces`` given, the time is :math:`o + s
-    \, \max(0, V - V_0)`, :math:`o` measured on the :data:`CALIBRATION_PIECES`-piece model and the
-    slope :math:`s` on a larger one (``python -m benchmarks.vocab calibrate``), where it was
-    measured.
+    With ``pieces`` given, the time is :math:`o + s \, \max(0, V - V_0)`, :math:`o` measured on
+    the :data:`CALIBRATION_PIECES`-piece model and the slope :math:`s` on a larger one (``python -m
+    benchmarks.vocab calibrate``), where it was measured.
     """
-    import json
-    from pathlib import Path
-
-    from ..paths import repo_root
-    path = Path(root or repo_root()) / OVERHEAD_FILE
     try:
-        data = json.loads(path.read_text())
+        data = _overhead(root)
         value = data["seconds"][profile][slug]
     except (OSError, ValueError, KeyError, TypeError):
         return None
@@ -263,12 +234,8 @@ def peak_gib(slug: str, profile: str, pieces: int, parameters: int, root=None) -
     :math:`b` measured by ``python -m benchmarks.vocab memory`` (``peak_gib`` in
     ``results/timings/overhead.json``; the quick profile's stand for every profile: the tables that
     grow with the vocabulary are per query, not per sentence); None where not measured."""
-    import json
-    from pathlib import Path
-
-    from ..paths import repo_root
     try:
-        table = json.loads((Path(root or repo_root()) / OVERHEAD_FILE).read_text())["peak_gib"]
+        table = _overhead(root)["peak_gib"]
         a, b = (table.get(profile) or table["quick"])[slug]
     except (OSError, ValueError, KeyError, TypeError):
         return None
@@ -346,9 +313,8 @@ def announce(plans: list[tuple[ch.Chapter, dict]]) -> None:
     memory estimate above the machine's refuses the build (:class:`CostRefusal`)."""
     try:
         lines = report(plans)
-    except CostRefusal:                                    # the one estimate that stops a build
+    except CostRefusal:
         raise
-    # advisory only
     except (MLMBookError, OSError, ValueError, KeyError, TypeError, RuntimeError) as err:
         lines = [f"no cost estimate ({type(err).__name__}: {err})"]
     for line in lines:

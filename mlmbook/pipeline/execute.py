@@ -1,34 +1,10 @@
 """The book pipeline: train the models, execute the chapters, publish what they made, render the
 site.
 
-:func:`build`
-
-0. reaches the Dask scheduler it was given (one line when it cannot, before anything else), then
-   takes the build folder's lock (``_build/.lock``: a second build of the same folder fails at once,
-   naming the live one's pid);
-1. trains the toy models the chapters need and executes the chapters as one graph of tasks
-   (:func:`schedule`) on Dask's own graph (:mod:`mlmbook.workers`): a local cluster of one process
-   per core by default, or any Dask cluster by ``scheduler`` (``--scheduler``,
-   ``$MLMBOOK_SCHEDULER``). A chapter starts as soon as its own models are trained; chapters on toy
-   models side by side (one kernel thread each), one on a large model alone, or on a worker with the
-   resource it asks for. Each chapter is executed by
-   :func:`mlmbook.pipeline.chapter_run.run_chapter` with papermill, with ``profile`` and the ``-p``
-   parameters injected and ``MLMBOOK_CHAPTER``, ``MLMBOOK_RESULTS`` and ``MLMBOOK_ROOT`` set for
-   :func:`mlmbook.record`, every cell within ``$MLMBOOK_CELL_TIMEOUT``, and checked
-   (:mod:`mlmbook.pipeline.checks`);
-2. publishes, in this process only (:func:`publish`): each executed notebook and its results arrive
-   as bytes and are written atomically to ``_build/exec/NN_slug.ipynb`` and
-   ``_build/results/NN_slug.json``; models trained on workers that share no filesystem arrive the
-   same way and go into this machine's cache. A worker, a kernel or a worker that outlives a
-   killed build never writes a published file;
-3. stages and renders the site (:mod:`mlmbook.pipeline.site`) into ``_build/html``;
-4. a whole-book build records its wall times in ``_build/timings/``. The committed
-   reference results (``results/``) change only with ``update_reference``.
-
-A failed chapter is never published: its notebook with the traceback goes to ``_build/failed/``, its
-previous good run (executed notebook, results, page) stays as it was and the build says so, the
-other chapters are published, and the site is not re-rendered. Interrupted (Ctrl-C, SIGTERM) or
-killed (SIGKILL), the build's local workers and kernels stop with it and nothing more is published.
+:func:`build` trains the toy models the chapters need and executes the chapters as one graph of
+tasks (:func:`schedule`, :mod:`mlmbook.workers`), publishes each chapter in this process only
+(:func:`publish`) and renders the site (:mod:`mlmbook.pipeline.site`). A failed chapter is never
+published: its previous good run stays as it was, and the site is not re-rendered.
 """
 
 from __future__ import annotations
@@ -68,32 +44,21 @@ from .runs import (
     keep_timings,
     mix_warning,
     previous_run,
+    run_parameters,
     training_report,
     update_reference_files,
     write_bytes_atomic,
 )
 from .site import render, stage, write_notebooks_branch
 
-__all__ = ["build", "BuildOptions", "schedule", "Placement", "publish", "ensure_kernel",
-           "previous_run", "cell_timeout", "update_reference_files", "RUNNING", "BuildError",
-           "UsageError", "ChapterFailed", "Layout", "find_chapters", "resolve_names"]
+__all__ = ["build", "BuildOptions", "schedule", "Placement", "publish", "previous_run", "RUNNING",
+           "BuildError", "UsageError", "Layout", "find_chapters", "resolve_names"]
 
-
-def ensure_kernel(layout: Layout) -> str:
-    """Write the kernelspec chapters run with into ``_build/jupyter`` (see
-    :func:`mlmbook.pipeline.chapter_run.ensure_kernel`)."""
-    return _ensure_kernel(layout.kernels)
-
-
-# --------------------------------------------------------------------------- publishing
 
 def publish(layout: Layout, chapter: Chapter, outcome: Outcome) -> Path:
     """Write a chapter's :class:`~mlmbook.pipeline.chapter_run.Outcome` into the build folder,
-    atomically.
-
-    Returns ``_build/exec/<slug>.ipynb``; a failed outcome keeps its notebook in ``_build/failed/``,
-    leaves the previous good run as it was and raises :class:`ChapterFailed` saying so.
-    """
+    atomically; returns ``_build/exec/<slug>.ipynb``. A failed outcome keeps its notebook in
+    ``_build/failed/``, leaves the previous good run as it was and raises :class:`ChapterFailed`."""
     final = layout.exec / f"{chapter.slug}.ipynb"
     results = layout.results / f"{chapter.slug}.json"
     failed = layout.failed / f"{chapter.slug}.ipynb"
@@ -106,22 +71,11 @@ def publish(layout: Layout, chapter: Chapter, outcome: Outcome) -> Path:
     if outcome.results is not None:
         write_bytes_atomic(results, outcome.results)
     else:
-        results.unlink(missing_ok=True)  # a chapter that records nothing has no results
+        results.unlink(missing_ok=True)
     write_bytes_atomic(final, outcome.notebook)
     failed.unlink(missing_ok=True)
     return final
 
-
-def _run_of(layout: Layout, chapter: Chapter, parameters: dict, threads: int | None, progress: bool,
-            shared: bool) -> Run:
-    import nbformat
-
-    return Run(chapter, nbformat.writes(read_notebook(chapter)), dict(parameters), layout.root,
-               layout.build if shared else None, layout.failed / f"{chapter.slug}.ipynb", threads,
-               {k: os.environ.get(k) for k in THREAD_VARIABLES}, cell_timeout(), progress)
-
-
-# --------------------------------------------------------------------------- build
 
 @dataclass(frozen=True)
 class Placement:
@@ -137,16 +91,14 @@ def schedule(layout: Layout, plans, profile: str, n: int, progress: bool = False
              placement: Placement = Placement()) -> tuple[list, list, dict]:
     """The build's tasks (:class:`mlmbook.workers.Task`): the training units of the toy models the
     chapters need (:func:`mlmbook.pipeline.prepare.tasks`) and one task per chapter, which needs only
-    the units holding *its* models (a chapter with a ``seed`` parameter, which trains its own, needs
-    every unit). A chapter on a toy model takes one of the ``n`` workers and a kernel of one
-    thread; a chapter on a large model asks for one of ``resource`` (e.g. ``GPU``), or else runs
-    alone: it needs every other task before it (so nothing runs beside it) and its kernel has all
-    the threads.
-
-    ``placement.ship``: the workers share no filesystem with this process: the units return their
-    models as bytes, and each chapter is passed its models (those cached here as ``data``, the rest
-    from its units). Returns ``(all tasks, training tasks, data)``.
+    the units holding *its* models (a chapter with a ``seed`` parameter needs every unit). A chapter
+    on a toy model takes one of the ``n`` workers and a kernel of one thread; one on a large model
+    asks for one ``placement.resource``, or else runs alone after every other task, with all the
+    threads. ``placement.ship``: the units return their models as bytes, and each chapter is passed
+    its models (those cached here as ``data``). Returns ``(all tasks, training tasks, data)``.
     """
+    import nbformat
+
     from .. import workers
     from ..models import shipping
     from ..models.load import TOY_MODELS  # torch: imported only when building
@@ -175,7 +127,10 @@ def schedule(layout: Layout, plans, profile: str, n: int, progress: bool = False
         large = not on_toy(values)
         if large and not resource:
             needs += [t.key for t in tasks if t.key not in needs]
-        run = _run_of(layout, chapter, values, None if large else 1, progress and alone, not ship)
+        run = Run(chapter, nbformat.writes(read_notebook(chapter)), dict(values), layout.root,
+                  None if ship else layout.build, layout.failed / f"{chapter.slug}.ipynb",
+                  None if large else 1, {k: os.environ.get(k) for k in THREAD_VARIABLES},
+                  cell_timeout(), progress and alone)
         tasks.append(workers.Task(chapter.slug, run_chapter, (run,),
                                   needs=tuple(needs), seconds=known.get(chapter.slug, {}).get(profile, 60.0),
                                   resources=((resource, 1),) if large and resource else (), pass_needs=ship))
@@ -194,16 +149,15 @@ def _execute(layout: Layout, plans, profile: str, options: BuildOptions,
 
     n, where = prepare.workers_for(), options.scheduler    # the address: build() reached it
     ship = where is not None and not options.shared_cache
-    progress, timings, failures = options.progress, {}, []
+    timings, failures, trained, stopped = {}, [], [], []
     if plans:
-        cell_timeout()            # a bad $MLMBOOK_CELL_TIMEOUT fails here, before any training
-        ensure_kernel(layout)     # written once here, only read by chapters running side by side
+        cell_timeout()                # a bad $MLMBOOK_CELL_TIMEOUT fails here, before any training
+        _ensure_kernel(layout.kernels)  # written once here, only read by chapters side by side
     placement = Placement(ship, options.resource)
-    tasks, training, data = schedule(layout, plans, profile, n, progress, placement)
+    tasks, training, data = schedule(layout, plans, profile, n, sys.stderr.isatty(), placement)
     total = sum(len(t.args[0]) for t in training)
-    trained: list = []
     by_slug = {c.slug: (c, v) for c, v in plans}
-    stopped = []
+
     def started(task):
         if task.key in by_slug:
             shown = ", ".join(f"{k}={v!r}" for k, v in by_slug[task.key][1].items())
@@ -215,7 +169,6 @@ def _execute(layout: Layout, plans, profile: str, options: BuildOptions,
     report = workers.Progress(say, on_start=started)
     if where:
         say(f"running on the Dask cluster at {where}" + ("" if ship else " (its workers share this model cache)"))
-
     here = min(n, len(tasks)) if where is None else n  # one task: a worker thread of this process
     with contextlib.closing(workers.run(tasks, here, stop=lambda: bool(stopped), scheduler=where,
                                         data=data, progress=report)) as results:
@@ -225,8 +178,7 @@ def _execute(layout: Layout, plans, profile: str, options: BuildOptions,
                     raise BuildError(f"training failed: {error}")
                 if error is not None:
                     raise error
-                # trained where this cache is not: keep them here
-                for name, blob in value.models.items():
+                for name, blob in value.models.items():  # trained where this cache is not
                     shipping.install(name, blob)
                 prepare.report(value, trained, total, say, report.elapsed())
                 if len(trained) == total:
@@ -242,62 +194,35 @@ def _execute(layout: Layout, plans, profile: str, options: BuildOptions,
                     error = err
             if isinstance(error, workers.WorkerLost):
                 error = ChapterFailed(f"chapter {error}")
-            if error is not None and not isinstance(error, ChapterFailed):
+            if error is None:
+                timings[task.key] = seconds
+                say(f"  {task.key} done in {seconds:.0f} s ({report.elapsed()} elapsed)")
+            elif not isinstance(error, ChapterFailed):
                 raise error  # not the chapter's fault: a usage error, an interrupt
-            if error is not None:
+            else:
                 failures.append(str(error))
                 say(str(error))
                 if options.fail_fast:
                     stopped.append(task.key)
-            else:
-                timings[task.key] = seconds
-                say(f"  {task.key} done in {seconds:.0f} s ({report.elapsed()} elapsed)")
     return trained, timings, failures
 
 
 @dataclass(frozen=True)
 class BuildOptions:
-    """How :func:`build` runs, beside what it builds (the command line's flags).
-
-    Attributes
-    ----------
-    solutions : bool
-        False strips exercise solutions from the rendered site.
-    execute : bool
-        False renders the previously executed notebooks only.
-    fail_fast : bool
-        Stop at the first failing chapter instead of executing the others.
-    progress : bool, optional
-        Papermill's per-cell bar for a chapter run alone (default: when stderr is a terminal);
-        progress lines with times are printed either way.
-    verbose : bool
-        Show jupyter-book's output.
-    render_site : bool
-        False stops after executing (``_build/exec``, ``_build/results``); nothing is rendered.
-    update_reference : bool
-        Also copy the executed chapters' results (and a whole-book build's timings) to the
-        committed ``results/<profile>/`` and ``results/timings/``; only for the full and extended
-        profiles without ``-p`` parameters.
-    scheduler : str, optional
-        The address of an existing Dask cluster's scheduler (default ``$MLMBOOK_SCHEDULER``, else a
-        local cluster of ``$MLMBOOK_TRAIN_WORKERS`` processes, one per core); checked before
-        anything else (:func:`mlmbook.workers.cluster.reach`).
-    shared_cache : bool, optional
-        The cluster's workers see this machine's model cache (default ``$MLMBOOK_SHARED_CACHE``; a
-        local cluster always does): models are not shipped to them as bytes.
-    resource : str, optional
-        A Dask resource (e.g. ``"GPU"``) a chapter on a large model asks one of, instead of
-        running alone after every other task.
-    resume : bool
-        Keep the chapters this build folder finished earlier with the same profile and parameters,
-        whose source has not changed since (:func:`finished_earlier`); the trained models are reused
-        from the cache either way, so an interrupted build continues where it stopped.
+    """How :func:`build` runs, beside what it builds: the command line's flags (``python -m
+    mlmbook build --help``). ``execute`` False renders the notebooks executed earlier only;
+    ``render_site`` False stops after executing; ``update_reference`` also copies the results (and
+    a whole-book build's timings) to the committed ``results/``; ``scheduler`` is an existing Dask
+    cluster's address (default ``$MLMBOOK_SCHEDULER``, else a local cluster), checked before
+    anything else; ``shared_cache``: its workers see this model cache (default
+    ``$MLMBOOK_SHARED_CACHE``); ``resource``: a Dask resource (e.g. ``"GPU"``) a chapter on a large
+    model asks one of, instead of running alone; ``resume`` keeps the chapters this build folder
+    finished earlier with the same parameters (:func:`finished_earlier`).
     """
 
     solutions: bool = True
     execute: bool = True
     fail_fast: bool = False
-    progress: bool | None = None
     verbose: bool = False
     render_site: bool = True
     update_reference: bool = False
@@ -312,8 +237,7 @@ def build(root: str | os.PathLike | None = None, chapters: list[str] = (), profi
           options: BuildOptions = BuildOptions()) -> Path:
     """Execute the requested chapters and render the site.
 
-    Nothing tracked by git changes: executed notebooks, results and timings live under the
-    build folder. Only ``options.update_reference`` writes the committed reference results.
+    Nothing tracked by git changes, unless ``options.update_reference``.
 
     Parameters
     ----------
@@ -321,13 +245,11 @@ def build(root: str | os.PathLike | None = None, chapters: list[str] = (), profi
         The book's root (``_config.yml``, ``_toc.yml``, ``book/``); default: found from the cwd.
     chapters : list of str
         Chapters to execute (``"1"``, ``"01"``, ``"01_dependencies"``, a file name); all when
-        empty. Chapters not executed now are published from their previous executed
-        notebook when there is one, otherwise left out of the TOC.
+        empty. The others are published from their previous executed notebook.
     profile : {"quick", "full", "extended", "pilot"}
     parameters : list of (name, value) pairs
         Extra parameters, as strings, checked against each chapter's ``parameters`` cell.
     options : BuildOptions
-        How it runs: rendering, solutions, the reference, the cluster, resuming.
 
     Returns
     -------
@@ -356,17 +278,13 @@ def build(root: str | os.PathLike | None = None, chapters: list[str] = (), profi
                          f"with --profile {' or '.join(REFERENCE_PROFILES)}, without -p parameters and without "
                          "--render-only")
     plans = plan_parameters(selected, list(parameters), profile)  # all checked up front
-    kept_earlier = []
-    if o.resume:
-        kept_earlier = [c.slug for c, values in plans if finished_earlier(layout, c, values)]
-        for slug in kept_earlier:
-            say(f"resume: {slug} finished earlier with these parameters; kept")
-        plans = [(c, v) for c, v in plans if c.slug not in kept_earlier]
-    # treebank, window, weights, model/text fit: before any training or kernel
-    check_inputs(plans, profile)
-    progress = sys.stderr.isatty() if o.progress is None else o.progress
+    kept_earlier = [c.slug for c, v in plans if o.resume and finished_earlier(layout, c, v)]
+    for slug in kept_earlier:
+        say(f"resume: {slug} finished earlier with these parameters; kept")
+    plans = [(c, v) for c, v in plans if c.slug not in kept_earlier]
+    check_inputs(plans, profile)  # treebank, window, weights, model/text fit: before any training
     shared = env_flag("MLMBOOK_SHARED_CACHE") if o.shared_cache is None else o.shared_cache
-    o = replace(o, progress=progress, scheduler=where, shared_cache=shared)
+    o = replace(o, scheduler=where, shared_cache=shared)
     with build_lock(layout), interrupt_on_sigterm():
         return _build(layout, all_chapters, plans, profile, o, kept_earlier)
 
@@ -386,8 +304,7 @@ def _still(what: str):
         while not done.wait(5.0):
             progress.heartbeat()
 
-    thread = threading.Thread(target=beat, daemon=True, name="mlmbook-still")
-    thread.start()
+    threading.Thread(target=beat, daemon=True, name="mlmbook-still").start()
     try:
         yield
     finally:
@@ -403,15 +320,10 @@ def finished_earlier(layout: Layout, chapter, values: dict) -> bool:
     parameters: its executed notebook and results exist (a killed chapter leaves neither,
     :func:`clean_leftovers`), the notebook's recorded parameters are ``values`` and the chapter's
     source is older than both."""
-    import nbformat
-
     notebook, results = layout.exec / f"{chapter.slug}.ipynb", layout.results / f"{chapter.slug}.json"
     if not (notebook.is_file() and results.is_file()):
         return False
-    try:
-        params = nbformat.read(notebook, as_version=4).metadata.get("papermill", {}).get("parameters", {})
-    except Exception:  # unreadable: run it again
-        return False
+    params = run_parameters(notebook)  # None, unreadable: run it again
     newest = chapter.path.stat().st_mtime
     return params == values and notebook.stat().st_mtime > newest and results.stat().st_mtime > newest
 
@@ -436,10 +348,10 @@ def _build(layout, all_chapters, plans, profile, options: BuildOptions, kept_ear
     trained = sorted(p.name for p in (set(cache_dir().glob("*")) if cache_dir().exists() else set()) - cache_before
                      if not p.name.startswith("."))
 
+    slugs = [c.slug for c, _ in plans] + list(kept_earlier)
     if not options.render_site:
         if options.update_reference:
-            for path in update_reference_files(layout, [c.slug for c, _ in plans] + list(kept_earlier), None,
-                                               profile):
+            for path in update_reference_files(layout, slugs, None, profile):
                 say(f"updated reference {path.relative_to(layout.root)}")
         return layout.exec
     executed_now = {c.slug for c, _ in plans}
@@ -469,6 +381,6 @@ def _build(layout, all_chapters, plans, profile, options: BuildOptions, kept_ear
         kept = keep_timings(layout, profile, timings, time.perf_counter() - t_render,
                              time.perf_counter() - t_book, trained)
     if options.update_reference:
-        for path in update_reference_files(layout, [c.slug for c, _ in plans] + list(kept_earlier), kept, profile):
+        for path in update_reference_files(layout, slugs, kept, profile):
             say(f"updated reference {path.relative_to(layout.root)}")
     return index

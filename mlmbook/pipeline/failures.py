@@ -2,16 +2,15 @@
 look.
 
 :func:`failure` turns papermill's error, a cell timeout or a dead kernel into a
-:class:`~mlmbook.errors.ChapterFailed` whose first line is ``chapter NN_slug failed in cell K:
-Error: message`` and whose second names the chapter file's line and the executed notebook kept
-with the traceback.
+:class:`~mlmbook.errors.ChapterFailed`: ``chapter NN_slug failed in cell K: Error: message``, then
+the chapter file's line and the executed notebook kept with the traceback.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
 from .chapters import Chapter, ChapterFailed, parameters_cell_index
-from .checks import last_started_cell
+from .checks import last_started_cell, own_code_cells
 
 __all__ = ["failure"]
 
@@ -31,17 +30,18 @@ def _failed_cell(nb, error) -> int | None:
 
 
 def _source_line(chapter: Chapter, cell_source: str) -> int | None:
+    if not cell_source.strip():
+        return None
     try:
         text = chapter.path.read_text(encoding="utf-8")
     except OSError:  # a worker without the book's sources: the cell stays unlocated
         return None
-    at = text.find(cell_source.strip()) if cell_source.strip() else -1
+    at = text.find(cell_source.strip())
     return None if at < 0 else text.count("\n", 0, at) + 1
 
 
 def _first_line(text: str) -> str:
-    lines = [line for line in str(text).splitlines() if line.strip()]
-    return lines[0].strip() if lines else ""
+    return next((line.strip() for line in str(text).splitlines() if line.strip()), "")
 
 
 def failure(chapter: Chapter, nb, err: BaseException, kept: Path | None, timeout: int,
@@ -54,23 +54,18 @@ def failure(chapter: Chapter, nb, err: BaseException, kept: Path | None, timeout
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
     from papermill.exceptions import PapermillExecutionError
 
-    detail = chapter.path.name
     if isinstance(err, PapermillExecutionError):
-        number = _failed_cell(nb, err)
-        where = f" in cell {number}" if number else ""
+        number, source = _failed_cell(nb, err), err.source
         what = f"{err.ename}: {_first_line(err.evalue)}" if err.evalue else err.ename
-        line = _source_line(chapter, err.source or "")
-        detail = f"{chapter.path.name} line {line}" if line else detail
     elif isinstance(err, (CellTimeoutError, DeadKernelError)):
         number, source = _stopped_cell(kept)
-        where = f" in cell {number}" if number else ""
         what = (f"the cell ran longer than {timeout} s (MLMBOOK_CELL_TIMEOUT) and was stopped"
                 if isinstance(err, CellTimeoutError) else "the kernel died (out of memory?)")
-        line = _source_line(chapter, source or "")
-        detail = f"{chapter.path.name} line {line}" if line else detail
     else:
-        where, what = "", f"{type(err).__name__}: {_first_line(err)}"
-    message = f"chapter {chapter.slug} failed{where}: {what}"
+        number, source, what = None, None, f"{type(err).__name__}: {_first_line(err)}"
+    line = _source_line(chapter, source or "")
+    detail = f"{chapter.path.name} line {line}" if line else chapter.path.name
+    message = f"chapter {chapter.slug} failed{f' in cell {number}' if number else ''}: {what}"
     if kept is not None:
         message += f"\n  ({detail}; executed notebook with the traceback: {shown or kept})"
     return ChapterFailed(message)
@@ -89,6 +84,4 @@ def _stopped_cell(kept: Path | None) -> tuple[int | None, str | None]:
     index = last_started_cell(nb)
     if index is None or nb.cells[index].cell_type != "code":
         return None, None
-    own = [c for c in nb.cells[:index + 1] if c.cell_type == "code"
-           and "injected-parameters" not in c.metadata.get("tags", [])]
-    return len(own), nb.cells[index].source
+    return len(own_code_cells(nb.cells[:index + 1])), nb.cells[index].source

@@ -1,18 +1,9 @@
 """Inputs checked before any work: every chapter's model, treebank and parameters, in one pass.
 
-:func:`check_inputs` is called by the build after the parameters are planned and before any model is
-trained or any kernel starts. Each failure is one line (a :class:`~mlmbook.errors.BuildError` naming
-the chapter), caught in seconds instead of inside a kernel minutes later:
-
-* a ``-p treebank`` that the chapter cannot use with this model (chapters 2 and 3 read the toy
-  language with the toy model) is an error, not ignored;
-* a model other than the toy one, in a chapter that needs sentences of a real language (chapters 2
-  and 3), needs a treebank: the one given, or UD English EWT test when it is on disk;
-* a model's weights must load (a truncated ``model.safetensors`` is one line, not a traceback);
-* the treebank must hold sentences inside the chapter's window of words and the model's window of
-  pieces;
-* the model must fit the treebank (:func:`mlmbook.corpus.fit.check_fit` on a sample: unknown pieces,
-  the model's own predictions) unless ``-p allow_unknown true``.
+:func:`check_inputs` runs before any model is trained or any kernel starts; each failure is one
+line naming the chapter. A real model that needs sentences of a real language needs a treebank;
+its weights must load; the treebank must hold sentences inside the chapter's and the model's
+windows; the model must fit it (:func:`mlmbook.corpus.fit.check_fit`) unless ``-p allow_unknown``.
 
 :data:`CHAPTER_INPUTS` declares, per chapter, what it does with a treebank and the window of words
 it reads (chapters read it too: :func:`words_window`), so the check and the chapter cannot drift
@@ -30,24 +21,10 @@ __all__ = ["check_inputs", "ChapterInputs", "CHAPTER_INPUTS", "words_window"]
 
 @dataclass(frozen=True)
 class ChapterInputs:
-    """What a chapter does with a treebank.
-
-    Attributes
-    ----------
-    treebank : str
-        ``"none"``: no treebank parameter; ``"any"``: any model reads it (the toy model too);
-        ``"other models"``: only a model other than the toy one reads it (the toy model reads its
-        language).
-    needs_real_text : bool
-        A model other than the toy one needs sentences of a real language: the given treebank, or UD
-        English EWT test when none is given.
-    min_words : int
-    max_words : dict
-        Per profile, the most scored (non-punctuation) words of a sentence (None: only the model's
-        window).
-    drop_punct : bool
-        The chapter removes punctuation before counting and reading.
-    """
+    """What a chapter does with a treebank: ``treebank`` ``"none"`` (no treebank parameter) or
+    ``"any"`` (any model reads it); ``needs_real_text``, a model other than the toy one needs
+    sentences of a real language; the fewest words of a sentence and, per profile, the most scored
+    (non-punctuation) words; ``drop_punct``, the chapter removes punctuation before counting."""
 
     treebank: str = "none"
     needs_real_text: bool = False
@@ -72,17 +49,12 @@ DEFAULT_TREEBANK = "test"
 """What a chapter that needs real text reads when no treebank is given (UD English EWT test)."""
 
 
-def _spec(chapter: int | str) -> ChapterInputs | None:
-    """The inputs of a chapter given by slug (``"01_dependencies"``) or number (``1``)."""
-    if isinstance(chapter, int):
-        chapter = next((slug for slug in CHAPTER_INPUTS if int(slug[:2]) == chapter), "")
-    return CHAPTER_INPUTS.get(chapter)
-
-
 def words_window(chapter: int | str, profile: str) -> tuple[int, int | None]:
     """``(min_words, max_words)`` a chapter (slug or number) reads in ``profile`` (the full
     profile's for a profile it does not size, e.g. ``extended``)."""
-    spec = _spec(chapter)
+    if isinstance(chapter, int):
+        chapter = next((slug for slug in CHAPTER_INPUTS if int(slug[:2]) == chapter), "")
+    spec = CHAPTER_INPUTS.get(chapter)
     return spec.min_words, spec.max_words.get(profile, spec.max_words.get("full"))
 
 
@@ -130,7 +102,7 @@ def _reader(model: str, cache: dict):
 
 
 def _usage_problems(plans) -> list[str]:
-    """Parameters a chapter cannot use, and real models without the text they need."""
+    """Real models without the text they need."""
     from ..corpus.conllu import find_treebank
     problems = []
     for chapter, values in plans:
@@ -138,9 +110,6 @@ def _usage_problems(plans) -> list[str]:
         if spec is None or spec.treebank == "none":
             continue
         model, treebank = str(values.get("model", "toy")), values.get("treebank")
-        if treebank is not None and _is_toy(model) and spec.treebank == "other models":
-            problems.append(f"chapter {chapter.slug} reads the toy language with the toy model and cannot use "
-                            f"-p treebank (give -p model NAME to read the treebank, or leave this chapter out)")
         if treebank is None and not _is_toy(model) and spec.needs_real_text:
             try:
                 find_treebank(DEFAULT_TREEBANK)
@@ -153,7 +122,7 @@ def _usage_problems(plans) -> list[str]:
 
 def _treebank_of(spec: ChapterInputs, model: str, treebank):
     """The treebank the chapter will read with this model, or None."""
-    if spec.treebank == "none" or (spec.treebank == "other models" and _is_toy(model)):
+    if spec.treebank == "none":
         return None
     if treebank is None and spec.needs_real_text and not _is_toy(model):
         return DEFAULT_TREEBANK
@@ -161,23 +130,16 @@ def _treebank_of(spec: ChapterInputs, model: str, treebank):
 
 
 def check_inputs(plans, profile: str) -> None:
-    """Check every planned chapter's inputs before any training or kernel (one-line errors).
-
-    Parameters
-    ----------
-    plans : list of (Chapter, dict)
-        What :func:`mlmbook.pipeline.chapters.plan_parameters` returns.
-    profile : str
-        The build's profile (it sets the chapters' windows of words).
+    """Check every planned chapter's inputs (``plans``, as
+    :func:`mlmbook.pipeline.chapters.plan_parameters` returns them) before any training or kernel.
 
     Raises
     ------
     UsageError
-        A parameter a chapter cannot use, or a real model without the text it needs (every such
-        problem, in one line).
+        A real model without the text it needs (every such problem, in one line).
     BuildError
-        ``chapter NN_slug: <cause and remedy>``: the model does not load, no sentence of the
-        treebank fits the chapter's and the model's windows, or the model does not fit the treebank.
+        ``chapter NN_slug: <cause and remedy>``: the model does not load, or the treebank does not
+        fit the chapter's and the model's windows or the model.
     """
     from ..corpus.for_model import Window, read_for_model
 

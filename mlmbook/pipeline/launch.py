@@ -8,7 +8,9 @@ the repository's ``notebooks`` branch, which :func:`write_notebooks_branch` lays
 """
 from __future__ import annotations
 
+import copy
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -40,13 +42,13 @@ def _read_all(paths: dict):
     return {slug: nbformat.read(path, as_version=4) for slug, path in paths.items()}
 
 
-def _runnable_downloads(html: Path, url: str, book: Path, full: Path | None = None) -> None:
+def _runnable_downloads(html: Path, url: str, book: Path, full: Path) -> None:
     """Make the site's "download .ipynb" files (``_sources/**.ipynb``) runnable notebooks too: every
     page of a chapter downloads the whole chapter (``full``: the staged whole notebooks)."""
     import nbformat
 
     paths = {p.stem: p for p in (html / "_sources").rglob("*.ipynb")}
-    wholes = {p.stem: p for p in full.glob("*.ipynb")} if full is not None and full.is_dir() else {}
+    wholes = {p.stem: p for p in full.glob("*.ipynb")} if full.is_dir() else {}
     notebooks = _read_all({name: wholes.get(_chapter_of(name, wholes), path) for name, path in paths.items()})
     ctx = context_for({_chapter_of(name, wholes): nb for name, nb in notebooks.items()}, book)
     for name, nb in notebooks.items():
@@ -72,16 +74,12 @@ branch (`book/*.md`), not these files.
 
 PAGE_POINTER = ("**This page of the chapter starts at [{heading}](#{anchor}).** Run the cells above it "
                 "first (JupyterLab: *Run ▸ Run All Above*; Colab: *Runtime ▸ Run before*), then work from there.")
-"""The first Markdown cell of a later page's notebook: the launch button opens the whole chapter
-(its code depends on what comes before), so the notebook says where that page — its exercises —
-starts."""
+"""The first Markdown cell of a later page's notebook, which holds the whole chapter."""
 
 
 def _page_heading(page) -> str | None:
     """The heading a page's notebook points to: its "Exercises" heading if it has one, else its
     first."""
-    import re
-
     headings = [m.group(1).strip() for c in page.cells if c.cell_type == "markdown"
                 for m in re.finditer(r"^#{1,6}\s+(.+)$", c.source, re.M)]
     return next((h for h in headings if h.lower().startswith("exercises")), headings[0] if headings else None)
@@ -90,8 +88,6 @@ def _page_heading(page) -> str | None:
 def _pointing(nb, heading: str | None):
     """A copy of ``nb`` whose first Markdown cell points to ``heading`` (a Jupyter heading
     anchor)."""
-    import copy
-
     from nbformat.v4 import new_markdown_cell
 
     if heading is None:
@@ -103,13 +99,9 @@ def _pointing(nb, heading: str | None):
 
 
 def write_notebooks_branch(layout: Layout, notebooks: dict) -> Path:
-    """Lay the executed notebooks out as the launch buttons expect, in ``_build/notebooks/``.
-
-    Binder and Colab open ``book/<slug>.ipynb`` on the repository's ``notebooks`` branch
-    (``repository.branch`` in ``_config.yml``). Publishing is a copy of this folder to that
-    branch: the chapters as :func:`runnable_notebook` makes them (solutions collapsed), the
-    student edition in ``student/`` (solutions removed), the repository's ``binder/`` folder
-    (what Binder installs) with the package pinned to the main branch, and a README.
+    """Lay the executed notebooks out as the launch buttons expect, in ``_build/notebooks/``: a
+    copy of it is the repository's ``notebooks`` branch, with the chapters in ``book/`` (solutions
+    collapsed), the student edition in ``student/``, ``binder/`` and a README.
     """
     import nbformat
 
@@ -126,9 +118,7 @@ def write_notebooks_branch(layout: Layout, notebooks: dict) -> Path:
     ctx: Context = context_for(loaded, layout.book)
     for slug, nb in loaded.items():
         runnable, student = runnable_notebook(nb, url, ctx), runnable_notebook(nb, url, ctx, student=True)
-        # a later page's launch button opens the whole chapter,
-        for name, page in split_pages(nb, slug):
-            # pointing to where the page starts
+        for name, page in split_pages(nb, slug):  # the whole chapter, pointing to the page
             heading = None if name == slug else _page_heading(page)
             nbformat.write(_pointing(runnable, heading), tmp / "book" / f"{name}.ipynb")
             nbformat.write(_pointing(student, heading), tmp / "student" / f"{name}.ipynb")

@@ -1,18 +1,13 @@
 """Chapters as notebooks that read and run anywhere: Binder, Colab, a plain Jupyter.
 
 The site's launch and download buttons hand out the executed chapters. Outside the site nothing
-renders MyST, so :func:`runnable_notebook` turns each one into a plain notebook:
-
-* every ``{glue}`` role becomes the value the run glued (formatted as on the page);
-* every other MyST role and directive becomes plain Markdown: ``{numref}`` and ``{eq}`` the
-  number the site shows ("Figure 1.3", "(2.1)"), ``{cite}`` the author–year citation,
-  ``{doc}`` a link to the sibling notebook, ``{term}``/``{ref}`` their text, admonitions a
-  quoted block, an exercise a bold "Exercise 1.2" paragraph, a numbered equation ``\\tag{}``;
-* a figure's caption follows its cell, numbered as on the site;
-* solutions are collapsed: a ``{solution}`` becomes an HTML ``<details>`` block, the cells of a
-  gated solution (``{solution-start}`` … ``{solution-end}``) are hidden (JupyterLab's
-  ``source_hidden``, Colab's form view); a student edition (``student=True``) removes them;
-* a first code cell installs the companion package when it is not importable.
+renders MyST, so :func:`runnable_notebook` turns each one into a plain notebook: every ``{glue}``
+role becomes the value the run glued (formatted as on the page); every other role and directive
+becomes plain Markdown with the site's numbers ("Figure 1.3", "(2.1)", "Exercise 1.2"), author–year
+citations and links to the sibling notebooks; a figure's caption follows its cell; solutions are
+collapsed (a ``{solution}`` as an HTML ``<details>`` block, the cells of a gated solution hidden),
+or removed in a student edition; and a first code cell installs the companion package when it is
+not importable.
 """
 from __future__ import annotations
 
@@ -72,6 +67,12 @@ class Context:
     sections: dict = field(default_factory=dict)
 
 
+def _fence_end(lines: list[str], i: int, fence: str) -> int:
+    """The index of the line closing ``fence`` opened at line ``i`` (``len(lines)`` if none)."""
+    closing = re.compile(r"[ \t]*" + re.escape(fence[0]) + "{%d,}[ \t]*" % len(fence))
+    return next((k for k in range(i + 1, len(lines)) if closing.fullmatch(lines[k])), len(lines))
+
+
 def _directives(text: str):
     """(name, arg, options, body, start, end) of each top-level directive in ``text`` (line
     indices)."""
@@ -82,10 +83,7 @@ def _directives(text: str):
         if not m:
             i += 1
             continue
-        fence = m["fence"]
-        end = next((k for k in range(i + 1, len(lines))
-                    if re.fullmatch(r"[ \t]*" + re.escape(fence[0]) + "{%d,}[ \t]*" % len(fence), lines[k])),
-                   len(lines))
+        end = _fence_end(lines, i, m["fence"])
         body = lines[i + 1:end]
         options = {}
         while body and re.match(r"^\s*:[\w-]+:", body[0]):
@@ -98,7 +96,7 @@ def _directives(text: str):
                     key, _, value = line.partition(":")
                     options[key.strip()] = value.strip()
                 body = body[close + 1:]
-        yield (m["name"], m["arg"].strip(), options, "\n".join(body), i, end, fence)
+        yield (m["name"], m["arg"].strip(), options, "\n".join(body), i, end)
         i = end + 1
 
 
@@ -129,13 +127,9 @@ def _number_chapter(nb, chapter: int, ctx: Context) -> None:
                 kind = None                            # numbered only when labelled
             if kind:
                 events.append((start, kind, label))
+        for m in _EQ_LABEL.finditer(cell.source):  # by the line it starts on
+            events.append((cell.source.count("\n", 0, m.start()), "Equation", m["label"]))
         lines = cell.source.split("\n")
-        offsets = [0]
-        for line in lines:
-            offsets.append(offsets[-1] + len(line) + 1)
-        for m in _EQ_LABEL.finditer(cell.source):
-            line = next(k for k in range(len(offsets)) if offsets[k + 1] > m.start())
-            events.append((line, "Equation", m["label"]))
         for k, line in enumerate(lines):
             t = _TARGET.match(line)
             if t:
@@ -146,15 +140,13 @@ def _number_chapter(nb, chapter: int, ctx: Context) -> None:
 
 
 def _citations(bibfile: Path) -> dict:
+    """Bib key → (authors, year)."""
     from pybtex.database import parse_file
 
     from .pages import _author_year
 
-    out = {}
-    for key, entry in parse_file(str(bibfile)).entries.items():
-        who, _, year = _author_year(entry).rpartition(", ")
-        out[key] = (who, year)
-    return out
+    entries = parse_file(str(bibfile)).entries.items()
+    return {key: tuple(_author_year(entry).rpartition(", ")[::2]) for key, entry in entries}
 
 
 def context_for(notebooks: dict, book: Path | None = None) -> Context:
@@ -235,7 +227,7 @@ def myst_to_markdown(text: str, ctx: Context | None = None) -> str:
             i += 1
             continue
         block = "\n".join(lines[i:])
-        name, arg, options, body, _, end, _ = next(_directives(block))
+        name, arg, options, body, _, end = next(_directives(block))
         i += end + 1
         flush()
         if not name or name in ("code", "code-block", "sourcecode"):
@@ -301,19 +293,9 @@ def _glue_text(values: dict, kind: str, body: str) -> str:
         return format_plain_text(text, "")
 
 
-def _fence_end(lines: list[str], i: int, fence: str) -> int:
-    return next((k for k in range(i + 1, len(lines))
-                 if re.fullmatch(r"[ \t]*" + re.escape(fence[0]) + "{%d,}[ \t]*" % len(fence), lines[k])),
-                len(lines) - 1)
-
-
 def _segments(source: str, gated):
-    """Split a markdown cell at gated-solution markers.
-
-    Returns ``([(text, state)], gated)``: ``state`` is None (ordinary text), ``("head", label)``
-    (where a solution starts) or ``("in", label)`` (text inside a solution); ``gated`` is the
-    label of the solution still open at the end of the cell (None when none is).
-    """
+    """Split a markdown cell at gated-solution markers: ``([(text, state)], gated)``, ``state``
+    None, ``("head", label)`` or ``("in", label)``, and ``gated`` the solution still open."""
     lines, out, buf, i = source.split("\n"), [], [], 0
     while i < len(lines):
         m = _OPEN.match(lines[i])
@@ -339,19 +321,11 @@ def _slug_of(nb) -> str:
 
 
 def runnable_notebook(nb, url: str, ctx: Context | None = None, student: bool = False):
-    """A copy of an executed chapter that reads and runs anywhere, outside the site.
+    """A copy of an executed chapter ``nb`` that reads and runs anywhere, outside the site.
 
-    Parameters
-    ----------
-    nb : NotebookNode
-        An executed chapter (with its glue outputs).
-    url : str
-        The repository URL (``site.repository_url``): the install cell installs from it.
-    ctx : Context, optional
-        Numbers, citations and titles of the whole book (:func:`context_for`); default: this
-        notebook's own.
-    student : bool
-        Remove the solutions (the student edition) instead of collapsing them.
+    ``url`` is the repository the install cell installs from; ``ctx`` the whole book's numbers,
+    citations and titles (:func:`context_for`; default: this notebook's own); ``student`` removes
+    the solutions instead of collapsing them.
     """
     import nbformat
 

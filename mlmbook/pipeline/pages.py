@@ -1,12 +1,10 @@
 """What a reader meets first on a page, generated at staging time from what the build measured.
 
 * :func:`chapter_card` — the line under each chapter's title: how long it takes to read (counted
-  from the executed notebook) and to run (the chapter's wall time in the build's recorded
-  timings, :func:`measured_times`), so no page types a run time by hand;
+  from the executed notebook) and to run (the build's recorded timings, :func:`measured_times`);
   :func:`prepare_chapter` puts it, and the chapter's learning objectives, on the first screen.
 * :func:`exercise_table` — the teachers' list of every chapter's exercises with their levels and
-  kinds, built from the chapter sources and :func:`mlmbook.exercises.registry`, so it cannot go
-  stale or misfile an exercise.
+  kinds, built from the chapter sources and :func:`mlmbook.exercises.registry`.
 * :func:`register_bibliography_style` — author–year labels in the bibliography ("Devlin et al.,
   2019"), the same as the citations in the text.
 """
@@ -15,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections import Counter
 from pathlib import Path
 
 __all__ = ["measured_times", "format_seconds", "reading_minutes", "chapter_card", "prepare_chapter",
@@ -34,12 +33,8 @@ OBJECTIVES = re.compile(r"^(?P<fence>`{3,}|:{3,})\{admonition\}[ \t]*Learning ob
 # --------------------------------------------------------------------------- times
 
 def measured_times(root: Path) -> dict[str, dict[str, float]]:
-    """Each chapter's measured wall time, by profile: ``{slug: {"quick": s, "full": s}}``.
-
-    Read from the whole-book timings a build records with its models cached
-    (``results/timings/<profile>-cached.json``, the reference build's, committed); a chapter
-    missing there has no entry.
-    """
+    """Each chapter's measured wall time, by profile: ``{slug: {"quick": s, "full": s}}``, from the
+    reference build's timings with models cached (``results/timings/<profile>-cached.json``)."""
     out: dict[str, dict[str, float]] = {}
     for profile in ("quick", "full"):
         path = Path(root) / "results" / "timings" / f"{profile}-cached.json"
@@ -119,23 +114,17 @@ def reading_minutes(nb) -> int:
 
 
 SAME_TIME = 0.2
-"""Run times of the two profiles within this fraction of each other are one time (the chapter does
-the same work at both; the difference is the machine's noise)."""
+"""Run times of the two profiles within this fraction of each other are one time (the same work)."""
 
 
 def chapter_card(nb, times: dict[str, float] | None) -> str:
-    """The label under a chapter's title (Markdown): reading time · measured run times.
-
-    ``**About 25 minutes to read** · runs in 15 s (quick profile), 1 min 3 s (full) on 2 CPU cores,
-    models cached (reference build)``; two times within :data:`SAME_TIME` of each other are shown as
-    one ("runs in about 15 s at either profile"); without a measured time, ``run time not measured
-    yet``.
-    """
+    """The label under a chapter's title (Markdown): reading time · measured run times (one time
+    when the two are within :data:`SAME_TIME` of each other)."""
     read = f"**About {reading_minutes(nb)} minutes to read**"
     where = "on 2 CPU cores, models cached (reference build)"
     times = times or {}
     if "quick" in times and "full" in times and abs(times["full"] - times["quick"]) <= SAME_TIME * max(
-            times["quick"], times["full"]):  # the same work at both profiles: one time, not noise
+            times["quick"], times["full"]):
         return f"{read} · runs in about {format_seconds(max(times.values()))} at either profile {where}"
     shown = [f"{format_seconds(times[p])} ({p} profile)" for p in ("quick", "full") if p in times]
     if not shown:
@@ -144,13 +133,9 @@ def chapter_card(nb, times: dict[str, float] | None) -> str:
 
 
 def prepare_chapter(nb, times: dict[str, float] | None, site: bool = True) -> bool:
-    """Put the chapter card and the learning objectives right under the chapter's title, in place.
-
-    The objectives (the ``{admonition} Learning objectives`` block of the chapter's opening
-    prose) move up from wherever the opening placed them. With ``site=False`` the card is plain
-    Markdown (for notebooks opened outside the site). Returns False when the notebook has no
-    title cell (nothing changed).
-    """
+    """Put the chapter card and the learning objectives (the opening's ``{admonition} Learning
+    objectives`` block) right under the chapter's title, in place; ``site=False``: the card in
+    plain Markdown. Returns False when the notebook has no title cell (nothing changed)."""
     cells = nb.cells
     first = next((k for k, c in enumerate(cells) if c.cell_type == "markdown"
                   and re.search(r"^# ", c.source, re.M)), None)
@@ -187,13 +172,9 @@ _LEVEL = re.compile(r"\b(warm-up|core|stretch|capstone)\b", re.I)
 
 
 def find_exercises(text: str) -> list[dict]:
-    """The exercises of one chapter source, in order: ``label``, ``level`` (or None) and ``kind``.
-
-    The level comes from :func:`mlmbook.exercises.registry` for a graded exercise, else from a
-    level word (warm-up, core, stretch, capstone) in the exercise's title or first line. The kind
-    is "graded" (registered), "coding" (a code cell before the next exercise or "(Coding" in its
-    text) or "pen and paper".
-    """
+    """The exercises of one chapter source, in order: ``label``, ``level`` (the registry's, else a
+    level word in the title or first line; or None) and ``kind`` ("graded", "coding" or "pen and
+    paper")."""
     from ..exercises import registry
 
     graded = registry()
@@ -227,14 +208,13 @@ GRADE_COMMAND = "python -m mlmbook.exercises check"
 
 
 def exercises_anchor(slug: str) -> str:
-    """The label of a chapter's section on the teachers' page: ``exercises-ch1`` (chapters cite it
-    as {ref}`student edition and launch links <exercises-ch1>`)."""
+    """The label of a chapter's section on the teachers' page: ``exercises-ch1``."""
     return f"exercises-ch{int(slug[:2])}"
 
 
 def student_links(slug: str, repository: dict | None) -> list[tuple[str, str]]:
-    """``(label, url)`` of a chapter's student edition (no solutions) on the repository's notebooks
-    branch: the file, Colab and Binder. Empty when ``_config.yml`` names no GitHub repository."""
+    """``(label, url)`` of a chapter's student edition on the notebooks branch: the file, Colab and
+    Binder. Empty when ``_config.yml`` names no GitHub repository."""
     url = str((repository or {}).get("url") or "").rstrip("/")
     branch = (repository or {}).get("branch") or "notebooks"
     m = re.match(r"^https://github\.com/([^/]+)/([^/]+)$", url)
@@ -248,15 +228,9 @@ def student_links(slug: str, repository: dict | None) -> list[tuple[str, str]]:
 
 
 def exercise_table(chapters: list[tuple[str, str, str]], repository: dict | None = None) -> str:
-    """The teachers' page's exercises: one section per chapter (labelled :func:`exercises_anchor`)
-    with a table of its exercises, the command that grades a notebook and the student edition.
-
-    Parameters
-    ----------
-    chapters : list of (slug, title, source text)
-    repository : dict, optional
-        ``_config.yml``'s ``repository`` (``url``, ``branch``): the student edition's links.
-    """
+    """The teachers' page's exercises: one section per chapter ``(slug, title, source text)``
+    (labelled :func:`exercises_anchor`) with a table of its exercises, the command that grades a
+    notebook and the student edition (from ``_config.yml``'s ``repository``)."""
     out = []
     for slug, title, text in chapters:
         rows = ["| exercise | level | kind |", "|---|---|---|"]
@@ -305,8 +279,8 @@ def _author_year(entry) -> str:
 
 
 def register_bibliography_style() -> None:
-    """Register the pybtex style ``mlmbook`` (sphinxcontrib-bibtex's ``bibtex_default_style``):
-    entries sorted by author and year, labelled "Devlin et al., 2019" like the citations."""
+    """Register the pybtex style ``mlmbook`` (``bibtex_default_style``): entries sorted by author
+    and year, labelled "Devlin et al., 2019" like the citations."""
     from pybtex.plugin import register_plugin
     from pybtex.style.formatting.unsrt import Style as Unsrt
     from pybtex.style.labels import BaseLabelStyle
@@ -315,16 +289,11 @@ def register_bibliography_style() -> None:
     class AuthorYearLabels(BaseLabelStyle):
         def format_labels(self, sorted_entries):
             labels = [_author_year(e) for e in sorted_entries]
-            seen: dict[str, int] = {}
+            seen, suffix = Counter(labels), Counter()
             for label in labels:
-                seen[label] = seen.get(label, 0) + 1
-            suffix: dict[str, int] = {}
-            for label in labels:
-                if seen[label] > 1:                 # "Wang and Cho, 2019a", "..., 2019b"
-                    suffix[label] = suffix.get(label, 0) + 1
-                    yield label + "abcdefghijklmnopqrstuvwxyz"[suffix[label] - 1]
-                else:
-                    yield label
+                suffix[label] += 1                  # "Wang and Cho, 2019a", "..., 2019b"
+                letter = "abcdefghijklmnopqrstuvwxyz"[suffix[label] - 1] if seen[label] > 1 else ""
+                yield label + letter
 
     @node
     def names_et_al(children, context, role, **kwargs):

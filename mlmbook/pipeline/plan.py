@@ -2,21 +2,14 @@ r"""A profile's plan before anything runs: each chapter's models and samples, an
 time of the whole graph on ``N`` workers (``python -m mlmbook cost --profile extended --workers
 N``).
 
-The ``extended`` profile is sized by power, for a cluster or a long run; chapters and the model
-lists (:mod:`mlmbook.pipeline.zoo`, :mod:`~mlmbook.models.ladder`, the presets) declare its sizes as
-they are sized. Where one declares none yet, the plan takes the full profile's
-(:data:`mlmbook.profiles.FALLBACK`) and says so for that chapter.
-
-* **models**: :func:`mlmbook.pipeline.prepare.needed` for the chapter in the profile, cut into
-  training units as the build cuts them (:func:`~mlmbook.pipeline.prepare.plan`), each estimated by
-  :func:`~mlmbook.pipeline.prepare.estimated_seconds`; the plan counts every model (a cluster starts
-  with an empty cache);
-* **samples**: the chapter's profile-keyed settings (``SIZES = {"quick": ..., "full": ...}``,
-  nested ones, and ``name = {"quick": ..., "full": ...}[profile]``), read from its code cells;
-* **time**: a chapter's measured time in the full profile (``results/timings/full-cached.json``),
-  scaled by the mean ratio of its numeric sample settings to the full profile's (a linear guess:
-  most chapters' work grows with their sentences); the wall time is the makespan of list
-  scheduling by upward rank on ``N`` workers (:func:`mlmbook.workers.makespan`).
+Where a chapter or model list declares no sizes for the profile, the plan takes the full
+profile's (:data:`mlmbook.profiles.FALLBACK`) and says so. **Models**:
+:func:`mlmbook.pipeline.prepare.needed`, cut into training units as the build cuts them, each
+estimated by :func:`~mlmbook.pipeline.prepare.estimated_seconds` (none cached). **Samples**: the
+chapter's profile-keyed settings (``SIZES = {"quick": ..., "full": ...}``, nested ones, and ``name =
+{"quick": ..., "full": ...}[profile]``). **Time**: a chapter's measured time in the full profile,
+scaled by the mean ratio of its numeric sample settings to the full profile's (a linear guess); the
+wall time is the makespan of list scheduling by upward rank (:func:`mlmbook.workers.makespan`).
 """
 from __future__ import annotations
 
@@ -89,20 +82,12 @@ def chapter_sizes(chapter: ch.Chapter, profile: str) -> tuple[dict, str]:
     profile they were read for: ``profile`` when the chapter declares it everywhere, else its
     fallback."""
     found, used = {}, set()
-    for cell in (c for c in ch.read_notebook(chapter).cells if c.cell_type == "code"):
-        try:
-            body = ast.parse("\n".join(ln for ln in cell.source.splitlines()
-                                       if not ln.lstrip().startswith(("%", "!")))).body
-        except SyntaxError:
-            continue
-        for node in body:
-            if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
-                continue
-            name, value = node.targets[0].id, node.value
-            if isinstance(value, ast.Subscript) and _profile_keyed(value.value):
-                value = value.value                       # n = {"quick": 60, "full": 300}[profile]
-            if _profile_keyed(value) or (isinstance(value, ast.Dict) and any(map(_profile_keyed, value.values))):
-                found[name] = _pick(value, profile, used)
+    for name, value in ch.assignments(chapter):
+        if isinstance(value, ast.Subscript) and _profile_keyed(value.value):
+            value = value.value                       # n = {"quick": 60, "full": 300}[profile]
+        nested = isinstance(value, ast.Dict) and any(map(_profile_keyed, value.values))
+        if _profile_keyed(value) or nested:
+            found[name] = _pick(value, profile, used)
     flat = {}
 
     def walk(prefix, v):
@@ -145,9 +130,7 @@ def _models(number: int, profile: str) -> tuple[list, str]:
     from ..models.train import PRESETS
     from . import prepare
 
-    lacking = [what for what, table in (("preset", PRESETS), ("ladder", ladder.LADDERS),
-                                        ("seeds", ladder.VERDICT_SEEDS)) if profile not in table]
-    if not lacking:
+    if all(profile in table for table in (PRESETS, ladder.LADDERS, ladder.VERDICT_SEEDS)):
         try:
             return prepare.needed(profile, [number]), profile
         except (KeyError, ValueError):  # a chapter's model list without the profile
@@ -191,12 +174,10 @@ def make_plan(root, chapters: list[str], profile: str, workers: int) -> Plan:
     return Plan(profile, plans, units, tasks)
 
 
-def _took(s: float) -> str:
-    return f"{s:.0f} s" if s < 120 else f"{s / 60:.1f} min" if s < 7200 else f"{s / 3600:.1f} h"
-
-
 def plan_lines(root, chapters: list[str], profile: str, workers: int) -> list[str]:
     """What ``python -m mlmbook cost --profile P --workers N`` prints."""
+    from ..api.models import took as _took
+
     if workers < 1:
         raise ch.UsageError(f"--workers {workers}: give 1 or more")
     plan = make_plan(root, chapters, profile, workers)

@@ -1,27 +1,14 @@
 r"""Train every toy model a build needs, up front: small ones stacked, the rest one process per
 core.
 
-The book's chapters train their models on first use (:func:`~mlmbook.models.cache.load_or_train`),
-one after another inside the chapter that needs them. On a fresh machine that is the larger
-part of a build: the default models, the ladders, the MAE-LMs, the topic worlds and some fifty
-small knob and control models (:mod:`mlmbook.pipeline.zoo`). :func:`prepare` trains them before
+The chapters name their models in :mod:`mlmbook.pipeline.zoo`; :func:`prepare` trains them before
 the chapters run. It lists what the chosen chapters need (:func:`needed`), skips what the cache
-holds, and cuts the rest into *units* (:func:`plan`):
+holds, and cuts the rest into *units* (:func:`plan`): models of one shape
+(:func:`~mlmbook.models.stacked.shape_of`) are trained together as one stack
+(:mod:`mlmbook.models.stacked`), where per-operation overhead is paid once for the whole stack.
 
-models of one shape (:func:`~mlmbook.models.stacked.shape_of`) are trained together as one stack
-(:mod:`mlmbook.models.stacked`, the book's one trainer), where per-operation overhead is paid once
-for the whole stack instead of once per model; a shape of one model is a stack of one.
-
-The units run on the build's workers (:mod:`mlmbook.workers`: a local Dask cluster of one process
-per core, every training on one thread, or any Dask cluster), longest path first, together with
-the chapters. A worker that shares no filesystem with the build returns the entries it trained
-as bytes (:mod:`mlmbook.models.shipping`). Neither the workers nor the stacks change a weight:
-a model's weights depend only on its own job, whichever stack trains it and whether the build or
-a chapter does (``tests/models/test_train_stacked.py``).
-
->>> from mlmbook.pipeline import prepare                        # doctest: +SKIP
->>> for t in prepare.prepare("quick"):                        # doctest: +SKIP
-...     print(t.label, t.seconds, t.how)
+The units run on the build's workers (:mod:`mlmbook.workers`) together with the chapters. Neither
+the workers nor the stacks change a weight: a model's weights depend only on its own job.
 """
 from __future__ import annotations
 
@@ -34,7 +21,7 @@ from dataclasses import dataclass
 
 from ..models import ladder, stacked
 from ..models.job import Job, estimated_seconds
-from ..models.train import PRESETS, TRAIN_THREADS, preset_for
+from ..models.train import PRESETS, TRAIN_THREADS
 from ..paths import env_int
 from ..profiles import seed_offset
 from ..workers import Task
@@ -42,40 +29,25 @@ from ..workers import run as run_tasks
 from . import zoo
 
 __all__ = ["Job", "NEEDS", "Trained", "UnitDone", "needed", "missing", "plan", "split",
-           "estimated_seconds", "workers_for", "tasks", "report", "prepare", "TOPIC_KNOBS"]
-
-TOPIC_KNOBS = ("plateau", "wall")
-"""Topic worlds of chapter 5 whose MLM is trained (the ``topic`` knob of the toy grammar)."""
-
+           "estimated_seconds", "workers_for", "tasks", "report", "prepare"]
 
 NEEDS = {0: (), 1: ("mlm",), 2: ("mlm",), 3: ("mlm",), 4: ("mlm", "maelm"), 5: ()}
-"""What each chapter loads besides the default MLM: the MLM ladder, the MAE-LM ladder (and, with
-``"seeds"``, further seeds of the default model — no chapter of this edition asks for them: a
-chapter's seed-level questions train their own models, listed in :mod:`mlmbook.pipeline.zoo`)."""
+"""The ladders each chapter loads besides the default MLM (the others are in
+:mod:`mlmbook.pipeline.zoo`)."""
 
 
-def needed(profile: str, chapters=tuple(NEEDS), extra_seeds: tuple[int, ...] = ()) -> list[Job]:
-    """The toy models chapters ``chapters`` (numbers) load in ``profile``, longest training first.
-
-    The default MLM; with ``"seeds"`` also its :data:`~mlmbook.models.ladder.VERDICT_SEEDS`
-    and ``extra_seeds``; the MLM and MAE-LM ladders
-    with the smallest rung's seeds (:mod:`mlmbook.models.ladder`); chapter 5's topic-world MLMs.
-    """
-    top = PRESETS[profile]
+def needed(profile: str, chapters=tuple(NEEDS)) -> list[Job]:
+    """The toy models chapters ``chapters`` (numbers) load in ``profile``, longest training first:
+    the default MLM, the MLM and MAE-LM ladders with the smallest rung's seeds
+    (:mod:`mlmbook.models.ladder`) and the chapters' own models (:func:`.zoo.needed`)."""
     wants = {w for c in chapters for w in NEEDS.get(int(c), ())}
-    seeds = (*range(ladder.VERDICT_SEEDS.get(profile, 1)), *extra_seeds) if "seeds" in wants else ()
-    offset = seed_offset(profile)               # the pilot's seeds are none of the references'
-    jobs = [Job("toy", None, top, s + offset) for s in sorted({0, *seeds})]
+    jobs = [Job("toy", None, PRESETS[profile], seed_offset(profile))]
     for kind in ("mlm", "maelm"):
         if kind in wants and profile in ladder.LADDERS:
             for rung in ladder.rungs(profile, kind) + ladder.seed_rungs(profile, kind):
                 jobs.append(Job("toy", None, rung.config, rung.seed, kind))
-    if "topic" in wants:
-        topic = PRESETS[preset_for("toy_topic", profile)]
-        jobs += [Job("toy", knob, topic, offset) for knob in TOPIC_KNOBS]
     jobs += zoo.needed(profile, [int(c) for c in chapters])
-    unique = list(dict.fromkeys(jobs))
-    return sorted(unique, key=lambda j: -j.cost)
+    return sorted(dict.fromkeys(jobs), key=lambda j: -j.cost)
 
 
 def missing(jobs: list[Job]) -> list[Job]:
@@ -85,17 +57,8 @@ def missing(jobs: list[Job]) -> list[Job]:
 
 @dataclass(frozen=True)
 class Trained:
-    """A model the training step trained.
-
-    Attributes
-    ----------
-    label : str
-        The job's description (:meth:`~mlmbook.pipeline.zoo.Job.describe`).
-    seconds : float
-        Its share of the training wall time: a unit's wall time divided among its models.
-    how : str
-        ``"stacked alone"`` or ``"stacked with K others"`` (``"alone"``: a job of another kind).
-    """
+    """A model the training step trained: its job's description, its share of its unit's wall
+    time and how it was trained (``"stacked alone"``, ``"stacked with K others"``, ``"alone"``)."""
 
     label: str
     seconds: float
@@ -118,7 +81,7 @@ def plan(jobs: list, workers: int = 1) -> list[list]:
     """Cut ``jobs`` into units of work, longest first: the toy models grouped by
     :func:`~mlmbook.models.stacked.shape_of` into stacks of at most :data:`STACK_WIDTH` / hidden,
     split into up to ``workers`` stacks of at least :data:`MIN_STACK` each so that a large group
-    keeps every core busy. The split never changes a weight."""
+    keeps every core busy."""
     units, groups = [], {}
     for job in jobs:
         if _stackable(job):
@@ -140,9 +103,7 @@ def split(group: list, workers: int = 1) -> list[list]:
     """Cut jobs of one shape into stacks: at most :data:`STACK_WIDTH` / hidden models each, and
     up to ``workers`` stacks of at least :data:`MIN_STACK` models, of sizes that differ by one at
     most. Jobs that read the same sentences (:func:`_stream`) are put side by side first, so that
-    a stack samples each stream once for all of its members: sampling a batch costs about as much
-    as a small model's step (``benchmarks/training.py``). Which stack a job lands in never
-    changes its weights."""
+    a stack samples each stream once for all of its members (``benchmarks/training.py``)."""
     most = max(1, STACK_WIDTH // group[0].config.hidden)
     n = max(math.ceil(len(group) / most), min(workers, len(group) // MIN_STACK), 1)
     ordered, sizes = sorted(group, key=_stream), [len(group) // n + (i < len(group) % n) for i in range(n)]
@@ -167,8 +128,7 @@ def _run(unit: list, ship: bool = False) -> UnitDone:
 
     t = time.perf_counter()
     if len(unit) == 1 and not _stackable(unit[0]):
-        label = unit[0].run()
-        trained = [(label, time.perf_counter() - t, "alone")]
+        trained = [(unit[0].run(), time.perf_counter() - t, "alone")]
     else:
         train_together([(j.grammar_object(), j.config, j.seed, j.kind) for j in unit])
         share = (time.perf_counter() - t) / len(unit)
@@ -183,13 +143,13 @@ def workers_for(n: int | None = None) -> int:
     return n or env_int("MLMBOOK_TRAIN_WORKERS", max(1, (os.cpu_count() or 1) // TRAIN_THREADS), minimum=1)
 
 
-def tasks(profile: str, chapters=tuple(NEEDS), extra_seeds: tuple[int, ...] = (), workers: int = 1,
-          say=print, ship: bool = False) -> list[Task]:
+def tasks(profile: str, chapters=tuple(NEEDS), workers: int = 1, say=print,
+          ship: bool = False) -> list[Task]:
     """The training step as :class:`mlmbook.workers.Task` s: one per unit of :func:`plan` of the
     models chapters ``chapters`` need and the cache lacks, keyed ``"train <i>"``, the unit (a list
     of jobs) as the task's first argument (``ship``: the second, see :func:`_run`). Says how many
     models it will train (nothing when none)."""
-    todo = missing(needed(profile, chapters, extra_seeds))
+    todo = missing(needed(profile, chapters))
     if not todo:
         return []
     units = plan(todo, workers)
@@ -207,10 +167,9 @@ def _short(label: str) -> str:
 
 
 def report(done_unit, done: list[Trained], total: int, say=print, elapsed: str | None = None) -> None:
-    """Append a training task's results (:func:`_run`: a :class:`UnitDone`, or its list of ``(label,
-    seconds, how)``) to ``done``, one line each: ``trained 5/64 models (MLM h64 seed 2, 31 s)`` and
-    the run's ``elapsed`` time, when given."""
-    for label, seconds, how in getattr(done_unit, "trained", done_unit):
+    """Append a training unit's results (a :class:`UnitDone`) to ``done``, one line each: ``trained
+    5/64 models (MLM h64 seed 2, 31 s)`` and the run's ``elapsed`` time, when given."""
+    for label, seconds, how in done_unit.trained:
         done.append(Trained(label, seconds, how))
         stacked_with = "" if how == "alone" else f", {how}"
         say(f"  trained {len(done)}/{total} model{'s' if total != 1 else ''} ({_short(label)}, {seconds:.0f} s"
@@ -218,35 +177,14 @@ def report(done_unit, done: list[Trained], total: int, say=print, elapsed: str |
     sys.stdout.flush()
 
 
-def prepare(profile: str, chapters=tuple(NEEDS), extra_seeds: tuple[int, ...] = (),
-            workers: int | None = None, say=print) -> list[Trained]:
-    """Train the models chapters ``chapters`` need in ``profile`` that are not cached, ``workers``
-    at a time.
-
-    Parameters
-    ----------
-    profile : str
-    chapters : iterable of int
-        Chapter numbers (default: the whole book).
-    extra_seeds : tuple of int
-        Further seeds of the default model (a chapter that takes its verdicts across seeds).
-    workers : int, optional
-        Processes (default: :func:`workers_for`). The weights do not depend on it.
-    say : callable
-        Where progress lines go (one when training starts, one per model trained).
-
-    Returns
-    -------
-    list of Trained
-        The models trained now, in the order they finished, each with its share of the
-        training time and how it was trained; empty when everything was cached.
-
-    A build schedules these same tasks together with its chapters
-    (:func:`mlmbook.pipeline.execute.build`), so that a chapter starts when its own models are
-    trained.
+def prepare(profile: str, chapters=tuple(NEEDS), workers: int | None = None,
+            say=print) -> list[Trained]:
+    """Train the models chapters ``chapters`` (numbers; default the whole book) need in ``profile``
+    that are not cached, ``workers`` processes at a time (default :func:`workers_for`), progress
+    lines to ``say``; returns the models trained now (:class:`Trained`), in the order they finished.
     """
     n = workers_for(workers)
-    todo = tasks(profile, chapters, extra_seeds, n, say)
+    todo = tasks(profile, chapters, n, say)
     total = sum(len(t.args[0]) for t in todo)
     done: list[Trained] = []
     with contextlib.closing(run_tasks(todo, max(1, min(n, len(todo))))) as results:

@@ -1,21 +1,14 @@
 """Recording a chapter's headline numbers.
 
-A chapter calls ``record("uuas", 0.61)``. The value is
-
-* kept in memory (:func:`recorded`),
-* written to ``$MLMBOOK_RESULTS/<chapter>.json`` when the build set ``MLMBOOK_RESULTS``
-  and ``MLMBOOK_CHAPTER`` (tests and ``python -m mlmbook results`` read these files),
-* glued with :func:`myst_nb.glue` (not displayed) when running inside a kernel, so the
-  prose can cite it: ``{glue:text}`uuas:.3f```.
-
-Under the build, ``$MLMBOOK_RESULTS`` is a private *running* folder: the build moves the
-file to ``_build/results/`` only when every cell ran, so ``python -m mlmbook results`` and
-the tests never see a half-written chapter.
+A chapter calls ``record("uuas", 0.61)``. The value is kept in memory (:func:`recorded`), written
+to ``$MLMBOOK_RESULTS/<chapter>.json`` when the build set ``MLMBOOK_RESULTS`` and
+``MLMBOOK_CHAPTER``, and glued with :func:`myst_nb.glue` (not displayed) inside a kernel, so the
+prose can cite it: ``{glue:text}`uuas:.3f```.
 
 A quantity a run cannot measure (the truth's numbers with a real model) is declared with
-:func:`not_measured`: the page then shows a sentence that says so in place of the number
-(the build drops the number format of such a key), and the results file lists it under
-:data:`NOT_MEASURED_KEY`, so tests can tell "not measured" from "forgotten".
+:func:`not_measured`: the page shows a sentence that says so in place of the number, and the
+results file lists it under :data:`NOT_MEASURED_KEY`, so tests can tell "not measured" from
+"forgotten".
 """
 
 from __future__ import annotations
@@ -26,11 +19,10 @@ import numbers
 import os
 from pathlib import Path
 
-from ..errors import notice  # re-exported: the one-line notice lives with the errors
 from ..paths import write_json_atomic
 
 __all__ = ["record", "recorded", "load_results", "load_not_measured", "results_path",
-           "not_measured", "notice", "NOT_MEASURED", "NOT_MEASURED_KEY"]
+           "not_measured", "NOT_MEASURED", "NOT_MEASURED_KEY"]
 
 NOT_MEASURED = "not measured on this model"
 """The sentence :func:`not_measured` glues by default."""
@@ -67,10 +59,8 @@ def _plain(value):
 
 
 def results_path(chapter: str | None = None) -> Path | None:
-    """Return the results file of ``chapter`` (default ``$MLMBOOK_CHAPTER``), or None.
-
-    None means the environment does not say where results go (not under the build).
-    """
+    """Return the results file of ``chapter`` (default ``$MLMBOOK_CHAPTER``), or None when the
+    environment does not say where results go (not under the build)."""
     directory = os.environ.get("MLMBOOK_RESULTS")
     chapter = chapter or os.environ.get("MLMBOOK_CHAPTER")
     if not directory or not chapter:
@@ -79,21 +69,9 @@ def results_path(chapter: str | None = None) -> Path | None:
 
 
 def load_results(chapter: str | None = None, directory: str | os.PathLike | None = None) -> dict:
-    """Read the recorded results of one chapter.
-
-    Parameters
-    ----------
-    chapter : str, optional
-        Chapter slug such as ``"01_dependencies"`` (default ``$MLMBOOK_CHAPTER``).
-    directory : path-like, optional
-        Results directory (default ``$MLMBOOK_RESULTS``).
-
-    Returns
-    -------
-    dict
-        Key → value; empty when nothing was recorded. The keys declared with
-        :func:`not_measured` are not in it (see :func:`load_not_measured`).
-    """
+    """Read the recorded results of one chapter (a slug such as ``"01_dependencies"``, default
+    ``$MLMBOOK_CHAPTER``) from ``directory`` (default ``$MLMBOOK_RESULTS``): key → value, empty when
+    nothing was recorded, without the keys declared with :func:`not_measured`."""
     data = _read(chapter, directory)
     data.pop(NOT_MEASURED_KEY, None)
     return data
@@ -105,17 +83,10 @@ def load_not_measured(chapter: str | None = None, directory: str | os.PathLike |
 
 
 def _read(chapter: str | None, directory: str | os.PathLike | None) -> dict:
-    if directory is not None:
-        path = Path(directory) / f"{chapter}.json"
-    else:
-        path = results_path(chapter)
+    path = results_path(chapter) if directory is None else Path(directory) / f"{chapter}.json"
     if path is None or not path.is_file():
         return {}
     return json.loads(path.read_text())
-
-
-def _write_atomic(path: Path, data: dict) -> None:
-    write_json_atomic(path, data, indent=2, sort_keys=True)
 
 
 def _glue(key: str, value) -> None:
@@ -139,12 +110,10 @@ def record(key: str, value, *, digits: int = 3, unit: str = "", percent: bool = 
         Name the prose and the tests use, e.g. ``"uuas"``; letters, digits, ``_``, ``-``, ``.``.
     value : number, str, bool, or list/dict of those; an Interval, Answer or Study
         numpy and torch scalars/arrays are converted to plain Python values. An
-        :class:`~mlmbook.stats.Interval` or :class:`~mlmbook.stats.Answer` is stored whole (an
-        answer with its test, power and per-row values: the audit re-derives it from them) and its
+        :class:`~mlmbook.stats.Interval` or :class:`~mlmbook.stats.Answer` is stored whole and its
         parts are glued for the prose as ``key.estimate``, ``key.low``, ``key.high``, ``key.n``,
-        ``key.text``, an answer's also ``key.verdict``, ... (``glue_fields``). A part that is not
-        finite is glued as the words the page shows ("−∞", "undefined") and declared with
-        :func:`not_measured`, so its number slot shows them.
+        ``key.text``, an answer's also ``key.verdict``, ... (``glue_fields``); a part that is not
+        finite, as the words the page shows ("−∞", "undefined"), with :func:`not_measured`.
     digits, unit, percent
         How ``key.text`` reads (:meth:`~mlmbook.stats.Interval.format`); the glued numbers are the
         unrounded parts, a negative one that rounds to zero at ``digits`` glued as 0.
@@ -163,9 +132,8 @@ def record(key: str, value, *, digits: int = 3, unit: str = "", percent: bool = 
     if path is not None:
         data = _read(path.stem, path.parent)
         data[key] = value
-        if key in data.get(NOT_MEASURED_KEY, {}):
-            del data[NOT_MEASURED_KEY][key]
-        _write_atomic(path, data)
+        data.get(NOT_MEASURED_KEY, {}).pop(key, None)
+        write_json_atomic(path, data, indent=2, sort_keys=True)
     _glue(key, value)
     parts = original.glue_fields(digits, unit, percent) if hasattr(original, "glue_fields") else {}
     for name, field in parts.items():
@@ -189,15 +157,12 @@ def recorded() -> dict:
     return dict(_RESULTS)
 
 
-def not_measured(*keys: str, sentence: str = NOT_MEASURED, value=None) -> None:
+def not_measured(*keys: str, sentence: str = NOT_MEASURED) -> None:
     """Declare quantities this run could not measure; the page shows ``sentence`` in their place.
 
-    With a real model a chapter skips its truth comparisons. Their numbers are *not recorded*
-    (tests never see them); each key is glued to ``sentence`` instead, and after execution
-    the build drops the number format of every ``{glue:text}`key:.3f``` whose key holds a
-    sentence, so the page reads e.g. "… gives not measured on this model …" rather than
-    failing to render or showing ``nan``. The keys are listed in the results file under
-    :data:`NOT_MEASURED_KEY` (:func:`load_not_measured`).
+    Their numbers are *not recorded*; each key is glued to ``sentence``, and the build drops the
+    number format of its ``{glue:text}`key:.3f```, so the page reads e.g. "… gives not measured on
+    this model …". The keys are listed in the results file under :data:`NOT_MEASURED_KEY`.
 
     Parameters
     ----------
@@ -205,12 +170,7 @@ def not_measured(*keys: str, sentence: str = NOT_MEASURED, value=None) -> None:
         The names the prose cites.
     sentence : str
         What the page shows for each of them (a phrase that reads well in the prose's slot).
-    value : str, optional
-        Older spelling of ``sentence``; a placeholder such as ``"n/a"`` or a non-finite
-        number is replaced by ``sentence``.
     """
-    if isinstance(value, str) and value.strip().lower() not in ("", "n/a", "na", "nan"):
-        sentence = value
     if not isinstance(sentence, str) or not sentence.strip():
         raise ValueError("not_measured needs a sentence to show, e.g. 'not measured on this model'")
     path = results_path()
@@ -222,4 +182,4 @@ def not_measured(*keys: str, sentence: str = NOT_MEASURED, value=None) -> None:
         data.setdefault(NOT_MEASURED_KEY, {})[key] = sentence
         _glue(key, sentence)
     if path is not None and keys:
-        _write_atomic(path, data)
+        write_json_atomic(path, data, indent=2, sort_keys=True)

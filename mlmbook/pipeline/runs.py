@@ -1,8 +1,6 @@
 """What a build leaves behind and says about its runs: timings, reference results, which model
 and parameters each executed chapter was built with, the training share per model; and the lock
 that keeps two builds from writing one build folder.
-
-Kept apart from :mod:`mlmbook.pipeline.execute` (which runs chapters) so each stays one idea.
 """
 from __future__ import annotations
 
@@ -20,10 +18,8 @@ from ..paths import write_json_atomic
 from .chapters import BuildError, Layout
 
 __all__ = ["keep_timings", "update_reference_files", "previous_run", "built_with", "mix_warning",
-           "training_report", "write_bytes_atomic", "build_lock", "interrupt_on_sigterm", "LOCK_FILE"]
-
-LOCK_FILE = ".lock"
-"""Under the build folder: held (``flock``) by the build writing it, with its pid inside."""
+           "training_report", "write_bytes_atomic", "build_lock", "interrupt_on_sigterm",
+           "run_parameters"]
 
 
 def write_bytes_atomic(path: Path, data: bytes) -> Path:
@@ -53,9 +49,8 @@ def build_lock(layout: Layout):
     import fcntl
 
     layout.build.mkdir(parents=True, exist_ok=True)
-    path = layout.build / LOCK_FILE
-    fh = open(path, "a+")
-    try:
+    path = layout.build / ".lock"  # held (flock) by the build writing the folder, its pid inside
+    with open(path, "a+") as fh:
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -68,8 +63,6 @@ def build_lock(layout: Layout):
         fh.write(f"{os.getpid()}\n")
         fh.flush()
         yield path
-    finally:
-        fh.close()
 
 
 @contextlib.contextmanager
@@ -103,39 +96,23 @@ def interrupt_on_sigterm():
         papermill_log.disabled = was_disabled
 
 
-def _write_json(path: Path, data: dict) -> None:
-    write_json_atomic(path, data, indent=1)
-
-
 def keep_timings(layout: Layout, profile: str, chapters: dict, render_s: float, total_s: float,
                   trained: list) -> Path:
-    """Record a whole-book build's wall times in ``_build/timings/<profile>-<cache>.json``.
-
-    ``cache`` is ``uncached`` when the run trained models (new cache entries appeared),
-    else ``cached``. These are this machine's; ``--update-reference`` copies them to the
-    committed ``results/timings/``, which the Performance appendix compares with the budgets.
-    """
+    """Record a whole-book build's wall times in ``_build/timings/<profile>-<cache>.json``
+    (``cache``: ``uncached`` when the run trained models, else ``cached``)."""
     import platform
 
     state = "uncached" if trained else "cached"
     record = dict(profile=profile, cache=state, total_seconds=round(total_s, 1), render_seconds=round(render_s, 1),
                   chapters={k: round(v, 1) for k, v in chapters.items()}, trained=trained,
                   cpus=os.cpu_count(), machine=platform.machine(), when=time.strftime("%Y-%m-%d %H:%M"))
-    path = layout.build / "timings" / f"{profile}-{state}.json"
-    _write_json(path, record)
-    return path
+    return write_json_atomic(layout.build / "timings" / f"{profile}-{state}.json", record, indent=1)
 
 
 def update_reference_files(layout: Layout, slugs: list[str], timings: Path | None,
                            profile: str = "full") -> list[Path]:
-    """Copy this build's results (and whole-book timings) to the committed ``results/`` folder.
-
-    ``results/full/<slug>.json`` holds the numbers of a default full-profile run: the chapters'
-    prose was written against them and the tests assert its claims on them, so they change only by
-    ``python -m mlmbook build --profile full --update-reference``; ``results/extended/`` likewise
-    holds the extended profile's (``--profile extended``). The copy records when it was made
-    (``reference``: profile and UTC time); the build folder's results carry no clock time.
-    """
+    """Copy this build's results (and whole-book timings) to the committed ``results/<profile>/``
+    (the numbers the prose and the tests are written against), noting when (``reference``)."""
     from datetime import datetime, timezone
 
     written, now = [], datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -143,24 +120,30 @@ def update_reference_files(layout: Layout, slugs: list[str], timings: Path | Non
         src = layout.results / f"{slug}.json"
         if src.is_file():
             dest = layout.root / "results" / profile / src.name
-            _write_json(dest, {**json.loads(src.read_text()), "reference": {"profile": profile, "built": now}})
+            data = {**json.loads(src.read_text()), "reference": {"profile": profile, "built": now}}
+            write_json_atomic(dest, data, indent=1)
             written.append(dest)
     if timings is not None and timings.is_file():
         dest = layout.root / "results" / "timings" / timings.name
-        _write_json(dest, json.loads(timings.read_text()))
+        write_json_atomic(dest, json.loads(timings.read_text()), indent=1)
         written.append(dest)
     return written
 
 
-def previous_run(path: Path) -> str:
-    """A short description of an executed notebook kept from an earlier build."""
+def run_parameters(path: Path) -> dict | None:
+    """The parameters an executed notebook was run with (papermill's record); None if unreadable."""
     import nbformat
 
     try:
         meta = nbformat.read(path, as_version=4).metadata.get("papermill", {})
-    except Exception:  # unreadable: describe by date only
-        meta = {}
-    params = dict(meta.get("parameters", {}))
+    except Exception:
+        return None
+    return dict(meta.get("parameters", {}))
+
+
+def previous_run(path: Path) -> str:
+    """A short description of an executed notebook kept from an earlier build."""
+    params = run_parameters(path) or {}  # unreadable: described by date only
     profile = params.pop("profile", "?")
     model = params.pop("model", "toy")
     rest = "".join(f", {k}={v!r}" for k, v in sorted(params.items()))
@@ -170,11 +153,8 @@ def previous_run(path: Path) -> str:
 
 def built_with(path: Path) -> tuple[str, str]:
     """``(model, profile)`` an executed notebook was built with (``("?", "?")`` if unreadable)."""
-    import nbformat
-
-    try:
-        params = nbformat.read(path, as_version=4).metadata.get("papermill", {}).get("parameters", {})
-    except Exception:  # unreadable: unknown
+    params = run_parameters(path)
+    if params is None:
         return "?", "?"
     return str(params.get("model", "toy")), str(params.get("profile", "?"))
 

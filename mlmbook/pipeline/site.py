@@ -1,17 +1,12 @@
 """Rendering the site: stage a source tree of executed notebooks, run jupyter-book on it.
 
-The staged tree (``_build/stage/``) is the book's ``_config.yml`` and ``_toc.yml``, the
-pages of ``book/`` and, in place of each chapter source, its executed notebook. Chapters
-without one are dropped from the staged TOC. jupyter-book renders it with execution off
-and warnings as errors into a temporary directory, which replaces ``_build/html`` only
-when the rendering succeeded.
-
-Staging also writes what the build measured into the pages (:mod:`.pages`): each chapter's
-card under its title (reading time, measured run times) with its learning objectives, and the
-teachers' table of exercises. The site's Sphinx hook (:func:`setup`, listed in ``_config.yml``)
-numbers the chapters from 0 like their files, so figures, equations and exercises read
-"Figure 3.2" in chapter 3, leaves the pages outside the chapters unnumbered, and labels the
-bibliography author–year. The launch and download notebooks are made by :mod:`.notebooks`.
+The staged tree (``_build/stage/``) is the book's ``_config.yml`` and ``_toc.yml``, the pages of
+``book/`` and, in place of each chapter source, its executed notebook cut into pages (chapters
+without one are dropped from the staged TOC), with what the build measured written into the pages
+(:mod:`.pages`). jupyter-book renders it with execution off and warnings as errors into a temporary
+directory, which replaces ``_build/html`` only when the rendering succeeded. The site's Sphinx hook
+(:func:`setup`) numbers the chapters from 0 like their files ("Figure 3.2" in chapter 3), leaves
+the pages outside the chapters unnumbered, and labels the bibliography author–year.
 """
 
 from __future__ import annotations
@@ -120,12 +115,10 @@ def _labels(text: str) -> set[str]:
 
 
 def unlink_missing(text: str, labels: set[str], docs: set[str], note="not in this build") -> str:
-    """Turn cross-references to ``labels`` or to the documents ``docs`` (slugs) into plain text.
+    """Turn cross-references to ``labels`` or to the documents ``docs`` (slugs) into plain text
+    (other references are untouched, so a misspelt label still fails the build).
 
-    A partial build leaves some chapters out of the site; a reference into one of them would
-    be a broken link (an error, since warnings are errors). Other references are untouched,
-    so a misspelt label still fails the build. ``note`` is the phrase that replaces a
-    reference without text of its own (a callable gets the target and returns it).
+    ``note`` replaces a reference without text of its own (a callable gets the target).
     """
     def plain(m: re.Match) -> str:
         role, body = m.groups()
@@ -163,22 +156,9 @@ def _rewrite_prose(dest: Path, rewrite) -> None:
             nbformat.write(nb, path)
 
 
-def _unlink_dropped(dest: Path, layout: Layout, dropped_slugs: set[str]) -> None:
-    if not dropped_slugs:
-        return
-    labels = set().union(*(_labels((layout.book / f"{s}.md").read_text(encoding="utf-8"))
-                           for s in dropped_slugs if (layout.book / f"{s}.md").is_file()))
-    _rewrite_prose(dest, lambda text: unlink_missing(text, labels, dropped_slugs))
-
-
 def undrawn_figures(nb) -> set[str]:
     """Names of the figures a notebook declares (``mystnb.figure.name`` cell metadata) but did not
-    draw.
-
-    A chapter run on another model skips what that model cannot give, figures included; a
-    ``{numref}`` to such a figure would be an undefined label (an error, since warnings are errors).
-    A figure is drawn when its cell has an image output, or an HTML output holding an ``<img>``
-    (the static figure an explorer leaves, :mod:`mlmbook.widgets`).
+    draw: no image output, nor an HTML output holding an ``<img>`` (an explorer's static figure).
     """
     drawn, declared = set(), set()
     for cell in nb.cells:
@@ -209,27 +189,9 @@ def _undrawn_note(target: str) -> str:
     return f'<span class="mlmbook-undrawn" data-figure="{target}">{UNDRAWN_NOTE}</span>'
 
 
-def _unlink_undrawn(dest: Path, labels: set[str]) -> None:
-    if labels:
-        _rewrite_prose(dest, lambda text: unlink_missing(text, labels, set(), note=_undrawn_note))
-
-
 def stage(layout: Layout, notebooks: dict[str, Path], solutions: bool = True) -> Path:
-    """Assemble the source tree jupyter-book renders, in ``_build/stage/``.
-
-    Parameters
-    ----------
-    layout : Layout
-    notebooks : dict
-        Chapter slug → executed notebook to publish.
-    solutions : bool
-        Keep exercise solutions (False strips them, see :mod:`mlmbook.solutions`).
-
-    Returns
-    -------
-    pathlib.Path
-        The staged root.
-    """
+    """Assemble the source tree jupyter-book renders from ``notebooks`` (chapter slug → executed
+    notebook), in ``_build/stage/``, and return it; ``solutions=False`` strips the solutions."""
     import nbformat
 
     from .solutions import strip_solutions, strip_solutions_text
@@ -273,8 +235,13 @@ def stage(layout: Layout, notebooks: dict[str, Path], solutions: bool = True) ->
     dropped: list[str] = []
     toc = _filter_toc(_with_pages(toc, layout.book.name, sections), available, dropped)
     _dump_yaml(toc, dest / "_toc.yml")
-    _unlink_dropped(dest, layout, {Path(d).name for d in dropped if Path(d).name in chapters})
-    _unlink_undrawn(dest, undrawn)
+    gone = {Path(d).name for d in dropped if Path(d).name in chapters}
+    if gone:  # references into a chapter left out become plain text
+        labels = set().union(*(_labels((layout.book / f"{s}.md").read_text(encoding="utf-8"))
+                               for s in gone if (layout.book / f"{s}.md").is_file()))
+        _rewrite_prose(dest, lambda text: unlink_missing(text, labels, gone))
+    if undrawn:
+        _rewrite_prose(dest, lambda text: unlink_missing(text, undrawn, set(), note=_undrawn_note))
     in_toc = _toc_files(toc)
     for slug in notebooks:
         if f"{layout.book.name}/{slug}" not in in_toc:
@@ -318,19 +285,9 @@ def _swap_in(new: Path, target: Path) -> None:
 
 
 def render(layout: Layout, source: Path, verbose: bool = False) -> Path:
-    """Render ``source`` with jupyter-book (warnings are errors) and publish ``_build/html``.
-
-    Returns
-    -------
-    pathlib.Path
-        ``_build/html/index.html``.
-
-    Raises
-    ------
-    BuildError
-        If jupyter-book fails or warns; ``_build/html`` is then left as it was and the
-        log is in ``_build/render.log``.
-    """
+    """Render ``source`` with jupyter-book (warnings are errors) and publish ``_build/html``;
+    returns its ``index.html``. Raises BuildError if jupyter-book fails or warns (``_build/html``
+    left as it was, the log in ``_build/render.log``)."""
     layout.build.mkdir(parents=True, exist_ok=True)
     out = Path(tempfile.mkdtemp(prefix=".render-", dir=layout.build))
     command = [sys.executable, "-c", "import sys; from jupyter_book.cli.main import main; "
@@ -363,10 +320,8 @@ def render(layout: Layout, source: Path, verbose: bool = False) -> Path:
 def _dedupe_inline_scripts(html: Path) -> None:
     """Drop repeated identical inline ``<script>`` lines from every page.
 
-    sphinx-thebe (pulled in by jupyter-book 1.x) writes its ``const THEBE_JS_URL = ...``
-    block twice per page, which a browser reports as "Identifier has already been
-    declared" on every page. The book turns Thebe off (``launch_buttons.thebe: false``), so the
-    block's CDN address is never used: it is emptied, and no page names another host.
+    sphinx-thebe writes its ``const THEBE_JS_URL = ...`` block twice per page ("Identifier has
+    already been declared"); Thebe is off, so the block's CDN address is emptied too.
     """
     for page in html.rglob("*.html"):
         seen, out, changed = set(), [], False
@@ -388,21 +343,15 @@ def _dedupe_inline_scripts(html: Path) -> None:
 
 def _shift_numbers(app, env) -> list:
     """Number chapters from ``mlmbook_first_chapter`` (0) instead of Sphinx's 1; pages outside
-    the numbered chapters (the introduction, the appendices) keep their figures unnumbered.
+    the numbered chapters keep their figures unnumbered.
 
-    Runs after Sphinx assigned section and figure numbers (``env-get-updated``): shifts the
-    chapter part of every section number (the sidebar, page titles) and of every figure,
-    table, code-block, equation and exercise number, so chapter ``00_toy_world`` shows
-    "0 The toy world" and its first figure "Figure 0.1" (from its file name: partial builds too).
+    Runs after Sphinx assigned section and figure numbers (``env-get-updated``) and shifts the
+    chapter part of every section, figure, table, code-block, equation and exercise number.
     """
-    import re
-
     from docutils import nodes
 
     offset = app.config.mlmbook_first_chapter - 1
-    # a chapter file NN_slug keeps the number NN even when a partial build leaves chapters out
-    # (Sphinx numbers the chapters present 1, 2, ...; chapter 5 alone would become 0.x)
-    own = {}
+    own = {}  # a chapter file NN_slug keeps the number NN, even in a partial build
     for docname, numbers in env.toc_secnumbers.items():
         top = numbers.get("") or (min(numbers.values()) if numbers else None)
         found = re.match(r"(\d+)_", docname.rsplit("/", 1)[-1])

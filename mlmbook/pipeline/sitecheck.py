@@ -1,58 +1,23 @@
 """Check the rendered site the way a reader meets it: every page in a real (headless) browser.
 
-:func:`check_site` serves a built site on localhost, opens each page in Debian's Chromium
-through Playwright at 1280 x 900 px, with every request to another host refused (the network
-unplugged), and reports what a reader would notice:
+:func:`check_site` serves a built site on localhost, opens each page in Debian's Chromium through
+Playwright at :data:`WINDOW_PX` x :data:`SCREEN_PX` px (one *screen*), with every request to
+another host refused, and again at :data:`PHONE_PX` px, and reports what a reader would notice
+(the list is in ``book/for_developers.md``, "What the site guarantees"; a box that scrolls has
+class ``mlmbook-scroll``, from ``book/_static/mlmbook.js``; text checks: :mod:`.sitetext`).
 
-* broken things: error or traceback outputs, images that do not load, table-of-contents links
-  that lead nowhere, console errors raised by the book's own scripts, any request to another host;
-* raw markup: markdown tables left as pipes (``|---``), math MathJax did not render;
-* figures: an image without a captioned figure around it (and, on a chapter page, without a
-  number), a chapter without the static figure of its explorer, **figure text under 10 px** at
-  the width the page shows it (below);
-* layout: a code block wider than its box (measured, and estimated at the 0.6-em advance of
-  common monospace fonts, so the result does not depend on the fonts installed); **content wider
-  than the column**: a display equation wider than the column (break it over lines or scale it,
-  even if it would scroll), a table wider than the column unless it scrolls in a box *marked as
-  scrolling* (class ``mlmbook-scroll``, which ``book/_static/mlmbook.js`` gives the boxes the book
-  makes scroll: tables from :func:`mlmbook.tables.table`, Markdown tables, HTML outputs; its CSS
-  then shows "scroll sideways" above a box that overflows); **a chapter whose time card and
-  learning objectives are not on the first screen**; **a chapter page longer than**
-  :data:`MAX_SCREENS` **screens** (a screen is the window's height, :data:`SCREEN_PX` = 720 px, at
-  the window width 1280 px; measured on the article with folded solutions folded);
-* text a reader should never see: an absolute path or a cache key; **log-like output** (``took 1.2
-  s`` on a chapter page or in any output, a printed dict, a printed verdict line ``… → above``, ``#
-  noqa``); **template residue** (``seed(s)``, ``nan``/``inf`` printed as numbers, math as plain text
-  such as ``p^(1/T)``, ``p_T``, ``m H_m`` or ``n log n``, a paragraph almost entirely bold, zero in
-  exponent notation ``0.0e+00``, a negative zero ``-0.000``, a count of one with a plural noun ``1
-  verdicts`` or a digit after "at most" ``at most 1 verdict``, a doubled word ``the the``); on a
-  chapter page, **an "indistinguishable" not followed in its sentence by its detectable effect**
-  ("would have been detected"); **"not drawn for this model" said of a figure that is on the page**.
+Figure text is measured from what the book records at draw time (:mod:`mlmbook.plotting.record`):
+the smallest font (points) and dpi in the PNG, and the image's pixel width and the width the
+browser shows it at, so the smallest text on the page is ``font_pt * dpi / 72 * shown / natural``
+CSS pixels, at least 10 px. An image without that record is assumed to use the book's smallest
+font, 9 pt, at the dpi its PNG states; images in folded solutions are unfolded for the measurement.
+The record's smallest tick glyph (mathtext exponents included) is held to the same 10 px, and its
+counts of data points under legends and of point labels over data must be 0. At the phone's
+width, figure text under 9 px fails unless a tap opens the figure at full size (measured there
+against 10 px).
 
-Figure text is measured from what the book records at draw time: every figure reaches the page
-through :func:`mlmbook.plotting.figure_png`, which writes the smallest font it drew (points) and its
-dpi into the PNG; the check reads them with :func:`mlmbook.plotting.png_record` and takes the
-image's pixel width and the width the browser shows it at, so the smallest text on the page is
-``font_pt * dpi / 72 * shown / natural`` CSS pixels. An image without that record (drawn outside the
-book's style) is assumed to use the book's smallest font, 9 pt, at the dpi its PNG states. Images in
-folded solutions are unfolded for the measurement. The same record holds the smallest *glyph* of the
-figure's tick labels, mathtext exponents included (``mlmbook-min-tick-pt``: a log axis labelled
-``$10^{-2}$`` at 9 pt draws its exponent at 6.3 pt, 8.6 px on the page), checked against the same 10
-px, and the number of data points under its legends (``mlmbook-legend-over-data``,
-:mod:`mlmbook.plotting.record`), which must be 0, and the number of point labels (``ax.annotate``)
-over data points, error bars or each other (``mlmbook-labels-over-data``), which must be 0 too. A
-figure without those records is not checked for them.
-
-**At a phone's width.** Every page is measured again at :data:`PHONE_PX` = 390 px: figure text under
-:data:`PHONE_MIN_TEXT_PX` = 9 px fails unless a tap opens the figure at full size (``book/_static/
-mlmbook.js`` makes every figure and explorer image tappable; the check taps it and measures the text
-in the full-size view against the same 10 px); a table or display equation wider than the column
-must scroll in a box that says so (the script marks display equations as it marks tables); and
-nothing may run past the right edge of the screen where nothing scrolls to it.
-
-It saves a full-page screenshot of every page for a person to look at.
-
-Command line: ``python -m mlmbook check-site [_build/html]``.
+It saves a full-page screenshot of every page. Command line: ``python -m mlmbook check-site
+[_build/html]``.
 """
 from __future__ import annotations
 
@@ -66,14 +31,12 @@ from pathlib import Path
 from urllib.parse import urljoin, urlparse
 
 from ..errors import BrowserMissing
-from .sitetext import PHONE_MIN_TEXT_PX, ZOOM_MARK, figure_text_problems, image_name, text_problems
+from .sitetext import CHAPTER, figure_text_problems, image_name, text_problems
 
-__all__ = ["find_chromium", "check_site", "one_browser", "BrowserMissing", "PHONE_MIN_TEXT_PX",
-           "ZOOM_MARK"]
+__all__ = ["find_chromium", "check_site", "one_browser"]
 
 CHROMIUM_FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-CHAPTER = re.compile(r"^\d\d_")
 WINDOW_PX = 1280        # the window's width
 SCREEN_PX = 720         # the window's height: one screen, what a reader sees before scrolling
 MAX_SCREENS = 12        # the longest a chapter page may be, in screens (issue 36: a sitting)
@@ -117,11 +80,8 @@ def _is_redirect(page: Path) -> bool:
     return len(text) < 600 and 'http-equiv="Refresh"' in text
 
 
-
 ADVISORY: tuple = ()
-"""Kinds of problem :func:`check_site` reports but the book does not pass yet; :func:`enforced`
-leaves them out and ``check-site`` prints them as advice. Empty: every kind it reports fails the
-build."""
+"""Kinds of problem :func:`check_site` reports as advice only (:func:`enforced` leaves them out)."""
 
 
 def enforced(problems: list[str]) -> list[str]:
@@ -154,23 +114,12 @@ def one_browser():
 
 def check_site(html: Path, screenshots: Path | None = None, chapters_need_explorer: bool = True,
                pages: list[str] | None = None) -> list:
-    """Load every page of the site at ``html`` in headless Chromium; return the problems found.
+    """Load every page of the built site at ``html`` in headless Chromium; return the problems
+    found, one line per problem naming the page (empty when the site is fine).
 
-    Parameters
-    ----------
-    html : path
-        The built site (``_build/html``).
-    screenshots : path, optional
-        Where to save one PNG per page.
-    chapters_need_explorer : bool
-        Require each chapter page (``NN_slug.html``) to show an explorer's static figure.
-    pages : list of str, optional
-        Check only these pages (paths relative to ``html``, e.g. ``"book/00_toy_world.html"``).
-
-    Returns
-    -------
-    list of str
-        One line per problem, naming the page; empty when the site is fine.
+    ``screenshots``: where to save one PNG per page; ``chapters_need_explorer``: require each
+    chapter page to show an explorer's static figure; ``pages``: check only these (relative to
+    ``html``, e.g. ``"book/00_toy_world.html"``).
     """
     html = Path(html)
     found = sorted(p.relative_to(html).as_posix() for p in html.rglob("*.html")
@@ -202,8 +151,7 @@ def check_site(html: Path, screenshots: Path | None = None, chapters_need_explor
         for rel in pages:
             console.clear()
             foreign.clear()
-            url = urljoin(base, rel)
-            response = page.goto(url, wait_until="load")
+            response = page.goto(urljoin(base, rel), wait_until="load")
             if response is None or response.status != 200:
                 problems.append(f"{rel}: HTTP {response.status if response else 'no response'}")
                 continue
@@ -269,8 +217,7 @@ def _page_problems(page, rel: str, base: str, need_explorer: bool, explorers: di
 
 
 def _chapter_of(rel: str) -> str:
-    """``book/01_dependencies-2.html`` -> ``book/01_dependencies.html``: the chapter a page belongs
-    to."""
+    """``book/01_dependencies-2.html`` -> ``book/01_dependencies.html``: a page's chapter."""
     head, _, name = rel.rpartition("/")
     stem = re.sub(r"-\d+$", "", name[:-len(".html")])
     return f"{head}/{stem}.html" if head else f"{stem}.html"
@@ -355,8 +302,6 @@ def _reader_problems(page, rel: str) -> list:
 
 # --------------------------------------------------------------------------- layout a reader meets
 
-FIRST_SCREEN_PX = SCREEN_PX
-
 _CLIPPED_JS = """([mark, phone]) => {
   const col = (document.querySelector('article.bd-article') || document.querySelector('main')).getBoundingClientRect();
   const out = [];
@@ -401,17 +346,9 @@ _FIRST_SCREEN_JS = """() => {
 }"""
 
 
-def _is_chapter_start(rel: str) -> bool:
-    """The first page of a chapter (``NN_slug.html``, not a later page ``NN_slug-2.html``)."""
-    return bool(re.match(r"^\d\d_[^-]+\.html$", rel.rsplit("/", 1)[-1]))
-
-
 def _clipped(page, phone: bool) -> list:
-    """Tables and display equations wider than the column, clipped, or past its edge.
-
-    At the window's width a display equation wider than the column fails even where it scrolls
-    (break it over lines); at a phone's width one that scrolls in a box saying so passes, as a table
-    does."""
+    """Tables and display equations wider than the column, clipped, or past its edge (a wide
+    display equation fails even where it scrolls, except at a phone's width)."""
     out = []
     for what, how, by, text in page.evaluate(_CLIPPED_JS, [SCROLL_MARK, phone]):
         if how == "wide":
@@ -437,14 +374,14 @@ def _layout_problems(page, rel: str) -> list:
             out.append(f"a chapter page {height / SCREEN_PX:.1f} screens long, over {MAX_SCREENS} "
                        f"({height:.0f} px at {WINDOW_PX} x {SCREEN_PX} px): cut it into pages at a level-1 "
                        f"heading, or tighten it")
-    if _is_chapter_start(rel):
+    if re.match(r"^\d\d_[^-]+\.html$", rel.rsplit("/", 1)[-1]):  # a chapter's first page
         card, objectives = page.evaluate(_FIRST_SCREEN_JS)
         for name, top in (("the chapter's time card (reading and running times)", card),
                           ("the learning objectives", objectives)):
             if top is None:
                 out.append(f"{name}: not on the page")
-            elif top > FIRST_SCREEN_PX:
-                out.append(f"{name}: {top:.0f} px down, not on the first screen ({FIRST_SCREEN_PX} px)")
+            elif top > SCREEN_PX:
+                out.append(f"{name}: {top:.0f} px down, not on the first screen ({SCREEN_PX} px)")
     return out
 
 
@@ -471,9 +408,7 @@ _PAST_EDGE_JS = """() => {
 
 
 def _phone_problems(page, html: Path, base: str) -> list:
-    """What a reader meets at :data:`PHONE_PX`: figure text under :data:`PHONE_MIN_TEXT_PX` that no
-    tap enlarges, a table or display equation that overflows without a visible scroll cue, anything
-    past the right edge of the screen where nothing scrolls to it."""
+    """What a reader meets at :data:`PHONE_PX` (see the module docstring)."""
     out = _clipped(page, phone=True)
     elements, extra = page.evaluate(_PAST_EDGE_JS)
     for tag, by, text in elements:

@@ -1,23 +1,19 @@
 """What a reader reads on a page, checked in the browser (part of :mod:`.sitecheck`).
 
-:func:`text_problems` gathers a page's prose, outputs and code inputs through the browser (the text
-a reader sees: code and formulas left out of the prose) and fails on log lines and printed dicts, a
-``# noqa`` in visible code, template residue — ``seed(s)``, ``nan``/``inf`` printed as numbers, zero
-in exponent notation ``0.0e+00``, a negative zero ``-0.000``, ``1 verdicts`` / ``at most 1
-verdict``, a doubled word, math as plain text (``p^(1/T)``, ``p_T``, ``m H_m``, ``n log n``), a
-paragraph almost entirely bold, an unrounded number ``0.00753365``, a share of ``0%``, a count ``3
-of the 3``, an estimate and interval rounded to zero ``0.000 [0.000, ...]`` —, on a chapter page an
-"indistinguishable" without its detectable effect in its sentence, and "not drawn for this model"
-said of a figure the page draws.
-
-:func:`figure_text_problems` measures the text inside the page's figures, at the window's width and
-at a phone's (the measurement is described in :mod:`.sitecheck`).
+:func:`text_problems` gathers a page's prose, outputs and code inputs through the browser (code and
+formulas left out of the prose) and fails on log lines, printed dicts, a ``# noqa`` in visible code,
+template residue (the patterns below: ``seed(s)``, ``nan``, ``0.0e+00``, ``-0.000``, ``1 verdicts``,
+a doubled word, math as plain text, a paragraph almost entirely bold, ``0.00753365``, ``0%``, ``3 of
+the 3``, ``0.000 [0.000, ...]``), on a chapter page an "indistinguishable" without its detectable
+effect in its sentence, and "not drawn for this model" said of a figure the page draws.
+:func:`figure_text_problems` measures the text inside the page's figures (see :mod:`.sitecheck`).
 """
 from __future__ import annotations
 
+import base64
 import re
 from pathlib import Path
-from urllib.parse import urlparse
+from urllib.parse import unquote, urlparse
 
 __all__ = ["text_problems", "figure_text_problems", "image_name", "PHONE_MIN_TEXT_PX", "ZOOM_MARK"]
 
@@ -26,8 +22,6 @@ PHONE_MIN_TEXT_PX = 9
 ZOOM_MARK = "mlmbook-zoomable"   # an image a tap opens at full size (mlmbook.js)
 
 CHAPTER = re.compile(r"^\d\d_")
-
-
 LOG_LINE = re.compile(r"\btook \d+(?:\.\d+)? ?s\b")
 VERDICT_LOG = re.compile(r"(?:→|->)\s*(?:above|below|indistinguishable|equivalent|undefined)\b")
 PRINTED_DICT = re.compile(r"\{\s*(?:'[^'\n]{1,60}'|\"[^\"\n]{1,60}\"|-?\d+(?:\.\d+)?)\s*:\s*\S")
@@ -36,9 +30,8 @@ PLURAL_HACK = re.compile(r"\b\w+\(s\)")
 NON_NUMBER = re.compile(r"(?<![\w.\\])(?:nan|inf|-inf|NaN|Inf)(?![\w(])")
 INDISTINGUISHABLE = re.compile(r"indistinguishable", re.I)
 DETECTABLE = re.compile(r"would have (?:been )?detected")   # Verdict.text and Family.statement
+# a table cell's form, under a header that says what it means: "indistinguishable; detectable 0.013"
 TABLE_DETECTABLE = re.compile(r"\s*[;,(]\s*detectable\s+[-+]?\d")
-"""A table cell's compact form, under a header that says what "detectable" means:
-"indistinguishable; detectable 0.013"."""
 NOT_DRAWN = "not drawn for this model"
 
 _PARTS_JS = """() => {
@@ -86,6 +79,7 @@ ZERO_PERCENT = re.compile(r"(?<![\w.,−-])0(?:\.0+)? ?%")  # only 0% of
 ALL_OF_ALL = re.compile(r"(?<![\w.,])(\d[\d,]*) of the \1\b")  # 3 of the 3
 ZERO_INTERVAL = re.compile(r"(?<![\w.])[-+−]?0\.0+ \[[-+−]?0\.0+,")  # 0.000 [0.000,
 MOSTLY_BOLD = 0.5
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z(*\"“])")
 _NOT_DRAWN_JS = """(phrase) => {
   const out = [];
   const drawn = el => el && [...el.querySelectorAll('img')].some(i => i.complete && i.naturalWidth > 0);
@@ -102,10 +96,6 @@ _NOT_DRAWN_JS = """(phrase) => {
   }
   return out;
 }"""
-
-
-def _sentences(text: str) -> list[str]:
-    return [s for s in re.split(r"(?<=[.!?])\s+(?=[A-Z(*\"“])", text) if s.strip()]
 
 
 def text_problems(page, rel: str) -> list:
@@ -151,7 +141,7 @@ def text_problems(page, rel: str) -> list:
         out.append(f"a linter comment (# noqa) in visible code: {noqa[0][:70]!r}")
     if chapter:
         for block in shown:
-            for sentence in _sentences(block):
+            for sentence in filter(str.strip, _SENTENCE.split(block)):
                 bare = [m for m in INDISTINGUISHABLE.finditer(sentence)
                         if not TABLE_DETECTABLE.match(sentence, m.end())]
                 if bare and not DETECTABLE.search(sentence):
@@ -163,7 +153,6 @@ def text_problems(page, rel: str) -> list:
 
 
 # --------------------------------------------------------------------------- figure text
-
 
 def image_name(src: str) -> str:
     """How a problem report names an image: its file name, or "an inline (data:) image"."""
@@ -194,25 +183,19 @@ _ZOOM_JS = """async ([k, mark]) => {
 
 
 def _image_bytes(url: str, html: Path, base: str) -> bytes | None:
-    import base64
-
     if url.startswith("data:"):
         head, _, data = url.partition(",")
         return base64.b64decode(data) if ";base64" in head else None
     if not url.startswith(base):
         return None
-    from urllib.parse import unquote
-
     path = html / unquote(urlparse(url).path).lstrip("/")
     return path.read_bytes() if path.is_file() else None
 
 
 def figure_text_problems(page, html: Path, base: str, phone: bool = False) -> list:
-    """Figures whose smallest text a reader meets under MIN_TEXT_PX (see :mod:`.sitecheck`).
-
-    With ``phone``, under :data:`PHONE_MIN_TEXT_PX`, unless a tap opens the figure at full size: the
-    check taps it and measures the text there against MIN_TEXT_PX; legends are checked at the
-    window's width only."""
+    """Figures whose smallest text a reader meets under MIN_TEXT_PX (see :mod:`.sitecheck`); with
+    ``phone``, under :data:`PHONE_MIN_TEXT_PX` where no tap enlarges it (legends and labels are
+    checked at the window's width only)."""
     from ..plotting import MIN_FONT_PT, MIN_TEXT_PX, png_record, rendered_text_px
 
     least = PHONE_MIN_TEXT_PX if phone else MIN_TEXT_PX
@@ -234,10 +217,8 @@ def figure_text_problems(page, html: Path, base: str, phone: bool = False) -> li
         record = png_record(data) if data else {}
         if not record.get("dpi"):
             continue  # not a PNG that says its resolution (an SVG, a photo)
-        font = record.get("min_font_pt")
-        assumed = font is None
-        if assumed:
-            font = MIN_FONT_PT
+        assumed = record.get("min_font_pt") is None
+        font = MIN_FONT_PT if assumed else record["min_font_pt"]
         if font <= 0:
             continue                                   # a figure without text
         px = rendered_text_px(font, record["dpi"], natural, shown)

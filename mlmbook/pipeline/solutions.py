@@ -1,26 +1,10 @@
 """Removing exercise solutions from a chapter, for a student edition of the book.
 
-Convention (sphinx-exercise): an exercise is a ``{exercise}`` directive and its solution a
-``{solution}`` directive naming it, in backtick or colon fences::
-
-    ```{solution} ex-uuas
-    :class: dropdown
-    The edges the MI recovers are ...
-    ```
-
-A solution that contains code cells uses the gated form, which spans cells::
-
-    ```{solution-start} ex-uuas
-    :class: dropdown
-    ```
-    (markdown and code cells)
-    ```{solution-end}
-    ```
-
-:func:`strip_solutions` removes both forms. Plain code blocks (e.g. a page showing
-the syntax above) are left alone.
+Convention (sphinx-exercise, ``docs/INTERFACES.md``): a solution is a ``{solution} <label>``
+directive in backtick or colon fences, or, with code cells, the gated form spanning cells from
+``{solution-start} <label>`` to ``{solution-end}``. :func:`strip_solutions` removes both forms;
+plain code blocks (a page showing the syntax) are left alone.
 """
-
 from __future__ import annotations
 
 import re
@@ -40,10 +24,8 @@ def _closes(line: str, fence: str) -> bool:
 
 def _closing(lines: list[str], start: int, fence: str) -> int:
     """Index of the line closing ``fence`` opened at ``start`` (last line if unterminated)."""
-    for k in range(start + 1, len(lines)):
-        if _closes(lines[k], fence):
-            return k
-    return len(lines) - 1
+    return next((k for k in range(start + 1, len(lines)) if _closes(lines[k], fence)),
+                len(lines) - 1)
 
 
 def _strip_lines(lines: list[str], gated: bool) -> tuple[list[str], bool, int]:
@@ -84,36 +66,16 @@ def _strip_lines(lines: list[str], gated: bool) -> tuple[list[str], bool, int]:
 
 
 def strip_solutions_text(text: str) -> tuple[str, int]:
-    """Remove the solutions from one MyST-Markdown document.
-
-    Parameters
-    ----------
-    text : str
-        Markdown source.
-
-    Returns
-    -------
-    (str, int)
-        The text without solutions and the number of solutions removed.
-    """
+    """Remove the solutions from one MyST-Markdown document: ``(text, number removed)``."""
     kept, _, removed = _strip_lines(text.splitlines(keepends=True), gated=False)
     return "".join(kept), removed
 
 
 def strip_solutions(nb) -> int:
-    """Remove the solutions from a notebook, in place.
+    """Remove the solutions from a notebook, in place; returns how many.
 
     Markdown cells lose their ``{solution}`` blocks (and are dropped if nothing is left);
     every cell between ``{solution-start}`` and ``{solution-end}`` is dropped.
-
-    Parameters
-    ----------
-    nb : nbformat.NotebookNode
-
-    Returns
-    -------
-    int
-        Number of solutions removed.
     """
     cells, gated, total = [], False, 0
     for cell in nb.cells:

@@ -1,25 +1,17 @@
-"""A chapter in pages of a sitting, and prose that speaks of the model it ran.
+"""A chapter in pages of a sitting, and prose and code for the model it ran.
 
-A chapter is one source and one execution (one kernel, one results file), but the site shows it
-as 2–4 pages. The source marks where a page starts with a level-1 heading: every Markdown cell
-after the first whose source begins with ``# `` opens a new page. The executed notebook is cut
-there (:func:`split_pages`); page *k* > 1 becomes the document ``<slug>-<k>`` under the chapter in
-the table of contents, so Sphinx numbers it k−1 inside the chapter and figures, equations and
-exercises keep counting across the chapter's pages.
+A chapter is one source and one execution (one kernel, one results file), shown as 2–4 pages:
+every Markdown cell after the first whose source begins with ``# `` opens a new page
+(:func:`split_pages`). Page *k* > 1 becomes the document ``<slug>-<k>`` under the chapter in the
+table of contents, so figures, equations and exercises keep counting across the chapter's pages. A
+page citing a glued value (:func:`mlmbook.record`) of another page gets a hidden carrier cell
+holding that glue output.
 
-Glued values (:func:`mlmbook.record`) are cited on any page: a page that cites a key glued on
-another page gets a hidden carrier cell holding that glue output.
-
-Prose for one kind of model: a cell tagged ``toy-only`` is dropped from the page when the chapter
-ran on a model other than the toy one (a Hugging Face model), and a cell tagged ``real-only`` when
-it ran on a toy model (:func:`drop_other_world`), so a real-model page never speaks of the toy
-world. A dropped figure stays *declared but not drawn*, so a reference to it from a page that is
-kept reads "a figure that is not drawn for this model" instead of breaking the build. The build's
-checks see the notebook the way the page will show it.
-
-Code for one kind of model: :func:`for_execution` turns the other world's code cells into
-comments before the chapter runs, so a toy-only cell (a comparison with the truth, the toy MLM's
-training curve) is not executed on a real model, and needs no ``if model == "toy":`` of its own.
+A cell tagged ``toy-only`` is dropped from the page when the chapter ran on a model other than the
+toy one, one tagged ``real-only`` when it ran on a toy model (:func:`drop_other_world`); a dropped
+figure stays *declared but not drawn*, so a reference to it reads "a figure that is not drawn for
+this model" instead of breaking the build. :func:`for_execution` turns the other world's code cells
+into comments before the chapter runs, so a toy-only cell needs no ``if model == "toy":``.
 """
 from __future__ import annotations
 
@@ -27,11 +19,11 @@ import copy
 import re
 
 __all__ = ["TOY_ONLY", "REAL_ONLY", "model_kind", "drop_other_world", "for_execution",
-           "split_pages", "figure_caption", "page_name", "is_page_start"]
+           "split_pages", "figure_caption"]
 
 TOY_ONLY = "toy-only"
 REAL_ONLY = "real-only"
-_TOY_MODELS = ("toy", "truth")          # mlmbook.models.load.TOY_MODELS (kept torch-free here)
+_TOY_MODELS = ("toy", "truth")          # the book's own models (this module stays torch-free)
 
 
 def model_kind(nb) -> str:
@@ -42,8 +34,7 @@ def model_kind(nb) -> str:
 
 def kind_of(model, treebank=None) -> str:
     """``"toy"`` for the book's own models (``toy``, ``truth``) on their own language; ``"real"``
-    for any other model, and for a toy model read on a treebank (no exact truth there: the page
-    speaks of the model and the text it ran on, like any other model's)."""
+    for any other model, and for a toy model read on a treebank (no exact truth there)."""
     on_treebank = treebank not in (None, "", "None", "none")
     return "toy" if str(model) in _TOY_MODELS and not on_treebank else "real"
 
@@ -56,8 +47,7 @@ def _dropped(cell, kind: str) -> bool:
 def drop_other_world(nb, kind: str | None = None):
     """Remove, in place, the cells meant for the other kind of model; returns the notebook.
 
-    Glue outputs of a removed code cell are kept: they move to a hidden cell, so a value recorded
-    in a toy-only cell stays citable.
+    Glue outputs of a removed code cell move to a hidden cell, so they stay citable.
     """
     kind = kind or model_kind(nb)
     kept, carried, figures = [], [], []
@@ -71,47 +61,34 @@ def drop_other_world(nb, kind: str | None = None):
         kept.append(cell)
     if carried:
         kept.append(_carrier(carried))
-    kept += [_undrawn_figure(name) for name in figures]
+    for name in figures:  # declared, drawn nothing
+        cell = _hidden_cell(f"# figure {name}: drawn only on the other kind of model (hidden)")
+        cell.metadata["mystnb"] = {"figure": {"name": name}}
+        kept.append(cell)
     nb.cells = kept
     return nb
 
 
-def _undrawn_figure(name: str):
-    """A hidden code cell that declares figure ``name`` and draws nothing (see the module
-    docstring)."""
+def _hidden_cell(source: str):
+    """A code cell tagged ``remove-cell``, never run."""
     from nbformat.v4 import new_code_cell
 
-    cell = new_code_cell(f"# figure {name}: drawn only on the other kind of model (hidden)")
+    cell = new_code_cell(source)
     cell.metadata["tags"] = ["remove-cell"]
-    cell.metadata["mystnb"] = {"figure": {"name": name}}
     cell.execution_count = None
     return cell
 
 
 def for_execution(nb, model, treebank=None):
     """The chapter as it runs on ``model`` (and ``treebank``): the other world's code cells become
-    comments, in place.
-
-    A cell tagged ``toy-only`` (``real-only``) keeps its tags and metadata, so the page drops it
-    as usual, but its source is replaced by one comment line when ``model`` is a real (toy) model,
-    so it does not run. Returns the notebook.
-    """
+    one comment line each, in place (tags and metadata kept, so the page drops them as usual).
+    Returns the notebook."""
     kind = kind_of(model, treebank)
     for cell in nb.cells:
         if cell.cell_type == "code" and _dropped(cell, kind):
             tag = TOY_ONLY if kind == "real" else REAL_ONLY
             cell.source = f"# ({tag}: not run with model {model!s})"
     return nb
-
-
-def is_page_start(cell) -> bool:
-    """A Markdown cell that opens with a level-1 heading."""
-    return cell.cell_type == "markdown" and cell.source.lstrip().startswith("# ")
-
-
-def page_name(slug: str, k: int) -> str:
-    """The document name of page ``k`` (1-based) of chapter ``slug``: ``slug`` itself for page 1."""
-    return slug if k == 1 else f"{slug}-{k}"
 
 
 def _is_glue(output) -> bool:
@@ -146,32 +123,20 @@ def _cited(nb) -> set[str]:
 
 
 def _carrier(outputs):
-    from nbformat.v4 import new_code_cell
-
-    cell = new_code_cell("# values recorded on the chapter's other pages (hidden)")
-    cell.metadata["tags"] = ["remove-cell"]
+    cell = _hidden_cell("# values recorded on the chapter's other pages (hidden)")
     cell.outputs = [copy.deepcopy(o) for o in outputs]
-    cell.execution_count = None
     return cell
 
 
 def split_pages(nb, slug: str) -> list[tuple[str, object]]:
-    """Cut an executed chapter into its pages: ``[(document name, notebook), ...]``.
-
-    The first page keeps everything before the second level-1 heading (title, card, objectives,
-    parameters). Each page gets a hidden carrier cell with the glue outputs it cites but does not
-    itself produce (all glue outputs are carried when the citing cannot be read; a duplicate key in
-    one page would be a build warning, so a key is never carried where it is glued).
-    """
-    starts = [k for k, c in enumerate(nb.cells) if is_page_start(c)]
+    """Cut an executed chapter into its pages: ``[(document name, notebook), ...]``; each page
+    carries (hidden) the glue outputs it cites but does not itself produce."""
+    starts = [k for k, c in enumerate(nb.cells)
+              if c.cell_type == "markdown" and c.source.lstrip().startswith("# ")]
     if len(starts) <= 1:
         return [(slug, nb)]
     bounds = [0] + starts[1:] + [len(nb.cells)]
-    glue_outputs = {}
-    for cell in nb.cells:
-        for out in cell.get("outputs", []):
-            if _is_glue(out):
-                glue_outputs[_glue_key(out)] = out
+    glue_outputs = {_glue_key(o): o for c in nb.cells for o in c.get("outputs", []) if _is_glue(o)}
     pages = []
     for k in range(len(bounds) - 1):
         page = copy.copy(nb)
@@ -179,9 +144,8 @@ def split_pages(nb, slug: str) -> list[tuple[str, object]]:
         cells = nb.cells[bounds[k]:bounds[k + 1]]
         page.cells = cells
         own = {_glue_key(o) for c in cells for o in c.get("outputs", []) if _is_glue(o)}
-        cited = _cited(page)
-        carry = [glue_outputs[key] for key in sorted(cited - own) if key in glue_outputs]
+        carry = [glue_outputs[key] for key in sorted(_cited(page) - own) if key in glue_outputs]
         if carry:
             page.cells = [*cells[:1], _carrier(carry), *cells[1:]]
-        pages.append((page_name(slug, k + 1), page))
+        pages.append((slug if k == 0 else f"{slug}-{k + 1}", page))
     return pages

@@ -1,29 +1,21 @@
 """Words bound to answers: a sentence that cites a question may say only what its answer allows.
 
-Every answer exports its ``side`` (``q_<key>.side``, :meth:`mlmbook.stats.Answer.glue_fields`); the
-side decides which kinds of words a sentence citing it may use (:func:`allowed`):
+Every answer exports its ``side`` (``q_<key>.side``), which decides the kinds of words a sentence
+citing it may use (:func:`allowed`): words of direction ("lowers", "ahead", "more … than") for
+*above*/*below*, words of equivalence ("as well as", "alike") for *equivalent*, neither for anything
+else (*inconclusive*, *cannot decide*, *undefined*).
 
-* a direction (*above*/*below*, the question's own words such as "MLM ahead"): words of direction
-  ("lowers", "ahead", "beats", "more … than");
-* *equivalent*: words of equivalence ("as well as", "alike", "the same as");
-* anything else (*inconclusive*, *cannot decide*, *undefined*): neither — the sentence reports the
-  estimate, its interval and the glued verdict, and claims nothing the test did not find.
-
-:func:`claim_problems` reads a chapter's Markdown (the prose a page shows) with the answers' sides
-and the study's question order (so that "Q4" names ``q_knob_mlm``), and fails
+:func:`claim_problems` reads a chapter's Markdown with the answers' sides and the study's question
+order (so that "Q4" names ``q_knob_mlm``), and fails
 
 * a sentence (or a ``;``-clause) citing a question (``Qn``, ``Q3–Q5``, or a glued ``q_<key>...``)
-  with direction or equivalence words its answers do not allow; a question's own direction label
-  counts as a direction word ("more directions" beside "cannot decide"); the verdict shown through
-  glue is the answer's own word and is not counted;
-* a heading or a bold claim (``**...**`` of words, not a number) over an undecided answer: in the
-  block (paragraph or list item) or the section it heads, a question whose answer states nothing;
-* a descriptive number (a glued value that is no answer's) called by a verdict word ("significant",
-  "equivalent", "confirms", "nearly the same") in a sentence that cites no question.
+  with words its answers do not allow (a question's own direction label counts as a direction word;
+  the glued verdict is the answer's own word and is not counted);
+* a heading or a bold claim over an undecided answer, in the block or the section it heads;
+* a descriptive number (a glued value that is no answer's) called by a verdict word
+  ("significant", "equivalent", "confirms") in a sentence that cites no question.
 
-A sentence that only says what a question *asks* ("Q4 asks whether …", "… tests whether …") is not a
-claim. The check runs in the build on every executed chapter (:func:`mlmbook.pipeline.checks.
-check_executed`) and in the tests on the book's sources with the committed reference results.
+A sentence that only says what a question *asks* ("Q4 asks whether …") is not a claim.
 """
 from __future__ import annotations
 
@@ -99,19 +91,13 @@ STATED = ("above", "below", "equivalent")
 
 def allowed(side: str) -> set[str]:
     """The kinds of words (``"direction"``, ``"equivalence"``) an answer with ``side`` allows."""
-    if side in ("above", "below"):
-        return {"direction"}
-    if side == "equivalent":
-        return {"equivalence"}
-    return set()
+    kinds = {"above": "direction", "below": "direction", "equivalent": "equivalence"}
+    return {kinds[side]} if side in kinds else set()
 
 
 def answers_from_glue(glued: dict) -> tuple[dict, list[str]]:
-    """From a notebook's glued values: ``{key: {"side", "verdict"}}`` and the study's question
-    order.
-
-    ``glued`` maps glue keys to their ``text/plain`` (:func:`mlmbook.pipeline.checks.glued_values`).
-    """
+    """From a notebook's glued values (key → ``text/plain``): ``{key: {"side", "verdict"}}`` and
+    the study's question order."""
     def text(v):
         try:
             return str(ast.literal_eval(v))
@@ -187,29 +173,15 @@ def _words(text: str) -> str:
 def _labels(keys, answers, questions) -> list[str]:
     """The direction labels of undecided questions ("more directions"): claims when their answer is
     not."""
-    out = []
-    for key in keys:
-        for label in (questions or {}).get(key, {}).values():
-            if label and answers[key]["side"] not in STATED:
-                out.append(label.lower())
-    return out
+    return [label.lower() for key in keys for label in (questions or {}).get(key, {}).values()
+            if label and answers[key]["side"] not in STATED]
 
 
 def claim_problems(markdown: list[str], answers: dict, order: list[str],
                    questions: dict | None = None) -> list[str]:
-    """What the prose claims beyond its answers (see the module docstring).
-
-    Parameters
-    ----------
-    markdown : list of str
-        The chapter's Markdown cells, as the page shows them (code fences are skipped).
-    answers : dict
-        ``{key: {"side": ..., "verdict": ...}}`` (:func:`answers_from_glue`).
-    order : list of str
-        The study's question keys in order (``Q1`` is the first).
-    questions : dict, optional
-        ``{key: {"above": label, "below": label}}``: the questions' own direction words.
-    """
+    """What the prose of ``markdown`` (a chapter's Markdown cells) claims beyond its ``answers``
+    (``{key: {"side", "verdict"}}``), with ``order`` the study's question keys (``Q1`` first) and
+    ``questions`` their own direction words (``{key: {"above": label, "below": label}}``)."""
     out = []
     lines = [line for cell in markdown for line in prose_lines(cell)]
     for heading, blocks in _blocks(lines):
@@ -241,8 +213,7 @@ def _sentence_problems(sentence: str, answers, order, questions) -> list[str]:
     out = []
     keys = _cited(sentence, answers, order)
     if not keys:
-        glued = [r.split(":")[0] for r in _ROLE.findall(sentence)]
-        if glued and not ASKS.search(_words(sentence)):
+        if _ROLE.search(sentence) and not ASKS.search(_words(sentence)):
             m = VERDICT_WORDS.search(_words(sentence))
             if m:
                 out.append(f"a descriptive number called by a verdict word ({m.group(0)!r}; only an answer "

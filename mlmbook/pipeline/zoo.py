@@ -1,12 +1,9 @@
 r"""The book's model plan: every toy model a chapter loads, named once, trained up front by the build.
 
-A chapter never trains by hand. Each model it needs is a :class:`~mlmbook.models.job.Job` — a
-grammar (with its knob settings, :mod:`mlmbook.toy.knobs`), a training configuration
-(:class:`~mlmbook.models.train.TrainConfig`), a seed and a kind — listed by that chapter's
-function in :data:`CHAPTER_MODELS`. The build's training step (:mod:`mlmbook.pipeline.prepare`)
-trains whatever the chosen chapters list and the cache lacks, and starts a chapter only once its
-own models are trained; the chapter then finds one by its name and loads it with the one loader,
-which finds the model cached:
+Each model a chapter needs is a :class:`~mlmbook.models.job.Job` (a grammar with its knob settings,
+a :class:`~mlmbook.models.train.TrainConfig`, a seed and a kind) listed by that chapter's function
+in :data:`CHAPTER_MODELS`; the build (:mod:`mlmbook.pipeline.prepare`) trains them before the
+chapter starts, and the chapter finds one by its name:
 
 >>> from mlmbook.models import load_mlm
 >>> from mlmbook.pipeline import zoo
@@ -17,22 +14,24 @@ that chapter alone) and keep its names stable: a name is how the chapter finds i
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Callable
 
+from ..models import ladder
 from ..models.job import Job, estimated_seconds
-from ..models.train import PRESETS, TrainConfig
+from ..models.train import PRESETS, TrainConfig, preset_for
 from ..profiles import FALLBACK, PILOT, seed_offset, with_fallbacks
 
-__all__ = ["Job", "CHAPTER_MODELS", "needed", "find", "chapter_models",
-           "ch4_arm_seeds", "ch4_budget", "estimated_seconds", "TrainConfig"]
+__all__ = ["Job", "CHAPTER_MODELS", "needed", "find", "chapter_models", "ch4_arm_seeds",
+           "ch4_budget"]
 
 
-# ------------------------------------------------------------------------------ per chapter
-# Each returns the chapter's models *besides* the default MLM, the ladder and the topic worlds
-# that mlmbook.pipeline.prepare already lists (see prepare.NEEDS). One function per chapter.
+# Each returns the chapter's models *besides* the default MLM and the ladders that
+# mlmbook.pipeline.prepare already lists (prepare.NEEDS).
 
-def chapter0(profile: str) -> list[Job]:
-    return []
+def _rung(profile: str, width: int) -> TrainConfig:
+    """The configuration of the ladder's rung of ``width`` trained on all the data."""
+    return next(r.config for r in ladder.rungs(profile) if r.hidden == width and r.fraction == 1.0)
 
 
 CONTROL_FITTED_STEPS = with_fallbacks({"quick": 1000, "full": 4000})
@@ -47,23 +46,15 @@ def chapter1(profile: str) -> list[Job]:
     * ``"selection <s>"`` for s in 0, 0.5, 1: the toy language with the ``selection`` knob
       (:mod:`mlmbook.toy.knobs`); ``"selection 1"`` *is* that ladder rung, and the random-mask
       baseline of the cloze model;
-    * ``"control"``: the tree-structured MRF world (:mod:`mlmbook.toy.treemrf`), the last edition's
-      control model (its single-site KL to its world, 0.61 nats in the full profile, is eight times
-      the default model's: too poor a fit to test the method on a model);
+    * ``"control"``: the tree-structured MRF world (:mod:`mlmbook.toy.treemrf`) (its single-site KL
+      to its world, 0.61 nats in the full profile, is eight times the default model's);
     * ``"control fitted"``: the same world and width trained for :data:`CONTROL_FITTED_STEPS` steps,
-      to a fit nearer the default model's (full profile: KL 0.32 nats, measured; hidden 128 for
-      2,000 steps reached only 0.66 — the control world's idiosyncratic word-pair potentials take
-      long to learn);
+      to a fit nearer the default model's (full profile: KL 0.32 nats, measured);
     * ``"cloze nsubj"``: the toy language with cloze-like masks, only subjects masked
       (``mask_only=("nsubj",)``), for as many steps as the baseline.
-
-    Measured (one thread each): full profile five new models, four of about 30 s (stacked) and the
-    fitted control 90 s (~210 core-s in all); quick profile five of 5–15 s.
     """
-    from dataclasses import replace
-
-    from ..models.ladder import LADDERS, rungs
-    base = next(r for r in rungs(profile) if r.hidden == max(LADDERS[profile]["sizes"])).config
+    widest = max(ladder.LADDERS[profile]["sizes"])
+    base = next(r for r in ladder.rungs(profile) if r.hidden == widest).config
     jobs = [Job("toy" if s == 1 else f"toy[selection={s:g}]", None, base, 0, name=f"selection {s:g}")
             for s in (0, 0.5, 1)]
     jobs.append(Job("treemrf", None, base, 0, name="control"))
@@ -80,15 +71,10 @@ the setting 0 is the ladder's rung of the same size (:func:`chapter2`)."""
 
 def chapter2(profile: str) -> list[Job]:
     """Chapter 2's soft-zeros models: one MLM per setting ε of :data:`SMOOTHING`, named
-    ``"smoothing <ε>"``, with exactly the configuration of the ladder's smallest size (hidden 32
-    and 1500 steps in the full profile, hidden 16 and 400 steps in the quick one), so that the
-    ladder's rung of that size (seed 0) is the model at ε = 0 and the knob is the only
-    difference. Estimated with :func:`mlmbook.pipeline.prepare.estimated_seconds`: full about 53
-    core-seconds (two models, stacked), quick about 6.
+    ``"smoothing <ε>"``, with exactly the configuration of the ladder's smallest size, so that the
+    ladder's rung of that size (seed 0) is the model at ε = 0 and the knob is the only difference.
     """
-    from ..models.ladder import rungs
-
-    config = rungs(profile)[0].config
+    config = ladder.rungs(profile)[0].config
     return [Job(f"toy[smoothing={eps:g}]", None, config, 0, name=f"smoothing {eps:g}") for eps in SMOOTHING[profile]]
 
 
@@ -102,8 +88,7 @@ that the book trains with several seeds anyway (chapter 4's MLM/MAE-LM pair; in 
 the ladder's seed rungs), so that the twins cost no training of their own."""
 
 CH3_SEEDS = {"quick": (0, 1, 2), "full": tuple(range(6)), "extended": tuple(range(6))}
-# the pilot: five seeds for the planning SD (offset: chapter_models)
-CH3_SEEDS[PILOT] = tuple(range(5))
+CH3_SEEDS[PILOT] = tuple(range(5))  # the pilot: five seeds for the planning SD
 """Training seeds of chapter 3's span models and twins, per profile (the span ensemble is a claim
 about a recipe: the full and extended profiles train six, 1.2x the five seeds its questions need;
 the full profile's twins are chapter 4's six MLMs of the pair, so only the span models are new)."""
@@ -115,30 +100,17 @@ def chapter3(profile: str) -> list[Job]:
     ``"span s<k>"`` for each seed of :data:`CH3_SEEDS`: an MLM trained with span masking
     (``span=3.0``: geometric runs of mean length 3 covering the same 15 % of tokens) — the infilling
     objective of the paper's T5/UL2 models — with exactly the configuration and seed of ``"twin
-    s<k>"``, the token-masked model it is compared with: the ladder's rung of width :data:`CH3_SPAN`
-    (hidden 64 and 1,500 steps in the full profile, 16 and 400 in the quick one), so that the
-    masking is the only difference. The twins are models the book trains anyway (chapter 4's MLMs of
-    the pair, whose seed 0 is the ladder's rung, in the full profile; the ladder's seed rungs in the
-    quick one): only the span models are new, about 35 s each in a cold full build (stacked with the
-    hidden-64 models), 3 s each in quick. ``"noise <η>"``: an MLM of the ladder's middle rung
-    (hidden 64 in full, 32 in quick) trained on a noisier language, each word replaced by a random
-    one with probability η; ``"noise 0"`` *is* that rung. (An earlier edition trained one span model
-    at hidden 128 beside the default model: 200 s, which put the cold full build at the edge of its
-    20 minutes; the chapter keeps that result on its page.)
+    s<k>"``, the token-masked model it is compared with (the ladder's rung of width
+    :data:`CH3_SPAN`), so that the masking is the only difference. ``"noise <η>"``: an MLM of the
+    ladder's middle rung trained on a noisier language, each word replaced by a random one with
+    probability η; ``"noise 0"`` *is* that rung.
     """
-    from dataclasses import replace
-
-    from ..models import ladder
-
-    def rung(width: int) -> TrainConfig:
-        return next(r.config for r in ladder.rungs(profile) if r.hidden == width and r.fraction == 1.0)
-
-    pair = rung(CH3_SPAN[profile])
+    pair = _rung(profile, CH3_SPAN[profile])
     jobs = []
     for seed in CH3_SEEDS[profile]:
         jobs += [Job("toy", None, replace(pair, span=3.0, checkpoints=()), seed, name=f"span s{seed}"),
                  Job("toy", None, pair, seed, name=f"twin s{seed}")]
-    middle = rung(with_fallbacks({"quick": 32, "full": 64})[profile])
+    middle = _rung(profile, with_fallbacks({"quick": 32, "full": 64})[profile])
     jobs += [Job("toy", None, replace(middle, noise=eta), 0, name=f"noise {eta:g}") for eta in CH3_NOISE]
     return jobs
 
@@ -153,32 +125,23 @@ one), the width where the paper's effect is claimed: the second selection rate o
 ``[MASK]``-share knob (the first, 0.15 with the 80/10/10 split, *is* the pair), the steps of the
 fit-matched MLM (trained shorter, to MAE-LM's fit: the full profile's MLM at 1,250 steps ends at a
 held-out loss of 2.26 nats, seed 0, where MAE-LM ends at 2.23–2.30 after 1,500), and the layers of
-the depth-matched MLM (MAE-LM's encoder and decoder together). The fourth edition ran the knob and
-the controls at width 32, where the effect is reversed; their results stay on the page
-(:mod:`mlmbook.deficiency.earlier`)."""
+the depth-matched MLM (MAE-LM's encoder and decoder together)."""
 
 
 CH4_SEEDS = {"quick": 3, "full": 6, "extended": 37}
-CH4_SEEDS[PILOT] = 5  # the pilot: five seeds for the planning SD (offset: chapter_models)
-"""Pretraining seeds of chapter 4's pair, per profile (its questions are about training recipes: the
-seed is the unit; the controls and the knob may train fewer, :data:`CH4_ARMS`). The extended profile
-trains what its questions need at 80 % power, the larger of the planned N
-(``results/plans/04_deficiency.json``) and the N at the full reference's observed SD: the knob's 37
-seeds need the pair at 37 (the knob is compared seed by seed with the pair); the rank gap needs 22,
-the downstream probe 9."""
+CH4_SEEDS[PILOT] = 5  # the pilot: five seeds for the planning SD
+"""Pretraining seeds of chapter 4's pair, per profile (the seed is the unit of its questions; the
+controls and the knob may train fewer, :data:`CH4_ARMS`). The extended profile trains what its
+questions need at 80 % power (``results/plans/04_deficiency.json``): the knob's 37 seeds need the
+pair at 37 (the knob is compared seed by seed with the pair)."""
 
 CH4_ARMS = {"full": dict(fit=3, deep=3, knob=3)}
 """Seeds of chapter 4's controls and knob where a profile trains fewer than the pair's
 (:data:`CH4_SEEDS`); every other profile trains all of them at every seed of the pair.
 
-The full profile's budget (20 minutes from an empty cache on 2 cores) cannot give the rank questions
-their planned seeds: a seed of the pair costs about 90 core-seconds by
-:func:`mlmbook.pipeline.prepare.estimated_seconds`, a fit-matched MLM 35, a depth-matched one 45 and
-the knob's pair 90. It trains the pair at six seeds — whose MLMs are chapter 3's token-masked twins,
-which it needs at six seeds anyway — and the controls and the knob at three. The extended profile
-trains every arm at every seed of the pair (37): the controls and the knob share one sample
-(``zoo.CH4_ARMS``, the fewest seeds of an arm), and the knob needs 37 (the fit-matched control 26,
-the depth-matched 17)."""
+The full profile's budget (20 minutes from an empty cache on 2 cores, :func:`ch4_budget`) trains
+the pair at six seeds (its MLMs are chapter 3's token-masked twins) and the controls and the knob at
+three."""
 
 
 def chapter4(profile: str) -> list[Job]:
@@ -186,30 +149,17 @@ def chapter4(profile: str) -> list[Job]:
     of :data:`CH4_SEEDS` (the controls and the knob at those of :func:`ch4_arm_seeds`):
 
     * ``"default <kind> s<seed>"``: the pair, an MLM and an MAE-LM (``kind`` ``mlm`` / ``maelm``)
-      from the same initial weights — the ladder's rung of the pair's width (the full profile's
-      hidden-64 rung, whose seed 0 the ladders hold; the quick profile's seeded hidden-16 rung,
-      whose three seeds they hold);
+      from the same initial weights — the ladder's rung of the pair's width;
     * ``"knob <kind> r<rate> s<seed>"``: the pair's configuration at the knob's second selection
       rate (80/10/10 split: a ``[MASK]`` share of 0.8 r of the input);
     * ``"fit mlm s<seed>"``: the MLM trained for ``fit_steps`` instead of the pair's steps, to
       MAE-LM's fit;
     * ``"deep mlm s<seed>"``: the MLM with ``deep_layers`` layers, as deep as MAE-LM's encoder and
       decoder.
-
-    New training, full profile, measured (CPU seconds, one thread, on a busy machine): 12 models of
-    width 64 — the knob's MLMs 36 each and MAE-LMs 58, the fit-matched MLMs 30, the deep ones 44:
-    about 500 core-seconds (500 estimated by :func:`mlmbook.pipeline.prepare.estimated_seconds`) — in
-    place of the fourth edition's 36 models of width 32 (478 estimated, about 460 measured); the
-    pair's seeds 1 and 2 are as before. Quick: 12 models of width 16 besides the ladder's seed rungs
-    (18 before).
     """
-    from dataclasses import replace
-
-    from ..models import ladder
-
     k = CH4_KNOB[profile]
     width = 64 if FALLBACK.get(profile, profile) == "full" else ladder.LADDERS[profile]["sizes"][0]
-    pair = next(r.config for r in ladder.rungs(profile) if r.hidden == width and r.fraction == 1.0)
+    pair = _rung(profile, width)
     fit = replace(pair, steps=k["fit_steps"], eval_every=max(1, k["fit_steps"] // 4))
     arms = ch4_arm_seeds(profile)
     jobs = []
@@ -248,18 +198,9 @@ def ch4_budget(profile: str = "full") -> dict:
 
 
 def chapter5(profile: str) -> list[Job]:
-    """Chapter 5's topic-world MLMs: the plateau model, and a ladder of MLMs behind the wall
-    (width × steps; the rung with the plateau's configuration is the chapter's default).
-
-    Names: ``"plateau"`` and ``"wall h<hidden> s<steps>"``. Each rung's fit (KL to the truth)
-    is reported by the chapter. The configurations derive from the topic preset by width and
-    steps only, so that a rung keeps its cache entry when the ladder changes. Training cost on
-    one core, measured: quick about 20 s in all (widths 16 and 32), full about 230 s (widths
-    32 and 64; the best-fitting rung, width 64 for 6,000 steps, is half of it).
-    """
-    from dataclasses import replace
-
-    from ..models.train import preset_for
+    """Chapter 5's topic-world MLMs: the plateau model, ``"plateau"``, and a ladder of MLMs behind
+    the wall, ``"wall h<hidden> s<steps>"`` (the rung with the plateau's configuration is the
+    chapter's default), derived from the topic preset by width and steps only."""
     base = PRESETS[preset_for("toy_topic", profile)]
 
     def cfg(hidden: int, steps: int) -> TrainConfig:
@@ -278,24 +219,16 @@ def chapter5(profile: str) -> list[Job]:
 
 
 CH6_SEEDS = {"quick": (0, 1, 2), "full": tuple(range(5)), "extended": tuple(range(42))}
-# the pilot: five seeds for the planning SD (offset: chapter_models)
-CH6_SEEDS[PILOT] = tuple(range(5))
+CH6_SEEDS[PILOT] = tuple(range(5))  # the pilot: five seeds for the planning SD
 """Training seeds of chapter 6's two recipes (BERT's fixed 15 % and a uniform mask ratio), per
 profile."""
 
 
 def chapter6(profile: str) -> list[Job]:
     """Chapter 6's training knob: for each seed of :data:`CH6_SEEDS`, ``"bert s<k>"``, the ladder's
-    rung of width :data:`CH3_SPAN` (BERT's fixed 15 %; the models chapter 3 calls its twins, so no
-    training of their own), and ``"diffusion s<k>"``, the same configuration and seed with a mask
-    ratio drawn from U(0, 1) per sentence (``mask_ratio="uniform"``): the ratio is the only
-    difference. New training: five models of about 35 s each in the full profile (hidden 64, 1,500
-    steps, stacked), 3 s in quick."""
-    from dataclasses import replace
-
-    from ..models import ladder
-
-    pair = next(r.config for r in ladder.rungs(profile) if r.hidden == CH3_SPAN[profile] and r.fraction == 1.0)
+    rung of width :data:`CH3_SPAN` (BERT's fixed 15 %; chapter 3's twins), and ``"diffusion s<k>"``,
+    the same with a mask ratio drawn from U(0, 1) per sentence (``mask_ratio="uniform"``)."""
+    pair = _rung(profile, CH3_SPAN[profile])
     jobs = []
     for seed in CH6_SEEDS[profile]:
         jobs += [Job("toy", None, pair, seed, name=f"bert s{seed}"),
@@ -309,7 +242,7 @@ SEED_TABLES = {3: ("CH3_SEEDS",), 4: ("CH4_SEEDS",), 6: ("CH6_SEEDS",)}
 over."""
 
 CHAPTER_MODELS: dict[int, Callable[[str], list[Job]]] = {
-    0: chapter0, 1: chapter1, 2: chapter2, 3: chapter3, 4: chapter4, 5: chapter5, 6: chapter6}
+    1: chapter1, 2: chapter2, 3: chapter3, 4: chapter4, 5: chapter5, 6: chapter6}
 """Chapter number -> its function listing the knob and control models it trains."""
 
 
@@ -317,8 +250,6 @@ def chapter_models(chapter: int, profile: str) -> list[Job]:
     """The knob/control models of one chapter in ``profile``, each at its seed plus the profile's
     :func:`~mlmbook.profiles.seed_offset` (the pilot's models are none of the references'; a model
     keeps its name, e.g. ``"span s0"``, and its description gives the seed it is trained at)."""
-    from dataclasses import replace
-
     offset = seed_offset(profile)
     return [replace(j, seed=j.seed + offset) for j in CHAPTER_MODELS.get(int(chapter), lambda p: [])(profile)]
 
@@ -334,8 +265,4 @@ def find(chapter: int, profile: str, name: str) -> Job:
 
 def needed(profile: str, chapters=tuple(CHAPTER_MODELS)) -> list[Job]:
     """Every knob/control model the given chapters list in ``profile`` (duplicates removed)."""
-    out = [j for c in chapters for j in chapter_models(c, profile)]
-    return list(dict.fromkeys(out))
-
-
-
+    return list(dict.fromkeys(j for c in chapters for j in chapter_models(c, profile)))

@@ -14,30 +14,26 @@ and a 13-inch figure shows its 9-pt tick labels at 6 px. Hence:
    or ``figsize=(plotting.column_width(), h)``. Never wider: the browser would shrink it.
 2. **At most two panels per row** (:data:`MAX_PANELS_PER_ROW`): stack more panels in rows.
 3. **No text below 9 pt** (:data:`MIN_FONT_PT`): ticks and legends get 9 pt from :func:`use_style`;
-   do not pass ``fontsize`` < 9 to labels, annotations or heatmap cells (8 pt only for dense cell
-   numbers of a full-width heatmap).
-4. **Log axes read in plain numbers**: :func:`use_style` makes every log axis label its ticks
-   ``0.001, 0.01, 0.1, 1, 10`` (:class:`LogTicks`) instead of ``$10^{-3}$``, whose exponent
-   matplotlib draws at 0.7 of the tick size (6.3 pt: 8.6 px on the page, where "10⁻²" reads as
-   "10⁻⁷"); beyond :data:`LOG_DECIMALS` decades it writes ``1e-6``. Tick labels, scripts included,
-   are then at least :data:`MIN_TEXT_PX` on the page (the PNG records their smallest glyph).
+   do not pass ``fontsize`` < 9 (8 pt only for dense cell numbers of a full-width heatmap).
+4. **Log axes read in plain numbers**: :func:`use_style` labels log ticks ``0.001, 0.01, 0.1, 1``
+   (:class:`LogTicks`; ``1e-6`` beyond :data:`LOG_DECIMALS` decades), not ``$10^{-3}$``, whose
+   exponent matplotlib draws at 0.7 of the tick size (6.3 pt: 8.6 px, where "10⁻²" reads "10⁻⁷").
 5. **Legends never over data**: :func:`place_legend` puts a legend where it covers no plotted
-   point (inside the axes if a corner is free, else outside them); the PNG records how many data
-   points lie under each legend and the site check fails a figure where any do.
-6. Every figure reaches the page through the book's PNG formatter (installed by :func:`use_style`
-   in a notebook, used by :mod:`mlmbook.widgets`): it draws at :data:`PNG_DPI` (sharp on high-
-   density screens), shows at :data:`DISPLAY_DPI` and writes into the PNG the smallest font it
-   drew (:func:`png_record`). ``python -m mlmbook check-site`` reads that record and the width at
-   which the browser shows the image and fails a figure whose smallest text is under
-   :data:`MIN_TEXT_PX` (10 px) on the page (:func:`rendered_text_px`).
+   point (inside the axes if a corner is free, else outside them).
+6. Every figure reaches the page through the book's PNG formatter (:func:`figure_png`, installed
+   by :func:`use_style`): drawn at :data:`PNG_DPI`, shown at :data:`DISPLAY_DPI`, with a record
+   (:mod:`.record`) from which ``python -m mlmbook check-site`` fails a figure whose smallest text
+   is under :data:`MIN_TEXT_PX` (10 px) on the page (:func:`rendered_text_px`), or whose legend or
+   point labels cover data.
 
-Statistical figures use seaborn (``sns.heatmap``, ``sns.pointplot``, ``sns.histplot``); every
-drawing function here works on a matplotlib ``Axes`` (created if not given) and returns it, so
-chapters compose figures with :func:`figure` and keep control of layout.
+Statistical figures use seaborn; every drawing function here works on a matplotlib ``Axes``
+(created if not given) and returns it, so chapters compose figures with :func:`figure`.
 """
 from __future__ import annotations
 
+import itertools
 import math
+from dataclasses import dataclass
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -50,19 +46,16 @@ from .record import (
     DISPLAY_DPI,
     PNG_DPI,
     box_overlaps,
-    drawn_font_sizes,
     figure_png,
-    label_overlaps,
     legend_overlaps,
     png_record,
     rendered_text_px,
 )
 
 __all__ = ["use_style", "figure", "column_width", "figure_png", "png_record", "rendered_text_px",
-           "drawn_font_sizes", "legend_overlaps", "place_legend", "label_overlaps", "place_labels",
-           "LogTicks", "LOG_DECIMALS", "log_tick_text",
-           "arcs", "heatmap", "distribution_bars", "regime_map", "PALETTE",
-           "COLUMN_IN", "COLUMN_PX", "MIN_FONT_PT", "MIN_TEXT_PX", "MAX_PANELS_PER_ROW"]
+           "legend_overlaps", "place_legend", "place_labels", "LogTicks", "LOG_DECIMALS",
+           "log_tick_text", "arcs", "heatmap", "distribution_bars", "regime_map", "RegimeStyle",
+           "PALETTE", "COLUMN_IN", "COLUMN_PX", "MIN_FONT_PT", "MIN_TEXT_PX", "MAX_PANELS_PER_ROW"]
 
 PALETTE = {"gold": "#3a3a3a", "hit": "#1b9e77", "miss": "#d95f02", "extra": "#7570b3",
            "truth": "#3a3a3a", "mlm": "#1f78b4", "alt": "#e6ab02", "muted": "#bbbbbb"}
@@ -89,7 +82,9 @@ def use_style():
     top and right spines removed. Inside a notebook it also installs the book's PNG formatter
     (:func:`figure_png`), which records the smallest font of every figure for the site check.
     """
-    _activate_backend()
+    ip = _ipython()
+    if ip is not None:
+        plt.close(plt.figure())  # the inline backend loads now, not over these settings later
     sns.set_theme(context="notebook", style="whitegrid", palette="colorblind")
     plt.rcParams.update({
         "figure.dpi": DISPLAY_DPI, "savefig.dpi": PNG_DPI, "figure.figsize": (COLUMN_IN, 3.2),
@@ -101,28 +96,20 @@ def use_style():
         "legend.frameon": False, "image.cmap": "viridis",
     })
     register_scale(_BookLogScale)             # every log axis: plain-number ticks (LogTicks)
-    _install_formatter()
+    if ip is not None:
+        _install_formatter(ip)
 
 
-def _activate_backend() -> None:
-    """Load pyplot's backend now (in a kernel: the inline backend and its formatters), so that
-    what :func:`use_style` sets afterwards is not overwritten when the first figure is made."""
+def _ipython():
+    """The running IPython shell (a kernel), or None."""
     try:
         from IPython import get_ipython
     except ImportError:
-        return
-    if get_ipython() is not None:
-        plt.close(plt.figure())
+        return None
+    return get_ipython()
 
 
-def _install_formatter() -> None:
-    try:
-        from IPython import get_ipython
-    except ImportError:
-        return
-    ip = get_ipython()
-    if ip is None:
-        return
+def _install_formatter(ip) -> None:
     from matplotlib.figure import Figure
 
     formatters = ip.display_formatter.formatters
@@ -140,11 +127,7 @@ def _png_output(fig):
 
 class LogTicks(LogFormatter):
     """Log-axis tick labels in plain numbers: ``0.01``, ``1``, ``1,000`` (``2e-6`` beyond
-    :data:`LOG_DECIMALS` decades), drawn at the tick size — no mathtext exponent to shrink.
-
-    Which ticks get a label (decades only, or also 2 and 5 on a short axis) is matplotlib's
-    :class:`~matplotlib.ticker.LogFormatter` rule.
-    """
+    :data:`LOG_DECIMALS` decades), drawn at the tick size — no mathtext exponent to shrink."""
 
     def _num_to_string(self, x, vmin, vmax):
         return log_tick_text(x)
@@ -188,10 +171,9 @@ LEGEND_SPOTS = ("upper right", "upper left", "lower right", "lower left", "cente
 def place_legend(ax, *args, spots=LEGEND_SPOTS, outside: str = "right", **kw):
     """Draw ``ax``'s legend where it covers no plotted data point; returns the Legend.
 
-    Tries each of ``spots`` inside the axes and keeps the first whose box holds none of the
-    axes' data points (:func:`mlmbook.plotting.record.legend_overlaps`, the measure the site check
-    reads); when every spot covers data, puts the legend outside the axes, to the ``"right"``
-    or ``"below"`` (``outside``).
+    Tries each of ``spots`` inside the axes and keeps the first that covers no data
+    (:func:`legend_overlaps`, what the site check reads); else puts the legend outside the axes,
+    to the ``"right"`` or ``"below"`` (``outside``).
 
     Parameters
     ----------
@@ -223,11 +205,10 @@ def place_labels(ax, points, names, **kw) -> list:
     """Label each point of ``ax`` beside it where the label covers no data, error bar or other
     label.
 
-    For each point in turn, tries offsets in eight directions at growing distances
-    (:data:`LABEL_DIRECTIONS`, :data:`LABEL_DISTANCES`; a thin leader line from :data:`LEADER_FROM`
-    on) and keeps the first whose box covers nothing (:func:`mlmbook.plotting.record.box_overlaps`,
-    what the PNG's ``labels-over-data`` record counts), else the one covering least. Call it after
-    everything is plotted and the limits are set.
+    For each point, tries offsets in eight directions at growing distances (a thin leader line
+    from :data:`LEADER_FROM` on) and keeps the first whose box covers nothing (:func:`box_overlaps`,
+    what the PNG's record counts), else the one covering least. Call it after everything is
+    plotted and the limits are set.
 
     Parameters
     ----------
@@ -257,30 +238,27 @@ def place_labels(ax, points, names, **kw) -> list:
     for k, ((x, y), name) in enumerate(zip(points, names)):
         color = colors[k] if isinstance(colors, (list, tuple)) else colors
         best = None
-        for distance in LABEL_DISTANCES:
-            for dx, dy in LABEL_DIRECTIONS:
-                lead = {"arrowprops": {"arrowstyle": "-", "lw": 0.6, "color": "0.45", "shrinkA": 1,
-                                       "shrinkB": 4}} if distance >= LEADER_FROM else {}
-                label = ax.annotate(name, (x, y), textcoords="offset points",
-                                    xytext=(dx * distance, dy * distance), color=color,
-                                    ha={1: "left", -1: "right", 0: "center"}[dx],
-                                    va={1: "bottom", -1: "top", 0: "center"}[dy], **lead, **kw)
-                label.set_in_layout(False)  # the axes keep their place: offsets stay true
-                label.update_positions(renderer)            # where it is drawn, not a cached place
-                words = Text.get_window_extent(label, renderer)  # the words, not the leader line
-                box = Bbox.from_extents(words.x0 - LABEL_PAD, words.y0 - LABEL_PAD,
-                                        words.x1 + LABEL_PAD, words.y1 + LABEL_PAD)
-                outside = not (ax.bbox.x0 <= box.x0 and box.x1 <= ax.bbox.x1
-                               and ax.bbox.y0 <= box.y0 and box.y1 <= ax.bbox.y1)
-                cost = box_overlaps(box, pts, patches, boxes, renderer) + 0.5 * outside
-                if best is None or cost < best[0]:
-                    if best is not None:
-                        best[1].remove()
-                    best = (cost, label, box)
-                else:
-                    label.remove()
-                if best[0] == 0:
-                    break
+        for distance, (dx, dy) in itertools.product(LABEL_DISTANCES, LABEL_DIRECTIONS):
+            lead = {"arrowprops": {"arrowstyle": "-", "lw": 0.6, "color": "0.45", "shrinkA": 1,
+                                   "shrinkB": 4}} if distance >= LEADER_FROM else {}
+            label = ax.annotate(name, (x, y), textcoords="offset points",
+                                xytext=(dx * distance, dy * distance), color=color,
+                                ha={1: "left", -1: "right", 0: "center"}[dx],
+                                va={1: "bottom", -1: "top", 0: "center"}[dy], **lead, **kw)
+            label.set_in_layout(False)  # the axes keep their place: offsets stay true
+            label.update_positions(renderer)            # where it is drawn, not a cached place
+            words = Text.get_window_extent(label, renderer)  # the words, not the leader line
+            box = Bbox.from_extents(words.x0 - LABEL_PAD, words.y0 - LABEL_PAD,
+                                    words.x1 + LABEL_PAD, words.y1 + LABEL_PAD)
+            outside = not (ax.bbox.x0 <= box.x0 and box.x1 <= ax.bbox.x1
+                           and ax.bbox.y0 <= box.y0 and box.y1 <= ax.bbox.y1)
+            cost = box_overlaps(box, pts, patches, boxes, renderer) + 0.5 * outside
+            if best is None or cost < best[0]:
+                if best is not None:
+                    best[1].remove()
+                best = (cost, label, box)
+            else:
+                label.remove()
             if best[0] == 0:
                 break
         placed.append(best[1])
@@ -364,12 +342,8 @@ def _edge_set(edges):
     return {tuple(sorted(e)) for e in edges}
 
 
-def heatmap(M, labels=None, ax=None, cmap="viridis", title=None, colorbar=True, fmt=None, **kw):
-    """A labelled matrix (e.g. a dependency-score matrix over a sentence's words).
-
-    Labels are 9 pt; cell numbers (``fmt``) 8 pt, so a heatmap with numbers should take the
-    column's width (or half of it for at most ~8 columns).
-    """
+def heatmap(M, labels=None, ax=None, cmap="viridis", colorbar=True, **kw):
+    """A labelled matrix (e.g. a dependency-score matrix over a sentence's words), labels 9 pt."""
     M = np.asarray(M, dtype=float)
     ax = _axes(ax, (min(COLUMN_IN, 0.45 * M.shape[1] + 2), 0.45 * M.shape[0] + 1))
     im = ax.imshow(M, cmap=cmap, **kw)
@@ -378,14 +352,8 @@ def heatmap(M, labels=None, ax=None, cmap="viridis", title=None, colorbar=True, 
         rows, cols = (labels, labels) if not isinstance(labels, tuple) else labels
         ax.set_xticks(range(len(cols)), cols, rotation=60, ha="right", fontsize=MIN_FONT_PT)
         ax.set_yticks(range(len(rows)), rows, fontsize=MIN_FONT_PT)
-    if fmt:
-        for (r, c), v in np.ndenumerate(M):
-            if np.isfinite(v):
-                ax.text(c, r, format(v, fmt), ha="center", va="center", fontsize=8, color="w")
     if colorbar:
         plt.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
-    if title:
-        ax.set_title(title)
     return ax
 
 
@@ -408,21 +376,32 @@ def distribution_bars(dists: dict, vocab, top: int = 12, ax=None, title=None):
     return ax
 
 
-def regime_map(kl, value, lo=None, hi=None, *, ax=None, truth=None, label=None, color=None,
-               names=None, ylabel=None, truth_label="truth"):
+@dataclass(frozen=True)
+class RegimeStyle:
+    """The marks of one method in :func:`regime_map`: legend ``label`` and ``color``, y-axis
+    ``ylabel``, rung ``names`` written next to the points, and a dashed reference line at the
+    truth's own value ``truth`` (legend ``truth_label``)."""
+
+    label: str | None = None
+    color: str | None = None
+    ylabel: str | None = None
+    names: object = None
+    truth: float | None = None
+    truth_label: str = "truth"
+
+
+def regime_map(kl, value, lo=None, hi=None, *, ax=None, style: RegimeStyle = RegimeStyle()):
     r"""A paper's quantity across the model ladder: one point per rung against its KL to the truth.
 
     The x-axis is the rung's mean single-site :math:`\mathrm{KL}(p\,\|\,q)` (log scale, the truth at
-    the left: closer to the truth means smaller KL); error bars show ``[lo, hi]``; a dashed line
-    marks the truth's own value. Call once per method on the same axes, the one with ``names`` last:
-    rung names are placed (:func:`place_labels`) where they cover nothing drawn so far.
+    the left); error bars show ``[lo, hi]``. Call once per method on the same axes, the one with
+    rung names last (:func:`place_labels` places them).
 
     Parameters
     ----------
     kl, value : sequences of float (one per rung)
     lo, hi : sequences of float, optional   interval ends (e.g. 95 % bootstrap)
-    truth : float, optional                 the truth's value (a reference line)
-    names : sequences of str, optional      rung names, written next to the points
+    style : RegimeStyle                     labels, colour, rung names and the truth's line
     """
     ax = _axes(ax, size=(COLUMN_IN, 3.4))
     kl, value = np.asarray(kl, float), np.asarray(value, float)
@@ -430,14 +409,16 @@ def regime_map(kl, value, lo=None, hi=None, *, ax=None, truth=None, label=None, 
     err = None
     if lo is not None and hi is not None:
         err = np.vstack([value - np.asarray(lo, float), np.asarray(hi, float) - value])[:, order]
-    ax.errorbar(kl[order], value[order], yerr=err, fmt="o-", capsize=3, label=label, color=color, lw=1.2)
-    if truth is not None:
-        ax.axhline(truth, ls="--", color=PALETTE["truth"], lw=1, label=truth_label)
+    s = style
+    ax.errorbar(kl[order], value[order], yerr=err, fmt="o-", capsize=3, label=s.label, color=s.color,
+                lw=1.2)
+    if s.truth is not None:
+        ax.axhline(s.truth, ls="--", color=PALETTE["truth"], lw=1, label=s.truth_label)
     ax.set_xscale("log")
     ax.set_xlabel("mean single-site KL to the truth (nats, log scale)")
-    if ylabel:
-        ax.set_ylabel(ylabel)
+    if s.ylabel:
+        ax.set_ylabel(s.ylabel)
     ax.grid(True, which="both", alpha=0.2)
-    if names is not None:
-        place_labels(ax, list(zip(kl, value)), [str(n) for n in names], color="0.3")
+    if s.names is not None:
+        place_labels(ax, list(zip(kl, value)), [str(n) for n in s.names], color="0.3")
     return ax

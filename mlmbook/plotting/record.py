@@ -5,17 +5,14 @@ Every figure reaches the page through :func:`figure_png` (the book's PNG formatt
 
 * ``mlmbook-min-font-pt`` — the smallest font size (points) of any text drawn;
 * ``mlmbook-min-tick-pt`` — the smallest *glyph* of any tick label (and axis offset text), mathtext
-  super- and subscripts included: ``$10^{-2}$`` at 9 pt draws its exponent at 6.3 pt, which the font
-  size alone does not show (matplotlib shrinks scripts by 0.7);
+  scripts included (``$10^{-2}$`` at 9 pt draws its exponent at 0.7 × 9 = 6.3 pt);
 * ``mlmbook-legend-over-data`` — how many plotted data points lie under a legend
   (:func:`legend_overlaps`);
 * ``mlmbook-labels-over-data`` — how many point labels (``ax.annotate``) cover a data point, an
   error bar or another label (:func:`label_overlaps`);
 * ``mlmbook-dpi`` and ``mlmbook-display-dpi`` — the resolution drawn and the one shown at.
 
-``python -m mlmbook check-site`` reads them with :func:`png_record` and the width at which the
-browser shows the image; :func:`rendered_text_px` turns a size in points into CSS pixels on the
-page.
+``python -m mlmbook check-site`` reads them with :func:`png_record`.
 
 What counts as data under a legend (display coordinates, inside the axes): the vertices of every
 line of the axes, reference lines across them (``axhline``) included, and points every 2 px along
@@ -32,8 +29,8 @@ from contextlib import contextmanager
 
 import numpy as np
 
-__all__ = ["figure_png", "png_record", "rendered_text_px", "drawn_font_sizes", "legend_overlaps",
-           "label_overlaps", "box_overlaps", "smallest_glyph_pt", "RECORD_KEYS", "PNG_DPI", "DISPLAY_DPI"]
+__all__ = ["figure_png", "png_record", "rendered_text_px", "legend_overlaps", "label_overlaps",
+           "box_overlaps", "smallest_glyph_pt", "RECORD_KEYS", "PNG_DPI", "DISPLAY_DPI"]
 
 DISPLAY_DPI = 100        # pixels per inch at which a figure is shown (6.8 in -> 680 px)
 PNG_DPI = 200            # pixels per inch drawn into the PNG (2x: sharp on high-density screens)
@@ -70,8 +67,8 @@ def smallest_glyph_pt(text) -> float:
 
 
 @contextmanager
-def _recording_text(fig=None):
-    """Collect, while a figure draws, the size of every text drawn (visible, non-empty) and the
+def _recording_text(fig):
+    """Collect, while ``fig`` draws, the size of every text drawn (visible, non-empty) and the
     smallest glyph of every tick label and axis offset text."""
     from matplotlib.axis import Tick
     from matplotlib.text import Text
@@ -79,9 +76,7 @@ def _recording_text(fig=None):
     sizes: list[float] = []
     ticks: list[float] = []
     state = {"in_tick": 0}
-    offsets = set()
-    if fig is not None:
-        offsets = {id(a.offsetText) for ax in fig.axes for a in (ax.xaxis, ax.yaxis)}
+    offsets = {id(a.offsetText) for ax in fig.axes for a in (ax.xaxis, ax.yaxis)}
     text_draw, tick_draw = Text.draw, Tick.draw
 
     def draw_text(self, renderer):
@@ -105,20 +100,11 @@ def _recording_text(fig=None):
         Text.draw, Tick.draw = text_draw, tick_draw
 
 
-def drawn_font_sizes(fig) -> list[float]:
-    """The font sizes (points) of every text the figure draws: tick labels, legends, annotations."""
-    with _recording_text(fig) as (sizes, _):
-        fig.canvas.draw()
-    return sizes
-
-
 # --------------------------------------------------------------------------- legends over data
 
 def _renderer(fig):
-    get = getattr(fig.canvas, "get_renderer", None)
-    if get is not None:
-        return get()
-    return fig._get_renderer()                      # a canvas without its own renderer (pdf, svg)
+    """The canvas's renderer; the figure's own where the canvas has none (pdf, svg)."""
+    return getattr(fig.canvas, "get_renderer", fig._get_renderer)()
 
 
 def _along(xy: np.ndarray, step: float = SEGMENT_STEP_PX) -> np.ndarray:
@@ -163,41 +149,19 @@ def _data_points(ax) -> tuple[np.ndarray, list]:
 
 
 def legend_overlaps(fig, legends=None) -> int:
-    """How many plotted data points (and data patches) of ``fig`` lie under its legends.
-
-    Parameters
-    ----------
-    fig : matplotlib Figure, laid out (drawn once)
-    legends : list of Legend, optional
-        The legends to test (default: every axes' legend and the figure's own).
-
-    Returns
-    -------
-    int
-        Points strictly inside a legend's box (shrunk by 1 px), plus patches whose overlap with
-        it exceeds 4 px².
+    """How many plotted data points (and data patches) of a laid-out ``fig`` lie under its
+    ``legends`` (default: every axes' legend and the figure's own), counted by :func:`box_overlaps`.
     """
     renderer = _renderer(fig)
     if legends is None:
-        legends = [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None] + list(fig.legends)
+        legends = [ax.get_legend() for ax in fig.axes] + list(fig.legends)
     legends = [leg for leg in legends if leg is not None and leg.get_visible()]
     if not legends:
         return 0
     data = [_data_points(ax) for ax in fig.axes]
-    count = 0
-    for leg in legends:
-        b = leg.get_window_extent(renderer)
-        x0, y0, x1, y1 = b.x0 + 1, b.y0 + 1, b.x1 - 1, b.y1 - 1
-        if x1 <= x0 or y1 <= y0:
-            continue
-        for pts, patches in data:
-            count += int(np.sum((pts[:, 0] > x0) & (pts[:, 0] < x1) & (pts[:, 1] > y0) & (pts[:, 1] < y1)))
-            for patch in patches:
-                p = patch.get_window_extent(renderer)
-                w = min(p.x1, x1) - max(p.x0, x0)
-                h = min(p.y1, y1) - max(p.y0, y0)
-                count += int(w > 0 and h > 0 and w * h > 4)
-    return count
+    boxes = [leg.get_window_extent(renderer) for leg in legends]
+    return sum(box_overlaps(box, pts, patches, [], renderer)
+               for box in boxes for pts, patches in data)
 
 
 def box_overlaps(box, pts: np.ndarray, patches, boxes, renderer) -> int:
@@ -238,11 +202,8 @@ def label_overlaps(fig) -> int:
 # --------------------------------------------------------------------------- the recorded PNG
 
 def figure_png(fig, dpi: int = PNG_DPI) -> tuple[bytes, int]:
-    """The figure as the book shows it: a PNG at ``dpi`` carrying its record, and its width.
-
-    The PNG holds the ``tEXt`` chunks of the module docstring; the width returned (pixels at
-    :data:`DISPLAY_DPI`) is the size to show it at.
-    """
+    """The figure as the book shows it: a PNG at ``dpi`` carrying its record (the module
+    docstring's ``tEXt`` chunks), and the width to show it at (pixels at :data:`DISPLAY_DPI`)."""
     with _recording_text(fig) as (sizes, ticks):
         buf = io.BytesIO()
         fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight", pad_inches=0.05,

@@ -15,23 +15,9 @@ seed t                     ``ttest_1samp`` over the seed values and each seed's 
                            rows (or its recorded standard error); the equivalence by the t TOST
 =========================  ======================================================================
 
-and checks the rules of :mod:`mlmbook.stats.study`:
-
-* the **guard**: the smallest p-value each of the two methods can reach, from the count of units
-  that differ (:math:`2/2^k` for a sign-flip), must be :math:`\le \alpha'` for a direction, and the
-  recorded ``feasible`` must say so;
-* the **verdict**: an answer without a side is "inconclusive" only when the guard holds and the
-  detectable effect is at most :math:`\delta`, else "cannot decide";
-* the **power**: the detectable effect re-computed from the rows — normal quantiles over units, the
-  noncentral t over seeds (:func:`scipy.stats.nct`) — must match the recorded one;
-* a **direction** must be confirmed by every re-derivation, and its recorded interval must exclude
-  the reference;
-* an **equivalence** must be confirmed by every TOST above and lie inside :math:`\pm\delta` by its
-  recorded :math:`1 - 2\alpha'` interval; an answer recorded *indistinguishable* fails when its
-  recorded TOST interval lies inside :math:`\pm\delta`, or (a record without one, made by the
-  earlier rule) when every TOST gives *equivalent*.
-
-:func:`audit` walks a whole results file.
+and checks the rules of :mod:`mlmbook.stats.study` (the guard, the verdict's label, the
+detectable effect by :func:`scipy.stats.nct` over seeds); a direction must be confirmed by every
+re-derivation, an equivalence by every TOST. :func:`audit` walks a whole results file.
 """
 from __future__ import annotations
 
@@ -83,12 +69,9 @@ def _seed_rows(rec) -> "OrderedDict[str, dict]":
     return out
 
 
-def _differ(e: np.ndarray) -> int:
-    return int(np.sum(np.abs(e) > 1e-15 * max(1.0, float(np.abs(e).max(initial=0.0)))))
-
-
 def _least_sign_flip_p(e: np.ndarray) -> float:
-    k = _differ(e)
+    """:math:`2^{1-k}` for the :math:`k` units that differ (1 when none)."""
+    k = int(np.sum(np.abs(e) > 1e-15 * max(1.0, float(np.abs(e).max(initial=0.0)))))
     return 1.0 if k == 0 else min(1.0, 2.0 ** (1 - k))
 
 

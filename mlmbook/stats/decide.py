@@ -10,10 +10,7 @@ test at the interval's level finds with 80 % power,
 
 .. math:: d_{\min} = \big(z_{1-\alpha'/2} + z_{\text{power}}\big)\, s .
 
-The per-verdict families of the third edition (a percentile bootstrap at :math:`1-\alpha/m` for each
-of 24–40 verdicts) are gone: a chapter's verdicts are its primary questions, answered by
-:class:`mlmbook.stats.Study`. :func:`walk_verdicts` finds any old-style record left in a results
-file.
+:func:`walk_verdicts` finds any old-style (per-verdict) record left in a results file.
 """
 from __future__ import annotations
 
@@ -24,14 +21,12 @@ from scipy.stats import norm
 from .intervals import Interval
 from .power import POWER
 
-__all__ = ["side", "within", "detectable_effect", "SIDES", "POWER", "walk_verdicts", "walk_records"]
-
-SIDES = ("above", "below", "equivalent", "indistinguishable", "undefined")
+__all__ = ["side", "within", "detectable_effect", "walk_verdicts", "walk_records"]
 
 
 def side(low: float, high: float, reference: float = 0.0, tolerance: float = 0.0,
          margin: float | None = None) -> str:
-    """The rule itself (see the module docstring): one of :data:`SIDES`."""
+    """The rule itself (see the module docstring): the side's name."""
     if any(isinstance(x, float) and math.isnan(x) for x in (low, high)):
         return "undefined"
     if low > reference + tolerance:
@@ -49,9 +44,9 @@ def within(low: float, high: float, reference: float, margin: float) -> bool:
 
 
 def detectable_effect(interval: Interval, power: float = POWER) -> float:
-    r"""The smallest true difference that a test at the interval's level detects with ``power``:
-    :math:`(z_{1-\alpha'/2} + z_{\text{power}})\, s`. Without a standard error, the interval's
-    half-width is read as :math:`z_{1-\alpha'/2}\,s`. ``inf`` when the interval is unbounded."""
+    r"""The smallest true difference a test at the interval's level detects with ``power`` (the
+    module docstring); without a standard error, the half-width is read as
+    :math:`z_{1-\alpha'/2}\,s`."""
     z = float(norm.ppf(0.5 + interval.level / 2))
     se = interval.se
     if not math.isfinite(se) or se <= 0:
@@ -75,10 +70,5 @@ def walk_records(results, kind: str, path: str = ""):
 
 
 def walk_verdicts(results: dict):
-    """Yield ``(key, record)`` for every recorded old-style verdict (``walk_records(results,
-    "verdict")``)."""
+    """Yield ``(key, record)`` for every recorded old-style verdict."""
     return walk_records(results, "verdict")
-
-
-
-

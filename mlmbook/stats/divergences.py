@@ -1,16 +1,7 @@
-r"""Divergences and mutual information — written once, used by every chapter.
+r"""Divergences and mutual information — written once, used by every chapter: :func:`kl`,
+:func:`jsd`, :func:`tv`, :func:`mutual_information`, :func:`ppl`.
 
 All functions take probabilities (not logits) as array-likes and work in nats.
-
-============================  ==========================================================
-function                      quantity
-============================  ==========================================================
-:func:`kl`                    :math:`\mathrm{KL}(p\|q)=\sum_x p(x)\log\frac{p(x)}{q(x)}`
-:func:`jsd`                   Jensen–Shannon divergence, at most :math:`\log 2`
-:func:`tv`                    total variation :math:`\tfrac12\sum_x|p(x)-q(x)|`
-:func:`mutual_information`    :math:`I(A;B)` of a two-way joint (or a stack of them)
-:func:`ppl`                   per-token perplexity of pairs
-============================  ==========================================================
 """
 from __future__ import annotations
 
@@ -56,11 +47,8 @@ def jsd(p, q, axis=-1):
 
 
 def tv(p, q, axis=None):
-    r"""Total variation distance :math:`\tfrac12\sum_x |p(x)-q(x)|` (over every axis by default).
-
-    The share of probability mass that must move to turn ``q`` into ``p``: unlike a maximum
-    per-cell error it sees mass spread thinly over many wrong cells.
-    """
+    r"""Total variation distance :math:`\tfrac12\sum_x |p(x)-q(x)|` (over every axis by default):
+    the share of probability mass that must move to turn ``q`` into ``p``."""
     out = 0.5 * np.abs(as_array(p) - as_array(q)).sum(axis=axis)
     return float(out) if np.ndim(out) == 0 else out
 

@@ -3,24 +3,11 @@ r"""Intervals fit for their data — the first half of the book's one decision r
 Every estimate a chapter turns into a verdict comes with an :class:`Interval`: the estimate,
 its lower and upper ends at a stated level, the method, the number of units (sentences, pairs,
 seeds) and the standard error from which :mod:`mlmbook.stats.decide` computes the smallest
-effect the sample could have detected.
-
-=================================  ======================================================================
-constructor                        use it for
-=================================  ======================================================================
-:func:`bootstrap`                  any statistic of rows (a mean, a median, a paired difference); with
-                                   ``groups`` a *hierarchical* bootstrap: training seeds, then
-                                   sentences within each seed
-:func:`ratio`                      a ratio of sums over units, :math:`\sum_k c_k / \sum_k g_k` (corpus
-                                   UUAS), paired or not; 0/0 is *undefined*, never 0
-:func:`t_interval`                 the mean of a few values (n < 30, e.g. one number per training seed)
-:func:`proportion`                 k successes in n trials: Wilson, or Clopper–Pearson (``exact``)
-:func:`censored_median`            a median of waiting times capped at a horizon (Kaplan–Meier); a median
-                                   beyond the cap is a lower bound, never :math:`+\infty`
-:func:`undefined`                  a quantity that has no value (0/0), with the reason
-=================================  ======================================================================
-
-An :class:`Interval` unpacks as ``estimate, low, high``.
+effect the sample could have detected. Its constructors: :func:`bootstrap` (any statistic of rows,
+hierarchical over seeds), :func:`ratio` (a ratio of sums over units), :func:`t_interval` (a few
+values), :func:`proportion` (k of n), :func:`censored_median` (waiting times capped at a horizon)
+and :func:`undefined` (no value, with the reason). An :class:`Interval` unpacks as
+``estimate, low, high``.
 """
 from __future__ import annotations
 
@@ -82,9 +69,7 @@ class Interval:
     note: str = ""
 
     def __iter__(self):
-        yield self.estimate
-        yield self.low
-        yield self.high
+        return iter((self.estimate, self.low, self.high))
 
     @property
     def defined(self) -> bool:
@@ -94,17 +79,6 @@ class Interval:
     @property
     def width(self) -> float:
         return self.high - self.low
-
-    def shift(self, by: float) -> "Interval":
-        """The same interval moved by ``by`` (e.g. a value minus a known constant)."""
-        return _replace(self, estimate=self.estimate + by, low=self.low + by, high=self.high + by)
-
-    def scale(self, by: float) -> "Interval":
-        """The same interval multiplied by ``by > 0`` (e.g. a rank divided by a width)."""
-        if by <= 0:
-            raise ValueError("scale an interval by a positive number")
-        return _replace(self, estimate=self.estimate * by, low=self.low * by, high=self.high * by,
-                        se=self.se * by)
 
     def format(self, digits: int = 3, unit: str = "", percent: bool = False) -> str:
         """``"0.123 [0.101, 0.146]"`` (or ``"12.3 % [10.1, 14.6]"``, ``"more than 400"``,
@@ -132,11 +106,12 @@ class Interval:
 
     def to_record(self) -> dict:
         """A plain dict for a results file (``kind: "interval"``); infinite ends become strings."""
-        return {"kind": "interval", **{k: _finite_or_text(v) for k, v in asdict(self).items()}}
+        return {"kind": "interval", **{k: finite_or_text(v) for k, v in asdict(self).items()}}
 
     @classmethod
     def from_record(cls, d: dict) -> "Interval":
-        return cls(**{k: _text_to_float(v) if k in _FLOATS else v for k, v in d.items() if k != "kind"})
+        return cls(**{k: float(v) if k in _FLOATS and isinstance(v, str) else v
+                      for k, v in d.items() if k != "kind"})
 
     @classmethod
     def from_answer(cls, record: dict) -> "Interval":
@@ -153,8 +128,7 @@ def _replace(iv: Interval, **kw) -> Interval:
 
 
 def _num(x: float, digits: int) -> str:
-    """``x`` at ``digits`` decimals, never ``-0.000``; an exact zero is ``0`` (no digits it does not
-    have)."""
+    """``x`` at ``digits`` decimals, never ``-0.000``; an exact zero is ``0``."""
     if not math.isfinite(x):
         return "∞" if x > 0 else "−∞" if x < 0 else "undefined"
     if x == 0:
@@ -163,21 +137,16 @@ def _num(x: float, digits: int) -> str:
 
 
 def unsigned_zero(x: float, digits: int = 3) -> float:
-    """``x``, or 0.0 where it is negative and rounds to zero at ``digits`` decimals: the book's
-    one rule that no page shows ``-0.000`` (:meth:`Interval.format` writes its text by the same
-    rule)."""
+    """``x``, or 0.0 where it is negative and rounds to zero at ``digits`` decimals: no page shows
+    ``-0.000``."""
     x = float(x)
     return 0.0 if -0.5 * 10 ** -digits < x < 0 else x
 
 
-def _finite_or_text(v):
+def finite_or_text(v):
     if isinstance(v, float) and not math.isfinite(v):
         return "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")
     return v
-
-
-def _text_to_float(v):
-    return float(v) if isinstance(v, str) else v
 
 
 # ---------------------------------------------------------------------------------- helpers
@@ -218,14 +187,19 @@ def _draws(rng, n_units: int, n_boot: int, groups: np.ndarray | None, chunk: int
         yield table[pick[..., None], within].reshape(r, G * m)
 
 
-def _groups_or_none(groups, n):
-    if groups is None:
-        return None, 1
-    g = np.asarray(groups)
-    if len(g) != n:
-        raise ValueError(f"groups has {len(g)} labels for {n} rows")
-    k = len(np.unique(g))
-    return (g if k > 1 else None), k
+def _replicates(n: int, level: float, n_boot: int | None, seed: int, groups):
+    """The replicates' index arrays (:func:`_draws`), the number of groups, the method's words."""
+    g, k = None, 1
+    if groups is not None:
+        g = np.asarray(groups)
+        if len(g) != n:
+            raise ValueError(f"groups has {len(g)} labels for {n} rows")
+        k = len(np.unique(g))
+        g = g if k > 1 else None
+    n_boot = n_boot or replicates_for(level)
+    chunk = max(1, min(n_boot, 4_000_000 // n))
+    how = "percentile bootstrap over " if g is None else "hierarchical bootstrap over seeds and "
+    return _draws(np.random.default_rng(seed), n, n_boot, g, chunk), k, how
 
 
 # ---------------------------------------------------------------------------------- constructors
@@ -240,7 +214,7 @@ def bootstrap(stat: Callable, *samples, level: float = LEVEL, n_boot: int | None
     Parameters
     ----------
     level : float
-        Coverage; a verdict family sets it (:attr:`mlmbook.stats.Family.level`).
+        Coverage (default :data:`LEVEL`).
     n_boot : int, optional
         Replicates (default :func:`replicates_for` the level).
     groups : array_like (N,), optional
@@ -255,22 +229,19 @@ def bootstrap(stat: Callable, *samples, level: float = LEVEL, n_boot: int | None
     n = len(xs[0])
     if n == 0 or any(len(x) != n for x in xs):
         raise ValueError("bootstrap needs non-empty samples of equal length")
-    g, k = _groups_or_none(groups, n)
-    n_boot = n_boot or replicates_for(level)
-    rng = np.random.default_rng(seed)
-    chunk = max(1, min(n_boot, 4_000_000 // max(n, 1)))
+    draws, k, how = _replicates(n, level, n_boot, seed, groups)
     reps = np.concatenate([np.asarray(stat(*[x[idx] for x in xs]), dtype=float).reshape(-1)
-                           for idx in _draws(rng, n, n_boot, g, chunk)])
+                           for idx in draws])
     est = float(stat(*xs))
     if not math.isfinite(est):
         return undefined(f"the statistic has no value on these {n} {what}", n=n, level=level)
     lo, hi = _percentile(reps, level)
-    how = "hierarchical bootstrap over seeds and " + what if g is not None else f"percentile bootstrap over {what}"
-    return Interval(est, min(lo, est), max(hi, est), level, how, n, float(np.nanstd(reps)), k)
+    se = float(np.nanstd(reps))
+    return Interval(est, min(lo, est), max(hi, est), level, how + what, n, se, k)
 
 
 def ratio(correct, total, minus=None, level: float = LEVEL, n_boot: int | None = None,
-          seed: int = 0, groups=None, what: str = "sentences") -> Interval:
+          seed: int = 0) -> Interval:
     r"""A ratio of sums over units, with a (cluster) bootstrap over units.
 
     .. math:: r = \frac{\sum_k c_k}{\sum_k g_k}
@@ -293,20 +264,14 @@ def ratio(correct, total, minus=None, level: float = LEVEL, n_boot: int | None =
         raise ValueError("need equal-length, non-empty 1-d arrays")
     if g.sum() == 0:
         return undefined("the denominator is zero (0/0)", n=len(g), level=level)
-    grp, k = _groups_or_none(groups, len(g))
-    n_boot = n_boot or replicates_for(level)
-    rng = np.random.default_rng(seed)
-    chunk = max(1, min(n_boot, 4_000_000 // len(g)))
-    reps = []
+    draws, k, how = _replicates(len(g), level, n_boot, seed, None)
     with np.errstate(invalid="ignore", divide="ignore"):
-        for idx in _draws(rng, len(g), n_boot, grp, chunk):
-            reps.append(d[idx].sum(axis=1) / g[idx].sum(axis=1))
-    reps = np.concatenate(reps)
+        reps = np.concatenate([d[idx].sum(axis=1) / g[idx].sum(axis=1) for idx in draws])
     reps[~np.isfinite(reps)] = np.nan
     est = float(d.sum() / g.sum())
     lo, hi = _percentile(reps, level)
     se = float(np.nanstd(reps))
-    how = ("hierarchical bootstrap over seeds and " if grp is not None else "percentile bootstrap over ") + what
+    how += "sentences"
     if minus is None and _counts(c, g):
         w = proportion(int(c.sum()), int(g.sum()), level=level)
         lo, hi = min(lo, w.low), max(hi, w.high)
@@ -329,10 +294,8 @@ def _zero_event_se(n: int, level: float) -> float:
 
 
 def t_interval(values, level: float = LEVEL, what: str = "seeds") -> Interval:
-    """Mean and Student-t interval of a few values (one per training seed, say).
-
-    With one value there is no spread to estimate: the interval is undefined.
-    """
+    """Mean and Student-t interval of a few values (one per training seed, say); undefined for
+    one value."""
     v = as_array(values).ravel()
     if len(v) < 2:
         return undefined(f"one {what[:-1] if what.endswith('s') else what} gives no spread", n=len(v), level=level)
@@ -345,10 +308,7 @@ def t_interval(values, level: float = LEVEL, what: str = "seeds") -> Interval:
 
 def proportion(k: int, n: int, level: float = LEVEL, exact: bool = False) -> Interval:
     """``k`` successes in ``n`` trials: the Wilson score interval, or Clopper–Pearson with
-    ``exact``.
-
-    Neither has zero width at 0 % or 100 %.
-    """
+    ``exact``; neither has zero width at 0 % or 100 %."""
     if n <= 0:
         return undefined("no trials (0/0)", n=0, level=level)
     if not 0 <= k <= n:
@@ -400,14 +360,10 @@ def censored_median(times, censored, level: float = LEVEL, cap: float | None = N
         S *= 1 - d / at_risk
         if at_risk > d:
             var_sum += d / (at_risk * (at_risk - d))
-        surv.append(S)
-        if 0 < S < 1:                                      # log-log band (Kalbfleisch–Prentice)
-            sd = math.sqrt(var_sum) / abs(math.log(S))
-            low_band.append(S ** math.exp(z * sd))
-            high_band.append(S ** math.exp(-z * sd))
-        else:
-            low_band.append(S)
-            high_band.append(S if S > 0 else 0.0)
+        surv.append(S)                                     # log-log band (Kalbfleisch–Prentice)
+        sd = math.sqrt(var_sum) / abs(math.log(S)) if 0 < S < 1 else 0.0
+        low_band.append(S ** math.exp(z * sd))
+        high_band.append(S ** math.exp(-z * sd))
     surv, lo_b, hi_b = np.array(surv), np.array(low_band), np.array(high_band)
     n = len(t)
     method = f"Kaplan–Meier over {n} runs ({int(c.sum())} censored)"
@@ -427,7 +383,6 @@ def censored_median(times, censored, level: float = LEVEL, cap: float | None = N
 
 
 def undefined(reason: str, n: int = 0, level: float = LEVEL) -> Interval:
-    """A quantity with no value (0/0, one seed's spread): no estimate, no verdict, the reason
-    kept."""
+    """A quantity with no value (0/0, one seed's spread): no estimate, no verdict, its reason."""
     return Interval(NAN, NAN, NAN, level, "undefined", n, NAN, note=reason)
 

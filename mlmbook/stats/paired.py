@@ -27,16 +27,9 @@ training seeds (a recipe)  Student **t over the seed means**
 Under :math:`H_0: \theta = \delta` the centred contributions :math:`e_k = d_k - \delta g_k` are
 symmetric about zero, so flipping their signs leaves their distribution unchanged; the p-value is
 the share of sign patterns whose :math:`|\sum_k s_k e_k|` reaches the observed :math:`|\sum_k e_k|`.
-With :math:`n` non-zero units the smallest attainable two-sided p-value is :math:`2/2^{n}`: six
-units can never reach :math:`\alpha/m = 0.0083`, whatever the data (the *feasibility guard* of
-:mod:`mlmbook.stats.study`). A percentile bootstrap at that level would still produce a side.
-
-Every test also inverts itself at :math:`1 - 2\alpha'` (:attr:`Tested.tost`, :func:`tost_level`):
-the two one-sided tests at :math:`\alpha'` of an equivalence (TOST) reject
-:math:`|\theta - r| \ge \delta` exactly when that interval lies inside :math:`r \pm \delta`.
-
-A ratio of two estimates whose denominator's interval contains 0 has no interval at all:
-:func:`fieller` returns *undefined*.
+With :math:`n` non-zero units the smallest attainable two-sided p-value is :math:`2/2^{n}`
+(:func:`min_p`; the *feasibility guard* of :mod:`mlmbook.stats.study`). Every test also inverts
+itself at :math:`1 - 2\alpha'` (:attr:`Tested.tost`, :func:`tost_level`).
 """
 from __future__ import annotations
 
@@ -72,18 +65,15 @@ class Tested:
     p : float
         Two-sided p-value against ``reference``.
     min_p : float
-        The smallest p-value this test could give on a sample of this size (1/B for a
-        bootstrap): above :math:`\alpha/m` no direction is possible.
+        The smallest p-value this test could give on a sample of this size (1/B for a bootstrap).
     p_error : float
         Monte Carlo standard error of ``p`` (0 when exact).
     test : str
         ``"sign-flip"``, ``"bootstrap-t"`` or ``"seed t"``.
     reference : float
     tost : Interval, optional
-        The same test inverted at level :math:`1 - 2\alpha'` (:math:`\alpha' = 1 -`
-        ``interval.level``): the interval that the two one-sided tests at :math:`\alpha'` read
-        (:func:`tost_level`). The estimate lies within :math:`\pm\delta` of a value by the TOST when
-        this interval does.
+        The same test inverted at :func:`tost_level`: the interval a TOST at :math:`\alpha' = 1 -`
+        ``interval.level`` reads.
     """
 
     interval: Interval
@@ -105,12 +95,8 @@ class Tested:
 
 def tost_level(level: float) -> float:
     r"""The level of the interval behind a TOST at :math:`\alpha' = 1 - \text{level}`: :math:`1 -
-    2\alpha'`.
-
-    Two one-sided tests at :math:`\alpha'` reject both :math:`\theta \le r - \delta` and
-    :math:`\theta \ge r + \delta` exactly when the two-sided interval at :math:`1 - 2\alpha'` lies
-    inside :math:`(r - \delta,\ r + \delta)`.
-    """
+    2\alpha'`. Two one-sided tests at :math:`\alpha'` reject :math:`|\theta - r| \ge \delta` exactly
+    when that interval lies inside :math:`(r - \delta,\ r + \delta)`."""
     return 2 * level - 1
 
 
@@ -159,10 +145,9 @@ def _check(d, g):
     return d, g
 
 
-def min_p(n_nonzero: int, exact: bool = True) -> float:
-    """The smallest two-sided p-value a sign-flip test can give with ``n_nonzero`` non-zero
-    units."""
-    # 2^(1-n); 0.0 past ~1075 units
+def min_p(n_nonzero: int) -> float:
+    """The smallest two-sided p-value a sign-flip test can give with ``n_nonzero`` non-zero units:
+    :math:`2^{1-n}` (0.0 past about 1,075 units)."""
     return 1.0 if n_nonzero <= 0 else min(1.0, math.ldexp(1.0, 1 - n_nonzero))
 
 
@@ -189,7 +174,7 @@ class _Signs:
 
 @dataclass(frozen=True)
 class FlipSettings:
-    """How :func:`sign_flip` draws and labels: ``seed`` of its Monte Carlo sign patterns (more than
+    r"""How :func:`sign_flip` draws and labels: ``seed`` of its Monte Carlo sign patterns (more than
     :data:`EXACT_UNITS` units), ``what`` a unit is (for the method's label), and ``tost``: also
     invert at :math:`1 - 2(1 - \text{level})` (twice the work: a descriptive interval skips it)."""
 
@@ -203,31 +188,18 @@ def sign_flip(d, g=None, level: float = 0.95, reference: float = 0.0, *,
     r"""Exact paired sign-flip (permutation) test of :math:`\theta = \sum d / \sum g` and its
     inverted interval.
 
-    Parameters
-    ----------
-    d, g : array_like
-        Per-unit contributions (see the module docstring); ``g`` defaults to ones (a mean).
-    level : float
-        Level of the interval (the family's :math:`1-\alpha/m` for a primary question).
-    reference : float
-        The value the p-value tests.
-    settings : FlipSettings
-        The seed, the unit's name and whether to invert at :math:`1 - 2(1 - \text{level})` too.
-
-    Returns
-    -------
-    Tested
-        The interval is every :math:`\delta` with :math:`p(\delta) > 1 - \text{level}`; it is
-        unbounded on a side where no shift can be rejected (too few units for the level). ``tost``
-        is the same inversion at :math:`p(\delta) > 2(1 - \text{level})`.
+    ``d, g`` are the per-unit contributions (``g`` default ones: a mean); the p-value tests
+    ``reference``. The interval is every :math:`\delta` with :math:`p(\delta) > 1 - \text{level}`,
+    unbounded on a side where no shift can be rejected (too few units for the level); ``tost`` is
+    the same inversion at :math:`p(\delta) > 2(1 - \text{level})`.
     """
     d, g = _check(d, np.ones(len(np.ravel(d))) if g is None else g)
     n, G = len(d), g.sum()
     if G <= 0:
         return _undefined("the denominator is zero (0/0)", n, level, "sign-flip", reference)
     theta = float(d.sum() / G)
-    seed, what, tost = settings.seed, settings.what, settings.tost
-    signs = _Signs(n, seed)
+    what = settings.what
+    signs = _Signs(n, settings.seed)
     alpha = 1 - level
     p_at = lambda delta: signs.p(d - delta * g)                         # noqa: E731
     # the most extreme shifts: all centred contributions of one sign
@@ -242,7 +214,7 @@ def sign_flip(d, g=None, level: float = 0.95, reference: float = 0.0, *,
     se = _linearised_se(d, g, theta)
     iv = Interval(theta, lo, hi, level, how, n, se)
     at_2alpha = None
-    if tost:
+    if settings.tost:
         lo2, hi2 = (_end(p_at, theta, side, 2 * alpha, scale) for side in (-1, 1))
         at_2alpha = Interval(theta, lo2, hi2, tost_level(level), how, n, se)
     return Tested(iv, float(p), min_p(_nonzero(d - reference * g)), p_err, "sign-flip", reference, at_2alpha)
@@ -392,21 +364,10 @@ def _undefined(why: str, n: int, level: float, test: str, reference: float) -> T
 # --------------------------------------------------------------------------- dispatch
 def estimate(values, weights=None, *, units=None, seeds=None, level: float = 0.95,
              reference: float = 0.0, **options) -> Tested:
-    """The test that fits the data (see the module table), on rows summed into their units.
-
-    Parameters
-    ----------
-    values, weights : array_like (N,)
-        Per-row contributions (see :func:`by_unit`).
-    units : array_like (N,), optional
-        The independent unit of each row (a sentence for pairs drawn from it).
-    seeds : array_like (N,), optional
-        The training seed of each row. With two or more seeds the claim is about the training
-        recipe: each seed's ratio is one value and the test is :func:`seed_t`.
-    **options
-        ``seed`` (of the resampling, default 0), ``what`` (what a unit is, for the method's label)
-        and ``tost`` (default True: also the interval at :math:`1 - 2(1 - \text{level})`, see
-        :class:`Tested`).
+    """The test that fits the data (see the module table), on rows summed into their units
+    (:func:`by_unit`); with two or more ``seeds`` (the training seed of each row) each seed's ratio
+    is one value and the test is :func:`seed_t`. ``options``: ``seed`` (of the resampling, default
+    0), ``what`` (a unit, for the method's label) and ``tost`` (default True, see :class:`Tested`).
     """
     tost = bool(options.pop("tost", True))
     seed, what = _options(options)

@@ -11,10 +11,10 @@ the :math:`m \le 6` questions). Everything else a chapter shows is *descriptive*
 
 How a question is answered (:meth:`Study.answer`), with :math:`\alpha' = \alpha/m`:
 
-1. rows are summed into their independent units (:func:`mlmbook.stats.paired.by_unit`), and the
-   test that fits them gives an interval at the family's level :math:`1 - \alpha'` — exact sign-flip
+1. rows are summed into their independent units, and the test that fits them — exact sign-flip
    for fewer than 30 units, studentized bootstrap above, a t over seed means for a claim about a
-   training recipe — and the same test inverted at :math:`1 - 2\alpha'` (its TOST interval);
+   training recipe (:mod:`mlmbook.stats.paired`) — gives an interval at the family's level
+   :math:`1 - \alpha'` and the same test inverted at :math:`1 - 2\alpha'` (its TOST interval);
 2. a **second method** tests the same units: a t where the primary is a sign-flip, a sign-flip *and*
    a t on the contributions :math:`d_k - r g_k` where it is a bootstrap (both must agree), each
    trained model's own test where it is a t over seeds;
@@ -33,14 +33,13 @@ How a question is answered (:meth:`Study.answer`), with :math:`\alpha' = \alpha/
    at this sample when the guard holds and the detectable effect is at most :math:`\delta`; an
    indistinguishable answer is then "inconclusive", else "cannot decide".
 
-"Needs N" has two sources, and every table names which: the **planned N** comes from the question's
-planning SD, before any result (:meth:`Question.needed`, the declaration table); the **N at observed
-SD** (:attr:`Answer.needed`) from the answer's own standard error — and, where a sign-flip is one of
-the two methods, at least the units that hold :func:`~mlmbook.stats.power.feasible_units` differing
-ones at the observed share.
+"Needs N" has two sources: the **planned N** from the question's planning SD, before any result
+(:meth:`Question.needed`); the **N at observed SD** (:attr:`Answer.needed`) from the answer's own
+standard error — and, where a sign-flip is one of the two methods, at least the units that hold
+:func:`~mlmbook.stats.power.feasible_units` differing ones at the observed share.
 
-The record (:meth:`Answer.to_record`) keeps the per-row values, weights, unit and seed labels, so
-:mod:`mlmbook.stats.audit` re-derives every answer with an independent implementation.
+The record (:meth:`Answer.to_record`) keeps the per-row values, so :mod:`mlmbook.stats.audit`
+re-derives every answer.
 """
 from __future__ import annotations
 
@@ -55,6 +54,7 @@ from . import paired
 from .decide import side as side_of
 from .decide import within
 from .intervals import LEVEL, Interval
+from .intervals import finite_or_text as _plain
 from .power import POWER, detectable, feasible_units, needed_units, unit_sd
 
 __all__ = ["Question", "Study", "Answer", "describe", "MAX_PRIMARY", "VERDICTS"]
@@ -87,16 +87,14 @@ class Question:
     reference : float
         The value tested against (0 for a difference).
     planning_sd : float, optional
-        Per-unit standard deviation used to size the sample before looking (a pilot or the last
-        reference's per-unit values); the needed sample is computed from it.
+        Per-unit standard deviation that sizes the sample before looking (from the pilot,
+        :mod:`mlmbook.plans`).
     words : dict
         Labels for the sides, e.g. ``{"above": "MLM ahead", "below": "chain ahead"}``.
     sample : str
-        Where the chapter sets this question's number of units, so that a profile can be sized to
-        :meth:`needed` (the ``extended`` profile) and a test can check it: ``"SIZES.<key>"`` (a
-        setting of the chapter's ``SIZES``), ``"zoo.<NAME>"`` (a seeds table of
-        :mod:`mlmbook.pipeline.zoo`) or ``"plan.<attribute>"`` (chapter 5's
-        :func:`mlmbook.glauber.plan.plan`).
+        Where the chapter sets this question's number of units, for the ``extended`` profile:
+        ``"SIZES.<key>"`` (the chapter's ``SIZES``), ``"zoo.<NAME>"`` (a seeds table of
+        :mod:`mlmbook.pipeline.zoo`) or ``"plan.<attribute>"`` (:func:`mlmbook.glauber.plan.plan`).
     """
 
     key: str
@@ -188,22 +186,14 @@ class Answer:
         ``"undefined"``."""
         if self.side == "undefined":
             return "undefined"
-        if self.side in ("above", "below"):
+        if self.side in ("above", "below", "equivalent"):
             return self.question.words.get(self.side, self.side)
-        if self.side == "equivalent":
-            return self.question.words.get("equivalent", "equivalent")
         return "inconclusive" if self.decidable else "cannot decide"
 
-    @property
-    def stated(self) -> bool:
-        return self.side in ("above", "below", "equivalent")
-
     def glue_fields(self, digits: int = 3, unit: str = "", percent: bool = False) -> dict:
-        """Flat values for the prose: the interval's parts (:meth:`Interval.glue_fields`:
-        ``q_<key>.estimate``, ``.low``, ``.high``, ``.text``) and ``.verdict``, ``.side``, ...
-
-        ``needed`` is the N at observed SD, ``planned`` the planned N, ``tost_low``/``tost_high``
-        the TOST interval (at ``tost_level_pct``)."""
+        """Flat values for the prose: the interval's parts (:meth:`Interval.glue_fields`) and
+        ``verdict``, ``side``, ``needed`` (N at observed SD), ``planned`` (planned N), ``tost_low``,
+        ``tost_high`` (at ``tost_level_pct``), ..."""
         tost = self.tested.tost
         out = {"verdict": self.verdict, "side": self.side, "detectable": self.detectable,
                "effect": self.question.effect, "needed": self.needed, "planned": self.needed_planned,
@@ -305,10 +295,8 @@ class Study:
         w = None if weights is None else np.asarray(weights, float).ravel()
         s = None if seeds is None else list(np.asarray(seeds).tolist())
         many_seeds = s is not None and len(set(s)) >= 2
-        if q.unit == "seed" and not many_seeds and s is not None:
-            note = "conditional on one trained model"
-        else:
-            note = ""
+        one_model = q.unit == "seed" and s is not None and not many_seeds
+        note = "conditional on one trained model; " if one_model else ""
         tested = paired.estimate(v, w, units=units, seeds=s if many_seeds else None, level=level,
                                  reference=q.reference, seed=seed, what=what)
         iv = tested.interval
@@ -326,7 +314,7 @@ class Study:
         a = Answer(q, tested, second, side, bool(feasible), float(det), int(need), q.needed(level), level,
                    self.name, self.size, self.alpha, v.tolist(), None if w is None else w.tolist(),
                    None if units is None else list(np.asarray(units).tolist()), s,
-                   None if seed_se is None else [float(x) for x in seed_se], _join(note, why))
+                   None if seed_se is None else [float(x) for x in seed_se], note + why)
         self.answers[key] = a
         return a
 
@@ -417,10 +405,6 @@ def _decide(tested: paired.Tested, second: dict, feasible: bool, q: Question, al
     return "indistinguishable", why
 
 
-def _join(a: str, b: str) -> str:
-    return f"{a}; {b}" if a else b
-
-
 def _second(tested: paired.Tested, v, w, units, seeds, seed_se, level, reference, seed, what) -> dict:
     """The second method's p-value, side and the smallest p it can reach (see the module
     docstring)."""
@@ -450,13 +434,13 @@ def _second(tested: paired.Tested, v, w, units, seeds, seed_se, level, reference
     # a t over seeds: each trained model's own test must agree (intersection-union)
     s = np.asarray(seeds)
     labels = paired._ordered(s)
+    least = 0.0
     if seed_se is not None:
         ests = [float(v[s == k].sum() / (np.ones_like(v) if w is None else w)[s == k].sum()) for k in labels]
         ps = [float(2 * norm.sf(abs(e - reference) / se)) if se > 0 else float(e == reference)
               for e, se in zip(ests, seed_se)]
-        least = 0.0
     else:
-        ests, ps, least = [], [], 0.0
+        ests, ps = [], []
         for k in labels:
             rows = s == k
             if rows.sum() < 2:
@@ -489,6 +473,3 @@ def _dir(diff: float, p: float, alpha: float) -> str:
         return "indistinguishable"
     return "above" if diff > 0 else "below" if diff < 0 else "indistinguishable"
 
-
-def _plain(x: float):
-    return x if math.isfinite(x) else ("inf" if x > 0 else "nan" if math.isnan(x) else "-inf")

@@ -1,13 +1,6 @@
-"""The toy language: a probabilistic grammar whose distribution the book computes exactly.
-
-==============  ==================================================================
-module          idea
-==============  ==================================================================
-``vocab``       token ids: the special tokens, then the words; a real HF tokenizer
-``pcfg``        inside–outside over a PCFG: exact conditionals, pair joints, sampling
-``grammar``     the YAML grammar data → PCFG, :class:`Grammar`, gold trees
-==============  ==================================================================
-"""
+"""The toy language: a probabilistic grammar whose distribution the book computes exactly
+(``vocab``: token ids; ``pcfg``: inside–outside; ``grammar``: the YAML data → :class:`Grammar`;
+``knobs``: settings of the world; ``treemrf``: chapter 1's positive control)."""
 from .grammar import GRAMMAR_DIR, Grammar, compile_grammar
 from .pcfg import PCFG
 from .vocab import MASK, N_SPECIAL, SPECIAL_TOKENS, make_tokenizer

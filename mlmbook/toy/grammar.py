@@ -1,27 +1,18 @@
 r"""The toy language: an English-like probabilistic grammar whose distribution we know exactly.
 
 The grammar is data (``mlmbook/grammars/toy.yaml``): word classes, verb frames with the noun
-classes they select, and the probabilities of optional constructions.  :func:`compile_grammar`
+classes they select, and the probabilities of optional constructions. :func:`compile_grammar`
 turns it into a :class:`~mlmbook.pcfg.PCFG` whose nonterminals are split by *number* and
-*semantic class*, so that
-
-* subjects agree in number with their verb, across any modifiers in between;
-* verbs select the class of their subject and object, adjectives the class of their noun;
-* prepositional phrases attach to a noun or to the verb — the same string can have several
-  trees, and :math:`p(x)` sums over all of them;
-* adverbs, names, past-tense verbs and some adjectives carry (almost) no information about
-  their head: syntax leaves statistical traces, but unevenly.
-
-Every derivation is also a dependency tree in Universal Dependencies style.  The language is
-the grammar's distribution restricted to sentences of at most ``max_length`` tokens:
+*semantic class* (agreement, selection; chapter 0 describes the language). Every derivation is
+also a dependency tree in Universal Dependencies style. The language is the grammar's
+distribution restricted to sentences of at most ``max_length`` tokens:
 
 .. math:: p(x) = \frac{\sum_t \pi_t Z_t(x)}{P(|x| \le L)} .
 
-The *topic variant* (``Grammar.load("toy", topic=True)``) draws a latent topic per sentence
-(two lexical fields, farm and town) that reweights the words; it is exact as well. Its knob,
-``topic_coherence`` in the grammar file, sets the weight a neutral content word keeps inside a
-topic (``Grammar.load("toy", topic="ridge")``, or the name ``"toy_topic:ridge"``): 1 for the
-default variant, less for a world where changing topic means climbing a barrier.
+The *topic variant* (``Grammar.load("toy", topic=True)``) draws a latent topic per sentence that
+reweights the words; ``topic_coherence`` in the grammar file sets the weight a neutral content
+word keeps inside a topic (``"toy_topic:ridge"``): 1 by default, less for a world where changing
+topic means climbing a barrier.
 """
 from __future__ import annotations
 
@@ -88,29 +79,12 @@ class _Builder:
 
 
 def _vocabulary(spec) -> list:
-    words = []
-    add = lambda w: words.append(w) if w not in words else None  # noqa: E731
-    for d in spec["determiners"].values():
-        for w in d:
-            add(w)
-    for w in spec["adjectives"]:
-        add(w)
-    for entries in spec["nouns"].values():
-        for e in entries:
-            add(e[0]), add(e[1])
-    for w in spec.get("names", []):
-        add(w)
-    for frame in spec["verbs"].values():
-        for forms in frame["words"]:
-            for w in forms[:3]:
-                add(w)
-    for w in spec["adverbs"]:
-        add(w)
-    for d in spec["prepositions"].values():
-        for w in d:
-            add(w)
-    add(".")
-    return words
+    words = [w for d in spec["determiners"].values() for w in d] + list(spec["adjectives"])
+    words += [w for entries in spec["nouns"].values() for e in entries for w in e[:2]]
+    words += list(spec.get("names", []))
+    words += [w for frame in spec["verbs"].values() for forms in frame["words"] for w in forms[:3]]
+    words += list(spec["adverbs"]) + [w for d in spec["prepositions"].values() for w in d]
+    return list(dict.fromkeys(words + ["."]))
 
 
 def coherence(spec: dict, topic) -> float:
@@ -365,8 +339,7 @@ class Grammar:
 
     def pair_joint(self, words, i: int, j: int) -> np.ndarray:
         """Exact ``p(x_i = a, x_j = b | rest)``: array (V, V)."""
-        W = self.pcfg.pair_weights(self.encode(words), [i])[0]          # (P, T, n, P)
-        return self.pcfg.expand_pair(W[:, :, j, :]).numpy()
+        return next(self.pair_joints(words, [(i, j)]))[1]
 
     def pair_joints(self, words, pairs=None):
         """Yield ``((i, j), joint)`` for each pair (default: all i < j), sharing one batched pass
@@ -381,18 +354,13 @@ class Grammar:
 
     def unigram(self, n_samples: int = 20000, seed: int = 0) -> np.ndarray:
         """Word frequencies of a sample (the unigram baseline), smoothed by one count."""
-        counts = np.ones(len(self.vocab))
-        for s in self.sample(n_samples, seed=seed):
-            for w in s.words:
-                counts[self.word_id[w]] += 1
+        ids = [self.word_id[w] for s in self.sample(n_samples, seed=seed) for w in s.words]
+        counts = 1.0 + np.bincount(ids, minlength=len(self.vocab))
         return counts / counts.sum()
 
 
 def _mask_vector(masked, n):
     m = torch.zeros(n, dtype=torch.bool)
-    if isinstance(masked, torch.Tensor) and masked.dtype == torch.bool:
-        idx = masked.nonzero().flatten().tolist()
-    else:
-        idx = list(masked)
-    m[idx] = True
+    as_bools = isinstance(masked, torch.Tensor) and masked.dtype == torch.bool
+    m[masked.nonzero().flatten().tolist() if as_bools else list(masked)] = True
     return m

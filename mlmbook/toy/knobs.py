@@ -15,10 +15,14 @@ so ``toy[selection=1]`` *is* ``toy``). Register a knob with :func:`knob`.
 """
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from typing import Callable
 
+import numpy as np
+
 from ..errors import GrammarError
+from .pcfg import PCFG
 
 __all__ = ["Knob", "KNOBS", "knob", "parse_name", "format_name", "apply_spec", "apply_pcfg", "check"]
 
@@ -41,13 +45,12 @@ KNOBS: dict[str, Knob] = {}
 """Every registered knob, by name."""
 
 
-def knob(name: str, doc: str, neutral: float, low: float = float("-inf"),
-         high: float = float("inf"), spec=None, pcfg=None) -> Knob:
-    """Register a knob (see :class:`Knob`) and return it."""
-    if name in KNOBS:
-        raise ValueError(f"knob {name!r} is registered twice")
-    KNOBS[name] = Knob(name, doc, float(neutral), float(low), float(high), spec, pcfg)
-    return KNOBS[name]
+def knob(k: Knob) -> Knob:
+    """Register a knob and return it."""
+    if k.name in KNOBS:
+        raise ValueError(f"knob {k.name!r} is registered twice")
+    KNOBS[k.name] = k
+    return k
 
 
 def check(knobs: dict | None) -> dict:
@@ -73,13 +76,11 @@ def parse_name(name: str) -> tuple[str, dict]:
     base, _, inner = name[:-1].partition("[")
     knobs = {}
     for part in filter(None, (p.strip() for p in inner.split(","))):
-        key, eq, value = part.partition("=")
+        key, _, value = part.partition("=")          # no "=": float("") fails
         try:
             knobs[key.strip()] = float(value)
         except ValueError:
             raise GrammarError(f"cannot read the knob setting {part!r} in {name!r}: write name=number") from None
-        if not eq:
-            raise GrammarError(f"cannot read the knob setting {part!r} in {name!r}: write name=number")
     return base, knobs
 
 
@@ -106,24 +107,10 @@ def apply_pcfg(pcfg, knobs: dict):
 
 
 # ================================================================================ chapter 2
-# smoothing: soft zeros instead of exact ones. The toy language forbids many word pairs outright
-# (a noun the verb does not select, a plural noun with a singular verb): exact zeros that split a
-# two-site table into blocks no conditional can weigh against each other (chapter 2). Mixing each
-# preterminal's words with a uniform share over the words of the same part of speech keeps every
-# tree and every part-of-speech sequence of the language, and turns each lexical zero into a
-# small positive probability.
-
-def _pos_of(name: str) -> str:
-    """The part of speech of a preterminal, from its name: ``"N_human_sg"`` -> ``"N"``."""
-    return name.split("_", 1)[0]
-
+# smoothing: soft zeros instead of the exact ones that split a two-site table into blocks.
 
 def _with_emissions(pcfg, emissions):
     """The same grammar with new emission tables (the emission knobs change nothing else)."""
-    import numpy as np
-
-    from .pcfg import PCFG
-
     return PCFG(list(pcfg.nonterminals), pcfg.start, list(pcfg.binary), list(pcfg.unary), emissions,
                 np.array(pcfg.topic_prior), list(pcfg.vocab))
 
@@ -138,12 +125,10 @@ def _smooth_emissions(pcfg, value: float):
 
     :math:`W_{\mathrm{pos}}` the words any preterminal of that part of speech emits (in any topic).
     """
-    import numpy as np
-
     E = np.array(pcfg.emissions, dtype=float)
     groups: dict[str, list[int]] = {}
     for a in pcfg.preterminals:
-        groups.setdefault(_pos_of(pcfg.nonterminals[a]), []).append(int(a))
+        groups.setdefault(pcfg.nonterminals[a].split("_", 1)[0], []).append(int(a))  # N_human_sg: N
     for members in groups.values():
         words = E[:, members, :].sum(axis=(0, 1)) > 0
         uniform = words / words.sum()
@@ -151,18 +136,16 @@ def _smooth_emissions(pcfg, value: float):
     return _with_emissions(pcfg, E)
 
 
-knob("smoothing",
-     "Share ε of each preterminal's emissions spread uniformly over the words of its part of speech: "
-     "every lexical zero (a verb's unselected noun class, a disagreeing number) becomes a soft zero; "
-     "trees and part-of-speech sequences are unchanged. 0 = the toy language (chapter 2).",
-     neutral=0.0, low=0.0, high=1.0, pcfg=_smooth_emissions)
+knob(Knob("smoothing",
+          "Share ε of each preterminal's emissions spread uniformly over the words of its part of "
+          "speech: every lexical zero (a verb's unselected noun class, a disagreeing number) "
+          "becomes a soft zero; trees and part-of-speech sequences are unchanged. 0 = the toy "
+          "language (chapter 2).",
+          neutral=0.0, low=0.0, high=1.0, pcfg=_smooth_emissions))
 
 
 # ================================================================================ chapter 1
-# selection: how much syntax leaves a statistical trace. Heads select the classes of their
-# dependents: a verb its subject's and object's noun class, an adjective the class of its noun,
-# "with" the class of its object. The knob mixes each of these choices with a choice that
-# ignores the head: 1 = the toy language, 0 = no selection at all (agreement in number stays).
+# selection: how much syntax leaves a statistical trace.
 
 def _select(spec: dict, value: float) -> dict:
     r"""The schema with every selectional preference mixed with a head-blind choice:
@@ -173,8 +156,6 @@ def _select(spec: dict, value: float) -> dict:
     object's class given the frame, an adjective given its noun's class and the class of the
     object of *with* (:math:`\bar p` uniform over the classes, resp. adjectives).
     """
-    import copy
-
     s = float(value)
     spec = copy.deepcopy(spec)
     classes = list(spec["nouns"])
@@ -205,21 +186,17 @@ def _select(spec: dict, value: float) -> dict:
     return spec
 
 
-knob("selection",
-     "How strongly heads select the classes of their dependents (a verb its subject's and object's noun "
-     "class, an adjective its noun's, 'with' its object's): each choice is mixed with a head-blind one, "
-     "p_s(c | h) = s p(c | h) + (1 - s) p̄(c). 1 = the toy language, 0 = no selection; number agreement "
-     "stays (chapter 1).",
-     neutral=1.0, low=0.0, high=1.0, spec=_select)
+knob(Knob("selection",
+          "How strongly heads select the classes of their dependents (a verb its subject's and "
+          "object's noun class, an adjective its noun's, 'with' its object's): each choice is mixed"
+          " with a head-blind one, p_s(c | h) = s p(c | h) + (1 - s) p̄(c). 1 = the toy language, 0"
+          " = no selection; number agreement stays (chapter 1).",
+          neutral=1.0, low=0.0, high=1.0, spec=_select))
 
 
 # ================================================================================ chapter 3
-# word_noise: the language a model trained with TrainConfig(noise=η) learns. Each token is
-# replaced, with probability η, by a word drawn uniformly from the vocabulary (the labels are the
-# noisy tokens), and since every word is emitted by a preterminal independently given the tree,
-# that noisier language is again a PCFG — the same rules, emissions mixed with the uniform. Its
-# exact conditionals are a model's best possible answers after such training: a coherent joint
-# that is *not* the toy language, so headroom to the truth with no inconsistency at all.
+# word_noise: the language a model trained with TrainConfig(noise=η) learns, again a PCFG: a
+# coherent joint that is *not* the toy language (headroom to the truth, no inconsistency).
 
 def _word_noise(pcfg, value: float):
     r"""The PCFG whose sentences are the toy language's with each word replaced, with probability
@@ -230,16 +207,14 @@ def _word_noise(pcfg, value: float):
     (Replacing ``x_i`` by a uniform word :math:`u` gives :math:`\tilde x_i = w` with probability
     :math:`(1-\eta)[x_i = w] + \eta/|W|`, independently per position, so the emissions mix.)
     """
-    import numpy as np
-
     E = np.array(pcfg.emissions, dtype=float)
     pre = np.asarray(pcfg.preterminals)
     E[:, pre, :] = (1 - value) * E[:, pre, :] + value / E.shape[2]
     return _with_emissions(pcfg, E)
 
 
-knob("word_noise",
-     "Share η of the words replaced by a uniformly random word of the vocabulary: the noisier language "
-     "that TrainConfig(noise=η) trains on (emissions (1-η) e_A(w) + η/|W|; rules unchanged). "
-     "0 = the toy language (chapter 3).",
-     neutral=0.0, low=0.0, high=1.0, pcfg=_word_noise)
+knob(Knob("word_noise",
+          "Share η of the words replaced by a uniformly random word of the vocabulary: the noisier "
+          "language that TrainConfig(noise=η) trains on (emissions (1-η) e_A(w) + η/|W|; rules "
+          "unchanged). 0 = the toy language (chapter 3).",
+          neutral=0.0, low=0.0, high=1.0, pcfg=_word_noise))

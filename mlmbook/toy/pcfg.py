@@ -108,24 +108,36 @@ class PCFG:
             mass=torch.tensor(mass, **f64),
             prior=torch.tensor(self.topic_prior, **f64),
         )
-        self._check_normalised(U)
-        self._expansions = None
-
-    # ------------------------------------------------------------------ checks
-    def _check_normalised(self, U):
-        rules = U.sum(1) + self._t["rmap"].numpy().sum(0)
-        bad = {self.nonterminals[a] for t in range(len(self.topic_prior))
+        rules = U.sum(1) + rmap.sum(0)
+        bad = {self.nonterminals[a] for t in range(T)
                for a, total in enumerate(rules + self.emissions[t].sum(1)) if abs(total - 1) > 1e-9}
         if bad:
             raise GrammarError(f"rule probabilities do not sum to 1 for: {', '.join(sorted(bad)[:5])}"
                                f"{' and more' if len(bad) > 5 else ''}; fix the grammar's weights")
+        self._expansions = None
 
     # ------------------------------------------------------------------ inside
-    def _leaves(self, ids: torch.Tensor, masked: torch.Tensor) -> torch.Tensor:
+    def _leaves(self, ids, masked=None) -> torch.Tensor:
         """Leaf vectors, shape (B, T, n, N): emission columns, or the lexical mass if masked."""
-        E = self._t["E"]                                          # (T, N, V)
-        leaves = E[:, :, ids].permute(2, 0, 3, 1)                 # (B, T, n, N)
+        ids = torch.as_tensor(ids)
+        ids = ids.reshape(-1, ids.shape[-1])
+        masked = (torch.zeros_like(ids, dtype=torch.bool) if masked is None
+                  else torch.as_tensor(masked).reshape(ids.shape))
+        leaves = self._t["E"][:, :, ids].permute(2, 0, 3, 1)      # (B, T, n, N)
         return torch.where(masked[:, None, :, None], self._t["mass"], leaves)
+
+    def _weight(self, leaves: torch.Tensor) -> torch.Tensor:
+        """Sum over topics and derivations for leaf vectors (B, T, n, N): shape (B,)."""
+        B, T, n, N = leaves.shape
+        Z = self.inside(leaves.reshape(B * T, n, N))[n][:, 0, self.start].reshape(B, T)
+        return Z @ self._t["prior"]
+
+    def _outside(self, leaves: torch.Tensor) -> torch.Tensor:
+        """The gradient of :meth:`_weight` with respect to every leaf vector: outside scores."""
+        with torch.enable_grad():
+            leaves = leaves.detach().requires_grad_(True)
+            (g,) = torch.autograd.grad(self._weight(leaves).sum(), leaves)
+        return g
 
     @threads.small_work          # small tensors: one thread (mlmbook.threads)
     def inside(self, leaves: torch.Tensor) -> list:
@@ -148,13 +160,7 @@ class PCFG:
     @threads.small_work
     def sentence_weight(self, ids: torch.Tensor, masked: torch.Tensor | None = None):
         """Sum over topics and derivations, shape (B,); masked positions are marginalised."""
-        ids = torch.as_tensor(ids).reshape(-1, torch.as_tensor(ids).shape[-1])
-        masked = (torch.zeros_like(ids, dtype=torch.bool) if masked is None
-                  else torch.as_tensor(masked).reshape(ids.shape))
-        leaves = self._leaves(ids, masked)
-        B, T, n, N = leaves.shape
-        Z = self.inside(leaves.reshape(B * T, n, N))[n][:, 0, self.start].reshape(B, T)
-        return Z @ self._t["prior"]
+        return self._weight(self._leaves(ids, masked))
 
     @threads.small_work
     def length_distribution(self, max_length: int) -> np.ndarray:
@@ -173,17 +179,8 @@ class PCFG:
         are marginalised.  Where the context has probability 0 the conditional is undefined and
         a uniform row is returned.
         """
-        ids = torch.as_tensor(ids)
-        ids = ids.reshape(-1, ids.shape[-1])
-        masked = (torch.zeros_like(ids, dtype=torch.bool) if masked is None
-                  else torch.as_tensor(masked).reshape(ids.shape))
-        with torch.enable_grad():
-            leaves = self._leaves(ids, masked).detach().requires_grad_(True)
-            B, T, n, N = leaves.shape
-            Z = self.inside(leaves.reshape(B * T, n, N))[n][:, 0, self.start].reshape(B, T)
-            (g,) = torch.autograd.grad((Z @ self._t["prior"]).sum(), leaves)
-        num = torch.einsum("btia,taw->biw", g, self._t["E"])
-        return _normalise(num)
+        g = self._outside(self._leaves(ids, masked))
+        return _normalise(torch.einsum("btia,taw->biw", g, self._t["E"]))
 
     @threads.small_work
     def pair_weights(self, ids, i_positions=None) -> torch.Tensor:
@@ -198,19 +195,16 @@ class PCFG:
         n = ids.shape[1]
         i_positions = list(range(n)) if i_positions is None else list(i_positions)
         pre = torch.as_tensor(self.preterminals)
-        P, N = len(pre), len(self.nonterminals)
+        P = len(pre)
         feasible = self._feasible_preterminals(ids[0])                              # (n, P) bool
         rows = [(k, i, a) for k, i in enumerate(i_positions) for a in feasible[i].nonzero().flatten().tolist()]
-        base = self._leaves(ids, torch.zeros_like(ids, dtype=torch.bool))[0]       # (T, n, N)
+        base = self._leaves(ids)[0]                                                # (T, n, N)
         T = base.shape[0]
         leaves = base.expand(len(rows), -1, -1, -1).clone()                        # (rows, T, n, N)
         for r, (_, i, a) in enumerate(rows):
             leaves[r, :, i, :] = 0.0
             leaves[r, :, i, pre[a]] = 1.0
-        with torch.enable_grad():
-            leaves.requires_grad_(True)
-            Z = self.inside(leaves.reshape(-1, n, N))[n][:, 0, self.start].reshape(-1, T)
-            (g,) = torch.autograd.grad((Z @ self._t["prior"]).sum(), leaves)
+        g = self._outside(leaves)
         W = torch.zeros(len(i_positions), P, T, n, P, dtype=torch.float64)
         if rows:
             k_idx = torch.tensor([k for k, _, _ in rows])
@@ -227,12 +221,7 @@ class PCFG:
         computation exact and several times cheaper.
         """
         n = len(ids)
-        masked = torch.eye(n, dtype=torch.bool)
-        with torch.enable_grad():
-            leaves = self._leaves(ids.expand(n, n), masked).detach().requires_grad_(True)
-            B, T, _, N = leaves.shape
-            Z = self.inside(leaves.reshape(B * T, n, N))[n][:, 0, self.start].reshape(B, T)
-            (g,) = torch.autograd.grad((Z @ self._t["prior"]).sum(), leaves)
+        g = self._outside(self._leaves(ids.expand(n, n), torch.eye(n, dtype=torch.bool)))
         out = g[..., self.preterminals] > 0                                        # (j, T, i, P)
         return out.any(dim=1).any(dim=0)
 

@@ -1,28 +1,13 @@
 r"""Run tasks that wait on one another on Dask: the graph, its order and its retries are Dask's.
 
-A build has two kinds of work: training the toy models (:mod:`mlmbook.pipeline.prepare`) and
-executing chapters (:mod:`mlmbook.pipeline.execute`). Each :class:`Task` names the tasks it
-``needs``; :func:`run` submits every task at once with the futures of its needs as arguments
-(``client.submit(fn, *needs, priority=...)``), so Dask starts a task as soon as its needs are done,
-on a free worker, and never runs one whose need failed (it is reported as :class:`NotRun`).
-
-Dask's ``priority`` of a task is its upward rank (the rule of the HEFT heuristic): its own
-estimated seconds plus the longest chain of tasks that wait on it,
+:func:`run` submits every :class:`Task` at once with the futures of the tasks it ``needs`` as
+arguments, so Dask starts it as soon as they are done. Its ``priority`` is its upward rank (the rule
+of the HEFT heuristic): its own estimated seconds plus the longest chain of tasks that wait on it,
 
 .. math:: \operatorname{rank}(t) = s_t + \max_{u \,:\, t \in \operatorname{needs}(u)} \operatorname{rank}(u),
 
 so a short training that unblocks a long chapter starts before a longer one nothing waits on.
-:func:`makespan` plays that rule out on ``N`` workers with the estimated seconds: the estimate of
-``python -m mlmbook cost --workers N`` (nothing is scheduled by it).
-
-Where the tasks run (:mod:`mlmbook.workers.cluster`): a Dask worker thread in this process (one
-worker, no scheduler), a local cluster of one process per core bound to 127.0.0.1, or an existing
-cluster given by its scheduler's address. A worker lost while running a task: Dask runs the task
-again (once on the local cluster), then :class:`WorkerLost`; both are printed. A task may ask for a
-Dask resource (``resources=(("GPU", 1),)`` lands it on a GPU worker). The order never changes a
-result: every task is deterministic on its own.
-
-Tasks report progress with :func:`tell`; the lines reach the caller's terminal from any worker.
+:func:`makespan` plays that rule out on ``N`` workers. Tasks report progress with :func:`tell`.
 
 >>> from mlmbook import workers
 >>> tasks = [workers.Task("a", divmod, (7, 2)), workers.Task("b", pow, (2, 5), needs=("a",))]
@@ -54,24 +39,11 @@ running."""
 
 @dataclass(frozen=True)
 class Task:
-    """One piece of work: ``fn(*args)`` on a worker (``fn(*args, values)`` with ``pass_needs``).
-
-    Attributes
-    ----------
-    key : str
-        Its name; other tasks list it in their ``needs``.
-    fn : callable
-        A module-level function (it is pickled to the worker process).
-    args : tuple
-    needs : tuple of str
-        Keys of the tasks (or of :func:`run`'s ``data``) that must finish without error first.
-    seconds : float
-        Its estimated duration, for the priority.
-    resources : tuple of (str, float)
-        Dask resources it asks for (e.g. ``(("GPU", 1),)``).
-    pass_needs : bool
-        Call ``fn`` with one more argument: a dict from each need's key to its value.
-    """
+    """One piece of work: ``fn(*args)`` on a worker (``fn`` module-level, it is pickled), after
+    the tasks (or :func:`run`'s ``data``) whose keys it ``needs``. ``seconds``, its estimated
+    duration, sets the priority; ``resources`` are the Dask resources it asks for (e.g.
+    ``(("GPU", 1),)``); with ``pass_needs``, ``fn(*args, values)``, ``values`` a dict from each
+    need's key to its value."""
 
     key: str
     fn: Callable
@@ -111,11 +83,8 @@ def ranks(tasks: list[Task]) -> dict[str, float]:
 
 
 def makespan(tasks: list[Task], workers: int) -> float:
-    """The wall seconds of ``tasks`` on ``workers`` if every task takes its ``seconds``.
-
-    List scheduling by upward rank played out on the estimates: whenever a worker frees, the
-    highest-ranked ready task starts. Needs outside ``tasks`` count as done.
-    """
+    """The wall seconds of ``tasks`` on ``workers`` if every task takes its ``seconds``, whenever a
+    worker frees the highest-ranked ready task starting (needs outside ``tasks`` count as done)."""
     keys = {t.key for t in tasks}
     rank = ranks(tasks)
     pending = sorted(tasks, key=lambda t: -rank[t.key])
@@ -145,11 +114,10 @@ def tell(text: str, show: bool = True) -> None:
     """Report progress from inside a task: a line on the caller's terminal (``show``), and the
     task's status in the line :class:`Progress` prints after a silence. Outside a task: stderr."""
     sink = getattr(_context, "sink", None)
-    if sink is None:
-        if show:
-            print(text, file=sys.stderr, flush=True)
-        return
-    sink({"key": _context.key, "text": text, "show": bool(show)})
+    if sink is not None:
+        sink({"key": _context.key, "text": text, "show": bool(show)})
+    elif show:
+        print(text, file=sys.stderr, flush=True)
 
 
 def _clock(seconds: float) -> str:
@@ -159,8 +127,7 @@ def _clock(seconds: float) -> str:
 
 class Progress:
     """The lines a run prints: each one at once, and after :data:`QUIET_SECONDS` of silence a line
-    naming what is running, so a log never goes quiet for minutes (on a terminal or not). A task
-    that starts a second time (its worker was lost) and a lost worker are lines too."""
+    naming what is running; a task that starts a second time and a lost worker are lines too."""
 
     def __init__(self, say: Callable[[str], None], quiet: float = QUIET_SECONDS,
                  on_start: Callable[[Task], None] | None = None):
@@ -267,33 +234,15 @@ def _in_order(tasks: list[Task], data: dict) -> list[Task]:
 def run(tasks: list[Task], workers: int = 1, stop: Callable[[], bool] = lambda: False, scheduler=None,
         data: dict | None = None, progress: Progress | None = None) -> Iterator[tuple[Task, Any, BaseException | None,
                                                                                     float]]:
-    """Run ``tasks`` on Dask; yield ``(task, value, error, seconds)`` as each ends.
+    """Run ``tasks`` on Dask; yield ``(task, value, error, seconds)`` as each ends (value None on
+    error, error None on success; a task whose needs failed is not run and gets a :class:`NotRun`,
+    one whose worker died too often a :class:`WorkerLost`).
 
-    Parameters
-    ----------
-    tasks : list of Task
-        Keys unique; every need a key of the list or of ``data``.
-    workers : int
-        Processes of the local cluster; with 1 and no ``scheduler``, one Dask worker thread in
-        this process.
-    stop : callable
-        Checked after each task ends: once it returns True, the tasks that have not ended are
-        cancelled (reported with a :class:`NotRun` error).
-    scheduler : str or distributed.Client, optional
-        An existing Dask cluster (its scheduler's address, or a client of it) instead of a local
-        one.
-    data : dict, optional
-        Values tasks may list in their ``needs`` (sent to the cluster once each).
-    progress : Progress, optional
-        Hears of each task as it starts on a worker, receives the tasks' :func:`tell` messages and
-        prints a line after a silence (default: on stderr).
-
-    Yields
-    ------
-    tuple
-        The task, its return value (None on error), its error (None on success), and its wall
-        seconds. A task whose needs failed is not run and is reported with a :class:`NotRun`; a
-        task whose worker died too often, with a :class:`WorkerLost`.
+    ``workers``: processes of the local cluster (with 1 and no ``scheduler``, one Dask worker thread
+    in this process); ``stop``, checked after each task ends: once True, the tasks that have not
+    ended are cancelled (:class:`NotRun`); ``scheduler``, an existing cluster's address or client;
+    ``data``, values tasks may list in their ``needs`` (sent once each); ``progress`` hears of each
+    task's start and :func:`tell` messages (default: lines on stderr).
 
     Close the iterator (``contextlib.closing``) when leaving it early: that cancels the rest and
     stops the local cluster.
@@ -350,10 +299,8 @@ def _on_dask(client, order: list[Task], data: dict, stop, progress: Progress):
         if running:
             client.cancel(list(running))
         for name in (topic, "all"):
-            try:
+            with contextlib.suppress(Exception):  # a closing client
                 client.unsubscribe_topic(name)
-            except Exception:                           # a closing client
-                pass
 
 
 def _outcome(fut, task: Task, needs_of: dict, names: dict) -> tuple[Any, BaseException | None]:

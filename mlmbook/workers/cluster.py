@@ -1,21 +1,15 @@
 """Where tasks run: a Dask client of a local cluster on 127.0.0.1, or of any existing Dask cluster;
 work split into blocks over its workers; processes that never outlive the build.
 
-* :func:`client_for` — the local cluster has one process per worker, one thread each, every
-  server bound to ``127.0.0.1`` and no dashboard; its workers inherit this process's environment
-  (as a process pool's would: none of Dask's thread or malloc settings); a worker lost while
-  running a task gets the task once more (:data:`ALLOWED_FAILURES`). One worker: a Dask worker
-  thread in this process (no network at all). An address (``--scheduler``,
-  ``$MLMBOOK_SCHEDULER``) connects to a cluster someone else started (``dask scheduler`` /
-  ``dask worker``, dask-jobqueue on SLURM or PBS), which this module never stops.
-* :func:`reach` — an address is checked before any work: one line within Dask's connect timeout
-  (``distributed.comm.timeouts.connect``) when it is malformed, nothing listens there, or what
-  answers is not a Dask scheduler.
-* :func:`map_blocks` — a list cut into blocks of :data:`BLOCK` items that are computed one by
-  one here or side by side on a cluster; the blocks, and so the numbers, are the same either way.
+* :func:`client_for` — the local cluster: one process per worker, one thread each, every server on
+  ``127.0.0.1``, the workers with this process's environment; one worker is a Dask worker thread in
+  this process. An address (``--scheduler``, ``$MLMBOOK_SCHEDULER``) connects to a cluster someone
+  else started (``dask scheduler`` / ``dask worker``, dask-jobqueue), which this module never stops.
+* :func:`reach` — an address is checked before any work, in one line.
+* :func:`map_blocks` — a list cut into blocks of :data:`BLOCK` items, computed here or side by side
+  on a cluster; the blocks, and so the numbers, are the same either way.
 * :func:`kernel_argv` — a Jupyter kernel that dies with the process that started it, even when
-  that process is killed with SIGKILL (Linux: the parent-death signal, set before the kernel
-  starts); the local cluster's workers already exit when the build's process goes away.
+  that process is killed with SIGKILL (Linux: the parent-death signal).
 """
 from __future__ import annotations
 
@@ -43,17 +37,10 @@ BLOCK = 64
 """Items (sentences, pairs) per block of :func:`map_blocks`."""
 
 
-
 def address(explicit: str | None = None) -> str | None:
     """The scheduler to use: ``explicit``, else ``$MLMBOOK_SCHEDULER``, else None (a local
     cluster)."""
     return explicit or env_str("MLMBOOK_SCHEDULER")
-
-
-def _connect_seconds() -> float:
-    import dask
-    from dask.utils import parse_timedelta
-    return parse_timedelta(dask.config.get("distributed.comm.timeouts.connect"), default="seconds")
 
 
 async def _identity(where: str, seconds: float) -> dict:
@@ -69,14 +56,9 @@ async def _identity(where: str, seconds: float) -> dict:
 
 def reach(where: str) -> str:
     """Check that a Dask scheduler answers at ``where``, within Dask's connect timeout; returns the
-    address with its protocol (``tcp://``).
-
-    Raises
-    ------
-    UsageError
-        One line: the address is malformed, cannot be reached, or answers but not as a Dask
-        scheduler.
-    """
+    address with its protocol (``tcp://``). Else a one-line :class:`UsageError`."""
+    import dask
+    from dask.utils import parse_timedelta
     from distributed.comm.addressing import normalize_address, parse_address, parse_host_port
 
     fix = "start one (dask scheduler) or leave out --scheduler and MLMBOOK_SCHEDULER"
@@ -88,7 +70,8 @@ def reach(where: str) -> str:
     except ValueError as err:
         raise UsageError(f"--scheduler {where!r} is not a Dask address ({err}); give one like "
                          f"tcp://HOST:8786") from None
-    seconds = _connect_seconds()
+    seconds = parse_timedelta(dask.config.get("distributed.comm.timeouts.connect"),
+                              default="seconds")
     # its own thread and event loop: the caller may be inside one (a notebook)
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         job = pool.submit(asyncio.run, asyncio.wait_for(_identity(full, seconds), seconds))
@@ -114,13 +97,7 @@ def _quiet() -> None:
 @contextlib.contextmanager
 def client_for(workers: int, scheduler=None):
     """A ``distributed.Client``: of ``scheduler`` (an address, or a client returned as it is), else
-    of a new local cluster of ``workers`` processes that stops when the block ends.
-
-    Raises
-    ------
-    UsageError
-        The scheduler cannot be reached (one line: the address and what to do).
-    """
+    of a new local cluster of ``workers`` processes that stops when the block ends."""
     import dask
     import distributed
 

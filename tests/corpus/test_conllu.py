@@ -262,8 +262,8 @@ def test_load_sentences_counts_what_it_drops():
     assert [len(s) for s in got.sentences] == [n for n in lengths if 3 <= n <= 5]
     assert got.n_read == 4 and got.n_dropped == sum(not 3 <= n <= 5 for n in lengths) > 0
     assert f"{got.n_dropped} outside 3–5 words" in got.summary() and "tiny.conllu" in got.summary()
-    capped = load_sentences(FIXTURE, max_len=None, limit=1)
-    assert len(capped.sentences) == 1 and capped.n_cut == 3 and capped.n_dropped == 0
+    every = load_sentences(FIXTURE, max_len=None)
+    assert len(every.sentences) == 4 and every.n_dropped == 0
 
 
 @pytest.mark.parametrize("text", ["", "\n\n"], ids=["empty", "blank-lines"])

@@ -49,30 +49,6 @@ def test_report_of_reads_the_first_sentences_of_measured_matrices():
     assert rep.error.mae.estimate == 0
 
 
-def test_read_treebank_keeps_the_window_in_scored_words_and_fails_in_one_line(tmp_path):
-    from mlmbook.corpus import TreebankError
-    from mlmbook.dependencies import sample
-    from tests.chapters.conftest import ANY_MODEL_TREEBANK
-
-    sents, loaded = sample.read_treebank(ANY_MODEL_TREEBANK, 6, seed=0)
-    scored = [sum(u != "PUNCT" for u in s.upos) for s in sents]
-    assert sents and all(3 <= k <= 6 for k in scored)
-    assert any("PUNCT" in s.upos for s in sents)                          # punctuation is read
-    assert len(sents) == len(loaded.sentences) and "any_model.conllu" in loaded.summary()
-    again, _ = sample.read_treebank(ANY_MODEL_TREEBANK, 6, seed=0)
-    assert [s.words for s in again] == [s.words for s in sents]            # same seed, same order
-    with pytest.raises(TreebankError, match="no sentence of 3–3 words"):
-        sample.read_treebank(_one_long(tmp_path), 3)
-
-
-def _one_long(tmp_path):
-    path = tmp_path / "long.conllu"
-    rows = [f"{i}\tw{i}\tw{i}\tNOUN\t_\t_\t{0 if i == 1 else 1}\t{'root' if i == 1 else 'dep'}\t_\t_"
-            for i in range(1, 9)]
-    path.write_text("\n".join(rows) + "\n\n")
-    return path
-
-
 def test_pick_refuses_an_empty_selection():
     from mlmbook.dependencies import sample
     from mlmbook.toy import Grammar

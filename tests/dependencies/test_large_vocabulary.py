@@ -96,7 +96,8 @@ def test_the_grid_sends_rows_by_candidates_not_by_vocabulary(big):
     words = [["the", "farmers", "feed", "the", "cows"], ["a", "dog", "sleeps"]]
     k = 6
     tracemalloc.start()
-    grid = dep.cmi_grid(big, words, window=None, max_candidates=k, allocate="position")
+    grid = dep.cmi_grid(big, words, window=None, max_candidates=k,
+                        settings=dep.GridSettings(allocate="position"))
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     assert grid.rows == grid.pairs * (2 * k + 1)

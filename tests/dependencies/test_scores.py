@@ -107,9 +107,11 @@ def test_gibbs_estimate_converges_to_the_exact_grid(perturbed):
     exact = dep.cmi_grid(perturbed, sentence)[0]
     assert exact[~np.eye(3, dtype=bool)].min() > 0.01        # something to estimate
     assert not np.allclose(exact, exact.T, atol=1e-3)        # incompatible: directions differ
-    est = dep.cmi_gibbs(perturbed, sentence, chains=400, steps=120, burn_in=20, seed=0)[0]
+    est = dep.cmi_gibbs(perturbed, sentence,
+                        settings=dep.GibbsSettings(chains=400, steps=120, burn_in=20))[0]
     np.testing.assert_allclose(est, exact, atol=0.02)
-    short = dep.cmi_gibbs(perturbed, sentence, chains=4, steps=12, burn_in=2, seed=0)[0]
+    short = dep.cmi_gibbs(perturbed, sentence,
+                          settings=dep.GibbsSettings(chains=4, steps=12, burn_in=2))[0]
     assert np.abs(short - exact).max() > np.abs(est - exact).max()   # more samples, closer
 
 

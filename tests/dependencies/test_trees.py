@@ -21,9 +21,7 @@ from mlmbook.dependencies import (
     eisner,
     maximum_spanning_tree,
     prufer_to_edges,
-    random_projective_tree,
     random_tree_edges,
-    sentence_uuas,
     symmetrize,
     tree_from_scores,
     uuas,
@@ -114,10 +112,6 @@ def test_projective_tree_counts():
 def test_symmetrize():
     M = np.array([[0.0, 1.0], [3.0, 0.0]])
     assert symmetrize(M).tolist() == [[0, 3], [3, 0]]
-    assert symmetrize(M, "mean").tolist() == [[0, 2], [2, 0]]
-    assert symmetrize(M, "sum").tolist() == [[0, 4], [4, 0]]
-    with pytest.raises(ValueError):
-        symmetrize(M, "min")
 
 
 def test_mst_equals_brute_force():
@@ -191,9 +185,7 @@ def test_uuas_hand_cases():
     correct, total = uuas_counts(pred, gold)
     assert correct.tolist() == [1, 3] and total.tolist() == [2, 3]
     assert uuas(pred, gold) == pytest.approx(4 / 5)  # corpus level, not the mean 0.75
-    assert sentence_uuas(pred, gold).tolist() == [0.5, 1.0]
     assert uuas([set()], [set()]) != uuas([set()], [set()])  # NaN
-    assert np.isnan(sentence_uuas([set(), {(0, 1)}], [set(), {(0, 1)}])[0])
     assert uuas([adjacent_edges(4)], [adjacent_edges(4)]) == 1.0
     with pytest.raises(ValueError):
         uuas([set()], [])
@@ -233,21 +225,6 @@ def test_random_tree_is_uniform_over_labelled_trees():
     assert chisquare(list(counts.values())).pvalue > 1e-3
     for n in (0, 1, 2, 9):
         assert is_tree(random_tree_edges(n, rng), n)
-
-
-def test_random_projective_tree_is_uniform_over_non_crossing_trees():
-    rng = np.random.default_rng(5)
-    nc = [t for t in all_trees(4) if non_crossing(t)]  # 12
-    counts = dict.fromkeys(nc, 0)
-    for _ in range(2400):
-        counts[frozenset(random_projective_tree(4, rng))] += 1
-    assert len(counts) == 12
-    assert chisquare(list(counts.values())).pvalue > 1e-3
-    seen = {frozenset(random_projective_tree(5, rng)) for _ in range(1500)}
-    assert len(seen) == 55 and all(non_crossing(t) for t in seen)
-    for n in (0, 1, 2, 12):
-        t = random_projective_tree(n, rng)
-        assert is_tree(t, n) and non_crossing(t)
 
 
 # ------------------------------------------------------------------ DMV
@@ -304,7 +281,7 @@ def test_dmv_inside_outside_and_viterbi_match_enumeration():
             n_right = np.triu(e_arc, 1).sum(axis=1)
             np.testing.assert_allclose(cont[b, :, RIGHT].sum(axis=-1), n_right, atol=1e-12)
             symbols = [m.vocab[i] for i in x]
-            assert tuple(m.parse(symbols)) == tuple(trees[int(np.argmax(probs))])
+            assert tuple(m.parse_many([symbols])[0]) == tuple(trees[int(np.argmax(probs))])
 
 
 def toy_corpus(n, seed):
@@ -353,7 +330,7 @@ def test_dmv_likelihood_increases_and_beats_random_on_toy_language():
     assert uuas(pred, gold) > random + 0.2
     assert all(is_tree(p, len(t)) for p, t in zip(pred, tags))
     # an unseen symbol still gets a tree
-    assert sorted(m.parse(["DET", "PROPN", "VERB"])).count(-1) == 1
+    assert sorted(m.parse_many([["DET", "PROPN", "VERB"]])[0]).count(-1) == 1
 
 
 def test_dmv_on_ud_ewt_upos():
@@ -364,7 +341,7 @@ def test_dmv_on_ud_ewt_upos():
         if os.environ.get("CI") == "true":
             raise
         pytest.skip(f"UD English EWT not available here: {err}")
-    tags = DMV.symbols(sents)
+    tags = [list(s.upos) for s in sents]
     gold = [edges_from_heads(s.heads) for s in sents]
     m = DMV()
     history = m.fit(tags, n_iter=20)
@@ -380,11 +357,8 @@ def test_dmv_on_word_types_and_edge_cases():
     data = toy_corpus(100, seed=8)
     words = [[f"{t.lower()}{i % 3}" for i, t in enumerate(tags)] for tags, _ in data]
     words.append(["det0", "zebra", "verb2"])  # a hapax
-    m = DMV(min_count=2)
+    m = DMV()
     history = m.fit(words, n_iter=5)
     assert all(b >= a - 1e-8 * abs(a) for a, b in zip(history, history[1:]))
-    assert m.vocab[0] == DMV.UNK and "zebra" not in m.vocab and "det0" in m.vocab
-    assert m.log_likelihood(words) >= history[-1] - 1e-8 * abs(history[-1])
+    assert m.vocab[0] == DMV.UNK and "zebra" in m.vocab and "det0" in m.vocab
     assert m.parse_many([[], ["det0"], words[0]])[:2] == [[], [-1]]
-    with pytest.raises(ValueError):
-        DMV.symbols([], unit="lemma")

@@ -71,9 +71,11 @@ def test_the_grid_shares_k_candidates_per_position_within_each_sentence():
     lm = load_mlm("truth")
     sc = dep.sample.Scored.of([s for s in Grammar.load("toy").sample(30, seed=2) if len(s) <= 6][:2])
     shared = dep.cmi_grid(lm, sc.words, sc.keep, max_candidates=6)
-    fixed = dep.cmi_grid(lm, sc.words, sc.keep, max_candidates=6, allocate="position")
+    fixed = dep.cmi_grid(lm, sc.words, sc.keep, max_candidates=6,
+                         settings=dep.GridSettings(allocate="position"))
     budget = dep.grid_rows(lm, sc.words, sc.keep, max_candidates=6)     # 2K + 1 rows per pair at most
     assert shared.rows <= budget and fixed.rows <= budget
     assert shared.max_left_out <= fixed.max_left_out + 1e-12
     with pytest.raises(ValueError, match="allocate"):
-        dep.cmi_grid(lm, sc.words, sc.keep, max_candidates=6, allocate="word")
+        dep.cmi_grid(lm, sc.words, sc.keep, max_candidates=6,
+                     settings=dep.GridSettings(allocate="word"))

@@ -36,14 +36,13 @@ def test_frame_with_per_site_candidates_has_the_restricted_joint_as_reversible_l
         assert G.is_reversible(P, pi)
 
 
-def test_frame_shared_matches_exact_transition_matrix_and_state_helpers():
+def test_frame_shared_matches_exact_transition_matrix():
     lm = PerturbedOracle(random_joint(3, 3, seed=4))
     frame = G.Frame.shared(3, [2, 0, 1])
     P1 = frame.kernel(frame.conditional_logits(lm), 0.7)
     P2 = G.exact_transition_matrix(lm, 3, [2, 0, 1], T=0.7)
     assert abs(P1 - P2).max() == 0
-    np.testing.assert_array_equal(G.state_space(3, [2, 0, 1]), frame.states())
-    assert G.state_index(torch.tensor([[1, 1, 1], [2, 0, 2]]), [2, 0, 1]).tolist() == [26, 3]
+    assert frame.index(torch.tensor([[1, 1, 1], [2, 0, 2]])).tolist() == [26, 3]
 
 
 def test_kernel_of_an_exact_oracle_with_forbidden_states():
@@ -93,7 +92,7 @@ def test_low_temperature_relaxation_follows_the_critical_depth():
                   max(E[2, 2] + E[0, 2] - E[:, 2].min(), E[0, 2] + E[0, 0] - E[0].min())) - E[2, 2]
     assert gamma == pytest.approx(by_hand)
     Ts = [0.25, 0.2]
-    logt = [math.log(G.relaxation_time(frame.kernel(tabs, T))) for T in Ts]
+    logt = [math.log(1 / G.spectral_gap(frame.kernel(tabs, T))) for T in Ts]
     slope = (logt[0] - logt[1]) / (1 / Ts[0] - 1 / Ts[1])
     assert slope == pytest.approx(gamma, rel=0.1)
 
@@ -148,15 +147,16 @@ def test_coupled_chains_meet_stay_together_and_copy_a_is_the_plain_chain(couplin
     s = G.GlauberSampler(lm, candidates=[0, 1, 2], seed=5)
     a, b = s.random_states(48, [0, 0, 0, 0]), s.random_states(48, [0, 0, 0, 0])
     res = G.GlauberSampler(lm, temperature=0.9, seed=6).coupled_run(
-        a, b, max_steps=150, record_every=1, stop_when_met=False, coupling=coupling)
+        a, b, max_steps=150, coupling=coupling,
+        settings=G.CoupleSettings(record_every=1, stop_when_met=False))
     assert (~res.censored).mean() > 0.9
     same = (res.traj_a == res.traj_b).all(dim=-1).numpy()
     for c in np.flatnonzero(~res.censored):
         assert same[res.times[c]:, c].all()
     solo = G.GlauberSampler(lm, temperature=0.9, seed=6).run(a, 150)
     assert torch.equal(res.traj_a, solo)
-    frozen = G.GlauberSampler(lm, temperature=0.9, seed=6).coupled_run(a, b, max_steps=150, freeze_met=True,
-                                                                        coupling=coupling)
+    frozen = G.GlauberSampler(lm, temperature=0.9, seed=6).coupled_run(
+        a, b, max_steps=150, coupling=coupling, settings=G.CoupleSettings(freeze_met=True))
     np.testing.assert_array_equal(frozen.times, res.times)
 
 
@@ -169,7 +169,8 @@ def test_maximal_coupling_keeps_copy_b_a_glauber_chain_and_meets_sooner():
     N, t = 4000, 4
     a0, b0 = torch.tensor([0, 0, 0]), torch.tensor([2, 2, 1])
     res = G.GlauberSampler(lm, seed=13).coupled_run(a0.repeat(N, 1), b0.repeat(N, 1), max_steps=t,
-                                                     coupling="maximal", stop_when_met=False)
+                                                     coupling="maximal",
+                                                     settings=G.CoupleSettings(stop_when_met=False))
     law = np.zeros(frame.size)
     law[frame.index(b0[None])[0]] = 1.0
     for _ in range(t):
@@ -186,12 +187,6 @@ def test_maximal_coupling_keeps_copy_b_a_glauber_chain_and_meets_sooner():
     assert (~mx.censored).mean() >= (~cdf.censored).mean() - 0.02
 
 
-def test_censored_quantile():
-    assert G.censored_quantile([1, 2, 3, 4], [False] * 4) == 2
-    assert G.censored_quantile([1, 2, 9, 9], [False, False, True, True]) == 2
-    assert G.censored_quantile([1, 9, 9, 9], [False, True, True, True]) == math.inf
-
-
 def test_influence_is_zero_for_independent_sites_and_positive_otherwise():
     marg = np.log(np.random.default_rng(0).dirichlet(np.ones(3), size=4))
     indep = marg[0][:, None, None, None] + marg[1][None, :, None, None] + marg[2][None, None, :, None] \
@@ -203,12 +198,10 @@ def test_influence_is_zero_for_independent_sites_and_positive_otherwise():
     assert (b > 0).all() and (b[:, -1] < b[:, 0]).all()        # hotter: less influence
 
 
-def test_hysteresis_labels_and_escape():
+def test_hysteresis_labels():
     score = np.array([[5.0], [1.0], [-1.0], [np.nan], [-4.0], [0.0]])
     lab = G.hysteresis_labels(score, -3, 3)
     assert lab[:, 0].tolist() == [1, 1, 1, 1, 0, 0]
-    times, cens = G.escape_times(lab)
-    assert times.tolist() == [4] and not cens[0]
 
 
 # ---------------------------------------------------------------- the truth's view

