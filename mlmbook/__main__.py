@@ -3,7 +3,6 @@
 ``{pll,trees,joint,rectangle,rank,glauber}`` (:mod:`mlmbook.cli_research`); installed as the console
 script ``mlmbook``. Examples: the README, and ``python -m mlmbook COMMAND --help``.
 """
-
 from __future__ import annotations
 
 import argparse
@@ -34,14 +33,12 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("-p", "--parameter", nargs=2, action="append", default=[],
                    metavar=("NAME", "VALUE"),
                    help="set a chapter parameter, e.g. -p model bert-base-uncased")
-    b.add_argument("--no-solutions", action="store_true",
-                   help="leave exercise solutions out of the rendered site")
-    b.add_argument("--no-render", action="store_true",
-                   help="execute only (into _build/exec and _build/results); render nothing")
-    b.add_argument("--render-only", action="store_true",
-                   help="execute nothing; render the notebooks executed earlier")
-    b.add_argument("--fail-fast", action="store_true",
-                   help="stop at the first failing chapter")
+    for flag, what in (("--no-solutions", "leave exercise solutions out of the rendered site"),
+                       ("--no-render", "execute only (into _build/exec and _build/results); "
+                                       "render nothing"),
+                       ("--render-only", "execute nothing; render the notebooks executed earlier"),
+                       ("--fail-fast", "stop at the first failing chapter")):
+        b.add_argument(flag, action="store_true", help=what)
     b.add_argument("--update-reference", action="store_true",
                    help="also copy the results (and a whole-book build's timings) to the committed "
                         "results/<profile>/ folder; only with --profile full or extended and no -p parameters")
@@ -68,8 +65,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="print the profile's plan and its estimated wall time on N workers (training and chapters)")
     e.add_argument("--root")
 
-    c = sub.add_parser("chapters", help="list the chapters")
-    c.add_argument("--root")
+    sub.add_parser("chapters", help="list the chapters").add_argument("--root")
 
     r = sub.add_parser("results", help="print the numbers chapters recorded")
     r.add_argument("chapter", nargs="?", metavar="CHAPTER")
@@ -97,8 +93,7 @@ def _cmd_build(args) -> int:
         update_reference=args.update_reference, scheduler=args.scheduler,
         shared_cache=args.shared_cache, resource=args.large_model_resource, resume=args.resume)
     parameters = [tuple(p) for p in args.parameter]
-    index = build(args.root, args.chapters, args.profile, parameters, options=options)
-    print(index)
+    print(build(args.root, args.chapters, args.profile, parameters, options=options))
     return 0
 
 
@@ -130,12 +125,6 @@ def _cmd_chapters(args) -> int:
     return 0
 
 
-def _format(value) -> str:
-    if isinstance(value, float):
-        return f"{value:.6g}"
-    return json.dumps(value) if not isinstance(value, str) else value
-
-
 def _cmd_results(args) -> int:
     from .pipeline.execute import RUNNING, Layout, find_chapters, resolve_names
     from .pipeline.record import load_not_measured, load_results
@@ -143,14 +132,12 @@ def _cmd_results(args) -> int:
     layout = Layout.find(args.root)
     directory = layout.results
     # only completed chapters: the build moves a results file here when its chapter finished
-    files = {p.stem: p for p in sorted(directory.glob("*.json"))
-             if not p.name.startswith(".")} if directory.is_dir() else {}
-    unfinished = {p.stem for p in (directory / RUNNING).glob("*.json")} if directory.is_dir() else set()
+    files = {p.stem: p for p in sorted(directory.glob("*.json")) if not p.name.startswith(".")}
+    unfinished = {p.stem for p in (directory / RUNNING).glob("*.json")}
+    slugs = list(files)
     if args.chapter:
         known = sorted({c.slug for c in find_chapters(layout)} | set(files))
         slugs = resolve_names([args.chapter], known)
-    else:
-        slugs = list(files)
     data = {slug: load_results(slug, directory) for slug in slugs if slug in files}
     missing = {slug: load_not_measured(slug, directory) for slug in data}
     for slug in data:
@@ -172,7 +159,8 @@ def _cmd_results(args) -> int:
         print(slug)
         width = max((len(k) for k in [*values, *missing[slug]]), default=0)
         for key, value in values.items():
-            print(f"  {key:<{width}}  {_format(value)}")
+            text = f"{value:.6g}" if isinstance(value, float) else json.dumps(value)
+            print(f"  {key:<{width}}  {value if isinstance(value, str) else text}")
         for key, sentence in missing[slug].items():
             print(f"  {key:<{width}}  ({sentence})")
     return 0
@@ -212,13 +200,11 @@ def _cmd_check_site(args) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
-    from .errors import MLMBookError
-    from .pipeline.execute import BuildError, UsageError
+    from .cli_research import RESEARCH_COMMANDS, run
+    from .errors import BuildError, MLMBookError, UsageError
 
     args = _parser().parse_args(argv)
-    from .cli_research import RESEARCH_COMMANDS
     if args.command in RESEARCH_COMMANDS:
-        from .cli_research import run
         return run(args)
     command = {"build": _cmd_build, "chapters": _cmd_chapters, "results": _cmd_results,
                "clear-cache": _cmd_clear_cache, "check-site": _cmd_check_site, "cost": _cmd_cost}[args.command]
@@ -227,12 +213,8 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as err:
         print(f"mlmbook: error: {err}", file=sys.stderr)
         return 2
-    except BuildError as err:
-        print(f"mlmbook: {err}", file=sys.stderr)
-        return 1
-    # a model that does not load, a treebank that does not fit: one line
     except MLMBookError as err:
-        print(f"mlmbook: error: {err}", file=sys.stderr)
+        print(f"mlmbook: {'' if isinstance(err, BuildError) else 'error: '}{err}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("mlmbook: interrupted; nothing half-written was kept (previous results and site are "

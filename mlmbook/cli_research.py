@@ -1,23 +1,11 @@
-"""The research verbs of the command line: the research API (:mod:`mlmbook.api`) on files and
-strings.
-
-::
-
-    mlmbook pll MODEL FILE [--variant word_l2r] [--per-token] [--reduction mean] [--scheduler ADDRESS]
-    mlmbook trees MODEL TREEBANK [--method cmi] [--projective] [--limit N] [--max-words N] [--budget-rows R]
-    mlmbook joint MODEL TEXT I J [--method hcb] [--pivot observed] [--top-k K]
-    mlmbook rectangle MODEL TEXT [--pair I J ...] [--scheduler ADDRESS]
-    mlmbook rank MODEL FILE [--layer L] [--mask-rate R]
-    mlmbook glauber MODEL TEXT [--steps N] [--temperature T] [--chains C] [--seed S]
-
-``MODEL`` is ``toy``, ``truth``, a Hugging Face name or a saved model's folder; ``FILE`` holds one
-sentence per line (``-``: standard input). Output is tab-separated text on standard output; notes
-(what was left out, the estimator, an estimate of a long run) and an error are one line each on
-standard error (an error: exit status 2 for a missing or empty input, as for ``build`` and ``cost``;
-1 for any other). ``trees`` keeps sentences of at most :data:`MAX_WORDS` scored words by default.
-Every verb refuses a run estimated longer than :data:`MAX_MINUTES` unless ``--max-minutes``
-allows it (:func:`mlmbook.api.models.budget`), and text the model does not know
-(:func:`mlmbook.check_fit`) unless ``--allow-unknown``.
+"""The research verbs of the command line (``pll``, ``trees``, ``joint``, ``rectangle``, ``rank``,
+``glauber``; ``python -m mlmbook VERB --help``): the research API (:mod:`mlmbook.api`) on files and
+strings. ``MODEL`` is ``toy``, ``truth``, a Hugging Face name or a saved model's folder; ``FILE``
+holds one sentence per line (``-``: standard input). Output is tab-separated text on standard
+output; notes and an error are one line each on standard error (exit status 2 for a missing or
+empty input, as for ``build`` and ``cost``; 1 for any other). Every verb refuses a run estimated
+longer than :data:`MAX_MINUTES` (:func:`mlmbook.api.models.budget`) unless ``--max-minutes``
+allows it, and text the model does not know (:func:`mlmbook.check_fit`) unless ``--allow-unknown``.
 """
 from __future__ import annotations
 
@@ -25,20 +13,18 @@ import argparse
 import sys
 from pathlib import Path
 
+from .errors import InputTooLong, MLMBookError, TreebankNotFoundError, UsageError
+from .workers.cluster import address
+
 __all__ = ["add_research_commands", "RESEARCH_COMMANDS", "run", "missing", "MAX_WORDS", "MAX_MINUTES"]
 
 MAX_WORDS = 40
-"""``trees`` keeps sentences of at most this many scored words by default (a longer one costs
-hours)."""
+"""``trees`` keeps sentences of at most this many scored words by default (longer: hours)."""
 MAX_MINUTES = 10.0
-"""Every verb refuses a run estimated longer than this many minutes unless ``--max-minutes`` allows
-it."""
 
 
 def missing(what: str, text: str, argument: str) -> str:
-    """The one wording of a missing input file, the build's and the verbs' alike (exit status 2):
-    ``treebank file /abs/x.conllu does not exist (-p treebank x.conllu, read relative to /here);
-    check the path``."""
+    """The one wording of a missing input file, the build's and the verbs' alike (exit status 2)."""
     here = Path.cwd()
     return (f"{what} {(here / Path(text).expanduser()).resolve()} does not exist ({argument} {text}, read "
             f"relative to {here}); check the path")
@@ -46,7 +32,6 @@ def missing(what: str, text: str, argument: str) -> str:
 
 def _lines(path: str, verb: str) -> list[str]:
     """The sentences of a file, one a line (``-``: standard input); an empty one is an error."""
-    from .errors import UsageError
     if path != "-" and not Path(path).expanduser().exists():
         raise UsageError(missing("sentence file", path, f"{verb} FILE"))
     text = sys.stdin.read() if path == "-" else Path(path).expanduser().read_text(encoding="utf-8")
@@ -57,39 +42,19 @@ def _lines(path: str, verb: str) -> list[str]:
     return lines
 
 
-def _treebank(text: str) -> str:
-    """A treebank argument that names a path must exist; a name is found later."""
-    from .errors import UsageError
-    if text != "toy" and ("/" in text or text.endswith(".conllu")) and not Path(text).expanduser().exists():
-        raise UsageError(missing("treebank file", text, "trees TREEBANK"))
-    return text
-
-
-def _scheduler(args) -> str | None:
-    """``--scheduler``, else ``$MLMBOOK_SCHEDULER`` (None: here)."""
-    from .workers.cluster import address
-    return address(args.scheduler)
-
-
-def _line_of(path: str, index: int) -> str:
-    """``file:line`` of the ``index``-th sentence (non-blank line), or which of standard input."""
-    if path == "-":
-        return f"standard input, sentence {index + 1}"
-    numbers = [k for k, line in enumerate(Path(path).expanduser().read_text(encoding="utf-8").splitlines(), 1)
-               if line.strip()]
-    return f"{path}:{numbers[index]}"
-
-
 def _pll(args) -> None:
     from . import api
-    from .errors import InputTooLong, UsageError
     sentences = _lines(args.file, "pll")
     try:
         scores = api.pll(args.model, sentences, variant=args.variant, per_token=args.per_token,
                          reduction=args.reduction, allow_unknown=args.allow_unknown,
-                         scheduler=_scheduler(args), max_minutes=args.max_minutes)
-    except InputTooLong as err:
-        raise UsageError(f"{_line_of(args.file, err.index)}: {err}") from None
+                         scheduler=address(args.scheduler), max_minutes=args.max_minutes)
+    except InputTooLong as err:                     # say where: file:line of the sentence
+        if args.file == "-":
+            raise UsageError(f"standard input, sentence {err.index + 1}: {err}") from None
+        lines = Path(args.file).expanduser().read_text(encoding="utf-8").splitlines()
+        number = [k for k, line in enumerate(lines, 1) if line.strip()][err.index]
+        raise UsageError(f"{args.file}:{number}: {err}") from None
     if not args.per_token:
         for sentence, score in zip(sentences, scores):
             print(f"{score:.6f}\t{sentence}")
@@ -101,10 +66,14 @@ def _pll(args) -> None:
 
 def _trees(args) -> None:
     from . import api
-    res = api.dependency_trees(args.model, _treebank(args.treebank), method=args.method,
+    name = args.treebank                    # a path must exist here; a name is found later
+    if name != "toy" and ("/" in name or name.endswith(".conllu")) \
+            and not Path(name).expanduser().exists():
+        raise UsageError(missing("treebank file", name, "trees TREEBANK"))
+    res = api.dependency_trees(args.model, name, method=args.method,
                                projective=args.projective, limit=args.limit,
                                max_words=args.max_words, allow_unknown=args.allow_unknown,
-                               scheduler=_scheduler(args), max_minutes=args.max_minutes,
+                               scheduler=address(args.scheduler), max_minutes=args.max_minutes,
                                **({} if args.budget_rows is None else {"budget_rows": args.budget_rows}))
     print(f"note: {res.corpus.summary()}", file=sys.stderr)
     if res.estimator != "cpmi":
@@ -130,7 +99,7 @@ def _joint(args) -> None:
 def _rectangle(args) -> None:
     from . import api
     res = api.rectangle_test(args.model, args.text, pairs=args.pair, allow_unknown=args.allow_unknown,
-                             scheduler=_scheduler(args), max_minutes=args.max_minutes)
+                             scheduler=address(args.scheduler), max_minutes=args.max_minutes)
     for (i, j), delta, corners, bad in zip(res.pairs, res.delta, res.corners, res.inconsistent):
         print(f"{i}\t{j}\t{delta:.6g}\t{' '.join(corners)}\t{'inconsistent' if bad else 'within rounding'}")
 
@@ -161,11 +130,14 @@ RESEARCH_COMMANDS = {"pll": _pll, "trees": _trees, "joint": _joint, "rectangle":
 
 
 def add_research_commands(subparsers) -> None:
-    """Add the research verbs to an ``argparse`` sub-parser set
-    (``parser.add_subparsers(dest="command")``)."""
-    model = dict(help="toy, truth, a Hugging Face name or a saved model's folder")
-    p = subparsers.add_parser("pll", help="pseudo-log-likelihood of each line of a file")
-    p.add_argument("model", **model)
+    """Add the research verbs to an ``argparse`` sub-parser set."""
+
+    def verb(name: str, what: str) -> argparse.ArgumentParser:
+        sub = subparsers.add_parser(name, help=what)
+        sub.add_argument("model", help="toy, truth, a Hugging Face name or a saved model's folder")
+        return sub
+
+    p = verb("pll", "pseudo-log-likelihood of each line of a file")
     p.add_argument("file", help="one sentence per line ('-': standard input)")
     p.add_argument("--variant", default="token", choices=("token", "word_l2r"))
     p.add_argument("--reduction", default="sum", choices=("sum", "mean"))
@@ -174,8 +146,7 @@ def add_research_commands(subparsers) -> None:
                                             "$MLMBOOK_SCHEDULER, else this process); the same numbers either way")
     p.add_argument("--scheduler", **cluster)
 
-    t = subparsers.add_parser("trees", help="trees from CPMI/CMI and their UUAS with an interval")
-    t.add_argument("model", **model)
+    t = verb("trees", "trees from CPMI/CMI and their UUAS with an interval")
     t.add_argument("treebank", help="a CoNLL-U file or name, or 'toy'")
     t.add_argument("--method", default="cpmi", choices=("cpmi", "cmi"))
     t.add_argument("--projective", action="store_true")
@@ -188,8 +159,7 @@ def add_research_commands(subparsers) -> None:
                         "top-K (default: chapter 1's full profile per sentence)")
     t.add_argument("--scheduler", **cluster)
 
-    j = subparsers.add_parser("joint", help="the joint of two masked tokens (MRF, HCB, AG)")
-    j.add_argument("model", **model)
+    j = verb("joint", "the joint of two masked tokens (MRF, HCB, AG)")
     j.add_argument("text")
     j.add_argument("i", type=int, help="token position")
     j.add_argument("j", type=int, help="token position")
@@ -199,20 +169,17 @@ def add_research_commands(subparsers) -> None:
     j.add_argument("--top-k", type=int, default=None)
     j.add_argument("--show", type=int, default=10, help="print the N likeliest pairs")
 
-    r = subparsers.add_parser("rectangle", help="the rectangle test on pairs of positions of a text")
-    r.add_argument("model", **model)
+    r = verb("rectangle", "the rectangle test on pairs of positions of a text")
     r.add_argument("text")
     r.add_argument("--pair", nargs=2, type=int, action="append", metavar=("I", "J"), help="default: every pair")
     r.add_argument("--scheduler", **cluster)
 
-    k = subparsers.add_parser("rank", help="effective ranks of real-token and [MASK] representations")
-    k.add_argument("model", **model)
+    k = verb("rank", "effective ranks of real-token and [MASK] representations")
     k.add_argument("file", help="one sentence per line ('-': standard input)")
     k.add_argument("--layer", type=int, default=-1)
     k.add_argument("--mask-rate", type=float, default=0.15)
 
-    g = subparsers.add_parser("glauber", help="tempered Glauber dynamics from a text")
-    g.add_argument("model", **model)
+    g = verb("glauber", "tempered Glauber dynamics from a text")
     g.add_argument("text")
     g.add_argument("--steps", type=int, default=100)
     g.add_argument("--temperature", type=float, default=1.0)
@@ -226,17 +193,12 @@ def add_research_commands(subparsers) -> None:
 
 
 def run(args) -> int:
-    """Run a parsed research verb; a deliberate error is one line on stderr: exit status 2 for a
-    wrong input (a missing or empty file, as for ``build`` and ``cost``), 1 for any other."""
-    from .errors import MLMBookError, TreebankNotFoundError, UsageError
+    """Run a parsed research verb; a deliberate error is one line on stderr (exit status 2 or 1)."""
     try:
         RESEARCH_COMMANDS[args.command](args)
-    except (UsageError, TreebankNotFoundError) as err:
-        print(f"mlmbook: error: {err}", file=sys.stderr)
-        return 2
     except (MLMBookError, ValueError, FileNotFoundError) as err:
         print(f"mlmbook: error: {err}", file=sys.stderr)
-        return 1
+        return 2 if isinstance(err, (UsageError, TreebankNotFoundError)) else 1
     return 0
 
 

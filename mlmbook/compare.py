@@ -5,10 +5,8 @@ model's :math:`q(\cdot \mid x_{-i})` with the truth's :math:`p(\cdot \mid x_{-i}
 
 .. math:: \mathrm{KL}_i = \sum_w p(w \mid x_{-i}) \log \frac{p(w \mid x_{-i})}{q(w \mid x_{-i})} .
 
-The mean of :math:`\mathrm{KL}_i` over held-out positions is the gap between the model's
-single-site loss and the Bayes-optimal loss; it is the book's headline measure of how well
-the default MLM learned the language, and the label of every rung of the model ladder
-(:func:`rung_kl`).
+Its mean over held-out positions is the gap between the model's single-site loss and the
+Bayes-optimal loss: the book's headline measure of how well an MLM learned the language.
 """
 from __future__ import annotations
 
@@ -59,18 +57,12 @@ def kl_rows(p: np.ndarray, lq: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class TruthComparison:
-    """A model's single-site conditionals held against the truth on held-out sentences: one array
-    per sentence, one value per position (:func:`compare_with_truth`).
-
-    Attributes
-    ----------
-    kl : list of (n,) arrays           KL(truth || model), nats
-    kl_unigram : list of (n,) arrays   KL(truth || unigram baseline), nats (empty without a unigram)
-    gap : list of (n,) arrays          log p(x_i | rest) - log q(x_i | rest) at the word that is there:
-                                       the model's loss minus the Bayes-optimal loss
-    ruled_out : list of (n,) arrays    the model's probability on words the truth gives 0
-    log_q : list of (n, V) arrays      the model's log conditionals over the grammar's words
-    """
+    """A model's single-site conditionals held against the truth on held-out sentences
+    (:func:`compare_with_truth`), one array per sentence, one value per position: ``kl``,
+    KL(truth || model) in nats; ``kl_unigram``, KL(truth || unigram baseline) (empty without a
+    unigram); ``gap``, log p(x_i | rest) - log q(x_i | rest) at the word that is there (the model's
+    loss minus the Bayes-optimal loss); ``ruled_out``, the model's probability on words the truth
+    gives 0; ``log_q`` (n, V), the model's log conditionals over the grammar's words."""
 
     kl: list
     kl_unigram: list
@@ -91,11 +83,8 @@ class TruthComparison:
 
 
 def compare_with_truth(grammar, lm, sentences, unigram=None, offset: int = N_SPECIAL) -> TruthComparison:
-    """Hold ``lm``'s single-site conditionals against the truth at every position of ``sentences``.
-
-    One batched call of the model (:func:`single_site_log_probs`) and one exact pass per sentence
-    length. ``offset`` maps grammar word ids to the model's token ids.
-    """
+    """Hold ``lm``'s single-site conditionals against the truth at every position of ``sentences``
+    (one exact pass per sentence length); ``offset`` maps grammar word ids to the model's ids."""
     log_q = single_site_log_probs(lm, sentences)
     truth: list = [None] * len(sentences)
     by_length: dict[int, list[int]] = {}
@@ -123,7 +112,6 @@ def rung_kl(rung: ladder.Rung, n_sentences: int = ladder.KL_SENTENCES) -> float:
     """Mean single-site KL(truth ‖ rung) in nats on held-out toy sentences: the label of a rung
     of the model ladder (:mod:`mlmbook.models.ladder`); computed once, cached beside the models."""
     path = ladder.snapshot_path(rung)
-    # entry-step_N
     key = f"{path.parent.parent.name}-{path.name}" if rung.fraction != 1.0 else path.name
     memo = cache_dir() / "ladder" / f"{key}-kl{n_sentences}.json"
     if memo.exists():

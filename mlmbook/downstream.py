@@ -1,14 +1,11 @@
 r"""A downstream task with an exact answer: number agreement, across attractors.
 
 Is the sentence grammatical, or was its verb switched to the wrong number ("the dogs near the river
-*barks* .")? A switched sentence is kept only if the grammar gives it probability zero, so the truth
-separates the two classes perfectly and every error is the model's. Two test sets: **ordinary**
-sentences, and **attractor** sentences, where a noun of the *other* number stands between the
+*barks* .")? A switched sentence is kept only if the grammar gives it probability zero, so every
+error is the model's. In **attractor** sentences a noun of the *other* number stands between the
 subject and the verb ("the child with the shepherds *wants*"): a classifier that reads the nearest
-noun's number gets these wrong (the agreement-attraction test of Linzen et al. 2016). An encoder is
-read by a linear probe on frozen features (:func:`probe_agreement`) or fine-tuned with a linear
-classifier (:func:`finetune_encoder`); each test sentence's correctness is returned, so intervals
-can be taken over sentences and pretraining seeds.
+noun's number gets these wrong (the agreement-attraction test of Linzen et al. 2016). Each test
+sentence's correctness is returned, so intervals can be taken over sentences and pretraining seeds.
 """
 from __future__ import annotations
 
@@ -43,10 +40,8 @@ def agreeing_verb(grammar, sentence) -> int | None:
 
 
 def flip_agreement(grammar, sentence):
-    """The sentence with its agreeing verb switched to the other number, or None.
-
-    Only verbs that agree (present tense) can be flipped; "barked" has no number.
-    """
+    """The sentence with its agreeing (present-tense) verb switched to the other number, or None
+    ("barked" has no number)."""
     i = agreeing_verb(grammar, sentence)
     if i is None:
         return None
@@ -54,11 +49,8 @@ def flip_agreement(grammar, sentence):
 
 
 def attractor(sentence, verb: int) -> bool:
-    """True when a noun of the other number than the verb's subject stands between the two.
-
-    The subject is the verb's ``nsubj`` dependent in the gold tree; a sentence without one
-    has no attractor.
-    """
+    """True when a noun of the other number than the verb's subject (its ``nsubj`` dependent in the
+    gold tree; without one, False) stands between the two."""
     subjects = [i for i, h in enumerate(sentence.heads) if h == verb and sentence.deprels[i] == "nsubj"]
     if not subjects:
         return False
@@ -70,23 +62,12 @@ def attractor(sentence, verb: int) -> bool:
 
 
 def agreement_task(grammar, n: int, seed: int = 0, attractors: bool = False, verbs: bool = False):
-    """``n`` labelled sentences (each from a different source sentence), half grammatical (label 0),
-    half with a flipped verb (label 1) that the exact grammar gives probability zero ("the sheep
-    sleeps" flipped to "the sheep sleep" is still English, and is skipped).
-
-    ``attractors``: keep only source sentences with an agreement attractor (:func:`attractor`; about
-    one in twenty toy sentences has one). ``verbs``: also return the position of each example's
-    agreeing verb (switched or not), for :func:`probe_agreement`.
-
-    Returns
-    -------
-    sentences : list of list of str
-    labels : numpy.ndarray (n,)
-    verb_positions : numpy.ndarray (n,)
-        Only with ``verbs=True``.
-    """
-    pool_size = (30 if attractors else 3) * n + 50
-    pool = grammar.sample(pool_size, seed=seed)
+    """``(sentences, labels)``: ``n`` word lists (each from a different source sentence), half
+    grammatical (label 0), half with a flipped verb (label 1) that the exact grammar gives
+    probability zero ("the sheep sleeps" flipped to "the sheep sleep" is still English: skipped).
+    ``attractors``: only source sentences with an agreement attractor (:func:`attractor`; about one
+    in twenty toy sentences). ``verbs``: also each example's agreeing verb position (an array)."""
+    pool = grammar.sample((30 if attractors else 3) * n + 50, seed=seed)
     flipped = []
     for s in pool:
         v = agreeing_verb(grammar, s)
@@ -104,9 +85,8 @@ def agreement_task(grammar, n: int, seed: int = 0, attractors: bool = False, ver
                 labels.append(label)
                 where.append(v)
     if len(sents) < n:
-        what = "attractor " if attractors else ""
-        raise ValueError(f"could not make {n} {what}agreement examples from {len(pool)} sampled sentences; "
-                         f"ask for fewer")
+        raise ValueError(f"could not make {n} {'attractor ' if attractors else ''}agreement "
+                         f"examples from {len(pool)} sampled sentences; ask for fewer")
     order = np.random.default_rng(seed).permutation(n)
     out = [sents[i] for i in order], np.array(labels)[order]
     return (*out, np.array(where)[order]) if verbs else out
@@ -128,12 +108,8 @@ def _zero_probability(grammar, sentences) -> np.ndarray:
 
 def verb_features(lm, sentences, verb_positions) -> np.ndarray:
     """Frozen features of each example: the agreeing verb's representation at every layer of
-    ``lm``'s encoder (embeddings first), concatenated — (n, (layers + 1) * d), float64.
-
-    ``lm`` has ``hidden_states`` (content tokens only; :class:`~mlmbook.models.HFMaskedLM`,
-    :class:`~mlmbook.models.maelm.MAEMaskedLM`) and ``encode_words`` giving one piece per word, as
-    the toy models do.
-    """
+    ``lm``'s encoder (embeddings first), concatenated — (n, (layers + 1) * d), float64. ``lm`` needs
+    ``hidden_states`` and one piece per word (as the toy models)."""
     from .probes import collect_states
 
     rows = [lm.encode_words(list(w))[0] for w in sentences]
@@ -146,15 +122,11 @@ def verb_features(lm, sentences, verb_positions) -> np.ndarray:
 
 
 def probe_agreement(lm, train, tests, l2: float = 1e-2) -> list:
-    r"""A linear probe of agreement on frozen features: which test examples it classifies correctly.
-
-    Each example is the agreeing verb's representation at every layer (:func:`verb_features`); a
-    logistic regression (:func:`mlmbook.probes.fit_probe`, L2 penalty ``l2``) is fitted on ``train``
-    and scored on each of ``tests`` (``(sentences, labels, verb_positions)``, as
-    :func:`agreement_task` returns them with ``verbs=True``). Nothing in it is random, so the spread
-    between pretraining seeds is the encoders' own, unlike fine-tuning's (:func:`finetune_encoder`).
-    Returns, per test set, a bool array: whether each example was classified correctly.
-    """
+    r"""A linear probe of agreement on frozen features (:func:`verb_features`; L2 penalty ``l2``)
+    fitted on ``train`` and scored on each of ``tests`` (``(sentences, labels, verb_positions)``, as
+    :func:`agreement_task` returns them with ``verbs=True``): per test set, a bool array of the
+    examples classified correctly. Nothing in it is random, so the spread between pretraining seeds
+    is the encoders' own, unlike fine-tuning's (:func:`finetune_encoder`)."""
     from .probes import fit_probe
 
     probe = fit_probe(verb_features(lm, train[0], train[2]), np.asarray(train[1]), 2, l2=l2)
@@ -163,8 +135,7 @@ def probe_agreement(lm, train, tests, l2: float = 1e-2) -> list:
 
 def finetune_encoder(lm, train_words, train_labels, test_sets, seed: int = 0, epochs: int = 5) -> list:
     """:func:`finetune_classifier` on a masked LM's ``encoder`` (an MLM's Transformer body, MAE-LM's
-    encoder), from word lists: ``test_sets`` is a list of ``(sentences, labels)``. Returns, per test
-    set, a bool array: whether each sentence was classified correctly."""
+    encoder), from word lists: ``test_sets`` is a list of ``(sentences, labels)``."""
     tok = lm.tokenizer
 
     def rows(sentences):
@@ -186,25 +157,17 @@ class FinetuneSettings:
     lr: float = 1e-3
 
 
+@using(1)                # training: one thread always, so a seed gives the same numbers everywhere
 def finetune_classifier(encoder, train_rows, train_labels, test_sets, pad_id: int = 0, *,
                         settings: FinetuneSettings = FinetuneSettings()) -> list:
     """Fine-tune a copy of ``encoder`` (any model returning ``last_hidden_state``; left unchanged)
-    with a linear classifier on mean-pooled states.
-
-    ``train_rows`` and the rows of ``test_sets`` (a list of ``(rows, labels)``) are token ids *with*
-    the model's special tokens. Returns, per test set, a bool array: whether each sentence was
-    classified correctly.
-    """
-    with using(1):        # training: one thread always, so a seed gives the same numbers everywhere
-        return _finetune(encoder, train_rows, train_labels, test_sets, pad_id, settings)
-
-
-def _finetune(encoder, train_rows, train_labels, test_sets, pad_id, settings) -> list:
+    with a linear classifier on mean-pooled states. ``train_rows`` and the rows of ``test_sets`` (a
+    list of ``(rows, labels)``) are token ids *with* the model's special tokens. Returns, per test
+    set, a bool array: whether each sentence was classified correctly."""
     seed, epochs, batch = settings.seed, settings.epochs, settings.batch
     torch.manual_seed(seed)
     enc = copy.deepcopy(encoder).train()
-    n_classes = int(np.max(train_labels)) + 1
-    clf = nn.Linear(enc.config.hidden_size, max(n_classes, 2))
+    clf = nn.Linear(enc.config.hidden_size, max(int(np.max(train_labels)) + 1, 2))
     params = list(enc.parameters()) + list(clf.parameters())
     opt = torch.optim.AdamW(params, lr=settings.lr, weight_decay=0.01)
 
@@ -218,8 +181,7 @@ def _finetune(encoder, train_rows, train_labels, test_sets, pad_id, settings) ->
         n = int(attn.sum(1).max())                # the longest row of the batch: no wider
         ids, attn = ids[:, :n], attn[:, :n]
         h = enc(input_ids=ids, attention_mask=attn).last_hidden_state
-        pooled = (h * attn[..., None]).sum(1) / attn.sum(1, keepdim=True)
-        return clf(pooled)
+        return clf((h * attn[..., None]).sum(1) / attn.sum(1, keepdim=True))   # mean-pooled
 
     train_ids, train_attn = pad(train_rows)
     gen = torch.Generator().manual_seed(seed)

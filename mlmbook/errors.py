@@ -1,9 +1,7 @@
-"""Every error mlmbook raises on purpose — one base class, one line of cause and remedy each —
-and :func:`notice`, the one way to print a one-line message the reader must see.
-
-A reader catches :class:`MLMBookError` to tell "my input was wrong" (the message says what
-to do) from a bug (any other exception). Errors about a file carry ``path`` and ``lineno``
-(1-based; None if not a line) and start their message with ``file:line:``.
+"""Every error mlmbook raises on purpose — one base class, one line of cause and remedy each — and
+:func:`notice`, the one way to print a one-line message the reader must see. A reader catches
+:class:`MLMBookError` to tell "my input was wrong" from a bug (any other exception); an error about
+a file carries ``path`` and ``lineno`` (1-based; None if not a line).
 """
 from __future__ import annotations
 

@@ -1,30 +1,7 @@
-"""Where mlmbook keeps things, and every ``MLMBOOK_*`` environment variable, in one place.
-
-A chapter executed by the build, a test and a reader's own notebook agree because they all
-read their locations and settings through this module.
-
-==========================  ===============================================  ==============================
-variable                    meaning                                          default
-==========================  ===============================================  ==============================
-``MLMBOOK_ROOT``            the book's repository (``_toc.yml``, ``book/``)  found from the cwd
-``MLMBOOK_CACHE``           trained models and other derived files           ``~/.cache/mlmbook``
-``MLMBOOK_DATA``            treebanks and other input data                   ``<root>/data``
-``MLMBOOK_BUILD``           build output (site, executed notebooks, results)  ``<root>/_build``
-``MLMBOOK_THREADS``         torch intra-op threads (0: torch's own choice)    see :mod:`mlmbook.threads`
-``MLMBOOK_QUERY_BUDGET``    output scores per model call                     ``16777216``
-``MLMBOOK_TRAIN_WORKERS``   processes of a build (training and chapters)     the number of cores
-``MLMBOOK_CELL_TIMEOUT``    seconds a chapter cell may run before it fails   ``1200``
-``MLMBOOK_CHAPTER``         set by the build: the chapter being executed     —
-``MLMBOOK_RESULTS``         set by the build: where recorded numbers go      —
-``MLMBOOK_SCHEDULER``       a Dask scheduler's address: build and research   a local cluster (verbs:
-                            verbs run there                                  this process)
-``MLMBOOK_SHARED_CACHE``    a flag: the cluster's workers see this cache     off (models travel as bytes)
-``HF_HUB_OFFLINE``          (Hugging Face's) never reach the Hub             off
-==========================  ===============================================  ==============================
-
-An empty variable counts as unset.
+"""Where mlmbook keeps things, and every ``MLMBOOK_*`` environment variable, in one place: a build's
+chapter, a test and a reader's notebook all read their locations and settings here. The table of
+variables is in ``docs/INTERFACES.md``; an empty variable counts as unset.
 """
-
 from __future__ import annotations
 
 import json
@@ -40,8 +17,7 @@ __all__ = ["write_json_atomic", "cache_dir", "data_dirs", "repo_root", "find_roo
 
 def env_str(name: str) -> str | None:
     """The value of ``$name``, or None when it is unset or empty."""
-    value = os.environ.get(name, "").strip()
-    return value or None
+    return os.environ.get(name, "").strip() or None
 
 
 def env_int(name: str, default: int, minimum: int = 0) -> int:
@@ -98,16 +74,11 @@ def cache_dir() -> Path:
 def data_dirs(subdir: str | None = None) -> list[Path]:
     """Folders searched for a data file, in order: ``$MLMBOOK_DATA``, ``<root>/data`` and
     ``<root>/../shared/data``, each followed by its ``subdir`` when one is given."""
-    bases = []
     env = env_str("MLMBOOK_DATA")
-    if env:
-        bases.append(Path(env).expanduser())
     root = repo_root()
+    bases = [Path(env).expanduser()] if env else []
     bases += [root / "data", root.parent / "shared" / "data"]
-    out = []
-    for b in bases:
-        out += [b, b / subdir] if subdir else [b]
-    return out
+    return [d for b in bases for d in ([b, b / subdir] if subdir else [b])]
 
 
 def build_dir(root: Path | None = None) -> Path:
@@ -118,12 +89,9 @@ def build_dir(root: Path | None = None) -> Path:
 
 
 def write_json_atomic(path: str | os.PathLike, data, indent: int | None = None, sort_keys: bool = False) -> Path:
-    """Write ``data`` as JSON to ``path`` so that a reader sees the old file or the whole new one.
-
-    The text goes to a temporary file beside ``path`` and replaces it in one ``os.replace``; a
-    killed writer leaves at most a hidden ``.<name>.*.tmp`` that nothing loads. The file gets the
-    permissions a plain ``open(path, "w")`` would (the process's umask), not ``mkstemp``'s 0600.
-    """
+    """Write ``data`` as JSON to ``path`` so that a reader sees the old file or the whole new one: a
+    temporary file beside it (a killed writer leaves at most a hidden ``.<name>.*.tmp``) replaces it
+    in one ``os.replace``, with the permissions ``open(path, "w")`` gives (not ``mkstemp``'s)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")

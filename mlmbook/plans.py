@@ -2,44 +2,23 @@ r"""Plans before data: each chapter's committed plan, written from a pilot and c
 references.
 
 A chapter's primary questions (:class:`mlmbook.stats.Question`) are sized by a **planning standard
-deviation**. It must come from data the references never see: the ``pilot`` profile
-(:mod:`mlmbook.profiles`) runs the chapters on training seeds and sentence samples of their own, and
-:func:`from_pilot` turns its recorded answers into the chapter's plan, committed as
-``results/plans/<chapter>.json``, beside the pilot's own results in ``results/pilot/`` (the plan
-records their SHA-256, so that every planning SD re-derives from them):
+deviation** from data the references never see: the ``pilot`` profile runs the chapters on seeds
+and samples of their own, and :func:`from_pilot` turns its answers into the chapter's plan,
+``results/plans/<chapter>.json``, committed beside the pilot's results in ``results/pilot/``. A
+plan holds ``chapter``; ``family``, ``alpha``, ``family_size`` and ``level`` (1 − α/m); ``source``
+(the pilot's profile, seeds, models, date and results SHA-256, so that every SD re-derives);
+``questions``, each with its declaration's fields, ``planning_sd``, ``pilot_units`` and
+``planned_n`` (:func:`mlmbook.stats.needed_units` at 80 % power; None, with a ``note``, when the
+pilot's units did not vary); and ``superseded``, plans replaced once a result was seen (unhashed).
 
-==================  ==========================================================================
-field               what
-==================  ==========================================================================
-``chapter``         the chapter's slug (``"01_dependencies"``)
-``family``          the family's name, its ``alpha``, ``family_size`` and ``level`` (1 − α/m)
-``source``          where the planning SDs come from: the pilot's profile, seed offset, training
-                    and sampling seeds, the models' configurations, the date, the results file's
-                    SHA-256
-``questions``       per question: ``key``, ``claim``, ``effect`` (of interest), ``basis`` (its
-                    source, in words), ``unit``, ``measure``, ``reference``, ``test``, ``sample``
-                    (where the chapter sets its units), ``planning_sd``, ``pilot_units`` (the units
-                    the SD is computed from) and ``planned_n`` (:func:`mlmbook.stats.needed_units`
-                    at the family's level and 80 % power)
-                    (both None, with a ``note``, when the pilot's units did not vary at all)
-``superseded``      earlier plans replaced after a result was seen: each with its hash, the
-                    answers recorded against it, the reason and the date (not part of the hash)
-==================  ==========================================================================
+**The planning SD** is the standard deviation of a question's per-unit contributions in the pilot
+(:func:`mlmbook.stats.by_unit`; for a training recipe, of the seed means): for a ratio of sums
+:math:`\hat R = \sum_k d_k / \sum_k g_k` a unit contributes :math:`(d_k - \hat R g_k)/\bar g`, so
+that :math:`\sigma/\sqrt n` is the estimate's standard error.
 
-**The planning SD** of a question is the standard deviation of its per-unit contributions in the
-pilot: the rows are summed into units (:func:`mlmbook.stats.by_unit`; the seed for a question
-about a training recipe), and for a ratio of sums :math:`\hat R = \sum_k d_k / \sum_k g_k` each unit
-contributes :math:`(d_k - \hat R g_k)/\bar g` (its linearisation, so that
-:math:`\sigma/\sqrt n` is the estimate's standard error); for seeds it is the SD of the seed means.
-
-Declarations take their planning SD from the plan (:func:`fill`), never from a number in the code;
-the build records the plan's hash in each chapter's results (:func:`stamp`), and :func:`check` fails
-a reference built against another plan. A plan changed after its result was seen is kept in
-``superseded`` (:func:`supersede`). Command line::
-
-    python -m mlmbook build 1 --profile pilot --no-render     # the pilot's answers, in _build/results
-    python -m mlmbook.plans write _build/results 1            # results/plans/01_dependencies.json
-    python -m mlmbook.plans write _build/results 1 --reason "the effect of interest changed: ..."
+Declarations take their planning SD from the plan (:func:`fill`), never from a number in the code.
+After a pilot build (``python -m mlmbook build 1 --profile pilot --no-render``),
+``python -m mlmbook.plans write _build/results 1 [--reason TEXT]`` writes the plan (:func:`main`).
 """
 from __future__ import annotations
 
@@ -69,16 +48,8 @@ _QUESTION_FIELDS = ("key", "claim", "effect", "basis", "unit", "measure", "refer
 
 
 def plan_path(chapter: str, root: str | Path | None = None) -> Path:
-    """Where ``chapter``'s (slug) plan is committed: ``results/plans`` of ``root`` (default
-    :func:`mlmbook.paths.repo_root`)."""
+    """Where ``chapter``'s plan is committed: ``results/plans`` of ``root`` (or the repository)."""
     return Path(root or repo_root()) / "results" / "plans" / f"{chapter}.json"
-
-
-def _units(record: dict) -> tuple[np.ndarray, np.ndarray]:
-    """Per-unit sums ``(d, g)`` of an answer record: by seed for a recipe question, else by unit."""
-    seeds = record.get("seeds")
-    by_seed = record.get("unit") == "seed" and seeds is not None and len(set(seeds)) >= 2
-    return by_unit(record["values"], record.get("weights"), seeds if by_seed else record.get("units"))
 
 
 def unit_sd_of(record: dict) -> tuple[float, int]:
@@ -87,7 +58,10 @@ def unit_sd_of(record: dict) -> tuple[float, int]:
     >>> unit_sd_of({"values": [1.0, 3.0, 2.0, 6.0], "units": [0, 0, 1, 1], "unit": "sentence"})
     (3.0, 2)
     """
-    d, g = _units(record)
+    groups = record.get("seeds")                # per seed for a recipe question, else per unit
+    if not (record.get("unit") == "seed" and groups is not None and len(set(groups)) >= 2):
+        groups = record.get("units")
+    d, g = by_unit(record["values"], record.get("weights"), groups)
     n = len(d)
     if n < 2 or not np.all(g > 0):
         return float("nan"), n
@@ -107,15 +81,8 @@ def _answers(results: dict) -> list[tuple[str, dict]]:
 
 def from_pilot(chapter: str, results: dict, profile: str = PILOT, results_sha256: str | None = None,
                date: str | None = None) -> dict:
-    """The plan of ``chapter`` from a pilot build's recorded ``results`` (one chapter's results
-    file).
-
-    Raises
-    ------
-    ValueError
-        The results hold no primary answer, or were not recorded by a pilot (a plan is never sized
-        by a reference).
-    """
+    """The plan of ``chapter`` from a pilot build's ``results`` (one chapter's results file); a
+    ValueError when they hold no primary answer or were not recorded by a pilot."""
     answers = _answers(results)
     if not answers:
         raise ValueError(f"{chapter}: the results hold no primary answer; build it with --profile pilot first")
@@ -169,16 +136,7 @@ def load(chapter: str, root: str | Path | None = None) -> dict | None:
 
 def save(plan: dict, root: str | Path | None = None) -> Path:
     """Write ``plan`` (atomically) where :func:`load` finds it."""
-    path = plan_path(plan["chapter"], root)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(path, plan, indent=1)
-    return path
-
-
-def _answer_summary(results: dict) -> dict:
-    fields = ("interval_estimate", "interval_low", "interval_high", "interval_n", "verdict",
-              "planning_sd", "effect")
-    return {rec["key"]: {f: rec.get(f) for f in fields} for _, rec in _answers(results)}
+    return write_json_atomic(plan_path(plan["chapter"], root), plan, indent=1)
 
 
 def supersede(old: dict, new: dict, reason: str, answers: dict | None = None, date: str | None = None) -> dict:
@@ -187,16 +145,18 @@ def supersede(old: dict, new: dict, reason: str, answers: dict | None = None, da
     ``reason``."""
     if not reason or not reason.strip():
         raise ValueError("a plan that replaces another needs the reason (--reason)")
+    fields = ("interval_estimate", "interval_low", "interval_high", "interval_n", "verdict",
+              "planning_sd", "effect")
+    seen = {rec["key"]: {f: rec.get(f) for f in fields} for _, rec in _answers(answers or {})}
     entry = {"hash": content_hash(old), "plan": {k: v for k, v in old.items() if k != "superseded"},
-             "answers": _answer_summary(answers) if answers else {}, "reason": reason.strip(),
+             "answers": seen, "reason": reason.strip(),
              "date": date or datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
     return {**new, "superseded": [*old.get("superseded", []), entry]}
 
 
 def reference(chapter: str, profile: str = "extended", root: str | Path | None = None) -> dict | None:
-    """The committed ``profile`` reference's answers of ``chapter``, to show beside a run's
-    (:meth:`mlmbook.stats.Study.table`): ``{"label", "answers": {key: record}}``, None when that
-    reference has not been built. The label names the profile and the date the chapter's results
+    """The committed ``profile`` reference's answers of ``chapter`` (None when not built):
+    ``{"label", "answers": {key: record}}``, the label naming the profile and the date the results
     became the reference (``reference.built``, else the profile's last whole-book build)."""
     base = Path(root or repo_root()) / "results"
     path = base / profile / f"{chapter}.json"
@@ -210,23 +170,19 @@ def reference(chapter: str, profile: str = "extended", root: str | Path | None =
 
 
 def reference_for(chapter: str, model: str = "toy", profile: str = "full", treebank=None) -> dict | None:
-    """The extended reference (:func:`reference`) to show beside a run of ``chapter``
-    (:meth:`mlmbook.stats.Study.table`): for a run on the toy language (``model`` ``"toy"``, no
-    ``treebank``) of a profile other than ``extended``; None otherwise, or when that reference has
-    not been built."""
-    if model != "toy" or treebank is not None or profile == EXTENDED:
-        return None
-    return reference(chapter, EXTENDED)
+    """The extended reference (:func:`reference`) to show beside a toy-language run of ``chapter``
+    (:meth:`mlmbook.stats.Study.table`) of another profile; None otherwise or when not built."""
+    toy_run = model == "toy" and treebank is None and profile != EXTENDED
+    return reference(chapter, EXTENDED) if toy_run else None
 
 
 def reference_glue(reference: dict | None, study) -> dict:
-    """Values for prose that cites the extended reference's answers: ``ext_label`` (whose answers:
-    the reference's label, or "this run" when there is none, as in the extended build itself) and
-    per question ``ext_<key>``, "estimate [interval] (verdict, n = N)" of that reference, else of
-    ``study`` (a :class:`mlmbook.stats.Study`); for a question over seeds, ``ext_<key>_against``,
-    how many of its trained models' own tests point against the mean's direction at the family's
-    level (the second method), and ``ext_<key>_unconfirmed``, how many do not reach that level in
-    the mean's direction (those included)."""
+    """Values for prose that cites the extended reference's answers: ``ext_label`` (its label, or
+    "this run" without one, as in the extended build itself) and per question ``ext_<key>``,
+    "estimate [interval] (verdict, n = N)" of that reference, else of ``study``; for a question over
+    seeds, ``ext_<key>_against`` (trained models whose own test points against the mean's direction
+    at the family's level) and ``ext_<key>_unconfirmed`` (those not confirming it, the former
+    included)."""
     from .stats.intervals import Interval
     out = {"ext_label": reference["label"] if reference else "this run"}
     for key in study.questions:
@@ -256,9 +212,8 @@ def planning_sds(chapter: str, root: str | Path | None = None) -> dict:
 
 
 def stamp(results: dict, chapter: str, root: str | Path | None = None) -> dict:
-    """``results`` with the plan ``chapter`` was declared under, key :data:`PLAN_KEY`: its hash
-    (None without a committed plan); no clock time, so two builds of the same code give the same
-    bytes."""
+    """``results`` with the hash of the plan ``chapter`` was declared under (:data:`PLAN_KEY`; None
+    without one); no clock time, so two builds of the same code give the same bytes."""
     plan = load(chapter, root)
     return {**results, PLAN_KEY: {"chapter": chapter, "hash": None if plan is None else content_hash(plan)}}
 
@@ -272,8 +227,7 @@ def fill(chapter: str, questions, root: str | Path | None = None) -> list:
 
 def check(chapter: str, results: dict, root: str | Path | None = None) -> list[str]:
     """Why ``chapter``'s ``results`` were not built against its committed plan (empty when they
-    were): a results file with primary answers must record the committed plan's hash
-    (:func:`stamp`), and each answer's planning SD must be the plan's."""
+    were): the plan's hash (:func:`stamp`) and each answer's planning SD must be the plan's."""
     answers = _answers(results)
     if not answers:
         return []
@@ -308,17 +262,8 @@ def check_references(directory: str | Path, root: str | Path | None = None) -> l
     return problems
 
 
-def _chapter_files(directory: Path, chapters: list[str]) -> list[Path]:
-    files = sorted(directory.glob("0*.json"))
-    if chapters:
-        wanted = {c.zfill(2) if c.isdigit() else c for c in chapters}
-        files = [p for p in files if p.stem in wanted or p.stem[:2] in wanted]
-    return files
-
-
 def main(argv=None) -> int:
-    """``python -m mlmbook.plans write RESULTS_DIR [CHAPTER ...] [--reason TEXT]`` and ``check
-    DIR``."""
+    """``python -m mlmbook.plans write RESULTS [CHAPTER ...] [--reason TEXT]`` and ``check DIR``."""
     parser = argparse.ArgumentParser(prog="python -m mlmbook.plans", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     w = sub.add_parser("write", help="write the plans from a pilot build's results")
@@ -334,7 +279,9 @@ def main(argv=None) -> int:
         problems = check_references(args.results, args.root)
         print("\n".join(problems) or "every chapter was built against its committed plan")
         return 1 if problems else 0
-    files = _chapter_files(Path(args.results), args.chapters)
+    wanted = {c.zfill(2) if c.isdigit() else c for c in args.chapters}
+    files = [p for p in sorted(Path(args.results).glob("0*.json"))
+             if not wanted or p.stem in wanted or p.stem[:2] in wanted]
     if not files:
         raise SystemExit(f"mlmbook.plans: no chapter results in {args.results}; build the pilot first")
     for path in files:
@@ -351,7 +298,6 @@ def main(argv=None) -> int:
                 new = supersede(old, new, args.reason, seen)
             else:
                 new = {**new, "superseded": old.get("superseded", [])}
-        # the pilot's answers, committed beside
         kept = plan_path(path.stem, args.root).parent.parent / "pilot" / path.name
         kept.parent.mkdir(parents=True, exist_ok=True)
         kept.write_bytes(data)

@@ -3,10 +3,7 @@ r"""What a linear read-out gets from frozen token representations, layer by laye
 For token representations :math:`h_t \in \mathbb{R}^d` and labels :math:`y_t` (part of speech,
 number, depth in the gold tree, offset to the head), a multinomial logistic regression
 :math:`p(y \mid h) = \operatorname{softmax}(W h + b)` is fitted on the tokens of some sentences and
-scored on the tokens of others (splits by *sentence*). A linear probe cannot compute new features;
-it measures what is already linearly available. :func:`probe_counts` counts the hits per test
-sentence, so that two encoders probed on the same sentences give a paired difference with an
-interval over sentences (:func:`mlmbook.stats.ratio`).
+scored on the tokens of others: it measures what is already linearly available.
 """
 from __future__ import annotations
 
@@ -19,7 +16,7 @@ from torch import nn
 from .threads import using
 
 __all__ = ["collect_states", "token_labels", "PROBE_TASKS", "UPOS_TAGS", "Probe", "fit_probe",
-           "probe_accuracy", "split_sentences", "probe_counts", "layer_probe_counts"]
+           "split_sentences", "probe_counts", "layer_probe_counts"]
 
 UPOS_TAGS = ["DET", "ADJ", "NOUN", "PROPN", "VERB", "ADP", "ADV", "PUNCT"]
 
@@ -32,9 +29,10 @@ PROBE_TASKS = {
 """The probing tasks, with the class names their integer labels stand for."""
 
 
-# ---------------------------------------------------------------------------- representations
 def collect_states(states_fn, rows, masked=None, mask_id=None) -> dict:
-    """Per-layer representations of many sentences, split into real and ``[MASK]`` tokens.
+    """Per-layer representations of many sentences, split into real and ``[MASK]`` tokens:
+    ``real`` / ``mask``, lists over layers of float64 arrays (N, d); ``real_index`` /
+    ``mask_index``, (N, 2) arrays of (sentence, position), in the same order (sentence-major).
 
     Parameters
     ----------
@@ -47,13 +45,6 @@ def collect_states(states_fn, rows, masked=None, mask_id=None) -> dict:
         Positions to replace by ``mask_id`` (default: none).
     mask_id : int
         The model's ``[MASK]`` id (needed when ``masked`` is given).
-
-    Returns
-    -------
-    dict
-        ``real`` / ``mask``: lists over layers of float64 arrays (N, d) of the real and masked
-        positions; ``real_index`` / ``mask_index``: (N, 2) arrays of (sentence, position),
-        in the same row order (sentence-major, then position).
     """
     masked = masked if masked is not None else [[False] * len(r) for r in rows]
     by_len: dict = {}
@@ -84,17 +75,6 @@ def collect_states(states_fn, rows, masked=None, mask_id=None) -> dict:
     return out
 
 
-# ---------------------------------------------------------------------------- labels
-def _depths(heads):
-    depth = []
-    for i in range(len(heads)):
-        d, j = 0, i
-        while heads[j] >= 0:
-            j, d = heads[j], d + 1
-        depth.append(d)
-    return depth
-
-
 def token_labels(sentence) -> dict:
     """Integer labels of every token for each task in :data:`PROBE_TASKS` (-1: not applicable).
 
@@ -104,17 +84,18 @@ def token_labels(sentence) -> dict:
     """
     out = {"pos": [UPOS_TAGS.index(u) for u in sentence.upos]}
     out["number"] = [{"Sing": 0, "Plur": 1}.get(f.get("Number"), -1) for f in sentence.feats]
-    out["depth"] = [min(d, 3) for d in _depths(sentence.heads)]
-    offsets = []
-    for i, h in enumerate(sentence.heads):
-        k = h - i
-        offsets.append(0 if h < 0 else 1 if k <= -3 else 2 if k == -2 else 3 if k == -1
-                       else 4 if k == 1 else 5 if k == 2 else 6)
-    out["head_offset"] = offsets
+    out["depth"] = []
+    for i in range(len(sentence.heads)):
+        d, j = 0, i
+        while sentence.heads[j] >= 0:
+            j, d = sentence.heads[j], d + 1
+        out["depth"].append(min(d, 3))
+    # classes root, <=-3, -2, -1, +1, +2, >=+3: the offset clipped to [-3, 3], shifted past 0
+    out["head_offset"] = [0 if h < 0 else min(max(h - i, -3), 3) + (4 if h < i else 3)
+                          for i, h in enumerate(sentence.heads)]
     return out
 
 
-# ---------------------------------------------------------------------------- linear probes
 @dataclass
 class Probe:
     """A fitted multinomial logistic regression on standardised features."""
@@ -151,21 +132,6 @@ def fit_probe(X, y, n_classes: int, l2: float = 1e-3, max_iter: int = 100) -> Pr
         return Probe(W.detach(), b.detach(), mean, scale)
 
 
-def probe_accuracy(X, labels, sentence_of, n_classes: int, seeds=(0, 1, 2)) -> np.ndarray:
-    """Held-out accuracy of a linear probe, once per seed (a different half of the sentences
-    ``sentence_of`` to train on each time): :func:`probe_counts` pooled over the test sentences."""
-    labels, sentence_of = np.asarray(labels), np.asarray(sentence_of)
-    sentences = np.unique(sentence_of[labels >= 0])
-    out = []
-    for seed in seeds:
-        rng = np.random.default_rng(seed)
-        train = rng.choice(sentences, size=len(sentences) // 2, replace=False)
-        test = np.setdiff1d(sentences, train)
-        correct, total = probe_counts(X, labels, sentence_of, n_classes, train, test)
-        out.append(float(correct.sum() / total.sum()))
-    return np.array(out)
-
-
 def split_sentences(n_sentences: int, seed: int = 0, train_frac: float = 0.5) -> tuple:
     """A random split of sentence indices ``0..n-1`` into (train, test), both sorted."""
     perm = np.random.default_rng(seed).permutation(n_sentences)
@@ -174,31 +140,24 @@ def split_sentences(n_sentences: int, seed: int = 0, train_frac: float = 0.5) ->
 
 
 def probe_counts(X, labels, sentence_of, n_classes: int, train, test) -> tuple:
-    """Fit a probe on the rows of the ``train`` sentences (rows labelled -1 are ignored); count its
-    hits on each ``test`` sentence.
-
-    Returns
-    -------
-    correct, total : numpy.ndarray (len(test),)
-        Correctly labelled and scored tokens of each test sentence, in the order of ``test`` (the
-        same for every model probed on these sentences: ready for a paired
-        :func:`mlmbook.stats.ratio`).
-    """
+    """Fit a probe on the rows of the ``train`` sentences (rows labelled -1 are ignored); return
+    ``(correct, total)``, its hits and the scored tokens of each ``test`` sentence, in the order of
+    ``test`` (the same for every model probed on them: ready for a paired
+    :func:`mlmbook.stats.ratio`)."""
     X, labels, sentence_of = np.asarray(X), np.asarray(labels), np.asarray(sentence_of)
     use = labels >= 0
     tr = use & np.isin(sentence_of, train)
     te = use & np.isin(sentence_of, test)
-    probe = fit_probe(X[tr], labels[tr], n_classes)
-    hit = probe.predict(X[te]) == labels[te]
+    hit = fit_probe(X[tr], labels[tr], n_classes).predict(X[te]) == labels[te]
     pos = {s: k for k, s in enumerate(np.asarray(test))}
     where = np.array([pos[s] for s in sentence_of[te]], dtype=int)
-    correct = np.bincount(where, weights=hit.astype(float), minlength=len(test))
-    total = np.bincount(where, minlength=len(test)).astype(float)
-    return correct, total
+    return (np.bincount(where, weights=hit.astype(float), minlength=len(test)),
+            np.bincount(where, minlength=len(test)).astype(float))
 
 
 def layer_probe_counts(layers, index, labels, train, test, tasks=None) -> dict:
-    """:func:`probe_counts` for every task and layer of one model.
+    """:func:`probe_counts` for every task and layer of one model: ``{task: (correct, total)}``,
+    ``correct`` (L, len(test)) and ``total`` (len(test),).
 
     Parameters
     ----------
@@ -210,11 +169,6 @@ def layer_probe_counts(layers, index, labels, train, test, tasks=None) -> dict:
         :func:`token_labels` of each sentence.
     tasks : iterable of str, optional
         Keys of :data:`PROBE_TASKS` (default: all).
-
-    Returns
-    -------
-    dict
-        ``{task: (correct, total)}`` with ``correct`` (L, len(test)) and ``total`` (len(test),).
     """
     index = np.asarray(index)
     out = {}

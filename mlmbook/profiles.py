@@ -5,17 +5,14 @@ profile       who              budget
 ============  ===============  ==========================================================
 ``quick``     tests and CI     whole book executed and rendered in ≤ 5 min (2 CPU cores)
 ``full``      ``make book``    ≤ 20 min with models trained from scratch, ≤ 8 min cached (2 cores)
-``pilot``     the plans        each primary question's planning SD (:mod:`mlmbook.plans`):
-                               ``python -m mlmbook build --profile pilot --no-render``
-``extended``  a cluster        sized by power: every primary question's detectable effect meets
-                               its effect of interest at 80 % power; its plan and time on N
-                               workers: ``python -m mlmbook cost --profile extended --workers N``
+``pilot``     the plans        each primary question's planning SD (:mod:`mlmbook.plans`)
+``extended``  a cluster        every primary question at its planned sample (80 % power); its
+                               plan: ``python -m mlmbook cost --profile extended --workers N``
 ============  ===============  ==========================================================
 
 A chapter or model list that declares no sizes of its own for a profile falls back to
-:data:`FALLBACK`'s stand-in, and the plan says so: the pilot uses ``quick``'s (a pilot needs a
-standard deviation, not a verdict, and must run on a laptop). **The pilot is disjoint by one
-offset** (:func:`seed_offset`): no pilot model or sample is one of the references'.
+:data:`FALLBACK`'s stand-in (the pilot: ``quick``'s; it needs a standard deviation, not a verdict).
+No pilot model or sample is one of the references' (:func:`seed_offset`).
 """
 PROFILES = ("quick", "full")
 EXTENDED = "extended"
@@ -27,8 +24,7 @@ FALLBACK = {EXTENDED: "full", PILOT: "quick"}
 """The profile whose sizes stand in where a profile's own are not declared yet."""
 
 PILOT_SEED_OFFSET = 1000
-"""Added to every training and sampling seed of the pilot (the references' seeds are all below
-it)."""
+"""Added to every training and sampling seed of the pilot (the references' are all below it)."""
 
 
 def seed_offset(profile: str) -> int:

@@ -1,23 +1,10 @@
-r"""The one batched engine for masked queries.
-
-Every estimator in the book asks a masked LM the same question: *for this row of token ids (some
-of them* ``[MASK]`` *), what distribution does the model put at these positions?* This module
-answers many such questions at once, and it is the only place that decides how they are batched:
-rows of the same length share one :meth:`~mlmbook.models.base.MaskedLM.logits` call (on an
-accelerator, rows of all lengths are padded into one); identical queries are sent once; a call
-holds at most :func:`budget` output scores; every call runs under the thread policy
-(:mod:`mlmbook.threads`), with chunks side by side on worker threads where that measured faster
-(:class:`_Pace`, ``benchmarks/threads.py``); the model wrappers run the LM head only at the queried
-positions.
-
-On top of :func:`iter_log_probs` (and :func:`iter_logits`, the raw scores) sit :func:`log_probs`
-(in order), :func:`single_site` (every position masked in turn) and :func:`pll`, the
-pseudo-log-likelihood
-
-.. math:: \mathrm{PLL}(x) = \sum_{t=1}^{n} \log q(x_t \mid x_{\setminus t})
-
-of :cite:t:`salazar2020masked`, with the softmax over the whole vocabulary by default (as in the
-literature and minicons).
+r"""The one batched engine for masked queries: *for this row of token ids (some of them*
+``[MASK]`` *), what distribution does the model put at these positions?*, many at once. It alone
+decides the batching: rows of one length share a :meth:`~mlmbook.models.base.MaskedLM.logits` call
+(on an accelerator, rows of all lengths are padded into one); identical queries are sent once; a
+call holds at most :func:`budget` scores and runs under the thread policy (:mod:`mlmbook.threads`),
+chunks side by side where that measured faster (:class:`_Pace`, ``benchmarks/threads.py``); the
+model wrappers run the LM head only at the queried positions.
 """
 from __future__ import annotations
 
@@ -37,19 +24,17 @@ from .paths import env_int
 if TYPE_CHECKING:
     from .models.base import MaskedLM
 
-__all__ = ["DEFAULT_BUDGET", "SPECIALS", "budget", "progress_bar", "iter_log_probs", "iter_logits",
+__all__ = ["SPECIALS", "budget", "progress_bar", "iter_log_probs", "iter_logits",
            "log_probs", "single_site", "pll", "pll_tokens", "encode_sentence", "tokens_per_second"]
-
-DEFAULT_BUDGET = 1 << 24
-"""Output scores (float32) per model call: 16M, i.e. 64 MB of logits."""
 
 SPECIALS = 2
 """Tokens a model adds to every row ([CLS] and [SEP] for BERT)."""
 
 
 def budget() -> int:
-    """Output scores one model call may hold (``$MLMBOOK_QUERY_BUDGET``, :data:`DEFAULT_BUDGET`)."""
-    return env_int("MLMBOOK_QUERY_BUDGET", DEFAULT_BUDGET, minimum=1)
+    """Output scores one model call may hold: ``$MLMBOOK_QUERY_BUDGET``, default 16M (64 MB of
+    float32 logits)."""
+    return env_int("MLMBOOK_QUERY_BUDGET", 1 << 24, minimum=1)
 
 
 def progress_bar(iterable, total: int | None = None, desc: str = "", show: bool | None = True):
@@ -62,8 +47,7 @@ def progress_bar(iterable, total: int | None = None, desc: str = "", show: bool 
 
 
 def _workers(lm) -> int:
-    """Threads the policy gives a call to ``lm`` (1 for small models; see :mod:`mlmbook.threads`),
-    for a model that several threads may call at once; 1 for any other."""
+    """Threads the policy gives a call to ``lm`` if several threads may call it at once, else 1."""
     return threads.policy(threads.is_large(lm)) if getattr(lm, "thread_safe", False) else 1
 
 
@@ -73,12 +57,9 @@ def _padded_mode(lm) -> bool:
 
 
 class _Pace:
-    """Chooses, wave by wave, between one thread and ``n`` worker threads for a model's chunks.
-
-    Never one forward pass split across threads: it waits at every layer for its slowest thread.
-    Each mode's speed (tokens per second, a running mean) is measured on the model's own chunks;
-    the faster runs, and every :data:`PROBE_EVERY`-th wave tries the other.
-    """
+    """Chooses, wave by wave, between one thread and ``n`` worker threads (one forward pass each)
+    for a model's chunks: the faster on the model's own chunks (tokens/s, a running mean) runs, and
+    every :data:`PROBE_EVERY`-th wave tries the other."""
 
     PROBE_EVERY = 8
 
@@ -191,7 +172,6 @@ def _iter(lm, rows, positions, *, normalise: bool, full_softmax: bool, targets, 
             with threads.limited(threads.is_large(lm)) if pace is None else threads.pinned(1):
                 out = [answer(t) for t in wave]
         else:
-            # chunks side by side, one thread each
             with threads.pinned(1), ThreadPoolExecutor(mode) as pool:
                 out = list(pool.map(answer, wave))
         if pace is not None:
@@ -224,7 +204,6 @@ def iter_log_probs(lm: MaskedLM, rows: Sequence, positions: Sequence, *, full_so
 
     Parameters
     ----------
-    lm : MaskedLM
     rows : sequence of int sequences
         Token ids without special tokens; masked positions hold ``lm.mask_id``. Lengths may differ.
     positions : sequence of int sequences
@@ -249,9 +228,8 @@ def iter_log_probs(lm: MaskedLM, rows: Sequence, positions: Sequence, *, full_so
 
 def iter_logits(lm: MaskedLM, rows: Sequence, positions: Sequence, *, full_softmax: bool = False,
                 progress: bool | str = False) -> Iterator[tuple[list[int], np.ndarray]]:
-    """The model's raw scores (logits, float64) at the queried positions — what an MRF built from
-    the conditionals needs; batched exactly like :func:`iter_log_probs`. Special tokens get ``-inf``
-    unless ``full_softmax``."""
+    """The model's raw scores (logits, float64) at the queried positions, batched exactly like
+    :func:`iter_log_probs`; special tokens get ``-inf`` unless ``full_softmax``."""
     return _iter(lm, rows, positions, normalise=False, full_softmax=full_softmax, targets=None, progress=progress)
 
 
@@ -285,12 +263,9 @@ def single_site(lm: MaskedLM, sentences, **kw) -> list[np.ndarray]:
 def encode_sentence(lm: MaskedLM, sentence) -> tuple[list[int], list[list[int]], list[str]]:
     """Token ids, pieces of each word and the words of a sentence given as a word list or a plain
     string (split as ``lm.encode_text`` splits it; at white space for a model without one)."""
-    if isinstance(sentence, str):
-        encode_text = getattr(lm, "encode_text", None)
-        if encode_text is not None:
-            return encode_text(sentence)
-        sentence = sentence.split()
-    words = list(sentence)
+    if isinstance(sentence, str) and hasattr(lm, "encode_text"):
+        return lm.encode_text(sentence)
+    words = sentence.split() if isinstance(sentence, str) else list(sentence)
     ids, pieces = lm.encode_words(words)
     return ids, pieces, words
 
@@ -302,17 +277,16 @@ def pll_tokens(lm: MaskedLM, sentences, *, variant: str = "token", full_softmax:
     if variant not in ("token", "word_l2r"):
         raise ValueError(f"unknown PLL variant {variant!r}; use 'token' or 'word_l2r'")
     rows, pos, gold, owner = [], [], [], []
-    lengths = []
+    out = []
     for s, sentence in enumerate(sentences):
         ids, pieces, _ = encode_sentence(lm, sentence)
-        lengths.append(len(ids))
+        out.append(np.zeros(len(ids)))
         for word in pieces:
             for a, t in enumerate(word):
                 r = list(ids)
                 for p in (word[a:] if variant == "word_l2r" else [t]):
                     r[p] = lm.mask_id
                 rows.append(r), pos.append([t]), gold.append([ids[t]]), owner.append((s, t))
-    out = [np.zeros(n) for n in lengths]
     for idx, arr in iter_log_probs(lm, rows, pos, full_softmax=full_softmax, targets=gold,
                                    progress=progress and "PLL"):
         for r, a in zip(idx, arr):
@@ -323,11 +297,10 @@ def pll_tokens(lm: MaskedLM, sentences, *, variant: str = "token", full_softmax:
 
 def pll(lm: MaskedLM, sentences, *, variant: str = "token", full_softmax: bool = True,
         progress: bool = False) -> np.ndarray:
-    r"""Pseudo-log-likelihood of each sentence (nats).
+    r"""Pseudo-log-likelihood of each sentence (nats): an array (len(sentences),).
 
     Parameters
     ----------
-    lm : MaskedLM
     sentences : sequence of word lists or plain strings
     variant : ``"token"`` or ``"word_l2r"``
         ``"token"`` (:cite:t:`salazar2020masked`): every token (piece) is masked alone,
@@ -340,10 +313,6 @@ def pll(lm: MaskedLM, sentences, *, variant: str = "token", full_softmax: bool =
         ``False`` the special tokens are excluded and the words renormalised.
     progress : bool
         A tqdm bar over the masked rows.
-
-    Returns
-    -------
-    ndarray (len(sentences),)
     """
     terms = pll_tokens(lm, sentences, variant=variant, full_softmax=full_softmax, progress=progress)
     return np.array([t.sum() for t in terms], dtype=np.float64)

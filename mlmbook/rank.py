@@ -1,17 +1,12 @@
 r"""Effective rank and subspace geometry of representation matrices (chapter 4).
 
-Meng et al. (2023), *Representation Deficiency in Masked Language Modeling*, argue that an MLM
-spends some of its model dimensions on ``[MASK]`` tokens only: the representations of real tokens
-occupy a lower-rank subspace than the model width, and the ``[MASK]`` representations live partly
-outside it. Every function takes a representation matrix :math:`H \in \mathbb{R}^{N\times d}` (one
-row per token occurrence) with singular values :math:`\sigma_1 \ge \dots \ge \sigma_r \ge 0`.
-``center=False`` (the default) analyses :math:`H` as it is, as a singular-value definition of rank
-does (and, as we read them, Meng et al.); ``center=True`` subtracts the column mean first (the
-covariance's spectrum, PCA), so that a large common offset no longer counts as a direction. An
-effective rank depends on the number of rows as well, so matrices are compared only at the same rows
-per dimension :math:`N/d` (:func:`rows_for`).
+Meng et al. (2023), *Representation Deficiency in Masked Language Modeling*, argue that real tokens'
+representations occupy a lower-rank subspace than the model width, and ``[MASK]``'s live partly
+outside it. Every function takes a matrix :math:`H \in \mathbb{R}^{N\times d}` (one row per token
+occurrence), singular values :math:`\sigma_1 \ge \dots \ge \sigma_r \ge 0`. ``center=False`` (the
+default; as we read them, Meng et al.) analyses :math:`H` as it is; ``center=True`` subtracts the
+column mean first (PCA), so that a large common offset is no direction.
 """
-
 from __future__ import annotations
 
 import numpy as np
@@ -77,7 +72,7 @@ def cumulative_energy(H, center: bool = False) -> np.ndarray:
 
 def effective_rank_mass(H, eps: float = DEFAULT_EPS, center: bool = False) -> int:
     r"""ε-effective rank: the fewest directions holding a fraction :math:`1-\varepsilon` of the
-    energy.
+    energy (0 for an all-zero matrix).
 
     .. math::
         \operatorname{rank}_\varepsilon(H) = \min\Big\{k :
@@ -96,11 +91,6 @@ def effective_rank_mass(H, eps: float = DEFAULT_EPS, center: bool = False) -> in
         our reading of their setting.
     center : bool, default False
         Subtract the column mean first.
-
-    Returns
-    -------
-    int
-        The ε-effective rank (0 for an all-zero matrix).
     """
     return mass_rank_of(singular_values(H, center), eps)
 
@@ -112,20 +102,16 @@ def effective_rank_entropy(H, center: bool = False) -> float:
         p_i = \frac{\sigma_i}{\sum_j \sigma_j}, \qquad
         \operatorname{erank}(H) = \exp\Big(-\sum_i p_i \log p_i\Big).
 
-    It is 1 for a rank-one matrix, :math:`r` for :math:`r` equal non-zero singular values,
-    and varies continuously in between; no threshold is needed. (Roy & Vetterli normalise the
-    singular values themselves, not their squares.)
+    It is 1 for a rank-one matrix, :math:`r` for :math:`r` equal non-zero singular values, with no
+    threshold (Roy & Vetterli normalise the singular values themselves, not their squares).
     """
     return entropy_rank_of(singular_values(H, center))
 
 
 def top_subspace(H, k: int, center: bool = False) -> np.ndarray:
     r"""Orthonormal basis :math:`U \in \mathbb{R}^{d\times k}` of the top-``k`` right singular
-    vectors.
-
-    :math:`\operatorname{span}(U)` is the best ``k``-dimensional subspace for the rows of
-    :math:`H`: it maximises the energy :math:`\|HU\|_F^2` they keep after projection.
-    """
+    vectors: the ``k``-dimensional subspace that keeps the most energy :math:`\|HU\|_F^2` of the
+    rows of :math:`H`."""
     _, _, vt = np.linalg.svd(_as_matrix(H, center), full_matrices=False)
     if not 0 < k <= vt.shape[0]:
         raise ValueError(f"k must lie in 1..{vt.shape[0]}")
@@ -133,15 +119,15 @@ def top_subspace(H, k: int, center: bool = False) -> np.ndarray:
 
 
 def _basis(A, k, center):
-    if k is None:  # already a basis: orthonormalise its columns to be safe
-        q, _ = np.linalg.qr(_as_matrix(A, False))
-        return q
+    if k is None:  # already a basis: orthonormalise its columns
+        return np.linalg.qr(_as_matrix(A, False))[0]
     return top_subspace(A, k, center)
 
 
 def principal_angles(A, B, k1: int | None = None, k2: int | None = None,
                      center: bool = False) -> np.ndarray:
-    r"""Cosines of the principal angles between two subspaces of :math:`\mathbb{R}^d`.
+    r"""Cosines of the principal angles between two subspaces of :math:`\mathbb{R}^d`, decreasing,
+    clipped to [0, 1] (``np.arccos`` gives the angles).
 
     For orthonormal bases :math:`U_1 \in \mathbb{R}^{d\times k_1}`, :math:`U_2 \in
     \mathbb{R}^{d\times k_2}`, the cosines :math:`\cos\theta_1 \ge \dots \ge
@@ -158,11 +144,6 @@ def principal_angles(A, B, k1: int | None = None, k2: int | None = None,
         Subspace dimensions taken from ``A`` and ``B``.
     center : bool, default False
         Centre representation matrices before the SVD.
-
-    Returns
-    -------
-    numpy.ndarray (min(k1, k2),)
-        Cosines in decreasing order, clipped to [0, 1]; ``np.arccos`` gives the angles.
     """
     U1, U2 = _basis(A, k1, center), _basis(B, k2, center)
     if U1.shape[0] != U2.shape[0]:
@@ -187,7 +168,6 @@ def subspace_overlap(H_query, H_reference, k: int, center: bool = False) -> floa
     return float(((Hq @ U) ** 2).sum() / total) if total > 0 else float("nan")
 
 
-# ---------------------------------------------------------------------------- many matrices at once
 def rows_for(width: int, rows_per_dim: int) -> int:
     r"""Rows of every matrix whose rank is compared: :math:`N = \rho\, d`.
 
@@ -201,28 +181,18 @@ def rows_for(width: int, rows_per_dim: int) -> int:
 
 
 def block_ranks(H, blocks, eps: float = DEFAULT_EPS, chunk: int = 64) -> dict:
-    r"""The four effective ranks (:data:`RANK_KINDS`) of many equal-sized row blocks of one matrix.
-
-    For each block :math:`b` (an index array) the matrix :math:`H_b = H[b]` gives
-    :func:`effective_rank_entropy` and :func:`effective_rank_mass` at ``eps``, as it is and
-    column-centred. The singular values come from the eigenvalues of the :math:`d\times d` Gram
-    matrices, :math:`\sigma_i^2 = \lambda_i(H_b^\top H_b)`, in one eigensolver call: for
-    :math:`N \gg d` many times faster than an SVD of each block, and equal to the SVD-based ranks to
-    about :math:`10^{-7}` relative (the Gram matrix resolves singular values down to about
-    :math:`10^{-8}\sigma_{\max}`).
-
-    Returns
-    -------
-    dict
-        ``{kind: array (K,)}`` for ``kind`` in :data:`RANK_KINDS`, ``blocks`` an array (K, n) or a
-        sequence of K index arrays.
-    """
+    r"""The four effective ranks (:data:`RANK_KINDS`) of many equal-sized row blocks of one matrix:
+    for each block :math:`b` (``blocks``: an array (K, n) or K index arrays),
+    :func:`effective_rank_entropy` and :func:`effective_rank_mass` at ``eps`` of :math:`H_b = H[b]`,
+    as it is and column-centred, as ``{kind: array (K,)}``. The singular values come from the
+    eigenvalues of the :math:`d\times d` Gram matrices, :math:`\sigma_i^2 =
+    \lambda_i(H_b^\top H_b)`, in one eigensolver call: for :math:`N \gg d` many times faster than an
+    SVD of each block, and equal to the SVD-based ranks to about :math:`10^{-7}` relative (the Gram
+    matrix resolves singular values down to about :math:`10^{-8}\sigma_{\max}`)."""
     H = _as_matrix(H, False)
-    if len({len(b) for b in blocks}) > 1:
+    if len({len(b) for b in blocks}) > 1 or np.ndim(blocks) != 2:
         raise ValueError("blocks must all have the same number of rows (an array (K, n))")
     idx = np.asarray(blocks, dtype=int)
-    if idx.ndim != 2:
-        raise ValueError("blocks must all have the same number of rows (an array (K, n))")
     out = {k: np.zeros(len(idx)) for k in RANK_KINDS}
     for start in range(0, len(idx), chunk):
         part = slice(start, start + chunk)
@@ -230,8 +200,7 @@ def block_ranks(H, blocks, eps: float = DEFAULT_EPS, chunk: int = 64) -> dict:
         for centred in (False, True):
             X = M - M.mean(axis=1, keepdims=True) if centred else M
             lam = np.linalg.eigvalsh(np.einsum("kni,knj->kij", X, X))[:, ::-1]
-            lam = np.clip(lam, 0.0, None)  # rounding can make a zero negative
-            s = np.sqrt(lam)
+            s = np.sqrt(np.clip(lam, 0.0, None))  # rounding can make a zero negative
             tag = "_centred" if centred else ""
             out["entropy" + tag][part] = entropy_rank_of(s)
             out["mass" + tag][part] = mass_rank_of(s, eps)

@@ -1,13 +1,8 @@
 """Tables a chapter shows: HTML, never Markdown pipes (which the site would print as raw text).
 
->>> from mlmbook.tables import table
->>> table([["MLM", 0.6712, "[0.61, 0.72]"], ["CPMI", 0.636, "[0.58, 0.69]"]],
-...       header=["parser", "UUAS", "95 % interval"], caption="UUAS on 32 sentences")  # doctest: +SKIP
-
-Strings are escaped, except that ``**bold**`` and ``*italic*`` become ``<b>``/``<i>`` so a
-verdict cell can carry emphasis. A table wider than the page's column scrolls sideways inside its
-own box, which the book's script marks "scroll sideways" (``book/_static/mlmbook.{js,css}``). Keep
-tables to what a reader compares (about six columns); split a wider one in two.
+Strings are escaped, except that ``**bold**`` and ``*italic*`` become ``<b>``/``<i>``. A table wider
+than the page's column scrolls sideways in its own box (``book/_static/mlmbook.{js,css}``); keep
+tables to what a reader compares (about six columns).
 """
 from __future__ import annotations
 
@@ -53,10 +48,8 @@ def table(rows: Sequence[Sequence], header: Sequence[str] | None = None, caption
     rows : sequence of sequences
         Cells: numbers (formatted with ``digits`` decimals; integers with thousands separators),
         strings, bools (yes/no) or None (—).
-    header : sequence of str, optional
     caption : str, optional
         Say what the table shows and on how many sentences.
-    digits : int
     """
     out = ["<div class='mlmbook-table-wrap mlmbook-scroll'><table class='table mlmbook-table'>"]
     if caption:
@@ -64,12 +57,10 @@ def table(rows: Sequence[Sequence], header: Sequence[str] | None = None, caption
     if header:
         out.append("<thead><tr>" + "".join(f"<th>{_cell(h, digits)}</th>" for h in header) + "</tr></thead>")
     out.append("<tbody>")
+    right = " style='text-align:right'"                        # numbers
     for row in rows:
-        cells = []
-        for v in row:
-            num = isinstance(v, numbers.Real) and not isinstance(v, bool)
-            style = " style='text-align:right'" if num else ""
-            cells.append(f"<td{style}>{_cell(v, digits)}</td>")
+        cells = [f"<td{right if isinstance(v, numbers.Real) and not isinstance(v, bool) else ''}>"
+                 f"{_cell(v, digits)}</td>" for v in row]
         out.append("<tr>" + "".join(cells) + "</tr>")
     out.append("</tbody></table></div>")
     plain = [list(header)] if header else []

@@ -1,22 +1,13 @@
 """The one thread policy: how many threads torch and NumPy's BLAS may use for mlmbook's work.
 
-Most of the book's tensors are small (a 2-layer BERT of width 64–128, a PCFG with a hundred
-nonterminals). For those, intra-op parallelism costs more in synchronisation than it saves, and
-each parallel region waits for any thread another process descheduled (``benchmarks/threads.py``).
-So:
-
-* **small work** (the toy models, inside–outside, small linear algebra): **1 thread**;
-* **large work** (a real encoder such as ``bert-base-uncased``): torch's own default;
-* ``$MLMBOOK_THREADS`` overrides both (``0`` = torch's default).
-
-The policy is applied **per call**, never as a side effect of loading a model: the query engine, a
-model's :meth:`~mlmbook.models.base.MaskedLMBase.logits` and the numerical kernels run inside
-:func:`limited`, which restores the caller's counts afterwards. Training always runs on one thread
-(:data:`mlmbook.models.train.TRAIN_THREADS`).
+For small tensors (the toy models, inside–outside, small linear algebra) intra-op parallelism costs
+more in synchronisation than it saves (``benchmarks/threads.py``): **1 thread**; large work (a real
+encoder such as ``bert-base-uncased``) gets torch's own default; ``$MLMBOOK_THREADS`` overrides both
+(``0`` = torch's default). The policy is applied **per call** (:func:`limited`, which restores the
+caller's counts), never as a side effect of loading a model. Training always runs on one thread.
 """
 from __future__ import annotations
 
-import functools
 import sys
 from contextlib import contextmanager
 from typing import Iterator
@@ -33,8 +24,8 @@ LARGE_HIDDEN = 512
 _DEFAULT = torch.get_num_threads()   # torch's own choice, read before mlmbook changes anything
 
 _pinned = 0  # > 0 while a block holds the counts for worker threads (see pinned)
-_controller = None                   # threadpoolctl's view of the loaded BLAS libraries, built once
-_seen_modules = -1                   # ... and rebuilt when new modules (a new BLAS) were imported
+_controller = None                   # threadpoolctl's view of the loaded BLAS libraries (see _blas)
+_seen_modules = -1
 
 
 def policy(large: bool = False) -> int:
@@ -87,11 +78,7 @@ def limited(large: bool = False) -> Iterator[int]:
 
 def small_work(fn):
     """``fn`` run under :func:`limited` (small work): a numerical kernel, wherever it is called."""
-    @functools.wraps(fn)
-    def run(*args, **kwargs):
-        with limited():
-            return fn(*args, **kwargs)
-    return run
+    return limited()(fn)           # a fresh limited() on every call (contextlib.ContextDecorator)
 
 
 @contextmanager

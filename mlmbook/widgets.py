@@ -1,11 +1,8 @@
 """Explorers: ipywidgets controls that also leave a static figure for the printed site.
 
-:func:`explore` draws the figure once at the default setting and shows it as *one* output:
-the image with a label under it that says what the static figure shows and at which setting (a
-chapter gives that output a number and a caption through the cell's ``mystnb: figure:`` metadata).
-When the notebook runs in Jupyter the live controls follow and redraw the figure. When the book
-build executes the notebook (``$MLMBOOK_CHAPTER`` is set) no controls are shown: a static page has
-nothing to move, and a second output would become a second figure.
+:func:`explore` shows the figure at the default setting as *one* output, labelled with what it shows
+at which setting (a chapter captions it through the cell's ``mystnb: figure:`` metadata); under the
+book build (``$MLMBOOK_CHAPTER`` set) no controls follow: a second output would be a second figure.
 """
 from __future__ import annotations
 
@@ -44,20 +41,40 @@ def _value(v) -> str:
     return str(v)
 
 
-def _figure_html(fig, note: str) -> str:
-    """The static figure (:func:`mlmbook.plotting.figure_png`) and its note."""
+def explore(draw: Callable, shows: str | None = None, **controls):
+    """Show ``draw(**defaults)`` as a static figure, then (in Jupyter) an interactive version: the
+    ``ipywidgets`` container, or None under the book build or without ipywidgets.
+
+    Parameters
+    ----------
+    draw : callable
+        Draws one figure (creating it with ``plt.subplots``) from keyword arguments.
+    shows : str, optional
+        What the static figure shows, for the sentence under it (:func:`static_note`).
+    **controls
+        ``name=(widget or ipywidgets abbreviation, default)``; e.g.
+        ``temperature=((0.2, 3.0, 0.1), 1.0)`` or ``sentence=(list_of_options, 0)``.
+    """
+    from IPython.display import HTML, display
+
     from .plotting import figure_png
 
+    defaults = {k: v[1] for k, v in controls.items()}
+    draw(**defaults)
+    fig = plt.gcf()
+    note = html.escape(static_note(defaults, shows))
     data, width = figure_png(fig)
     png = base64.b64encode(data).decode("ascii")
-    return (f'<img src="data:image/png;base64,{png}" alt="{html.escape(note)}" width="{width}" '
-            f'class="mlmbook-explorer-figure" style="max-width:100%;height:auto"/>'
-            f'<p class="mlmbook-explorer-note"><i>{html.escape(note)}</i></p>')
-
-
-def _controls(controls: dict) -> dict:
-    import ipywidgets as w
-
+    display(HTML(f'<img src="data:image/png;base64,{png}" alt="{note}" width="{width}" '
+                 f'class="mlmbook-explorer-figure" style="max-width:100%;height:auto"/>'
+                 f'<p class="mlmbook-explorer-note"><i>{note}</i></p>'))
+    plt.close(fig)
+    if env_str("MLMBOOK_CHAPTER") is not None:             # the book build: a static page
+        return None
+    try:
+        import ipywidgets as w
+    except ImportError:                      # static only
+        return None
     made = {}
     for name, (spec, default) in controls.items():
         if isinstance(spec, w.Widget):
@@ -70,40 +87,6 @@ def _controls(controls: dict) -> dict:
                              description=name, continuous_update=False)
         else:
             made[name] = w.Dropdown(options=list(spec), value=default, description=name)
-    return made
-
-
-def explore(draw: Callable, shows: str | None = None, **controls):
-    """Show ``draw(**defaults)`` as a static figure, then (in Jupyter) an interactive version.
-
-    Parameters
-    ----------
-    draw : callable
-        Draws one figure (creating it with ``plt.subplots``) from keyword arguments.
-    shows : str, optional
-        What the static figure shows, for the sentence under it (:func:`static_note`).
-    **controls
-        ``name=(widget or ipywidgets abbreviation, default)``; e.g.
-        ``temperature=((0.2, 3.0, 0.1), 1.0)`` or ``sentence=(list_of_options, 0)``.
-
-    Returns
-    -------
-    The ``ipywidgets`` container, or ``None`` under the book build or without ipywidgets.
-    """
-    from IPython.display import HTML, display
-
-    defaults = {k: v[1] for k, v in controls.items()}
-    draw(**defaults)
-    fig = plt.gcf()
-    display(HTML(_figure_html(fig, static_note(defaults, shows))))
-    plt.close(fig)
-    if env_str("MLMBOOK_CHAPTER") is not None:             # the book build: a static page
-        return None
-    try:
-        import ipywidgets as w
-    except ImportError:                      # static only
-        return None
-    made = _controls(controls)
     out = w.interactive_output(lambda **kw: (draw(**kw), plt.show()), made)
     box = w.VBox([w.HBox(list(made.values())), out])
     box.layout.display = "flex"

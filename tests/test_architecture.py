@@ -353,7 +353,7 @@ def test_module_size(module):
 
 
 MAX_WIDTH = 100
-LONG_LINES = 870
+LONG_LINES = 790
 """Lines over ``MAX_WIDTH`` characters the package may hold (issue 42 asks for at most 1,100). A
 ratchet: lower it when a change shortens lines; it never goes up."""
 
@@ -365,7 +365,7 @@ def test_the_package_keeps_its_lines_short():
                                      f"for example {long[-3:]}")
 
 
-PACKAGE_LINES = 27_700
+PACKAGE_LINES = 24_140
 """Lines of the package apart from the newest chapter's room (``diffusion/``, issue 42's "a new
 chapter's module apart"; its goal is 25,000). A ratchet: lower it when a change shrinks the package; a
 change that must grow it says why in its commit."""

@@ -7,6 +7,7 @@ import torch
 from mlmbook import deficiency as D
 from mlmbook import rank, stats
 from mlmbook.deficiency import measure as geometry_module
+from mlmbook.deficiency.seeds import FAIL_MARGIN, SIGN_LABELS
 from mlmbook.toy import Grammar
 
 MASK_ID = 4
@@ -201,7 +202,7 @@ def test_width_panel_reads_each_trained_model_and_the_sign_change():
     assert panel[0].per_seed == pytest.approx({s: v.mean() for s, v in neg.items()})
     assert D.sign_change(panel) == "changes sign"
     assert D.sign_change(D.width_panel({32: pos, 64: pos})) == "keeps one sign"
-    assert D.sign_change(D.width_panel({32: neg, 64: mixed})) == D.SIGN_LABELS[2]
+    assert D.sign_change(D.width_panel({32: neg, 64: mixed})) == SIGN_LABELS[2]
     assert D.width_panel({16: mixed})[0].side == "mixed"
 
 
@@ -237,7 +238,7 @@ def test_earlier_results_are_intervals_with_their_commit():
     h128 = D.EARLIER["h128_three_seeds"]
     excess = [a - b for a, b in zip(h128["maelm_final_loss"], h128["mlm_final_loss"])]
     assert D.training_failures(dict(enumerate(zip(h128["maelm_final_loss"], h128["mlm_final_loss"])))).failed == [1]
-    assert max(excess) > D.FAIL_MARGIN > sorted(excess)[-2]
+    assert max(excess) > FAIL_MARGIN > sorted(excess)[-2]
 
 
 def test_figures_keep_legends_off_the_data():

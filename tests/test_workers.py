@@ -113,9 +113,10 @@ def test_bad_needs_are_refused():
         list(workers.run([Task("a", abs, (1,), needs=("b",)), Task("b", abs, (1,), needs=("a",))]))
 
 
-def test_progress_prints_a_line_after_a_silence_naming_what_runs():
+def test_progress_prints_a_line_after_a_silence_naming_what_runs(monkeypatch):
     said = []
-    progress = workers.Progress(said.append, quiet=0.0)
+    monkeypatch.setattr(workers, "QUIET_SECONDS", 0.0)
+    progress = workers.Progress(said.append)
     progress((0.0, {"key": "train 3", "started_on": "tcp://127.0.0.1:4000 (pid 7)"}))  # a start (Dask's event)
     progress({"key": "train 3", "text": "train 3: 8 models", "show": False})
     assert said == []

@@ -1,9 +1,8 @@
 """The research API: the book's analyses on any masked LM in one call each, without the book.
 
-Every function takes a model first — a :class:`~mlmbook.models.base.MaskedLM`, a Hugging Face name
-or the folder of a saved model (loaded once with :func:`mlmbook.load_mlm`) — and plain strings or
-word lists; each returns a small dataclass (or an array). They are thin wrappers over the science
-modules (the chapters' own functions), so a number here is the number the book computes.
+Every function takes a model first (a :class:`~mlmbook.models.base.MaskedLM`, a Hugging Face name
+or a saved model's folder) and plain strings or word lists, and returns a small dataclass (or an
+array); a thin wrapper over the chapters' own functions, so a number here is the book's.
 
 =========================  ============================================================  =========
 function                   what                                                          chapter
@@ -16,22 +15,16 @@ function                   what                                                 
 :func:`glauber_chains`     tempered Glauber dynamics from a sentence                     5
 =========================  ============================================================  =========
 
->>> import mlmbook
->>> lm = mlmbook.load_mlm("bert-base-uncased")                      # doctest: +SKIP
->>> mlmbook.pll(lm, ["The cat sat on the mat.", "Mat the on sat cat the."])  # doctest: +SKIP
-array([-21.3..., -60.1...])
-
 Every call goes through the book's front door first (:func:`mlmbook.check_fit`); the keyword
 options each call takes are those of :class:`Options`. The same verbs are on the command line:
 ``mlmbook pll MODEL FILE`` (see ``mlmbook --help``).
 """
-from .dynamics import GlauberRun, Rectangles, glauber_chains, rectangle_test
-from .joints import AG, HCB, Joint, derive_joint
+from .dynamics import glauber_chains, rectangle_test
+from .joints import AG, HCB, derive_joint
 from .models import Options, as_model
-from .pll import TokenScores, pll
-from .rank import Ranks, effective_rank
-from .trees import TreeScores, dependency_trees
+from .pll import pll
+from .rank import effective_rank
+from .trees import dependency_trees
 
-__all__ = ["pll", "TokenScores", "dependency_trees", "TreeScores", "derive_joint", "Joint", "HCB",
-           "AG", "rectangle_test", "Rectangles", "effective_rank", "Ranks", "glauber_chains",
-           "GlauberRun", "as_model", "Options"]
+__all__ = ["pll", "dependency_trees", "derive_joint", "HCB", "AG", "rectangle_test",
+           "effective_rank", "glauber_chains", "as_model", "Options"]

@@ -10,28 +10,21 @@ import torch
 from .. import consistency, queries
 from ..glauber import GlauberSampler
 from ..workers.cluster import map_blocks
-from .models import PROGRESS_SECONDS, Work, as_model, budget, guard, options_of, text_of, tokens_of
+from .models import PROGRESS_SECONDS, Work, budget, on_text, tokens_of
 
 __all__ = ["Rectangles", "rectangle_test", "GlauberRun", "glauber_chains"]
+
+PAIR_BLOCK = 256
+"""Pairs per block of :func:`rectangle_test` (every pair of a 23-token sentence in one)."""
 
 
 @dataclass(frozen=True)
 class Rectangles:
-    r"""The rectangle test on pairs of positions of one text.
-
-    Attributes
-    ----------
-    pairs : ndarray (P, 2)
-        Token positions ``(i, j)``.
-    delta : ndarray (P,)
-        :math:`\Delta` of each pair's most plausible rectangle (its top two tokens at each position,
-        both masked); 0 for any joint distribution.
-    corners : list of (str, str, str, str)
-        The rectangle's tokens ``(a, a', b, b')``.
-    noise_floor : float
-        :math:`|\Delta|` below this is float rounding
-        (:data:`mlmbook.consistency.FLOAT32_NOISE_FLOOR`).
-    """
+    r"""The rectangle test on pairs of positions of one text: per pair of token positions
+    (``pairs``, (P, 2)), ``delta`` (P,), :math:`\Delta` of its most plausible rectangle (its top two
+    tokens at each position, both masked; 0 for any joint distribution), and ``corners``, the
+    rectangle's tokens ``(a, a', b, b')``; :math:`|\Delta|` below ``noise_floor`` is float
+    rounding."""
 
     pairs: np.ndarray
     delta: np.ndarray
@@ -40,8 +33,7 @@ class Rectangles:
 
     @property
     def inconsistent(self) -> np.ndarray:
-        """Per pair: :math:`|\\Delta|` beyond the noise floor, so no joint produced these
-        conditionals."""
+        """Per pair: :math:`|\\Delta|` above the noise floor: no joint gave these conditionals."""
         return np.abs(self.delta) > self.noise_floor
 
 
@@ -64,10 +56,8 @@ def rectangle_test(model, text, pairs=None, **options) -> Rectangles:
     pairs : sequence of (i, j), optional
         Token positions; default every pair.
     options : keyword options
-        ``allow_unknown=True`` runs even when the model does not know the text
-        (:func:`mlmbook.check_fit`); ``scheduler``: a Dask cluster (its scheduler's address, or a
-        client) to spread the pairs over, in blocks of :data:`PAIR_BLOCK` (computed in the same
-        blocks here): the same numbers either way.
+        Those of :class:`~mlmbook.api.Options`: ``allow_unknown``, ``max_minutes`` and
+        ``scheduler`` (pairs in blocks of :data:`PAIR_BLOCK`, here too: the same numbers).
 
     Returns
     -------
@@ -81,12 +71,8 @@ def rectangle_test(model, text, pairs=None, **options) -> Rectangles:
     >>> res.delta.shape, res.inconsistent.dtype == bool, len(res.corners[0])
     ((2,), True, 4)
     """
-    scheduler = options.pop("scheduler", None)
-    lm = as_model(model)
-    text = text_of(text)
-    opts = options_of("rectangle_test", options, ("allow_unknown", "max_minutes"))
-    guard(lm, [text], opts.allow_unknown)
-    ids, _, _ = queries.encode_sentence(lm, text)
+    lm, ids, opts = on_text("rectangle_test", model, text, options,
+                            ("allow_unknown", "max_minutes", "scheduler"))
     if pairs is None:
         pairs = [(i, j) for i in range(len(ids)) for j in range(i + 1, len(ids))]
     pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
@@ -94,14 +80,11 @@ def rectangle_test(model, text, pairs=None, **options) -> Rectangles:
     work = Work(f"rectangles of {len(pairs)} pairs", rows, rows * (len(ids) + queries.SPECIALS))
     long = budget(lm, work, opts.max_minutes, "rectangle",
                   "name fewer pairs (--pair I J) or give a shorter text") > PROGRESS_SECONDS
-    rows = map_blocks(_rectangle_block, list(pairs), lm, ids, long, scheduler=scheduler, size=PAIR_BLOCK)
+    rows = map_blocks(_rectangle_block, list(pairs), lm, ids, long, scheduler=opts.scheduler,
+                      size=PAIR_BLOCK)
     corners = [tuple(tokens_of(lm, r[:4])) for r in rows]
     delta = np.array([r[4] for r in rows], dtype=np.float64)
     return Rectangles(pairs, delta, corners, consistency.FLOAT32_NOISE_FLOOR)
-
-
-PAIR_BLOCK = 256
-"""Pairs per block of :func:`rectangle_test` (every pair of a 23-token sentence in one)."""
 
 
 def _rectangle_block(pairs, lm, ids, progress=False) -> list:
@@ -112,16 +95,9 @@ def _rectangle_block(pairs, lm, ids, progress=False) -> list:
 
 @dataclass(frozen=True)
 class GlauberRun:
-    """Chains of tempered Glauber dynamics from one text.
-
-    Attributes
-    ----------
-    states : LongTensor (steps + 1, chains, n)
-        Token ids after every step, the start first.
-    texts : list of str
-        Each chain's final state, as tokens joined by spaces.
-    temperature : float
-    """
+    """Chains of tempered Glauber dynamics from one text: ``states`` (steps + 1, chains, n), the
+    token ids after every step, the start first; ``texts``, each chain's final state as tokens
+    joined by spaces."""
 
     states: torch.Tensor
     texts: list
@@ -136,24 +112,19 @@ class GlauberRun:
 def glauber_chains(model, text, steps: int = 100, temperature: float = 1.0, chains: int = 4,
                    seed: int = 0, **options) -> GlauberRun:
     r"""Run tempered Glauber dynamics: at each step one position per chain is resampled from
-    :math:`q(x_i \mid x_{\setminus i})^{1/T}`, renormalised.
-
-    For more (frozen positions, per-site candidates, couplings) use
-    :class:`mlmbook.glauber.GlauberSampler`.
+    :math:`q(x_i \mid x_{\setminus i})^{1/T}`, renormalised (frozen positions, per-site candidates,
+    couplings: :class:`mlmbook.glauber.GlauberSampler`).
 
     Parameters
     ----------
     model : MaskedLM, model name or path
     text : str or list of words
         The start of every chain.
-    steps : int
+    steps, chains : int
     temperature : float
-    chains : int
     seed : int
         Same seed, same model: same chains.
-    options : keyword options
-        ``allow_unknown=True`` runs even when the model does not know the text
-        (:func:`mlmbook.check_fit`).
+    options : ``allow_unknown`` and ``max_minutes`` (:class:`~mlmbook.api.Options`)
 
     Returns
     -------
@@ -167,11 +138,7 @@ def glauber_chains(model, text, steps: int = 100, temperature: float = 1.0, chai
     >>> tuple(run.states.shape[:2]), len(run.texts)
     ((21, 3), 3)
     """
-    lm = as_model(model)
-    text = text_of(text)
-    opts = options_of("glauber_chains", options, ("allow_unknown", "max_minutes"))
-    guard(lm, [text], opts.allow_unknown)
-    ids, _, _ = queries.encode_sentence(lm, text)
+    lm, ids, opts = on_text("glauber_chains", model, text, options)
     rows = steps * chains
     work = Work(f"{chains} chains of {steps} steps", rows, rows * (len(ids) + queries.SPECIALS))
     long = budget(lm, work, opts.max_minutes, "glauber", "run fewer steps or chains (--steps, --chains)")

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import joints, queries
-from .models import Work, as_model, budget, guard, options_of, text_of, tokens_of
+from .models import Work, budget, on_text, tokens_of
 
 __all__ = ["HCB", "AG", "Joint", "derive_joint"]
 
@@ -17,22 +17,18 @@ default 50)."""
 
 @dataclass(frozen=True)
 class HCB:
-    """Hammersley–Clifford–Besag with a pivot :math:`a^\\star` at the first position.
-
-    ``pivot``: ``"both"`` (the paper's ``hcb-both``: the likeliest token with both positions
-    masked), ``"observed"`` (the token the text has there), or a token id (it must be a candidate).
-    """
+    """Hammersley–Clifford–Besag with a pivot :math:`a^\\star` at the first position, ``pivot``:
+    ``"both"`` (the paper's ``hcb-both``: the likeliest token with both positions masked),
+    ``"observed"`` (the token the text has there), or a token id (it must be a candidate)."""
 
     pivot: str | int = "both"
 
 
 @dataclass(frozen=True)
 class AG:
-    """Arnold–Gokhale, stopped when the error bound on every log-probability is below ``tol``
-    (nats).
-
-    A ``tol`` below :data:`mlmbook.joints.TOL_FLOOR` (what float64 can reach) is raised to the floor
-    with a one-line warning."""
+    """Arnold–Gokhale, stopped when the error bound on every log-probability is below ``tol`` (nats;
+    one below :data:`mlmbook.joints.TOL_FLOOR`, what float64 can reach, is raised to it with a
+    one-line warning)."""
 
     tol: float = 1e-8
 
@@ -42,20 +38,11 @@ METHODS = {"mrf": None, "mrf_local": None, "naive": None, "hcb": HCB(), "ag": AG
 
 @dataclass(frozen=True)
 class Joint:
-    """A derived joint :math:`p(x_i = a, x_j = b \\mid \\text{rest})` over candidate tokens.
-
-    Attributes
-    ----------
-    probs : ndarray (K_i, K_j)
-        The joint; sums to one over the candidates.
-    cand_i, cand_j : ndarray of int
-        Candidate token ids at each position; ``tokens_i``, ``tokens_j`` their strings.
-    method : str
-    conditionals : mlmbook.joints.PairConditionals
-        What the model said (the input of every method).
-    converged : bool
-        AG's stopping rule was met (True for the closed-form methods).
-    """
+    """A derived joint :math:`p(x_i = a, x_j = b \\mid \\text{rest})` over candidate tokens:
+    ``probs`` (K_i, K_j), summing to one; ``cand_i``, ``cand_j`` the candidate token ids at each
+    position, ``tokens_i``, ``tokens_j`` their strings; ``conditionals``, what the model said (the
+    input of every method); ``converged``, whether AG's stopping rule was met (True for closed
+    forms)."""
 
     probs: np.ndarray
     cand_i: np.ndarray
@@ -105,8 +92,7 @@ def derive_joint(model, text, i: int, j: int, method="ag", top_k: int | None = N
     top_k : int, optional
         Candidates per position (see :data:`AUTO_CANDIDATES`): the model's ``top_k`` likeliest
         tokens with both positions masked, the text's own tokens included.
-    options : keyword options
-        Those of :class:`~mlmbook.api.Options`: ``allow_unknown`` and ``max_minutes``.
+    options : ``allow_unknown`` and ``max_minutes`` (:class:`~mlmbook.api.Options`)
 
     Returns
     -------
@@ -131,11 +117,7 @@ def derive_joint(model, text, i: int, j: int, method="ag", top_k: int | None = N
     name = method if isinstance(method, str) else type(method).__name__.lower()
     if name not in METHODS:
         raise ValueError(f"unknown method {method!r}; use one of {', '.join(METHODS)}, HCB(...) or AG(...)")
-    lm = as_model(model)
-    text = text_of(text)
-    opts = options_of("derive_joint", options, ("allow_unknown", "max_minutes"))
-    guard(lm, [text], opts.allow_unknown)
-    ids, _, _ = queries.encode_sentence(lm, text)
+    lm, ids, opts = on_text("derive_joint", model, text, options)
     if not (0 <= i < len(ids) and 0 <= j < len(ids)) or i == j:
         raise ValueError(f"positions must be two different token positions in [0, {len(ids)}); the text has "
                          f"tokens {tokens_of(lm, ids)}")

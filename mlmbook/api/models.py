@@ -1,6 +1,6 @@
-"""What the research API accepts (:func:`as_model`, :func:`text_of`), the one guard every call
-passes (:func:`guard`), the one cost check (:func:`budget`) and the calls' keyword options
-(:class:`Options`)."""
+"""What the research API accepts (:func:`as_model`, :func:`text_of`), the one cost check
+(:func:`budget`) and the calls' keyword options (:class:`Options`); every call's text passes
+:func:`mlmbook.check_fit` first."""
 from __future__ import annotations
 
 import math
@@ -10,14 +10,14 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from .. import queries
-from ..corpus import Fit, Sentence, check_fit
+from ..corpus import Sentence, check_fit
 from ..dependencies.pieces import WINDOW
 from ..dependencies.policy import BUDGET_ROWS
 from ..errors import MLMBookError, notice
 from ..models.base import MaskedLM
 from ..models.load import load_mlm
 
-__all__ = ["as_model", "tokens_of", "text_of", "guard", "Work", "budget", "CostError",
+__all__ = ["as_model", "tokens_of", "text_of", "on_text", "Work", "budget", "CostError",
            "PROGRESS_SECONDS", "Options", "options_of"]
 
 PROGRESS_SECONDS = 30
@@ -30,14 +30,11 @@ class CostError(MLMBookError, ValueError):
     """A run whose estimate is longer than the limit it was given; the message has the estimate."""
 
 
-@lru_cache(maxsize=4)
-def _loaded(name: str) -> MaskedLM:
-    return load_mlm(name)
+_loaded = lru_cache(maxsize=4)(load_mlm)
 
 
 def as_model(model) -> MaskedLM:
-    """``model`` itself when it is a masked LM, else ``load_mlm(model)`` (loaded once per
-    process)."""
+    """``model`` itself when it is a masked LM, else ``load_mlm(model)`` (once per process)."""
     if isinstance(model, (str, os.PathLike)):
         return _loaded(os.fspath(model))
     if not isinstance(model, MaskedLM):
@@ -47,21 +44,22 @@ def as_model(model) -> MaskedLM:
 
 
 def tokens_of(lm: MaskedLM, ids) -> list[str]:
-    """The token strings of ids."""
     return [lm.vocab[int(t)] for t in ids]
 
 
 def text_of(sentence):
-    """A string or a word list as given; a :class:`~mlmbook.corpus.Sentence` as its surface
-    tokens."""
+    """A string or word list as given; a :class:`~mlmbook.corpus.Sentence` as its surface tokens."""
     return sentence.tokens if isinstance(sentence, Sentence) else sentence
 
 
-def guard(lm: MaskedLM, texts, allow_unknown: bool) -> Fit:
-    """The fit check every API call makes on its text (:func:`mlmbook.check_fit`): one line of
-    :class:`~mlmbook.errors.DataFitError` when the model does not know the text, unless
-    ``allow_unknown``."""
-    return check_fit(lm, [text_of(t) for t in texts], allow=allow_unknown)
+def on_text(call: str, model, text, options: dict, accepted=("allow_unknown", "max_minutes")):
+    """``(lm, ids, Options)`` of a ``call`` on one text: the model, the text's token ids (after
+    :func:`mlmbook.check_fit`: a DataFitError unless ``allow_unknown``) and the call's options."""
+    lm = as_model(model)
+    text = text_of(text)
+    opts = options_of(call, options, accepted)
+    check_fit(lm, [text], allow=opts.allow_unknown)
+    return lm, queries.encode_sentence(lm, text)[0], opts
 
 
 def took(seconds: float) -> str:
@@ -79,11 +77,10 @@ class Work(NamedTuple):
 
 
 def budget(lm: MaskedLM, work: Work, max_minutes: float | None, verb: str, smaller: str) -> float:
-    """The one cost check: the :class:`Work`'s forward passes at the model's throughput measured now
-    (:func:`mlmbook.queries.tokens_per_second`; not measured for at most :data:`SMALL_ROWS`).
-    Printed before the work when longer than :data:`PROGRESS_SECONDS`; a :class:`CostError` naming
-    the estimate, ``--max-minutes`` of ``verb`` and ``smaller`` (how to ask for less) when longer
-    than ``max_minutes`` (None: no limit). Returns the estimated seconds."""
+    """The one cost check: the estimated seconds of the :class:`Work` at the model's throughput
+    measured now (0 for at most :data:`SMALL_ROWS` rows); printed when longer than
+    :data:`PROGRESS_SECONDS`, a :class:`CostError` naming ``--max-minutes`` of ``verb`` and
+    ``smaller`` (how to ask for less) when longer than ``max_minutes`` (None: no limit)."""
     if work.rows <= SMALL_ROWS:
         return 0.0
     seconds = work.tokens / queries.tokens_per_second(lm)
@@ -99,26 +96,16 @@ def budget(lm: MaskedLM, work: Work, max_minutes: float | None, verb: str, small
 
 @dataclass(frozen=True)
 class Options:
-    """The keyword options of the research API's calls (each call takes those that apply to it).
-
-    Attributes
-    ----------
-    allow_unknown : bool
-        Run even when the model does not fit the text (:func:`mlmbook.check_fit`: unknown pieces,
-        predictions no better than chance or made worse by the context); the default stops with one
-        line.
-    max_words : int or None
-        Read sentences of at most this many scored words (:func:`mlmbook.read_for_model`).
-    budget_rows : int
-        Forward passes each sentence's CMI grid may spend (:func:`mlmbook.dependencies.cmi_scores`;
-        default chapter 1's full profile per sentence).
-    window : int or None
-        Largest distance, in pieces, between two positions whose CMI is computed.
-    scheduler : str or distributed.Client, optional
-        A Dask cluster to spread the work over (for the calls that shard their sentences).
-    max_minutes : float or None
-        Refuse, before any work, a call estimated to take longer (:func:`budget`; None: no limit).
-    """
+    """The keyword options of the research API's calls (each call takes those that apply to it):
+    ``allow_unknown``, run even when the model does not fit the text (:func:`mlmbook.check_fit`:
+    unknown pieces, predictions no better than chance or made worse by the context; the default
+    stops with one line); ``max_words``, read sentences of at most this many scored words
+    (:func:`mlmbook.read_for_model`); ``budget_rows``, forward passes each sentence's CMI grid may
+    spend (:func:`mlmbook.dependencies.cmi_scores`; default chapter 1's full profile per sentence);
+    ``window``, the largest distance, in pieces, between two positions whose CMI is computed;
+    ``scheduler``, a Dask cluster (address or ``distributed.Client``) to spread the work over;
+    ``max_minutes``, refuse, before any work, a call estimated longer (:func:`budget`; None: no
+    limit)."""
 
     allow_unknown: bool = False
     max_words: int | None = None
@@ -129,8 +116,7 @@ class Options:
 
 
 def options_of(call: str, given: dict, accepted: tuple = ("allow_unknown",)) -> Options:
-    """The :class:`Options` of a call from its keyword arguments; a name it does not take is a
-    TypeError."""
+    """The :class:`Options` of a call's keyword arguments; a name it does not take: a TypeError."""
     wrong = sorted(set(given) - set(accepted))
     if wrong:
         raise TypeError(f"{call}() got an unexpected keyword argument {wrong[0]!r}; its options are "

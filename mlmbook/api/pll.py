@@ -6,9 +6,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import queries
+from ..corpus import check_fit
 from ..errors import InputTooLong
 from ..workers.cluster import map_blocks
-from .models import PROGRESS_SECONDS, Work, as_model, budget, guard, options_of, text_of, tokens_of
+from .models import PROGRESS_SECONDS, Work, as_model, budget, options_of, text_of, tokens_of
 
 __all__ = ["TokenScores", "pll"]
 
@@ -17,18 +18,9 @@ REDUCTIONS = ("sum", "mean")
 
 @dataclass(frozen=True)
 class TokenScores:
-    r"""One sentence's PLL terms :math:`\log q(x_t \mid \cdot)` (nats), in token order.
-
-    Attributes
-    ----------
-    tokens : list of str
-        The model's pieces of the sentence.
-    scores : ndarray (len(tokens),)
-    words : list of str
-        The words, as the tokenizer split the text.
-    pieces : list of list of int
-        For each word, the positions of its pieces in ``tokens``.
-    """
+    r"""One sentence's PLL terms :math:`\log q(x_t \mid \cdot)` (nats), in token order: ``scores``
+    (len(tokens),) for ``tokens``, the model's pieces; ``words``, the words as the tokenizer split
+    the text, and ``pieces``, for each word the positions of its pieces in ``tokens``."""
 
     tokens: list
     scores: np.ndarray
@@ -91,11 +83,10 @@ def pll(model, sentences, variant: str = "token", per_token: bool = False, reduc
     """
     if reduction not in REDUCTIONS:
         raise ValueError(f"unknown reduction {reduction!r}; use one of {', '.join(REDUCTIONS)}")
-    scheduler = options.pop("scheduler", None)
     lm = as_model(model)
     sentences = [sentences] if isinstance(sentences, str) else [text_of(s) for s in sentences]
-    opts = options_of("pll", options, ("allow_unknown", "max_minutes"))
-    guard(lm, sentences, opts.allow_unknown)
+    opts = options_of("pll", options, ("allow_unknown", "max_minutes", "scheduler"))
+    check_fit(lm, sentences, allow=opts.allow_unknown)
     lengths = [len(queries.encode_sentence(lm, s)[0]) for s in sentences]  # one pass per token
     for k, n in enumerate(lengths):
         if n > lm.max_length:
@@ -104,13 +95,12 @@ def pll(model, sentences, variant: str = "token", per_token: bool = False, reduc
     work = Work(f"PLL of {len(sentences)} sentences", sum(lengths),
                 sum(n * (n + queries.SPECIALS) for n in lengths))
     long = budget(lm, work, opts.max_minutes, "pll", "score fewer sentences") > PROGRESS_SECONDS
-    terms = map_blocks(_pll_block, sentences, lm, variant, full_softmax, long, scheduler=scheduler)
+    terms = map_blocks(_pll_block, sentences, lm, variant, full_softmax, long,
+                       scheduler=opts.scheduler)
     if per_token:
-        out = []
-        for sentence, scores in zip(sentences, terms):
-            ids, pieces, words = queries.encode_sentence(lm, sentence)
-            out.append(TokenScores(tokens_of(lm, ids), scores, words, pieces))
-        return out
+        encoded = [queries.encode_sentence(lm, s) for s in sentences]
+        return [TokenScores(tokens_of(lm, ids), scores, words, pieces)
+                for (ids, pieces, words), scores in zip(encoded, terms)]
     return np.array([t.sum() if reduction == "sum" else (t.mean() if len(t) else np.nan) for t in terms])
 
 

@@ -1,5 +1,4 @@
-r"""Effective rank of a model's representations: real tokens against ``[MASK]`` (Meng et al.
-2024)."""
+r"""Effective rank of a model's representations: real tokens vs ``[MASK]`` (Meng et al. 2024)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -8,31 +7,20 @@ import numpy as np
 import torch
 
 from .. import queries, rank
-from .models import Work, as_model, budget, guard, options_of, text_of
+from ..corpus import check_fit
+from .models import Work, as_model, budget, options_of, text_of
 
 __all__ = ["Ranks", "effective_rank"]
 
 
 @dataclass(frozen=True)
 class Ranks:
-    r"""ε-effective ranks (:func:`mlmbook.rank.effective_rank_mass`) of one layer's rows.
-
-    Attributes
-    ----------
-    clean : int
-        Real-token rows of the unmasked sentences.
-    masked_real : int
-        Real-token rows of the masked sentences (the same positions' tokens are kept, others
-        masked).
-    masked_all : int
-        All rows of the masked sentences, ``[MASK]`` rows included.
-    n_rows, n_mask_rows : int
-        Rows in ``clean`` and ``[MASK]`` rows in ``masked_all``.
-    eps : float
-    layer : int
-    n_sentences, n_too_long : int
-        Sentences used, and those left out as longer than the model's window.
-    """
+    r"""ε-effective ranks (:func:`mlmbook.rank.effective_rank_mass`) of one layer's rows: ``clean``,
+    the real-token rows of the unmasked sentences; ``masked_real``, the real-token rows of the
+    masked sentences (the same positions' tokens kept, others masked); ``masked_all``, all their
+    rows, ``[MASK]`` included. ``n_rows`` counts the rows in ``clean``, ``n_mask_rows`` the
+    ``[MASK]`` rows, ``n_sentences`` the sentences used, ``n_too_long`` those longer than the
+    model's window."""
 
     clean: int
     masked_real: int
@@ -67,8 +55,7 @@ def effective_rank(model, sentences, layer: int = -1, mask_rate: float = 0.15,
     eps : float
         Share of the energy that may be left out.
     seed : int
-    options : keyword options
-        Those of :class:`~mlmbook.api.Options`: ``allow_unknown`` and ``max_minutes``.
+    options : ``allow_unknown`` and ``max_minutes`` (:class:`~mlmbook.api.Options`)
 
     Returns
     -------
@@ -90,7 +77,7 @@ def effective_rank(model, sentences, layer: int = -1, mask_rate: float = 0.15,
         raise ValueError(f"none of the {len(texts)} sentences fits the model's window of {lm.max_length} tokens; "
                          f"give shorter sentences")
     opts = options_of("effective_rank", options, ("allow_unknown", "max_minutes"))
-    guard(lm, [texts[k] for k in fits], opts.allow_unknown)
+    check_fit(lm, [texts[k] for k in fits], allow=opts.allow_unknown)
     work = Work(f"ranks of {len(fits)} sentences", 2 * len(fits),  # clean and masked
                 sum(2 * (len(encoded[k]) + queries.SPECIALS) for k in fits))
     budget(lm, work, opts.max_minutes, "rank", "read fewer sentences")

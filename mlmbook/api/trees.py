@@ -1,5 +1,4 @@
-r"""Dependency trees read off a masked LM's statistical dependencies, scored by UUAS with an
-interval."""
+r"""Dependency trees read off a masked LM's dependence scores, rated by UUAS with an interval."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -22,28 +21,16 @@ MIN_WORDS = 3
 """Sentences with fewer scored words are left out, as in chapter 1: every parser gets them right."""
 @dataclass(frozen=True)
 class TreeScores:
-    """Trees decoded from a model's pairwise scores and their agreement with the gold trees.
-
-    Attributes
-    ----------
-    uuas : mlmbook.stats.Interval
-        Unlabelled undirected attachment score, with a bootstrap interval over sentences.
-    trees, gold : list of set of (int, int)
-        Predicted and gold undirected edges per sentence, over the words kept (punctuation removed).
-    scores : list of ndarray
-        The score matrix of each sentence over its kept words.
-    correct, total : ndarray
-        Gold edges found, and gold edges, per sentence.
-    estimator : str
-        ``"cpmi"``, ``"exact grid"`` or ``"top-K grid"`` (CMI).
-    bound : float
-        For a top-K CMI grid, the largest error bound on a pair's CMI (nats); 0 otherwise.
-    undetermined : tuple of bool
-        CMI: per sentence, whether the pairs' bounds exceed the differences that decide its tree
-        (:func:`mlmbook.dependencies.undetermined`); empty for CPMI.
-    corpus : mlmbook.corpus.ModelCorpus
-        The sentences read, what was left out and the fit check (``corpus.fit``).
-    """
+    """Trees decoded from a model's pairwise scores and their agreement with the gold trees:
+    ``uuas`` (:class:`mlmbook.stats.Interval`): the unlabelled undirected attachment score, with a
+    bootstrap interval over sentences. Per sentence, over the words kept (punctuation removed):
+    ``trees`` and ``gold``, the predicted and gold undirected edges (sets of ``(int, int)``);
+    ``scores``, the score matrix; ``correct`` and ``total``, the gold edges found and all. The
+    ``estimator``: ``"cpmi"``, ``"exact grid"`` or ``"top-K grid"`` (CMI); ``bound``, for a top-K
+    grid, the largest error bound on a pair's CMI (nats; else 0); ``undetermined``, CMI's per
+    sentence: whether the pairs' bounds exceed the differences that decide its tree
+    (:func:`mlmbook.dependencies.undetermined`; empty for CPMI). ``corpus``: the sentences read,
+    what was left out and the fit check (``corpus.fit``)."""
 
     uuas: stats.Interval
     trees: list
@@ -55,12 +42,6 @@ class TreeScores:
     bound: float = 0.0
     corpus: ModelCorpus | None = None
     undetermined: tuple = ()
-
-
-def _pool(treebank, limit: int | None):
-    if isinstance(treebank, str) and treebank == "toy":
-        return Grammar.load("toy").sample(max(limit or 100, 1), seed=0)
-    return treebank
 
 
 def dependency_trees(model, treebank, method: str = "cpmi", projective: bool = False,
@@ -84,8 +65,7 @@ def dependency_trees(model, treebank, method: str = "cpmi", projective: bool = F
     model : MaskedLM, model name or path
     treebank : CoNLL-U path or name, a list of :class:`mlmbook.Sentence`, or ``"toy"``
         ``"toy"`` samples sentences from the toy language. Punctuation is left out of the trees.
-    method : ``"cpmi"`` or ``"cmi"``
-        See :data:`METHODS`.
+    method : ``"cpmi"`` or ``"cmi"`` (:data:`METHODS`)
     projective : bool
     limit : int, optional
         Use the first ``limit`` sentences that qualify.
@@ -122,14 +102,14 @@ def dependency_trees(model, treebank, method: str = "cpmi", projective: bool = F
     """
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; use one of {', '.join(METHODS)}")
-    scheduler = options.pop("scheduler", None)
     opts = options_of("dependency_trees", options, ("allow_unknown", "max_words", "budget_rows",
-                                                    "window", "max_minutes"))
+                                                    "window", "max_minutes", "scheduler"))
     lm = as_model(model)
     window = Window(MIN_WORDS, opts.max_words, knob="max_words (--max-words for the trees verb)")
-    corpus = read_for_model(lm, _pool(treebank, limit), window, limit=limit,
-                            allow_unknown=opts.allow_unknown)
-    if isinstance(treebank, str) and treebank == "toy":
+    toy = isinstance(treebank, str) and treebank == "toy"
+    pool = Grammar.load("toy").sample(max(limit or 100, 1), seed=0) if toy else treebank
+    corpus = read_for_model(lm, pool, window, limit=limit, allow_unknown=opts.allow_unknown)
+    if toy:
         corpus.name = "the toy language"
     scored = dependencies.sample.Scored.of(corpus.sentences)
     estimator, bound, undetermined = "cpmi", 0.0, ()
@@ -142,7 +122,7 @@ def dependency_trees(model, treebank, method: str = "cpmi", projective: bool = F
     work = Work(f"{method.upper()} of {len(scored.words)} sentences", rows, tokens)
     seconds = budget(lm, work, opts.max_minutes, "trees", "read fewer or shorter sentences (--limit, --max-words)")
     blocks = map_blocks(_score_block, list(zip(scored.words, scored.keep, ks)), lm, method,
-                        opts.window, seconds > PROGRESS_SECONDS, scheduler=scheduler)
+                        opts.window, seconds > PROGRESS_SECONDS, scheduler=opts.scheduler)
     scores = [m for m, _ in blocks]
     if method != "cpmi":
         estimator = "exact grid" if all(k is None for k in ks) else "top-K grid"

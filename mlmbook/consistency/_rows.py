@@ -12,8 +12,6 @@ from .. import queries
 if TYPE_CHECKING:
     from ..models.base import MaskedLM
 
-__all__ = ["as_rows", "with_values", "each", "pick"]
-
 
 def as_rows(ids) -> list[np.ndarray]:
     """Sentences as int64 arrays (from a 2-D tensor/array or a list of 1-D sentences)."""
@@ -34,9 +32,6 @@ def each(lm: MaskedLM, rows, positions, fn: Callable, **kw) -> list:
     """``fn(b, logq_b)`` for every query ``b``, ``logq_b`` (float64, ``(k, V)``) the log-softmax at
     row ``b``'s queried positions."""
     out: list = [None] * len(rows)
-    desc = kw.pop("desc", None)
-    if desc and kw.get("progress"):
-        kw["progress"] = desc
     for idx, arr in queries.iter_log_probs(lm, rows, positions, **kw):
         for b, a in zip(idx, arr):
             out[b] = fn(b, a)

@@ -1,13 +1,11 @@
-r"""Chapter 3's sentences: encoded for the model, with the pairs the probes read and the targets the
-ensemble predicts.
-
-The toy model reads fresh samples of the toy language (the truth answers every query on them);
-another model reads a treebank through :func:`mlmbook.corpus.read_for_model`. A **position** is a
-piece of a word (not punctuation) that the model can predict; the sentence is the independent unit.
+"""Chapter 3's sentences, encoded for the model, with the pairs the probes read and the targets
+the ensemble predicts: fresh toy sentences for the toy model (the truth answers every query on
+them), else a treebank (:func:`mlmbook.corpus.read_for_model`). A **position** is a piece of a word
+(not punctuation) that the model can predict; the sentence is the independent unit.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
@@ -18,57 +16,27 @@ from ..errors import TreebankError, UsageError
 if TYPE_CHECKING:
     from ..models.base import MaskedLM
 
-__all__ = ["Encoded", "Corpus", "Source", "is_word", "encode_for_probes", "load", "sample_pairs",
-           "ensemble_targets", "MAX_PIECES"]
+__all__ = ["Encoded", "Corpus", "Source", "load", "sample_pairs", "ensemble_targets", "MAX_PIECES"]
 
 MAX_PIECES = 40
 """The most pieces of a probed sentence (the probes stay cheap)."""
 
 
-def is_word(token: str) -> bool:
-    """A token that holds a word (a letter or a digit), not punctuation."""
-    return any(ch.isalnum() for ch in token)
-
-
 @dataclass(frozen=True)
 class Encoded:
-    """One sentence as the model reads it.
-
-    Attributes
-    ----------
-    words : list of str      the tokens given to the tokenizer
-    ids : torch.LongTensor   token ids without special tokens
-    content : list of int    positions of the pieces of words that the model can predict
-    """
+    """One sentence as the model reads it: ``words`` (given to the tokenizer), ``ids`` (token ids
+    without special tokens) and ``content`` (positions of the word pieces the model can predict)."""
 
     words: list
     ids: torch.Tensor
     content: list
 
 
-def encode_for_probes(lm: MaskedLM, words: Sequence[str], max_pieces: int = MAX_PIECES) -> Encoded | None:
-    """The sentence's ids and its word positions; None when it has more than ``max_pieces``
-    pieces."""
-    ids, pieces = lm.encode_words(list(words))
-    if len(ids) > min(lm.max_length, max_pieces):
-        return None
-    special = set(lm.special_ids)                   # e.g. [UNK]: the model gives it no probability
-    content = [p for w, ps in zip(words, pieces) if is_word(w) for p in ps if ids[p] not in special]
-    return Encoded(list(words), torch.tensor(ids), content)
-
-
 @dataclass
 class Corpus:
-    """The chapter's encoded sentences (each with two or more positions) and where they come from.
-
-    Attributes
-    ----------
-    sentences : list of Encoded
-    source : str                 for the page (a treebank's summary)
-    toy_world : bool             the toy language's sentences: the truth answers every query on them
-    admonition : object or None  the fit warning, when a model runs on text it does not fit
-    grammar : Grammar or None    the toy language (toy world only)
-    """
+    """The chapter's encoded sentences (each with two or more positions): ``sentences``, ``source``
+    (in words, for the page), ``toy_world`` (the truth answers every query on them), ``admonition``
+    (the fit warning, when a model runs on text it does not fit), ``grammar`` (toy world only)."""
 
     sentences: list
     source: str
@@ -86,14 +54,10 @@ class Source:
 
     Attributes
     ----------
-    toy : bool
-        The toy world: the toy model on fresh sentences of its own language.
-    treebank : str or path, optional
-        The treebank to read (default UD English EWT test).
-    window : mlmbook.corpus.Window, optional
-        The treebank's length policy (default 5–14 words).
-    allow_unknown : bool
-        Run on a treebank the model does not fit, with the fit warning on the page.
+    toy : bool               the toy world: the toy model on fresh sentences of its own language
+    treebank : str or path   the treebank to read (default UD English EWT test)
+    window : Window          the treebank's length policy (default 5–14 words)
+    allow_unknown : bool     run on a treebank the model does not fit, with the fit warning shown
     """
 
     toy: bool
@@ -107,12 +71,8 @@ def load(lm: MaskedLM, n: int, source: Source, seed: int = 0) -> Corpus:
 
     Parameters
     ----------
-    lm : MaskedLM
-    n : int
-        Toy sentences to sample (a treebank gives what it has).
-    source : Source
-    seed : int
-        Sampling (toy) or shuffling (treebank) seed.
+    n : int      toy sentences to sample (a treebank gives what it has)
+    seed : int   sampling (toy) or shuffling (treebank) seed
 
     Raises
     ------
@@ -132,12 +92,18 @@ def load(lm: MaskedLM, n: int, source: Source, seed: int = 0) -> Corpus:
         text, note = "fresh sentences of the toy language", None
     else:
         from ..corpus.for_model import Window, read_for_model
-        w = source.window or Window(5, 14)
-        read = read_for_model(lm, "test" if source.treebank is None else source.treebank,
-                              Window(w.min_words, w.max_words, max_pieces=MAX_PIECES, drop_punct=w.drop_punct,
-                                     knob=None), seed=seed, allow_unknown=source.allow_unknown)
+        w = replace(source.window or Window(5, 14), max_pieces=MAX_PIECES, knob=None)
+        read = read_for_model(lm, "test" if source.treebank is None else source.treebank, w,
+                              seed=seed, allow_unknown=source.allow_unknown)
         words, text, note = read.tokens, read.summary(), read.admonition()
-    encoded = [e for x in words if (e := encode_for_probes(lm, x)) is not None and len(e.content) >= 2]
+    special = set(lm.special_ids)                   # e.g. [UNK]: the model gives it no probability
+    encoded = []
+    for x in words:
+        ids, pieces = lm.encode_words(list(x))
+        content = [p for w, ps in zip(x, pieces) if any(ch.isalnum() for ch in w)  # a word
+                   for p in ps if ids[p] not in special]
+        if len(ids) <= min(lm.max_length, MAX_PIECES) and len(content) >= 2:
+            encoded.append(Encoded(list(x), torch.tensor(ids), content))
     if not encoded:
         raise TreebankError(f"no sentence of the corpus ({text}) has two word pieces the model knows within "
                             f"{min(lm.max_length, MAX_PIECES)} pieces: chapter 3 needs sentences of 5–14 words")
@@ -145,12 +111,8 @@ def load(lm: MaskedLM, n: int, source: Source, seed: int = 0) -> Corpus:
 
 
 def sample_pairs(contents: Sequence[Sequence[int]], max_pairs: int, rng: np.random.Generator) -> np.ndarray:
-    """Every pair of positions of each sentence, or ``max_pairs`` of them drawn at random.
-
-    Returns
-    -------
-    ndarray (P, 3) of ``(sentence, i, j)`` with ``i < j``, sentences in order.
-    """
+    """Every pair of positions of each sentence, or ``max_pairs`` of them drawn at random: an array
+    (P, 3) of ``(sentence, i, j)`` with ``i < j``, sentences in order."""
     out = []
     for s, content in enumerate(contents):
         pairs = [(s, i, j) for a, i in enumerate(content) for j in content[a + 1:]]

@@ -3,12 +3,9 @@ sentences.
 
 The truth's conditional mutual information of a pair, :math:`I(x_i; x_j \mid x_{\setminus\{i,j\}})`
 (:func:`mlmbook.dependencies.truth_cmi`), is 0 for a pair independent given the rest. Two kinds of
-pairs are compared **within each sentence**, the sentence being the unit:
-
-.. math:: d_s = \overline{y}_{s,\,A} - \overline{y}_{s,\,B},
-
-the mean of a per-pair quantity :math:`y` over the sentence's pairs of kind :math:`A` minus that
-over its pairs of kind :math:`B` (:func:`within_sentence`).
+pairs are compared **within each sentence** (the unit): :math:`d_s = \overline{y}_{s,\,A} -
+\overline{y}_{s,\,B}`, the mean of a per-pair quantity :math:`y` over the sentence's pairs of kind
+:math:`A` minus that over its pairs of kind :math:`B` (:func:`within_sentence`).
 """
 from __future__ import annotations
 
@@ -21,7 +18,9 @@ CMI_ZERO = 1e-9
 
 
 def within_sentence(values, kind_a, kind_b, units) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per sentence, the mean of ``values`` over its rows of kind A minus that over those of kind B.
+    """Per sentence, the mean of ``values`` over its rows of kind A minus that over those of kind B:
+    ``(d, sentences, counts)``, one difference per sentence that has pairs of both kinds (in the
+    order sentences first appear), those sentences' labels and their pairs of each kind (S, 2).
 
     Parameters
     ----------
@@ -31,16 +30,6 @@ def within_sentence(values, kind_a, kind_b, units) -> tuple[np.ndarray, np.ndarr
         The two kinds of pairs (disjoint).
     units : array_like (N,)
         The sentence of each pair.
-
-    Returns
-    -------
-    d : ndarray (S,)
-        One difference per sentence that has pairs of both kinds, in the order sentences first
-        appear.
-    sentences : ndarray (S,)
-        Those sentences' labels.
-    counts : ndarray (S, 2)
-        Pairs of kind A and of kind B in each.
     """
     y = np.asarray(values, dtype=float)
     a, b = np.asarray(kind_a, bool), np.asarray(kind_b, bool)

@@ -13,10 +13,7 @@ after it, left to right:
 
 normalised over a candidate set, :math:`o` the observed words. For a joint the right side is
 :math:`p(x_t = c, x_R = o_R \mid x_{\setminus(\{t\}\cup R)}) \propto p(x_t = c \mid x_{\setminus
-t})`, so every version equals version 0. Versions are combined by :func:`combine` and scored by
-:func:`ensemble_curve`. Adding a missing gold word to the candidates (an int ``candidates``) leaks
-the label; :func:`harsh` removes it and ``ensemble_curve(..., vocabulary=True)`` scores the
-leak-free predictor over the whole vocabulary.
+t})`, so every version equals version 0.
 """
 from __future__ import annotations
 
@@ -30,7 +27,7 @@ from ._rows import as_rows, each
 if TYPE_CHECKING:
     from ..models.base import MaskedLM
 
-__all__ = ["Versions", "route_versions", "ensemble_versions", "ensemble_versions_many", "harsh",
+__all__ = ["Versions", "route_versions", "ensemble_versions_many", "harsh",
            "combine", "Curve", "ensemble_curve", "disagreement_rate"]
 
 
@@ -44,15 +41,9 @@ class Versions(NamedTuple):
     outside: float = 0.0    # ... and of the observed word when it is not one of them
     added: bool = False     # the observed word was appended to the candidates (the label leak)
 
-    @property
-    def aux(self) -> np.ndarray:
-        """The first masked position of each route (the auxiliary position of a one-word route)."""
-        return np.array([r[0] for r in self.routes], dtype=np.int64)
-
 
 def _direct(spec, d: np.ndarray, gold: int) -> Versions:
-    """The candidates a spec picks from the direct log-probabilities ``d``, with ``d`` on them as
-    the one row of ``probs``."""
+    """The candidates ``spec`` picks from the direct log-probabilities ``d``, ``d`` on them."""
     finite = np.isfinite(d)
     if spec is None:
         cand = np.flatnonzero(finite)
@@ -70,15 +61,14 @@ def _direct(spec, d: np.ndarray, gold: int) -> Versions:
     return Versions(cand, d[cand][None], (), mass, outside, added)
 
 
-def route_versions(lm: MaskedLM, ids, targets, routes, candidates=20,
-                   progress: bool = False) -> list[Versions]:
+def route_versions(lm: MaskedLM, ids, targets, routes, candidates=20) -> list[Versions]:
     r"""The versions of :math:`q(x_t \mid x_{\setminus t})` along masking routes, for many targets.
 
     ``ids``: N sentences (``ids[t]`` the observed word); ``targets``: N positions; ``routes``: per
     item, a list of routes, each a tuple of positions masked with the target in the order the chain
-    rule reads them back. ``candidates`` (or a list of N of them): None (every token with a finite
-    direct logit), an int K (the direct conditional's top K, plus a missing observed word) or an
-    array of ids. Returns one :class:`Versions` per item.
+    rule reads them back. ``candidates``: None (every token with a finite direct logit), an int K
+    (the direct conditional's top K, plus a missing observed word) or an array of ids. Returns one
+    :class:`Versions` per item.
     """
     rows = as_rows(ids)
     N = len(rows)
@@ -86,17 +76,13 @@ def route_versions(lm: MaskedLM, ids, targets, routes, candidates=20,
     routes = [[tuple(int(k) for k in np.atleast_1d(r)) for r in rs] for rs in routes]
     if len(routes) != N:
         raise ValueError(f"routes: one list per item ({N}), got {len(routes)}")
-    per_item = list(candidates) if isinstance(candidates, (list, tuple)) else [candidates] * N
-    if len(per_item) != N:
-        raise ValueError(f"candidates: one spec per item ({N}), got {len(per_item)}")
     m = lm.mask_id
     gold = [int(r[t]) if int(r[t]) != m else -1 for r, t in zip(rows, targets)]
     direct_rows = [r.copy() for r in rows]
     for r, t in zip(direct_rows, targets):
         r[t] = m
     direct = each(lm, direct_rows, targets[:, None].tolist(),
-                  lambda n, lq: _direct(per_item[n], lq[0], gold[n]), progress=progress,
-                  desc="direct conditionals")
+                  lambda n, lq: _direct(candidates, lq[0], gold[n]))
     head_rows, head_pos, head_want = [], [], []
     tail_rows, tail_pos, tail_want, tail_owner = [], [], [], []
     for n, (r, t, rs, v) in enumerate(zip(rows, targets, routes, direct)):
@@ -113,11 +99,9 @@ def route_versions(lm: MaskedLM, ids, targets, routes, candidates=20,
                 tail_pos += [[k]] * len(cand)
                 tail_want += [[int(r[k])]] * len(cand)
                 tail_owner.append((n, q, len(cand)))
-    head = each(lm, head_rows, head_pos, lambda b, x: x[0, head_want[b]], progress=progress,
-                desc="routes (target masked)")
+    head = each(lm, head_rows, head_pos, lambda b, x: x[0, head_want[b]])
     tail = np.zeros(len(tail_rows))
-    for idx, x in queries.iter_log_probs(lm, tail_rows, tail_pos, targets=tail_want,
-                                         progress=progress and "routes (read back)"):
+    for idx, x in queries.iter_log_probs(lm, tail_rows, tail_pos, targets=tail_want):
         tail[idx] = x[:, 0]
     logs, h = [], 0
     for v, rs in zip(direct, routes):
@@ -135,8 +119,7 @@ def route_versions(lm: MaskedLM, ids, targets, routes, candidates=20,
     return out
 
 
-def ensemble_versions_many(lm: MaskedLM, ids, targets, aux=None, candidates=None,
-                           progress: bool = False) -> list[Versions]:
+def ensemble_versions_many(lm: MaskedLM, ids, targets, aux=None, candidates=None) -> list[Versions]:
     r"""BERT-style versions for many targets: one route per auxiliary position :math:`k`,
 
     .. math::
@@ -151,13 +134,7 @@ def ensemble_versions_many(lm: MaskedLM, ids, targets, aux=None, candidates=None
     if aux is None:
         aux = [[k for k in range(len(r)) if k != t and int(r[k]) != lm.mask_id] for r, t in zip(rows, targets)]
     routes = [[(int(k),) for k in np.asarray(a, dtype=np.int64).reshape(-1)] for a in aux]
-    return route_versions(lm, rows, targets, routes, candidates, progress=progress)
-
-
-def ensemble_versions(lm: MaskedLM, ids, t: int, aux=None, candidates=None) -> Versions:
-    """:func:`ensemble_versions_many` for one target ``t`` of one sentence ``ids``."""
-    one = candidates if candidates is None or np.ndim(candidates) == 0 else [candidates]
-    return ensemble_versions_many(lm, [ids], [t], None if aux is None else [aux], one)[0]
+    return route_versions(lm, rows, targets, routes, candidates)
 
 
 def harsh(v: Versions) -> Versions:
@@ -188,30 +165,26 @@ class Curve(NamedTuple):
     log_loss: np.ndarray  # (N, M) -log of the ensemble's probability of the gold token (nats)
 
 
-def ensemble_curve(versions, gold, how: str = "mean", max_versions: int | None = None,
-                   vocabulary: bool = False) -> Curve:
+def ensemble_curve(versions, gold, how: str = "mean", vocabulary: bool = False) -> Curve:
     r"""Accuracy and log-loss of the ensemble of the first :math:`m` versions, for every :math:`m`.
 
     For item :math:`n` with versions :math:`q_1, \dots, q_{M_n}` (version 1 = the direct
     conditional) and gold token :math:`g_n`, the ensemble of size :math:`m` is
-    :math:`\bar q^{(m)} = \text{combine}(q_1, \dots, q_m)` (:func:`combine`), scored by
+    :math:`\bar q^{(m)} = \text{combine}(q_1, \dots, q_m)` (:func:`combine` by ``how``), scored by
     :math:`\mathbb 1[\arg\max \bar q^{(m)} = g_n]` and :math:`-\log \bar q^{(m)}(g_n)`.
     Column :math:`m-1` is the ensemble of size :math:`m`; column 0 the direct conditional.
 
     Parameters
     ----------
     versions : list of :class:`Versions`
+        Items with fewer versions than the most any item has get NaN in the columns they miss.
     gold : array_like (N,) of gold token ids
-    how : "mean" or "max"
-    max_versions : int, optional
-        M, the number of columns (default: the most versions any item has). Items with fewer
-        versions get NaN in the columns they cannot fill.
     vocabulary : bool
         False: the predictor is renormalised over each item's candidates (a gold word outside them
         scores 0). True: the leak-free predictor over the whole vocabulary (:func:`harsh`, scaled to
         the direct conditional's mass on the candidates; outside them the direct conditional).
     """
-    M = max_versions or max(len(v.probs) for v in versions)
+    M = max(len(v.probs) for v in versions)
     correct = np.full((len(versions), M), np.nan)
     loss = np.full((len(versions), M), np.nan)
     for n, (v, g) in enumerate(zip(versions, np.asarray(gold).reshape(-1))):
@@ -219,7 +192,7 @@ def ensemble_curve(versions, gold, how: str = "mean", max_versions: int | None =
             v = harsh(v)
         hit = np.flatnonzero(v.candidates == int(g))
         scale = v.mass if vocabulary else 1.0
-        for m in range(1, min(M, len(v.probs)) + 1):
+        for m in range(1, len(v.probs) + 1):
             if len(hit):
                 q = combine(v.probs[:m], how)
                 p = scale * q[hit[0]]
@@ -231,24 +204,18 @@ def ensemble_curve(versions, gold, how: str = "mean", max_versions: int | None =
     return Curve(correct, loss)
 
 
-def disagreement_rate(probs, reference: int | None = 0, atol: float = 1e-9) -> float:
-    r"""How often versions disagree on the most likely token.
+def disagreement_rate(probs) -> float:
+    r"""How often versions disagree with version 0 (the direct conditional) on the likeliest token.
 
-    Version :math:`v`'s top set is :math:`\{c : q_v(c) \ge \max q_v - \text{atol}\}`; two versions
-    disagree when their top sets are disjoint. With ``reference=r``: the fraction of versions
-    :math:`v \ne r` disagreeing with version :math:`r` (default 0, the direct conditional); with
-    ``None``: the fraction of unordered pairs that disagree. ``probs`` is one (m, C) array, a stack
-    (N, m, C), or a list of (m, C_i) arrays; items are averaged with equal weight.
+    Version :math:`v`'s top set is :math:`\{c : q_v(c) \ge \max q_v - 10^{-9}\}`; two versions
+    disagree when their top sets are disjoint. ``probs`` is one (m, C) array, a stack (N, m, C), or
+    a list of (m, C_i) arrays; items are averaged with equal weight.
     """
     items = list(probs) if (isinstance(probs, (list, tuple)) or np.ndim(probs) == 3) else [probs]
     rates = []
     for p in items:
         p = np.asarray(p, dtype=np.float64)
-        top = p >= p.max(axis=1, keepdims=True) - atol
+        top = p >= p.max(axis=1, keepdims=True) - 1e-9
         clash = ~(top.astype(int) @ top.T.astype(int)).astype(bool)  # (m, m): disjoint top sets
-        m = len(p)
-        if reference is None:
-            rates.append(clash[np.triu_indices(m, 1)].mean())
-        else:
-            rates.append(np.delete(clash[reference], reference).mean())
+        rates.append(clash[0, 1:].mean())
     return float(np.mean(rates))

@@ -8,28 +8,12 @@ from typing import Sequence
 import numpy as np
 
 from .. import plotting, stats
+from ..plotting import errorbars
 
 __all__ = ["delta_histogram", "flip_scatter", "order_panels", "dependence_bins", "snapshot_panels", "ensemble_curves",
            "span_gains", "noise_panels", "rung_map", "budget_scatter", "chain_rule_panels"]
 
 PAL = plotting.PALETTE
-
-
-def _bar(values, units=None, weights=None) -> tuple[float, float, float]:
-    """(estimate, low, high) of a descriptive 95 % interval."""
-    iv = stats.describe(values, weights, units=units)
-    return iv.estimate, iv.low, iv.high
-
-
-def _mean_bar(values) -> tuple[float, float, float]:
-    """(mean, low, high) with a percentile bootstrap (for differences of hits, 0 or ±1)."""
-    iv = stats.bootstrap(lambda x: x.mean(-1), values, n_boot=2000)
-    return iv.estimate, iv.low, iv.high
-
-
-def _errorbar(ax, x, ivs, **style):
-    e, lo, hi = (np.array(v, dtype=float) for v in zip(*ivs))
-    ax.errorbar(x, e, yerr=[e - lo, hi - e], capsize=3, **style)
 
 
 def _log10_abs(x, tiny: float = 1e-17) -> np.ndarray:
@@ -114,7 +98,7 @@ def dependence_bins(cmi, rel, adelta, dist, units, min_pairs: int = 8):
                     xs.append(k + 1 + dx)
                     ivs.append(_stat(values[inside], units[inside], median=ax is axes[1]))
             if xs:
-                _errorbar(ax, xs, ivs, fmt="o", color=color, label=name)
+                errorbars(ax, xs, ivs, fmt="o", color=color, label=name)
         ax.axhline(0, color=PAL["truth"], ls="--", lw=1, label="truth")
         ticks = ["0"] + [f"{10 ** lo:.2g}–{10 ** hi:.2g}" for lo, hi in zip(edges[:-1], edges[1:])]
         ax.set_xticks(range(len(ticks)), ticks, rotation=30, ha="right")
@@ -126,9 +110,8 @@ def dependence_bins(cmi, rel, adelta, dist, units, min_pairs: int = 8):
 
 def _stat(values, units, median: bool):
     if median:  # a median: its percentile interval over pairs
-        iv = stats.bootstrap(lambda v: np.median(v, axis=-1), values, n_boot=500)
-        return iv.estimate, iv.low, iv.high
-    return _bar(values, units)
+        return stats.bootstrap(lambda v: np.median(v, axis=-1), values, n_boot=500)
+    return stats.describe(values, units=units)
 
 
 def snapshot_panels(steps, kls, order_means: Sequence[tuple], n_pairs: int):
@@ -136,7 +119,7 @@ def snapshot_panels(steps, kls, order_means: Sequence[tuple], n_pairs: int):
     fig, (ax1, ax2) = plotting.figure(1, 2, height=2.9)
     ax1.plot(steps, kls, "o-", color=PAL["truth"])
     ax1.set_ylabel("KL(truth ‖ model), nats")
-    _errorbar(ax2, steps, order_means, fmt="o-", color=PAL["mlm"])
+    errorbars(ax2, steps, order_means, fmt="o-", color=PAL["mlm"])
     ax2.set_ylabel("mean order inconsistency")
     ax2.set_title(f"the same {n_pairs} pairs at each step")
     for ax in (ax1, ax2):
@@ -176,21 +159,20 @@ def _legend_below(fig, ax):
 
 def span_gains(per_seed: dict, arms: Sequence[tuple]):
     """Per training seed, the ensemble's gain over the single conditional in log-loss and accuracy
-    for each arm (95 % intervals over targets).
-
-    ``per_seed[seed][arm]`` is a dict of per-target scores (:func:`~.regime.ensemble_scores`);
-    ``arms`` are ``(key, label)`` (:data:`~.spans.ARMS`).
-    """
+    for each arm (95 % intervals over targets); ``per_seed[seed][arm]``: per-target scores
+    (:func:`~.regime.ensemble_scores`), ``arms``: ``(key, label)`` (:data:`~.spans.ARMS`)."""
     fig, (ax1, ax2) = plotting.figure(1, 2, height=2.8)
     seeds = list(per_seed)
     width = 0.8 / len(arms)
     colors = (PAL["alt"], PAL["mlm"], PAL["muted"], PAL["miss"])
     for k, ((arm, label), color) in enumerate(zip(arms, colors)):
         x = np.arange(len(seeds)) + (k - (len(arms) - 1) / 2) * width
-        loss = [_bar(per_seed[s][arm]["single"] - per_seed[s][arm]["ens"]) for s in seeds]
-        acc = [_mean_bar(per_seed[s][arm]["hit_ens"] - per_seed[s][arm]["hit_single"]) for s in seeds]
-        _errorbar(ax1, x, loss, fmt="o", color=color, label=label)
-        _errorbar(ax2, x, [tuple(100 * np.array(a)) for a in acc], fmt="o", color=color, label=label)
+        scores = [per_seed[s][arm] for s in seeds]
+        loss = [stats.describe(sc["single"] - sc["ens"]) for sc in scores]
+        acc = [stats.bootstrap(lambda h: h.mean(-1), sc["hit_ens"] - sc["hit_single"], n_boot=2000)
+               for sc in scores]                      # differences of hits: a percentile bootstrap
+        errorbars(ax1, x, loss, fmt="o", color=color, label=label)
+        errorbars(ax2, x, [[100 * v for v in a] for a in acc], fmt="o", color=color, label=label)
     for ax, ylabel in ((ax1, "gain in log-loss (nats)"), (ax2, "gain in accuracy (points)")):
         ax.axhline(0, color="gray", lw=0.8)
         ax.set_xticks(range(len(seeds)), [f"seed {s}" for s in seeds])
@@ -202,9 +184,9 @@ def span_gains(per_seed: dict, arms: Sequence[tuple]):
 def noise_panels(etas, headroom: Sequence[tuple], exact_floor, gain: Sequence[tuple], n_targets: int, n_floor: int):
     """The noise knob: headroom to the truth and the ensemble's gain, models and exact."""
     fig, (ax1, ax2) = plotting.figure(1, 2, height=3.0)
-    _errorbar(ax1, etas, headroom, fmt="o-", color=PAL["mlm"], label=f"MLMs ({n_targets} targets)")
+    errorbars(ax1, etas, headroom, fmt="o-", color=PAL["mlm"], label=f"MLMs ({n_targets} targets)")
     ax1.plot(etas, exact_floor, "s--", color=PAL["truth"], label=f"exact floor ({n_floor} targets)")
-    _errorbar(ax2, etas, gain, fmt="o-", color=PAL["mlm"], label="MLMs")
+    errorbars(ax2, etas, gain, fmt="o-", color=PAL["mlm"], label="MLMs")
     ax2.plot(etas, [0.0] * len(etas), "s--", color=PAL["truth"], label="exact (noisy language)")
     ax1.set_ylabel("headroom to the truth (nats)")
     ax2.set_ylabel("ensemble gain (nats)")
@@ -240,11 +222,11 @@ def budget_scatter(budget: dict, gains: dict, highlight: str = "span"):
     points = []
     for name in budget:
         b = stats.bootstrap(lambda x: x.mean(-1), budget[name], n_boot=1000)
-        g = _bar(gains[name])
-        ax.errorbar(b.estimate, g[0], xerr=[[b.estimate - b.low], [b.high - b.estimate]],
-                    yerr=[[g[0] - g[1]], [g[2] - g[0]]], fmt="o", capsize=2,
+        g = stats.describe(gains[name])
+        ax.errorbar(b.estimate, g.estimate, xerr=[[b.estimate - b.low], [b.high - b.estimate]],
+                    yerr=[[g.estimate - g.low], [g.high - g.estimate]], fmt="o", capsize=2,
                     color=PAL["alt" if name == highlight else "mlm"])
-        points.append((b.estimate, g[0]))
+        points.append((b.estimate, g.estimate))
     ax.plot([0], [0], "s", color=PAL["truth"])
     ax.axhline(0, color="gray", lw=0.8)
     ax.set_xlabel("incompatibility budget (nats per conditional)")

@@ -35,23 +35,16 @@ class OrderInconsistency(NamedTuple):
     log_bwd: np.ndarray        # log j1 = log q(x_j | both masked) + log q(x_i | x_j)
 
 
-def order_inconsistency(lm: MaskedLM, ids, i, j, progress: bool = False) -> OrderInconsistency:
-    r"""Do the two chain-rule orders agree on the observed pair :math:`(x_i, x_j)`?
-
-    .. math::
-        j_0 = q(x_i \mid \text{both masked})\, q(x_j \mid x_i), \qquad
-        j_1 = q(x_j \mid \text{both masked})\, q(x_i \mid x_j),
-
-    all given :math:`x_{\setminus\{i,j\}}`. Returns the relative difference
-    :math:`|j_0 - j_1| / \tfrac12(j_0 + j_1) = 2\tanh(|\log j_0/j_1|/2)` (Young & You's measure)
-    and :math:`|\log(j_0/j_1)|`, per row of ``ids`` (one row per (sentence, pair); ``i``, ``j``
-    broadcast).
+def order_inconsistency(lm: MaskedLM, ids, i, j) -> OrderInconsistency:
+    r"""Do the two chain-rule orders :math:`j_0, j_1` (the module docstring) agree on the observed
+    pair :math:`(x_i, x_j)`? The relative difference :math:`|j_0 - j_1| / \tfrac12(j_0 + j_1) =
+    2\tanh(|\log j_0/j_1|/2)` (Young & You's measure) and :math:`|\log(j_0/j_1)|`, per row of
+    ``ids`` (one row per (sentence, pair); ``i``, ``j`` broadcast).
     """
     rows = as_rows(ids)
     R = len(rows)
     i, j = (np.broadcast_to(np.asarray(v, dtype=np.int64), (R,)) for v in (i, j))
-    xi = np.array([int(rows[r][i[r]]) for r in range(R)], dtype=np.int64)
-    xj = np.array([int(rows[r][j[r]]) for r in range(R)], dtype=np.int64)
+    xi, xj = (np.array([int(row[p]) for row, p in zip(rows, at)], dtype=np.int64) for at in (i, j))
     m = lm.mask_id
     batch, pos, cols, toks = [], [], [], []
     for r in range(R):
@@ -60,7 +53,7 @@ def order_inconsistency(lm: MaskedLM, ids, i, j, progress: bool = False) -> Orde
         pos += [[i[r], j[r]], [j[r], j[r]], [i[r], i[r]]]  # k = 2 everywhere: one group per length
         cols += [[0, 1], [0, 0], [0, 0]]
         toks += [[xi[r], xj[r]], [xj[r], xj[r]], [xi[r], xi[r]]]
-    lq = pick(lm, batch, pos, cols, toks, progress=progress, desc="order").reshape(R, 3, 2)
+    lq = pick(lm, batch, pos, cols, toks).reshape(R, 3, 2)
     fwd = lq[:, 0, 0] + lq[:, 1, 0]             # q(x_i | both masked) q(x_j | x_i)
     bwd = lq[:, 0, 1] + lq[:, 2, 0]             # q(x_j | both masked) q(x_i | x_j)
     d = np.abs(fwd - bwd)
@@ -74,7 +67,7 @@ class Flips(NamedTuple):
     gap_bwd: np.ndarray   # log j1(a, b) − log j1(a', b) = log q(a | b) − log q(a' | b)
 
 
-def preference_flips(lm: MaskedLM, ids, i, j, alt=None, progress: bool = False) -> Flips:
+def preference_flips(lm: MaskedLM, ids, i, j, alt=None) -> Flips:
     r"""Do the two chain-rule orders prefer the same of two bigrams that share the word at ``j``?
 
     The bigrams are the observed :math:`(a, b) = (x_i, x_j)` and :math:`(a', b)`, with :math:`a'`
@@ -87,18 +80,13 @@ def preference_flips(lm: MaskedLM, ids, i, j, alt=None, progress: bool = False) 
         g_1 = \log\frac{j_1(a, b)}{j_1(a', b)} = \log\frac{q(a\mid b)}{q(a'\mid b)}
 
     A joint has :math:`g_0 = g_1`. A **flip** is :math:`g_0 > \tau` and :math:`g_1 < -\tau` or the
-    reverse, :math:`\tau` the float32 rounding bound (:data:`~.rectangle.FLOAT32_NOISE_FLOOR`).
-
-    Returns
-    -------
-    Flips
-        Per row of ``ids`` (``i``, ``j``, ``alt`` broadcast).
+    reverse, :math:`\tau` the float32 rounding bound (:data:`~.rectangle.FLOAT32_NOISE_FLOOR`); per
+    row of ``ids`` (``i``, ``j``, ``alt`` broadcast).
     """
     rows = as_rows(ids)
     R = len(rows)
     i, j = (np.broadcast_to(np.asarray(v, dtype=np.int64), (R,)) for v in (i, j))
-    a = np.array([int(rows[r][i[r]]) for r in range(R)], dtype=np.int64)
-    b = np.array([int(rows[r][j[r]]) for r in range(R)], dtype=np.int64)
+    a, b = (np.array([int(row[p]) for row, p in zip(rows, at)], dtype=np.int64) for at in (i, j))
     m = lm.mask_id
     if alt is None:
         def best_other(r, lq):
@@ -106,7 +94,7 @@ def preference_flips(lm: MaskedLM, ids, i, j, alt=None, progress: bool = False) 
             scores[a[r]] = -np.inf
             return int(np.argmax(scores))
         alt = each(lm, [with_values(rows[r], (i[r], m)) for r in range(R)], i[:, None].tolist(),
-                   best_other, progress=progress, desc="alternatives")
+                   best_other)
     alt = np.array(np.broadcast_to(np.asarray(alt, dtype=np.int64), (R,)))
     batch, pos, toks = [], [], []
     for r in range(R):
@@ -114,8 +102,7 @@ def preference_flips(lm: MaskedLM, ids, i, j, alt=None, progress: bool = False) 
                   with_values(rows[r], (i[r], alt[r]), (j[r], m)), with_values(rows[r], (i[r], m))]
         pos += [[i[r]], [j[r]], [j[r]], [i[r]]]
         toks += [[a[r], alt[r]], [b[r], b[r]], [b[r], b[r]], [a[r], alt[r]]]
-    lq = pick(lm, batch, pos, [[0, 0]] * len(batch), toks, progress=progress,
-              desc="preference flips").reshape(R, 4, 2)
+    lq = pick(lm, batch, pos, [[0, 0]] * len(batch), toks).reshape(R, 4, 2)
     g0 = (lq[:, 0, 0] + lq[:, 1, 0]) - (lq[:, 0, 1] + lq[:, 2, 0])
     g1 = lq[:, 3, 0] - lq[:, 3, 1]
     tol = FLOAT32_NOISE_FLOOR
@@ -124,18 +111,11 @@ def preference_flips(lm: MaskedLM, ids, i, j, alt=None, progress: bool = False) 
 
 
 def chain_rule_grids(lm: MaskedLM, ids, i: int, j: int, a_ids, b_ids) -> tuple[np.ndarray, np.ndarray]:
-    r"""The pair distribution of positions :math:`(i, j)` read through the chain rule both ways.
-
-    .. math::
-        \log j_0(a, b) = \log q(x_i=a \mid \text{both masked}) + \log q(x_j=b \mid x_i=a), \qquad
-        \log j_1(a, b) = \log q(x_j=b \mid \text{both masked}) + \log q(x_i=a \mid x_j=b),
-
-    for every :math:`a` in ``a_ids`` and :math:`b` in ``b_ids`` (the rest of ``ids`` is the
-    context). For a joint both grids equal :math:`\log p(x_i=a, x_j=b \mid x_{\setminus\{i,j\}})`.
-
-    Returns
-    -------
-    (log_fwd, log_bwd) : two numpy arrays of shape (len(a_ids), len(b_ids)).
+    r"""The pair distribution of positions :math:`(i, j)` read through the chain rule both ways:
+    ``(log_fwd, log_bwd)``, :math:`\log j_0(a, b)` and :math:`\log j_1(a, b)` (the module docstring)
+    for every :math:`a` in ``a_ids`` and :math:`b` in ``b_ids``, arrays (len(a_ids), len(b_ids));
+    the rest of ``ids`` is the context. For a joint both grids equal
+    :math:`\log p(x_i=a, x_j=b \mid x_{\setminus\{i,j\}})`.
     """
     row = as_rows([ids])[0]
     a_ids, b_ids = np.asarray(a_ids, dtype=np.int64), np.asarray(b_ids, dtype=np.int64)
@@ -164,11 +144,12 @@ class PairProbes(NamedTuple):
 
 def probe_pairs(lm: MaskedLM, ids, pairs, same_as: PairProbes | None = None, flips: bool = True,
                 index=None) -> PairProbes:
-    r"""The rectangle test, the order inconsistency and preference flips for many pairs.
+    r"""The rectangle test, the order inconsistency and preference flips for many pairs: one entry
+    per pair of :class:`~.rectangle.Rectangles` (Δ and the rectangle's tokens), of
+    :class:`OrderInconsistency` of the observed pair and of :class:`Flips` (or None).
 
     Parameters
     ----------
-    lm : MaskedLM
     ids : list of S 1-D sentences (token ids, nothing masked)
     pairs : array_like (P, 3) of (sentence, i, j)
     same_as : PairProbes, optional
@@ -180,12 +161,6 @@ def probe_pairs(lm: MaskedLM, ids, pairs, same_as: PairProbes | None = None, fli
     index : array_like (P,), optional
         The pairs' rows in a longer list they were taken from, so that each flip alters the same
         side as it did there (:func:`pair_flips`).
-
-    Returns
-    -------
-    PairProbes
-        :class:`~.rectangle.Rectangles` (Δ and the rectangle's tokens), :class:`OrderInconsistency`
-        of the observed pair and :class:`Flips` (or None), one entry per pair.
     """
     pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 3)
     if len(pairs) == 0:
@@ -207,7 +182,7 @@ def probe_pairs(lm: MaskedLM, ids, pairs, same_as: PairProbes | None = None, fli
     return PairProbes(rect, order, out)
 
 
-def pair_flips(lm: MaskedLM, ids, pairs, alternatives=None, progress: bool = False, index=None) -> Flips:
+def pair_flips(lm: MaskedLM, ids, pairs, alternatives=None, index=None) -> Flips:
     """:func:`preference_flips` of many ``(sentence, i, j)`` pairs, the word altered alternating
     (even rows: ``i``, odd rows: ``j``). ``alternatives``: the words to compare with (default: the
     model's own). ``index``: the rows' numbers in a longer list of pairs they were taken from."""
@@ -217,22 +192,17 @@ def pair_flips(lm: MaskedLM, ids, pairs, alternatives=None, progress: bool = Fal
     rows = np.arange(len(pairs)) if index is None else np.asarray(index, dtype=np.int64).reshape(-1)
     odd = rows % 2 == 1
     altered, kept = np.where(odd, j, i), np.where(odd, i, j)
-    return preference_flips(lm, [sents[t] for t in s], altered, kept, alt=alternatives, progress=progress)
+    return preference_flips(lm, [sents[t] for t in s], altered, kept, alt=alternatives)
 
 
 def one_pair_per_sentence(positions, rng: np.random.Generator) -> np.ndarray:
-    """The paper's sample: one pair of positions per sentence, drawn uniformly.
+    """The paper's sample: one pair of positions per sentence, drawn uniformly; an array (P, 3) of
+    ``(sentence, i, j)`` with ``i < j``, one row per sentence with two or more positions.
 
     Parameters
     ----------
     positions : list of S sequences
         The positions each sentence may mask (its word pieces).
-    rng : numpy.random.Generator
-
-    Returns
-    -------
-    ndarray (P, 3) of ``(sentence, i, j)`` with ``i < j``, one row per sentence with two or more
-    positions.
     """
     out = []
     for s, pos in enumerate(positions):

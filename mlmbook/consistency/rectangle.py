@@ -34,13 +34,8 @@ FLOAT32_NOISE_FLOOR = 1e-4
 
 
 def rectangle_deltas(lm: MaskedLM, ids, i, j, tokens, progress: bool = False) -> np.ndarray:
-    r"""The rectangle test for many rectangles at once; one row of every argument per rectangle.
-
-    .. math::
-        \Delta = \big[\log q(a\mid b) + \log q(a'\mid b') - \log q(a'\mid b) - \log q(a\mid b')\big]
-               - \big[\log q(b\mid a) + \log q(b'\mid a') - \log q(b'\mid a) - \log q(b\mid a')\big]
-
-    with :math:`q(a\mid b) = q(x_i=a \mid x_j=b, x_{\setminus\{i,j\}})`.
+    r"""The rectangle test for many rectangles at once: :math:`\Delta` of the module docstring
+    (natural log), array (R,), one row of every argument per rectangle.
 
     Parameters
     ----------
@@ -52,11 +47,6 @@ def rectangle_deltas(lm: MaskedLM, ids, i, j, tokens, progress: bool = False) ->
     tokens : four array_like (R,)
         ``(a, a2, b, b2)``: the rectangle's words, :math:`\{a, a'\}` at ``i`` and
         :math:`\{b, b'\}` at ``j`` (scalars broadcast).
-
-    Returns
-    -------
-    numpy.ndarray (R,)
-        Δ per rectangle (natural log).
     """
     rows = as_rows(ids)
     R = len(rows)
@@ -77,8 +67,7 @@ def rectangle_deltas(lm: MaskedLM, ids, i, j, tokens, progress: bool = False) ->
 
 
 def rectangle_delta(lm: MaskedLM, ids, i: int, j: int, tokens) -> float:
-    """Δ of one rectangle ``tokens = (a, a2, b, b2)`` in one sentence ``ids`` (1-D); see
-    :func:`rectangle_deltas`."""
+    """Δ of one rectangle ``tokens`` in one sentence ``ids`` (1-D); see :func:`rectangle_deltas`."""
     return float(rectangle_deltas(lm, [ids], i, j, tokens)[0])
 
 
@@ -111,9 +100,8 @@ def top2_rectangles(lm: MaskedLM, ids, pairs, progress: bool = False) -> Rectang
     rows = [with_values(sents[t], (i[r], lm.mask_id), (j[r], lm.mask_id)) for r, t in enumerate(s)]
     top = each(lm, rows, np.column_stack([i, j]).tolist(),
                lambda b, a: np.argsort(-a, axis=-1, kind="stable")[:, :2],
-               progress=progress, desc="top-2 rectangles")
+               progress=progress and "top-2 rectangles")
     top = np.array(top, dtype=np.int64).reshape(len(rows), 2, 2)
-    top_i, top_j = top[:, 0], top[:, 1]
-    tokens = (top_i[:, 0], top_i[:, 1], top_j[:, 0], top_j[:, 1])
+    tokens = (top[:, 0, 0], top[:, 0, 1], top[:, 1, 0], top[:, 1, 1])    # a, a2 at i; b, b2 at j
     return Rectangles(rectangle_deltas(lm, rows, i, j, tokens, progress=progress), *tokens)
 

@@ -1,9 +1,8 @@
 r"""Chapter 3's regime map: inconsistency and the Ensemble of Conditionals across models.
 
 For one model (a rung of :mod:`mlmbook.models.ladder`, or a knob setting of the zoo)
-:func:`rung_measures` runs the probes on a fixed set of pairs and the ensemble on a fixed set of
-targets, and keeps the per-pair and per-target values; the truth's conditional gives every target
-its **Bayes value**. :func:`rung_intervals` turns them into intervals of :mod:`mlmbook.stats`:
+:func:`rung_measures` keeps the probes' per-pair and the ensemble's per-target values (the
+truth's conditional gives every target its **Bayes value**); :func:`rung_intervals` gives:
 
 ==================  ========================================================================
 ``delta``           median :math:`|\Delta|` of the top-2 rectangles
@@ -46,11 +45,11 @@ QUANTITIES = ("delta", "order", "flips", "paper", "loss_gain", "loss_headroom", 
               "alone_frac", "acc_frac")
 
 
-def ensemble_scores(versions: Sequence[Versions], gold, truth_p: Sequence[np.ndarray], how: str = "mean") -> dict:
+def ensemble_scores(versions: Sequence[Versions], gold, truth_p: Sequence[np.ndarray]) -> dict:
     """Per-target log-losses and hits of the single conditional, the ensemble of all versions, the
     routes' versions on their own and the truth (Bayes, ``truth_p``: the truth's conditional per
     target, indexed by token id), leak-free over the whole vocabulary."""
-    cur = ensemble_curve(versions, gold, how, vocabulary=True)
+    cur = ensemble_curve(versions, gold, vocabulary=True)
     last = np.array([np.flatnonzero(np.isfinite(r))[-1] for r in cur.log_loss])
     rows = np.arange(len(last))
     alone, bayes, hit_bayes = [], [], []
@@ -93,21 +92,15 @@ class RungMaterial:
 
 def rung_measures(lm: MaskedLM, material: RungMaterial, probes: PairProbes | None = None,
                   versions: Sequence[Versions] | None = None, paper=None) -> dict:
-    """Per-pair and per-target measurements of one model.
+    """Per-pair and per-target measurements of one model, a dict of 1-d arrays: ``abs_delta``,
+    ``order``, ``flip`` (per pair); ``paper`` (per paper pair, if given); ``single``, ``ens``,
+    ``alone``, ``bayes`` (log-loss per target) and ``hit_single``, ``hit_ens``, ``hit_bayes`` (0/1).
 
     Parameters
     ----------
-    lm : MaskedLM
-    material : RungMaterial
     probes, versions, paper : optional, this model's :func:`~.order.probe_pairs` of the pairs,
         :func:`~.ensemble.ensemble_versions_many` of the targets and order inconsistency
         (``.rel``) of the paper's pairs when the caller has them already
-
-    Returns
-    -------
-    dict of 1-d arrays: ``abs_delta``, ``order``, ``flip`` (per pair); ``paper`` (per paper pair, if
-    given); ``single``, ``ens``, ``alone``, ``bayes`` (log-loss per target) and ``hit_single``,
-    ``hit_ens``, ``hit_bayes`` (0/1 per target)
     """
     m = material
     if probes is None:
@@ -151,22 +144,20 @@ def cluster_median(values, units, level: float = stats.LEVEL, seed: int = 0) -> 
     _, inverse = np.unique(np.asarray(units), return_inverse=True)
     groups = [x[inverse == k] for k in range(inverse.max() + 1)]
     rng = np.random.default_rng(seed)
-    n_boot = stats.replicates_for(level)
     reps = np.array([np.median(np.concatenate([groups[k] for k in rng.integers(0, len(groups), len(groups))]))
-                     for _ in range(n_boot)])
+                     for _ in range(stats.replicates_for(level))])
     lo, hi = np.quantile(reps, [(1 - level) / 2, (1 + level) / 2])
     est = float(np.median(x))
     return stats.Interval(est, float(min(lo, est)), float(max(hi, est)), level,
                           f"percentile bootstrap over {len(groups)} sentences", len(groups), float(np.std(reps)))
 
 
-def rung_intervals(m: dict, level: float = stats.LEVEL, seed: int = 0, pair_units=None,
-                quantities=QUANTITIES) -> dict:
+def rung_intervals(m: dict, level: float = stats.LEVEL, seed: int = 0, pair_units=None) -> dict:
     """The map's points of one rung: a :class:`~mlmbook.stats.Interval` per quantity of
     :data:`QUANTITIES` (see the module). ``pair_units``: the sentence of each pair."""
     pg = pair_units
     out = {}
-    for q in quantities:
+    for q in QUANTITIES:
         if q == "delta":
             out[q] = (stats.bootstrap(lambda x: np.median(x, -1), m["abs_delta"], level=level, seed=seed, what="pairs")
                       if pg is None else cluster_median(m["abs_delta"], pg, level=level, seed=seed))
@@ -176,18 +167,14 @@ def rung_intervals(m: dict, level: float = stats.LEVEL, seed: int = 0, pair_unit
         elif q == "paper":
             if "paper" in m:
                 out[q] = stats.describe(m["paper"], level=level, seed=seed, what="sentences")
-        elif q == "loss_gain":
-            out[q] = stats.describe(m["single"] - m["ens"], level=level, seed=seed, what="targets")
-        elif q == "loss_headroom":
-            out[q] = stats.describe(m["single"] - m["bayes"], level=level, seed=seed, what="targets")
-        elif q == "loss_frac":
-            out[q] = headroom_fraction(m["single"], m["ens"], m["bayes"], level=level)
-        elif q == "alone_frac":
-            out[q] = headroom_fraction(m["single"], m["alone"], m["bayes"], level=level)
-        elif q == "acc_frac":
+        elif q in ("loss_gain", "loss_headroom"):
+            other = m["ens" if q == "loss_gain" else "bayes"]
+            out[q] = stats.describe(m["single"] - other, level=level, seed=seed, what="targets")
+        elif q in ("loss_frac", "alone_frac"):
+            other = m["ens" if q == "loss_frac" else "alone"]
+            out[q] = headroom_fraction(m["single"], other, m["bayes"], level=level)
+        else:                                                   # "acc_frac"
             out[q] = headroom_fraction(-m["hit_single"], -m["hit_ens"], -m["hit_bayes"], level=level)
-        else:
-            raise ValueError(f"unknown quantity {q!r}; use one of {', '.join(QUANTITIES)}")
     return out
 
 

@@ -65,7 +65,7 @@ class Targets(NamedTuple):
     truth_p: list
 
 
-def arms(span_lm, twin_lm, items: Targets, candidates: int = 8, progress: bool = False) -> dict:
+def arms(span_lm, twin_lm, items: Targets, candidates: int = 8) -> dict:
     """Per-target scores (:func:`~.regime.ensemble_scores`) of each arm of :data:`ARMS` for one
     seed: ``span_lm`` a span-trained model, ``twin_lm`` its token-masked twin; the single-word arm
     has as many routes as the span arm."""
@@ -75,7 +75,7 @@ def arms(span_lm, twin_lm, items: Targets, candidates: int = 8, progress: bool =
     words = [[(int(k),) for k in a[:len(s)]] for a, s in zip(items.aux, spans)]
     out = {}
     for key, lm, routes in (("span", span_lm, spans), ("token", span_lm, words), ("twin", twin_lm, spans)):
-        versions = route_versions(lm, items.ids, items.targets, routes, candidates=candidates, progress=progress)
+        versions = route_versions(lm, items.ids, items.targets, routes, candidates=candidates)
         out[key] = ensemble_scores(versions, items.gold, items.truth_p)
     return out
 

@@ -21,18 +21,17 @@ def spearman(x, y) -> np.ndarray:
         return (rx * ry).sum(-1) / np.sqrt((rx ** 2).sum(-1) * (ry ** 2).sum(-1))
 
 
-def budget_tracking(budget, gain, level: float = stats.LEVEL, seed: int = 0) -> stats.Interval:
+def budget_tracking(budget, gain) -> stats.Interval:
     r"""Does the incompatibility budget predict the ensemble's gain across models?
 
     ``budget`` and ``gain`` are (N, R) arrays: one row per target (the same for every model), one
     column per model. The statistic is Spearman's ρ across the R models between the column means;
-    the interval resamples targets (rows), the same draw for every model.
+    the 95 % interval resamples targets (rows), the same draw for every model.
     """
     b, g = np.asarray(budget, dtype=float), np.asarray(gain, dtype=float)
     if b.shape != g.shape or b.ndim != 2 or b.shape[1] < 3:
         raise ValueError("budget_tracking needs two (targets, models) arrays of one shape with 3 or more models")
-    return stats.bootstrap(lambda x, y: spearman(x.mean(-2), y.mean(-2)), b, g, level=level,
-                           seed=seed, what="targets")
+    return stats.bootstrap(lambda x, y: spearman(x.mean(-2), y.mean(-2)), b, g, what="targets")
 
 
 def target_budget(distance, sentences, targets, aux) -> np.ndarray:

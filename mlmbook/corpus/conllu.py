@@ -1,50 +1,27 @@
-"""Reading dependency treebanks in the CoNLL-U format.
+"""Reading dependency treebanks in CoNLL-U (https://universaldependencies.org/format.html).
 
-A CoNLL-U file (https://universaldependencies.org/format.html) holds one sentence per block of
-lines: comments ``# key = value``, one line of ten tab-separated fields per *syntactic word*
-(``ID FORM LEMMA UPOS XPOS FEATS HEAD DEPREL DEPS MISC``), *multiword-token* lines with a range ID
-(``3-4 don't`` = words 3 ``do`` and 4 ``n't``) and *empty nodes* (``8.1``, enhanced dependencies
-only). The tree is the ``HEAD`` column, stored 0-based (:class:`mlmbook.corpus.Sentence`);
-multiword tokens are kept in ``Sentence.multiword`` but are not words of the tree; empty nodes are
-skipped.
+One sentence per block of lines: comments ``# key = value``, ten tab-separated fields per
+*syntactic word* (``ID FORM LEMMA UPOS XPOS FEATS HEAD DEPREL DEPS MISC``), *multiword-token* lines
+with a range ID (``3-4 don't``: kept in ``Sentence.multiword``, not words of the tree) and *empty
+nodes* (``8.1``, skipped). ``HEAD`` is stored 0-based (:class:`mlmbook.corpus.Sentence`).
 """
-
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 from ..errors import TreebankError, TreebankNotFoundError
 from ..paths import data_dirs
 from .sentence import Multiword, Sentence, filter_length, remove_punct
 
-__all__ = [
-    "read_conllu",
-    "iter_conllu",
-    "find_treebank",
-    "load_treebank",
-    "load_sentences",
-    "LoadedTreebank",
-    "parse_feats",
-]
+__all__ = ["read_conllu", "find_treebank", "load_treebank"]
 
-_EWT_DIR = "ud_english_ewt"
 _EWT_FILES = {split: f"en_ewt-ud-{split}.conllu" for split in ("train", "dev", "test")}
 _DOWNLOAD_HINT = (
     "download UD English EWT (e.g. git clone --depth 1 "
     "https://github.com/UniversalDependencies/UD_English-EWT) and put its .conllu files in "
     "$MLMBOOK_DATA or $MLMBOOK_DATA/ud_english_ewt"
 )
-
-
-def parse_feats(text: str) -> dict[str, str]:
-    """A FEATS field as a dict: ``"Number=Sing|Person=3"`` -> ``{"Number": "Sing", "Person": "3"}``;
-    ``"_"`` -> ``{}``."""
-    if text in ("_", ""):
-        return {}
-    return dict(kv.partition("=")[::2] for kv in text.split("|"))
 
 
 def _parse_int(text: str) -> int | None:
@@ -131,54 +108,56 @@ def _finish(block: _Block, path) -> Sentence:
         found = "no root" if not roots else f"{len(roots)} roots"
         raise TreebankError(f"{found} in the sentence (expected exactly one word with HEAD 0)",
                             path, lineno)
-    _check_acyclic(heads, block, path)
-    for lineno, start, end, _ in block.ranges:
-        if end > n:
-            raise TreebankError(f"range {start}-{end} goes past the last word (expected an "
-                                f"end <= {n})", path, lineno)
-    meta = {}
-    for _, line in block.comments:
-        key, eq, value = line[1:].partition("=")
-        if eq:
-            meta[key.strip()] = value.strip()
-    cols = [c for _, c in block.rows]
-    return Sentence(
-        words=[c[1] for c in cols], upos=[c[3] for c in cols], heads=heads,
-        deprels=[c[7] for c in cols], lemmas=[c[2] for c in cols], xpos=[c[4] for c in cols],
-        feats=[parse_feats(c[5]) for c in cols],
-        multiword=[Multiword(s - 1, e - 1, f) for _, s, e, f in block.ranges],
-        sent_id=meta.get("sent_id"), text=meta.get("text"), meta=meta,
-        source=f"{path}:{block.first_line}", source_index=list(range(n)))
-
-
-def _check_acyclic(heads: list[int], block: _Block, path) -> None:
-    """Raise if following heads from some word never reaches the root."""
-    state = [0] * len(heads)  # 0 unseen, 1 on current path, 2 reaches the root
-    for start in range(len(heads)):
+    state = [0] * n  # 0 unseen, 1 on current path, 2 reaches the root
+    for start in range(n):
         path_nodes, i = [], start
         while i != -1 and state[i] == 0:
             state[i] = 1
             path_nodes.append(i)
             i = heads[i]
         if i != -1 and state[i] == 1:
-            lineno, cols = block.rows[i]
-            raise TreebankError(f"cycle through word {cols[0]} (expected every word to "
+            lineno, row = block.rows[i]
+            raise TreebankError(f"cycle through word {row[0]} (expected every word to "
                                 f"reach the root by following HEAD)", path, lineno)
         for j in path_nodes:
             state[j] = 2
+    for lineno, start, end, _ in block.ranges:
+        if end > n:
+            raise TreebankError(f"range {start}-{end} goes past the last word (expected an "
+                                f"end <= {n})", path, lineno)
+    parts = [line[1:].partition("=") for _, line in block.comments]
+    meta = {key.strip(): value.strip() for key, eq, value in parts if eq}
+    cols = [c for _, c in block.rows]
+    return Sentence(
+        words=[c[1] for c in cols], upos=[c[3] for c in cols], heads=heads,
+        deprels=[c[7] for c in cols], lemmas=[c[2] for c in cols], xpos=[c[4] for c in cols],
+        feats=[{} if c[5] in ("_", "") else dict(kv.partition("=")[::2] for kv in c[5].split("|"))
+               for c in cols],                       # FEATS "Number=Sing|Person=3" as a dict
+        multiword=[Multiword(s - 1, e - 1, f) for _, s, e, f in block.ranges],
+        sent_id=meta.get("sent_id"), text=meta.get("text"), meta=meta,
+        source=f"{path}:{block.first_line}", source_index=list(range(n)))
 
 
-def iter_conllu(path: str | os.PathLike) -> Iterator[Sentence]:
-    """Yield the sentences of a CoNLL-U file one by one (see :func:`read_conllu`)."""
-    block = _Block()
+def read_conllu(path: str | os.PathLike) -> list[Sentence]:
+    """Every sentence of a CoNLL-U file (UTF-8), in file order; an empty file reads as ``[]``.
+    Raises :class:`TreebankError` ``path:lineno: problem (expected ...)`` on the first malformed
+    line (columns, IDs out of sequence, ranges, HEAD, not one root, a cycle, a missing blank line
+    between sentences, no words, not UTF-8); a missing blank line at the very end is tolerated."""
+    sentences, block = [], _Block()
     with open(path, "rb") as fh:
         for lineno, data in enumerate(fh, start=1):
-            line = _decode(data, path, lineno).rstrip("\n").rstrip("\r")
+            try:
+                line = data.decode("utf-8").rstrip("\n").rstrip("\r")
+            except UnicodeDecodeError as err:
+                raise TreebankError(f"not UTF-8 text (byte 0x{data[err.start]:02x} at column "
+                                    f"{err.start + 1}; expected UTF-8, as CoNLL-U requires: "
+                                    f"convert the file, e.g. iconv -f latin1 -t utf-8)",
+                                    path, lineno) from None
             if lineno == 1:
                 line = line.lstrip("\ufeff")
             if line == "":
                 if block.first_line is not None:
-                    yield _finish(block, path)
+                    sentences.append(_finish(block, path))
                     block = _Block()
                 continue
             if line.strip() == "":
@@ -198,58 +177,17 @@ def iter_conllu(path: str | os.PathLike) -> Iterator[Sentence]:
                                     path, lineno)
             _check_word_line(cols, lineno, block, path)
     if block.first_line is not None:  # tolerated: a last sentence without its final blank line
-        yield _finish(block, path)
-
-
-def _decode(data: bytes, path, lineno: int) -> str:
-    """One line of the file as text, or a :class:`TreebankError` at its line."""
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise TreebankError(f"not UTF-8 text (byte 0x{data[err.start]:02x} at column {err.start + 1}; expected "
-                            f"UTF-8, as CoNLL-U requires: convert the file, e.g. iconv -f latin1 -t utf-8)",
-                            path, lineno) from None
-
-
-def read_conllu(path: str | os.PathLike) -> list[Sentence]:
-    """Read every sentence of a CoNLL-U file.
-
-    Parameters
-    ----------
-    path : a ``.conllu`` file (UTF-8).
-
-    Returns
-    -------
-    list of :class:`Sentence`, in file order.
-
-    Raises
-    ------
-    TreebankError
-        On the first malformed line (columns, IDs out of sequence, ranges, HEAD, not one root, a
-        cycle, a missing blank line between sentences, no words, not UTF-8), with message
-        ``path:lineno: problem (expected ...)``. A missing blank line at the very end is
-        tolerated; an empty file reads as ``[]`` (:func:`load_sentences` refuses it).
-    """
-    return list(iter_conllu(path))
-
-
-# ----------------------------------------------------------------------------- locating
+        sentences.append(_finish(block, path))
+    return sentences
 
 
 def find_treebank(name_or_path: str | os.PathLike) -> Path:
-    """Resolve a treebank file.
-
-    ``name_or_path`` is an existing path, a file name, or one of the short names
-    ``"train"``, ``"dev"``, ``"test"`` for UD English EWT (``en_ewt-ud-<split>.conllu``).
-    A file name is looked up, in order, in ``$MLMBOOK_DATA``, ``$MLMBOOK_DATA/ud_english_ewt``,
-    ``<repo>/data/ud_english_ewt`` and ``<repo>/../shared/data/ud_english_ewt``.
-
-    Raises
-    ------
-    TreebankNotFoundError
-        (a :class:`TreebankError` and a :class:`FileNotFoundError`) with a one-line message
-        naming the places searched and how to download UD English EWT.
-    """
+    """Resolve a treebank file: an existing path, a file name (looked up, in order, in
+    ``$MLMBOOK_DATA``, ``$MLMBOOK_DATA/ud_english_ewt``, ``<repo>/data/ud_english_ewt`` and
+    ``<repo>/../shared/data/ud_english_ewt``), or ``"train"``, ``"dev"``, ``"test"`` for UD English
+    EWT (``en_ewt-ud-<split>.conllu``). Raises :class:`TreebankNotFoundError` (a
+    :class:`TreebankError` and a :class:`FileNotFoundError`), one line naming the places searched
+    and how to download UD English EWT."""
     if not isinstance(name_or_path, (str, os.PathLike)):
         raise TreebankError(f"a treebank is a file name or path, not {name_or_path!r} "
                             f"({type(name_or_path).__name__}); e.g. -p treebank en_ewt-ud-test.conllu")
@@ -257,7 +195,7 @@ def find_treebank(name_or_path: str | os.PathLike) -> Path:
     if path.is_file():
         return path
     name = _EWT_FILES.get(str(name_or_path), str(name_or_path))
-    searched = data_dirs(_EWT_DIR)
+    searched = data_dirs("ud_english_ewt")
     for folder in searched:
         if (folder / name).is_file():
             return folder / name
@@ -270,79 +208,11 @@ def find_treebank(name_or_path: str | os.PathLike) -> Path:
 
 def load_treebank(name_or_path: str | os.PathLike, *, drop_punct: bool = True,
                   max_len: int | None = None, min_len: int = 2) -> list[Sentence]:
-    """Find, read and prepare a treebank in one call.
-
-    ``load_treebank("test", max_len=10)`` is UD English EWT test with punctuation removed
-    and 2..10 words per sentence. See :func:`load_sentences` for the version chapters use
-    (it refuses an unusable file and counts what it dropped).
-    """
+    """Find, read and prepare a treebank in one call: ``load_treebank("test", max_len=10)`` is UD
+    English EWT test with punctuation removed and 2..10 words per sentence."""
     sents = read_conllu(find_treebank(name_or_path))
     if drop_punct:
         sents = [remove_punct(s) for s in sents]
     if max_len is not None:
         sents = filter_length(sents, max_len, min_len)
     return sents
-
-
-@dataclass
-class LoadedTreebank:
-    """The sentences a chapter uses from a treebank (punctuation removed, in file order), the file,
-    the sentences read (``n_read``) and those left out for their length (``n_dropped``) outside
-    ``min_len..max_len`` words."""
-
-    sentences: list[Sentence]
-    path: Path
-    n_read: int
-    n_dropped: int
-    min_len: int
-    max_len: int | None
-
-    @property
-    def name(self) -> str:
-        """The file name, for prose: ``en_ewt-ud-test.conllu``."""
-        return self.path.name
-
-    def summary(self) -> str:
-        """One line for the page: ``kept 1020 of 2077 sentences of FILE (1057 outside 2–10
-        words)``."""
-        window = f"{self.min_len}–{self.max_len}" if self.max_len is not None else f"at least {self.min_len}"
-        return (f"kept {len(self.sentences)} of {self.n_read} sentences of {self.name} "
-                f"({self.n_dropped} outside {window} words)")
-
-
-def load_sentences(name_or_path: str | os.PathLike, *, min_len: int = 2,
-                   max_len: int | None = None) -> LoadedTreebank:
-    """Load the sentences of a treebank a chapter will use, refusing an unusable file.
-
-    Parameters
-    ----------
-    name_or_path : str or path-like
-        As for :func:`find_treebank` (``"test"``, a file name in the data folders, a path).
-    min_len, max_len : int
-        Keep sentences of ``min_len..max_len`` words after punctuation removal
-        (:func:`remove_punct`); ``max_len=None`` keeps every length from ``min_len``.
-
-    Returns
-    -------
-    LoadedTreebank
-        ``.sentences`` and the counts; print ``.summary()`` so the page says how many were
-        dropped.
-
-    Raises
-    ------
-    TreebankError
-        One line: the file cannot be found or read (``file:line:`` for a malformed or
-        non-UTF-8 line), or ``no sentence of N–M words in FILE`` when nothing fits.
-    """
-    path = find_treebank(name_or_path)
-    read = read_conllu(path)
-    sents = [remove_punct(s) for s in read]
-    upper = max_len if max_len is not None else max((len(s) for s in sents), default=0)
-    kept = filter_length(sents, upper, min_len)
-    if not kept:
-        window = f"{min_len}–{max_len}" if max_len is not None else f"at least {min_len}"
-        what = "no sentence at all" if not read else f"no sentence of {window} words"
-        raise TreebankError(f"{what} in {path} ({len(read)} sentences read"
-                            f"{', punctuation removed' if read else ''}); "
-                            f"give a treebank with such sentences (e.g. -p treebank en_ewt-ud-test.conllu)")
-    return LoadedTreebank(kept, Path(path), len(read), len(sents) - len(kept), min_len, max_len)

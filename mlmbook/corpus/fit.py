@@ -1,10 +1,6 @@
 r"""Does a model fit some text? Unknown pieces and the model's own predictions, before anything is
-estimated.
-
-A masked LM maps a word it has no pieces for to its unknown token (``[UNK]``), and a model can know
-every piece of a text yet not its language; so :func:`check_fit` also judges what the model does
-with the text, against the uniform guess over its vocabulary and its own prediction with the
-context taken away. It measures, on a sample of the sentences a model will read:
+estimated: a model can know every piece of a text (no ``[UNK]``) yet not its language, so
+:func:`check_fit` measures, on a sample of the sentences a model will read:
 
 ================  ==========================================================  =========================
 rule              measured                                                    refused if
@@ -16,12 +12,10 @@ context helps     the PLL per piece minus the model's own prediction of the   < 
                   same pieces with the whole sentence masked
 ================  ==========================================================  =========================
 
-An untrained model predicts every piece about as well as a uniform guess (the second rule); a model
-on a language it does not know predicts its pieces worse with their context than without (the
-third). The pieces per word are measured and shown, not judged. The prediction rules need a sample
-of at least :data:`MIN_WORDS_LANGUAGE` words.
+An untrained model sits at the uniform guess (the second rule); a model on a language it does not
+know predicts its pieces worse with their context than without (the third). The pieces per word are
+shown, not judged. The prediction rules need a sample of at least ``FitRules.min_words`` words.
 """
-
 from __future__ import annotations
 
 import html
@@ -34,18 +28,7 @@ from .sentence import model_words
 
 __all__ = ["Fit", "FitRules", "RULES", "Admonition", "unknown_share", "measure_fit", "check_fit"]
 
-MAX_UNKNOWN = 0.10
-"""Largest accepted share of unknown pieces (real BERTs on UD English: < 0.01; the toy model on
-it: > 0.8)."""
-MIN_GAIN_SHARE = 0.05
-r"""The PLL per piece must be above :math:`-(1 - 0.05) \log V` (an untrained model sits at
-:math:`-\log V`)."""
-MIN_CONTEXT_GAIN = 0.0
-"""Nats per piece by which the context must improve the model's prediction of the text's pieces."""
-MIN_WORDS_LANGUAGE = 30
-"""The prediction rules apply to samples of at least this many words."""
 PLL_SAMPLE_PIECES = 160
-"""The PLL per piece is measured on the first sentences holding about this many pieces."""
 
 _UNK_SPELLINGS = ("[UNK]", "<unk>", "<UNK>", "[unk]", "<|unk|>")
 
@@ -76,26 +59,13 @@ class Admonition:
 class Fit:
     """How well a model fits some sentences: its vocabulary, its tokenisation, its predictions.
 
-    Attributes
-    ----------
-    share : float
-        Unknown pieces (``n_unknown``) / all pieces (``n_pieces``).
-    n_unknown, n_pieces, n_words_unknown, n_words : int
-        ``n_words_unknown``: words (surface tokens) with at least one unknown piece.
-    examples : tuple of str
-        A few words the model does not know, for the message.
-    pll_per_piece, context_free : float or None
-        The model's mean :math:`\\log q(x_t \\mid x_{\\setminus t})` over the pieces of a small
-        sample (nats, full softmax), and the same pieces' mean :math:`\\log q(x_t)` with the whole
-        sentence masked; None when not measured.
-    log_v : float
-        :math:`\\log V`: minus the PLL per piece of a uniform guess.
-    n_sentences : int
-    problems : tuple of str
-        Each broken rule, in words (empty: the model fits).
-    model, treebank : str or None
-    allowed : bool
-        The reader asked to run anyway (``allow_unknown``).
+    ``share`` = ``n_unknown / n_pieces``; ``n_words_unknown``: words (surface tokens) with at least
+    one unknown piece, ``examples`` a few of them. ``pll_per_piece``: the model's mean
+    :math:`\\log q(x_t \\mid x_{\\setminus t})` over the pieces of a small sample (nats, full
+    softmax), ``context_free`` the same pieces' mean :math:`\\log q(x_t)` with the whole sentence
+    masked (None when not measured); ``log_v`` = :math:`\\log V`, minus the PLL per piece of a
+    uniform guess. ``problems``: each broken rule, in words (empty: the model fits); ``allowed``:
+    the reader asked to run anyway (``allow_unknown``).
     """
 
     share: float
@@ -155,18 +125,8 @@ class Fit:
         return None
 
 
-def _unk_id(lm) -> int | None:
-    tokenizer = getattr(lm, "tokenizer", None)
-    unk = getattr(tokenizer, "unk_token_id", None)
-    if isinstance(unk, int):
-        return unk
-    vocab = list(getattr(lm, "vocab", []) or [])
-    return next((vocab.index(t) for t in _UNK_SPELLINGS if t in vocab), None)
-
-
 def _token_ids(lm, sentence) -> tuple[list[str], list[list[int | None]]]:
-    """The surface tokens of a sentence (a Sentence, a word list or a plain string) and each one's
-    ids."""
+    """The surface tokens of a Sentence, a word list or a plain string, and each one's ids."""
     if isinstance(sentence, str):
         encode_text = getattr(lm, "encode_text", None)
         if encode_text is not None:
@@ -189,8 +149,7 @@ def _token_ids(lm, sentence) -> tuple[list[str], list[list[int | None]]]:
 
 
 def _pll_per_piece(lm, encoded: list[list[int]]) -> tuple[float, float] | tuple[None, None]:
-    """Mean log q(x_t | rest) over the pieces of the first sentences, and the same pieces' mean
-    log q(x_t) with the whole sentence masked."""
+    """Mean log q(x_t | rest) over the first sentences' pieces, and their log q(x_t) all masked."""
     total, free, count = 0.0, 0.0, 0
 
     def score(logits, ids):  # log-probabilities of ids; an impossible piece counts -50 nats
@@ -213,13 +172,14 @@ def _pll_per_piece(lm, encoded: list[list[int]]) -> tuple[float, float] | tuple[
 
 
 def measure_fit(lm, sentences: Iterable, *, pll: bool = True) -> Fit:
-    """Measure, without judging, how ``lm`` fits ``sentences`` (as for :func:`check_fit`).
-
-    With ``pll``, also the model's PLL per piece on the first sentences it can encode (about
-    :data:`PLL_SAMPLE_PIECES` pieces, two forward passes a sentence). Returns a :class:`Fit` with
-    no problems listed.
-    """
-    unk = _unk_id(lm)
+    """Measure, without judging, how ``lm`` fits ``sentences`` (a :class:`Fit` with no problems
+    listed); with ``pll``, also the model's PLL per piece on the first sentences it can encode
+    (about :data:`PLL_SAMPLE_PIECES` pieces, two forward passes a sentence)."""
+    tokenizer = getattr(lm, "tokenizer", None)
+    unk = getattr(tokenizer, "unk_token_id", None)
+    if not isinstance(unk, int):
+        vocab = list(getattr(lm, "vocab", []) or [])
+        unk = next((vocab.index(t) for t in _UNK_SPELLINGS if t in vocab), None)
     n_unknown = n_pieces = n_wunk = n_words = n_sent = 0
     examples: list[str] = []
     known_rows: list[list[int]] = []
@@ -242,8 +202,7 @@ def measure_fit(lm, sentences: Iterable, *, pll: bool = True) -> Fit:
     share = n_unknown / n_pieces if n_pieces else 0.0
     try:
         per_piece, free = _pll_per_piece(lm, known_rows) if pll and known_rows else (None, None)
-    # a tokenizer alone (a build's check of the toy model): no predictions
-    except NotImplementedError:
+    except NotImplementedError:         # a tokenizer alone (a build's toy check): no predictions
         per_piece, free = None, None
     return Fit(share, n_unknown, n_pieces, n_wunk, n_words, tuple(examples), per_piece, free,
                math.log(max(getattr(lm, "V", 2), 2)), n_sent)
@@ -257,21 +216,18 @@ def unknown_share(lm, sentences: Iterable) -> Fit:
 
 @dataclass(frozen=True)
 class FitRules:
-    """The thresholds of :func:`check_fit` (defaults: the module's table and constants).
+    """The thresholds of :func:`check_fit` (defaults: the module's table); ``pll``: measure the PLL
+    per piece always (True), never (False: no prediction rule) or when those rules apply
+    (``"auto"``)."""
 
-    ``pll``: measure the PLL per piece always (True), never (False: the prediction rules are not
-    applied) or when the prediction rules apply (``"auto"``).
-    """
-
-    max_unknown: float = MAX_UNKNOWN
-    min_gain_share: float = MIN_GAIN_SHARE
-    min_context_gain: float = MIN_CONTEXT_GAIN
-    min_words: int = MIN_WORDS_LANGUAGE
+    max_unknown: float = 0.10       # real BERTs on UD English: < 0.01; the toy model on it: > 0.8
+    min_gain_share: float = 0.05
+    min_context_gain: float = 0.0
+    min_words: int = 30
     pll: bool | str = "auto"
 
     def judges_prediction(self, fit: Fit) -> bool:
-        """Whether the prediction rules apply to ``fit`` (enough words, not already refused for
-        unknowns)."""
+        """Whether the prediction rules apply (enough words, not already refused for unknowns)."""
         return fit.n_words >= self.min_words and fit.share <= self.max_unknown
 
     def problems(self, fit: Fit) -> list[str]:
@@ -296,7 +252,6 @@ class FitRules:
 
 
 RULES = FitRules()
-"""The book's rules."""
 
 
 def check_fit(lm, sentences: Iterable, *, model: str | None = None, treebank: str | None = None,
@@ -328,13 +283,6 @@ def check_fit(lm, sentences: Iterable, *, model: str | None = None, treebank: st
     ------
     DataFitError
         One line: the model, the treebank, the numbers against their thresholds, and what to do.
-
-    Examples
-    --------
-    >>> import mlmbook
-    >>> lm = mlmbook.load_mlm("toy")                                  # doctest: +SKIP
-    >>> mlmbook.check_fit(lm, ["the farmers feed the cows ."]).ok     # doctest: +SKIP
-    True
     """
     sentences = list(sentences)
     fit = measure_fit(lm, sentences, pll=rules.pll is True)

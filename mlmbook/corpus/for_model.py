@@ -1,16 +1,8 @@
-"""The front door from a treebank to a model: the sentences a model will read, with what was left
-out and why.
-
-:func:`read_for_model` is the one guarded path from a CoNLL-U file (or a list of sentences) to a
-masked LM, for the research API and the chapters alike:
-
-1. **words**: sentences with ``min_words..max_words`` scored words (punctuation is read by the
-   model, not counted) are kept;
-2. **the model's window**: a sentence whose surface tokens make more pieces than the model reads at
-   once (``lm.max_length``) or than ``max_pieces``, or that the model cannot encode, is left out;
-3. **order and limit**: file order, or shuffled by ``seed``; then the first ``limit``;
-4. **fit**: :func:`~mlmbook.corpus.fit.check_fit` on the file's first sentences the model reads
-   whole, whatever the window of words, which stops with one line unless ``allow_unknown``.
+"""The front door from a treebank to a model: :func:`read_for_model`, the one guarded path from a
+CoNLL-U file (or a list of sentences) to a masked LM, for the research API and the chapters alike:
+the length policy (:class:`Window`; punctuation is read by the model, not counted), then
+:func:`~mlmbook.corpus.fit.check_fit` on the file's first sentences the model reads whole, whatever
+the window of words.
 """
 from __future__ import annotations
 
@@ -22,6 +14,7 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import TreebankError
+from .conllu import find_treebank, read_conllu
 from .fit import Admonition, Fit, check_fit
 from .sentence import PUNCT_TAGS, Sentence, Surface, encode, remove_punct
 
@@ -60,12 +53,6 @@ class Window:
         return f"{self.min_words}–{self.max_words}" if self.max_words is not None else f"at least {self.min_words}"
 
 
-def _scored_words(sentence: Sentence) -> int:
-    """Words of a sentence that an analysis scores: all but punctuation (every word without
-    tags)."""
-    return sum(u not in PUNCT_TAGS for u in sentence.upos) if sentence.upos else len(sentence)
-
-
 def _length(lm, sentence: Sentence) -> int | None:
     """Pieces of the sentence's surface tokens (None: the model cannot encode it)."""
     try:
@@ -78,19 +65,11 @@ def _length(lm, sentence: Sentence) -> int | None:
 class ModelCorpus:
     """The sentences a model reads from a treebank, and everything left out on the way.
 
-    Attributes
-    ----------
-    sentences : list of Sentence
-        Kept, in the order used (punctuation kept unless ``drop_punct``).
-    name : str
-        The file name (``en_ewt-ud-test.conllu``), or ``"the given sentences"``.
-    n_read, n_outside_words, n_outside_window, n_cut : int
-        Sentences read; left out for their number of words, for more pieces than ``max_pieces``
-        (the model's window) or not encodable, and beyond ``limit``.
-    min_words, max_words, max_pieces : int or None
-    fit : Fit or None
-        The fit check (None when not checked).
-    path : pathlib.Path or None
+    ``sentences`` are kept in the order used (punctuation kept unless ``drop_punct``); ``name`` is
+    the file name (``en_ewt-ud-test.conllu``) or ``"the given sentences"``; ``n_read`` sentences
+    were read, ``n_outside_words`` left out for their number of words, ``n_outside_window`` for
+    more pieces than ``max_pieces`` (the model's window) or not encodable, ``n_cut`` beyond
+    ``limit``; ``fit`` is the fit check (None when not checked).
     """
 
     sentences: list
@@ -110,8 +89,7 @@ class ModelCorpus:
 
     @property
     def words(self) -> list[Surface]:
-        """Each sentence as the estimators take it: its words, remembering the surface tokens the
-        model reads."""
+        """Each sentence's words as the estimators take them (remembering the surface tokens)."""
         return [s.surface() for s in self.sentences]
 
     @property
@@ -122,7 +100,7 @@ class ModelCorpus:
     def summary(self) -> str:
         """One line for the page: ``kept 16 of 2077 sentences of FILE (1900 outside 3–10 words, 40
         longer than 15 pieces, 121 beyond the first 16)``."""
-        window = (f"{self.min_words}–{self.max_words}" if self.max_words is not None else f"at least {self.min_words}")
+        window = Window(self.min_words, self.max_words).describe()
         parts = [f"{self.n_outside_words} outside {window} words"]
         if self.n_outside_window:
             parts.append(f"{self.n_outside_window} longer than the model's {self.max_pieces} pieces")
@@ -131,20 +109,8 @@ class ModelCorpus:
         return f"kept {len(self.sentences)} of {self.n_read} sentences of {self.name} ({'; '.join(parts)})"
 
     def admonition(self) -> Admonition | None:
-        """The fit warning as a box for the page (``display(corpus.admonition())``), or None when
-        the model fits."""
+        """The fit warning as a box for the page, or None when the model fits."""
         return self.fit.admonition() if self.fit is not None else None
-
-
-def _read(treebank) -> tuple[list[Sentence], str, Path | None]:
-    from .conllu import find_treebank, read_conllu
-    if isinstance(treebank, (str, os.PathLike)):
-        path = find_treebank(treebank)
-        return read_conllu(path), path.name, Path(path)
-    sentences = list(treebank)
-    if sentences and not all(isinstance(s, Sentence) for s in sentences):
-        raise TypeError("give a CoNLL-U file (a name or a path) or a list of mlmbook.Sentence objects")
-    return sentences, "the given sentences", None
 
 
 def read_for_model(lm, treebank: str | os.PathLike | Sequence[Sentence], window: Window | None = None, *,
@@ -191,10 +157,17 @@ def read_for_model(lm, treebank: str | os.PathLike | Sequence[Sentence], window:
     'kept 16 of 2077 sentences of en_ewt-ud-test.conllu (...)'
     """
     window = window or Window()
-    read, name, path = _read(treebank)
+    if isinstance(treebank, (str, os.PathLike)):
+        path = find_treebank(treebank)
+        read, name = read_conllu(path), path.name
+    else:
+        read, name, path = list(treebank), "the given sentences", None
+    if read and not all(isinstance(s, Sentence) for s in read):
+        raise TypeError("give a CoNLL-U file (a name or a path) or a list of mlmbook.Sentence objects")
     sents = [remove_punct(s) for s in read] if window.drop_punct else list(read)
     upper = window.max_words if window.max_words is not None else 10 ** 9
-    in_words = [s for s in sents if window.min_words <= _scored_words(s) <= upper]
+    scored = [sum(u not in PUNCT_TAGS for u in s.upos) if s.upos else len(s) for s in sents]
+    in_words = [s for s, k in zip(sents, scored) if window.min_words <= k <= upper]
     if seed is not None:
         in_words = [in_words[k] for k in np.random.default_rng(seed).permutation(len(in_words))]
     pieces = int(getattr(lm, "max_length", 10 ** 9))

@@ -1,14 +1,10 @@
 """One sentence type for the toy language and for treebanks: words, a dependency tree, tags.
 
-``heads[i]`` is the 0-based index of word ``i``'s head, ``-1`` for the root (UD's ``HEAD``
-minus one). Edges are unordered pairs ``(min, max)`` of word indices, the root arc excluded:
-the objects UUAS counts.
-
-A treebank splits some surface tokens into several syntactic words (UD multiword tokens: ``don't``
-= ``do n't``). The tree is over the words; **the model reads the surface tokens**
-(:attr:`Sentence.tokens`), and :func:`encode` gives every word the pieces of its token. Two words of
-one token share its positions, so a pair of two such words is not scored (its score is 0, see
-:mod:`mlmbook.dependencies.pieces`).
+``heads[i]`` is the 0-based index of word ``i``'s head, ``-1`` for the root (UD's ``HEAD`` minus
+one); edges are unordered pairs ``(min, max)``, the root arc excluded (what UUAS counts). The tree
+is over the syntactic words, but **the model reads the surface tokens** (:attr:`Sentence.tokens`:
+UD's multiword ``don't`` once, not ``do n't``); :func:`encode` gives every word the pieces of its
+token, so a pair of two words of one token is not scored (:mod:`mlmbook.dependencies.pieces`).
 """
 from __future__ import annotations
 
@@ -78,8 +74,7 @@ class Sentence:
 
     @property
     def tokens(self) -> list[str]:
-        """Surface tokens: words, with each multiword range replaced by its surface form (what the
-        model reads)."""
+        """Surface tokens (what the model reads): each multiword range replaced by its form."""
         return self.surface().tokens
 
     def surface(self) -> "Surface":
@@ -122,11 +117,8 @@ def model_words(sentence) -> list[str] | Surface:
 
 
 def encode(lm, words) -> tuple[list[int], list[list[int]]]:
-    """Token ids of a sentence and, for each **word**, the positions of its pieces.
-
-    ``words`` is a word list, a :class:`Surface` or a :class:`Sentence`. The model reads the
-    surface tokens and each word gets the pieces of its token; for a plain word list this is
-    ``lm.encode_words(words)``.
+    """Token ids of a word list, a :class:`Surface` or a :class:`Sentence` and, for each **word**,
+    the positions of the pieces of its surface token (of a plain list: ``lm.encode_words(words)``).
     """
     words = model_words(words)
     tokens = getattr(words, "tokens", None)

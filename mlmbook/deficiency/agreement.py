@@ -1,11 +1,8 @@
-r"""Chapter 4's downstream measurement: number agreement read from each encoder, by a probe and by
-fine-tuning.
+r"""Chapter 4's downstream measurement: number agreement, by a probe and by fine-tuning.
 
-The question (Q6) is answered by a **linear probe on frozen features**
-(:func:`mlmbook.downstream.probe_agreement`): nothing in it is random, so the spread between
-pretraining seeds is the encoders' own. Fine-tuning the whole encoder is what a user of the model
-would do, but its result moves with its own noise as well; it runs on the first seeds only, as a
-description. Both read the same examples (:func:`mlmbook.downstream.agreement_task`).
+Q6 is answered by a **linear probe on frozen features** (nothing in it is random, so the spread
+between seeds is the encoders' own); fine-tuning, noisier, runs on the first seeds only, as a
+description. Both read the same examples.
 """
 from __future__ import annotations
 
@@ -21,15 +18,8 @@ TESTS = ("ordinary", "attractor")
 
 @dataclass
 class Agreement:
-    """Which held-out example each encoder gets right.
-
-    Attributes
-    ----------
-    probed, tuned : dict
-        ``{(name, seed): {test: bool array}}``: the probe (every encoder), fine-tuning (the first
-        seeds).
-    n_probe_train, n_ft_train, n_test, ft_epochs : int
-    """
+    """Which held-out example each encoder gets right: ``probed`` (every encoder) and ``tuned`` (the
+    first seeds), ``{(name, seed): {test: bool array}}``, and the protocol's sizes."""
 
     probed: dict
     tuned: dict
@@ -81,11 +71,8 @@ class Agreement:
 
 def agreement(models: dict, grammar, size: dict, seed: int = 0) -> Agreement:
     """Probe every encoder of ``models`` (``{(name, seed): MaskedLM}``) and fine-tune those of the
-    first ``size["ft_seeds"]`` seeds, on examples drawn with ``seed``.
-
-    ``size``: ``probe_train`` and ``ft_train`` ordinary sentences to learn from, ``probe_test``
-    held-out sentences of each kind, ``ft_epochs``.
-    """
+    first ``size["ft_seeds"]`` seeds, on examples drawn with ``seed``; ``size`` also gives the
+    ``probe_train`` and ``ft_train`` sentences, ``probe_test`` of each kind, and ``ft_epochs``."""
     n_probe, n_ft, n_test = size["probe_train"], size["ft_train"], size["probe_test"]
     pool = downstream.agreement_task(grammar, max(n_probe, n_ft) + n_test, seed=seed + 30_000, verbs=True)
     tests = [tuple(x[-n_test:] for x in pool),

@@ -1,11 +1,8 @@
-"""Chapter 4's figures, drawn from the numbers it records (the chapter's cells stay a line or two
-each).
-
-Every function takes plain numbers (or :class:`~mlmbook.stats.Interval` objects), draws with the
-book's style (:mod:`mlmbook.plotting`: column width, fonts, legends placed where they cover no data,
-log axes with plain-number ticks) and returns the figure.
-"""
+"""Chapter 4's figures, drawn from the numbers it records (plain numbers or
+:class:`~mlmbook.stats.Interval` objects) in the book's style; each returns its figure."""
 from __future__ import annotations
+
+from functools import partial
 
 import numpy as np
 
@@ -16,11 +13,7 @@ __all__ = ["COLORS", "training", "layers", "mask_subspace", "spectra", "dose_res
 COLORS = {"MLM": plotting.PALETTE["mlm"], "MAE-LM": plotting.PALETTE["hit"]}
 """One colour per model kind, the same in every figure."""
 
-
-def _bars(ax, x, ivs, **kw):
-    est = np.array([iv.estimate for iv in ivs])
-    err = np.array([[iv.estimate - iv.low, iv.high - iv.estimate] for iv in ivs]).T
-    return ax.errorbar(x, est, yerr=err, capsize=3, lw=1.2, ms=5, **kw)
+_bars = partial(plotting.errorbars, lw=1.2, ms=5)
 
 
 def _layer_ticks(ax, n_layers: int):

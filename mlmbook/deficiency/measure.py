@@ -1,12 +1,8 @@
 r"""Effective ranks of an encoder's rows, measured like with like on blocks of sentences.
 
-A **sample** (:func:`make_sample`) fixes the sentences, one masking draw, and disjoint **blocks** of
-sentences, each giving one matrix of :math:`N = \rho d` rows per condition (the same :math:`N/d` at
-every width); every effective rank is taken per block (:func:`mlmbook.rank.block_ranks`), so blocks
-are independent replicates of one trained model, and two models measured on the same sample give
-paired per-block differences (:mod:`mlmbook.deficiency.seeds`). A model is read only through the
-:class:`~mlmbook.models.base.MaskedLM` protocol; an MAE-LM has no ``[MASK]`` rows, so the conditions
-that need them are absent for it.
+A **sample** (:func:`make_sample`) fixes the sentences, one masking draw, and disjoint **blocks**,
+each one matrix of :math:`N = \rho d` rows per condition: independent replicates of one trained
+model, and paired per-block differences between two models measured on the same sample.
 """
 from __future__ import annotations
 
@@ -30,19 +26,11 @@ input; all tokens (real and ``[MASK]``) of the masked input."""
 
 @dataclass(frozen=True)
 class Sample:
-    """Sentences, one masking draw and the blocks of rows every model of a comparison reads.
-
-    Attributes
-    ----------
-    rows : list of list of int      token ids of each sentence (no special tokens)
-    masked : list of bool arrays    positions replaced by ``[MASK]`` in the masked input
-    kept, every : int arrays (K, n, 2)
-        Per block, ``n`` (sentence, position) pairs of *unmasked* tokens (the rows of the ``clean``
-        and ``masked_real`` matrices) and of any token of the masked input (the ``all`` matrix).
-    blocks : list of int arrays     the sentences of each block (disjoint)
-    mask_rate : float
-    n_rows : int
-    """
+    """Sentences, one masking draw and the blocks of rows every model of a comparison reads: token
+    ``rows`` of each sentence (no special tokens), the positions ``masked``, per block (``kept``,
+    ``every``: int arrays (K, n, 2)) ``n`` (sentence, position) pairs of *unmasked* tokens (the
+    ``clean`` and ``masked_real`` rows) and of any token (the ``all`` rows), and the ``blocks``'
+    sentences."""
 
     rows: list
     masked: list
@@ -68,11 +56,9 @@ def sentences_for(lm, n: int, treebank=None, seed: int = 0, window: tuple = (2, 
                   allow_unknown: bool = False) -> tuple:
     """The sentences a rank analysis reads, as word lists, and the treebank's front-door record.
 
-    Without a treebank: ``n`` toy sentences (seed ``seed + 10000``) and ``None``. With one: the
-    first ``n`` of its sentences that ``lm`` reads whole, shuffled by ``seed``, through
-    :func:`mlmbook.corpus.read_for_model` (the fit check stops with one line unless
-    ``allow_unknown``), and its :class:`~mlmbook.corpus.ModelCorpus` (``corpus.admonition()`` is
-    the fit warning for the page).
+    Without a treebank: ``n`` toy sentences and ``None``. With one: the first ``n`` of its sentences
+    that ``lm`` reads whole, shuffled by ``seed``, through :func:`mlmbook.corpus.read_for_model`
+    (its fit check stops with one line unless ``allow_unknown``), and its ``ModelCorpus``.
 
     Parameters
     ----------
@@ -92,12 +78,7 @@ def make_sample(lm, words, mask_rate: float, n_rows: int, seed: int = 0, max_blo
 
     Sentences are shuffled (by ``seed``) and cut into consecutive blocks, each just large enough to
     hold ``n_rows`` unmasked tokens (sentences left over are not used); every position is masked
-    independently with probability ``mask_rate``.
-
-    Raises
-    ------
-    ValueError
-        When the sentences cannot fill one block: the message says how many rows they hold.
+    independently with probability ``mask_rate``. ``ValueError`` when they cannot fill one block.
     """
     rows = [lm.encode_words(list(w))[0] for w in words]
     rows = [r for r in rows if 0 < len(r) <= lm.max_length]
@@ -144,19 +125,10 @@ def _lookup(index: np.ndarray, pairs: np.ndarray) -> np.ndarray:
 
 @dataclass
 class Geometry:
-    """Effective ranks of one model on one :class:`Sample`, per condition, kind, layer and block.
-
-    Attributes
-    ----------
-    ranks : dict
-        ``{(condition, kind): array (L, K)}``, kind in :data:`mlmbook.rank.RANK_KINDS`; layer 0 is
-        the embeddings.
-    overlap : dict
-        ``{"mask" | "heldout": array (L, K)}``: the share of the energy of block *b*'s ``[MASK]``
-        rows, and of the next block's real rows, in the top-:math:`k` subspace of block *b*'s real
-        rows (masked input; :math:`k` their ε-rank).
-    width : int
-    """
+    """Effective ranks of one model on one :class:`Sample`: ``ranks[condition, kind]``, an array
+    (L, K) over layers (0: the embeddings) and blocks; ``overlap["mask" | "heldout"]`` (L, K), the
+    share of the energy of block *b*'s ``[MASK]`` rows, and of the next block's real rows, in the
+    top-:math:`k` subspace of block *b*'s real rows (masked input; :math:`k` their ε-rank)."""
 
     ranks: dict
     overlap: dict = field(default_factory=dict)
@@ -173,8 +145,7 @@ class Geometry:
 
 def geometry(lm, sample: Sample, eps: float = DEFAULT_EPS, overlap: bool = True, states=None,
              masked: bool = True) -> Geometry:
-    """Measure one model on ``sample``: the four effective ranks of every condition, layer and
-    block.
+    """Measure one model on ``sample``: the effective ranks of every condition, layer and block.
 
     Parameters
     ----------
@@ -221,18 +192,13 @@ def _measure(clean, noisy, sample, eps, overlap) -> Geometry:
                 ranks.setdefault((cond, kind), []).append(values)
         if has_mask and overlap:
             R, M = noisy["real"][layer], noisy["mask"][layer]
-            om, oh = [], []
             bases = _top_directions(R[idx_noisy], eps)
-            for b, block in enumerate(sample.blocks):
-                heldout, U = R[idx_noisy[(b + 1) % sample.n_blocks]], bases[b]
-                Mb = M[np.isin(mask_sent, block)]
-                om.append(_energy_share(Mb, U))
-                oh.append(_energy_share(heldout, U))
-            ov["mask"].append(om)
-            ov["heldout"].append(oh)
-    width = clean["real"][0].shape[1]
+            ov["mask"].append([_energy_share(M[np.isin(mask_sent, block)], bases[b])
+                               for b, block in enumerate(sample.blocks)])
+            ov["heldout"].append([_energy_share(R[idx_noisy[(b + 1) % sample.n_blocks]], bases[b])
+                                  for b in range(len(sample.blocks))])
     return Geometry({k: np.asarray(v, dtype=float) for k, v in ranks.items()},
-                    {k: np.asarray(v) for k, v in ov.items() if v}, width)
+                    {k: np.asarray(v) for k, v in ov.items() if v}, clean["real"][0].shape[1])
 
 
 def encode(lm, sample: Sample) -> tuple:
@@ -244,8 +210,7 @@ def encode(lm, sample: Sample) -> tuple:
 
 def _top_directions(H: np.ndarray, eps: float):
     """Orthonormal bases (d, k) of the top-k right singular vectors of each matrix of a stack
-    ``(K, n, d)``, k its ε-rank (:func:`mlmbook.rank.top_subspace`), from the Gram matrices in one
-    eigensolver call."""
+    ``(K, n, d)``, k its ε-rank, from the Gram matrices in one eigensolver call."""
     lam, vec = np.linalg.eigh(np.einsum("kni,knj->kij", H, H))
     lam, vec = lam[:, ::-1], vec[:, :, ::-1]
     ks = np.maximum(1, mass_rank_of(np.sqrt(np.clip(lam, 0, None)), eps))

@@ -1,12 +1,8 @@
 r"""Training seeds as the unit: rows for the study layer, per-width panels, and how often MAE-LM
 fails to train.
 
-A claim about a training recipe ("MAE-LM's real tokens use more directions than the MLM's") is a
-claim about what a *run* of the recipe gives, so its independent unit is the training seed: each
-seed's models are measured on the blocks of one :class:`~mlmbook.deficiency.measure.Sample`, the
-blocks' values are averaged into one value per seed, and the test is a t over those seed means
-(:meth:`mlmbook.stats.Study.answer` with ``seeds=``). With one seed the blocks are all there is, and
-an interval over them is *conditional on that one trained model*.
+A claim about a training recipe is a claim about what a *run* of it gives, so its unit is the
+training seed: each seed's per-block values are averaged, and the test is a t over those seed means.
 """
 from __future__ import annotations
 
@@ -22,14 +18,8 @@ __all__ = ["SeedRows", "seed_rows", "difference", "describe_seeds", "WidthRow", 
 
 @dataclass(frozen=True)
 class SeedRows:
-    """Per-unit values of several trained models, labelled by seed.
-
-    Attributes
-    ----------
-    values : numpy.ndarray (N,)   every seed's unit values, seed after seed
-    seeds : list                  the seed of each value
-    means : dict                  ``{seed: mean of its values}`` (the values a t over seeds uses)
-    """
+    """Per-unit values of several trained models: the ``values`` seed after seed, their ``seeds``,
+    and ``means``, ``{seed: mean of its values}``."""
 
     values: np.ndarray
     seeds: list
@@ -41,13 +31,8 @@ class SeedRows:
 
 
 def seed_rows(by_seed: dict) -> SeedRows:
-    """``{seed: array of unit values}`` -> :class:`SeedRows` (seeds in sorted order).
-
-    Raises
-    ------
-    ValueError
-        With no seed, or a seed with no value.
-    """
+    """``{seed: array of unit values}`` -> :class:`SeedRows` (seeds in sorted order); ``ValueError``
+    with no seed, or a seed with no value."""
     if not by_seed:
         raise ValueError("no trained model to take rows from")
     values, seeds, means = [], [], {}
@@ -62,10 +47,8 @@ def seed_rows(by_seed: dict) -> SeedRows:
 
 
 def difference(a: dict, b: dict, scale: float = 1.0) -> dict:
-    """``{seed: (b[seed] - a[seed]) / scale}``, unit by unit, for the seeds both have.
-
-    The two models of a seed must have been measured on the same units (the same blocks).
-    """
+    """``{seed: (b[seed] - a[seed]) / scale}``, unit by unit, for the seeds both have (the two
+    models of a seed measured on the same units)."""
     out = {}
     for s in sorted(set(a) & set(b)):
         x, y = np.asarray(a[s], dtype=float), np.asarray(b[s], dtype=float)
@@ -87,16 +70,8 @@ def describe_seeds(by_seed: dict, level: float = stats.LEVEL) -> stats.Interval:
 
 @dataclass(frozen=True)
 class WidthRow:
-    """One width of a robustness panel: every seed's mean, each trained model's own interval, and
-    the interval over seeds.
-
-    Attributes
-    ----------
-    width : int
-    per_seed : dict       ``{seed: mean over its blocks}``
-    per_model : dict      ``{seed: Interval over that model's blocks}`` (95 %)
-    interval : Interval   :func:`describe_seeds` (``interval.seeds`` 1: it rests on one model)
-    """
+    """One width of a robustness panel: ``per_seed`` means over blocks, ``per_model`` 95 % intervals
+    over each model's blocks (both ``{seed: ...}``), and the ``interval`` over seeds."""
 
     width: int
     per_seed: dict
@@ -127,10 +102,9 @@ SIGN_LABELS = ("changes sign", "keeps one sign", "has no sign that holds in ever
 
 
 def sign_change(rows: list[WidthRow]) -> str:
-    """How a comparison behaves across the widths of a panel, from each trained model's own
-    interval: ``"changes sign"`` when at some width every model is below zero and at another every
-    model above; ``"keeps one sign"`` when every width's models are all on the same side; else the
-    third label."""
+    """How a comparison behaves across a panel's widths, from each trained model's own interval:
+    ``"changes sign"`` when at some width every model is below zero and at another every model
+    above; ``"keeps one sign"`` when every width's models are all on one side; else the third."""
     sides = [r.side for r in rows]
     if "below" in sides and "above" in sides:
         return SIGN_LABELS[0]
@@ -154,22 +128,15 @@ def widths_text(rows: list[WidthRow], per_seed_only: bool = False) -> str:
 
 
 FAIL_MARGIN = 0.3
-"""Nats: an MAE-LM run whose final held-out loss ends this far or more above its MLM twin's (the MLM
-of the same configuration and seed) has failed to train. MAE-LM normally ends 0.05–0.15 nats above
-its twin; a run that failed to train (recorded in ``EARLIER``) ended 0.82 above."""
+"""Nats: an MAE-LM run ending this far or more above its MLM twin's (same configuration and seed)
+final held-out loss failed to train; MAE-LM normally ends 0.05–0.15 above, a failed run 0.82."""
 
 
 @dataclass(frozen=True)
 class Stability:
-    """How often MAE-LM failed to train, over the runs compared.
-
-    Attributes
-    ----------
-    runs, failed : list of str   labels of the runs counted, and of those that failed
-    excess : dict                ``{label: MAE-LM's final loss minus its twin's}`` (nats)
-    margin : float
-    interval : Interval          the share of failed runs, Clopper–Pearson 95 %
-    """
+    """How often MAE-LM failed to train: the labels of the ``runs`` counted and of those ``failed``,
+    ``excess``, ``{label: MAE-LM's final loss minus its twin's}`` (nats), and ``interval``, the
+    failed share's Clopper–Pearson 95 %."""
 
     runs: list
     failed: list
@@ -183,8 +150,7 @@ class Stability:
 
 
 def training_failures(final_losses: dict, margin: float = FAIL_MARGIN) -> Stability:
-    """Count the MAE-LM runs whose final held-out loss is ``margin`` nats or more above their MLM
-    twin's.
+    """Count the MAE-LM runs whose final held-out loss is ``margin`` nats or more above the twin's.
 
     Parameters
     ----------

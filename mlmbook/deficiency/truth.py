@@ -1,9 +1,5 @@
-r"""The fit of a model to the truth: exact single-site KL on toy sentences, computed once for many
-models.
-
-The truth has no representations to rank; what it gives exactly is each model's **fit**, the mean
-single-site :math:`\mathrm{KL}(p(\cdot\mid x_{\setminus i})\,\|\,q(\cdot\mid x_{\setminus i}))`.
-Two encoders compared for their geometry should be equally good masked LMs, or the page says so.
+r"""A model's **fit** to the truth, computed exactly on toy sentences: the mean single-site
+:math:`\mathrm{KL}(p(\cdot\mid x_{\setminus i})\,\|\,q(\cdot\mid x_{\setminus i}))`.
 """
 from __future__ import annotations
 

@@ -18,12 +18,8 @@ def adjacent_edges(n: int) -> set[Edge]:
 
 
 def prufer_to_edges(seq: Sequence[int], n: int) -> set[Edge]:
-    """Decode a Prüfer sequence (length ``n-2``, entries in ``0..n-1``) into tree edges.
-
-    Repeatedly join the smallest current leaf to the next entry of the sequence; the last two
-    remaining words form the final edge. This is a bijection between the :math:`n^{n-2}`
-    sequences and the labelled trees on ``n`` nodes (Cayley's formula).
-    """
+    """Decode a Prüfer sequence (length ``n-2``, entries in ``0..n-1``) into tree edges: a bijection
+    between the :math:`n^{n-2}` sequences and the labelled trees on ``n`` nodes (Cayley)."""
     if n < 2:
         return set()
     degree = [1] * n
@@ -43,11 +39,8 @@ def prufer_to_edges(seq: Sequence[int], n: int) -> set[Edge]:
 
 
 def random_tree_edges(n: int, rng=None) -> set[Edge]:
-    """A uniformly random labelled (non-projective) spanning tree on ``n`` words.
-
-    Draws a uniform Prüfer sequence and decodes it, so each of the :math:`n^{n-2}` trees has
-    probability :math:`n^{-(n-2)}`. ``rng``: a ``numpy.random.Generator`` or a seed.
-    """
+    """A uniformly random labelled spanning tree on ``n`` words (a uniform Prüfer sequence decoded:
+    each tree has probability :math:`n^{-(n-2)}`); ``rng``: a ``numpy.random.Generator`` or seed."""
     rng = np.random.default_rng(rng)
     return prufer_to_edges(rng.integers(0, n, size=max(n - 2, 0)).tolist(), n)
 

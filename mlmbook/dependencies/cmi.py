@@ -1,13 +1,9 @@
 r"""Zhang & Hashimoto's conditional mutual information, computed exactly by enumeration.
 
-For a pair of positions :math:`p, q` and the rest :math:`r` of a sentence, an MLM gives two
-conditionals, :math:`q(x_p \mid x_q = b, r)` and :math:`q(x_q \mid x_p = a, r)`. The two-site
-Gibbs chain that alternates them settles into a joint; its mutual information is what the
-paper's sampler (:mod:`mlmbook.dependencies.gibbs`) estimates, and :func:`gibbs_limit` computes
-it exactly from the two tables. :func:`cmi_grid` fills the tables for every pair of every
-sentence — over the whole vocabulary, or over a top-``K`` candidate set per position with the
-mass it leaves out and a bound on the error that can cause — and :func:`truth_cmi` gives the
-same quantity for the toy language's exact joints.
+The two-site Gibbs chain that alternates an MLM's conditionals :math:`q(x_p \mid x_q = b, r)` and
+:math:`q(x_q \mid x_p = a, r)` settles into a joint whose mutual information the paper's sampler
+estimates: :func:`gibbs_limit` computes it exactly, :func:`cmi_grid` for every pair of every
+sentence, :func:`truth_cmi` for the toy language's exact joints.
 """
 from __future__ import annotations
 
@@ -30,28 +26,19 @@ __all__ = ["gibbs_limit", "CMIGrid", "GridSettings", "cmi_grid", "grid_rows", "t
 
 
 def _conditional(log_table: np.ndarray, axis: int) -> np.ndarray:
-    """``exp(log_table)`` normalised along ``axis``; a slice with no mass at all (every entry
-    ``-inf``: the exact oracle can say that no candidate is possible) stays all zeros."""
+    """``exp(log_table)`` normalised along ``axis``; an all ``-inf`` slice stays all zeros."""
     lse = logsumexp(log_table, axis=axis, keepdims=True)
     return np.exp(log_table - np.where(np.isfinite(lse), lse, 0.0))
 
 
-def _kernel(A: np.ndarray, B: np.ndarray) -> np.ndarray:
-    r"""The ``b``-chain's kernel :math:`A^\top B`; a value from which the candidates offer no move
-    (a zero slice of :func:`_conditional`) stays where it is, so every row sums to one."""
+def _chain(la: np.ndarray, lb: np.ndarray, start: np.ndarray) -> tuple:
+    r"""The tables ``[a, b]`` renormalised over ``a`` (``A``) and over ``b`` (``B``), and the
+    long-run law from ``start`` of the ``b``-chain, kernel :math:`K = A^\top B` (a value with no
+    move out stays where it is): :math:`\mu (K - I) = 0` for a positive kernel, else (reducible: it
+    depends on the start) :math:`\mu K^{2^m}` until it settles."""
+    A, B = _conditional(la, 0), _conditional(lb, 1)
     K = A.T @ B
     K[np.diag_indices_from(K)] += np.clip(1.0 - K.sum(axis=1), 0.0, None)
-    return K
-
-
-def _long_run(K: np.ndarray, start: np.ndarray, tol: float = 1e-13) -> np.ndarray:
-    r"""Long-run distribution of the Markov chain with kernel ``K`` started from ``start``.
-
-    A strictly positive kernel has a unique stationary distribution: solve
-    :math:`\mu (K - I) = 0,\ \sum \mu = 1`. A kernel with zeros (exact oracles) may be
-    reducible, and then the limit depends on the start: iterate :math:`\mu K^{2^m}` by
-    repeated squaring until it stops moving.
-    """
     n = len(K)
     if (K > 0).all():
         M = K.T - np.eye(n)
@@ -59,59 +46,47 @@ def _long_run(K: np.ndarray, start: np.ndarray, tol: float = 1e-13) -> np.ndarra
         rhs = np.zeros(n)
         rhs[-1] = 1.0
         mu = np.clip(np.linalg.solve(M, rhs), 0.0, None)
-        return mu / mu.sum()
+        return A, B, mu / mu.sum()
     prev = start @ K
     for _ in range(64):
         K = K @ K
         K /= K.sum(axis=1, keepdims=True)
         cur = start @ K
-        if np.abs(cur - prev).sum() < tol:
+        if np.abs(cur - prev).sum() < 1e-13:
             break
         prev = cur
-    return cur / cur.sum()
+    return A, B, cur / cur.sum()
 
 
 def gibbs_limit(log_a_given_b, log_b_given_a, log_b=None) -> tuple[float, float, np.ndarray]:
     r"""Exact long-run value of Zhang & Hashimoto's Gibbs estimator of CMI for one pair.
 
-    Tables are laid out ``[a, b]`` over candidate sets (renormalised here):
-    ``log_a_given_b[a, b]`` :math:`= \log q(x_p = a \mid x_q = b, r)` (columns sum to one),
-    ``log_b_given_a[a, b]`` :math:`= \log q(x_q = b \mid x_p = a, r)` (rows sum to one),
-    ``log_b`` the MLM's marginal of :math:`x_q` with both positions masked (the chain's start).
-
-    The two-site chain alternates :math:`a \sim q(\cdot \mid b)`, :math:`b \sim q(\cdot \mid a)`.
-    Its ``b``-part is a Markov chain with kernel :math:`K = A^\top B`; with :math:`\mu_b` its
-    long-run distribution, a fresh draw of ``a`` and the ``b`` it was drawn from are
-    distributed as :math:`\pi_p(a, b) = q(a \mid b)\, \mu_b(b)`, and the estimator (the
-    average of :math:`\log q(a \mid b) - \log \hat q(a)` with the Rao–Blackwellised marginal
-    :math:`\hat q(a) = \operatorname{avg}_t q(a \mid b_t)`) converges to the mutual
-    information of :math:`\pi_p`. Likewise for ``b`` with
-    :math:`\pi_q(a, b) = \mu_a(a)\, q(b \mid a)`, :math:`\mu_a = A \mu_b`. If the
-    conditionals are compatible (the truth), both joints equal the true
-    :math:`p(x_p, x_q \mid r)` whenever the chain starts from its true marginal.
-
-    Returns
-    -------
-    (I_p, I_q, pi_p)
-        The information in ``x_q`` about ``x_p`` (from ``p``'s conditionals), the reverse,
-        and the joint :math:`\pi_p`.
+    Tables are ``[a, b]`` over candidate sets (renormalised here): ``log_a_given_b`` holds
+    :math:`\log q(x_p = a \mid x_q = b, r)`, ``log_b_given_a`` holds
+    :math:`\log q(x_q = b \mid x_p = a, r)`, and ``log_b`` the both-masked marginal of :math:`x_q`
+    (the chain's start; default uniform). The chain's ``b``-part has kernel :math:`K = A^\top B`
+    and long-run law :math:`\mu_b`; a fresh ``a`` and the ``b`` it was drawn from follow
+    :math:`\pi_p(a, b) = q(a \mid b)\, \mu_b(b)`, whose mutual information the estimator (with the
+    Rao–Blackwellised marginal :math:`\hat q(a) = \operatorname{avg}_t q(a \mid b_t)`) converges
+    to; likewise for ``b`` with :math:`\pi_q(a, b) = \mu_a(a)\, q(b \mid a)`,
+    :math:`\mu_a = A \mu_b`. For compatible conditionals started at the true marginal both equal
+    :math:`p(x_p, x_q \mid r)`. Returns ``(I_p, I_q, pi_p)``: the information in ``x_q`` about
+    ``x_p``, the reverse, and :math:`\pi_p`.
     """
     la = np.asarray(log_a_given_b, dtype=float)
     lb = np.asarray(log_b_given_a, dtype=float)
-    A, B = _conditional(la, 0), _conditional(lb, 1)
     if log_b is None:
-        start = np.full(A.shape[1], 1.0 / A.shape[1])
+        start = np.full(la.shape[1], 1.0 / la.shape[1])
     else:
         start = np.exp(np.asarray(log_b, dtype=float) - logsumexp(log_b))
-    mu_b = _long_run(_kernel(A, B), start)
+    A, B, mu_b = _chain(la, lb, start)
     pi_p = A * mu_b[None, :]
     pi_q = (A @ mu_b)[:, None] * B
     return mutual_information(pi_p), mutual_information(pi_q), pi_p
 
 
 def left_out_bound(eps: float, n_values: int) -> float:
-    r"""Largest change in a mutual information that leaving out mass ``eps`` of one variable can
-    make.
+    r"""Largest change in a mutual information from leaving out mass ``eps`` of one variable.
 
     With :math:`Z = [\,Y \in C\,]`, :math:`P(Z = 0) = \varepsilon`, the chain rule gives
     :math:`I(X;Y) = I(X;Z) + (1-\varepsilon)\, I(X;Y \mid Z=1) + \varepsilon\, I(X;Y \mid Z=0)`,
@@ -129,20 +104,11 @@ def left_out_bound(eps: float, n_values: int) -> float:
 
 
 def _grid_limit(a_rows, b_rows, cp, cq, log_start):
-    r""":func:`gibbs_limit` from grid rows over (possibly restricted) candidate sets.
-
-    ``a_rows[k]`` is :math:`\log q(x_p = \cdot \mid x_q = c_q[k], r)` over the whole vocabulary,
-    ``b_rows[k]`` is :math:`\log q(x_q = \cdot \mid x_p = c_p[k], r)`. The chain's long-run law
-    :math:`\mu_b` is computed on the candidates; the informations use the conditionals over the
-    whole vocabulary, so restricting the candidates only restricts what is *conditioned on*. Returns
-    ``(I_p, I_q, tv, escape_q, escape_p)``: the total variation between the chain's law of
-    :math:`x_q` and the start, and the chance that one step of the *unrestricted* chain from the
-    restricted chain's law leaves the candidates of ``q`` (resp. ``p``).
-    """
-    la, lb = a_rows[:, cp].T, b_rows[:, cq]                         # [a, b] on candidates
-    A, B = _conditional(la, 0), _conditional(lb, 1)
+    r""":func:`gibbs_limit` from whole-vocabulary rows (``a_rows`` at the candidates ``cq``,
+    ``b_rows`` at ``cp``): ``I_p``, ``I_q``, the TV to the start, and the chance that one
+    unrestricted step leaves ``q``'s / ``p``'s candidates."""
     start = np.exp(log_start - logsumexp(log_start))
-    mu_b = _long_run(_kernel(A, B), start)
+    A, _, mu_b = _chain(a_rows[:, cp].T, b_rows[:, cq], start)      # [a, b] on the candidates
     mu_a = A @ mu_b
     pi_p = np.exp(a_rows).T * mu_b[None, :]                          # (V, K_q)
     I_p = mutual_information(pi_p)
@@ -183,12 +149,9 @@ def _ranked(logp: np.ndarray, allowed: np.ndarray, cap: int) -> tuple[np.ndarray
 
 
 def _share(ranked: list, total: int) -> list[int]:
-    r"""How many of its ranked candidates each position of one sentence gets, ``total`` in all.
-
-    One each, then greedy on the mass left out: the next candidate goes to the position whose
-    candidates leave the most of its both-masked prediction out, which minimises the largest
-    left-out mass :math:`\varepsilon_i` (it sets the pairs' error bounds, :func:`left_out_bound`).
-    """
+    r"""How many of its ranked candidates each position of one sentence gets, ``total`` in all: one
+    each, then each next to the position leaving most mass out (minimising the largest
+    :math:`\varepsilon_i`)."""
     gains = []  # (mass left out before this candidate, position, rank)
     for i, (_, lp) in enumerate(ranked):
         left = 1.0 - np.concatenate([[0.0], np.cumsum(np.exp(lp))[:-1]])
@@ -201,29 +164,13 @@ def _share(ranked: list, total: int) -> list[int]:
 
 
 class CMIGrid(list):
-    """Word-level CMI matrices (a list), with what the computation cost and found on the way.
-
-    Attributes
-    ----------
-    rows, pairs : int
-        Rows fed to the model; piece pairs scored.
-    jobs : list of (sentence, p, q)
-        The piece pairs, in the order of the per-pair lists below.
-    mean_candidates : float
-        Values enumerated per position (``V`` minus special tokens for the full grid).
-    left_out : list of float
-        Per pair, the larger of the both-masked mass outside each position's candidates and the
-        chance that one step of the unrestricted chain leaves them (0 for the full grid).
-    error_bound : list of float
-        Per pair, :func:`left_out_bound` of ``left_out``: how far, at most, the pair's CMI can be
-        from the full grid's, *if* the restricted chain's law is the full chain's on the candidates
-        (the escape probability in ``left_out`` checks that it nearly is).
-    max_left_out, max_error_bound : float
-        The largest of each over all pairs.
-    tv_to_marginal : list of float
-        Per pair, the total variation distance between the chain's long-run law of :math:`x_q` and
-        the MLM's both-masked prediction for it (0 for compatible conditionals started there).
-    """
+    """Word-level CMI matrices (a list), with what the computation cost and found on the way:
+    ``rows`` fed to the model, ``pairs`` of pieces scored (``jobs``: ``(sentence, p, q)``, in the
+    order of the per-pair lists), ``mean_candidates`` per position. Per pair: ``left_out``, the
+    larger of the both-masked mass outside the candidates and the chance that one unrestricted step
+    leaves them (0 for the full grid); ``error_bound``, its :func:`left_out_bound` (valid if the
+    restricted chain's law is the full chain's on the candidates); ``tv_to_marginal``, the total
+    variation between the chain's law of :math:`x_q` and the both-masked prediction."""
 
     def __init__(self):
         super().__init__()
@@ -233,28 +180,27 @@ class CMIGrid(list):
         self.tv_to_marginal = []
 
 
-def _grid_rows(enc, job, cp, cq, mask_id):
-    """The ``K_q`` rows "mask p, set q = b" then the ``K_p`` rows "mask q, set p = a"."""
-    s, p, q = job
-    base = np.asarray(enc[s].ids)
-    rows, pos = [], []
-    for query, other, values in ((p, q, cq), (q, p, cp)):
-        R = np.repeat(base[None], len(values), 0)
-        R[:, query] = mask_id
-        R[:, other] = values
-        rows += R.tolist()
-        pos += [[query]] * len(values)
-    return rows, pos
+def _grid_rows(enc, batch, cand, mask_id):
+    """Per pair of ``batch``, the ``K_q`` rows "mask p, set q = b" then the ``K_p`` rows "mask q,
+    set p = a"; and the row each pair's rows start at."""
+    rows, pos, first = [], [], []
+    for s, p, q in batch:
+        first.append(len(rows))
+        cp, cq = cand[s, p, q]
+        for query, other, values in ((p, q, cq), (q, p, cp)):
+            R = np.repeat(np.asarray(enc[s].ids)[None], len(values), 0)
+            R[:, query] = mask_id
+            R[:, other] = values
+            rows += R.tolist()
+            pos += [[query]] * len(values)
+    return rows, pos, first
 
 
 @dataclass(frozen=True)
 class GridSettings:
-    """How :func:`cmi_grid` shares out ``max_candidates`` and reports progress.
-
-    ``allocate="sentence"``: ``K`` per position on average over each sentence's pairs, more where
-    the prediction is flat (:func:`_share`); ``"position"``: exactly the top ``K`` at each
-    position. ``progress``: show progress bars.
-    """
+    """How :func:`cmi_grid` shares out ``max_candidates``: ``allocate="sentence"``, ``K`` per
+    position on average over each sentence's pairs, more where the prediction is flat;
+    ``"position"``, the top ``K`` at each. ``progress``: show progress bars."""
 
     allocate: str = "sentence"
     progress: bool = False
@@ -265,39 +211,24 @@ def cmi_grid(lm: "MaskedLM", sentences, keep=None, window: int | None = WINDOW,
              settings: GridSettings = GridSettings()) -> CMIGrid:
     r"""Zhang & Hashimoto's conditional mutual information, computed by enumeration.
 
-    For each pair of pieces :math:`p < q` within ``window`` (of two different kept words) and
-    the rest :math:`r` of the sentence, the MLM is queried on the whole grid:
-    :math:`q(x_p \mid x_q = b, r)` for every candidate ``b`` (``K_q`` rows: mask ``p``, set
-    ``q``), :math:`q(x_q \mid x_p = a, r)` for every candidate ``a`` (``K_p`` rows), and both
-    marginals with both masked (1 row). :func:`gibbs_limit` then gives, exactly, the value that
-    the paper's Gibbs estimator (:func:`mlmbook.dependencies.cmi_gibbs`) converges to, in both
-    directions.
-
-    Candidates: by default the whole vocabulary (special tokens, and tokens of probability 0 with
-    both positions masked, excluded), ``2V + 1`` rows per pair; with ``max_candidates=K`` the MLM's
-    own likeliest values with both positions masked, ``2K + 1`` rows per pair, the chain running on
-    the candidates (renormalised) while the informations use each queried conditional over the whole
-    vocabulary, with the mass left out and a bound on the error it can cause (:class:`CMIGrid`).
+    For each pair of pieces :math:`p < q` within ``window`` (of two different kept words), the MLM
+    is queried on the grid :math:`q(x_p \mid x_q = b, r)`, :math:`q(x_q \mid x_p = a, r)` for every
+    candidate ``b``, ``a``, and once with both masked; :func:`gibbs_limit` then gives the value the
+    paper's Gibbs estimator converges to, in both directions. Candidates: the whole vocabulary
+    (``2V + 1`` rows per pair), or with ``max_candidates=K`` the MLM's likeliest values with both
+    masked (``2K + 1`` rows), with the mass left out and a bound on the error it can cause. Returns
+    one ``(len(keep), len(keep))`` matrix per sentence, ``M[a, b]`` = information about word ``a``
+    carried by word ``b`` (mean over piece pairs), with the diagnostics of :class:`CMIGrid`.
 
     Parameters
     ----------
-    lm : MaskedLM
-    sentences : list of list of str
+    sentences : list of word lists (or :class:`~mlmbook.corpus.Surface`)
     keep : list of list of int, optional
         Per sentence, the words to score (default all).
     window : int or None
         Largest distance between two scored pieces (None: every pair).
-    max_candidates : int, optional
-        ``K``, the restricted grid (see above).
     settings : GridSettings
         How ``K`` is shared out (``allocate``), and ``progress``.
-
-    Returns
-    -------
-    CMIGrid
-        One ``(len(keep), len(keep))`` matrix per sentence, ``M[a, b]`` = information about word
-        ``a`` carried by word ``b`` (mean over piece pairs, :func:`pieces_to_words`), plus the
-        diagnostics listed there.
     """
     allocate, progress = settings.allocate, settings.progress
     enc = encode_all(lm, sentences, keep)
@@ -307,11 +238,8 @@ def cmi_grid(lm: "MaskedLM", sentences, keep=None, window: int | None = WINDOW,
     out = CMIGrid()
     out.jobs = list(jobs)
     # 1. both positions masked: the marginals, the candidates and the chain's start
-    both = []
-    for s, p, q in jobs:
-        r = list(enc[s].ids)
-        r[p] = r[q] = lm.mask_id
-        both.append(r)
+    both = [[lm.mask_id if i in (p, q) else t for i, t in enumerate(enc[s].ids)]
+            for s, p, q in jobs]
     if allocate not in ("sentence", "position"):
         raise ValueError(f"allocate must be 'sentence' or 'position', not {allocate!r}")
     shared = max_candidates is not None and allocate == "sentence"
@@ -337,25 +265,17 @@ def cmi_grid(lm: "MaskedLM", sentences, keep=None, window: int | None = WINDOW,
     out.rows += len(jobs)
     # 2. the grid, a slice of pairs at a time (pairs of equal-length sentences together)
     cap = max(1, queries.budget() // lm.V)
-    order = sorted(jobs, key=lambda j: len(enc[j[0]].ids))
-    slices, cur, size = [], [], 0
-    for job in order:
+    slices, size = [], float("inf")                                 # the first job opens a slice
+    for job in sorted(jobs, key=lambda j: len(enc[j[0]].ids)):
         k = sum(len(c) for c in cand[job])
-        if cur and size + k > cap:
-            slices.append(cur)
-            cur, size = [], 0
-        cur.append(job)
+        if size + k > cap:
+            slices.append([])
+            size = 0
+        slices[-1].append(job)
         size += k
-    if cur:
-        slices.append(cur)
     found = {}
     for batch in queries.progress_bar(slices, len(slices), "CMI grid", progress):
-        rows, pos, first = [], [], []
-        for job in batch:
-            first.append(len(rows))
-            r, p = _grid_rows(enc, job, *cand[job], lm.mask_id)
-            rows += r
-            pos += p
+        rows, pos, first = _grid_rows(enc, batch, cand, lm.mask_id)
         lp = np.empty((len(rows), lm.V))
         for idx, arr in queries.iter_log_probs(lm, rows, pos):
             lp[idx] = arr[:, 0]
@@ -378,8 +298,8 @@ def cmi_grid(lm: "MaskedLM", sentences, keep=None, window: int | None = WINDOW,
 
 def grid_rows(lm: "MaskedLM", sentences, keep=None, window: int | None = WINDOW,
               max_candidates: int | None = None) -> int:
-    """Forward passes :func:`cmi_grid` needs: ``2K + 1`` per piece pair, ``K`` the number of
-    non-special tokens (or ``max_candidates`` if smaller). Use it to size a corpus first."""
+    """Forward passes :func:`cmi_grid` needs: ``2K + 1`` per piece pair, ``K`` the non-special
+    tokens (or ``max_candidates`` if smaller)."""
     K = len(non_special(lm))
     if max_candidates is not None:
         K = min(K, max_candidates)
@@ -393,14 +313,9 @@ def truth_cmi(grammar: "Grammar", sentences, keep=None, window: int | None = WIN
     .. math:: I(x_a; x_b \mid r) = \sum_{u, v} p(u, v \mid r) \log
               \frac{p(u, v \mid r)}{p(u \mid r)\, p(v \mid r)}
 
-    with :math:`p(x_a, x_b \mid r)` from :meth:`mlmbook.toy.Grammar.pair_joints` (one
-    batched inside–outside pass per first position). This is what :func:`cmi_grid` returns
-    for a model whose conditionals are the truth's; a tree read off it is the best any
-    CMI-based parser could do on this language. Symmetric; pairs beyond ``window`` get 0.
-
-    Returns
-    -------
-    list of ndarray (len(keep), len(keep))
+    with :math:`p(x_a, x_b \mid r)` from :meth:`mlmbook.toy.Grammar.pair_joints`: what
+    :func:`cmi_grid` returns for a model whose conditionals are the truth's. One symmetric
+    ``(len(keep), len(keep))`` matrix per sentence; pairs beyond ``window`` get 0.
     """
     keep = [None] * len(sentences) if keep is None else keep
     mats = []

@@ -1,5 +1,4 @@
-r"""Hoover et al.'s (2021) contextual pointwise mutual information between the words of a
-sentence."""
+r"""Hoover et al.'s (2021) contextual pointwise mutual information between words."""
 from __future__ import annotations
 
 from collections import defaultdict
@@ -17,7 +16,8 @@ __all__ = ["cpmi", "cpmi_rows"]
 
 
 def cpmi(lm: "MaskedLM", sentences, keep=None, progress: bool = False) -> list:
-    r"""Hoover et al.'s contextual PMI at the observed words, for every pair of kept words.
+    r"""Hoover et al.'s contextual PMI at the observed words, for every pair of kept words: one
+    ``(len(keep), len(keep))`` matrix per sentence, ``M[a, b] = CPMI(a; b)``.
 
     .. math::
         \text{CPMI}(a; b) = \log q(w_a \mid s_{\setminus a}) - \log q(w_a \mid s_{\setminus \{a, b\}}),
@@ -34,16 +34,8 @@ def cpmi(lm: "MaskedLM", sentences, keep=None, progress: bool = False) -> list:
 
     Parameters
     ----------
-    lm : MaskedLM
-    sentences : list of list of str
-    keep : list of list of int, optional
-        Per sentence, the words to score (default all).
-    progress : bool
-
-    Returns
-    -------
-    list of ndarray (len(keep), len(keep))
-        ``M[a, b] = CPMI(a; b)``.
+    sentences, keep
+        As for :func:`~mlmbook.dependencies.cmi_grid`.
     """
     enc = encode_all(lm, sentences, keep)
     unpredictable = set(getattr(lm, "special_ids", [])) | {lm.mask_id}

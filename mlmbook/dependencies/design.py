@@ -1,12 +1,7 @@
 r"""Chapter 1's sample design: how many sentences each estimate gets, and which.
 
-One ordering of the sentences serves every model: :func:`stratified` puts a pool's qualifying
-sentences in a nested **length-stratified** order (every prefix holds each number of scored words
-in the share it has in the pool, within one sentence). The default MLM, the truth and the baselines
-read its first :attr:`Sizes.main` sentences; every other model (and the truth of each knob setting)
-the first :attr:`Sizes.models` of the *same* order, itself a stratified sample; CPMI against the
-adjacent chain the first :attr:`Sizes.corpus`. The sizes (the chapter's ``SIZES``) come from power
-where the profile's budget of forward passes holds them.
+One nested **length-stratified** order of the sentences (:func:`stratified`) serves every model:
+each estimate reads a prefix of it, itself a stratified sample, of the length :class:`Sizes` gives.
 """
 from __future__ import annotations
 
@@ -27,21 +22,12 @@ __all__ = ["Sizes", "nested_order", "stratified", "Sample", "sentences"]
 
 @dataclass(frozen=True)
 class Sizes:
-    """Sentences per estimate and forward passes per CMI grid, for one profile (the chapter's
-    ``SIZES``).
-
-    Attributes
-    ----------
-    main : int             the default MLM, the truth and the baselines (questions Q1–Q3)
-    models : int           each knob, ladder, cloze and control model, and the knob's truths (Q4, Q5)
-    corpus : int           the longest prefix: CPMI against the adjacent chain (Q6)
-    grid_rows : int        forward passes of the default MLM's CMI grid on ``main`` sentences
-    budget_models : int    forward passes of each other model's CMI grid on ``models`` sentences
-    gibbs, chains, steps, burn_in : int   the paper's sampler: sentences and its settings
-    probe, held_out, dmv_train : int      the cloze probe's sentences, the KL's held-out sentences,
-                                          the DMV's training sentences
-    max_words : int        the longest sentence, in scored words (WSJ10: 10)
-    """
+    """Sentences per estimate and forward passes per CMI grid, for one profile (``SIZES``): ``main``
+    sentences for the default MLM, the truth and the baselines (Q1–Q3), ``models`` for each other
+    model and the knob's truths (Q4, Q5), ``corpus`` (the longest prefix) for CPMI against the
+    adjacent chain (Q6); the CMI grids' forward passes, ``grid_rows`` (default MLM) and
+    ``budget_models`` (each other model); the paper's sampler; the cloze probe's, the KL's held-out
+    and the DMV's training sentences; ``max_words``, the longest sentence in scored words."""
 
     main: int
     models: int
@@ -64,8 +50,8 @@ class Sizes:
 
 
 def nested_order(strata: Sequence[int]) -> list[int]:
-    r"""An order of all the items (their indices) whose every prefix is a proportional stratified
-    sample; ``strata[i]`` is item ``i``'s stratum (here: its number of scored words).
+    r"""The items' indices in an order whose every prefix is a proportional stratified sample;
+    ``strata[i]`` is item ``i``'s stratum.
 
     With :math:`\pi_s` the share of stratum :math:`s` among the items, step :math:`k` takes the next item
     (in the given order) of the stratum furthest behind its quota, :math:`\arg\max_s (k\,\pi_s - n_s)`
@@ -96,17 +82,10 @@ def stratified(sentences: Sequence["Sentence"], n: int) -> Scored:
 
 @dataclass
 class Sample:
-    """The chapter's sentences, read through :func:`mlmbook.corpus.read_for_model`.
-
-    Attributes
-    ----------
-    corpus : Scored      the longest prefix of the stratified order (CPMI's, :attr:`Sizes.corpus`)
-    main, few : Scored   its first :attr:`Sizes.main` and :attr:`Sizes.models` sentences
-    source : str         ``"the toy language"`` or the treebank's file name
-    toy : bool           toy sentences (the truth exists for them)
-    toy_world : bool     toy sentences read by the toy model: the knob, control and ladder models apply
-    read : ModelCorpus   what the front door kept and why, and the fit check
-    """
+    """The chapter's sentences, read through :func:`mlmbook.corpus.read_for_model`: the ``corpus``
+    (the longest prefix of the stratified order), its first ``main`` and ``few`` (``models``)
+    sentences; ``toy``: toy sentences (the truth exists); ``toy_world``: read by the toy model too
+    (the knob, control and ladder models apply); ``read``: the front door's record."""
 
     corpus: Scored
     main: Scored
@@ -127,9 +106,8 @@ class Sample:
         return self.main if self.toy_world else self.main.head(0)
 
     def world(self, things):
-        """``things`` (settings, models, sentences of the toy world: a list, tuple or dict) on the
-        toy world, an empty one of the same kind elsewhere: the knob, control and ladder sections
-        read their models only where they apply."""
+        """``things`` (a list, tuple or dict of the toy world's) on the toy world, an empty one of
+        the same kind elsewhere."""
         return things if self.toy_world else type(things)()
 
     def dmv_tags(self, grammar, n: int, max_words: int, seed: int = 0) -> list:
@@ -147,11 +125,10 @@ class Sample:
 
 def sentences(lm: "MaskedLM", size: Sizes, seed: int = 0, treebank=None,
               allow_unknown: bool = False, toy_model: bool = True) -> Sample:
-    """Chapter 1's sentences: toy sentences (``treebank`` None; a pool of 10 times the sentences
-    needed) or a treebank's (shuffled by ``seed``), with ``3..size.max_words`` scored words and read
-    whole by ``lm``, put in the length-stratified order. ``toy_model``: ``lm`` is the book's toy
-    MLM. Raises the front door's one-line errors (no sentence left, a model that does not fit the
-    text unless ``allow_unknown``)."""
+    """Chapter 1's sentences, toy (``treebank`` None) or a treebank's (shuffled by ``seed``), with
+    ``3..size.max_words`` scored words and read whole by ``lm`` (the book's toy MLM: ``toy_model``),
+    in the length-stratified order. Raises the front door's one-line errors (no sentence left, a
+    model that does not fit the text unless ``allow_unknown``)."""
     from ..corpus import Window, read_for_model
     from ..toy import Grammar
     toy = treebank is None

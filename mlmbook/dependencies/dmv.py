@@ -1,5 +1,5 @@
-r"""The dependency model with valence (Klein & Manning 2004), trained by EM: the classic
-unsupervised parser chapter 1 holds the MLM's trees against."""
+r"""The dependency model with valence (Klein & Manning 2004), trained by EM: chapter 1's classic
+unsupervised parser."""
 from __future__ import annotations
 
 from collections import defaultdict
@@ -7,7 +7,7 @@ from typing import Iterable, NamedTuple, Sequence
 
 import numpy as np
 
-from .trees import _spans
+from .trees import _heads, _spans
 
 __all__ = ["DMV", "Posterior", "LEFT", "RIGHT", "FIRST", "LATER", "dmv_trees"]
 
@@ -25,13 +25,6 @@ class Posterior(NamedTuple):
     cont: np.ndarray   # (B, n, 2, 2)
 
 
-def _bincount_rows(T: np.ndarray, X: np.ndarray, K: int) -> np.ndarray:
-    """Sum the rows ``X[b, i, :]`` into bins ``T[b, i]``: returns (K, X.shape[-1])."""
-    m = X.shape[-1]
-    flat = (T[..., None] * m + np.arange(m)).ravel()
-    return np.bincount(flat, X.ravel(), minlength=K * m).reshape(K, m)
-
-
 class DMV:
     r"""Dependency model with valence (Klein & Manning 2004), trained by EM.
 
@@ -43,9 +36,8 @@ class DMV:
     :math:`h` already has a dependent on that side; each dependent recursively generates its own.
     Trees are projective.
 
-    E-step: inside–outside on a split-head chart (Eisner-style; spans ``[s, t]``, batched over
-    sentences of equal length). Each item is the total probability of the partial derivations
-    it stands for:
+    E-step: inside–outside on a split-head chart (spans ``[s, t]``, batched over sentences of equal
+    length), each item the total probability of the partial derivations it stands for:
 
     * ``OR[s,t]`` open right half of head ``s`` (dependents up to ``t``, not yet stopped),
       ``OR[s,s] = 1``; ``CR = OR * stop(s, R, v)``, ``PR = OR * (1 - stop(s, R, v))`` with
@@ -55,23 +47,13 @@ class DMV:
     * mirror images ``OL, CL, PL, IL`` for left halves (head at ``t``);
     * :math:`Z = \sum_r p_{\text{root}}(x_r)\, CL[0,r]\, CR[r,n-1] = p(x)`.
 
-    The outside pass propagates :math:`\partial \log Z / \partial \text{item}` through the same
-    recursions in reverse; the expected count of a parameter used by an item is
-    ``item * d(log Z)/d(item)``. M-step: normalise the expected counts (a context with zero
-    count keeps its value, so the likelihood never decreases). Initialiser: Klein & Manning's
-    harmonic completion (:meth:`harmonic_counts`). Computed in probability space (fine for sentences
-    up to ~60 tags), on dense parameter arrays.
-
-    Attributes after :meth:`fit`: ``vocab`` (``vocab[0] == "<unk>"``, the symbol of any unseen in
-    training), ``root`` (K,), ``choose[head, dir, dependent]``, ``stop[head, dir, valence]``.
+    The outside pass propagates :math:`\partial \log Z / \partial \text{item}` back through the
+    same recursions; an item's parameter's expected count is ``item * d(log Z)/d(item)``. M-step:
+    normalise the expected counts (a context with zero count keeps its value). Initialiser: Klein &
+    Manning's harmonic completion. In probability space (fine up to ~60 tags).
     """
 
     UNK = "<unk>"
-
-    def __init__(self):
-        self.vocab: list[str] = []
-
-    # .. symbols and parameters
 
     def _build_vocab(self, seqs: list[list[str]]) -> None:
         self.vocab = [self.UNK] + sorted({x for seq in seqs for x in seq})
@@ -90,18 +72,13 @@ class DMV:
         return {n: np.array(g, dtype=int) for n, g in sorted(groups.items())}
 
     def _tables(self, T: np.ndarray, floor: float = 0.0):
-        """Parameters laid out per sentence of the batch ``T`` (B, n).
-
-        ``arcR[b,s,t] = choose(x_t | x_s, R)``, ``arcL[b,s,t] = choose(x_s | x_t, L)`` (s < t),
-        ``stop[b,h,dir,valence]``, ``cont = 1 - stop``, ``root[b,h]``; ``floor`` is added for
-        decoding sentences with unseen symbols.
-        """
+        """Parameters per sentence of the batch ``T`` (B, n): ``arcR[b,s,t] = choose(x_t | x_s,
+        R)``, ``arcL[b,s,t] = choose(x_s | x_t, L)`` (s < t), ``stop[b,h,dir,valence]``, ``cont``,
+        ``root[b,h]``; ``floor`` is added to decode sentences with unseen symbols."""
         arcR = self.choose[T[:, :, None], RIGHT, T[:, None, :]] + floor
         arcL = self.choose[T[:, None, :], LEFT, T[:, :, None]] + floor
         stop = np.clip(self.stop[T], floor, 1 - floor)  # (B, n, dir, valence)
         return arcR, arcL, stop, 1 - stop, self.root[T] + floor
-
-    # .. inside and outside
 
     def _inside(self, T: np.ndarray, reduce=np.sum, floor: float = 0.0):
         B, n = T.shape
@@ -175,8 +152,6 @@ class DMV:
             X[:, :, LEFT, LATER] = (E[C + "L"] * upper).sum(axis=1)   # head t, over s < t
         return Posterior(np.log(Z), top / Z[:, None], arc, stop, cont)
 
-    # .. EM
-
     def _accumulate(self, counts, T, root, arc, stop, cont) -> None:
         K = len(self.vocab)
         counts["root"] += np.bincount(T.ravel(), root.ravel(), minlength=K)
@@ -185,8 +160,9 @@ class DMV:
         flat = (H * 2 + direction) * K + D  # index of (head, dir, dependent) in choose
         counts["choose"] += np.bincount(flat.ravel(), arc.ravel(),
                                         minlength=2 * K * K).reshape(K, 2, K)
+        slots = (T[..., None] * 4 + np.arange(4)).ravel()  # index of (head, dir, valence) in stop
         for name, X in (("stop", stop), ("cont", cont)):
-            counts[name] += _bincount_rows(T, X.reshape(*T.shape, 4), K).reshape(K, 2, 2)
+            counts[name] += np.bincount(slots, np.ravel(X), minlength=4 * K).reshape(K, 2, 2)
 
     def _zero_counts(self) -> dict:
         K = len(self.vocab)
@@ -196,10 +172,9 @@ class DMV:
     def harmonic_counts(self, batches: dict) -> dict:
         r"""Klein & Manning's harmonic initial counts (an E-step with a made-up posterior).
 
-        Each word is the root with probability :math:`1/n`, and otherwise takes head
-        :math:`h` with probability proportional to :math:`1/|h-d|`. A head's expected number
-        of dependents on one side, :math:`E`, sets its valence counts as if it had
-        :math:`E` dependents: continue-first :math:`\min(1,E)`, stop-first
+        Each word is the root with probability :math:`1/n`, and otherwise takes head :math:`h` with
+        probability proportional to :math:`1/|h-d|`. A head's expected number of dependents on one
+        side, :math:`E`, sets its valence counts: continue-first :math:`\min(1,E)`, stop-first
         :math:`1-\min(1,E)`, continue-later :math:`\max(E-1, 0)`, stop-later :math:`\min(1,E)`.
         """
         counts = self._zero_counts()
@@ -229,11 +204,8 @@ class DMV:
         self.stop = normalise(counts["stop"], counts["stop"] + counts["cont"], self.stop)
 
     def fit(self, tag_sequences: Iterable[Sequence[str]], n_iter: int = 20) -> list[float]:
-        """Harmonic initialisation, then ``n_iter`` EM iterations.
-
-        Returns the corpus log-likelihood :math:`\\sum \\log p(x)` computed in each E-step
-        (i.e. of the parameters before that iteration's M-step); it never decreases.
-        """
+        """Harmonic initialisation, then ``n_iter`` EM iterations; returns the corpus log-likelihood
+        :math:`\\sum \\log p(x)` of each E-step (before its M-step), which never decreases."""
         seqs = [list(x) for x in tag_sequences]
         self._build_vocab(seqs)
         batches = self._batches(seqs)
@@ -249,55 +221,19 @@ class DMV:
             self._m_step(counts)
         return history
 
-    # .. Viterbi
-
     def parse_many(self, tag_sequences) -> list[list[int]]:
         """Viterbi trees (heads, ``-1`` root) of many sentences, batched by length."""
         seqs = [list(x) for x in tag_sequences]
-        out: list[list[int] | None] = [None] * len(seqs)
-        by_len: dict[int, list[int]] = defaultdict(list)
-        for k, seq in enumerate(seqs):
-            by_len[len(seq)].append(k)
-        for n, ks in by_len.items():
-            if n == 0:
-                for k in ks:
-                    out[k] = []
-                continue
-            T = np.array([[self.index.get(x, 0) for x in seqs[k]] for k in ks], dtype=int)
+        out: list[list[int]] = [[] for _ in seqs]
+        for n, T in self._batches(seqs).items():
+            ks = [k for k, seq in enumerate(seqs) if len(seq) == n]
             ch, top = self._inside(T, reduce=np.max)
             if not np.all(top.max(axis=1) > 0):  # unseen symbols: decode with floored parameters
                 ch, top = self._inside(T, reduce=np.max, floor=1e-12)
             for b, k in enumerate(ks):
-                out[k] = self._backtrace(ch, top, b)
+                OR, OL, CR, CL, PR, PL, IR, IL = (v[b] for v in ch.values())
+                out[k] = _heads(CR, CL, IR, IL, int(np.argmax(top[b])), np.multiply, PR, PL)
         return out
-
-    @staticmethod
-    def _backtrace(ch: dict, top: np.ndarray, b: int) -> list[int]:
-        OR, OL, CR, CL, PR, PL, IR, IL = (v[b] for v in ch.values())
-        n = top.shape[1]
-        heads = [-1] * n
-        r = int(np.argmax(top[b]))
-        stack = [("L", 0, r), ("R", r, n - 1)]  # "R"/"L": a (complete or continuing) half
-        while stack:
-            kind, s, t = stack.pop()
-            if s == t:
-                continue
-            ks = np.arange(s, t)
-            if kind == "R":
-                m = s + 1 + int(np.argmax(IR[s, ks + 1] * CR[ks + 1, t]))
-                stack += [("IR", s, m), ("R", m, t)]
-            elif kind == "L":
-                m = s + int(np.argmax(CL[s, ks] * IL[ks, t]))
-                stack += [("L", s, m), ("IL", m, t)]
-            elif kind == "IR":
-                heads[t] = s
-                m = s + int(np.argmax(PR[s, ks] * CL[ks + 1, t]))
-                stack += [("R", s, m), ("L", m + 1, t)]
-            else:
-                heads[s] = t
-                m = s + int(np.argmax(CR[s, ks] * PL[ks + 1, t]))
-                stack += [("R", s, m), ("L", m + 1, t)]
-        return heads
 
 
 def dmv_trees(train_tags: Iterable[Sequence[str]], test_tags: Sequence[Sequence[str]], n_iter: int = 25) -> list[set]:

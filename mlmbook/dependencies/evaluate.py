@@ -1,12 +1,6 @@
-r"""Judging dependency scores: trees and UUAS counts, and the model's CMI against the truth's.
-
-Chapter 1 asks two questions of every model it reads. **How good are its trees?** :func:`report`
-computes its CMI (by :func:`~mlmbook.dependencies.cmi_scores`) and CPMI matrices, reads a maximum
-spanning tree off each and counts the gold edges each tree finds, per sentence (the unit every
-interval resamples). **Has it learned the statistics?** :func:`cmi_error` sets the model's CMI
-beside the truth's, pair by pair: Zhang & Hashimoto's premise, measured directly, which need not go
-with UUAS (an MLM can err *towards* syntax, :mod:`mlmbook.dependencies.mechanism`).
-"""
+r"""Judging dependency scores: trees and UUAS counts per sentence (the unit every interval
+resamples), and the model's CMI against the truth's, pair by pair (Zhang & Hashimoto's premise,
+measured directly)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -33,15 +27,7 @@ KEYS = {"truth-CMI": "truth", "MLM-CMI": "mlm", "MLM-CMI (Gibbs)": "gibbs", "CPM
         "DMV": "dmv", "adjacent": "adjacent", "random": "random"}
 """The record-key stem of each parser of chapter 1: ``uuas_<key>``."""
 
-
 _MEMO: dict = {}
-
-
-def _identity(lm) -> object:
-    """What makes two loaded models the same model: the folder of their weights (a knob setting may
-    also be a rung of the ladder), else the object."""
-    where = getattr(getattr(lm, "model", None), "name_or_path", None)
-    return ("path", str(where)) if where else ("object", id(lm))
 
 
 def trees(mats) -> list[set]:
@@ -62,36 +48,25 @@ def uuas(c: tuple, level: float = stats.LEVEL, seed: int = 0) -> stats.Interval:
 
 @dataclass(frozen=True)
 class CMIError:
-    """How far a model's CMI is from the truth's over the scored pairs of some sentences.
-
-    Attributes
-    ----------
-    corr : Interval      Pearson correlation over pairs (bootstrap over sentences)
-    mae : Interval       mean absolute difference over pairs, nats (bootstrap over sentences)
-    n_pairs : int        pairs compared
-    """
+    """How far a model's CMI is from the truth's over ``n_pairs`` scored pairs: their Pearson
+    ``corr`` and mean absolute difference ``mae`` (nats), each bootstrapped over sentences."""
 
     corr: stats.Interval
     mae: stats.Interval
     n_pairs: int
 
 
-def _pairs(M, T) -> tuple[np.ndarray, np.ndarray]:
-    """Upper-triangle values of the symmetrised (max) model and truth matrices."""
-    iu = np.triu_indices(len(M), 1)
-    return symmetrize(M)[iu], symmetrize(T)[iu]
-
-
 def cmi_error(model_mats, truth_mats, level: float = stats.LEVEL, seed: int = 0) -> CMIError:
-    r"""The model's CMI against the truth's, pair by pair (both symmetrised by the larger
-    direction).
+    r"""The model's CMI against the truth's, pair by pair (both symmetrised by the larger one).
 
     With :math:`m_k, t_k` the two values of pair :math:`k` (every pair of scored words of every
-    sentence), the correlation :math:`\operatorname{corr}(m, t)` and the mean absolute error
-    :math:`\frac1K\sum_k |m_k - t_k|`; intervals resample sentences (a sentence's pairs together).
-    Pairs the truth leaves at zero by the window count as zero for both.
+    sentence; zero for both beyond the window), the correlation :math:`\operatorname{corr}(m, t)`
+    and the mean absolute error :math:`\frac1K\sum_k |m_k - t_k|`; intervals resample sentences.
     """
-    per = [_pairs(M, T) for M, T in zip(model_mats, truth_mats)]
+    per = []
+    for M, T in zip(model_mats, truth_mats):
+        iu = np.triu_indices(len(M), 1)
+        per.append((symmetrize(M)[iu], symmetrize(T)[iu]))
     # per-sentence sufficient statistics, so a bootstrap over sentences is a sum over rows
     S = np.array([[len(a), a.sum(), b.sum(), (a * a).sum(), (b * b).sum(), (a * b).sum(), np.abs(a - b).sum()]
                   for a, b in per])
@@ -116,16 +91,10 @@ def cmi_error(model_mats, truth_mats, level: float = stats.LEVEL, seed: int = 0)
 
 @dataclass
 class Report:
-    """What the chapter asks of one model on some sentences (see :func:`report`).
-
-    Attributes
-    ----------
-    mats : dict          ``{CMI: [...], CPMI: [...]}`` score matrices
-    counts : dict        ``{method: (correct, gold)}`` per sentence
-    uuas : dict          ``{method: Interval}`` (95 %)
-    error : CMIError or None   the CMI against the truth's (None without truth matrices)
-    scores : CMIScores   the CMI estimator: candidates, forward passes, the truncation's bound
-    """
+    """What the chapter asks of one model on some sentences (:func:`report`): per method (``CMI``,
+    ``CPMI``) the score ``mats``, per-sentence ``(correct, gold)`` ``counts`` and ``uuas`` (95 %);
+    the CMI's ``error`` against the truth's (None without truth matrices); the CMI estimator
+    ``scores``."""
 
     mats: dict
     counts: dict
@@ -141,14 +110,12 @@ def report(lm: "MaskedLM", scored, window: int | None, budget_rows: int = BUDGET
            truth_mats=None, with_cpmi: bool = True) -> Report:
     """Score ``lm`` on the sentences of ``scored`` (a :class:`~mlmbook.dependencies.sample.Scored`):
     CMI by :func:`~mlmbook.dependencies.cmi_scores` within ``budget_rows`` forward passes, CPMI
-    optional; count each tree's gold edges, and set its CMI beside the truth's when ``truth_mats``
-    (one per sentence, at least as many) are given.
-
-    The last few scores are kept: the same model (by :func:`_identity`) on the same sentences with
-    the same settings is scored once per process."""
+    optional; count each tree's gold edges, and set its CMI beside the truth's (``truth_mats``, one
+    per sentence). The same model on the same sentences and settings is scored once per process."""
     words, keep = scored.words, scored.keep
-    key = (_identity(lm), window, budget_rows, with_cpmi, tuple(tuple(map(str, w)) for w in words),
-           tuple(tuple(k) for k in keep))
+    where = getattr(getattr(lm, "model", None), "name_or_path", None)    # its weights' folder
+    key = (("path", str(where)) if where else ("object", id(lm)), window, budget_rows, with_cpmi,
+           tuple(tuple(map(str, w)) for w in words), tuple(tuple(k) for k in keep))
     if key not in _MEMO:
         scores = cmi_scores(lm, words, keep, budget_rows=budget_rows, window=window)
         mats = {CMI: list(scores.scores)}

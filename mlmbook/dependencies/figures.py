@@ -1,6 +1,5 @@
-r"""Chapter 1's figures, one function each: it draws on a new column-wide figure
-(:func:`mlmbook.plotting.figure`) and returns it. Colours follow :data:`COLORS`, one per parser.
-"""
+r"""Chapter 1's figures, one function each, returning a new column-wide figure; colours follow
+:data:`COLORS`, one per parser."""
 from __future__ import annotations
 
 from collections import Counter
@@ -9,10 +8,11 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from .. import plotting
+from ..plotting import errorbars
 from .sample import edge_relations, recall
 from .trees import symmetrize
 
-__all__ = ["COLORS", "ORDER", "shifted_conditionals", "pair", "gibbs_vs_exact", "uuas_bars",
+__all__ = ["COLORS", "ORDER", "pair", "gibbs_vs_exact", "uuas_bars",
            "cmi_scatter", "learned", "control", "knob", "regime", "breakdown", "explorer"]
 
 P = plotting.PALETTE
@@ -24,43 +24,28 @@ ORDER = ("truth-CMI", "MLM-CMI", "MLM-CMI (Gibbs)", "CPMI", "DMV", "adjacent", "
 """The parsers in the order the figures list them."""
 
 
-def _errorbar(ax, x, ivs, **kw):
-    """Points with the intervals ``ivs`` (Interval-like: estimate, low, high) as error bars."""
-    est = np.array([iv.estimate for iv in ivs])
-    err = [est - np.array([iv.low for iv in ivs]), np.array([iv.high for iv in ivs]) - est]
-    ax.errorbar(x, est, yerr=err, capsize=3, **kw)
-
-
-def shifted_conditionals(P: np.ndarray, vocab: Sequence[str], observed: int, top: int = 15) -> dict:
-    """The second word's distribution with the first masked, given the observed first word
-    (row ``observed`` of the joint ``P[a, b]``), and given the value of the first word among its
-    ``top`` likeliest that moves the second word most (largest KL from the observed case)."""
-    marg = P.sum(0) / P.sum()
-    cond = P / np.maximum(P.sum(1, keepdims=True), 1e-300)
-    log_cond = np.log(np.maximum(cond, 1e-300))
-    likely = np.argsort(-P.sum(1))[:top]
-    shift = [(cond[x] * (log_cond[x] - log_cond[observed])).sum() for x in likely]
-    c = likely[int(np.argmax(shift))]
-    return {"first word masked": marg, f"= {vocab[observed]}": cond[observed], f"= {vocab[c]}": cond[c]}
-
-
 def pair(panels: Sequence[tuple], words: Sequence[str], i: int, j: int):
     """One panel per ``(title, joint P[a, b], vocabulary, observed row)``: the distribution of word
-    ``j`` with word ``i`` masked, and given two values of word ``i``."""
+    ``j`` with word ``i`` masked, given the observed word ``i``, and given the value among word
+    ``i``'s 15 likeliest that moves word ``j`` most (largest KL from the observed case)."""
     fig, axes = plotting.figure(len(panels), 1, height=2.9 * len(panels), squeeze=False)
     for ax, (title, joint, vocab, observed) in zip(axes[:, 0], panels):
-        plotting.distribution_bars(shifted_conditionals(joint, vocab, observed), vocab, top=10,
-                                   ax=ax, title=f"{title}: '{words[j]}' given '{words[i]}'")
+        cond = joint / np.maximum(joint.sum(1, keepdims=True), 1e-300)
+        log_cond = np.log(np.maximum(cond, 1e-300))
+        likely = np.argsort(-joint.sum(1))[:15]
+        shift = [(cond[x] * (log_cond[x] - log_cond[observed])).sum() for x in likely]
+        c = likely[int(np.argmax(shift))]
+        shown = {"first word masked": joint.sum(0) / joint.sum(),
+                 f"= {vocab[observed]}": cond[observed], f"= {vocab[c]}": cond[c]}
+        plotting.distribution_bars(shown, vocab, top=10, ax=ax,
+                                   title=f"{title}: '{words[j]}' given '{words[i]}'")
     return fig
-
-
-def _off_diagonal(mats) -> np.ndarray:
-    return np.concatenate([M[~np.eye(len(M), dtype=bool)] for M in mats])
 
 
 def gibbs_vs_exact(exact_mats, gibbs_mats, title: str):
     """Each pair's Gibbs estimate against its exact value (the grey line is equality)."""
-    exact, sampled = _off_diagonal(exact_mats), _off_diagonal(gibbs_mats)
+    exact, sampled = (np.concatenate([M[~np.eye(len(M), dtype=bool)] for M in mats])
+                      for mats in (exact_mats, gibbs_mats))
     fig, ax = plotting.figure(height=3.2)
     ax.scatter(exact, sampled, s=12, color=P["mlm"], alpha=0.7)
     lim = [min(exact.min(), sampled.min()), max(exact.max(), sampled.max())]
@@ -144,18 +129,17 @@ def control(sentences, truth_mats, model_mats: Mapping[str, list]):
 
 
 def knob(results: Mapping[float, tuple], name: str = "selection $s$", title: str | None = None):
-    """Dose–response of a knob, the truth and the models on the same sentences: ``results[s] =
-    (truth counts, model report)`` (:func:`~mlmbook.dependencies.evaluate.report`). Left: UUAS of
-    the truth's trees and of the MLM trained at each setting. Right: each MLM's CMI correlation with
-    its own language's truth."""
+    """Dose–response of a knob on the same sentences, ``results[s] = (truth counts, model report)``.
+    Left: UUAS of the truth's trees and of the MLM trained at each setting. Right: each MLM's CMI
+    correlation with its own language's truth."""
     from .evaluate import CMI, uuas
     fig, (left, right) = plotting.figure(1, 2, height=3.2)
     xs = np.asarray(list(results), dtype=float)
-    _errorbar(left, xs - 0.01, [uuas(t) for t, _ in results.values()], fmt="o-", color=P["truth"], label="truth")
-    _errorbar(left, xs + 0.01, [r.uuas[CMI] for _, r in results.values()], fmt="o-", color=P["mlm"], label="MLM")
+    errorbars(left, xs - 0.01, [uuas(t) for t, _ in results.values()], fmt="o-", color=P["truth"], label="truth")
+    errorbars(left, xs + 0.01, [r.uuas[CMI] for _, r in results.values()], fmt="o-", color=P["mlm"], label="MLM")
     left.set_xlabel(name)
     left.set_ylabel("UUAS")
-    _errorbar(right, xs, [r.error.corr for _, r in results.values()], fmt="o-", color=P["mlm"])
+    errorbars(right, xs, [r.error.corr for _, r in results.values()], fmt="o-", color=P["mlm"])
     right.set_xlabel(name)
     right.set_ylabel("corr(MLM-CMI, truth-CMI)")
     if title:
@@ -182,7 +166,7 @@ def regime(points, corr: Mapping[str, object], truth_uuas: float, dmv_uuas: floa
     pts = [x for x in points if x.method == main]
     plotting.place_labels(left, [(x.kl, x.uuas.estimate) for x in pts], [x.rung for x in pts], color="0.3")
     plotting.place_legend(left)
-    _errorbar(right, [x.kl for x in pts], [corr[x.rung] for x in pts], fmt="o", color=P["mlm"])
+    errorbars(right, [x.kl for x in pts], [corr[x.rung] for x in pts], fmt="o", color=P["mlm"])
     right.set_xscale("log")
     right.set_xlabel("mean single-site KL to the truth (nats)")
     right.set_ylabel("corr(MLM-CMI, truth-CMI)")

@@ -1,10 +1,8 @@
 r"""Zhang & Hashimoto's Monte Carlo estimate of the conditional mutual information.
 
-The sampler whose exact limit :func:`mlmbook.dependencies.gibbs_limit` computes: two-site
-Gibbs chains per pair of positions, with a Rao–Blackwellised marginal. Zhang & Hashimoto's
-released code runs it with ``bert-base-cased`` on pairs at most 9 word pieces apart
-(:data:`~mlmbook.dependencies.pieces.WINDOW`), one chain of 2,000 Gibbs steps per pair of which
-the first 400 are burn-in; the defaults here are several short chains, the CPU-friendly equivalent.
+Zhang & Hashimoto's released code runs it with ``bert-base-cased`` on pairs at most 9 word pieces
+apart, one chain of 2,000 Gibbs steps per pair of which the first 400 are burn-in; the defaults here
+are several short chains, the CPU-friendly equivalent.
 """
 from __future__ import annotations
 
@@ -23,8 +21,7 @@ if TYPE_CHECKING:
 __all__ = ["GibbsSettings", "cmi_gibbs"]
 
 _CHAIN_SCORES = 4e6
-"""Running-marginal entries (chains x V) of the pairs that advance together: their state, not
-a query batch (each half-step's queries go through :mod:`mlmbook.queries`)."""
+"""Running-marginal entries (chains x V) of the pairs that advance together (not a query batch)."""
 
 
 @dataclass(frozen=True)
@@ -53,20 +50,12 @@ def cmi_gibbs(lm: "MaskedLM", sentences, keep=None, window: int | None = WINDOW,
 
     the second term being the Rao–Blackwellised marginal (an average of whole conditional
     distributions, not of indicator counts), and symmetrically :math:`\hat I_q`. Its limit is
-    :func:`mlmbook.dependencies.gibbs_limit`.
+    :func:`mlmbook.dependencies.gibbs_limit`; the matrices are laid out as :func:`cmi_grid`'s.
 
     Parameters
     ----------
-    lm, sentences, keep, window
+    sentences, keep, window
         As for :func:`mlmbook.dependencies.cmi_grid`.
-    progress : bool
-    settings : GibbsSettings
-        ``chains``, ``steps``, ``burn_in`` and ``seed``.
-
-    Returns
-    -------
-    list of ndarray (len(keep), len(keep))
-        As :func:`mlmbook.dependencies.cmi_grid`.
     """
     chains, steps, burn_in = settings.chains, settings.steps, settings.burn_in
     if not 0 <= burn_in < steps:
@@ -84,8 +73,7 @@ def cmi_gibbs(lm: "MaskedLM", sentences, keep=None, window: int | None = WINDOW,
         ids = torch.tensor([enc[s].ids for s, _, _ in batch])
         P, Q = torch.tensor([p for _, p, _ in batch]), torch.tensor([q for _, _, q in batch])
         I_p, I_q = _gibbs_chains(lm, ids, P, Q, chains, steps, burn_in, gen)
-        for job, a, b in zip(batch, I_p, I_q):
-            score[job] = (a, b)
+        score.update(zip(batch, zip(I_p, I_q)))
     return to_words(enc, jobs, score)
 
 

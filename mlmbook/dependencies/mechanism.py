@@ -1,20 +1,15 @@
-r"""Why a model's trees can beat the truth's: dependence the model puts on gold edges the truth
-leaves at zero.
-
-The truth's CMI is exactly 0 for some gold edges (given the rest of the sentence, a determiner tells
-nothing more about its noun), which a spanning tree over it then finds only through a tie. A model
-whose CMI errs may err *towards* those edges more than towards other pairs the truth leaves at zero,
-and so find edges the truth cannot. :func:`head_error` measures that, per sentence:
+r"""Why a model's trees can beat the truth's: its CMI may err *towards* the gold edges the truth's
+CMI leaves at exactly 0 more than towards other such pairs. :func:`head_error` measures that:
 
 .. math:: d_k = \overline{\mathrm{CMI}}_{\text{model}}\{\text{gold edges of } k \text{ with truth-CMI } 0\}
           - \overline{\mathrm{CMI}}_{\text{model}}\{\text{other pairs of } k \text{ with truth-CMI } 0\}
 
-over the sentences that have pairs of both kinds, and how many of those gold edges each parser's
-trees find.
+over the sentences that have pairs of both kinds.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import combinations
 
 import numpy as np
 
@@ -25,15 +20,10 @@ __all__ = ["HeadError", "head_error", "truth_zeros"]
 
 @dataclass(frozen=True)
 class HeadError:
-    """The model's CMI on the pairs the truth leaves at zero, gold edges against the others.
-
-    Attributes
-    ----------
-    differences : ndarray       per sentence with both kinds of pair, ``d_k`` (nats)
-    gold_mean, other_mean : float   the model's mean CMI over all such gold edges / other pairs (nats)
-    n_gold, n_other : int       how many such gold edges / other pairs
-    found_by_model, found_by_truth : int   of those gold edges, how many the model's / the truth's trees hold
-    """
+    """The model's CMI on the pairs the truth leaves at zero, gold edges against the others:
+    ``differences`` ``d_k`` per sentence with both kinds, the ``*_mean`` over all such gold edges /
+    other pairs (nats), their numbers ``n_*``, and how many of those gold edges each parser's trees
+    hold (``found_by_*``)."""
 
     differences: np.ndarray
     gold_mean: float
@@ -60,8 +50,7 @@ def head_error(model_mats, truth_mats, gold_edges, model_trees, truth_trees) -> 
     for M, T, gold, tm, tt in zip(model_mats, truth_mats, gold_edges, model_trees, truth_trees):
         M, T = symmetrize(M), symmetrize(T)
         gold_z, other_z = [], []
-        for e in zip(*np.triu_indices(len(T), 1)):
-            e = (int(e[0]), int(e[1]))
+        for e in combinations(range(len(T)), 2):
             if T[e] < ZERO:
                 (gold_z if e in gold else other_z).append(M[e])
                 if e in gold:
@@ -77,24 +66,17 @@ def head_error(model_mats, truth_mats, gold_edges, model_trees, truth_trees) -> 
 
 
 def truth_zeros(truth_mats, gold_edges, relations, truth_trees, min_edges: int = 5) -> dict:
-    """Where the truth's CMI is exactly zero, and which relations its trees find.
-
-    Returns
-    -------
-    dict
-        ``truth_zero_on_gold`` / ``truth_zero_off_gold``: share of the gold edges / other pairs
-        whose truth-CMI is 0; ``truth_pp_zero``: the share among the prepositional attachments
-        (``obl``, ``nmod``; absent when there are none); ``truth_best_rel`` / ``truth_worst_rel``
-        and their ``_recall``: the relations (with at least ``min_edges`` gold edges, or all when
-        none has) whose gold edges the truth's trees find most / least often, with ``_found`` and
-        ``_edges``: the counts behind each recall.
-    """
+    """Where the truth's CMI is exactly zero, and which relations its trees find: a dict of
+    ``truth_zero_on_gold`` / ``truth_zero_off_gold``, the share of gold edges / other pairs whose
+    truth-CMI is 0; ``truth_pp_zero``, the share among the ``obl`` and ``nmod`` attachments (absent
+    without any); ``truth_best_rel`` / ``truth_worst_rel``, the relations (with at least
+    ``min_edges`` gold edges, or all when none has) the truth's trees find most / least often, with
+    their ``_recall``, ``_found`` and ``_edges``."""
     on, off, pp = [], [], []
     found, total = {}, {}
     for T, gold, rels, tree in zip(truth_mats, gold_edges, relations, truth_trees):
         T = symmetrize(T)
-        for e in zip(*np.triu_indices(len(T), 1)):
-            e = (int(e[0]), int(e[1]))
+        for e in combinations(range(len(T)), 2):
             (on if e in gold else off).append(T[e] < ZERO)
         for e, r in rels.items():
             total[r] = total.get(r, 0) + 1

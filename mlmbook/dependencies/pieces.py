@@ -1,10 +1,8 @@
-"""Sentences as the model sees them: sub-word pieces, the pairs of pieces to score, and the
-rule that turns piece-level scores into word-level ones.
+"""Sentences as the model sees them: pieces, the pairs to score, piece scores -> word scores.
 
-Every estimator of :mod:`mlmbook.dependencies` takes a masked LM, sentences (lists of words) and,
-optionally, per sentence the words to score (``keep``; the model still *sees* the whole sentence),
-and returns one matrix per sentence over the kept words, ``M[a, b]`` = what word ``b`` tells about
-word ``a`` (diagonal 0).
+Every estimator takes a masked LM, sentences and optionally the words to score (``keep``; the model
+still *sees* the whole sentence), and returns one matrix per sentence over the kept words,
+``M[a, b]`` = what word ``b`` tells about word ``a`` (diagonal 0).
 """
 from __future__ import annotations
 
@@ -24,12 +22,9 @@ WINDOW = 9
 
 
 class Encoded:
-    """A sentence as the model sees it: token ids, the pieces of each word, the scored words.
-
-    ``words`` may be a :class:`~mlmbook.corpus.Surface` (or a :class:`~mlmbook.corpus.Sentence`):
-    the model then reads the surface tokens, and two words of one multiword token share its pieces,
-    so their pair is never scored (its score is 0; see :func:`mlmbook.corpus.encode`).
-    """
+    """A sentence as the model sees it: token ids, the pieces of each word, the scored words. Two
+    words of one surface token (``words`` a :class:`~mlmbook.corpus.Surface`) share its pieces, so
+    their pair is never scored (0)."""
 
     def __init__(self, lm: "MaskedLM", words: Sequence[str], keep: Sequence[int] | None = None):
         self.ids, self.pieces = encode(lm, words)
@@ -58,9 +53,7 @@ def pieces_to_words(M, pieces, keep=None, counts=None) -> np.ndarray:
 
     where :math:`P_{ab}` holds the scored pairs (``counts[p, q] > 0``; default: every pair) of a
     piece of word ``a`` (``pieces[a]``) with a piece of word ``b``; rows and columns are the words
-    ``keep`` (default all), and words with no scored piece pair get 0. Any rule is a heuristic;
-    Zhang & Hashimoto's released evaluation averages, and the mean keeps a word of five pieces on
-    the same scale as a whole word.
+    ``keep`` (default all), and words with no scored piece pair get 0 (as Zhang & Hashimoto's).
     """
     M = np.asarray(M, dtype=float)
     counts = np.ones_like(M) if counts is None else np.asarray(counts, dtype=float)

@@ -1,14 +1,8 @@
-r"""Which CMI estimator a budget affords: the exact full grid where it fits, else a top-K grid with
-its bound.
+r"""Which CMI estimator a budget affords: the exact full grid where it fits, else a top-K grid.
 
-The exact grid of :func:`~mlmbook.dependencies.cmi_grid` costs :math:`2V' + 1` forward passes per
-pair of pieces (:math:`V'` the non-special tokens): a few hundred for the toy vocabulary, 61,000 for
-BERT's. The budget is per sentence (``budget_rows`` shared equally), so a sentence's estimator
-depends on that sentence and the budget alone; a sentence whose full grid fits gets it (exact), any
-other the model's own top :math:`K` candidates at each position, :math:`K` the largest that fits
-(at least :data:`MIN_CANDIDATES`), with the bound on each pair's error that the mass left outside
-allows. :func:`undetermined` says which trees the bounds cannot decide; :func:`exact_prefix`, how
-many first sentences exact grids fit.
+The exact grid costs :math:`2V' + 1` forward passes per pair of pieces (:math:`V'` the non-special
+tokens: a few hundred for the toy vocabulary, 61,000 for BERT's); a sentence whose budget it
+exceeds gets the top :math:`K` candidates that fit, with each pair's error bound.
 """
 from __future__ import annotations
 
@@ -28,31 +22,21 @@ __all__ = ["CMIScores", "cmi_scores", "cmi_candidates", "exact_prefix", "undeter
            "BUDGET_ROWS", "SENTENCE_ROWS", "MIN_CANDIDATES"]
 
 SENTENCE_ROWS = 110_000 // 112
-"""Forward passes a sentence's CMI grid may spend by default: chapter 1's full profile's budget per
-sentence (110,000 passes on 112 sentences; a test holds the two together)."""
+"""Forward passes a sentence's CMI grid may spend by default: chapter 1's full profile's (110,000
+passes on 112 sentences)."""
 BUDGET_ROWS = SENTENCE_ROWS
 """The research API's default CMI budget, per sentence (:data:`SENTENCE_ROWS`)."""
 MIN_CANDIDATES = 10
-"""The smallest top-K grid: below it the bound says little; a budget that affords less is
-exceeded."""
+"""The smallest top-K grid (below it the bound says little); a smaller budget is exceeded."""
 
 
 @dataclass
 class CMIScores:
-    """Word-level CMI scores, and which estimator gave them.
-
-    Attributes
-    ----------
-    scores : CMIGrid               one matrix per sentence over its kept words, and the diagnostics
-    estimator : str                ``"exact grid"`` or ``"top-K grid"``
-    candidates : int
-        Values enumerated per position (every non-special token for the exact grid, else ``K``; the
-        mean over the piece pairs, rounded, when the sentences' budgets afford different ``K``).
-    bound : float                  the largest error bound on a pair's CMI, nats (0 when exact)
-    rows : int                     forward passes spent
-    per_sentence : tuple           each sentence's ``K`` (None: its exact grid)
-    bounds : tuple of ndarray      per sentence, the word-level matrix of the pairs' error bounds
-    """
+    """Word-level CMI ``scores`` (a :class:`CMIGrid`), and the ``estimator`` that gave them
+    (``"exact grid"`` or ``"top-K grid"``): ``candidates`` per position (every non-special token,
+    else ``K``, or the mean over piece pairs, rounded), the largest error ``bound`` (nats, 0 when
+    exact), the ``rows`` spent, each sentence's ``K`` (``per_sentence``, None: exact grid) and
+    word-level matrix of error ``bounds``."""
 
     scores: CMIGrid
     estimator: str
@@ -66,10 +50,9 @@ class CMIScores:
         """The numbers a page states about the estimator: ``estimator``, ``candidates``, ``rows``,
         ``pairs``, ``rows_per_pair``, the pairs' error bounds (``bound_max``, ``bound_median``,
         ``bound_share_small``: the share of pairs whose bound is below ``small`` nats), ``k_min``,
-        the fewest candidates any sentence got (:data:`MIN_CANDIDATES` when a sentence's budget
-        afforded fewer and was exceeded; every token for an exact grid), ``tv_median``, the median
-        total variation between the chain's long-run law and the model's both-masked prediction, and
-        ``undetermined``, the trees the bounds cannot decide (:func:`undetermined`)."""
+        the fewest candidates any sentence got (every token for an exact grid), ``tv_median``, the
+        median of :attr:`CMIGrid.tv_to_marginal`, and ``undetermined``, the trees the bounds cannot
+        decide."""
         bounds = np.asarray(self.scores.error_bound, dtype=float)
         pairs = max(self.scores.pairs, 1)
         ks = [k for k in self.per_sentence if k is not None]
@@ -124,12 +107,9 @@ def _merged(parts: list[tuple[list[int], CMIGrid]], n: int) -> CMIGrid:
     for idx, g in parts:
         for m, s in zip(g, idx):
             mats[s] = m
-        out.rows += g.rows
-        out.pairs += g.pairs
         out.jobs += [(idx[s], p, q) for s, p, q in g.jobs]
-        out.left_out += g.left_out
-        out.error_bound += g.error_bound
-        out.tv_to_marginal += g.tv_to_marginal
+        for name in ("rows", "pairs", "left_out", "error_bound", "tv_to_marginal"):
+            setattr(out, name, getattr(out, name) + getattr(g, name))
         weighted += g.mean_candidates * g.pairs
     out.extend(mats)
     out.max_left_out = max(out.left_out, default=0.0)
@@ -141,28 +121,16 @@ def _merged(parts: list[tuple[list[int], CMIGrid]], n: int) -> CMIGrid:
 def cmi_scores(lm: "MaskedLM", sentences, keep=None, *, budget_rows: float | None = None,
                window: int | None = WINDOW, progress: bool = False) -> CMIScores:
     r"""Zhang & Hashimoto's CMI for every pair of kept words, by the estimator each sentence's
-    budget affords.
+    budget affords: one matrix per sentence, each sentence's ``K`` and its pairs' bounds.
 
     Parameters
     ----------
-    lm : MaskedLM
-    sentences : list of word lists (or :class:`~mlmbook.corpus.Surface`)
-    keep : list of list of int, optional
-        Per sentence, the words to score (default all).
+    sentences, keep, window
+        As for :func:`~mlmbook.dependencies.cmi_grid`.
     budget_rows : float, optional
         Forward passes the grid may spend in all, shared equally by the sentences (default
         :data:`SENTENCE_ROWS` per sentence): to give each sentence ``r`` passes, pass
         ``r * len(sentences)``.
-    window : int or None
-        Largest distance between two scored pieces (:data:`~mlmbook.dependencies.WINDOW`).
-    progress : bool
-        Show progress bars.
-
-    Returns
-    -------
-    CMIScores
-        ``scores`` (one matrix per sentence), ``estimator``, ``candidates``, ``bound``, each
-        sentence's ``K`` and its pairs' bounds (:func:`undetermined` reads them).
     """
     keep = [None] * len(sentences) if keep is None else keep
     n = len(sentences)
@@ -192,9 +160,8 @@ def undetermined(scores, bounds) -> list[bool]:
     A maximum spanning tree is the tree of every score matrix within the bounds exactly when, for
     every pair :math:`e` outside the tree and every tree pair :math:`f` on the tree's path between
     its words, :math:`S_f - b_f > S_e + b_e` (the cycle property with the worst case of both bounds;
-    :math:`S` the symmetrised scores, :math:`b` the pairs' bounds). Returns, per score matrix
-    (:attr:`CMIScores.scores`) and its bounds (:attr:`CMIScores.bounds`), whether this fails
-    somewhere: the tree is undetermined.
+    :math:`S` the symmetrised scores, :math:`b` the pairs' bounds). Returns, per score matrix and
+    its bounds (:class:`CMIScores`), whether this fails somewhere.
     """
     out = []
     for M, B in zip(scores, bounds):
@@ -210,20 +177,13 @@ def _undecided(S: np.ndarray, B: np.ndarray, tree: set) -> bool:
         adj[a].append(b)
         adj[b].append(a)
     for u in range(len(S)):
-        prev, stack = {u: None}, [u]
-        while stack:                      # the tree's paths from u
+        low, stack = {u: np.inf}, [u]
+        while stack:                      # the weakest tree pair on each path from u, at its worst
             x = stack.pop()
             for y in adj[x]:
-                if y not in prev:
-                    prev[y] = x
+                if y not in low:
+                    low[y] = min(low[x], S[x, y] - B[x, y])
                     stack.append(y)
-        for v in range(u + 1, len(S)):
-            if (u, v) in tree:
-                continue
-            x, low = v, np.inf
-            while prev[x] is not None:    # the weakest tree pair on the path, at its worst
-                low = min(low, S[x, prev[x]] - B[x, prev[x]])
-                x = prev[x]
-            if low <= S[u, v] + B[u, v]:
-                return True
+        if any(low[v] <= S[u, v] + B[u, v] for v in range(u + 1, len(S)) if (u, v) not in tree):
+            return True
     return False

@@ -1,14 +1,6 @@
-r"""The rows of chapter 1's primary questions (the chapter declares the six): a corpus-UUAS
-difference.
-
-Each question is a difference of corpus UUAS between two parsers on the same sentences. The sentence
-is the unit: its contribution to the numerator is the difference of the gold edges the two trees
-find, to the denominator its gold edges (:func:`uuas_rows`), so the estimate is the corpus-UUAS
-difference and resampling keeps a sentence's edges together. Every answer is conditional on the one
-trained model of each kind. The effect of interest, its basis (Zhang & Hashimoto's 58.74 % against
-55.91 % is a gap of 2.83 points) and the planning standard deviations (:mod:`mlmbook.plans`) are
-the chapter's.
-"""
+r"""The rows of chapter 1's primary questions: a corpus-UUAS difference between two parsers, with
+the sentence as the unit (resampling keeps its edges together). Zhang & Hashimoto's 58.74 % against
+55.91 % is a gap of 2.83 points."""
 from __future__ import annotations
 
 import numpy as np
@@ -19,18 +11,14 @@ __all__ = ["uuas_rows", "descriptive_difference"]
 
 
 def uuas_rows(first: tuple, second: tuple) -> tuple[np.ndarray, np.ndarray]:
-    """Per sentence, the values and weights of a corpus-UUAS difference ``first - second``.
+    """Per sentence, the values (gold edges found by ``first`` minus by ``second``) and weights
+    (gold edges) of a corpus-UUAS difference.
 
     Parameters
     ----------
     first, second : tuple of arrays
         ``(correct, gold)`` per sentence of two parsers on the same sentences (``second`` may cover
         more sentences; the first ``len(first[0])`` are used).
-
-    Returns
-    -------
-    values, weights : ndarray
-        Gold edges found by ``first`` minus by ``second``, and gold edges.
     """
     c1, g1 = (np.asarray(x, dtype=float) for x in first)
     n = len(c1)

@@ -1,9 +1,7 @@
 """The sentences a dependency analysis scores, and which gold edges a parser finds.
 
 Both papers remove punctuation from the gold tree and the predicted one but not from what the
-model reads. :class:`Scored` keeps the three views together — the words the model reads, the
-positions that are scored, and the gold tree over those positions; :func:`edge_relations` and
-:func:`recall` break a parser's hits down by relation, length or distance.
+model reads: :class:`Scored` keeps the three views together.
 """
 from __future__ import annotations
 
@@ -22,16 +20,9 @@ __all__ = ["Scored", "pick", "example_pair", "edge_relations", "recall"]
 
 @dataclass
 class Scored:
-    """Sentences ready to score.
-
-    Attributes
-    ----------
-    sentences : list of Sentence     as read (punctuation included)
-    words : list of Surface          the words, remembering the surface tokens the model reads
-    keep : list of list of int       per sentence, the positions scored (not punctuation)
-    gold : list of Sentence          the gold trees over the kept words (punctuation removed)
-    edges : list of set              the gold edges, over kept-word indices
-    """
+    """Sentences ready to score: the ``sentences`` as read, the ``words`` (``Surface``) the
+    model reads, per sentence the positions scored (``keep``: not punctuation), the ``gold`` trees
+    over them (punctuation removed) and their ``edges`` over kept-word indices."""
 
     sentences: list
     words: list
@@ -72,8 +63,7 @@ def _readable(lm: "MaskedLM", s: Sentence) -> bool:
 def pick(pool: Sequence[Sentence], lm: "MaskedLM | None", n: int, max_words: int, min_words: int = 3) -> Scored:
     """The first ``n`` sentences of ``pool`` with ``min_words..max_words`` scored words that ``lm``
     can read whole (its surface tokens in at most ``lm.max_length`` pieces); ``ValueError`` (one
-    line) when none qualifies. (:func:`mlmbook.corpus.read_for_model` also counts what it leaves
-    out.)"""
+    line) when none qualifies."""
     out = []
     for s in pool:
         k = sum(u != "PUNCT" for u in s.upos)
@@ -92,7 +82,7 @@ def example_pair(corpus: Scored, lm: "MaskedLM", relation: str = "nsubj", among:
     """A gold edge to show a computation on: ``(k, a, b)`` — sentence ``k``, kept-word indices ``a,
     b`` — whose two words are each one piece the model can predict (not ``[UNK]`` nor another
     special token), preferring ``relation``; among the first ``among`` sentences (default all). None
-    when no edge qualifies (a model that knows none of the words: then show nothing)."""
+    when no edge qualifies."""
     special = set(getattr(lm, "special_ids", [])) | {lm.mask_id}
     rels = edge_relations(corpus.gold)
     best = None

@@ -1,9 +1,4 @@
-"""Chapter 1's two summary tables: its numbers beside the papers', and every toy model's fit beside
-its trees.
-
-Each row states its sample: the papers' figures are set beside this chapter's with the number of
-sentences and the interval of each, and the models' table reads every model on the same sentences.
-"""
+"""Chapter 1's summary tables: its numbers beside the papers', each toy model's fit and trees."""
 from __future__ import annotations
 
 from typing import Mapping, Sequence
@@ -34,12 +29,8 @@ def papers_table(uuas: Mapping[str, object], n: int, source: str):
 
 
 def models_table(entries: Sequence[tuple], n: int):
-    """How well each toy model learned the statistics, and its CMI trees.
-
-    ``entries``: ``(model, language, KL to its truth, report)`` per model, each report
-    (:func:`~mlmbook.dependencies.evaluate.report`) on the same ``n`` sentences of its language and
-    with its CMI set beside that language's truth.
-    """
+    """How well each toy model learned the statistics, and its CMI trees: ``entries``, ``(model,
+    language, KL to its truth, report)``, each report on ``n`` sentences beside its truth."""
     rows = [[name, language, f"{kl:.2f}", rep.error.corr.format(2), rep.error.mae.format(3),
              rep.uuas[CMI].format(3)] for name, language, kl, rep in entries]
     return table(rows, header=["model", "language", "KL to the truth (nats)", "corr(MLM-CMI, truth-CMI)",

@@ -1,13 +1,5 @@
-r"""What the top-K candidate grid does to a CMI whose exact value is known: the truth's.
-
-An MLM's CMI over a large vocabulary is computed on a top-:math:`K` candidate grid
-(:func:`mlmbook.dependencies.cmi_scores`), each pair with a worst-case bound on the error the mass
-left outside can cause. On the toy language the exact answer is at hand: from the exact joint of a
-pair, :func:`truth_with_truncation` computes both the exact CMI and the value the top-:math:`K` grid
-returns when the truth's own conditionals are its rows (by the very function the grid uses), and
-:class:`TruncationCheck` says whether the truncated trees are the exact ones, and by how much the
-values and the UUAS differ.
-"""
+r"""What the top-K candidate grid (by the very function it uses) does to a CMI whose exact value is
+known: the truth's, from each pair's exact joint."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -34,10 +26,8 @@ def truncated_pair(joint: np.ndarray, n_i: int, n_j: int) -> tuple[float, float,
     r"""The candidate grid's CMI of one pair whose exact joint ``joint[a, b]`` is known.
 
     The grid's rows are the exact conditionals :math:`p(x_i \mid x_j = b)` for the ``n_j`` likeliest
-    ``b`` and :math:`p(x_j \mid x_i = a)` for the ``n_i`` likeliest ``a`` (by the exact marginals,
-    which are what the model predicts with both positions masked); the chain starts at the marginal
-    of :math:`x_j` on its candidates. Returns ``(I_i, I_j, left_out)``: the information about
-    :math:`x_i` (from its conditionals), about :math:`x_j`, and the mass the candidates leave out.
+    ``b`` and :math:`p(x_j \mid x_i = a)` for the ``n_i`` likeliest ``a`` (by the exact marginals);
+    the chain starts at the marginal of :math:`x_j`. Returns ``(I_i, I_j, left_out)``.
     """
     P, la, lb = _marginals(joint)
     cp = _ranked(la, np.arange(len(la)), n_i)[0]
@@ -52,24 +42,21 @@ def truncated_pair(joint: np.ndarray, n_i: int, n_j: int) -> tuple[float, float,
 
 @dataclass
 class TruncationCheck:
-    """The exact truth-CMI and its top-K grid version on the same sentences.
-
-    Attributes
-    ----------
-    k : int                          candidates per position
-    exact, truncated : list          one word-level matrix per sentence (``truncated`` directional)
-    bounds : ndarray                 per pair, the grid's error bound (nats)
-    differences : ndarray            per pair, the larger of the two directions' ``|truncated - exact|``
-    """
+    """The exact truth-CMI and its grid of ``k`` candidates per position on the same sentences: per
+    sentence the ``exact`` and ``truncated`` (directional) word-level matrices; per pair the grid's
+    error ``bounds`` (nats) and ``differences``, the larger direction's ``|truncated - exact|``, and
+    their largest, ``max_bound`` and ``max_difference``."""
 
     k: int
     exact: list
     truncated: list
     bounds: np.ndarray
     differences: np.ndarray
+    max_bound: float
+    max_difference: float
 
     def trees(self):
-        """``(exact trees, truncated trees)``: maximum spanning trees, ties toward neighbours."""
+        """``(exact trees, truncated trees)``, by :func:`decode`."""
         return [decode(M) for M in self.exact], [decode(M) for M in self.truncated]
 
     def same_trees(self) -> int:
@@ -79,19 +66,11 @@ class TruncationCheck:
 
     def uuas_difference(self, gold_edges) -> tuple[np.ndarray, np.ndarray]:
         """Per sentence: gold edges found by the truncated tree minus by the exact one, and gold
-        edges (the values and weights of a corpus-UUAS difference)."""
+        edges."""
         a, b = self.trees()
         ca, g = uuas_counts(a, gold_edges[: len(a)])
         cb, _ = uuas_counts(b, gold_edges[: len(b)])
         return cb - ca, g
-
-    @property
-    def max_difference(self) -> float:
-        return float(self.differences.max(initial=0.0))
-
-    @property
-    def max_bound(self) -> float:
-        return float(self.bounds.max(initial=0.0))
 
 
 def truth_with_truncation(grammar, sentences, keep=None, k: int = 20, window: int | None = WINDOW,
@@ -100,11 +79,8 @@ def truth_with_truncation(grammar, sentences, keep=None, k: int = 20, window: in
     position, from one pass of exact joints.
 
     The candidates are shared out within each sentence as :func:`~mlmbook.dependencies.cmi_grid`
-    shares them (``2k`` per pair on average, to the positions that leave the most mass out).
-    ``exact`` is what :func:`~mlmbook.dependencies.truth_cmi` returns (same joints, same window);
-    ``truncated[a, b]`` is the grid's information about word ``a`` carried by word ``b``.
-    ``grammar`` is any world with ``pair_joints`` (:class:`~mlmbook.toy.Grammar`,
-    :class:`~mlmbook.toy.treemrf.TreeMRF`).
+    shares them; ``exact`` is what :func:`~mlmbook.dependencies.truth_cmi` returns. ``grammar``: any
+    world with ``pair_joints``.
     """
     keep = [None] * len(sentences) if keep is None else keep
     n_values = len(grammar.vocab)
@@ -130,4 +106,6 @@ def truth_with_truncation(grammar, sentences, keep=None, k: int = 20, window: in
             diffs.append(max(abs(T[a, b] - E[a, b]), abs(T[b, a] - E[a, b])))
         exact.append(E)
         trunc.append(T)
-    return TruncationCheck(k, exact, trunc, np.asarray(bounds), np.asarray(diffs))
+    bounds, diffs = np.asarray(bounds), np.asarray(diffs)
+    return TruncationCheck(k, exact, trunc, bounds, diffs, float(bounds.max(initial=0.0)),
+                           float(diffs.max(initial=0.0)))

@@ -1,15 +1,9 @@
-r"""Exercises graded by the truth.
-
-A graded exercise gives the reader a scaffolded function to write — the chapter's central step —
-and a check cell, ``mlmbook.exercises.check("ch1-cmi", my_cmi)``, that grades it against the exact
-oracle of the toy world and shows one line (✓ / ✗ case 3: ... / ○ not attempted yet, never an
-error, so a student edition executes end to end). ``python -m mlmbook.exercises check NOTEBOOK``
-grades a whole notebook from a terminal (:mod:`mlmbook.exercises.grading`).
-
-Each chapter registers its exercises in ``mlmbook/exercises/chN.py`` with :func:`exercise`: the
-cases, the expected answers (from the exact oracle or brute force), a tolerance, a reference
-solution and at least one deliberately wrong solution, which ``tests/test_exercises.py`` checks
-the grader rejects.
+r"""Exercises graded by the truth: a check cell, ``mlmbook.exercises.check("ch1-cmi", my_cmi)``,
+grades the reader's function (the chapter's central step) against the toy world's exact oracle and
+shows one line (✓ / ✗ case 3: ... / ○ not attempted yet; never an error, so a student edition
+executes end to end); ``python -m mlmbook.exercises check NOTEBOOK`` grades a whole notebook. Each
+chapter registers its exercises in ``chN.py`` with :func:`exercise`: cases, exact answers, a
+tolerance, a reference solution and deliberately wrong ones the grader must reject.
 """
 from __future__ import annotations
 
@@ -25,25 +19,15 @@ __all__ = ["Exercise", "Grade", "exercise", "check", "registry", "LEVELS"]
 LEVELS = ("warm-up", "core", "stretch", "capstone")
 """Difficulty levels, shown beside each exercise."""
 
-_CHAPTER_MODULES = ("ch0", "ch1", "ch2", "ch3", "ch4", "ch5", "ch6")
-
 
 @dataclass(frozen=True)
 class Exercise:
-    """One graded exercise.
-
-    Attributes
-    ----------
-    name : str                  e.g. ``"ch1-cmi"`` (the label of the ``{exercise}`` in the chapter)
-    level : str                 one of :data:`LEVELS`
-    cases : callable            ``() -> list of argument tuples`` (built lazily: may use the oracle)
-    expected : callable         ``(*args) -> the right answer`` for one case (the oracle, brute force)
-    reference : callable        a correct solution (the one the solution dropdown shows)
-    wrong : tuple of callables  deliberately wrong solutions the grader must reject
-    tol : float                 absolute tolerance, elementwise
-    what : str                  what is being computed, for messages
-    """
-
+    """One graded exercise: its ``name`` (e.g. ``"ch1-cmi"``, the label of the ``{exercise}`` in
+    the chapter), ``level`` (one of :data:`LEVELS`), ``cases`` (``() -> list of argument tuples``,
+    built lazily: may use the oracle), ``expected`` (``(*args) -> the right answer`` for one case:
+    the oracle, brute force), ``reference`` (a correct solution), ``wrong`` (deliberately wrong
+    solutions the grader must reject), ``tol`` (absolute tolerance, elementwise) and ``what`` (what
+    is being computed, for messages)."""
     name: str
     level: str
     cases: Callable[[], list]
@@ -56,9 +40,7 @@ class Exercise:
 
 @dataclass(frozen=True)
 class Grade:
-    """The outcome of :func:`check`: passed, failed (with the first failing case) or not
-    attempted."""
-
+    """The outcome of :func:`check`: passed, failed (at its first failing case) or not attempted."""
     name: str
     passed: bool
     attempted: bool
@@ -91,8 +73,8 @@ def exercise(ex: Exercise) -> Exercise:
 
 def registry() -> dict[str, Exercise]:
     """Every registered exercise, by name (imports every chapter's module first)."""
-    for mod in _CHAPTER_MODULES:
-        importlib.import_module(f".{mod}", __name__)
+    for k in range(7):
+        importlib.import_module(f".ch{k}", __name__)
     return dict(_REGISTRY)
 
 

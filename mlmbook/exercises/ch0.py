@@ -1,10 +1,9 @@
 r"""Chapter 0's graded exercises: the two quantities the chapter's comparisons rest on.
-
-* ``ch0-kl`` (warm-up): :math:`\mathrm{KL}(p\,\|\,q)` between the truth's conditional of one
-  masked word and a model's, with :math:`0 \log (0/q) = 0`, graded against the sum written out.
-* ``ch0-bayes-loss`` (core): the Bayes-optimal single-site loss of one sentence,
-  :math:`-\frac1n \sum_i \log p(x_i \mid x_{\setminus i})`, graded on the tiny grammar against
-  conditionals from the exact probabilities of whole sentences.
+``ch0-kl`` (warm-up): :math:`\mathrm{KL}(p\,\|\,q)` between the truth's conditional of one masked
+word and a model's, with :math:`0 \log (0/q) = 0`, graded against the sum written out;
+``ch0-bayes-loss`` (core): the Bayes-optimal single-site loss of one sentence, :math:`-\frac1n
+\sum_i \log p(x_i \mid x_{\setminus i})`, graded on the tiny grammar against conditionals from
+the exact probabilities of whole sentences.
 """
 from __future__ import annotations
 
@@ -69,8 +68,7 @@ def _bayes_cases():
 
 
 def _bayes_expected(grammar, words):
-    """Brute force: p(x_i | rest) = p(x) / sum_w p(x with w at i), from whole-sentence
-    probabilities."""
+    """Brute force from whole sentences: p(x_i | rest) = p(x) / sum_w p(x with w at i)."""
     losses = []
     for i, _word in enumerate(words):
         logs = np.array([grammar.log_prob(list(words[:i]) + [w] + list(words[i + 1:])) for w in grammar.vocab])

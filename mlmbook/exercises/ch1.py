@@ -77,8 +77,7 @@ def _minimum(S):
 
 
 def _tree_expected(S):
-    """The gold tree of the case's sentence: the truth's spanning tree (checked against the gold
-    tree by ``tests/toy/test_treemrf.py``)."""
+    """The gold tree of the case's sentence: the truth's spanning tree."""
     from ..dependencies import maximum_spanning_tree
     return sorted(maximum_spanning_tree(np.maximum(S, S.T)))
 
@@ -104,8 +103,7 @@ def chain_cases():
 
 
 def _chain_joint(A, B):
-    r"""The chain b -> a -> b' has kernel K = A^T B; its stationary law mu solves mu K = mu; pi = A
-    mu."""
+    r"""The chain b -> a -> b' has kernel K = A^T B, stationary law mu = mu K, joint pi = A mu."""
     K = A.T @ B
     w, v = np.linalg.eig(K.T)
     mu = np.real(v[:, np.argmin(np.abs(w - 1))])

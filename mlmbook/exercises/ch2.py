@@ -4,27 +4,22 @@ joints, where the right answer *is* the truth.
 """
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import lru_cache, partial
 
 import numpy as np
 
 from . import Exercise, exercise
+from .ch3 import _conditionals
 
 SHOWCASE = "the dog near the old river barks .".split()
 
 
 @lru_cache(maxsize=None)
 def _truth_pair(i: int, j: int) -> np.ndarray:
-    """The exact joint of words ``i``, ``j`` of the showcase sentence, on its support (rows and
-    columns with mass)."""
+    """The exact joint of showcase words ``i``, ``j`` on its support (rows, columns with mass)."""
     from ..toy import Grammar
     P = Grammar.load("toy").pair_joint(SHOWCASE, i, j)
     return P[np.ix_(P.sum(1) > 0, P.sum(0) > 0)]
-
-
-def _conditionals(P):
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return P / P.sum(axis=0, keepdims=True), P / P.sum(axis=1, keepdims=True)
 
 
 def _hcb(q_a_given_b, q_b_given_a, pivot):
@@ -88,10 +83,9 @@ exercise(Exercise("ch2-anchor", "core", _anchor_cases, _anchor, _anchor,
                   wrong=(_anchor_one_side, _anchor_swapped), tol=1e-9, what="the anchored joint"))
 
 
-def _ag3(r, q1, q2, q3):
-    den = sum(1 / r.sum(axis=i, keepdims=True) for i in range(3))
-    new = (q1 + q2 + q3) / den
-    return new / new.sum()
+def _ag3(r, q1, q2, q3, normalise: bool = True):
+    new = (q1 + q2 + q3) / sum(1 / r.sum(axis=i, keepdims=True) for i in range(3))
+    return new / new.sum() if normalise else new
 
 
 def _ag3_cases():
@@ -112,15 +106,11 @@ def _ag3_cases():
     return [(P, *conds), (start, *noisy)]
 
 
-def _ag3_unnormalised(r, q1, q2, q3):
-    return (q1 + q2 + q3) / sum(1 / r.sum(axis=i, keepdims=True) for i in range(3))
-
-
 def _ag3_marginal_sum(r, q1, q2, q3):
     new = (q1 + q2 + q3) * sum(r.sum(axis=i, keepdims=True) for i in range(3))
     return new / new.sum()
 
 
 exercise(Exercise("ch2-ag3", "stretch", _ag3_cases, _ag3, _ag3,
-                  wrong=(_ag3_unnormalised, _ag3_marginal_sum), tol=1e-9,
+                  wrong=(partial(_ag3, normalise=False), _ag3_marginal_sum), tol=1e-9,
                   what="the updated three-site joint"))

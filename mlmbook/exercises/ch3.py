@@ -1,9 +1,8 @@
 """Chapter 3's graded exercises: the rectangle Δ, the order inconsistency of a pair, an Ensemble of
-Conditionals — each graded against exact answers from the tiny grammar's truth.
-
-The cases are exact two-site joints :math:`p(x_i, x_j \\mid x_{\\setminus\\{i,j\\}})` of the toy
-grammars, read as the conditionals of a perfectly consistent model (Δ = 0, order inconsistency 0),
-and the same tables with one family of conditionals perturbed (an inconsistent "model").
+Conditionals — each graded against exact answers from the tiny grammar's truth. The cases are exact
+two-site joints :math:`p(x_i, x_j \\mid x_{\\setminus\\{i,j\\}})` of the toy grammars, read as the
+conditionals of a perfectly consistent model (Δ = 0, order inconsistency 0), and the same tables
+with one family of conditionals perturbed (an inconsistent "model").
 """
 from __future__ import annotations
 
@@ -30,8 +29,7 @@ def pair_tables():
 
 
 def _perturb(table: np.ndarray, seed: int, axis: int) -> np.ndarray:
-    """The conditionals of ``table`` (normalised along ``axis``) times random factors,
-    renormalised."""
+    """``table``'s conditionals (normalised along ``axis``) times random factors, renormalised."""
     noise = np.exp(np.random.default_rng(seed).normal(scale=0.5, size=table.shape))
     t = table * noise
     with np.errstate(invalid="ignore", divide="ignore"):      # an all-zero row or column stays 0

@@ -1,14 +1,12 @@
-r"""Chapter 4's graded exercises: the two effective ranks and principal angles, graded by exact
-linear algebra.
-
-Every case is a matrix of known geometry, :math:`H = U\,\mathrm{diag}(\sigma)\,V^\top` with random
-orthonormal :math:`U, V` and chosen singular values :math:`\sigma`, or two bases at known angles;
-the expected answers are computed a second way (from the eigenvalues of :math:`H^\top H =
+r"""Chapter 4's graded exercises: the two effective ranks and principal angles, by exact linear
+algebra. Every case is a matrix :math:`H = U\,\mathrm{diag}(\sigma)\,V^\top` of known geometry
+(random orthonormal :math:`U, V`, chosen singular values :math:`\sigma`) or two bases at known
+angles; the expected answers are computed a second way (from the eigenvalues of :math:`H^\top H =
 V\,\mathrm{diag}(\sigma^2)\,V^\top`, or from the angles the case was built with).
 """
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import lru_cache, partial
 
 import numpy as np
 
@@ -22,19 +20,18 @@ def _orthonormal(rng, n, k):
     return q
 
 
-def _with_spectrum(sigma, n=40, d=12, seed=0):
-    rng = np.random.default_rng(seed)
-    r = len(sigma)
-    return _orthonormal(rng, n, r) @ np.diag(sigma) @ _orthonormal(rng, d, r).T
-
-
 @lru_cache(maxsize=1)
 def spectrum_cases():
     """Matrices (N, d) of known singular values: flat, decaying, a dominant direction, rank 3 of
     12."""
     spectra = ([2.0] * 6, [8, 4, 2, 1, 0.5, 0.25, 0.1], [20, 1, 1, 1, 1, 1, 1, 1], [3.0, 2.0, 1.0],
                np.sqrt([5.0, 3.0, 1.0, 0.5, 0.5]))
-    return tuple(_with_spectrum(np.asarray(s, float), seed=k) for k, s in enumerate(spectra))
+    out = []
+    for k, sigma in enumerate(spectra):
+        rng = np.random.default_rng(k)
+        U, V = _orthonormal(rng, 40, len(sigma)), _orthonormal(rng, 12, len(sigma))
+        out.append(U @ np.diag(np.asarray(sigma, float)) @ V.T)
+    return tuple(out)
 
 
 def _gram_sigma(H):
@@ -49,17 +46,11 @@ def _entropy_expected(H):
     return float(np.exp(-(p * np.log(p)).sum()))
 
 
-def entropy_rank(H):
-    """Reference: Roy & Vetterli's effective rank of the rows of ``H`` (no centring)."""
-    s = np.linalg.svd(H, compute_uv=False)
+def entropy_rank(H, power: int = 1):
+    """Reference: Roy & Vetterli's effective rank of the rows of ``H`` (no centring); ``power=2``
+    normalises the energies σ², not σ (a wrong solution)."""
+    s = np.linalg.svd(H, compute_uv=False) ** power
     p = s / s.sum()
-    p = p[p > 0]
-    return float(np.exp(-np.sum(p * np.log(p))))
-
-
-def _entropy_of_squares(H):                    # wrong: normalises the energies σ², not σ
-    s2 = np.linalg.svd(H, compute_uv=False) ** 2
-    p = s2 / s2.sum()
     p = p[p > 0]
     return float(np.exp(-np.sum(p * np.log(p))))
 
@@ -74,7 +65,7 @@ def _entropy_bits(H):                          # wrong: 2 to the entropy in nats
 
 exercise(Exercise("ch4-erank", "warm-up", lambda: [(H,) for H in spectrum_cases()],
                   _entropy_expected, entropy_rank,
-                  wrong=(_entropy_of_squares, _entropy_centred, _entropy_bits), tol=1e-8,
+                  wrong=(partial(entropy_rank, power=2), _entropy_centred, _entropy_bits), tol=1e-8,
                   what="the entropy effective rank"))
 
 
@@ -87,16 +78,11 @@ def _eps_expected(H, eps):
     return k
 
 
-def eps_rank(H, eps):
-    """Reference: the fewest directions holding a share 1 - ε of the energy of ``H``."""
-    s2 = np.linalg.svd(H, compute_uv=False) ** 2
+def eps_rank(H, eps, power: int = 2):
+    """Reference: the fewest directions holding a share 1 - ε of the energy of ``H`` (``power=1``
+    thresholds σ instead of the energy σ²: a wrong solution)."""
+    s2 = np.linalg.svd(H, compute_uv=False) ** power
     share = np.cumsum(s2) / s2.sum()
-    return int(np.searchsorted(share, (1 - eps) * (1 - 1e-12)) + 1)
-
-
-def _eps_of_sigma(H, eps):                     # wrong: thresholds σ instead of the energy σ²
-    s = np.linalg.svd(H, compute_uv=False)
-    share = np.cumsum(s) / s.sum()
     return int(np.searchsorted(share, (1 - eps) * (1 - 1e-12)) + 1)
 
 
@@ -108,8 +94,8 @@ def _eps_cases():
     return [(H, e) for H in spectrum_cases() for e in (EPS, 0.3)]
 
 
-exercise(Exercise("ch4-epsrank", "core", _eps_cases, _eps_expected, eps_rank,
-                  wrong=(_eps_of_sigma, _eps_index), tol=0, what="the ε-effective rank"))
+exercise(Exercise("ch4-epsrank", "core", _eps_cases, _eps_expected, eps_rank, tol=0,
+                  wrong=(partial(eps_rank, power=1), _eps_index), what="the ε-effective rank"))
 
 
 @lru_cache(maxsize=1)

@@ -1,9 +1,7 @@
 """Chapter 5's graded exercises: one Glauber step's transition row, the stationary law of a small
-chain, its spectral gap — each graded against the exact chain of the tiny grammar's truth.
-
-A case is the truth's exact :math:`\\log p` on a frame of the tiny grammar (every position but the
-period ranges over two words, :func:`mlmbook.glauber.length_frames`): an array with one axis per
-free site.
+chain, its spectral gap — each graded against the exact chain of the tiny grammar's truth. A case is
+the truth's exact :math:`\\log p` on a frame of the tiny grammar (every position but the period
+ranges over two words, :func:`mlmbook.glauber.length_frames`): an array with one axis per free site.
 """
 from __future__ import annotations
 
@@ -77,20 +75,17 @@ exercise(Exercise("ch5-glauber-row", "warm-up", _row_cases, _row_expected, glaub
                   what="the transition row P(x, ·)"))
 
 
-def _dense_kernel(logp, T):
-    keep = np.flatnonzero(np.isfinite(logp.ravel()))  # the truth's chain lives on its support
-    return _kernel(logp, T)[keep][:, keep].toarray()
-
-
 def _matrix_cases():
-    return [(_dense_kernel(logp, T),) for logp, _ in frame_cases() for T in (1.0, 0.4)]
+    cases = []
+    for logp, _ in frame_cases():
+        keep = np.flatnonzero(np.isfinite(logp.ravel()))  # the truth's chain lives on its support
+        cases += [(_kernel(logp, T)[keep][:, keep].toarray(),) for T in (1.0, 0.4)]
+    return cases
 
 
 def _stationary_expected(P):
-    from scipy.sparse import csr_matrix
-
     from ..glauber import stationary
-    return stationary(csr_matrix(P))
+    return stationary(P)
 
 
 def stationary_law(P):
@@ -114,10 +109,8 @@ exercise(Exercise("ch5-stationary", "core", _matrix_cases, _stationary_expected,
 
 
 def _gap_expected(P):
-    from scipy.sparse import csr_matrix
-
     from ..glauber import spectral_gap
-    return spectral_gap(csr_matrix(P))
+    return spectral_gap(P)
 
 
 def spectral_gap_of(P):

@@ -1,16 +1,15 @@
 """Chapter 6's graded exercises: the NELBO and the random-order mixture of one sentence from its
-table of revealed-subset conditionals, each graded against brute force over every order.
-
-A case is a table ``L`` of shape ``(2**n, n)``: ``L[S, i]`` is :math:`\\log q(x_i \\mid x_S)` for
-the revealed subset ``S`` (a bit mask) and a masked position ``i`` (NaN where ``i`` is revealed).
-The cases are the exact conditionals of sentences of the tiny grammar (where every order agrees) and
-the same tables perturbed (where they do not).
+table of revealed-subset conditionals, each graded against brute force over every order. A case is a
+table ``L`` of shape ``(2**n, n)``: ``L[S, i]`` is :math:`\\log q(x_i \\mid x_S)` for the revealed
+subset ``S`` (a bit mask) and a masked position ``i`` (NaN where ``i`` is revealed). The cases are
+the exact conditionals of sentences of the tiny grammar (where every order agrees) and the same
+tables perturbed (where they do not).
 """
 from __future__ import annotations
 
 import itertools
 import math
-from functools import lru_cache
+from functools import lru_cache, partial
 
 import numpy as np
 
@@ -64,15 +63,17 @@ def nelbo_of(L):
     return total
 
 
-def mixture_of(L):
-    """Reference: log p_mix by dynamic programming over revealed subsets."""
+def mixture_of(L, choose: bool = True):
+    """Reference: log p_mix by dynamic programming over revealed subsets (``choose=False`` leaves
+    out the chance 1 / (n - |S|) of each next position: a wrong solution)."""
     size, n = L.shape
     f = np.full(size, -np.inf)
     f[0] = 0.0
     for S in range(size - 1):
         masked = [i for i in range(n) if not S >> i & 1]
+        cost = math.log(len(masked)) if choose else 0.0
         for i in masked:
-            f[S | 1 << i] = np.logaddexp(f[S | 1 << i], f[S] + L[S, i] - math.log(len(masked)))
+            f[S | 1 << i] = np.logaddexp(f[S | 1 << i], f[S] + L[S, i] - cost)
     return float(f[-1])
 
 
@@ -85,18 +86,8 @@ def _unweighted(L):
     return float(-sum(np.nansum(L[S]) for S in range(size - 1)) / (size - 1))
 
 
-def _mixture_no_choice(L):
-    size, n = L.shape
-    f = np.full(size, -np.inf)
-    f[0] = 0.0
-    for S in range(size - 1):
-        for i in [i for i in range(n) if not S >> i & 1]:
-            f[S | 1 << i] = np.logaddexp(f[S | 1 << i], f[S] + L[S, i])
-    return float(f[-1])
-
-
 exercise(Exercise("ch6-nelbo", "warm-up", table_cases, _nelbo_expected, nelbo_of,
                   wrong=(_left_to_right, _unweighted), tol=1e-9, what="the NELBO (nats)"))
 exercise(Exercise("ch6-mixture", "core", table_cases, _mixture_expected, mixture_of,
-                  wrong=(lambda L: -nelbo_of(L), _mixture_no_choice), tol=1e-9,
+                  wrong=(lambda L: -nelbo_of(L), partial(mixture_of, choose=False)), tol=1e-9,
                   what="log p_mix (nats)"))

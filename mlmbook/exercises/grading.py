@@ -12,7 +12,7 @@ from pathlib import Path
 
 from . import Grade, check, registry
 
-__all__ = ["code_of", "check_calls", "grade_file"]
+__all__ = ["code_of", "grade_file"]
 
 
 def code_of(path: str | Path) -> str:
@@ -40,26 +40,20 @@ def code_of(path: str | Path) -> str:
     return "\n\n".join(keep)
 
 
-def check_calls(tree: ast.Module) -> list[tuple[str, str]]:
-    """``(exercise name, function name)`` of every ``check("name", function)`` call, in order."""
-    found = []
+def grade_file(path: str | Path) -> list[Grade]:
+    """Grade every exercise the file checks, with the functions it defines (the last definition of
+    a name wins, as in a notebook run top to bottom)."""
+    calls = []  # (exercise name, function name) of every check("name", function) call, in order
+    tree = ast.parse(code_of(path))
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call) or len(node.args) < 2:
             continue
         f = node.func
         called = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
         name, fn = node.args[0], node.args[1]
-        if called == "check" and isinstance(name, ast.Constant) and isinstance(name.value, str) \
+        if called == "check" and isinstance(name, ast.Constant) and name.value in registry() \
                 and isinstance(fn, ast.Name):
-            found.append((name.value, fn.id))
-    return list(dict.fromkeys(found))
-
-
-def grade_file(path: str | Path) -> list[Grade]:
-    """Grade every exercise the file checks, with the functions it defines (the last definition of
-    a name wins, as in a notebook run top to bottom)."""
-    tree = ast.parse(code_of(path))
-    calls = [(name, fn) for name, fn in check_calls(tree) if name in registry()]
+            calls.append((name.value, fn.id))
     kept = [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom, ast.FunctionDef))]
     namespace: dict = {"__name__": "mlmbook_graded"}
     for node in kept:
@@ -69,7 +63,7 @@ def grade_file(path: str | Path) -> list[Grade]:
         except Exception:  # noqa: BLE001 - an import that fails here fails the exercises that need it
             continue
     grades = []
-    for name, fn in calls:
+    for name, fn in dict.fromkeys(calls):
         candidate = namespace.get(fn)
         if candidate is None:
             grades.append(Grade(name, False, False, 0, f"{name}: no function {fn} in the file"))

@@ -21,20 +21,9 @@ from .trajectories import escape_rate, hysteresis_labels, topic_log_odds, topic_
 if TYPE_CHECKING:
     from ..models.base import MaskedLM
 
-__all__ = ["topic_frame", "escape_experiment", "state_kl", "EscapeCheck", "sampler_escapes",
+__all__ = ["escape_experiment", "state_kl", "EscapeCheck", "sampler_escapes",
            "sampler_check", "TopicWorlds", "topic_worlds", "ladder_fit", "topic_trajectory",
            "saddle_move"]
-
-TOPIC_SENTENCE = "the farmer feeds the cow in the barn ."
-TOPIC_SITES = [1, 2, 4, 7]
-
-
-def topic_frame(lm: MaskedLM, slot_words: list) -> Frame:
-    """The topic experiment's frame: *the farmer feeds the cow in the barn .* with its subject,
-    verb, object and place ranging over ``slot_words`` (word-level tokenizer)."""
-    enc = lambda w: lm.encode_words([w])[0][0]                          # noqa: E731
-    return Frame([enc(w) for w in TOPIC_SENTENCE.split()], TOPIC_SITES,
-                 [[enc(w) for w in ws] for ws in slot_words])
 
 
 @dataclass(frozen=True)
@@ -50,15 +39,10 @@ class EscapeCheck:
 
 def sampler_escapes(lm: MaskedLM, frame: Frame, start: int, target,
                     check: EscapeCheck) -> tuple[np.ndarray, np.ndarray]:
-    """The real :class:`GlauberSampler`, restricted to the frame (its sites over their
-    candidates, the rest frozen), ``check.chains`` per temperature in one batch from frame state
-    ``start``; each chain stops at its first step in ``target`` or at ``check.cap`` steps.
-
-    Returns
-    -------
-    (times, censored) : two (len(temps), chains) arrays, times in steps (``cap`` where
-    censored).
-    """
+    """The real :class:`GlauberSampler` restricted to the frame (its sites over their candidates,
+    the rest frozen), ``check.chains`` chains per temperature in one batch from frame state
+    ``start``, each stopped at its first step in ``target`` or at ``check.cap`` steps: (times,
+    censored), two (len(temps), chains) arrays, times in steps (``cap`` where censored)."""
     temps, n_chains, cap = check.temps, check.chains, check.cap
     frozen = [i for i in range(len(frame.template)) if i not in frame.sites]
     C = len(temps) * n_chains
@@ -88,19 +72,10 @@ def sampler_check(lm: MaskedLM, frame: Frame, site_logits, start: int, target,
 
     :func:`sampler_escapes` gives ``check.chains`` capped escape times :math:`\min(\tau, c)` per
     temperature; :func:`escape_survival` gives their exact mean :math:`\mu_T`, censoring included.
-    The check is the relative difference
-
-    .. math:: r = \frac1{|\mathcal T|}\sum_T \frac{\bar\tau_T}{\mu_T} - 1,
-
-    with a bootstrap interval over the chains (chain :math:`c` of every temperature is one row):
-    0 if the sampler runs that chain.
-
-    Returns
-    -------
-    dict
-        ``sampler`` and ``exact`` (capped mean escape per T, steps), ``censored`` (share per T),
-        ``interval`` (:class:`~mlmbook.stats.Interval` of :math:`r` at ``check.level``),
-        ``chains``, ``cap``.
+    The check is :math:`r = \frac1{|\mathcal T|}\sum_T \bar\tau_T / \mu_T - 1` (0 if the sampler
+    runs that chain) with a bootstrap interval over the chains (chain :math:`c` of every temperature
+    is one row). Returns ``sampler`` and ``exact`` (capped mean escape per T, steps), ``censored``
+    (share per T), ``interval`` (of :math:`r` at ``check.level``), ``chains`` and ``cap``.
     """
     times, cens = sampler_escapes(lm, frame, start, target, check)
     temps, cap = check.temps, check.cap
@@ -114,48 +89,32 @@ def sampler_check(lm: MaskedLM, frame: Frame, site_logits, start: int, target,
 
 def escape_experiment(grammar, frame: Frame, temps: list, mlms: dict | None = None,
                       check: tuple | None = None, seed: int = 0) -> dict:
-    r"""Escape from the farm basin into the town basin of one topic world, exactly.
+    r"""Escape from the farm basin into the town basin of the topic world ``grammar``
+    (``Grammar.load("toy", topic=knob)``) on the topic frame of :func:`topic_worlds`, exactly.
 
-    The start :math:`s` is the most probable frame sentence whose exact topic posterior of farm
-    is at least 0.95; the target :math:`B` the sentences with posterior of town at least 0.95.
-    Mean escape times are exact (:func:`~mlmbook.glauber.exact.hitting_times`).
+    The start :math:`s` is the most probable frame sentence whose exact topic posterior of farm is
+    at least 0.95; the target :math:`B` the sentences with posterior of town at least 0.95. Mean
+    escape times are exact (:func:`~mlmbook.glauber.exact.hitting_times`) at ``temps`` (descending:
+    the last two give the local Arrhenius slope), for the truth and each of ``mlms`` (``{name:
+    MaskedLM}`` trained on that world); ``check`` = (temps, chains, cap) runs :func:`sampler_check`
+    on the first MLM.
 
-    Parameters
-    ----------
-    grammar : Grammar
-        A topic variant (``Grammar.load("toy", topic=knob)``).
-    frame : Frame
-        From :func:`topic_frame`.
-    temps : list of float
-        Temperatures, descending (the last two give the local Arrhenius slope).
-    mlms : dict, optional
-        ``{name: MaskedLM}`` trained on that world; each matrix is built from
-        :meth:`Frame.conditional_logits`.
-    check : (temps, chains, cap), optional
-        :func:`sampler_check` of the first MLM (95 % interval).
-
-    Returns
-    -------
-    dict
-        ``gamma`` (the barrier Γ(s → B), nats), ``path``
-        (:class:`~mlmbook.glauber.landscape.BarrierPath`), ``start``, ``town`` (state indices),
-        ``logp`` (the truth's, per state), ``states`` (the frame's size), ``tables`` (``{who: site
-        log-scores}``), and for ``who`` in "truth" and the MLMs' names: ``exact_{who}`` (mean escape
-        time in sweeps, per temperature) and ``exact_slope_{who}`` (the local slope of its log
-        against :math:`1/T` between the two coldest); with ``check``, ``check_mlm``.
+    Returns a dict: ``gamma`` (the barrier Γ(s → B), nats), ``path``
+    (:class:`~mlmbook.glauber.landscape.BarrierPath`), ``start``, ``town`` (state indices), ``logp``
+    (the truth's, per state), ``states`` (the frame's size), ``tables`` (``{who: site
+    log-scores}``), and for ``who`` in "truth" and the MLMs' names: ``exact_{who}`` (mean escape
+    time in sweeps, per temperature) and ``exact_slope_{who}`` (the local slope of its log against
+    :math:`1/T` between the two coldest); with ``check``, ``check_mlm``.
     """
-    states = frame.states()
-    logp, post = truth_topic_scores(grammar, states)
-    post = post[:, 0]
-    farm = np.flatnonzero(np.isfinite(logp) & (post >= 0.95))
-    town = np.flatnonzero(np.isfinite(logp) & (post <= 0.05))
+    logp, post = truth_topic_scores(grammar, frame.states())
+    farm = np.flatnonzero(np.isfinite(logp) & (post[:, 0] >= 0.95))
+    town = np.flatnonzero(np.isfinite(logp) & (post[:, 0] <= 0.05))
     s0 = int(farm[np.argmax(logp[farm])])
     path = barrier_path(logp, frame, s0, town)
-    w = dict(gamma=path.gamma, path=path, start=s0, town=town, logp=logp, states=frame.size, tables={})
     n_sites = len(frame.sites)
-    w["tables"]["truth"] = [logp[frame.families(a)] for a in range(n_sites)]
-    for name, lm in (mlms or {}).items():
-        w["tables"][name] = frame.conditional_logits(lm)
+    w = dict(gamma=path.gamma, path=path, start=s0, town=town, logp=logp, states=frame.size)
+    w["tables"] = {"truth": [logp[frame.families(a)] for a in range(n_sites)]}
+    w["tables"].update({name: frame.conditional_logits(lm) for name, lm in (mlms or {}).items()})
     inv = 1 / np.asarray(temps, dtype=float)
     for who, tab in w["tables"].items():
         exact = [hitting_times(frame.kernel(tab, T), town)[s0] / n_sites for T in temps]
@@ -177,8 +136,7 @@ def state_kl(frame: Frame, logp, site_scores) -> np.ndarray:
 
     both conditionals renormalised over site :math:`i`'s candidates (what the frame's chains use),
     :math:`p` from the truth's exact ``logp`` of the states, :math:`q` from the MLM's
-    :meth:`Frame.conditional_logits` ``site_scores``. NaN at a state one of whose contexts the truth
-    forbids entirely.
+    :meth:`Frame.conditional_logits` ``site_scores``; NaN where the truth forbids a whole context.
     """
     logp = np.asarray(logp, dtype=np.float64)
     out = np.zeros(frame.size)
@@ -208,17 +166,20 @@ def topic_worlds(lms: dict, slot_words: list, temps: list, default: str, check: 
                  seed: int = 0) -> TopicWorlds | None:
     """The exact escapes of :func:`escape_experiment` in the three topic worlds: the plateau with
     its MLM ``lms["plateau"]``, the ridge (the truth alone) and the wall with every MLM whose name
-    starts with ``"wall"`` (``default`` first; the sampler ``check`` runs on it). None without MLMs
-    (a model other than the toy one: the worlds are the toy language's)."""
+    starts with ``"wall"`` (``default`` first; the sampler ``check`` runs on it). The frame is *the
+    farmer feeds the cow in the barn .* with its subject, verb, object and place ranging over
+    ``slot_words``. None without MLMs (a model other than the toy one: the worlds are the toy
+    language's)."""
     if not lms:
         return None
-    frame = topic_frame(lms["plateau"], slot_words)                  # the toy tokenizer is shared
+    enc = lambda w: lms["plateau"].encode_words([w])[0][0]          # the toy tokenizer is shared
+    frame = Frame([enc(w) for w in "the farmer feeds the cow in the barn .".split()], [1, 2, 4, 7],
+                  [[enc(w) for w in ws] for ws in slot_words])
     wall = [default] + sorted(name for name in lms if name.startswith("wall") and name != default)
-    worlds = {}
-    for knob, names in (("plateau", ["plateau"]), ("ridge", []), ("wall", wall)):
-        worlds[knob] = escape_experiment(Grammar.load("toy", topic=knob), frame, list(temps),
-                                         mlms={name: lms[name] for name in names},
-                                         check=check if knob == "wall" else None, seed=seed)
+    worlds = {knob: escape_experiment(Grammar.load("toy", topic=knob), frame, list(temps),
+                                      mlms={name: lms[name] for name in names},
+                                      check=check if knob == "wall" else None, seed=seed)
+              for knob, names in (("plateau", ["plateau"]), ("ridge", []), ("wall", wall))}
     return TopicWorlds(frame, worlds)
 
 
@@ -232,13 +193,12 @@ def ladder_fit(lms: dict, knob: str = "wall", sentences: int = 60, seed: int = 7
             for name, lm in sorted(lms.items()) if name.startswith(knob)}
 
 
-def topic_trajectory(lm: MaskedLM, plan, seed: int = 0, odds: float = 19.0) -> dict | None:
+def topic_trajectory(lm: MaskedLM, plan, seed: int = 0) -> dict | None:
     r"""An MLM trained behind the wall writes sentences of ``plan.topic_len`` tokens over its whole
-    vocabulary at ``plan.trajectory_T``; the lexical topic probe :math:`\lambda`
+    vocabulary at ``plan.trajectory_T``, its ``plan.trajectory_chains`` chains starting on the
+    farmiest sentences of the wall world; the lexical topic probe :math:`\lambda`
     (:func:`~mlmbook.glauber.trajectories.topic_log_odds`) labels each sweep farm (:math:`\lambda
-    \ge \log` ``odds``) or town (:math:`\le -\log` ``odds``), keeping the label in between.
-
-    The ``plan.trajectory_chains`` chains start on the farmiest sentences of the wall world.
+    \ge \log 19`) or town (:math:`\le -\log 19`), keeping the label in between.
 
     Returns
     -------
@@ -261,7 +221,7 @@ def topic_trajectory(lm: MaskedLM, plan, seed: int = 0, odds: float = 19.0) -> d
     sampler = GlauberSampler(lm, temperature=plan.trajectory_T, frozen=[L - 1], seed=seed)
     traj = sampler.run(start, plan.trajectory_sweeps * (L - 1), record_every=L - 1, progress=False)
     lam = topic_log_odds(grammar, traj)
-    thr = float(np.log(odds))
+    thr = float(np.log(19.0))
     labels = hysteresis_labels(lam, -thr, thr)
     stays, cut = [], []
     for c in range(labels.shape[1]):
@@ -276,14 +236,11 @@ def topic_trajectory(lm: MaskedLM, plan, seed: int = 0, odds: float = 19.0) -> d
 
 def saddle_move(frame: Frame, logp, site_scores, saddle: tuple) -> dict:
     r"""The barrier's top move :math:`x \to y` (one site :math:`i` apart) as the truth and a model
-    see it.
-
-    Returns ``truth`` and ``model``: the log-odds :math:`\log \frac{q(y_i \mid x_{\setminus
+    see it: ``truth`` and ``model``, the log-odds :math:`\log \frac{q(y_i \mid x_{\setminus
     i})}{q(x_i \mid x_{\setminus i})}` of crossing against staying, each conditional renormalised
     over the site's candidates (the truth's from ``logp``, the model's from ``site_scores``), and
     ``kl``: the model's :math:`\mathrm{KL}(p \,\|\, q)` over the candidates at that context, which
-    weighs an error on the move by the truth's own small probability of it.
-    """
+    weighs an error on the move by the truth's own small probability of it."""
     x, y = saddle
     states = frame.states()
     a = int(np.flatnonzero((states[x] != states[y]).numpy())[0])

@@ -1,10 +1,7 @@
-r"""Exact analysis of Glauber dynamics on a small state space (a :class:`Frame`).
-
-The transition matrix, :func:`stationary`, :func:`spectral_gap`, :func:`hitting_times` (exact mean
-escape times) and :func:`escape_survival` (their exact law). The landscape's heights (critical
-depth, barriers between basins) are in :mod:`mlmbook.glauber.landscape`.
+r"""Exact analysis of Glauber dynamics on a small state space (a :class:`Frame`): its transition
+matrix, :func:`stationary` law, :func:`spectral_gap`, mean escape times (:func:`hitting_times`) and
+their law (:func:`escape_survival`); the landscape's heights are in :mod:`.landscape`.
 """
-
 from __future__ import annotations
 
 import inspect
@@ -16,25 +13,19 @@ import torch
 
 from .. import queries
 
-__all__ = ["Frame", "exact_transition_matrix", "hitting_times", "escape_survival",
-           "stationary", "spectral_gap", "is_reversible"]
+__all__ = ["Frame", "hitting_times", "escape_survival", "stationary", "spectral_gap",
+           "is_reversible"]
 
 
 class Frame:
-    r"""A small state space for exact analysis: a template sentence whose free sites range
-    over candidate sets,
+    r"""A small state space for exact analysis: a ``template`` sentence (token ids) whose free
+    ``sites`` range over ``candidates`` (one sequence of token ids per site),
 
     .. math:: \mathcal X = \{x : x_i \in \mathcal C_i \text{ for } i \in \text{sites},\;
               x_j = \text{template}_j \text{ otherwise}\}, \qquad |\mathcal X| = \prod_i |\mathcal C_i| .
 
     States are numbered lexicographically by the index of each site's token in its candidate
     list (the last site fastest); :meth:`states` lists them in that order.
-
-    Parameters
-    ----------
-    template : sequence of token ids (n,)
-    sites : the free positions
-    candidates : one sequence of token ids per site
     """
 
     def __init__(self, template, sites, candidates):
@@ -92,16 +83,14 @@ class Frame:
         codes = np.arange(self.size).reshape(self.sizes)
         return np.moveaxis(codes, a, -1).reshape(-1, self.sizes[a])
 
-    def conditional_logits(self, cond, mask_id: int | None = None,
-                           progress: bool | None = None) -> list[np.ndarray]:
+    def conditional_logits(self, cond, mask_id: int | None = None) -> list[np.ndarray]:
         r"""The oracle's log-scores over each site's candidates, for every context of the frame.
 
-        One masked row per family (:math:`\pi_i(\cdot \mid x_{-i})` ignores :math:`x_i`). A
-        :class:`~mlmbook.models.base.MaskedLM` is asked through
-        :func:`mlmbook.queries.iter_log_probs` (a tqdm bar as ``progress`` says, by default above
-        20,000 rows) and answers log-probabilities; a plain function with the signature of
-        ``logits`` (then pass ``mask_id``) answers logits. Either differs from the logits by a
-        constant per row, which :meth:`kernel` ignores: one pass serves every temperature.
+        One masked row per family (:math:`\pi_i(\cdot \mid x_{-i})` ignores :math:`x_i`): a
+        :class:`~mlmbook.models.base.MaskedLM` answers log-probabilities (through
+        :func:`~mlmbook.queries.iter_log_probs`, a tqdm bar above 20,000 rows), a plain function
+        with the signature of ``logits`` (then pass ``mask_id``) logits. Both differ from the
+        logits by a constant per row, which :meth:`kernel` ignores: one pass serves every T.
 
         Returns
         -------
@@ -127,9 +116,8 @@ class Frame:
         site_of = np.repeat(np.arange(len(self.sites)), [len(q) for q in queries_])
         start = np.cumsum([0] + [len(q) for q in queries_])
         out = [np.empty((len(q), len(c))) for q, c in zip(queries_, self.candidates)]
-        show = len(rows) > 20_000 if progress is None else progress
         for idx, lp in queries.iter_log_probs(cond, rows.tolist(), positions,
-                                              progress=show and "frame conditionals"):
+                                              progress=len(rows) > 20_000 and "frame conditionals"):
             idx = np.asarray(idx)
             for a in np.unique(site_of[idx]):
                 sel = site_of[idx] == a
@@ -144,8 +132,7 @@ class Frame:
             \qquad \pi_{i,T}(v \mid x_{-i}) \propto e^{\ell_i(v \mid x_{-i})/T},\; v \in \mathcal C_i .
 
         A context where every candidate has logit :math:`-\infty` (an exact oracle that forbids
-        them all) gets the uniform distribution over the candidates; such states have
-        probability 0 under any coherent joint and are transient.
+        them all) gets the uniform law over the candidates (such states are transient).
         """
         L, S = len(self.sites), self.size
         rows, cols, vals = [], [], []
@@ -171,25 +158,6 @@ def softmax_rows(table, T: float) -> np.ndarray:
     return w / w.sum(axis=1, keepdims=True)
 
 
-def exact_transition_matrix(cond, n: int, V_subset, T: float = 1.0, template=None,
-                            sites=None) -> sp.csr_matrix:
-    r"""Exact random-scan Glauber kernel on :math:`\mathcal{C}^{|\text{sites}|}`, as a sparse
-    matrix.
-
-    .. math::
-        P(x, x') = \frac1{|\text{sites}|}\sum_{i \in \text{sites}} [x'_{-i} = x_{-i}]\,
-                   \pi_{i,T}(x'_i \mid x_{-i}),
-
-    with :math:`\pi_{i,T}` the tempered conditional restricted to ``V_subset`` (renormalised).
-    ``cond`` is an oracle (``.logits``, ``.mask_id``); ``template`` fixes the non-free positions.
-    States are in :class:`Frame` order. A shortcut for
-    ``Frame.shared(...).kernel(frame.conditional_logits(cond), T)``; use :class:`Frame` for a
-    plain logits function, per-site candidate sets, or one oracle pass across temperatures.
-    """
-    frame = Frame.shared(n, V_subset, template, sites)
-    return frame.kernel(frame.conditional_logits(cond), T)
-
-
 def hitting_times(P, target) -> np.ndarray:
     r"""Exact mean hitting times :math:`k(x) = \mathbb E_x[\min\{t \ge 0 : X_t \in B\}]` of the set
     ``target`` = :math:`B`, in steps, from every state: :math:`k = 0` on :math:`B` and
@@ -209,10 +177,9 @@ def escape_survival(P, start: int, target, steps: int) -> np.ndarray:
     r"""Exact law of the escape time :math:`\tau = \min\{t \ge 0 : X_t \in B\}` from ``start``:
     :math:`P_s(\tau > t)` for :math:`t = 0, \dots,` ``steps`` (``steps`` + 1 values).
 
-    With :math:`Q = P_{B^cB^c}`, :math:`P_x(\tau > t) = (Q^t \mathbf 1)(x)`: one sparse
-    product per step. The capped moments follow, e.g.
-    :math:`\mathbb E\min(\tau, c) = \sum_{t<c} P(\tau > t)` and
-    :math:`\mathbb E\min(\tau, c)^2 = \sum_{t<c} (2t+1)\,P(\tau > t)`.
+    With :math:`Q = P_{B^cB^c}`, :math:`P_x(\tau > t) = (Q^t \mathbf 1)(x)`: one sparse product per
+    step. The capped moments follow, e.g. :math:`\mathbb E\min(\tau, c) = \sum_{t<c} P(\tau > t)`
+    and :math:`\mathbb E\min(\tau, c)^2 = \sum_{t<c} (2t+1)\,P(\tau > t)`.
     """
     P = sp.csr_matrix(P)
     tgt = np.zeros(P.shape[0], bool)
@@ -230,12 +197,10 @@ def escape_survival(P, start: int, target, steps: int) -> np.ndarray:
 
 
 def stationary(P, tol: float = 1e-13, dense_below: int = 300) -> np.ndarray:
-    r"""Stationary law :math:`\pi = \pi P` (assumes one closed class).
-
-    Below ``dense_below`` states: a dense solve of :math:`(P^\top - I)\pi = 0` with one
-    equation replaced by :math:`\sum\pi = 1`. Above: the Perron eigenvector of :math:`P^\top`
-    by ARPACK (a sparse LU fills in badly on these Hamming-graph chains). Either way it is then
-    polished by power steps until :math:`\|\pi P - \pi\|_1 <` ``tol`` (at most 100).
+    r"""Stationary law :math:`\pi = \pi P` (assumes one closed class): below ``dense_below`` states
+    a dense solve of :math:`(P^\top - I)\pi = 0` with one equation replaced by :math:`\sum\pi = 1`,
+    above the Perron eigenvector of :math:`P^\top` by ARPACK (a sparse LU fills in badly on these
+    Hamming-graph chains); then power steps until :math:`\|\pi P - \pi\|_1 <` ``tol`` (at most 100).
     """
     P = sp.csr_matrix(P)
     S = P.shape[0]
@@ -285,7 +250,7 @@ def spectral_gap(P, pi=None, reversible: bool | None = None, dense_below: int = 
     if reversible and not (pi > 1e-250).all():
         keep = np.flatnonzero(pi > 1e-250)
         P, pi = P[keep][:, keep], pi[keep] / pi[keep].sum()
-    S = P.shape[0]
+    S, ev = P.shape[0], None
     # D^{1/2} P D^{-1/2}, symmetrised against rounding; eigenvalue 1 has vector sqrt(pi)
     if reversible:
         r = np.sqrt(pi)
@@ -293,20 +258,17 @@ def spectral_gap(P, pi=None, reversible: bool | None = None, dense_below: int = 
         A, left, right = (A + A.T) / 2, r, r
     else:  # eigenvalue 1: right vector 1, left vector pi
         A, left, right = P, np.ones(S), pi
-    if S < dense_below:
-        M = A.toarray() - np.outer(left, right)
-        ev = np.linalg.eigvalsh(M) if reversible else np.linalg.eigvals(M)
-    else:
+    if S >= dense_below:
         op = spla.LinearOperator((S, S), matvec=lambda v: A @ v - left * (right @ v), dtype=np.float64)
         solve = spla.eigsh if reversible else spla.eigs
         v0 = np.random.default_rng(0).random(S) + 0.5  # ARPACK's own start is random: fix it
-        try:
-            ev = solve(op, k=1, which="LM", v0=v0, return_eigenvectors=False)
-        except (spla.ArpackError, spla.ArpackNoConvergence):  # a hard case: more room, then dense
+        for room in ({}, dict(ncv=min(S - 1, 80), maxiter=50 * S)):  # hard cases: more room
             try:
-                ev = solve(op, k=1, which="LM", ncv=min(S - 1, 80), maxiter=50 * S, v0=v0,
-                           return_eigenvectors=False)
+                ev = solve(op, k=1, which="LM", v0=v0, return_eigenvectors=False, **room)
+                break
             except (spla.ArpackError, spla.ArpackNoConvergence):
-                M = A.toarray() - np.outer(left, right)
-                ev = np.linalg.eigvalsh((M + M.T) / 2) if reversible else np.linalg.eigvals(M)
+                continue
+    if ev is None:
+        M = A.toarray() - np.outer(left, right)  # exactly symmetric when reversible
+        ev = np.linalg.eigvalsh(M) if reversible else np.linalg.eigvals(M)
     return float(1 - np.abs(ev).max())

@@ -22,22 +22,19 @@ from .trajectories import growth_exponent, truth_log_probs
 if TYPE_CHECKING:
     from ..models.base import MaskedLM
 
-__all__ = ["rectangle_pairs", "real_model_frame", "chapter_frame", "FrameSweep", "frame_sweep", "law_quality",
+__all__ = ["rectangle_pairs", "chapter_frame", "FrameSweep", "frame_sweep", "law_quality",
            "arrhenius_slopes", "Grid", "GridRuns", "coupling_grid", "growth_exponents",
            "influence_crossing"]
 
 
-def rectangle_pairs(sentences, rng: np.random.Generator, per_sentence: int = 2) -> dict:
-    """Pairs of positions to test, per sentence: ``per_sentence`` random and adjacent ones.
-
-    The final token (the period) is never tested. Returns ``{"random": (k, 3), "adjacent": (k, 3)}``
-    integer arrays of rows ``(sentence, i, j)`` with ``i < j``; row ``r`` of both comes from the
-    same sentence (the two kinds are paired by sentence).
-    """
+def rectangle_pairs(sentences, rng: np.random.Generator) -> dict:
+    """Pairs of positions to test, per sentence: two random and two adjacent ones, never the final
+    token (the period). Returns ``{"random": (k, 3), "adjacent": (k, 3)}`` integer arrays of rows
+    ``(sentence, i, j)`` with ``i < j``; row ``r`` of both comes from the same sentence."""
     pairs = {"random": [], "adjacent": []}
     for k, x in enumerate(sentences):
         m = len(x) - 1
-        for _ in range(per_sentence):
+        for _ in range(2):
             i, j = sorted(rng.choice(m, 2, replace=False))
             pairs["random"].append((k, i, j))
             i = int(rng.integers(m - 1))
@@ -45,59 +42,44 @@ def rectangle_pairs(sentences, rng: np.random.Generator, per_sentence: int = 2) 
     return {kind: np.array(p) for kind, p in pairs.items()}
 
 
-def real_model_frame(lm: MaskedLM, words: list, n_sites: int = 4, rivals: int = 5):
-    """A frame for a real model: the sentence's single-piece words, each over itself and its rivals.
-
-    Returns ``(template, sites, candidates)``: the token ids of ``words``, up to ``n_sites`` free
-    positions (the first token positions when most words split into pieces), and per site the
-    frame's own token followed by the model's ``rivals`` most likely other tokens there.
-    """
+def chapter_frame(lm: MaskedLM, words: list, slot_words: list) -> Frame:
+    """The chapter's frame over ``words`` (a five-token sentence with its period): its determiner,
+    subject, verb and object (positions 0, 1, 2, 4) range over ``slot_words``, one word list per
+    slot, when the model reads each of those words, and the sentence's, as one piece. Otherwise up
+    to four single-piece words (the first four positions when most words split into pieces) range
+    over their own token and the model's five most likely other tokens there."""
     template, pieces = lm.encode_words(words)
-    sites = [p[0] for p in pieces[:-1] if len(p) == 1][:n_sites]
+    enc = [lm.encode_words([w]) for ws in slot_words for w in ws]
+    if len(template) == len(words) and all(len(ids) == 1 for ids, _ in enc):
+        it = iter(ids[0] for ids, _ in enc)
+        return Frame(template, [0, 1, 2, 4], [[next(it) for _ in ws] for ws in slot_words])
+    sites = [p[0] for p in pieces[:-1] if len(p) == 1][:4]
     if len(sites) < 3:
-        sites = list(range(min(n_sites, len(template) - 1)))
+        sites = list(range(min(4, len(template) - 1)))
     cands = []
     for i in sites:
         row = torch.tensor(template)[None].clone()
         row[0, i] = lm.mask_id
         top = torch.argsort(lm.logits(row, [[i]])[0, 0], descending=True).tolist()
-        cands.append([template[i]] + [v for v in top if v != template[i]][:rivals])
-    return template, sites, cands
-
-
-def chapter_frame(lm: MaskedLM, words: list, slot_words: list) -> Frame:
-    """The chapter's frame over ``words`` (a five-token sentence with its period): its determiner,
-    subject, verb and object (positions 0, 1, 2, 4) range over ``slot_words``, one word list per
-    slot, when the model reads each of those words, and the sentence's, as one piece; otherwise over
-    the model's own rivals (:func:`real_model_frame`)."""
-    template, pieces = lm.encode_words(words)
-    enc = [lm.encode_words([w]) for ws in slot_words for w in ws]
-    if len(template) != len(words) or any(len(ids) != 1 for ids, _ in enc):
-        return Frame(*real_model_frame(lm, words))
-    it = iter(ids[0] for ids, _ in enc)
-    return Frame(template, [0, 1, 2, 4], [[next(it) for _ in ws] for ws in slot_words])
+        cands.append([template[i]] + [v for v in top if v != template[i]][:5])
+    return Frame(template, sites, cands)
 
 
 @dataclass(frozen=True)
 class FrameSweep:
-    """A frame's chains over temperatures (lists indexed like ``T``).
-
-    ``pi_mlm``, ``trel_mlm``, ``reversible_mlm``: the plain MLM chain's stationary law, relaxation
-    time (steps) and reversibility; ``net_flow``: the share of its stationary flow at T = 1 that
-    circulates. ``residual``: :math:`\\|\\pi P - \\pi\\|_1` of the plain chain's stationary law (the
-    check of the eigensolver at low temperature). ``pi_mh``, ``trel_mh``, ``mh_exact_tv``: the
-    MH-corrected chain (energy: the MLM's pseudo-log-likelihood on the frame): its stationary law,
-    which is :math:`e^{-E/T}/Z` exactly, its relaxation time, and :math:`\\|\\pi P - \\pi\\|_1` of
-    that law under the chain's kernel (the check of its machinery: 0 when the law is stationary; an
-    eigensolver is not trusted with it, since at low temperature the law spans hundreds of orders
-    of magnitude). With the truth (else empty lists): ``p_T`` (the tempered truth on the frame),
-    ``trel_truth``, ``machinery_tv`` (TV between the truth chain's stationary law and ``p_T``),
-    ``mh_truth_tv`` (:math:`\\|p_T P - p_T\\|_1` for the MH chain built from the truth with
-    :math:`E = -\\log p`, on the truth's support), ``tv_T`` = TV(π, p_T) and ``tv_mh_T`` =
-    TV(π_MH, p_T), ``ungrammatical`` (π's mass off the truth's support), and ``quality`` /
-    ``quality_mh`` / ``quality_truth``: :func:`law_quality` of π, π_MH, p_T; ``logp``: the truth's
-    exact log p of the states (None without the truth).
-    """
+    """A frame's chains over temperatures (lists indexed like ``T``): ``pi_mlm``, ``trel_mlm``,
+    ``reversible_mlm``: the plain MLM chain's stationary law, relaxation time (steps) and
+    reversibility; ``net_flow``: the share of its stationary flow at T = 1 that circulates;
+    ``residual``: :math:`\\|\\pi P - \\pi\\|_1` of its stationary law. ``pi_mh``, ``trel_mh``,
+    ``mh_exact_tv``: the MH-corrected chain (energy: the MLM's pseudo-log-likelihood on the frame):
+    its stationary law, :math:`e^{-E/T}/Z` exactly, its relaxation time, and :math:`\\|\\pi P -
+    \\pi\\|_1` of that law under its kernel (0 when it is stationary). With the truth (else empty
+    lists): ``p_T`` (the tempered truth on the frame), ``trel_truth``, ``machinery_tv`` (TV between
+    the truth chain's stationary law and ``p_T``), ``mh_truth_tv`` (:math:`\\|p_T P - p_T\\|_1` for
+    the MH chain of the truth, :math:`E = -\\log p`, on its support), ``tv_T`` = TV(π, p_T),
+    ``tv_mh_T`` = TV(π_MH, p_T), ``ungrammatical`` (π's mass off the truth's support), and
+    ``quality`` / ``quality_mh`` / ``quality_truth``: :func:`law_quality` of π, π_MH, p_T; ``logp``:
+    the truth's exact log p of the states (None without the truth)."""
     T: list
     logp: np.ndarray | None
     pi_mlm: list
@@ -118,11 +100,6 @@ class FrameSweep:
     quality: list
     quality_mh: list
     quality_truth: list
-
-
-def _tempered(logp: np.ndarray, support: np.ndarray, T: float) -> np.ndarray:
-    p = np.where(support, np.exp((logp - logp[support].max()) / T), 0.0)
-    return p / p.sum()
 
 
 def _residual(P, pi) -> float:
@@ -185,7 +162,8 @@ def frame_sweep(frame: Frame, tab_mlm, temps: list, truth=None) -> FrameSweep:
             net = float(0.5 * abs(flow - flow.T).sum() / flow.sum())
         if logp is None:
             continue
-        pT = _tempered(logp, support, T)
+        pT = np.where(support, np.exp((logp - logp[support].max()) / T), 0.0)
+        pT /= pT.sum()
         Pt = frame.kernel(tab_truth, T)
         out["machinery_tv"].append(stats.tv(stationary(Pt), pT))
         keep = np.flatnonzero(support)                      # the truth's chains live on its support
@@ -212,13 +190,10 @@ def arrhenius_slopes(temps, trel) -> np.ndarray:
 
 
 class Grid(NamedTuple):
-    """Coupling grid over ``lengths`` × ``temps``.
-
-    ``tau``: the Kaplan–Meier median meeting time in sweeps per cell (an
-    :class:`~mlmbook.stats.Interval`; a lower bound, "more than the cap", where more than half the
-    pairs had not met); ``pair_times[a][b]``: (steps, censored) of every pair of a cell; ``alpha``:
-    the influence estimate per cell.
-    """
+    """Coupling grid over ``lengths`` × ``temps``: ``tau``, the Kaplan–Meier median meeting time in
+    sweeps per cell (an :class:`~mlmbook.stats.Interval`; a lower bound, "more than the cap", where
+    more than half the pairs had not met); ``pair_times[a][b]``: (steps, censored) of every pair of
+    a cell; ``alpha``: the influence estimate per cell."""
     lengths: list
     temps: list
     tau: list
@@ -276,27 +251,20 @@ def growth_exponents(grid: Grid, level: float = stats.LEVEL, seed: int = 0):
     mh = coupon(m_free)
     med = np.array([[np.nan if iv.lower_bound else iv.estimate for iv in row] for row in grid.tau])
     ratio = med * m_free[:, None] / mh[:, None]
-    fits = []
-    for b in range(len(grid.temps)):
-        cells = [grid.pair_times[a][b] for a in range(len(grid.lengths))]
-        fits.append(growth_exponent(mh, [c[0] for c in cells], [c[1] for c in cells], level=level,
-                                    seed=seed, names=[f"n = {n}" for n in grid.lengths]))
+    names = [f"n = {n}" for n in grid.lengths]
+    fits = [growth_exponent(mh, [c[0] for c in cells], [c[1] for c in cells], level=level,
+                            seed=seed, names=names) for cells in zip(*grid.pair_times)]  # per T
     return fits, ratio
 
 
 def influence_crossing(row, temps) -> float | None:
-    """Lowest temperature above which the influence stays below 1 (log-interpolated).
-
-    None when it is below 1 on the whole grid (no crossing seen); inf when it is not below 1
-    even at the hottest temperature.
-    """
+    """Lowest temperature above which the influence stays below 1 (log-interpolated); None when it
+    is below 1 on the whole grid (no crossing seen), inf when not even at the hottest one."""
     below = np.asarray(row) < 1
     if below.all():
         return None
     if not below[-1]:
         return float("inf")
-    k = len(row) - 1
-    while k > 0 and below[k - 1]:
-        k -= 1
+    k = len(row) - int(np.argmin(below[::-1]))  # the start of the last run below 1
     t0, t1, y0, y1 = math.log(temps[k - 1]), math.log(temps[k]), row[k - 1], row[k]
     return float(math.exp(t0 + (1 - y0) * (t1 - t0) / (y1 - y0)))

@@ -1,8 +1,5 @@
-"""Chapter 5's figures: each draws measured numbers (no measurement here) and returns its figure.
-
-Legends are placed where they cover no data (:func:`mlmbook.plotting.place_legend`), or above the
-panels.
-"""
+"""Chapter 5's figures: each draws measured numbers (no measurement here) and returns its figure;
+legends go where they cover no data (:func:`mlmbook.plotting.place_legend`) or above the panels."""
 from __future__ import annotations
 
 import numpy as np
@@ -11,11 +8,6 @@ from .. import plotting
 from .study import coupon
 
 __all__ = ["rectangles", "frame_chains", "scaling", "grid", "escapes", "trajectory", "stationary_law"]
-
-
-def _legend_above(fig, ax, ncol: int):
-    handles, labels = ax.get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside upper center", ncol=ncol, frameon=False)
 
 
 def rectangles(absd: dict, floor: float, material: float, truth=None):
@@ -34,7 +26,7 @@ def rectangles(absd: dict, floor: float, material: float, truth=None):
         ax.axvline(np.log10(x), color="k", ls=ls, lw=1)
     ax.set_xlabel(r"$\log_{10} |\Delta|$  (natural-log odds ratios)")
     ax.set_ylabel("rectangles")
-    _legend_above(fig, ax, 3)
+    plotting.legend_above(fig, ax, 3)
     return fig
 
 
@@ -56,7 +48,7 @@ def frame_chains(sweep, gamma: float | None = None):
                     color=pal["truth"], label=fr"slope $\Gamma$ = {gamma:.2f}")
     ax.set_xlabel("1 / T")
     ax.set_ylabel("relaxation time (steps)")
-    _legend_above(fig, ax, 2)
+    plotting.legend_above(fig, ax, 2)
     if toy:
         ax = axes[1, 0]
         ax.plot(sweep.T, sweep.tv_T, "o-", color=pal["mlm"], label="plain chain")
@@ -89,7 +81,7 @@ def scaling(curve: dict):
         ax.set_xticks(lengths)
         ax.set_xlabel("sentence length n")
     axes[0].set_ylabel(r"$t_\mathrm{mix}$ / ($m\,H_m$)")
-    _legend_above(fig, axes[0], 2)
+    plotting.legend_above(fig, axes[0], 2)
     return fig
 
 
@@ -147,7 +139,7 @@ def escapes(world: dict, temps, mlms: dict, fit: dict):
                 color=colors["wall"], lw=1)
     ax.set_xlabel("1 / T")
     ax.set_ylabel("mean escape time (sweeps)")
-    _legend_above(fig, ax, 2)
+    plotting.legend_above(fig, ax, 2)
     ax = axes[1]
     ax.axhline(wall["gamma"], color=pal["truth"], ls=":", label="barrier Γ of the wall")
     ax.axhline(wall["exact_slope_truth"], color=pal["truth"], ls="-", lw=1, label="truth's exact slope")
@@ -173,7 +165,7 @@ def trajectory(lam, threshold: float, chains: int = 3):
         ax.axhline(y, color="gray", lw=0.8)
     ax.set_xlabel("sweep")
     ax.set_ylabel(r"topic log-odds $\lambda$")
-    _legend_above(fig, ax, 3)
+    plotting.legend_above(fig, ax, 3)
     return fig
 
 
@@ -181,8 +173,7 @@ def stationary_law(dists: dict, text, groups: dict | None = None):
     """The ten likeliest frame sentences under each law of ``dists`` (``{label: law}``), and with
     ``groups`` (``{name: boolean mask over states}``) each law's mass per group."""
     if groups is None:
-        fig, ax = plotting.figure(height=3.6)
-        axes = [ax]
+        fig, *axes = plotting.figure(height=3.6)
     else:
         fig, axes = plotting.figure(2, 1, height=6.4, gridspec_kw=dict(height_ratios=[1.4, 1]))
     plotting.distribution_bars(dists, text, top=10, ax=axes[0])

@@ -1,18 +1,10 @@
-r"""The landscape :math:`E = -\log p` that heat-bath Glauber dynamics climbs: heights of moves,
-the critical depth, barriers between basins, and the path over a barrier.
-
-At temperature :math:`T` the Gibbs sampler of :math:`p^{1/T}` on a
-:class:`~mlmbook.glauber.exact.Frame` moves between neighbours :math:`x, y` (one site apart, on the
-*line* :math:`\ell` of states that differ only there) with stationary flow :math:`\asymp
-e^{-h(x,y)/T}`, where the move's *height* is :math:`h(x, y) = E(x) + E(y) - \min_{z \in \ell} E(z)`.
-Every quantity here is a minimax over paths of those heights, computed by Kruskal's algorithm over
-the moves sorted by height.
-
-========================  ==================================================================
-:func:`critical_depth`    :math:`\Gamma`: the Arrhenius slope of the relaxation time as :math:`T\to 0`
-:func:`barrier_path`      :math:`\Gamma(s \to B)`: the slope of the mean escape time from ``s``
-                          into ``B``, with a path that attains it and its saddle
-========================  ==================================================================
+r"""The landscape :math:`E = -\log p` that heat-bath Glauber dynamics climbs: heights of moves, the
+critical depth, barriers between basins, and the path over a barrier. At temperature :math:`T` the
+Gibbs sampler of :math:`p^{1/T}` on a :class:`~mlmbook.glauber.exact.Frame` moves between neighbours
+:math:`x, y` (one site apart, on the *line* :math:`\ell` of states that differ only there) with
+stationary flow :math:`\asymp e^{-h(x,y)/T}`, where the move's *height* is :math:`h(x, y) = E(x) +
+E(y) - \min_{z \in \ell} E(z)`. Every quantity here is a minimax over paths of those heights,
+computed by Kruskal's algorithm over the moves sorted by height.
 """
 from __future__ import annotations
 
@@ -28,13 +20,12 @@ __all__ = ["critical_depth", "barrier_path", "BarrierPath"]
 
 def critical_depth(log_p, frame: Frame, return_trap: bool = False):
     r"""Critical depth :math:`\Gamma` of the energy landscape :math:`E = -\log p` for heat-bath
-    Glauber dynamics on a :class:`Frame`.
-
-    The depth of a local minimum is the least possible maximum of the height :math:`h` (module
-    text) along a path to a state of lower energy, minus its own energy; :math:`\Gamma` is the
-    largest depth over all minima but the ground state. As :math:`T \to 0` the spectral gap
-    behaves like :math:`e^{-\Gamma/T}` (Holley & Stroock; Catoni), so :math:`\log t_\text{rel}
-    \approx \Gamma / T`: the Arrhenius law. States with :math:`p = 0` are left out.
+    Glauber dynamics on a :class:`Frame`. The depth of a local minimum is the least possible maximum
+    of the height :math:`h` (module text) along a path to a state of lower energy, minus its own
+    energy; :math:`\Gamma` is the largest depth over all minima but the ground state. As :math:`T
+    \to 0` the spectral gap behaves like :math:`e^{-\Gamma/T}` (Holley & Stroock; Catoni), so
+    :math:`\log t_\text{rel} \approx \Gamma / T`: the Arrhenius law. States with :math:`p = 0` are
+    left out.
 
     Parameters
     ----------
@@ -106,16 +97,16 @@ def barrier_path(log_p, frame: Frame, source: int, target) -> BarrierPath:
 
     As :math:`T \to 0` the mean time for the tempered Gibbs sampler started at the bottom :math:`s`
     of its basin to reach :math:`B` grows like :math:`e^{\Gamma(s\to B)/T}` (the Arrhenius law of
-    the escape). The path runs in the minimum spanning forest of the moves (by height) from
-    ``source`` to the target set; every move on it is at most as high as the saddle, the move that
-    joined ``source``'s component to the target's, so its highest point is :math:`\Gamma(s \to B) +
-    E(s)`. ``gamma`` is ``inf`` (and the path empty) if no path reaches ``target``.
+    the escape). The path runs in the minimum spanning forest of the moves (by height); its highest
+    move is the saddle, the one that joined ``source``'s component to the target's. ``gamma`` is
+    ``inf`` (and the path empty) if no path reaches ``target``.
     """
     E, (h, u, v) = _moves(log_p, frame)
     tgt = np.zeros(len(E), bool)
-    tgt[np.asarray(sorted(target) if isinstance(target, (set, frozenset)) else target, dtype=np.int64)] = True
+    tgt[list(target)] = True
+    source = int(source)
     if tgt[source]:
-        return BarrierPath(0.0, [int(source)], (int(source), int(source)))
+        return BarrierPath(0.0, [source], (source, source))
     parent = np.arange(len(E))
     hit = tgt.copy()  # per root: holds a target state
     tree: dict = {}
@@ -128,23 +119,17 @@ def barrier_path(log_p, frame: Frame, source: int, target) -> BarrierPath:
         tree.setdefault(int(u[k]), []).append(int(v[k]))
         tree.setdefault(int(v[k]), []).append(int(u[k]))
         if hit[_root(parent, source)]:
-            return BarrierPath(float(h[k] - E[source]), _tree_path(tree, int(source), tgt), (int(u[k]), int(v[k])))
-    return BarrierPath(float("inf"), [], (-1, -1))
-
-
-def _tree_path(tree: dict, source: int, tgt: np.ndarray) -> list:
-    """Breadth-first search in a forest from ``source`` to the first target state: the states on the
-    way."""
-    back, todo = {source: source}, deque([source])
-    while todo:
+            break
+    else:
+        return BarrierPath(float("inf"), [], (-1, -1))
+    back, todo = {source: source}, deque([source])  # breadth-first in the forest to a target
+    while not tgt[todo[0]]:
         x = todo.popleft()
-        if tgt[x]:
-            path = [x]
-            while path[-1] != source:
-                path.append(back[path[-1]])
-            return path[::-1]
         for y in tree.get(x, []):
             if y not in back:
                 back[y] = x
                 todo.append(y)
-    return []
+    path = [todo[0]]
+    while path[-1] != source:
+        path.append(back[path[-1]])
+    return BarrierPath(float(h[k] - E[source]), path[::-1], (int(u[k]), int(v[k])))

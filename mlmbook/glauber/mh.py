@@ -8,10 +8,9 @@ and accept with the Metropolis–Hastings probability for the target :math:`\pi 
     A(x, x') = \min\Big(1,\; \frac{e^{-E(x')/T}\, q_{i,T}(x_i \mid x_{\setminus i})}
                                   {e^{-E(x)/T}\, q_{i,T}(x'_i \mid x_{\setminus i})}\Big),
 
-(the proposal's context :math:`x_{\setminus i}` is the same before and after the move). The chain is
-reversible with stationary law exactly :math:`e^{-E/T}/Z`, whatever the proposals — what the plain
-chain of an MLM lacks. Their energy is the negative pseudo-log-likelihood (:func:`pll_energy`);
-with the truth's conditionals and :math:`E = -\log p`, the target is :math:`p^{1/T}` itself.
+hence a reversible chain with stationary law exactly :math:`e^{-E/T}/Z`, whatever the proposals.
+Their energy is the negative pseudo-log-likelihood (:func:`pll_energy`); with the truth's
+conditionals and :math:`E = -\log p`, the target is :math:`p^{1/T}` itself.
 """
 from __future__ import annotations
 
@@ -23,18 +22,14 @@ from .exact import Frame, softmax_rows
 __all__ = ["pll_energy", "mh_kernel"]
 
 
-def _per_state(frame: Frame, table: np.ndarray, a: int) -> np.ndarray:
-    """Scatter a site's table (families × candidates) to one value per state (frame order)."""
-    out = np.empty(frame.size)
-    out[frame.families(a).ravel()] = np.asarray(table, dtype=np.float64).ravel()
-    return out
-
-
 def pll_energy(frame: Frame, site_logits) -> np.ndarray:
     r"""Goyal et al.'s locally normalised energy on the frame, :math:`E(x) = -\sum_{i} \log q(x_i
     \mid x_{\setminus i})` over the free sites, from :meth:`Frame.conditional_logits` tables of
     log-probabilities (each conditional normalised over the whole vocabulary): (S,)."""
-    return -sum(_per_state(frame, t, a) for a, t in enumerate(site_logits))
+    energy = np.zeros(frame.size)
+    for a, table in enumerate(site_logits):
+        energy[frame.families(a).ravel()] -= np.asarray(table, dtype=np.float64).ravel()
+    return energy
 
 
 def mh_kernel(frame: Frame, site_logits, energy, T: float = 1.0) -> sp.csr_matrix:

@@ -1,9 +1,6 @@
 r"""How much chapter 5 measures in each profile: one :class:`Plan` per profile (:func:`plan`).
-
 The full profile sizes the primary questions (:mod:`mlmbook.glauber.study`) first, as the power
-calculation of the growth exponent asks; the descriptive experiments (the coupling grid, the
-semantic trajectory) get what is left of the chapter's budget. The quick profile runs every step on
-a few units, for the tests.
+calculation of the growth exponent asks; the quick one runs every step on a few units (tests).
 """
 from __future__ import annotations
 
@@ -14,43 +11,21 @@ __all__ = ["Plan", "plan", "PROFILES"]
 
 @dataclass(frozen=True)
 class Plan:
-    """Sizes of chapter 5's experiments in one profile.
-
-    Attributes
-    ----------
-    corpus : int
-        Sentences sampled from the toy language (for the rectangle test and the coupling grid).
-    rect_sentences, truth_rect_sentences : int
-        Sentences of the rectangle test; of those, the first ones the truth also answers.
-    frame : str
-        ``"small"`` or ``"big"``: the selection frame's candidate lists.
-    frame_T : tuple of float
-        Temperatures of the frame's exact sweep, ascending (must hold 1.0).
-    scaling : dict
-        ``{n: sentences}``: the exact frames of growing length.
-    scaling_T : tuple of float
-        Temperatures of the exact scaling (``(1.0, 3.0)``; the questions read both).
-    grid_lengths, grid_temps : tuple
-        The coupling grid's lengths and temperatures.
-    grid_pairs, grid_cap : int
-        Start pairs per cell; the cap in sweeps.
-    influence_sentences : int
-        Sentences per length for the influence estimate.
-    exact_T : tuple of float
-        Temperatures of the exact escape times in the topic worlds, descending.
-    check_T : tuple of float
-        Temperatures at which the real sampler is checked against a frame's exact chain.
-    check_chains, check_cap : int
-        Chains per temperature of that check, and its cap in steps.
-    trajectory_T, trajectory_chains, trajectory_sweeps, topic_len : float, int, int, int
-        The semantic trajectory over the whole vocabulary.
-    kl_sentences : int
-        Sentences of the topic world on which each ladder rung's KL to the truth is measured.
-    topic_words : tuple
-        The topic frame's candidates: subject, verb, object and place, each over farm, neutral and
-        town words.
-    """
-
+    """Sizes of chapter 5's experiments in one profile: ``corpus``: sentences sampled from the toy
+    language (for the rectangle test and the coupling grid). ``rect_sentences``: sentences of the
+    rectangle test, of which the first ``truth_rect_sentences`` the truth also answers. ``frame``:
+    ``"small"`` or ``"big"``, the selection frame's candidate lists; ``frame_T``: the temperatures
+    of its exact sweep, ascending (must hold 1.0). ``scaling``: ``{n: sentences}``, the exact frames
+    of growing length, at ``scaling_T`` (``(1.0, 3.0)``; the questions read both). ``grid_lengths``,
+    ``grid_temps``, ``grid_pairs``, ``grid_cap``: the coupling grid's lengths, temperatures, start
+    pairs per cell and cap in sweeps; ``influence_sentences``: sentences per length for the
+    influence estimate. ``exact_T``: temperatures of the exact escape times in the topic worlds,
+    descending; ``check_T``, ``check_chains``, ``check_cap``: the temperatures, chains per
+    temperature and cap in steps of the check of the real sampler against a frame's exact chain.
+    ``trajectory_T``, ``trajectory_chains``, ``trajectory_sweeps``, ``topic_len``: the semantic
+    trajectory over the whole vocabulary. ``kl_sentences``: sentences of the topic world on which
+    each ladder rung's KL to the truth is measured. ``topic_words``: the topic frame's candidates
+    (subject, verb, object and place, each over farm, neutral and town words)."""
     corpus: int
     rect_sentences: int
     truth_rect_sentences: int

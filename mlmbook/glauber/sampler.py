@@ -1,20 +1,13 @@
 r"""Tempered Glauber dynamics on a masked LM: the sampler, couplings and the influence estimate.
 
-One Glauber step picks a site :math:`i`, masks it and resamples it from the MLM's tempered
-conditional
-
-.. math::
-    x_i \sim \pi_{i,T}(\cdot \mid x_{-i}) \propto \exp\big(\ell_i(v \mid x_{-i}) / T\big),
-    \qquad v \in \mathcal{C},
-
-where :math:`\ell_i` are the MLM's logits at :math:`i` and :math:`\mathcal{C}` an optional
-candidate set (renormalised over it). If the conditionals come from a joint :math:`p` and
-:math:`T = 1`, this is the Gibbs sampler of :cite:t:`geman1984stochastic`: :math:`p`
-(restricted to :math:`\mathcal{C}^n`) is stationary and the random-scan chain is reversible.
-For an MLM neither is guaranteed. One *step* updates one site per chain; a *sweep* is n steps.
-Every step is one call of the model's batched ``lm.logits`` (LM head only at the redrawn site).
+One Glauber step picks a site :math:`i`, masks it and redraws it from the MLM's conditional at
+temperature :math:`T`, :math:`\pi_{i,T}(v \mid x_{-i}) \propto \exp(\ell_i(v \mid x_{-i}) / T)`
+with :math:`\ell_i` the MLM's logits at :math:`i`, over an optional candidate set (renormalised).
+If the conditionals come from a joint :math:`p` and :math:`T = 1`, this is the Gibbs sampler of
+:cite:t:`geman1984stochastic`: :math:`p` is stationary and the random-scan chain reversible; for
+an MLM neither is guaranteed. A *step* updates one site per chain, a *sweep* is n steps; every
+step is one batched ``lm.logits`` call (LM head only at the redrawn site).
 """
-
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -33,17 +26,6 @@ __all__ = ["GlauberSampler", "Coupling", "CoupleSettings", "influence"]
 
 def _bar(n: int, progress: bool | None, desc: str):
     return _progress(range(n), total=n, desc=desc, show=(n >= 500 if progress is None else progress))
-
-
-def _tempered(logits: torch.Tensor, T, allowed: torch.Tensor | None = None) -> torch.Tensor:
-    """Row-wise softmax(logits / T) (float64; T a float or one per row), restricted to ``allowed``
-    (C, V) tokens; rows without mass are all zero."""
-    z = logits.to(torch.float64)
-    if allowed is not None:
-        z = z.masked_fill(~allowed, float("-inf"))
-    T = torch.as_tensor(T, dtype=torch.float64)
-    T = T[:, None] if T.dim() == 1 else T
-    return torch.softmax(z / T, dim=-1).nan_to_num_(0.0)
 
 
 def _inverse_cdf(p: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
@@ -76,7 +58,10 @@ class CoupleSettings:
 
 
 class GlauberSampler:
-    r"""Many Glauber chains at once, driven by a seeded ``torch.Generator``.
+    r"""Many Glauber chains at once, driven by a seeded ``torch.Generator``. Tokens are drawn by
+    inverse CDF over token-id order from one uniform per chain and step; a chain whose conditional
+    has no mass on its candidate set (only an exact oracle that forbids every candidate in that
+    context) keeps its current token.
 
     Parameters
     ----------
@@ -91,12 +76,6 @@ class GlauberSampler:
         by every site, or a dict ``{position: ids}`` of per-site sets (positions not in it use
         the whole vocabulary); the conditional is renormalised over the set
     seed : seed of the generator; same seed, same oracle → same chains
-
-    Notes
-    -----
-    Tokens are drawn by inverse CDF over token-id order from one uniform per chain and step.
-    A chain whose conditional has no mass on its candidate set (possible only for an exact
-    oracle that forbids every candidate in that context) keeps its current token.
     """
 
     def __init__(self, lm: MaskedLM, temperature=1.0, scan: str = "random", frozen=None,
@@ -117,9 +96,6 @@ class GlauberSampler:
         self.generator = torch.Generator().manual_seed(seed)
         self._coupling_generator = torch.Generator().manual_seed(seed + 104_729)
 
-    def sites(self, n: int) -> torch.Tensor:
-        return torch.tensor([i for i in range(n) if i not in self.frozen], dtype=torch.long)
-
     def temperatures(self, C: int) -> torch.Tensor:
         """(C,) temperature of each chain."""
         if isinstance(self.T, float):
@@ -128,52 +104,33 @@ class GlauberSampler:
             raise ValueError(f"{len(self.T)} temperatures given for {C} chains")
         return self.T
 
-    def random_states(self, n_chains: int, template, pool=None) -> torch.Tensor:
-        """(n_chains, n) states: ``template`` with free sites drawn uniformly from ``pool``
-        (default: the candidates, per site if they are per site), using the sampler's generator."""
-        x = torch.as_tensor(template, dtype=torch.long).repeat(n_chains, 1)
-        s = self.sites(x.shape[1])
-        if pool is None and self.per_site:
-            for i in s.tolist():
-                if i not in self.candidates:
-                    raise ValueError(f"site {i} has no candidate set; give a pool")
-                p = self.candidates[i]
-                x[:, i] = p[torch.randint(len(p), (n_chains,), generator=self.generator)]
-            return x
-        pool = self.candidates if pool is None else torch.as_tensor(pool, dtype=torch.long)
-        if pool is None:
-            raise ValueError("give a pool of token ids (or construct the sampler with candidates)")
-        x[:, s] = pool[torch.randint(len(pool), (n_chains, len(s)), generator=self.generator)]
-        return x
-
     def draw(self, C: int, n: int, t: int = 0):
         """The randomness of step ``t`` for C chains of length n: (sites (C,), uniforms (C,))."""
-        s = self.sites(n)
+        s = torch.tensor([i for i in range(n) if i not in self.frozen], dtype=torch.long)
         if self.scan == "random":
             site = s[torch.randint(len(s), (C,), generator=self.generator)]
         else:
             site = s[t % len(s)].repeat(C)
         return site, torch.rand(C, generator=self.generator, dtype=torch.float64)
 
-    def _allowed(self, site: torch.Tensor, V: int) -> torch.Tensor | None:
-        if self.candidates is None:
-            return None
-        allowed = torch.ones(len(site), V, dtype=torch.bool)
-        for i, ids in (self.candidates.items() if self.per_site else [(None, self.candidates)]):
-            row = torch.zeros(V, dtype=torch.bool)
-            row[ids] = True
-            allowed[slice(None) if i is None else site == i] = row
-        return allowed
-
     def probs(self, x: torch.Tensor, site: torch.Tensor, T=None) -> torch.Tensor:
         r"""(C, V) tempered conditionals :math:`\pi_{i,T}(\cdot \mid x_{-i})` at ``site[c]`` of each
-        row, from one ``lm.logits`` call."""
+        row (float64; ``T`` a float or one per row), from one ``lm.logits`` call; rows without mass
+        on the candidates are all zero."""
         rows = torch.arange(len(x))
         q = x.clone()
         q[rows, site] = self.lm.mask_id
-        logits = self.lm.logits(q, site[:, None])[:, 0, :].detach().cpu()
-        T = self.temperatures(len(x)) if T is None else T
-        return _tempered(logits, T, self._allowed(site, logits.shape[1]))
+        z = self.lm.logits(q, site[:, None])[:, 0, :].detach().cpu().to(torch.float64)
+        if self.candidates is not None:
+            allowed = torch.ones(z.shape, dtype=torch.bool)
+            for i, ids in (self.candidates.items() if self.per_site else [(None, self.candidates)]):
+                row = torch.zeros(z.shape[1], dtype=torch.bool)
+                row[ids] = True
+                allowed[slice(None) if i is None else site == i] = row
+            z = z.masked_fill(~allowed, float("-inf"))
+        T = torch.as_tensor(self.temperatures(len(x)) if T is None else T, dtype=torch.float64)
+        T = T[:, None] if T.dim() == 1 else T
+        return torch.softmax(z / T, dim=-1).nan_to_num_(0.0)
 
     def update(self, x: torch.Tensor, site: torch.Tensor, u: torch.Tensor, T=None) -> torch.Tensor:
         """One step with given randomness: row ``c`` resamples ``site[c]`` by inverse CDF at
@@ -184,22 +141,15 @@ class GlauberSampler:
         x[rows, site] = torch.where(tok >= 0, tok, x[rows, site])
         return x
 
-    def step(self, x: torch.Tensor, t: int = 0) -> torch.Tensor:
-        """One step of every chain in ``x`` (C, n); ``t`` is the step index (systematic scan)."""
-        site, u = self.draw(*x.shape, t)
-        return self.update(x, site, u)
-
     def run(self, init, n_steps: int, record_every: int = 1, progress: bool | None = None) -> torch.Tensor:
-        """Run the chains from ``init`` (C, n) for ``n_steps`` steps.
-
-        Returns the states at steps 0, r, 2r, ... ≤ n_steps (r = ``record_every``) as a
-        LongTensor (R, C, n). ``progress`` (default: when n_steps ≥ 500) shows a tqdm bar.
-        """
+        """Run the chains from ``init`` (C, n) for ``n_steps`` steps: the states at steps 0, r, 2r,
+        ... ≤ n_steps (r = ``record_every``), a LongTensor (R, C, n); ``progress`` (default: when
+        n_steps ≥ 500) shows a tqdm bar."""
         x = torch.as_tensor(init, dtype=torch.long)
         x = x[None] if x.dim() == 1 else x
         out = [x]
         for t in _bar(n_steps, progress, "Glauber"):
-            x = self.step(x, t)
+            x = self.update(x, *self.draw(*x.shape, t))
             if (t + 1) % record_every == 0:
                 out.append(x)
         return torch.stack(out)
@@ -209,20 +159,18 @@ class GlauberSampler:
                     progress: bool | None = None) -> Coupling:
         r"""Couple pairs of chains: both copies of a pair update the same site at every step.
 
-        ``coupling="cdf"`` (the grand coupling): both copies use the same uniform :math:`u`
-        and take the token where their own CDF (over token-id order) first exceeds it.
-        ``coupling="maximal"``: copy a draws :math:`X \sim p_a` by inverse CDF at :math:`u`
-        (exactly as :meth:`run` would), and copy b keeps :math:`Y = X` with probability
-        :math:`\min(1, p_b(X)/p_a(X))`, else draws from the residual
-        :math:`(p_b - p_a)_+`; then :math:`P(X = Y) = 1 - \|p_a - p_b\|_\mathrm{TV}`, the most
-        any coupling of the two updates can achieve (Levin & Peres, Prop. 4.7): over a large
-        vocabulary two slightly different CDFs rarely pick the same token. Its extra uniforms
-        come from a second generator, so copy a is always the chain :meth:`run` gives.
-
-        Either way each copy is marginally a Glauber chain and met pairs stay together (they
-        share one forward row). The coalescence time :math:`\tau = \min\{t : a_t = b_t\}` bounds
-        the distance to stationarity: :math:`d(t) \le \max_{x,y} P_{x,y}(\tau > t)` (Levin &
-        Peres, Thm 5.4). ``settings``: :class:`CoupleSettings`.
+        ``coupling="cdf"`` (the grand coupling): both copies use the same uniform :math:`u` and
+        take the token where their own CDF (over token-id order) first exceeds it.
+        ``coupling="maximal"``: copy a draws :math:`X \sim p_a` by inverse CDF at :math:`u` (as
+        :meth:`run` would), and copy b keeps :math:`Y = X` with probability :math:`\min(1,
+        p_b(X)/p_a(X))`, else draws from the residual :math:`(p_b - p_a)_+`; then :math:`P(X = Y) =
+        1 - \|p_a - p_b\|_\mathrm{TV}`, the most any coupling of the two updates can achieve (Levin
+        & Peres, Prop. 4.7), while under the grand coupling two slightly different CDFs rarely pick
+        the same token of a large vocabulary. Its extra uniforms come from a second generator, so
+        copy a is always the chain :meth:`run` gives. Either way each copy is marginally a Glauber
+        chain and met pairs stay together (they share one forward row). The coalescence time
+        :math:`\tau = \min\{t : a_t = b_t\}` bounds the distance to stationarity: :math:`d(t) \le
+        \max_{x,y} P_{x,y}(\tau > t)` (Levin & Peres, Thm 5.4).
         """
         if coupling not in ("cdf", "maximal"):
             raise ValueError("coupling must be 'cdf' or 'maximal'")
@@ -276,9 +224,9 @@ def influence(lm: MaskedLM, ids, temperatures, frozen=(), substitutes: str = "to
               seed: int = 0) -> np.ndarray:
     r"""Estimated Dobrushin influence of one token on the rest of the sentence, per temperature.
 
-    For a sentence :math:`x`, a free site :math:`j` and a substitute :math:`v` for
-    :math:`x_j` (the two most likely other tokens of :math:`q(\cdot \mid x_{-j})`, or with
-    ``substitutes="random"`` two random tokens it allows),
+    For a sentence :math:`x` (a row of ``ids``, (S, n) token ids), a free site :math:`j` and a
+    substitute :math:`v` for :math:`x_j` (the two most likely other tokens of :math:`q(\cdot \mid
+    x_{-j})`, or with ``substitutes="random"`` two random tokens it allows),
 
     .. math::
         c_j(x, v) = \sum_{i \ne j} \big\|\pi_{i,T}(\cdot \mid x_{-i}) -
@@ -286,18 +234,9 @@ def influence(lm: MaskedLM, ids, temperatures, frozen=(), substitutes: str = "to
 
     If :math:`\alpha = \sup_{x, j, v} c_j(x, v) < 1` (Dobrushin's condition), random-scan
     Glauber dynamics mixes in :math:`O(n \log n)` steps (Levin & Peres, ch. 14). Returned: the
-    sampled :math:`\hat\alpha(x) = \max_j \operatorname{mean}_v c_j(x, v)` per sentence, a
-    typical-case estimate, not a certificate.
-
-    Parameters
-    ----------
-    ids : LongTensor (S, n) of sentences (token ids)
-    temperatures : sequence of T; one oracle pass serves all of them
-    frozen : positions that are never resampled (not sources or targets)
-
-    Returns
-    -------
-    numpy.ndarray (S, len(temperatures))
+    sampled :math:`\hat\alpha(x) = \max_j \operatorname{mean}_v c_j(x, v)` per sentence and
+    temperature, (S, len(temperatures)) from one oracle pass, a typical-case estimate, not a
+    certificate. ``frozen`` positions are neither sources nor targets.
     """
     ids = torch.as_tensor(ids, dtype=torch.long)
     S, n = ids.shape
@@ -306,8 +245,7 @@ def influence(lm: MaskedLM, ids, temperatures, frozen=(), substitutes: str = "to
     out = np.zeros((S, len(Ts)))
     m = lm.mask_id
     gen = torch.Generator().manual_seed(seed)
-    for s in range(S):
-        x = ids[s]
+    for s, x in enumerate(ids):
         base = x.repeat(len(free), 1)
         base[torch.arange(len(free)), torch.tensor(free)] = m
         lg0 = lm.logits(base, torch.tensor(free)[:, None])[:, 0].double()          # (F, V) at T = 1
@@ -326,8 +264,7 @@ def influence(lm: MaskedLM, ids, temperatures, frozen=(), substitutes: str = "to
                         r[j], r[i] = v, m
                         rows.append(r), pos.append(i), src.append((a, b))
         lg = lm.logits(torch.stack(rows), torch.tensor(pos)[:, None])[:, 0].double()
-        a_idx = torch.tensor([a for a, _ in src])
-        b_idx = torch.tensor([b for _, b in src])
+        a_idx, b_idx = torch.tensor(src).T
         for k, T in enumerate(Ts):
             p0 = torch.softmax(lg0 / T, dim=-1).nan_to_num(0.0)
             p1 = torch.softmax(lg / T, dim=-1).nan_to_num(0.0)

@@ -1,12 +1,8 @@
-r"""Mixing against sentence length without sampling noise: exact chains on frames of growing length.
-
-A frame over a sentence of :math:`n` tokens whose :math:`m = n - 1` free sites each range over two
-words (the sentence's own and its most likely rival under the truth) has :math:`2^m` states, few
-enough up to :math:`n \approx 11` to write the chain's transition matrix down. Then the relaxation
-time :math:`t_\text{rel} = 1/\gamma_*` (:func:`~mlmbook.glauber.exact.spectral_gap`) and the
-worst-start mixing time :math:`t_\text{mix}(\varepsilon)` (:func:`mixing_time`) are exact, and
-their growth with :math:`n` can be set against the coupon collector's :math:`m H_m`, the
-:math:`n \log n` of the claim, with no meeting time censored by a cap.
+r"""Mixing against sentence length without sampling noise: exact chains on frames of growing
+length, every position but the period over two words (the sentence's own and the truth's likeliest
+rival): :math:`2^m` states for :math:`n = m + 1` tokens, few enough up to :math:`n \approx 11` for
+exact relaxation and worst-start mixing times, set against the coupon collector's :math:`m H_m`
+(the claim's :math:`n \log n`) with no meeting time censored by a cap.
 """
 from __future__ import annotations
 
@@ -25,12 +21,6 @@ if TYPE_CHECKING:
 
 __all__ = ["mixing_time", "length_frames", "support_component", "scaling_curve", "exact_scaling",
            "STEP_LIMIT"]
-
-
-def _distance(Pt: np.ndarray, pi: np.ndarray) -> float:
-    """:math:`d(t) = \\max_x \\|P^t(x, \\cdot) - \\pi\\|_\\mathrm{TV}` from the dense power
-    ``Pt``."""
-    return float(0.5 * np.abs(Pt - pi[None, :]).sum(axis=1).max())
 
 
 STEP_LIMIT = 4096
@@ -73,27 +63,21 @@ def mixing_time(P, eps: float = 0.25, pi=None, max_steps: int = 1 << 24, block: 
 
 def _mixing_time_squaring(P: np.ndarray, eps: float, pi: np.ndarray, max_steps: int) -> float:
     """:func:`mixing_time` by repeated squaring of dense powers, then bisection (slow chains)."""
-    S = len(P)
-    if _distance(np.eye(S), pi) <= eps:
-        return 0.0
     powers = [P]                                   # powers[k] = P^(2^k)
-    while _distance(powers[-1], pi) > eps:
+    while 0.5 * np.abs(powers[-1] - pi).sum(axis=1).max() > eps:
         if 1 << len(powers) > max_steps:
             return float("inf")
         powers.append(powers[-1] @ powers[-1])
-    k = len(powers) - 1
-    if k == 0:
-        return 1.0
+    k = len(powers) - 1  # >= 1: the walk found d(1) > eps
     t, current = 1 << (k - 1), powers[k - 1]  # d(current) > eps, d(current · P^(2^(k-1))) <= eps
     for j in range(k - 2, -1, -1):
         cand = current @ powers[j]
-        if _distance(cand, pi) > eps:
+        if 0.5 * np.abs(cand - pi).sum(axis=1).max() > eps:
             t, current = t + (1 << j), cand
     return float(t + 1)
 
 
-def length_frames(grammar, lengths, per_length, seed: int = 0, pool: int = 6000,
-                  offset: int = N_SPECIAL) -> dict:
+def length_frames(grammar, lengths, per_length, seed: int = 0, pool: int = 6000) -> dict:
     r"""Frames of growing length over sentences of the toy language: ``{n: [(frame, words), ...]}``.
 
     For each length :math:`n`, the first ``per_length`` distinct sentences of that length among
@@ -101,8 +85,7 @@ def length_frames(grammar, lengths, per_length, seed: int = 0, pool: int = 6000,
     count are the first of a larger one); every position but the final token is free, over two
     candidates: the sentence's word and the word the truth finds most likely there in its place,
     :math:`\arg\max_{v \ne x_i} p(v \mid x_{\setminus i})` (exact conditionals). State 0 is the
-    sentence. Token ids are ``offset`` + word ids (the toy tokenizer's).
-    """
+    sentence. Token ids are the toy tokenizer's."""
     want = {int(n): int(per_length[n] if isinstance(per_length, dict) else per_length) for n in lengths}
     by_len: dict = {n: [] for n in want}
     seen = set()
@@ -119,12 +102,12 @@ def length_frames(grammar, lengths, per_length, seed: int = 0, pool: int = 6000,
         frames = []
         for words in sentences:
             cond = np.asarray(grammar.conditionals(words), dtype=np.float64)        # (n, V_words)
-            ids = [offset + grammar.word_id[w] for w in words]
+            ids = [N_SPECIAL + grammar.word_id[w] for w in words]
             cands = []
             for i in range(n - 1):
                 row = cond[i].copy()
                 row[grammar.word_id[words[i]]] = -1.0
-                cands.append([ids[i], offset + int(np.argmax(row))])
+                cands.append([ids[i], N_SPECIAL + int(np.argmax(row))])
             frames.append((Frame(ids, range(n - 1), cands), words))
         out[n] = frames
     return out
@@ -148,11 +131,6 @@ def support_component(frame: Frame, logp) -> np.ndarray:
     return np.flatnonzero(ok & (label == label[0]))
 
 
-def _tempered(logp: np.ndarray, T: float) -> np.ndarray:
-    w = np.exp((logp - logp.max()) / T)
-    return w / w.sum()
-
-
 def scaling_curve(grammar, frames: dict, temps, mlm: MaskedLM | None = None, eps: float = 0.25,
                   relaxation: bool = True) -> dict:
     r"""Exact relaxation and mixing times of the tempered chains on every frame of
@@ -161,22 +139,16 @@ def scaling_curve(grammar, frames: dict, temps, mlm: MaskedLM | None = None, eps
     The truth's chain runs on :func:`support_component`, an MLM's on the whole frame. Times are
     in steps. One *unit* per frame (sentence), in the order of ``frames`` (lengths ascending).
     Without ``relaxation`` the relaxation times are NaN (they cost an eigensolver per chain).
-
-    Returns
-    -------
-    dict
-        ``length`` (U,) the sentence length of each unit; ``states_truth`` and ``states_mlm`` (U,)
-        the states each chain runs on; ``temps``; and for ``who`` in ("truth", "mlm"):
-        ``trel_{who}`` and ``tmix_{who}``, arrays (len(temps), U).
+    Returns ``length`` (U,) the sentence length of each unit; ``states_truth`` and ``states_mlm``
+    (U,) the states each chain runs on; ``temps``; and for ``who`` in ("truth", "mlm"):
+    ``trel_{who}`` and ``tmix_{who}``, arrays (len(temps), U).
     """
     units = [(n, frame) for n in sorted(frames) for frame, _ in frames[n]]
     U = len(units)
     out = {"length": np.array([n for n, _ in units]), "temps": list(temps),
            "states_truth": np.zeros(U, dtype=np.int64), "states_mlm": np.zeros(U, dtype=np.int64)}
-    whos = ("truth", "mlm") if mlm is not None else ("truth",)
-    for who in whos:
-        for what in ("trel", "tmix"):
-            out[f"{what}_{who}"] = np.zeros((len(temps), U))
+    for who in ("truth", "mlm") if mlm is not None else ("truth",):
+        out.update({f"{what}_{who}": np.zeros((len(temps), U)) for what in ("trel", "tmix")})
     for k, (_, frame) in enumerate(units):
         logp = truth_log_probs(grammar, frame.states(), chunk=128)
         comp = support_component(frame, logp)
@@ -185,7 +157,8 @@ def scaling_curve(grammar, frames: dict, temps, mlm: MaskedLM | None = None, eps
         tab_mlm = frame.conditional_logits(mlm) if mlm is not None else None
         for b, T in enumerate(temps):
             Pt = frame.kernel(tab_truth, T)[comp][:, comp]
-            pT = _tempered(logp[comp], T)
+            pT = np.exp((logp[comp] - logp[comp].max()) / T)
+            pT /= pT.sum()
             out["trel_truth"][b, k] = 1 / spectral_gap(Pt, pT, reversible=True) if relaxation else np.nan
             out["tmix_truth"][b, k] = mixing_time(Pt, eps, pT)
             if tab_mlm is not None:

@@ -1,20 +1,12 @@
-r"""The rows that answer chapter 5's primary questions (the chapter declares them), one per
-sentence.
-
-Sana et al. (2026) claim that an MLM's conditionals need not come from any joint (the rectangle
-test) and that its tempered Glauber chain mixes in :math:`O(n \log n)` steps at high temperature.
-This module turns the chapter's measurements into the rows of :meth:`mlmbook.stats.Study.answer`.
-
-**Exponents as ratios of sums.** The least-squares slope of :math:`y_k = \log t_k` on :math:`x_k =
-\log m_k` over sentences :math:`k` is :math:`\hat\beta = \sum_k \tilde x_k \tilde y_k / \sum_k
-\tilde x_k^2` (centred values): a ratio of per-sentence sums, so the study layer's tests apply
-(:func:`slope_rows`), and its linearised standard error is the heteroskedasticity-robust (sandwich)
-one. The growth questions test :math:`\beta` against the exponent :math:`\beta_\star` that the
-coupon collector's :math:`t \propto m H_m` shows over the design's lengths (:func:`mlogm_exponent`,
-about 1.39 for :math:`n = 4 \dots 11`) with a margin of 0.1, which tells :math:`m \log m` apart from
-:math:`m^{1.25}` and :math:`m^{1.5}` but not from :math:`m^{\beta_\star}`; the leave-one-out
-comparison of the two shapes (:func:`shape_rows`, :math:`(\text{MSE}_\text{power} -
-\text{MSE}_{mH}) / \text{MSE}_{mH}`, with 10 % the effect of interest) could.
+r"""The rows that answer chapter 5's primary questions, one per sentence. Sana et al. (2026) claim
+that an MLM's conditionals need not come from any joint (the rectangle test) and that its tempered
+Glauber chain mixes in :math:`O(n \log n)` steps at high temperature. The least-squares slope of
+:math:`\log t_k` on :math:`\log m_k` over sentences :math:`k` is a ratio of per-sentence sums
+(:func:`slope_rows`), so the study layer's tests apply, with the heteroskedasticity-robust
+(sandwich) standard error. The growth questions test :math:`\beta` against the exponent
+:math:`\beta_\star` of the coupon collector's :math:`t \propto m H_m` over the design's lengths
+(:func:`mlogm_exponent`, about 1.39 for :math:`n = 4 \dots 11`) with a margin of 0.1;
+:func:`shape_rows` compares the two shapes, with 10 % the effect of interest.
 """
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 r"""Reading chains: the toy truth's view of chain states (exact log-probabilities, the topic
 posterior and a lexical topic probe), basins by hysteresis, censored escape rates and growth
 exponents."""
-
 from __future__ import annotations
 
 import numpy as np
@@ -15,71 +14,55 @@ __all__ = ["hysteresis_labels", "truth_log_probs", "topic_posterior", "truth_top
            "topic_log_odds", "escape_rate", "growth_exponent"]
 
 
-def _word_rows(grammar, states, offset: int):
-    x = torch.as_tensor(states, dtype=torch.long)
-    x = x.reshape(-1, x.shape[-1])
-    words = x - offset
-    bad = ((words < 0) | (words >= len(grammar.vocab))).any(dim=1)
-    return words.clamp(0, len(grammar.vocab) - 1), bad
-
-
-def _topic_inside(grammar, words: torch.Tensor, chunk: int) -> torch.Tensor:
-    """(B, T) prior-weighted inside score of every row of word ids, per topic."""
-    pcfg = grammar.pcfg
-    E = torch.as_tensor(pcfg.emissions, dtype=torch.float64)            # (T, N, V)
-    prior = torch.as_tensor(pcfg.topic_prior, dtype=torch.float64)
-    n = words.shape[1]
-    out = []
-    for c in range(0, len(words), chunk):
-        leaves = E[:, :, words[c:c + chunk]].permute(2, 0, 3, 1)         # (B, T, n, N)
-        B, T = leaves.shape[:2]
-        Z = pcfg.inside(leaves.reshape(B * T, n, -1))[n][:, 0, pcfg.start].reshape(B, T)
-        out.append(Z * prior)
-    return torch.cat(out) if out else torch.zeros(0, len(prior), dtype=torch.float64)
-
-
-def truth_log_probs(grammar, states, offset: int = N_SPECIAL, chunk: int = 256) -> np.ndarray:
-    r"""Exact :math:`\log p(x)` under the toy language of each state (..., n) of token ids.
-
-    Token id = ``offset`` + word id (the toy tokenizer puts :data:`mlmbook.toy.N_SPECIAL` special
-    tokens first); :math:`-\infty` for sentences the grammar cannot produce and for rows holding a
-    special token. Batched inside passes (``chunk`` rows each); the same number as
-    ``grammar.log_prob(words)``.
+def truth_log_probs(grammar, states, chunk: int = 256) -> np.ndarray:
+    r"""Exact :math:`\log p(x)` under the toy language of each state (..., n) of token ids (the toy
+    tokenizer's: :data:`mlmbook.toy.N_SPECIAL` + word id); :math:`-\infty` for sentences the
+    grammar cannot produce and for rows holding a special token. Batched inside passes (``chunk``
+    rows each); the same number as ``grammar.log_prob(words)``.
     """
     x = torch.as_tensor(states)
     if x.shape[-1] > grammar.max_length:
         return np.full(x.shape[:-1], -np.inf)
-    return truth_topic_scores(grammar, x, offset, chunk)[0]
+    return truth_topic_scores(grammar, x, chunk)[0]
 
 
-def truth_topic_scores(grammar, states, offset: int = N_SPECIAL, chunk: int = 256) -> tuple[np.ndarray, np.ndarray]:
+def truth_topic_scores(grammar, states, chunk: int = 256) -> tuple[np.ndarray, np.ndarray]:
     """:func:`truth_log_probs` and :func:`topic_posterior` of the same states from one inside
     pass."""
     x = torch.as_tensor(states)
-    words, bad = _word_rows(grammar, x, offset)
-    Zt = _topic_inside(grammar, words, chunk).numpy()
+    words = x.to(torch.long).reshape(-1, x.shape[-1]) - N_SPECIAL
+    bad = ((words < 0) | (words >= len(grammar.vocab))).any(dim=1)
+    words = words.clamp(0, len(grammar.vocab) - 1)
+    pcfg, n = grammar.pcfg, words.shape[1]
+    E = torch.as_tensor(pcfg.emissions, dtype=torch.float64)            # (T, N, V)
+    prior = torch.as_tensor(pcfg.topic_prior, dtype=torch.float64)
+    Zt = np.zeros((0, len(prior)))
+    for c in range(0, len(words), chunk):  # prior-weighted inside score per topic
+        leaves = E[:, :, words[c:c + chunk]].permute(2, 0, 3, 1)         # (B, T, n, N)
+        B, T = leaves.shape[:2]
+        Z = pcfg.inside(leaves.reshape(B * T, n, -1))[n][:, 0, pcfg.start].reshape(B, T)
+        Zt = np.concatenate([Zt, (Z * prior).numpy()])
     tot = Zt.sum(axis=1)
     bad = bad.numpy() | (tot <= 0)
     with np.errstate(invalid="ignore", divide="ignore"):
         lp = np.log(tot) - np.log(grammar.length_probs.sum())
         post = Zt / tot[:, None]
     lp[bad], post[bad] = -np.inf, np.nan
-    if words.shape[1] > grammar.max_length:
+    if n > grammar.max_length:
         lp[:] = -np.inf
     return lp.reshape(x.shape[:-1]), post.reshape(*x.shape[:-1], Zt.shape[1])
 
 
-def topic_posterior(grammar, states, offset: int = N_SPECIAL, chunk: int = 256) -> np.ndarray:
-    r"""Exact posterior of the latent topic, :math:`p(t \mid x) \propto \pi_t\, Z_t(x)`, for a
-    grammar with topics (``Grammar.load("toy", topic=True)``): array (..., T).
-
-    :math:`Z_t(x)` is the inside score of the sentence under topic :math:`t`'s emissions.
-    Rows the grammar cannot produce (or holding special tokens) get NaN.
+def topic_posterior(grammar, states, chunk: int = 256) -> np.ndarray:
+    r"""Exact posterior of the latent topic, :math:`p(t \mid x) \propto \pi_t\, Z_t(x)` with
+    :math:`Z_t(x)` the inside score of the sentence under topic :math:`t`'s emissions, for a grammar
+    with topics (``Grammar.load("toy", topic=True)``): array (..., T). NaN for rows the grammar
+    cannot produce (or holding special tokens).
     """
-    return truth_topic_scores(grammar, states, offset, chunk)[1]
+    return truth_topic_scores(grammar, states, chunk)[1]
 
 
-def topic_log_odds(grammar, states, offset: int = N_SPECIAL) -> np.ndarray:
+def topic_log_odds(grammar, states) -> np.ndarray:
     r"""Lexical topic probe :math:`\lambda(x) = \sum_i w(x_i)` of each state (..., n), from the
     per-token evidence for topic 0 over topic 1 (a grammar with two topics)
 
@@ -95,19 +78,16 @@ def topic_log_odds(grammar, states, offset: int = N_SPECIAL) -> np.ndarray:
     if E.shape[0] != 2:
         raise ValueError("the lexical topic probe needs a grammar with exactly two topics")
     w = np.log(E[0].sum(axis=0)) - np.log(E[1].sum(axis=0))
-    out = np.zeros(max(int(x.max()) + 1, offset + len(w)))
-    out[offset:offset + len(w)] = w
+    out = np.zeros(max(int(x.max()) + 1, N_SPECIAL + len(w)))
+    out[N_SPECIAL:N_SPECIAL + len(w)] = w
     return out[x].sum(axis=-1)
 
 
 def hysteresis_labels(score, low: float, high: float) -> np.ndarray:
     r"""Basin labels along trajectories from a probe score (R, C): 1 once the score reaches
-    ``high``, 0 once it falls to ``low``, unchanged in between (and where the score is NaN).
-
-    The dead zone keeps a chain that wanders into neutral states from counting as having
-    left its basin; an *escape* is a hit on the other side. The label at time 0 is taken from
-    the nearer threshold when the start lies in the dead zone.
-    """
+    ``high``, 0 once it falls to ``low``, unchanged in the dead zone between (and where the score is
+    NaN), so that a chain wandering into neutral states has not left its basin; an *escape* is a hit
+    on the other side. At time 0 a start in the dead zone takes the nearer threshold's label."""
     s = np.asarray(score, dtype=np.float64)
     lab = np.empty(s.shape, dtype=np.int64)
     cur = np.where(np.nan_to_num(s[0], nan=(low + high) / 2) >= (low + high) / 2, 1, 0)
@@ -122,12 +102,10 @@ def escape_rate(times, censored, level: float = stats.LEVEL) -> stats.Interval:
     metastable regime: escapes are rare, memoryless events), as an :class:`~mlmbook.stats.Interval`.
 
     With :math:`d` escapes and total exposure :math:`S = \sum_c t_c` (escape time, or the time
-    watched for a chain that never left), the maximum-likelihood mean is :math:`S/d`: censored
-    chains count through the time they were watched, not as missing data. The interval is the exact
-    one for time-truncated exponential data,
-    :math:`[2S/\chi^2_{1-\alpha/2}(2d+2),\; 2S/\chi^2_{\alpha/2}(2d)]`. With no escape the mean is
-    only bounded below: the interval's ``lower_bound`` is set and its estimate is that bound (never
-    :math:`+\infty`).
+    watched for a chain that never left), the maximum-likelihood mean is :math:`S/d`. The interval
+    is the exact one for time-truncated exponential data, :math:`[2S/\chi^2_{1-\alpha/2}(2d+2),\;
+    2S/\chi^2_{\alpha/2}(2d)]`. With no escape the mean is only bounded below: the interval's
+    ``lower_bound`` is set and its estimate is that bound (never :math:`+\infty`).
     """
     t = np.asarray(times, dtype=np.float64)
     d, S = int((~np.asarray(censored, dtype=bool)).sum()), float(t.sum())
@@ -149,11 +127,10 @@ def growth_exponent(x, times, censored, level: float = stats.LEVEL, seed: int = 
 
     ``times[k]`` and ``censored[k]`` are the runs at size ``x[k]``, the same number at every size;
     censoring is at the cap only, so the median is the Kaplan–Meier one
-    (:func:`mlmbook.stats.censored_median`). Where the median at some size is censored (more
-    than half the runs outlast the cap) only a lower bound is known, and the exponent is
-    **undefined** — never :math:`+\infty` from a cap. Bootstrap replicates whose median is
-    censored have no exponent and are left out. ``names`` label the sizes in that note
-    (default: their values).
+    (:func:`mlmbook.stats.censored_median`). Where the median at some size is censored (more than
+    half the runs outlast the cap) only a lower bound is known, and the exponent is **undefined** —
+    never :math:`+\infty` from a cap. Bootstrap replicates whose median is censored have no
+    exponent and are left out. ``names`` label the sizes in that note (default: their values).
     """
     ts = [np.asarray(t, dtype=np.float64) for t in times]
     cs = [np.asarray(c, dtype=bool) for c in censored]
@@ -168,9 +145,8 @@ def growth_exponent(x, times, censored, level: float = stats.LEVEL, seed: int = 
     lx = lx - lx.mean()
 
     def stat(*arrays):
-        meds = []
-        for t, c in zip(arrays[0::2], arrays[1::2]):
-            meds.append(np.quantile(np.where(c > 0.5, np.inf, t), 0.5, axis=-1, method="inverted_cdf"))
+        meds = [np.quantile(np.where(c > 0.5, np.inf, t), 0.5, axis=-1, method="inverted_cdf")
+                for t, c in zip(arrays[0::2], arrays[1::2])]
         with np.errstate(invalid="ignore", divide="ignore"):
             ly = np.log(np.stack(meds, axis=-1))
             slope = ((ly - ly.mean(axis=-1, keepdims=True)) * lx).sum(axis=-1) / (lx ** 2).sum()

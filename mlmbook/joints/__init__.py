@@ -2,13 +2,8 @@ r"""Joints of two (or k) masked tokens derived from an MLM's conditionals (chapt
 
 Torroba Hennigen & Kim (2023), *Deriving Language Models from Masked Language Models*. For two
 masked positions A and B an MLM gives :math:`q(a \mid b)`, :math:`q(b \mid a)` and the both-masked
-marginals. Modules, in reading order: :mod:`.conditionals` (querying a model), :mod:`.derive` and
-:mod:`.ag` (the joints), :mod:`.metrics`, :mod:`.truth` (the toy world's exact joints),
-:mod:`.ksite` (k tokens), :mod:`.sampling`, :mod:`.experiment`, :mod:`.study` (the primary
-questions), :mod:`.regime` (the model ladder), :mod:`.knob` (soft zeros) and :mod:`.figures`
-(imported on their own: ``joints.figures``).
-"""
-from .ag import TOL_FLOOR, AGResult, ag, ag_objective
+marginals. :mod:`.figures` is imported on its own (``joints.figures``)."""
+from .ag import TOL_FLOOR, ag, ag_objective
 from .conditionals import (
                            PairConditionals,
                            default_candidates,
@@ -19,15 +14,12 @@ from .conditionals import (
                            topk_candidates,
 )
 from .derive import METHODS, anchor, default_pivot, derive_all, hcb, mrf, mrf_local, naive, support_blocks
-from .experiment import ROWS, cell, measure, methods_table, queries_of, truth_table
+from .experiment import cell, measure, methods_table, queries_of, truth_table
 from .knob import blocked_sample, exact_blocks, word_pairs
 from .ksite import (
                            K_JOINTS,
-                           SiteConditionals,
                            ag_k,
-                           ag_k_objective,
                            chain_k,
-                           independent_k,
                            k_token_kls,
                            k_token_pools,
                            site_conditionals_batch,
@@ -36,38 +28,31 @@ from .ksite import (
 from .metrics import (
                            block_error,
                            compatibility,
-                           conditional_divergence,
-                           conditional_divergences,
                            evaluate_pair,
                            kl_joint,
                            nearest_compatible,
-                           stack,
-                           truth_conditional_kl,
                            tv_joint,
 )
 from .regime import LADDER_METHODS, rung_pairs, rung_point
-from .sampling import Source, choose_pairs, experiment_pairs, experiment_sentences, item_for, marked, tree_distance
+from .sampling import Source, choose_pairs, experiment_pairs, experiment_sentences, item_for, marked
 from .study import (
     KL_SHARE,
     KNOB_EFFECT,
     PPL_EFFECT,
     Plan,
-    exp_interval,
     gap_rows,
     ppl_rows,
 )
-from .truth import restrict_joint, site_chain, site_joint, truth_joints
+from .truth import site_chain, site_joint, truth_joints
 
-__all__ = ["PairConditionals", "default_candidates", "gold_index", "iter_pair_conditionals", "pair_conditionals",
-           "pair_conditionals_batch", "topk_candidates", "METHODS", "naive", "mrf", "mrf_local", "default_pivot",
-           "hcb", "support_blocks", "anchor", "derive_all", "AGResult", "ag", "ag_objective",
-           "TOL_FLOOR", "compatibility", "nearest_compatible", "conditional_divergence", "conditional_divergences",
-           "kl_joint", "tv_joint", "block_error", "truth_conditional_kl", "evaluate_pair", "stack",
-           "truth_joints", "restrict_joint", "site_joint", "SiteConditionals",
-           "site_conditionals_batch", "topk_site_candidates", "site_chain", "independent_k",
-           "chain_k", "ag_k", "ag_k_objective", "LADDER_METHODS", "rung_pairs", "rung_point",
-           "choose_pairs", "experiment_sentences", "tree_distance", "ROWS", "cell", "measure",
-           "methods_table", "queries_of", "truth_table", "blocked_sample", "exact_blocks",
-           "word_pairs", "KL_SHARE", "KNOB_EFFECT", "PPL_EFFECT", "Plan", "exp_interval",
+__all__ = ["PairConditionals", "default_candidates", "gold_index", "iter_pair_conditionals",
+           "pair_conditionals", "pair_conditionals_batch", "topk_candidates", "METHODS", "naive",
+           "mrf", "mrf_local", "default_pivot", "hcb", "support_blocks", "anchor", "derive_all",
+           "ag", "ag_objective", "TOL_FLOOR", "compatibility", "nearest_compatible", "kl_joint",
+           "tv_joint", "block_error", "evaluate_pair", "truth_joints", "site_joint",
+           "site_conditionals_batch", "topk_site_candidates", "site_chain", "chain_k", "ag_k",
+           "LADDER_METHODS", "rung_pairs", "rung_point", "choose_pairs", "experiment_sentences",
+           "cell", "measure", "methods_table", "queries_of", "truth_table", "blocked_sample",
+           "exact_blocks", "word_pairs", "KL_SHARE", "KNOB_EFFECT", "PPL_EFFECT", "Plan",
            "gap_rows", "ppl_rows", "K_JOINTS", "k_token_pools", "k_token_kls", "item_for", "marked",
            "experiment_pairs", "Source"]

@@ -1,8 +1,4 @@
-r"""The Arnold–Gokhale (AG) joint: the joint whose conditionals are closest to the MLM's.
-
-:func:`ag` solves the AG fixed point (plain, SQUAREM or Newton) and stops on an error bound in log
-space; :func:`ag_objective` is the quantity it minimises.
-"""
+r"""The Arnold–Gokhale (AG) joint: the joint whose conditionals are closest to the MLM's."""
 from __future__ import annotations
 
 import warnings
@@ -17,8 +13,7 @@ from .conditionals import PairConditionals, divergences
 __all__ = ["AGResult", "ag_objective", "ag", "TOL_FLOOR"]
 
 TOL_FLOOR = 1e-12
-"""The smallest stopping tolerance :func:`ag` accepts (nats): a Newton step in float64 stalls at
-about 1e-13, so a smaller ``tol`` is raised to this floor with a warning."""
+"""The smallest tolerance :func:`ag` accepts (nats): a Newton step in float64 stalls near 1e-13."""
 
 
 @dataclass
@@ -53,9 +48,9 @@ def ag(pc: PairConditionals, tol: float = 1e-8, max_iter: int = 200_000, method:
     .. math:: J(p) = -\sum_{a,b} \big(q(a\mid b)+q(b\mid a)\big)\log p(a,b)
               + \sum_b \log p(b) + \sum_a \log p(a),
 
-    whose stationarity condition is the fixed point; each update is a majorise–minimise step, so
-    :math:`J` never increases, and after one step the support is that of :math:`q(a\mid
-    b)+q(b\mid a)`. The state is the two log-marginals :math:`\ell`. ``method``:
+    whose stationarity condition is the fixed point; each update is a majorise–minimise step
+    (:math:`J` never increases; the support becomes that of :math:`q(a\mid b)+q(b\mid a)`) on
+    the two log-marginals :math:`\ell`. ``method``:
 
     * ``"plain"``: the update above;
     * ``"squarem"``: SQUAREM (Varadhan & Roland 2008) on :math:`\ell`, an extrapolated point kept
@@ -66,25 +61,19 @@ def ag(pc: PairConditionals, tol: float = 1e-8, max_iter: int = 200_000, method:
       squares where exact zeros make it singular); on failure SQUAREM goes on and Newton is
       retried 200 updates later.
 
-    Start: with ``warm=True``, ``method="newton"`` and both conditionals positive, the both-masked
-    marginals :math:`q(a), q(b)` mixed with 1e-6 of the uniform; otherwise the uniform (with exact
-    zeros a start from :math:`q` would silently fix the block weights,
-    :func:`~mlmbook.joints.support_blocks`).
+    Start: the uniform, or with ``warm=True``, ``method="newton"`` and both conditionals positive,
+    :math:`q(a), q(b)` mixed with 1e-6 of the uniform (with exact zeros a start from :math:`q`
+    would fix the block weights, :func:`~mlmbook.joints.support_blocks`).
 
-    Stopping: :math:`\ell` moving by :math:`\varepsilon` moves a log joint by at most
-    :math:`2\varepsilon`. Newton stops after a full step of max-norm :math:`\delta` with
-    :math:`2\delta \le` ``tol``; ``"plain"`` and ``"squarem"`` on the a-posteriori estimate
-    :math:`\varepsilon = d_2\hat\rho/(1-\hat\rho)`, :math:`\hat\rho = d_2/d_1` from two plain steps
-    :math:`d_1, d_2`, when :math:`2\varepsilon \le` ``tol``. A ``tol`` below :data:`TOL_FLOOR` is
-    raised to it with a warning.
+    Stopping (a log joint moves at most twice as far as :math:`\ell`): Newton after a full step of
+    max-norm :math:`\delta` with :math:`2\delta \le` ``tol``; the others when
+    :math:`2\varepsilon \le` ``tol``, :math:`\varepsilon = d_2\hat\rho/(1-\hat\rho)`,
+    :math:`\hat\rho = d_2/d_1` from two plain steps :math:`d_1, d_2`. A ``tol`` below
+    :data:`TOL_FLOOR` is raised to it with a warning.
 
-    Returns
-    -------
-    AGResult
-        ``iterations`` counts updates (three per SQUAREM cycle) plus Newton steps; ``objective``
-        is :math:`J` at the start and at every accepted iterate (non-increasing);
-        ``converged`` whether the stopping rule was met; ``error_bound`` the final
-        :math:`2\varepsilon` (or :math:`2\delta`).
+    Returns an :class:`AGResult`: ``iterations`` counts updates (three per SQUAREM cycle) and
+    Newton steps; ``objective``: :math:`J` at the start and each accepted iterate; ``converged``:
+    if the stopping rule held; ``error_bound``: the last :math:`2\varepsilon` or :math:`2\delta`.
     """
     if method not in ("newton", "squarem", "plain"):
         raise ValueError(f"unknown AG method {method!r}; use 'newton', 'squarem' or 'plain'")
@@ -98,7 +87,6 @@ def ag(pc: PairConditionals, tol: float = 1e-8, max_iter: int = 200_000, method:
 
 
 def _solve(pc: PairConditionals, tol: float, max_iter: int, method: str, warm: bool) -> AGResult:
-    """The body of :func:`ag` (arguments checked)."""
     qa, qb = np.exp(pc.log_a_given_b), np.exp(pc.log_b_given_a)
     num = qa + qb
     def_b, def_a = qa.sum(axis=0) > 0, qb.sum(axis=1) > 0          # defined conditionals
@@ -127,10 +115,6 @@ def _solve(pc: PairConditionals, tol: float, max_iter: int, method: str, warm: b
                 J = float(J) if np.isfinite(J) else np.inf
         return rows / z, cols / z, J
 
-    def log_state(pa, pb):
-        with np.errstate(divide="ignore"):
-            return np.log(np.concatenate([pa, pb]))
-
     def error_bound(l0, l1, l2):
         """2 x the a-posteriori distance of l2 to the fixed point, from two plain steps."""
         ok = np.isfinite(l0) & np.isfinite(l1) & np.isfinite(l2)
@@ -143,7 +127,6 @@ def _solve(pc: PairConditionals, tol: float, max_iter: int, method: str, warm: b
     pa, pb = np.full(ka, 1.0 / ka), np.full(kb, 1.0 / kb)
     if warm and method == "newton" and np.all(qa > 0) and np.all(qb > 0):  # one block: see "Start"
         pa, pb = _warm(pc.log_a), _warm(pc.log_b)
-    # p0: the start
     objectives = [_ag_objective_at(num, def_a, def_b, entropy_part, np.outer(pa, pb))]
     it, converged, bound = 0, False, np.inf
     next_newton = 0 if method == "newton" else np.inf
@@ -152,7 +135,8 @@ def _solve(pc: PairConditionals, tol: float, max_iter: int, method: str, warm: b
         pa2, pb2, J1 = update(pa1, pb1)
         it += 2
         objectives.append(J1)
-        l0, l1, l2 = log_state(pa, pb), log_state(pa1, pb1), log_state(pa2, pb2)
+        with np.errstate(divide="ignore"):
+            l0, l1, l2 = [np.log(np.concatenate(p)) for p in ((pa, pb), (pa1, pb1), (pa2, pb2))]
         bound, step = error_bound(l0, l1, l2)
         converged = bound <= tol
         new_a, new_b = pa2, pb2
@@ -187,8 +171,7 @@ def _solve(pc: PairConditionals, tol: float, max_iter: int, method: str, warm: b
 
 
 def _warm(log_q, floor: float = 1e-6) -> np.ndarray:
-    """A start for AG's marginal: the MLM's both-masked marginal mixed with a little of the uniform,
-    so that no candidate starts at 0 (a zero marginal would stay 0 under the update)."""
+    """The both-masked marginal mixed with a little of the uniform (a zero would stay zero)."""
     q = np.exp(np.asarray(log_q, dtype=float))
     q = q / q.sum() if q.sum() > 0 and np.all(np.isfinite(q)) else np.full(q.shape, 1.0 / q.size)
     return (1 - floor) * q + floor / q.size
@@ -204,8 +187,7 @@ def _ag_objective_at(num, def_a, def_b, entropy_part, p) -> float:
 
 
 def _normalise(lx, axis):
-    """``exp(lx)`` normalised along ``axis`` and the log of the normaliser (``-inf`` where all of
-    ``lx`` is ``-inf``; the normalised values are then 0)."""
+    """``exp(lx)`` normalised along ``axis`` (0 where all ``-inf``) and the log normaliser."""
     m = np.max(lx, axis=axis, keepdims=True)
     m = np.where(np.isfinite(m), m, 0.0)
     E = np.exp(lx - m)
@@ -276,8 +258,7 @@ def _newton_step(B, Cw, da, db, g, F) -> np.ndarray:
     :math:`D_a, D_b` diagonal. :math:`A\mathbf 1 = 0`, so the solve uses :math:`A' = A + \mathbf 1
     q^\top` (:math:`q` uniform on B's side, :math:`A'\mathbf 1 = \mathbf 1`): a Schur complement
     of side :math:`K_B`, then Sherman–Morrison for :math:`J = A' - \mathbf 1 (g + q)^\top`. If the
-    answer fails a check against :math:`J`, the dense system is solved (least squares if singular).
-    """
+    answer fails a check against :math:`J`, the dense system is solved (lstsq if singular)."""
     na, nb = len(da), len(db)
     n = na + nb
     with np.errstate(all="ignore"):

@@ -1,9 +1,6 @@
-r"""An MLM's view of two masked positions: :class:`PairConditionals`, and how to query it.
-
-Tables are laid out like the joint, ``[a, b]``, numpy float64 (torch tensors are accepted). A
-conditional given an impossible value (exact oracles have zeros) is undefined and stored as a
-row/column of ``-inf`` (NaNs too).
-"""
+r"""An MLM's view of two masked positions: :class:`PairConditionals`, and how to query it. Tables
+are numpy float64 (torch tensors are accepted); a conditional given an impossible value (exact
+oracles have zeros) is undefined and stored as a row/column of ``-inf`` (NaNs too)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -48,19 +45,13 @@ def joint_from_log(log_p) -> np.ndarray:
 
 @dataclass
 class PairConditionals:
-    r"""The MLM's view of two masked positions A, B, in log space, laid out ``[a, b]``.
-
-    Attributes
-    ----------
-    log_a_given_b : (K_A, K_B) :math:`\log q(x_A=a \mid x_B=b)`; each column sums to 1 in prob.
-    log_b_given_a : (K_A, K_B) :math:`\log q(x_B=b \mid x_A=a)`; each row sums to 1 in prob.
-    log_a, log_b : (K_A,), (K_B,) log of the marginals with both positions masked.
-    logit_a_given_b, logit_b_given_a : raw logits, same layout, for :func:`~mlmbook.joints.mrf`;
-        default to the log-probabilities.
-    cand_a, cand_b : token ids of the candidates (``None`` when not built from a model).
-
-    Inputs are renormalised over the candidates.
-    """
+    r"""The MLM's view of two masked positions A, B, in log space, laid out ``[a, b]`` (inputs are
+    renormalised over the candidates): ``log_a_given_b`` :math:`\log q(x_A=a \mid x_B=b)` (each
+    column sums to 1 in probability) and ``log_b_given_a`` :math:`\log q(x_B=b \mid x_A=a)` (each
+    row does), both (K_A, K_B); ``log_a``, ``log_b`` the log marginals with both positions masked;
+    ``logit_a_given_b``, ``logit_b_given_a`` raw logits, same layout, for
+    :func:`~mlmbook.joints.mrf` (default: the log-probabilities); ``cand_a``, ``cand_b`` the
+    candidates' token ids (``None`` when not built from a model)."""
 
     log_a_given_b: np.ndarray
     log_b_given_a: np.ndarray
@@ -81,9 +72,16 @@ class PairConditionals:
 
     @classmethod
     def from_logits(cls, logit_a_given_b, logit_b_given_a, logit_a, logit_b, **kw) -> "PairConditionals":
-        """Build from raw logits (kept for :func:`~mlmbook.joints.mrf`) over the candidate sets."""
-        return cls(logit_a_given_b, logit_b_given_a, logit_a, logit_b,
-                   logit_a_given_b=logit_a_given_b, logit_b_given_a=logit_b_given_a, **kw)
+        """Build from raw logits (kept for :func:`~mlmbook.joints.mrf`) over the candidate sets; a
+        conditional given a value of zero both-masked probability is undefined (``-inf``)."""
+        pc = cls(logit_a_given_b, logit_b_given_a, logit_a, logit_b,
+                 logit_a_given_b=logit_a_given_b, logit_b_given_a=logit_b_given_a, **kw)
+        dead_a, dead_b = np.isneginf(pc.log_a), np.isneginf(pc.log_b)
+        for name in ("log_a_given_b", "logit_a_given_b"):
+            getattr(pc, name)[:, dead_b] = NEG_INF
+        for name in ("log_b_given_a", "logit_b_given_a"):
+            getattr(pc, name)[dead_a, :] = NEG_INF
+        return pc
 
     @classmethod
     def from_joint(cls, P) -> "PairConditionals":
@@ -132,31 +130,13 @@ def gold_index(pc: PairConditionals, token_a: int, token_b: int) -> tuple[int, i
         raise ValueError(f"gold tokens ({token_a}, {token_b}) are not among the candidates") from None
 
 
-# --------------------------------------------------------------------------- querying a model
-
-def _is_ids(x) -> bool:
-    if hasattr(x, "ndim"):
-        return x.ndim == 1
-    return isinstance(x, (list, tuple)) and all(isinstance(v, (int, np.integer)) for v in x)
-
-
-def _is_pair(x) -> bool:
-    return isinstance(x, (tuple, list)) and len(x) == 2 and _is_ids(x[0]) and _is_ids(x[1])
-
-
 def _candidate_pairs(candidates, n_queries: int, default) -> list:
-    """One ``(cand_a, cand_b)`` pair of int arrays per query, from ``None`` (``default``), one id
-    sequence (both positions), one pair, or a list with one of those per query."""
-    as_ids = lambda c: np.asarray(c, dtype=np.int64).reshape(-1)  # noqa: E731
+    """``(cand_a, cand_b)`` int arrays per query, from None (``default``) or a pair per query."""
     if candidates is None:
         return [(default, default)] * n_queries
-    if _is_pair(candidates):
-        return [(as_ids(candidates[0]), as_ids(candidates[1]))] * n_queries
-    if _is_ids(candidates):
-        return [(as_ids(candidates), as_ids(candidates))] * n_queries
     if len(candidates) != n_queries:
         raise ValueError(f"got {len(candidates)} candidate sets for {n_queries} queries")
-    return [_candidate_pairs(c, 1, default)[0] for c in candidates]
+    return [tuple(np.asarray(c, dtype=np.int64).reshape(-1) for c in pair) for pair in candidates]
 
 
 def _as_queries(queries) -> list:
@@ -172,27 +152,14 @@ def _as_queries(queries) -> list:
 
 def iter_pair_conditionals(lm: "MaskedLM", queries: Sequence, candidates=None,
                            progress: bool = False) -> Iterator[tuple[int, PairConditionals]]:
-    r"""Query a masked LM for the conditionals of many pairs, batched across pairs and sentences.
+    r"""Query a masked LM for the conditionals of many pairs ``(ids, A, B)`` (token ids without
+    special tokens, positions ``A != B``), batched across pairs and sentences; yield ``(k,
+    PairConditionals)`` for every query ``k`` as soon as its rows are in (not in order).
 
-    For a query ``(ids, A, B)`` the rows are: :math:`K_B` copies with A masked and B set to
-    each candidate b (read at A), :math:`K_A` copies with B masked and A set to each candidate
-    a (read at B), and one with both masked (read at A and B), all through
-    :func:`mlmbook.queries.iter_logits`.
-
-    Parameters
-    ----------
-    lm : MaskedLM
-    queries : sequence of ``(ids, A, B)``
-        ``ids``: token ids (no special tokens); ``A != B``: positions.
-    candidates : None, id array, ``(cand_a, cand_b)``, or a list with one of those per query
-        ``None``: every non-special token (:func:`default_candidates`).
-    progress : bool
-        Show a tqdm bar over model rows.
-
-    Yields
-    ------
-    ``(k, PairConditionals)`` for every query ``k``, as soon as its rows are in (not in order).
-    """
+    A query's rows: :math:`K_B` copies with A masked and B set to each candidate b (read at A),
+    :math:`K_A` with B masked and A set to each candidate a (read at B), and one with both masked,
+    all through :func:`mlmbook.queries.iter_logits`. ``candidates``: ``None`` (every non-special
+    token, :func:`default_candidates`) or one ``(cand_a, cand_b)`` per query."""
     queries = _as_queries(queries)
     cands = _candidate_pairs(candidates, len(queries), default_candidates(lm))
     rows, positions, owner = [], [], []          # owner: (query, role, index) of every row
@@ -204,10 +171,8 @@ def iter_pair_conditionals(lm: "MaskedLM", queries: Sequence, candidates=None,
         fill_b[:, B], fill_a[:, A] = cb, ca  # role 0: read at A; role 1: read at B
         rows += fill_b.tolist() + fill_a.tolist() + [both.tolist()]
         positions += [[A]] * len(cb) + [[B]] * len(ca) + [[A, B]]
-        owner.append(np.stack([np.full(len(cb) + len(ca) + 1, k),
-                               np.r_[np.zeros(len(cb)), np.ones(len(ca)), 2],
-                               np.r_[np.arange(len(cb)), np.arange(len(ca)), 0]], axis=1))
-    owner = np.concatenate(owner).astype(np.int64) if owner else np.zeros((0, 3), np.int64)
+        owner += [(k, r, j) for r, n in ((0, len(cb)), (1, len(ca)), (2, 1)) for j in range(n)]
+    owner = np.array(owner, dtype=np.int64).reshape(-1, 3)
     tables = {}
     missing = [len(ca) + len(cb) + 1 for ca, cb in cands]
     for idx, logits in Q.iter_logits(lm, rows, positions, progress=progress and "pair conditionals"):
@@ -230,19 +195,8 @@ def iter_pair_conditionals(lm: "MaskedLM", queries: Sequence, candidates=None,
             missing[k] -= len(group)
             if missing[k] == 0:
                 la, lb, a, b = tables.pop(k)
-                pc = PairConditionals.from_logits(la, lb, a, b, cand_a=np.asarray(ca), cand_b=np.asarray(cb))
-                yield k, _mark_undefined(pc)
-
-
-def _mark_undefined(pc: PairConditionals) -> PairConditionals:
-    """Conditionals given a value with zero both-masked probability are undefined (``-inf``)."""
-    dead_a, dead_b = np.isneginf(pc.log_a), np.isneginf(pc.log_b)
-    if dead_a.any() or dead_b.any():
-        for name in ("log_a_given_b", "logit_a_given_b"):
-            getattr(pc, name)[:, dead_b] = NEG_INF
-        for name in ("log_b_given_a", "logit_b_given_a"):
-            getattr(pc, name)[dead_a, :] = NEG_INF
-    return pc
+                yield k, PairConditionals.from_logits(la, lb, a, b, cand_a=np.asarray(ca),
+                                                      cand_b=np.asarray(cb))
 
 
 def pair_conditionals_batch(lm: "MaskedLM", queries: Sequence, candidates=None, **kw) -> list[PairConditionals]:
@@ -254,17 +208,14 @@ def pair_conditionals_batch(lm: "MaskedLM", queries: Sequence, candidates=None, 
 
 
 def pair_conditionals(lm: "MaskedLM", ids, A: int, B: int, candidates=None) -> PairConditionals:
-    """:func:`iter_pair_conditionals` for one pair. ``candidates``: ``None`` (all non-special ids),
-    one id sequence for both positions, or a pair ``(cand_a, cand_b)``."""
+    """:func:`iter_pair_conditionals` for one pair; ``candidates``: None or ``(cand_a, cand_b)``."""
     return pair_conditionals_batch(lm, [(ids, A, B)], None if candidates is None else [candidates])[0]
 
 
 def topk_candidates(lm: "MaskedLM", queries: Sequence, k: int = 50, gold: bool = True) -> list[tuple]:
-    r"""Top-K candidate sets for real vocabularies, from the both-masked marginals.
-
-    For each query ``(ids, A, B)`` the ``k`` likeliest non-special tokens at A and at B, most likely
-    first. With ``gold=True`` the tokens ``ids[A]``, ``ids[B]`` are forced in (replacing the last
-    candidate if missing), so metrics at the gold pair are defined.
+    r"""Top-K candidate sets from the both-masked marginals: for each query ``(ids, A, B)`` the
+    ``k`` likeliest non-special tokens at A and at B, most likely first; with ``gold=True``
+    ``ids[A]``, ``ids[B]`` forced in (replacing the last candidate if missing).
 
     Returns
     -------
@@ -272,11 +223,7 @@ def topk_candidates(lm: "MaskedLM", queries: Sequence, k: int = 50, gold: bool =
     """
     queries = _as_queries(queries)
     k = int(min(k, len(default_candidates(lm))))
-    rows = []
-    for ids, A, B in queries:
-        r = list(ids)
-        r[A] = r[B] = lm.mask_id
-        rows.append(r)
+    rows = [[lm.mask_id if p in (A, B) else t for p, t in enumerate(ids)] for ids, A, B in queries]
     out = [None] * len(queries)
     for idx, arr in Q.iter_log_probs(lm, rows, [[A, B] for _, A, B in queries]):
         top = torch.topk(torch.from_numpy(arr), k, dim=-1).indices.numpy()       # (n, 2, k)

@@ -1,10 +1,7 @@
-r"""Joints of two masked tokens from an MLM's conditionals: the independent product, two MRFs,
-Hammersley–Clifford–Besag (HCB), and the support blocks that exact zeros create.
-
-Torroba Hennigen & Kim (2023), *Deriving Language Models from Masked Language Models*. Each
-method keeps the zeros its formula implies, never returns NaN, and raises ``ValueError`` for a
-joint with no support. The Arnold–Gokhale joint is in :mod:`.ag`.
-"""
+r"""Joints of two masked tokens from an MLM's conditionals (Torroba Hennigen & Kim 2023): the
+independent product, two MRFs, Hammersley–Clifford–Besag (HCB), and the support blocks that exact
+zeros create. Each keeps the zeros its formula implies, never returns NaN, and raises
+``ValueError`` for a joint with no support."""
 from __future__ import annotations
 
 import numpy as np
@@ -40,8 +37,7 @@ def mrf_local(pc: PairConditionals) -> np.ndarray:
 
 
 def default_pivot(pc: PairConditionals) -> int:
-    r"""The pivot :math:`a^\star = \arg\max_a q(a)` of the both-masked marginal (the paper's
-    ``hcb-both``)."""
+    r"""Pivot :math:`a^\star = \arg\max_a q(a)`, the both-masked mode (the paper's ``hcb-both``)."""
     return int(np.argmax(pc.log_a))
 
 
@@ -57,8 +53,7 @@ def hcb(pc: PairConditionals, pivot: int | None = None) -> np.ndarray:
     ``pivot`` is the index :math:`a^\star` (default :func:`default_pivot`); to pivot on B use
     ``hcb(pc.swap(), b_star).T``. Exact for compatible conditionals whenever every b with
     :math:`p(b)>0` has :math:`p(a^\star,b)>0`; columns with :math:`q(b\mid a^\star)=0` or
-    :math:`q(a^\star\mid b)=0` get zero mass.
-    """
+    :math:`q(a^\star\mid b)=0` get zero mass."""
     a_star = default_pivot(pc) if pivot is None else int(pivot)
     lb, la_star = pc.log_b_given_a[a_star], pc.log_a_given_b[a_star]
     ok = np.isfinite(lb) & np.isfinite(la_star)
@@ -68,11 +63,9 @@ def hcb(pc: PairConditionals, pivot: int | None = None) -> np.ndarray:
 
 
 def support_blocks(pc: PairConditionals) -> tuple[int, np.ndarray, np.ndarray]:
-    r"""Connected blocks of the conditionals' support.
-
-    Join a and b when both :math:`q(a\mid b) > 0` and :math:`q(b\mid a) > 0`; the blocks are the
-    connected components. Even compatible conditionals fix the joint only up to one weight per
-    block (Arnold & Press 1989).
+    r"""Connected blocks of the conditionals' support: a and b are joined when both
+    :math:`q(a\mid b) > 0` and :math:`q(b\mid a) > 0`. Even compatible conditionals fix the joint
+    only up to one weight per block (Arnold & Press 1989).
 
     Returns
     -------
@@ -82,13 +75,11 @@ def support_blocks(pc: PairConditionals) -> tuple[int, np.ndarray, np.ndarray]:
     ka, kb = S.shape
     graph = sparse.bmat([[None, sparse.csr_matrix(S)], [sparse.csr_matrix(S.T), None]])
     _, labels = connected_components(graph, directed=False)
-    la, lb = labels[:ka].copy(), labels[ka:].copy()
-    la[~S.any(axis=1)], lb[~S.any(axis=0)] = -1, -1
-    used = np.unique(np.concatenate([la[la >= 0], lb[lb >= 0]]))
-    remap = {old: new for new, old in enumerate(used)}
-    la = np.array([remap.get(x, -1) for x in la])
-    lb = np.array([remap.get(x, -1) for x in lb])
-    return len(used), la, lb
+    live = np.concatenate([S.any(axis=1), S.any(axis=0)])
+    used, new = np.unique(labels[live], return_inverse=True)
+    out = np.full(ka + kb, -1)
+    out[live] = new
+    return len(used), out[:ka], out[ka:]
 
 
 def anchor(joint, pc: PairConditionals) -> np.ndarray:
@@ -99,8 +90,7 @@ def anchor(joint, pc: PairConditionals) -> np.ndarray:
     :math:`p(b\mid a)`, :math:`p(a \mid b)` the conditionals of ``joint`` and :math:`q(a)`,
     :math:`q(b)` the both-masked marginals (each half renormalised over the values where its
     conditional is defined). For the truth's own conditionals and marginals each half is the true
-    joint, blocks or not (:func:`support_blocks`).
-    """
+    joint, blocks or not (:func:`support_blocks`)."""
     J = _np(joint)
     halves = []
     for log_m, axis in ((pc.log_a, 1), (pc.log_b, 0)):

@@ -1,7 +1,6 @@
 r"""Chapter 2's experiment: :func:`measure` scores every joint on every pair in one batched pass;
 :func:`methods_table` and :func:`truth_table` give each cell with its 95 % interval over sentences
-(perplexities described on the log scale and mapped back).
-"""
+(perplexities described on the log scale and mapped back)."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Sequence
@@ -33,7 +32,6 @@ def measure(lm: "MaskedLM", items: Sequence[dict], truths: Sequence | None = Non
 
     Parameters
     ----------
-    lm : MaskedLM
     items : list of dict
         Pairs from :func:`~mlmbook.joints.choose_pairs`.
     truths : list of arrays, optional
@@ -74,8 +72,7 @@ def methods_table(per_pair: dict, kinds: Sequence[str], sentence: Sequence) -> t
     rows : list
         Table rows (``[label, cell, ...]``) for :func:`mlmbook.tables.table`.
     intervals : dict
-        ``{(row, column): Interval}`` with columns ``p_ppl_adjacent``, ``p_ppl_random``, ``u_ppl``,
-        ``kl``.
+        ``{(row, col): Interval}``, columns ``p_ppl_adjacent``, ``p_ppl_random``, ``u_ppl``, ``kl``.
     """
     kinds, units = np.asarray(kinds), np.asarray(sentence)
     every = np.ones(len(kinds), bool)

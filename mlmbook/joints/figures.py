@@ -1,5 +1,4 @@
-"""Chapter 2's figures: each draws measured numbers and returns its figure (legends above the
-panels, never over data)."""
+"""Chapter 2's figures, drawn from measured numbers (legends above the panels, never over data)."""
 from __future__ import annotations
 
 from typing import Sequence
@@ -11,19 +10,6 @@ from .derive import METHODS
 from .metrics import tv_joint
 
 __all__ = ["joint_panels", "against_truth", "ladder_figure", "soft_zeros"]
-
-KIND_COLORS = {"adjacent": plotting.PALETTE["mlm"], "random": plotting.PALETTE["alt"]}
-
-
-def _errorbar(ax, x, ivs, **kw):
-    est = np.array([iv.estimate for iv in ivs])
-    err = np.array([[iv.estimate - iv.low, iv.high - iv.estimate] for iv in ivs]).T
-    return ax.errorbar(x, est, yerr=err, capsize=2, **kw)
-
-
-def _legend_above(fig, ax, ncol: int):
-    handles, labels = ax.get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside upper center", ncol=ncol, frameon=False)
 
 
 def joint_panels(vocab: Sequence[str], cand_a, cand_b, joints: dict, truth=None, k: int = 10):
@@ -54,7 +40,7 @@ def against_truth(per_pair: dict, kinds: Sequence[str]):
     anchored AG against AG (KL to the truth, right); the diagonal marks equality, log axes."""
     kinds = np.asarray(kinds)
     fig, axes = plotting.figure(1, 2, height=3.4)
-    for kind, color in KIND_COLORS.items():
+    for kind, color in (("adjacent", plotting.PALETTE["mlm"]), ("random", plotting.PALETTE["alt"])):
         keep = kinds == kind
         axes[0].scatter(per_pair["mlm.cond_kl_truth"][keep], per_pair["ag.cond_kl_truth"][keep],
                         s=12, alpha=0.7, color=color, label=f"{kind} pairs")
@@ -65,7 +51,7 @@ def against_truth(per_pair: dict, kinds: Sequence[str]):
         ends = [max(min(x0, y0), 1e-4), max(x1, y1)]
         ax.plot(ends, ends, color=plotting.PALETTE["muted"], lw=1)
         ax.set(xscale="log", yscale="log", xlabel=f"{x}: KL to p (nats)", ylabel=f"{y}: KL to p")
-    _legend_above(fig, axes[0], 2)
+    plotting.legend_above(fig, axes[0], 2)
     return fig
 
 
@@ -92,9 +78,7 @@ def ladder_figure(kls: Sequence[float], names: Sequence[str], points: Sequence[d
     plotting.regime_map(kls, *gap, ax=axes[1], style=style)
     for ax in axes:
         ax.set_xlabel("rung's single-site KL to p (nats)")
-    handles = [h for ax in axes for h in ax.get_legend_handles_labels()[0]]
-    labels = [lab for ax in axes for lab in ax.get_legend_handles_labels()[1]]
-    fig.legend(handles, labels, loc="outside upper center", ncol=3, frameon=False)
+    fig.legend(loc="outside upper center", ncol=3, frameon=False)  # both panels' entries
     return fig
 
 
@@ -111,9 +95,11 @@ def soft_zeros(settings: Sequence[float], truth_block: Sequence[float], block: d
                                   (axes[1], truth_tv, tv, "TV to p")):
         ax.plot(x, exact, "s--", color=plotting.PALETTE["truth"], label="HCB from p's own conditionals")
         for m, series in ivs.items():
-            _errorbar(ax, x + 0.04 * (list(ivs).index(m) - 1), series, fmt="o-", color=colors[m],
-                      label=f"{METHODS[m]} from the MLM")
+            est = np.array([iv.estimate for iv in series])
+            err = np.array([[iv.estimate - iv.low, iv.high - iv.estimate] for iv in series]).T
+            ax.errorbar(x + 0.04 * (list(ivs).index(m) - 1), est, yerr=err, capsize=2, fmt="o-",
+                        color=colors[m], label=f"{METHODS[m]} from the MLM")
         ax.set(xticks=x, xticklabels=[f"{e:g}" for e in settings], xlabel="smoothing ε", ylabel=label)
         ax.set_ylim(bottom=0)
-    _legend_above(fig, axes[0], 2)
+    plotting.legend_above(fig, axes[0], 2)
     return fig

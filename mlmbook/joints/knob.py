@@ -1,10 +1,6 @@
-r"""Chapter 2's knob of the world: soft zeros, the truth's answer beside the models'.
-
-At smoothing :math:`\varepsilon = 0` a pair's true table can split into **blocks**
-(:func:`~mlmbook.joints.support_blocks`); the knob is measured on such pairs
-(:func:`blocked_sample`, chosen by the truth alone), by the mass a joint puts in the wrong block
-(:func:`~mlmbook.joints.block_error`). :func:`exact_blocks` gives the truth's own answer.
-"""
+r"""Chapter 2's knob of the world, soft zeros: pairs whose true table splits into blocks at
+smoothing :math:`\varepsilon = 0` (:func:`blocked_sample`, chosen by the truth alone), and the
+truth's own answer on them (:func:`exact_blocks`)."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -32,11 +28,8 @@ def word_pairs(items) -> list[tuple]:
 
 def blocked_sample(lm: "MaskedLM", grammar, n: int, rng: np.random.Generator, seed: int = 0,
                    pool: int = 8) -> tuple[list[dict], list[np.ndarray], list[np.ndarray]]:
-    """Pairs of ``n`` toy sentences whose true table splits into several blocks.
-
-    ``pool * n`` sentences are drawn (seed ``seed``), each giving two pairs
-    (:func:`~mlmbook.joints.choose_pairs`); a pair is kept when its true table has two blocks or
-    more, until ``n`` sentences have a kept pair.
+    """Pairs of ``n`` toy sentences whose true table has two blocks or more, from ``pool * n``
+    sentences drawn with ``seed`` (two pairs each, :func:`~mlmbook.joints.choose_pairs`).
 
     Returns
     -------
@@ -68,9 +61,8 @@ def blocked_sample(lm: "MaskedLM", grammar, n: int, rng: np.random.Generator, se
 
 
 def exact_blocks(true_joints, labels) -> dict[str, np.ndarray]:
-    """What the blocks cost the truth's own conditionals, per pair: ``blocks`` (how many),
-    ``hcb_tv`` (HCB's total variation to the truth) and ``hcb_block`` (HCB's mass in the wrong
-    block, blocks as ``labels``)."""
+    """Per pair, what blocks cost the truth's own conditionals: ``blocks`` (how many), ``hcb_tv``
+    (HCB's total variation to the truth) and ``hcb_block`` (HCB's mass in the wrong block)."""
     own = [PairConditionals.from_joint(P) for P in true_joints]
     joints = [hcb(pc) for pc in own]
     return {"blocks": np.array([support_blocks(pc)[0] for pc in own]),

@@ -1,22 +1,13 @@
-r"""Beyond two tokens: joints of ``k`` masked positions derived from an MLM.
+r"""Beyond two tokens: joints of ``k`` masked positions :math:`S = \{s_1, \dots, s_k\}` from an
+MLM's conditionals of each site given the other ``k - 1``, over a candidate grid ``[x_1, ...,
+x_k]`` (renormalised over the candidates): :func:`independent_k`, :func:`chain_k` (it depends on
+the order for an inconsistent model) and :func:`ag_k`, Arnold–Gokhale for ``k`` sites:
 
-For a set :math:`S = \{s_1, \dots, s_k\}` the MLM gives each site's conditional given the other
-``k - 1``, :math:`q(x_{s_i} \mid x_{S \setminus s_i}, x_{\setminus S})`. Three joints over a
-candidate grid:
+.. math:: p^{(t+1)}(x) \;\propto\; \frac{\sum_i q(x_{s_i} \mid x_{S\setminus s_i})}
+          {\sum_i 1/p^{(t)}(x_{S\setminus s_i})},
 
-* :func:`independent_k`: the product of the marginals with all of S masked;
-* :func:`chain_k`: the left-to-right chain rule :math:`q(x_{s_1})\,q(x_{s_2} \mid x_{s_1})\cdots`,
-  each factor read with the later sites masked (it depends on the order for an inconsistent model);
-* :func:`ag_k`: Arnold–Gokhale for ``k`` sites, by the fixed point
-
-  .. math:: p^{(t+1)}(x) \;\propto\; \frac{\sum_i q(x_{s_i} \mid x_{S\setminus s_i})}
-            {\sum_i 1/p^{(t)}(x_{S\setminus s_i})},
-
-  :math:`p(x_{S \setminus s_i})` the marginal of the other sites (for ``k = 2``
-  :func:`~mlmbook.joints.ag`'s update).
-
-Tables are laid out over the grid ``[x_1, ..., x_k]``, renormalised over the candidates.
-"""
+:math:`p(x_{S \setminus s_i})` the marginal of the other sites (for ``k = 2``
+:func:`~mlmbook.joints.ag`'s update)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -41,20 +32,11 @@ __all__ = ["SiteConditionals", "site_conditionals_batch", "topk_site_candidates"
 
 @dataclass
 class SiteConditionals:
-    """An MLM's view of ``k`` masked sites of one sentence, in log space over a candidate grid.
-
-    Attributes
-    ----------
-    log_cond : list of k arrays, each of shape ``(K_1, ..., K_k)``
-        ``log_cond[i][x]`` = :math:`\\log q(x_{s_i} \\mid x_{S\\setminus s_i})`, normalised along
-        axis ``i``.
-    log_marg : list of k arrays ``(K_i,)``
-        :math:`\\log q(x_{s_i})` with every site of S masked.
-    log_chain : list of k arrays, shapes ``(K_1, ..., K_t)``
-        :math:`\\log q(x_{s_t} \\mid x_{s_1}, \\dots, x_{s_{t-1}})` with the later sites masked,
-        normalised along the last axis.
-    cands : list of k id arrays
-    """
+    r"""An MLM's view of ``k`` masked sites of one sentence, in log space over a candidate grid
+    (``cands``: k id arrays): ``log_cond[i]`` :math:`\log q(x_{s_i} \mid x_{S\setminus s_i})`, shape
+    ``(K_1, ..., K_k)``, normalised along axis ``i``; ``log_marg[i]`` :math:`\log q(x_{s_i})` with
+    every site of S masked; ``log_chain[t]`` :math:`\log q(x_{s_t} \mid x_{s_1}, \dots,
+    x_{s_{t-1}})` with the later sites masked, ``(K_1, ..., K_t)``, normalised on the last axis."""
 
     log_cond: list
     log_marg: list
@@ -82,23 +64,9 @@ class SiteConditionals:
 
 def site_conditionals_batch(lm: "MaskedLM", queries: Sequence, candidates: Sequence,
                             progress: bool = False) -> list[SiteConditionals]:
-    r"""Query a masked LM for the ``k``-site conditionals, marginals and chain factors.
-
-    Parameters
-    ----------
-    lm : MaskedLM
-    queries : sequence of ``(ids, positions)``
-        Token ids of a sentence (no special tokens) and ``k`` distinct token positions.
-    candidates : sequence (one per query) of ``k`` id arrays
-        The candidate tokens of each site.
-    progress : bool
-        A tqdm bar over model rows.
-
-    Returns
-    -------
-    list of :class:`SiteConditionals`, in query order (one :func:`mlmbook.queries.iter_log_probs`
-    call for all rows).
-    """
+    r"""Query a masked LM for the ``k``-site conditionals, marginals and chain factors of each query
+    ``(ids, positions)`` (token ids without special tokens, ``k`` distinct positions) over its ``k``
+    candidate id arrays, in query order (one :func:`mlmbook.queries.iter_log_probs` call)."""
     rows, positions, owner, grids = [], [], [], []
     for k, ((ids, sites), cands) in enumerate(zip(queries, candidates)):
         ids, sites = [int(t) for t in ids], [int(s) for s in sites]
@@ -106,9 +74,7 @@ def site_conditionals_batch(lm: "MaskedLM", queries: Sequence, candidates: Seque
             raise ValueError(f"query {k}: need distinct positions and one candidate set per position")
         cands = [np.asarray(c, dtype=np.int64) for c in cands]
         grids.append(cands)
-        masked = list(ids)
-        for s in sites:
-            masked[s] = lm.mask_id
+        masked = [lm.mask_id if p in sites else t for p, t in enumerate(ids)]
         rows.append(masked), positions.append(sites), owner.append((k, "marg", None))
         for i, s in enumerate(sites):  # site i given every filling of the others
             others = [j for j in range(len(sites)) if j != i]
@@ -180,16 +146,10 @@ def ag_k_objective(sc: SiteConditionals, joint) -> float:
 
 
 def ag_k(sc: SiteConditionals, tol: float = 1e-9, max_iter: int = 100_000) -> tuple[np.ndarray, int, bool]:
-    r"""Arnold–Gokhale for ``k`` sites: the fixed point of the module's update, with SQUAREM on
-    :math:`\log p` (an extrapolated point kept only if :func:`ag_k_objective` is no larger).
-
-    Starts from :func:`chain_k`; stops when two successive plain updates move no log-probability by
-    more than ``tol``.
-
-    Returns
-    -------
-    (joint, updates, converged)
-    """
+    r"""Arnold–Gokhale for ``k`` sites, ``(joint, updates, converged)``: the fixed point of the
+    module's update from :func:`chain_k`, with SQUAREM on :math:`\log p` (an extrapolated point kept
+    only if :func:`ag_k_objective` is no larger), until two successive plain updates move no
+    log-probability by more than ``tol``."""
     num = sum(np.exp(lc) for lc in sc.log_cond)
     k = num.ndim
 
@@ -223,24 +183,17 @@ def ag_k(sc: SiteConditionals, tol: float = 1e-9, max_iter: int = 100_000) -> tu
                 lx = np.where(ok, l0 - 2 * alpha * r + alpha ** 2 * v, -np.inf)
                 Px = update(np.exp(lx - lx[ok].max()) / np.exp(lx - lx[ok].max()).sum())
                 it += 1
-                objx = ag_k_objective(sc, Px)
-                if objx <= obj2:
+                if ag_k_objective(sc, Px) <= obj2:
                     P = Px
     return P, it, converged
 
 
 def topk_site_candidates(lm: "MaskedLM", queries: Sequence, k: int, gold: bool = True) -> list[list[np.ndarray]]:
-    """The ``k`` likeliest tokens of each site under the all-masked marginals, with the observed
-    token forced in (replacing the last candidate) when ``gold``.
-
-    ``queries``: ``(ids, positions)``. Returns one list of ``len(positions)`` id arrays per query.
-    """
-    rows, positions = [], []
-    for ids, sites in queries:
-        r = [int(t) for t in ids]
-        for s in sites:
-            r[s] = lm.mask_id
-        rows.append(r), positions.append([int(s) for s in sites])
+    """The ``k`` likeliest tokens at each site of each query ``(ids, positions)``, all sites masked
+    (id arrays per query); ``gold``: the observed token forced in, replacing the last."""
+    positions = [[int(s) for s in sites] for _, sites in queries]
+    rows = [[lm.mask_id if p in sites else int(t) for p, t in enumerate(ids)]
+            for (ids, _), sites in zip(queries, positions)]
     out = [None] * len(queries)
     for idx, logp in Q.iter_log_probs(lm, rows, positions):
         for row, q in zip(logp, idx):
@@ -274,9 +227,8 @@ def k_token_pools(items: Sequence[dict], grammar, triples: int, whole: int, seed
 
 
 def k_token_kls(lm: "MaskedLM", grammar, pool: Sequence, k: int) -> dict[str, np.ndarray]:
-    """KL from the exact joint on a grid of ``k`` candidates per site
-    (:func:`topk_site_candidates`) to each joint of :data:`K_JOINTS`, one value per ``(words,
-    sites)`` of ``pool``."""
+    """KL from the exact joint on a grid of ``k`` candidates per site (:func:`topk_site_candidates`)
+    to each joint of :data:`K_JOINTS`, one value per ``(words, sites)`` of ``pool``."""
     queries = [(lm.encode_words(words)[0], sites) for words, sites in pool]
     grids = topk_site_candidates(lm, queries, k)
     found = {m: [] for m in K_JOINTS}

@@ -1,7 +1,5 @@
 r"""How good is a derived joint: divergences to the MLM and to the truth, incompatibility, and the
-chapter's per-pair bookkeeping (:func:`evaluate_pair`, :func:`stack`). Divergences are those of
-:mod:`mlmbook.stats`.
-"""
+chapter's per-pair bookkeeping (:func:`evaluate_pair`, :func:`stack`)."""
 from __future__ import annotations
 
 import numpy as np
@@ -11,7 +9,7 @@ from scipy.sparse.linalg import lsqr
 from ..stats import jsd, kl, mutual_information, tv
 from .ag import ag
 from .conditionals import PairConditionals, _np, divergences
-from .derive import anchor, hcb, mrf, mrf_local, naive
+from .derive import derive_all
 
 __all__ = ["conditional_divergence", "conditional_divergences", "compatibility",
            "nearest_compatible", "kl_joint", "tv_joint", "block_error", "truth_conditional_kl",
@@ -29,27 +27,20 @@ def tv_joint(p_true, p_derived) -> float:
     return tv(_np(p_true), _np(p_derived))
 
 
-def conditional_divergence(joint, pc: PairConditionals, kind: str = "kl", at=None) -> float:
-    r"""Divergence between the derived joint's conditionals and the MLM's.
-
-    ``kind``: ``"kl"`` :math:`\mathrm{KL}(q_{\text{MLM}}\|p)`, ``"rkl"``
-    :math:`\mathrm{KL}(p\|q_{\text{MLM}})` or ``"jsd"``. ``at=None``: unweighted mean over every
-    conditioning value whose MLM conditional is defined, both sides (the paper's *all* average);
-    ``at=(a, b)``: mean of the two at the gold pair, :math:`D(q(\cdot\mid b), p(\cdot\mid b))` and
-    :math:`D(q(\cdot\mid a), p(\cdot\mid a))`. A conditioning value the derived joint gives
-    probability 0 counts as maximally divergent (``inf`` for the KLs, :math:`\log 2` for JSD).
-    """
+def conditional_divergence(joint, pc: PairConditionals, kind: str = "kl") -> float:
+    r"""Divergence between the derived joint's conditionals and the MLM's, ``kind`` ``"kl"``
+    :math:`\mathrm{KL}(q_{\text{MLM}}\|p)`, ``"rkl"`` :math:`\mathrm{KL}(p\|q_{\text{MLM}})` or
+    ``"jsd"``: the unweighted mean over every conditioning value whose MLM conditional is defined,
+    both sides (the paper's *all* average). A conditioning value the derived joint gives probability
+    0 counts as maximally divergent (``inf`` for the KLs, :math:`\log 2` for JSD)."""
     div = {"kl": kl, "rkl": lambda p, q, axis: kl(q, p, axis), "jsd": jsd}[kind]
     worst = np.log(2) if kind == "jsd" else np.inf
     (d_a, def_b), (d_b, def_a) = divergences(pc, PairConditionals.from_joint(joint), div, worst)
-    if at is None:
-        return float(np.mean(np.concatenate([d_a[def_b], d_b[def_a]])))
-    a, b = at
-    return float((d_a[b] + d_b[a]) / 2)
+    return float(np.mean(np.concatenate([d_a[def_b], d_b[def_a]])))
 
 
 def conditional_divergences(joint, pc: PairConditionals) -> dict[str, float]:
-    r"""``{"kl", "rkl", "jsd"}`` of :func:`conditional_divergence` (``at=None``) in one pass."""
+    r"""``{"kl", "rkl", "jsd"}`` of :func:`conditional_divergence` in one pass."""
     J = _np(joint)
     parts = {"kl": [], "rkl": [], "jsd": []}
     worst = {"kl": np.inf, "rkl": np.inf, "jsd": np.log(2)}
@@ -71,20 +62,15 @@ def conditional_divergences(joint, pc: PairConditionals) -> dict[str, float]:
 
 
 def compatibility(pc: PairConditionals, weighted: bool = True) -> float:
-    r"""Arnold–Press incompatibility: distance of the log ratio from a log-rank-one matrix.
-
-    Two positive conditionals come from one joint iff the ratio
+    r"""Arnold–Press incompatibility: two positive conditionals come from one joint iff the ratio
     :math:`q(a\mid b)/q(b\mid a) = p(a)/p(b)` factorises as :math:`u_a v_b` (Arnold & Press 1989).
-    With :math:`r_{ab} = \log q(a\mid b) - \log q(b\mid a)` we return the weighted least-squares
-    misfit of the additive model,
+    With :math:`r_{ab} = \log q(a\mid b) - \log q(b\mid a)`, the weighted least-squares misfit
 
     .. math:: \min_{u, v}\; \frac{\sum_{(a,b)\in S} w_{ab}\,(r_{ab} - u_a - v_b)^2}{\sum_{(a,b)\in S} w_{ab}},
 
-    over the common support S (both tables positive), in squared nats; 0 iff the conditionals are
-    compatible on S. ``weighted=True`` (default): :math:`w_{ab} = q(a)\,q(b)`, the both-masked
-    marginals (with full support: the weighted double centring of r); ``weighted=False``: every
-    cell the same.
-    """
+    over the common support S (both tables positive), in squared nats; 0 iff compatible on S.
+    ``weighted``: :math:`w_{ab} = q(a)\,q(b)`, the both-masked marginals (with full support: the
+    weighted double centring of r); else every cell the same."""
     la, lb = pc.log_a_given_b, pc.log_b_given_a
     support = np.isfinite(la) & np.isfinite(lb)
     wa, wb = (np.exp(pc.log_a), np.exp(pc.log_b)) if weighted else (np.ones(la.shape[0]), np.ones(la.shape[1]))
@@ -110,17 +96,14 @@ def compatibility(pc: PairConditionals, weighted: bool = True) -> float:
 
 
 def nearest_compatible(pc: PairConditionals, joint=None) -> float:
-    r"""How far the MLM's conditionals are from the nearest compatible joint's, in nats.
-
-    The nearest compatible joint is AG's (:func:`~mlmbook.joints.ag` minimises exactly this
-    distance summed over conditioning values); ``joint`` defaults to it. Each conditioning value
-    is weighted by its both-masked probability,
+    r"""How far the MLM's conditionals are from the nearest compatible joint's (``joint``, default
+    AG's, :func:`~mlmbook.joints.ag`), in nats, each conditioning value weighted by its both-masked
+    probability:
 
     .. math:: \tfrac12\Big[\sum_b q(b)\,\mathrm{KL}\big(q(\cdot\mid b)\,\|\,p(\cdot\mid b)\big)
               + \sum_a q(a)\,\mathrm{KL}\big(q(\cdot\mid a)\,\|\,p(\cdot\mid a)\big)\Big],
 
-    0 for compatible conditionals (:func:`conditional_divergence` gives the unweighted mean).
-    """
+    0 for compatible conditionals (:func:`conditional_divergence` gives the unweighted mean)."""
     J = ag(pc).joint if joint is None else _np(joint)
     (d_a, def_b), (d_b, def_a) = divergences(pc, PairConditionals.from_joint(J), kl)
     out = 0.0
@@ -146,8 +129,7 @@ def truth_conditional_kl(p_true, model) -> float:
               + \mathbb{E}_{a\sim p(a)}\,\mathrm{KL}\big(p(\cdot\mid a)\,\|\,m(\cdot\mid a)\big)\Big].
 
     ``model`` is a derived joint or a :class:`PairConditionals` (the MLM's own conditionals); for a
-    joint it is at most :func:`kl_joint`. ``inf`` where the model misses the truth's support.
-    """
+    joint it is at most :func:`kl_joint`. ``inf`` where the model misses the truth's support."""
     P = _np(p_true)
     P = P / P.sum()
     S = P > 0
@@ -171,60 +153,35 @@ def truth_conditional_kl(p_true, model) -> float:
     return out
 
 
-# -------------------------------------------------------------------------- a chapter's bookkeeping
-
-def _log_unary(joint, a, b) -> float:
-    """:math:`\\log p(a\\mid b) + \\log p(b\\mid a)` of a joint at ``(a, b)``."""
+def _at_gold(joint, a, b) -> tuple[float, float]:
+    r""":math:`\log p(a, b)` and :math:`\log p(a\mid b) + \log p(b\mid a)` at ``(a, b)``."""
     with np.errstate(divide="ignore"):
-        return float(2 * np.log(joint[a, b]) - np.log(joint[:, b].sum()) - np.log(joint[a, :].sum()))
+        lp = np.log(joint[a, b])
+        return float(lp), float(2 * lp - np.log(joint[:, b].sum()) - np.log(joint[a, :].sum()))
 
 
 def evaluate_pair(pc: PairConditionals, gold, truth=None, joints: dict | None = None,
                   to_mlm: bool = True) -> dict[str, float]:
-    r"""Every per-pair quantity the chapter aggregates, as a flat ``{"method.metric": float}``.
-
-    Parameters
-    ----------
-    pc : PairConditionals
-        The MLM's conditionals for the pair.
-    gold : (int, int)
-        Indices of the observed tokens among the candidates (:func:`~mlmbook.joints.gold_index`).
-    truth : array or None
-        The true joint over the same candidates (toy world only).
-    joints : dict or None
-        Precomputed :func:`~mlmbook.joints.derive_all` output or a subset (default: computed here).
-    to_mlm : bool
-        Whether to compute the divergences to the MLM's conditionals (``m.kl``, ``m.rkl``,
-        ``m.jsd``).
-
-    Returns
-    -------
-    dict with, for each method ``m`` of ``joints`` (default :data:`~mlmbook.joints.METHODS`):
+    r"""Every per-pair quantity the chapter aggregates, as a flat ``{"method.metric": float}``, for
+    the MLM's conditionals ``pc``, the indices ``gold`` of the observed tokens among the candidates
+    (:func:`~mlmbook.joints.gold_index`), the true joint ``truth`` (toy world only) and ``joints``
+    (default :func:`~mlmbook.joints.derive_all`'s). For each method ``m`` of ``joints``:
 
     - ``m.logp_pair`` :math:`\log q_m(a,b)` and ``m.logp_unary``
       :math:`\log q_m(a\mid b)+\log q_m(b\mid a)` at the gold pair (P-PPL and U-PPL);
-    - ``m.kl``, ``m.rkl``, ``m.jsd``: :func:`conditional_divergence` to the MLM's conditionals;
+    - with ``to_mlm``: ``m.kl``, ``m.rkl``, ``m.jsd`` (:func:`conditional_divergence`);
     - with ``truth``: ``m.kl_truth`` :math:`\mathrm{KL}(p\|q_m)`, ``m.tv_truth`` (:func:`tv_joint`)
       and ``m.cond_kl_truth`` (:func:`truth_conditional_kl`);
 
     and ``mlm.logp_unary`` (the MLM's own conditionals at the gold pair), ``compatibility``
-    (:func:`compatibility`, weighted), ``nearest_compatible`` (:func:`nearest_compatible`, when AG's
-    joint is among ``joints``), ``ag.iterations``, ``ag.objective``; with ``truth`` also
+    (weighted), ``nearest_compatible`` (when AG's joint is among ``joints``); with ``truth`` also
     ``mlm.cond_kl_truth``, ``truth.logp_pair``, ``truth.logp_unary`` and ``truth.mi``, the true
-    conditional mutual information of the two positions, :math:`\mathrm{KL}(p \,\|\, p_A\, p_B)`.
-    """
+    conditional mutual information of the two positions, :math:`\mathrm{KL}(p \,\|\, p_A\, p_B)`."""
     a, b = gold
-    if joints is None:
-        res = ag(pc)
-        joints = {"naive": naive(pc), "mrf": mrf(pc), "mrf_local": mrf_local(pc), "hcb": hcb(pc),
-                  "ag": res.joint, "ag_anchored": anchor(res.joint, pc)}
-        out = {"ag.iterations": float(res.iterations), "ag.objective": float(res.objective[-1])}
-    else:
-        out = {}
+    joints = derive_all(pc) if joints is None else joints
+    out = {}
     for m, J in joints.items():
-        with np.errstate(divide="ignore"):
-            out[f"{m}.logp_pair"] = float(np.log(J[a, b]))
-        out[f"{m}.logp_unary"] = _log_unary(J, a, b)
+        out[f"{m}.logp_pair"], out[f"{m}.logp_unary"] = _at_gold(J, a, b)
         for kind, value in (conditional_divergences(J, pc).items() if to_mlm else ()):
             out[f"{m}.{kind}"] = value
         if truth is not None:
@@ -237,16 +194,13 @@ def evaluate_pair(pc: PairConditionals, gold, truth=None, joints: dict | None = 
         out["nearest_compatible"] = nearest_compatible(pc, joints["ag"])
     if truth is not None:
         out["mlm.cond_kl_truth"] = truth_conditional_kl(truth, pc)
-        with np.errstate(divide="ignore"):
-            out["truth.logp_pair"] = float(np.log(truth[a, b]))
-        out["truth.logp_unary"] = _log_unary(truth, a, b)
+        out["truth.logp_pair"], out["truth.logp_unary"] = _at_gold(truth, a, b)
         out["truth.mi"] = float(mutual_information(_np(truth)))
     return out
 
 
 def stack(rows: list) -> dict[str, np.ndarray]:
-    """A list of :func:`evaluate_pair` dicts -> ``{key: array over pairs}`` (keys present in
-    all)."""
+    """A list of :func:`evaluate_pair` dicts -> ``{key: array over pairs}`` (keys that all have)."""
     keys = [k for k in rows[0] if all(k in r for r in rows)]
     return {k: np.array([r[k] for r in rows], dtype=float) for k in keys}
 

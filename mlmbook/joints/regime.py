@@ -1,11 +1,7 @@
-r"""Chapter 2's regime map: the derived joints on every rung of a model ladder (or knob setting).
-
-For one model and a fixed sample of pairs with known true joints, :func:`rung_pairs` measures per
-pair and :func:`rung_point` summarises what the chapter plots against the model's distance from the
-truth, with descriptive 95 % intervals over **sentences** (two pairs of a sentence share its
-context). The **gap** is AG's conditional KL to the truth minus the MLM's own: negative means AG's
-conditionals are closer to the truth.
-"""
+r"""Chapter 2's regime map: the derived joints on every rung of a model ladder (or knob setting),
+measured per pair with known true joints (:func:`rung_pairs`) and summarised over sentences
+(:func:`rung_point`). The **gap** is AG's conditional KL to the truth minus the MLM's own:
+negative means AG's conditionals are closer to the truth."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Sequence
@@ -42,10 +38,6 @@ def rung_pairs(lm: "MaskedLM", queries: Sequence, truths: Sequence, blocks: Sequ
     blocks : sequence of arrays, optional
         A block label per row of each query's grid (:func:`~mlmbook.joints.support_blocks`): then
         ``m.block_error`` (:func:`~mlmbook.joints.block_error`) is measured too.
-
-    Returns
-    -------
-    dict ``{"method.metric": array over pairs}`` (see :func:`~mlmbook.joints.stack`).
     """
     rows = [None] * len(queries)
     for k, pc in iter_pair_conditionals(lm, queries, progress=progress):
@@ -60,13 +52,10 @@ def rung_pairs(lm: "MaskedLM", queries: Sequence, truths: Sequence, blocks: Sequ
 
 
 def rung_point(per_pair: dict, sentence) -> dict[str, Interval]:
-    """One rung's point of the regime map: 95 % intervals over sentences.
-
-    Keys: ``{m}_kl_truth`` and ``{m}_tv_truth`` for ``m`` in :data:`LADDER_METHODS` (where present);
-    ``mlm_cond_kl_truth`` and ``ag_cond_kl_truth``; ``gap`` (AG's conditional KL to the truth minus
-    the MLM's, paired); ``anchor`` (anchored AG's KL to the truth minus AG's, paired);
-    ``nearest_compatible``.
-    """
+    """One rung's point of the regime map, 95 % intervals over sentences: ``{m}_kl_truth`` and
+    ``{m}_tv_truth`` for ``m`` in :data:`LADDER_METHODS` (where present), ``mlm_cond_kl_truth``,
+    ``ag_cond_kl_truth``, ``gap`` (paired), ``anchor`` (anchored AG's KL to the truth minus AG's,
+    paired) and ``nearest_compatible``."""
     units = np.asarray(sentence)
     fields = {f"{m}_{metric}": per_pair[f"{m}.{metric}"] for m in LADDER_METHODS for metric in ("kl_truth", "tv_truth")
               if f"{m}.{metric}" in per_pair}

@@ -19,20 +19,10 @@ __all__ = ["choose_pairs", "tree_distance", "Source", "experiment_sentences", "e
 
 @dataclass(frozen=True)
 class Source:
-    """Where the chapter's sentences come from.
-
-    Attributes
-    ----------
-    toy : bool
-        The toy model, which reads its own language (a treebank is then an error).
-    treebank : str or path, optional
-        The treebank another model reads (``default_treebank`` when None).
-    window : Window, optional
-        The length policy (:func:`~mlmbook.corpus.read_for_model`).
-    default_treebank : str
-    allow_unknown : bool
-        Run even when the model does not fit the treebank (the page then shows the warning).
-    """
+    """Where the chapter's sentences come from: ``toy``, the toy model, which reads its own language
+    (a treebank is then an error); else ``treebank`` (``default_treebank`` when None), read with the
+    length policy ``window`` (:func:`~mlmbook.corpus.read_for_model`); ``allow_unknown``: run even
+    when the model does not fit the treebank (the page then shows the warning)."""
 
     toy: bool
     treebank: object = None
@@ -48,9 +38,8 @@ def experiment_sentences(lm: "MaskedLM", n: int, grammar, source: Source,
 
     Returns
     -------
-    sentences : list
-    corpus : ModelCorpus or None
-        What was read and the fit (its ``admonition()`` goes on the page); None for the toy model.
+    ``(sentences, corpus)``: ``corpus`` what was read and the fit (its ``admonition()`` goes on the
+    page), None for the toy model.
     """
     if source.toy:
         if source.treebank is not None:
@@ -63,9 +52,8 @@ def experiment_sentences(lm: "MaskedLM", n: int, grammar, source: Source,
 
 
 def tree_distance(heads: Sequence[int], i: int, j: int) -> int:
-    """Number of edges between words ``i`` and ``j`` in a dependency tree (``heads[k]`` is the
-    0-based head of word ``k``, ``-1`` for the root); ``ValueError`` if the heads do not form a
-    tree that links the two words."""
+    """Edges between words ``i`` and ``j`` of a dependency tree (``heads[k]``: the 0-based head of
+    word ``k``, -1 for the root); ``ValueError`` if the heads do not link them in a tree."""
     def path_up(k):
         seen = [k]
         while heads[seen[-1]] >= 0:
@@ -82,40 +70,16 @@ def tree_distance(heads: Sequence[int], i: int, j: int) -> int:
     raise ValueError(f"words {i} and {j} are not in one tree")
 
 
-def _tree_distance_or_none(heads, i: int, j: int):
-    """The tree distance, or ``None`` without heads or where they do not link the two words."""
-    if heads is None:
-        return None
-    try:
-        return tree_distance(heads, i, j)
-    except (ValueError, IndexError):
-        return None
-
-
 def choose_pairs(lm: "MaskedLM", sentences: Sequence, n: int, rng: np.random.Generator) -> list[dict]:
-    """One adjacent and one random pair of words per sentence, for the first ``n`` that qualify.
+    """One adjacent and one random pair of words per sentence (word lists, or
+    :class:`~mlmbook.corpus.Sentence` objects: the model reads their surface tokens), for the first
+    ``n`` that qualify: three words with a letter or digit whose pieces the model knows, two of them
+    adjacent, and the sentence fits the model.
 
-    Only words with a letter or digit whose pieces the model knows (no special token) qualify;
-    a sentence needs three of them and two adjacent ones, and must fit the model.
-
-    Parameters
-    ----------
-    lm : MaskedLM
-    sentences : sequence of word lists or :class:`~mlmbook.corpus.Sentence` objects
-        With a ``Sentence`` each pair also gets its distance in the gold tree, and the model reads
-        its surface tokens.
-    n : int
-        Sentences wanted (``2 n`` items: adjacent, random, adjacent, ...).
-    rng : numpy Generator
-
-    Returns
-    -------
-    list of dict with ``kind`` ("adjacent"/"random"), ``sentence`` (index of the sentence in the
-    sample, 0, 0, 1, 1, ...), ``words``, word positions ``wa < wb``, ``ids`` (token ids), token
-    positions ``A``, ``B`` (the first piece of each word), ``distance`` (``wb - wa``) and
-    ``tree_distance`` (edges between the two words in the gold tree; ``None`` without one, or where
-    the sentence's heads do not form a tree).
-    """
+    Returns ``2 n`` dicts (adjacent, random, adjacent, ...) with ``kind``, ``sentence`` (0, 0, 1,
+    1, ...), ``words``, word positions ``wa < wb``, ``ids`` (token ids), token positions ``A``,
+    ``B`` (each word's first piece), ``distance`` (``wb - wa``) and ``tree_distance`` (edges between
+    the two words in the gold tree; ``None`` without one, or where the heads do not form a tree)."""
     items = []
     for sentence in sentences:
         words = list(getattr(sentence, "words", sentence))
@@ -132,9 +96,13 @@ def choose_pairs(lm: "MaskedLM", sentences: Sequence, n: int, rng: np.random.Gen
         u, v = adjacent[rng.integers(len(adjacent))]
         r1, r2 = sorted(rng.choice(ok, size=2, replace=False))
         for kind, (wa, wb) in (("adjacent", (u, v)), ("random", (int(r1), int(r2)))):
+            try:
+                tree = None if heads is None else tree_distance(heads, wa, wb)
+            except (ValueError, IndexError):                # the heads do not link the two words
+                tree = None
             items.append(dict(kind=kind, sentence=len(items) // 2, words=list(words), wa=wa, wb=wb,
                               ids=ids, A=pieces[wa][0], B=pieces[wb][0], distance=wb - wa,
-                              tree_distance=_tree_distance_or_none(heads, wa, wb)))
+                              tree_distance=tree))
         if len(items) == 2 * n:
             break
     return items
@@ -142,8 +110,7 @@ def choose_pairs(lm: "MaskedLM", sentences: Sequence, n: int, rng: np.random.Gen
 
 def experiment_pairs(lm: "MaskedLM", sentences: Sequence, n: int, rng: np.random.Generator,
                      source: str = "the sentences") -> list[dict]:
-    """:func:`choose_pairs`, or a :class:`~mlmbook.errors.TreebankError` naming ``source`` when no
-    sentence qualifies."""
+    """:func:`choose_pairs`; if no sentence qualifies, a ``TreebankError`` naming ``source``."""
     items = choose_pairs(lm, sentences, n, rng)
     if not items:
         raise TreebankError(f"no usable sentence in {source}: chapter 2 needs sentences with three words the model "

@@ -1,13 +1,9 @@
-r"""Chapter 2's primary questions (the chapter declares them): their effects of interest and the
-rows that answer them.
+r"""Chapter 2's primary questions: their effects of interest and the rows that answer them, one
+value per *pair* (the study sums them into sentences, ``units=``).
 
 Torroba Hennigen & Kim (2023) claim that the Arnold–Gokhale joint (AG) "outperforms existing Markov
 random field-based approaches" and that its conditionals "can even occasionally outperform the
-original MLM's conditionals". The chapter tests those claims in at most six questions, one
-Bonferroni family (:class:`mlmbook.stats.Study`): log-perplexity differences (:func:`ppl_rows`) and,
-with the truth, differences of conditional KL (:func:`gap_rows`) and of the knob's block error.
-Every row function returns one value per *pair*; the study sums them into sentences (``units=``).
-"""
+original MLM's conditionals"."""
 from __future__ import annotations
 
 import math
@@ -30,24 +26,15 @@ KL_SHARE = 0.1
 """The truth questions' effect of interest, as a share of the model's mean single-site KL to the
 truth."""
 
+
 @dataclass(frozen=True)
 class Plan:
-    """How much the chapter measures in a profile (the chapter's ``SIZES``). Unit counts are best
-    at 12 or less, or 30 or more: from 13 to 29 a sign-flip interval costs 0.1–2.5 s.
-
-    Attributes
-    ----------
-    sentences : int
-        Sentences of the experiment (an adjacent and a random pair each).
-    ladder : int
-        The first this many of them, on every rung of the ladder.
-    knob : int
-        Sentences with a pair whose true table splits into blocks, for the soft-zeros models.
-    triples, k3 : int
-        Three-word joints: how many, and candidates per word.
-    whole, k4 : int
-        Whole four-word sentences: how many, and candidates per word.
-    """
+    """How much the chapter measures in a profile (the chapter's ``SIZES``): ``sentences`` of the
+    experiment (an adjacent and a random pair each), the first ``ladder`` of them on every rung of
+    the ladder, ``knob`` sentences with a pair whose true table splits into blocks (for the
+    soft-zeros models), ``triples`` three-word joints with ``k3`` candidates per word, and ``whole``
+    four-word sentences with ``k4``. Unit counts are best at 12 or less, or 30 or more: from 13 to
+    29 a sign-flip interval costs 0.1–2.5 s."""
 
     sentences: int
     ladder: int = 0
@@ -60,12 +47,9 @@ class Plan:
 
 def ppl_rows(per_pair: dict, first: str, second: str, field: str = "logp_pair") -> np.ndarray:
     r"""Per-pair contributions to :math:`\log \mathrm{PPL}_{\text{first}} - \log
-    \mathrm{PPL}_{\text{second}}`.
-
-    A pair scores two tokens, so its contribution is :math:`-\tfrac12(\log q_{\text{first}} - \log
-    q_{\text{second}})` at the observed pair. ``field``: ``"logp_pair"`` (P-PPL) or
-    ``"logp_unary"`` (U-PPL; ``second="mlm"`` is the MLM's own conditionals).
-    """
+    \mathrm{PPL}_{\text{second}}`, :math:`-\tfrac12(\log q_{\text{first}} - \log
+    q_{\text{second}})` at the observed pair (two tokens). ``field``: ``"logp_pair"`` (P-PPL) or
+    ``"logp_unary"`` (U-PPL; ``second="mlm"`` is the MLM's own conditionals)."""
     out = -0.5 * (np.asarray(per_pair[f"{first}.{field}"]) - np.asarray(per_pair[f"{second}.{field}"]))
     if not np.all(np.isfinite(out)):
         raise ValueError(f"{first} or {second} gives an observed pair no mass: its perplexity is infinite")
@@ -73,8 +57,7 @@ def ppl_rows(per_pair: dict, first: str, second: str, field: str = "logp_pair") 
 
 
 def gap_rows(per_pair: dict) -> np.ndarray:
-    """Per pair: the conditional KL to the truth of AG's conditionals minus that of the MLM's
-    own."""
+    """Per pair: AG's conditional KL to the truth minus the MLM's own."""
     return np.asarray(per_pair["ag.cond_kl_truth"]) - np.asarray(per_pair["mlm.cond_kl_truth"])
 
 

@@ -1,5 +1,4 @@
-r"""The toy world's answer key for chapter 2: exact joints of two (or k) positions over candidate
-tokens."""
+r"""Chapter 2's answer key in the toy world: exact joints of two (or k) positions on candidates."""
 from __future__ import annotations
 
 from itertools import product
@@ -11,7 +10,7 @@ import torch
 from .. import threads
 from ..toy.vocab import N_SPECIAL
 
-__all__ = ["truth_joints", "restrict_joint", "site_joint", "site_chain"]
+__all__ = ["truth_joints", "site_joint", "site_chain"]
 
 
 def truth_joints(grammar, queries: Sequence, candidates=None, offset: int = N_SPECIAL) -> list[np.ndarray]:
@@ -23,18 +22,14 @@ def truth_joints(grammar, queries: Sequence, candidates=None, offset: int = N_SP
     queries : sequence of ``(words, A, B)``
         A sentence (list of words) and two word positions.
     candidates : None or a list of ``(cand_a, cand_b)`` token ids, one per query
-        Token ids of the toy tokenizer: grammar word ``w`` is token ``w + offset``
-        (``offset = mlmbook.toy.vocab.N_SPECIAL``). ``None``: every word, in vocabulary order
-        (the full grid, matching :func:`~mlmbook.joints.default_candidates` of a toy model).
-    offset : int
+        Grammar word ``w`` is token ``w + offset``. ``None``: every word, in vocabulary order (the
+        full grid, :func:`~mlmbook.joints.default_candidates` of a toy model).
 
     Returns
     -------
-    list of arrays ``[a, b]``, renormalised over the candidates (one ``Grammar.pair_joints`` pass
-    per sentence).
+    list of arrays ``[a, b]``, renormalised over candidates (one ``pair_joints`` pass a sentence).
     """
-    V = len(grammar.vocab)
-    everything = np.arange(V) + offset
+    everything = np.arange(len(grammar.vocab)) + offset
     cands = [(everything, everything)] * len(queries) if candidates is None else list(candidates)
     by_sentence: dict = {}
     for k, (words, _a, _b) in enumerate(queries):
@@ -44,24 +39,16 @@ def truth_joints(grammar, queries: Sequence, candidates=None, offset: int = N_SP
         pairs = sorted({(int(queries[k][1]), int(queries[k][2])) for k in ks})
         with threads.using(threads.policy()):
             exact = dict(grammar.pair_joints(list(words), pairs))
-        for k in ks:
-            out[k] = restrict_joint(exact[(int(queries[k][1]), int(queries[k][2]))], *cands[k],
-                                    offset=offset, what=f"query {k}")
+        for k in ks:  # the full grid restricted to the candidates (tokens that are no words: 0)
+            P = np.asarray(exact[(int(queries[k][1]), int(queries[k][2]))])
+            ia, ib = (np.asarray(c, dtype=np.int64) - offset for c in cands[k])
+            ok_a, ok_b = (ia >= 0) & (ia < P.shape[0]), (ib >= 0) & (ib < P.shape[1])
+            sub = np.zeros((len(ia), len(ib)))
+            sub[np.ix_(ok_a, ok_b)] = P[np.ix_(ia[ok_a], ib[ok_b])]
+            if sub.sum() <= 0:
+                raise ValueError(f"the candidates of query {k} have no probability under the truth")
+            out[k] = sub / sub.sum()
     return out
-
-
-def restrict_joint(P, cand_a, cand_b, offset: int = N_SPECIAL, what: str = "the query") -> np.ndarray:
-    """A joint over the full grid of words restricted to candidate token ids and renormalised
-    (tokens outside the words get 0)."""
-    P = np.asarray(P)
-    V = P.shape[0]
-    ia, ib = (np.asarray(c, dtype=np.int64) - offset for c in (cand_a, cand_b))
-    ok_a, ok_b = (ia >= 0) & (ia < V), (ib >= 0) & (ib < P.shape[1])
-    sub = np.zeros((len(ia), len(ib)))
-    sub[np.ix_(ok_a, ok_b)] = P[np.ix_(ia[ok_a], ib[ok_b])]
-    if sub.sum() <= 0:
-        raise ValueError(f"the candidates of {what} have no probability under the truth")
-    return sub / sub.sum()
 
 
 def site_joint(grammar, words: Sequence[str], positions: Sequence[int], candidates: Sequence,
@@ -69,47 +56,31 @@ def site_joint(grammar, words: Sequence[str], positions: Sequence[int], candidat
     r"""Exact joint of ``k`` positions of a sentence, :math:`p(x_{s_1}, \dots, x_{s_k} \mid
     \text{rest})`, over candidate tokens (shape ``(K_1, ..., K_k)``, normalised over the grid).
 
-    The sentence weight is linear in each position's leaf vector (:mod:`mlmbook.toy.pcfg`), so one
-    inside and one backward pass per filling of the first ``k - 1`` positions give the weights of
-    all :math:`K_k` fillings of the last (batched ``rows_per_pass`` fillings at a time).
-
-    Parameters
-    ----------
-    grammar : mlmbook.toy.Grammar
-    words : sequence of str
-        The sentence; the words at ``positions`` are ignored.
-    positions : sequence of int
-        Distinct word positions.
-    candidates : sequence of id arrays, one per position
-        Token ids (grammar word ``w`` is token ``w + offset``); ids outside the words get 0.
-    """
+    ``candidates``: token ids per position (grammar word ``w`` is token ``w + offset``; ids outside
+    the words get 0); the words at ``positions`` are ignored. The sentence weight is linear in each
+    position's leaf vector (:mod:`mlmbook.toy.pcfg`), so one inside and one backward pass per
+    filling of the first ``k - 1`` positions give the weights of all :math:`K_k` fillings of the
+    last (``rows_per_pass`` fillings at a time)."""
     pcfg = grammar.pcfg
     positions = [int(p) for p in positions]
     if len(set(positions)) != len(positions) or not positions:
         raise ValueError(f"positions must be distinct and non-empty, got {positions}")
     ids = grammar.encode(list(words)).clone()
-    n = len(ids)
     V = len(grammar.vocab)
     cands = [np.asarray(c, dtype=np.int64) - offset for c in candidates]
     ok = [(c >= 0) & (c < V) for c in cands]
     safe = [np.where(o, c, 0) for c, o in zip(cands, ok)]
-    f64 = dict(dtype=torch.float64)
-    E = torch.tensor(pcfg.emissions, **f64)                                  # (T, N, V)
-    prior = torch.tensor(pcfg.topic_prior, **f64)
-    T, N, _ = E.shape
+    E = torch.tensor(pcfg.emissions, dtype=torch.float64)                    # (T, N, V)
     *first, last = positions
     fillings = list(product(*[range(len(c)) for c in safe[:-1]]))
     out = np.zeros((len(fillings), len(safe[-1])))
-    with threads.limited(), torch.enable_grad():
+    with threads.limited():
         for s in range(0, len(fillings), rows_per_pass):
             chunk = fillings[s:s + rows_per_pass]
             rows = ids.repeat(len(chunk), 1)
             for site, p in enumerate(first):
                 rows[:, p] = torch.tensor([int(safe[site][f[site]]) for f in chunk])
-            # (B, T, n, N)
-            leaves = E[:, :, rows].permute(2, 0, 3, 1).contiguous().requires_grad_(True)
-            Z = pcfg.inside(leaves.reshape(-1, n, N))[n][:, 0, pcfg.start].reshape(-1, T) @ prior
-            (g,) = torch.autograd.grad(Z.sum(), leaves)
+            g = pcfg._outside(pcfg._leaves(rows))                            # (B, T, n, N)
             weights = torch.einsum("ptA,tAw->pw", g[:, :, last, :], E[:, :, safe[-1]])
             out[s:s + len(chunk)] = weights.numpy()
     grid = out.reshape(*[len(c) for c in safe])
@@ -131,8 +102,7 @@ def site_chain(grammar, words: Sequence[str], positions: Sequence[int], candidat
 
     each factor read from the exact conditionals with the *later* sites masked and renormalised
     over the candidates, as :func:`~mlmbook.joints.chain_k` reads an MLM; on a grid smaller than
-    the vocabulary it is not the true joint.
-    """
+    the vocabulary it is not the true joint."""
     pcfg = grammar.pcfg
     positions = [int(p) for p in positions]
     ids = grammar.encode(list(words)).clone()

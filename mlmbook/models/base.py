@@ -1,15 +1,12 @@
 r"""One interface for "a masked language model": conditionals at masked positions.
 
-Every chapter asks the same question of a model — *given a sentence with some positions
-masked, what distribution does it put on the token at position i?* — and every answer goes
-through :meth:`MaskedLM.logits`:
+Every chapter asks a model, through :meth:`MaskedLM.logits`, *given a sentence with some
+positions masked, what distribution does it put on the token at position i?*
 
 .. math:: \text{logits}[b, k, :] \;\to\; q(x_{p_{bk}} = \cdot \mid x_{\text{unmasked}})
 
-:class:`MaskedLM` is a :class:`typing.Protocol` (the science modules type against it and never
-import a model implementation). :class:`~mlmbook.models.hf.HFMaskedLM` wraps any Hugging Face
-``AutoModelForMaskedLM``; :class:`~mlmbook.models.truth.TruthOracle` gives the toy language's
-*exact* conditionals, so any chapter can swap the model for the truth.
+:class:`MaskedLM` is a :class:`typing.Protocol`: the science modules type against it and never
+import a model implementation, so any chapter can swap the model for the exact truth.
 """
 from __future__ import annotations
 
@@ -24,20 +21,9 @@ __all__ = ["MaskedLM", "MaskedLMBase"]
 
 @runtime_checkable
 class MaskedLM(Protocol):
-    """What the package needs of a masked LM.
-
-    Attributes
-    ----------
-    name : str
-        A reader-facing name (never a path or a cache key).
-    vocab : sequence of str
-        Token id -> token string.
-    mask_id : int
-    special_ids : sequence of int
-        Ids that never count as words (``[CLS]``, ``[MASK]``, ...).
-    max_length : int
-        Most content tokens (without the model's own special tokens) a row may hold.
-    """
+    """What the package needs of a masked LM: a reader-facing ``name`` (never a path or a cache
+    key), ``vocab`` (id -> token), ``special_ids`` that never count as words (``[CLS]``, ``[MASK]``,
+    ...) and ``max_length``, the most content tokens (without the model's own specials) of a row."""
 
     name: str
     vocab: Sequence[str]
@@ -48,33 +34,20 @@ class MaskedLM(Protocol):
     @property
     def V(self) -> int:
         """Vocabulary size."""
-        ...
 
     def logits(self, ids, positions, full_softmax: bool = False) -> torch.Tensor:
-        """Scores (B, k, V) of every token at the queried ``positions`` (B, k) of rows ``ids`` (B, n);
-        special tokens get ``-inf`` unless ``full_softmax``."""
-        ...
+        """Scores (B, k, V) of every token at ``positions`` (B, k) of rows ``ids`` (B, n)."""
 
     def encode_words(self, words: Sequence[str]) -> tuple[list[int], list[list[int]]]:
         """Token ids of a word sequence and, for each word, the positions of its pieces."""
-        ...
 
 
 class MaskedLMBase:
     """What the package's masked LMs share; subclasses implement :meth:`_logits_chunk` and
-    :meth:`encode_words` and set the attributes of :class:`MaskedLM`.
-
-    Attributes
-    ----------
-    is_exact : bool
-        True for the truth oracle.
-    hidden_size : int
-        Width of the encoder (0 when there is none), for the thread policy (:mod:`mlmbook.threads`).
-    supports_padding : bool
-        Whether :meth:`padded_logits` can take rows of different lengths in one call.
-    thread_safe : bool
-        Whether several threads may call :meth:`logits` at once.
-    """
+    :meth:`encode_words` and set the attributes of :class:`MaskedLM`. ``hidden_size`` (0: no
+    encoder) feeds the thread policy (:mod:`mlmbook.threads`); ``supports_padding``: whether
+    :meth:`padded_logits` can take rows of different lengths; ``thread_safe``: whether several
+    threads may call :meth:`logits` at once."""
 
     name: str
     vocab: list
@@ -98,8 +71,7 @@ class MaskedLMBase:
         return f"{type(self).__name__}({self.name!r})"
 
     def logits(self, ids, positions, full_softmax: bool = False) -> torch.Tensor:
-        """Scores of every token at the queried positions (one batched call; see
-        :mod:`mlmbook.queries`).
+        """Scores of every token at the queried positions, in one batched call.
 
         Parameters
         ----------
@@ -168,13 +140,11 @@ class MaskedLMBase:
         return out.clone()  # a normal tensor, usable outside inference mode
 
     def encode_text(self, text: str) -> tuple[list[int], list[list[int]], list[str]]:
-        """Token ids, the pieces of each word, and the words of a plain string, split at white
-        space (models with a tokenizer split as the tokenizer does)."""
+        """Token ids, the pieces of each word, and the words of a string split at white space."""
         words = text.split()
         ids, pieces = self.encode_words(words)
         return ids, pieces, words
 
     def hidden_states(self, ids) -> tuple:
-        """All layers' hidden states (embeddings first) at the content positions of rows ``ids``
-        (B, n): a tuple of (B, n, H) tensors (the exact oracle has none)."""
+        """All layers' hidden states (embeddings first) at the content positions: (B, n, H) each."""
         raise NotImplementedError(f"{self.name} has no hidden states")

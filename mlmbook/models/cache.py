@@ -1,12 +1,9 @@
 """The model cache: train once, keep the result, never load a half-written entry.
 
-An entry is a directory under :func:`mlmbook.paths.cache_dir` named by a hash of everything
-that changes the weights — the grammar, the training configuration, the seed and the model
-kind. Training always runs on one thread (:data:`TRAIN_THREADS`), so the same seed gives the same
-weights on every machine. Entries are built in a temporary directory, checksummed into
-``manifest.json`` (written last) and renamed into place; a lock serialises processes that want
-the same entry. A corrupted entry is reported and rebuilt. Chapters never open files inside an
-entry: :class:`CacheEntry` gives the training history and the snapshots.
+An entry is a directory under :func:`mlmbook.paths.cache_dir` named by a hash of everything that
+changes the weights (:func:`entry_key`). It is built in a temporary directory, checksummed into
+``manifest.json`` (written last) and renamed into place, under a lock per entry; a corrupted entry
+is reported and rebuilt. :class:`CacheEntry` gives the training history and the snapshots.
 """
 from __future__ import annotations
 
@@ -31,8 +28,7 @@ VERSION = 3  # bump to invalidate every cached model
 
 
 def entry_key(grammar: Grammar, config: TrainConfig, seed: int, kind: str) -> str:
-    """The hash that names a cache entry: everything that changes the trained weights, the version
-    of the trainer's arithmetic (:data:`mlmbook.models.stacked.VERSION`) included."""
+    """The hash that names a cache entry (:data:`mlmbook.models.stacked.VERSION` included)."""
     settings = asdict(config)
     if settings["mask_ratio"] == "fixed":          # at its default the key is as before the setting
         del settings["mask_ratio"]
@@ -48,8 +44,7 @@ def _entry_path(grammar: Grammar, config: TrainConfig, seed: int, kind: str) -> 
 
 def is_cached(grammar: Grammar, config: TrainConfig, seed: int = 0, kind: str = "mlm") -> bool:
     """Whether :func:`load_or_train` would find this model in the cache (without training it)."""
-    path = _entry_path(grammar, config, seed, kind)
-    return path.exists() and _verify(path) is None
+    return _verify(_entry_path(grammar, config, seed, kind)) is None
 
 
 def _sha256(path: Path) -> str:
@@ -69,11 +64,6 @@ def _verify(path: Path) -> str | None:
     except (OSError, ValueError, KeyError) as e:
         return f"unreadable ({type(e).__name__})"
     return None
-
-
-def _cached(final: Path, make, info: dict) -> Path:
-    """Return ``final`` if it holds a verified entry, else build it with ``make(tmp_dir)``."""
-    return _cached_many([final], lambda missing, tmps: make(tmps[0]), [info])[0]
 
 
 def _cached_many(finals: list[Path], make, infos: list[dict]) -> list[Path]:
@@ -116,14 +106,9 @@ def _cached_many(finals: list[Path], make, infos: list[dict]) -> list[Path]:
 
 
 class CacheEntry:
-    """A trained model in the cache: where it is, how it was trained, its snapshots.
-
-    Attributes
-    ----------
-    path : Path         the directory (load it with ``AutoModelForMaskedLM`` or :func:`~mlmbook.models.load_mlm`)
-    kind : str          ``"mlm"`` or ``"maelm"``
-    label : str         a reader-facing name such as ``"toy (full preset)"`` — never a path
-    """
+    """A trained model in the cache: its directory ``path`` (load it with
+    :func:`~mlmbook.models.load_mlm`), ``kind`` (``"mlm"`` or ``"maelm"``), a reader-facing
+    ``label`` such as ``"toy MLM (full preset, seed 0)"`` (never a path), its snapshots."""
 
     def __init__(self, path: Path, kind: str, label: str):
         self.path, self.kind, self.label = Path(path), kind, label
@@ -156,7 +141,6 @@ def load_or_train(grammar: str | Grammar = "toy", preset: str | TrainConfig = "f
     ----------
     grammar : "toy", "toy_topic", a YAML path, or a :class:`~mlmbook.toy.grammar.Grammar`
     preset : a name of :data:`~mlmbook.models.train.PRESETS` or a :class:`~mlmbook.models.train.TrainConfig`
-    seed : int
     kind : "mlm" (default) or "maelm" (:mod:`mlmbook.models.maelm`)
     """
     if kind not in ("mlm", "maelm"):
@@ -164,31 +148,23 @@ def load_or_train(grammar: str | Grammar = "toy", preset: str | TrainConfig = "f
     g = grammar if isinstance(grammar, Grammar) else Grammar.load(grammar)
     if isinstance(preset, str) and preset not in PRESETS:
         raise ValueError(f"unknown training preset {preset!r}; use one of {', '.join(PRESETS)}")
-    config = PRESETS[preset] if isinstance(preset, str) else preset
-    final, info = _entry_path(g, config, seed, kind), _info(g, config, seed, kind)
-    path = _cached(final, lambda tmp: stacked.train_stack([stacked.Member(g, config, seed, kind, tmp)], progress), info)
-    what = "MAE-LM" if kind == "maelm" else "MLM"
-    name = preset if isinstance(preset, str) else "custom"
-    return CacheEntry(path, kind, f"{g.name} {what} ({name} preset, seed {seed})")
+    config, name = (PRESETS[preset], preset) if isinstance(preset, str) else (preset, "custom")
+    return train_together([(g, config, seed, kind)], progress, name)[0]
 
 
-def _info(g: Grammar, config: TrainConfig, seed: int, kind: str) -> dict:
-    """What an entry's manifest says about how it was trained."""
-    return dict(grammar=g.name, kind=kind, config=asdict(config), seed=seed, threads=TRAIN_THREADS,
-                version=VERSION, trainer=f"stacked {stacked.VERSION}")
-
-
-def train_together(models: list[tuple], progress: bool = False) -> list[CacheEntry]:
+def train_together(models: list[tuple], progress: bool = False,
+                   preset: str = "custom") -> list[CacheEntry]:
     """The cache entries of ``models``, (Grammar, TrainConfig, seed, kind) of one
     :func:`~mlmbook.models.stacked.shape_of`, training the missing ones as one stack (the same
-    weights :func:`load_or_train` would train one at a time)."""
+    weights :func:`load_or_train` would train one at a time); ``preset`` names the configuration."""
     finals = [_entry_path(g, c, s, k) for g, c, s, k in models]
-    infos = [_info(g, c, s, k) for g, c, s, k in models]
+    infos = [dict(grammar=g.name, kind=k, config=asdict(c), seed=s, threads=TRAIN_THREADS,
+                  version=VERSION, trainer=f"stacked {stacked.VERSION}") for g, c, s, k in models]
     by_path = dict(zip(finals, models))
 
     def make(missing, tmps):
         stacked.train_stack([stacked.Member(*by_path[f], tmp) for f, tmp in zip(missing, tmps)], progress)
 
     paths = _cached_many(finals, make, infos)
-    return [CacheEntry(p, k, f"{g.name} {'MAE-LM' if k == 'maelm' else 'MLM'} (custom preset, seed {s})")
-            for p, (g, c, s, k) in zip(paths, models)]
+    return [CacheEntry(p, k, f"{g.name} {'MAE-LM' if k == 'maelm' else 'MLM'} ({preset} preset, "
+                             f"seed {s})") for p, (g, c, s, k) in zip(paths, models)]

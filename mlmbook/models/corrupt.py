@@ -1,16 +1,12 @@
-r"""Training data and its corruption: the batches a toy MLM learns from and how they are masked.
-
-Every toy model (MLM or MAE-LM, one at a time or stacked) reads the same stream: fresh
-sentences sampled from the grammar, bucketed by length (:func:`batches`), then corrupted
-(:func:`mask_tokens`) in four steps that :class:`~mlmbook.models.train.TrainConfig` controls:
+r"""Training data and its corruption: every toy model reads fresh sentences sampled from the
+grammar, bucketed by length (:func:`batches`), then corrupted (:func:`mask_tokens`) in four steps
+that :class:`~mlmbook.models.train.TrainConfig` controls:
 
 1. **Noise** (``noise`` :math:`=\eta`). Each content token is, independently with probability
-   :math:`\eta`, replaced by a word drawn uniformly from the vocabulary (possibly the word
-   itself, so a share :math:`\eta(1 - 1/V)` actually changes). The model learns this noisier
-   language: the labels are the noisy tokens.
+   :math:`\eta`, replaced by a word drawn uniformly from the vocabulary (so a share
+   :math:`\eta(1 - 1/V)` actually changes); the labels are the noisy tokens.
 2. **Eligibility** (``mask_only``). With a non-empty tuple of UD relations or UPOS tags, only
-   tokens whose gold ``deprel`` or ``upos`` is listed may be selected (cloze-like masks);
-   otherwise every content token is eligible.
+   tokens whose gold ``deprel`` or ``upos`` is listed may be selected (cloze-like masks).
 3. **Selection** of a set :math:`S` at rate :math:`r` (``mask_rate``) of the eligible tokens:
    independently per token (BERT; ``span = 0``), or as spans (``span`` :math:`=\mu \ge 1`), see
    :func:`span_selection`. With ``mask_ratio="uniform"`` the rate is drawn per sentence,
@@ -19,8 +15,7 @@ sentences sampled from the grammar, bucketed by length (:func:`batches`), then c
    probability :math:`a`, a uniformly random word with probability :math:`b`, and stays with
    probability :math:`c` (BERT's 80/10/10; Meng et al.'s 100/0/0).
 
-With :math:`\tilde x` the corrupted input, the training loss is the cross-entropy at the
-selected positions only,
+With :math:`\tilde x` the corrupted input, the loss is the cross-entropy at the selected positions,
 
 .. math:: \mathcal{L} = -\frac{1}{|S|}\sum_{i\in S} \log q(x_i \mid \tilde x).
 """
@@ -82,13 +77,11 @@ def eligible_mask(sentences, n: int, tags) -> torch.Tensor:
 
 
 def batches(grammar, config, seed: int, pool: int = 16, eligible: bool = False, order_seed: int | None = None):
-    """Endless length-bucketed batches of token ids (with ``[CLS]``/``[SEP]``) and attention masks.
-
-    Each round samples ``pool * config.batch`` fresh sentences (seeded by ``seed`` and the round),
-    sorts them by length, cuts them into batches of ``config.batch`` and yields those in a random
-    order seeded by ``order_seed`` (default ``seed``). Yields ``(ids, attention)``, both LongTensor
-    (B, n); with ``eligible=True`` also the (B, n) bool mask of :func:`eligible_mask`.
-    """
+    """Endless length-bucketed batches ``(ids, attention)`` (B, n), ids with ``[CLS]``/``[SEP]``
+    (with ``eligible``, also :func:`eligible_mask`): each round samples ``pool * config.batch``
+    fresh sentences (seeded by ``seed`` and the round), sorts them by length, cuts them into
+    batches of ``config.batch`` and yields those in a random order seeded by ``order_seed`` (or
+    ``seed``)."""
     gen = torch.Generator().manual_seed(seed if order_seed is None else order_seed)
     for k in range(sys.maxsize):
         sents = grammar.sample(pool * config.batch, seed=(seed * 1_000_003 + k) % (2**31))
@@ -113,8 +106,8 @@ def add_noise(ids, rate: float, vocab_size: int, gen: torch.Generator):
 
 
 def span_selection(allowed, rate: float, mean: float, gen: torch.Generator):
-    r"""Select spans: runs of geometric length with mean ``mean`` covering a share ``rate`` of
-    tokens.
+    r"""Select spans among the (B, n) ``allowed`` tokens: runs of geometric length with mean
+    ``mean`` covering a share ``rate`` of tokens.
 
     Along each row, selected/unselected is a two-state Markov chain. A selected run ends after
     each token with probability :math:`1/\mu`, so run lengths are geometric with mean
@@ -124,7 +117,6 @@ def span_selection(allowed, rate: float, mean: float, gen: torch.Generator):
     :math:`r` (the rate holds per token, not only on average over a sentence), and by the
     geometric law's lack of memory every run is geometric with mean :math:`\mu` until a
     sentence's end cuts it short. Needs :math:`\mu_g \ge 1`, i.e. :math:`r \le \mu/(1+\mu)`.
-    ``allowed`` (B, n) marks the tokens that may be selected; returns the (B, n) selection.
     """
     p_end, p_start = 1.0 / mean, rate / (mean * (1.0 - rate))
     u = torch.rand(allowed.shape, generator=gen)
@@ -138,14 +130,10 @@ def span_selection(allowed, rate: float, mean: float, gen: torch.Generator):
 
 
 def mask_tokens(ids, config, vocab_size: int, gen: torch.Generator, eligible=None):
-    """Corrupt a batch as ``config`` says (noise, eligibility, selection, replacement; see the
-    module).
-
-    ``ids`` (B, n) are clean token ids from :func:`batches`; random words are drawn from ids
-    ``[5, vocab_size)``; ``gen`` is the only source of randomness; ``eligible`` (B, n), the tokens
-    ``config.mask_only`` allows, is required when it is set. Returns the corrupted ``inputs`` and
-    the ``labels`` (the noisy token at selected positions, -100 elsewhere), both (B, n).
-    """
+    """Corrupt clean ``ids`` (B, n) as ``config`` says (see the module), with ``gen`` the only
+    source of randomness and random words drawn from ids ``[5, vocab_size)``: the (B, n) ``inputs``
+    and ``labels`` (the noisy token at selected positions, -100 elsewhere). ``eligible``, the tokens
+    ``config.mask_only`` allows, is required when it is set."""
     if config.noise:
         ids = add_noise(ids, config.noise, vocab_size, gen)
     allowed = ids >= OFFSET
@@ -156,11 +144,10 @@ def mask_tokens(ids, config, vocab_size: int, gen: torch.Generator, eligible=Non
         allowed = allowed & eligible
     if config.span:
         selected = span_selection(allowed, config.mask_rate, config.span, gen)
-    elif config.mask_ratio == "uniform":                  # masked diffusion: a rate per sentence
-        rate = torch.rand(ids.shape[0], 1, generator=gen)
-        selected = (torch.rand(ids.shape, generator=gen) < rate) & allowed
     else:
-        selected = (torch.rand(ids.shape, generator=gen) < config.mask_rate) & allowed
+        uniform = config.mask_ratio == "uniform"          # masked diffusion: a rate per sentence
+        rate = torch.rand(ids.shape[0], 1, generator=gen) if uniform else config.mask_rate
+        selected = (torch.rand(ids.shape, generator=gen) < rate) & allowed
     labels = torch.where(selected, ids, torch.full_like(ids, -100))
     to_mask, to_random = config.replace[0], config.replace[0] + config.replace[1]
     roll = torch.rand(ids.shape, generator=gen)

@@ -1,10 +1,6 @@
-"""A Hugging Face masked LM behind the :class:`~mlmbook.models.base.MaskedLM` interface.
-
->>> lm = HFMaskedLM.from_pretrained("bert-base-uncased")           # doctest: +SKIP
->>> lm = HFMaskedLM(model, tokenizer, name="my model")              # doctest: +SKIP
-
-The constructor only wraps loaded objects (no file, network or global state; threads are set per
-call); loading, with one-line errors that say what to do, is :meth:`HFMaskedLM.from_pretrained`.
+"""A Hugging Face masked LM behind the :class:`~mlmbook.models.base.MaskedLM` interface:
+``HFMaskedLM.from_pretrained("bert-base-uncased")`` loads one, with one-line errors that say what to
+do; ``HFMaskedLM(model, tokenizer)`` only wraps loaded objects (no file, network or global state).
 """
 from __future__ import annotations
 
@@ -27,7 +23,6 @@ _TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model",
 _ROBERTA_LIKE = ("roberta", "xlm-roberta", "camembert")
 
 
-# -------------------------------------------------------------------- loading, with one-line errors
 def _source(name_or_path) -> tuple[str, bool, dict]:
     """Where to load from (a checked local directory or a Hub name), whether it is local, and the
     keywords of transformers' ``from_pretrained`` (offline: only the Hugging Face cache)."""
@@ -124,19 +119,11 @@ def _load_model(src: str, local: bool, kw: dict, attn_implementation: str):
         raise _damaged(src, local, "weight file", e) from None
 
 
-# ---------------------------------------------------------------------------- the wrapper
 class HFMaskedLM(MaskedLMBase):
-    """A Hugging Face masked LM (``AutoModelForMaskedLM`` + its tokenizer) as a :class:`MaskedLM`.
-
-    Parameters
-    ----------
-    model : transformers.PreTrainedModel
-        A loaded masked LM (put in evaluation mode; it stays on its device).
-    tokenizer : transformers.PreTrainedTokenizerBase
-        Its tokenizer; it must have a mask token.
-    name : str, optional
-        A reader-facing name (default: the model's ``name_or_path``).
-    """
+    """A loaded Hugging Face masked LM (put in evaluation mode, left on its device) and its
+    tokenizer (with a mask token) as a :class:`MaskedLM`; ``name`` defaults to the model's
+    ``name_or_path``. ``encoder`` is the Transformer body without the LM head (a ``transformers``
+    model, to fine-tune), ``head`` the LM head (None for an unknown architecture)."""
 
     supports_padding = True
     thread_safe = True                        # inference only: a forward pass changes no state
@@ -166,29 +153,20 @@ class HFMaskedLM(MaskedLMBase):
         limit = getattr(config, "max_position_embeddings", 512)
         self.max_length = (limit - len(self._prefix) - len(self._suffix)
                            - (2 if config.model_type in _ROBERTA_LIKE else 0))
-        self._base = getattr(model, model.base_model_prefix)
-        self._head = next((getattr(model, a) for a in ("cls", "lm_head", "predictions") if hasattr(model, a)), None)
+        self.encoder = getattr(model, model.base_model_prefix)
+        self.head = next((getattr(model, a) for a in ("cls", "lm_head", "predictions")
+                          if hasattr(model, a)), None)
 
     @classmethod
     def from_pretrained(cls, name_or_path, name: str | None = None, device: str | None = None,
                         attn_implementation: str = "eager") -> HFMaskedLM:
-        """Load a masked LM by Hugging Face name or from a directory written by ``save_pretrained``.
+        """Load a masked LM by Hugging Face name or from a directory written by ``save_pretrained``
+        onto ``device`` (default: CUDA when available); ``name`` defaults to the folder's or the Hub
+        name, ``attn_implementation`` goes to transformers (``"eager"`` runs everywhere).
 
-        Parameters
-        ----------
-        name_or_path : str or path
-        name : str, optional
-            A reader-facing name (default: the folder's name or the Hub name).
-        device : str, optional
-            ``"cpu"``, ``"cuda"``, ... (default: CUDA when available).
-        attn_implementation : str
-            Passed to transformers (``"eager"`` runs everywhere).
-
-        Raises
-        ------
-        ModelLoadError
-            One line with the cause and what to do: a missing path or file, a damaged file (in the
-            folder or the Hugging Face cache), not a masked LM, offline without a cached copy.
+        Raises :class:`ModelLoadError`, one line with the cause and what to do: a missing path or
+        file, a damaged file (in the folder or the Hugging Face cache), not a masked LM, offline
+        without a cached copy.
         """
         src, local, kw = _source(name_or_path)
         with _quiet_transformers():
@@ -199,16 +177,15 @@ class HFMaskedLM(MaskedLMBase):
         model.to(device or ("cuda" if torch.cuda.is_available() else "cpu"))
         return cls(model, tokenizer, name=name or (Path(src).name if local else str(name_or_path)))
 
-    # ------------------------------------------------------------------------ the core call
     def _logits_chunk(self, ids, positions, lengths=None):
         full, attention = self._wrap(ids, lengths)
         pos = (positions + len(self._prefix)).to(self.device)
-        if self._head is None:  # unknown architecture: full head
+        if self.head is None:  # unknown architecture: full head
             logits = self.model(input_ids=full, attention_mask=attention).logits
             return logits.gather(1, pos[..., None].expand(-1, -1, logits.shape[-1])).float().cpu()
-        hidden = self._base(input_ids=full, attention_mask=attention).last_hidden_state  # (B, n, H)
-        picked = hidden.gather(1, pos[..., None].expand(-1, -1, hidden.shape[-1]))
-        return self._head(picked).float().cpu()
+        hidden = self.encoder(input_ids=full, attention_mask=attention).last_hidden_state
+        picked = hidden.gather(1, pos[..., None].expand(-1, -1, hidden.shape[-1]))  # (B, k, H)
+        return self.head(picked).float().cpu()
 
     def _wrap(self, ids, lengths=None) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Rows with the model's special tokens around them, and the attention mask when padded."""
@@ -227,21 +204,10 @@ class HFMaskedLM(MaskedLMBase):
         attention = (torch.arange(width)[None] < (a + lengths + len(self._suffix))[:, None]).long()
         return full.to(self.device), attention.to(self.device)
 
-    # -------------------------------------------------------------------- the rest of the interface
     @property
     def n_parameters(self) -> int:
         """Number of parameters of the whole model (encoder and LM head)."""
         return int(sum(p.numel() for p in self.model.parameters()))
-
-    @property
-    def encoder(self):
-        """The Transformer body without the LM head (a ``transformers`` model), to fine-tune."""
-        return self._base
-
-    @property
-    def head(self):
-        """The LM head (hidden states -> vocabulary scores), or None for an unknown architecture."""
-        return self._head
 
     def wrap(self, ids) -> torch.Tensor:
         """Rows of content ids (B, n) with the model's special tokens around them (B, n + extra)."""
@@ -275,17 +241,14 @@ class HFMaskedLM(MaskedLMBase):
         """All layers' hidden states at the content positions of rows ``ids``: (B, n, H) each."""
         ids = torch.as_tensor(ids, dtype=torch.long)
         with threads.limited(threads.is_large(self)), torch.inference_mode():
-            hs = self._base(input_ids=self._wrap(ids)[0], output_hidden_states=True).hidden_states
+            hs = self.encoder(input_ids=self._wrap(ids)[0], output_hidden_states=True).hidden_states
         a, b = len(self._prefix), len(self._prefix) + ids.shape[1]
         return tuple(h[:, a:b].float().cpu() for h in hs)
 
 
 def check_masked_lm(name_or_path: str) -> None:
-    """Fail fast (:class:`ModelLoadError`) unless ``name_or_path`` can be loaded as a masked LM.
-
-    Reads only the configuration and the tokenizer (no weights): is the model there (locally
-    or in the Hugging Face cache), is its architecture a masked LM, has its tokenizer a mask token?
-    """
+    """Fail fast (:class:`ModelLoadError`) unless ``name_or_path`` can be loaded as a masked LM,
+    reading only the configuration and the tokenizer (no weights)."""
     from transformers import AutoConfig
     from transformers.models.auto.modeling_auto import MODEL_FOR_MASKED_LM_MAPPING_NAMES
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from .cache import is_cached, load_or_train
 from .train import TrainConfig
 
 __all__ = ["Job", "estimated_seconds"]
@@ -43,17 +44,14 @@ class Job:
 
     def run(self) -> str:
         """Train (or find) the model; returns :meth:`describe`."""
-        from .cache import load_or_train
         load_or_train(self.grammar_object(), preset=self.config, seed=self.seed, kind=self.kind, progress=False)
         return self.describe()
 
     def cached(self) -> bool:
-        from .cache import is_cached
         return is_cached(self.grammar_object(), self.config, self.seed, self.kind)
 
     def entry(self):
         """The cache entry (trains on first use when the build's training step did not)."""
-        from .cache import load_or_train
         return load_or_train(self.grammar_object(), preset=self.config, seed=self.seed, kind=self.kind)
 
 

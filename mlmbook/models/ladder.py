@@ -1,18 +1,13 @@
-r"""A ladder of toy MLMs (and MAE-LMs) from far from the truth to near it.
-
-One model cannot show *where* a paper's effect lives. The ladder varies the two things that
-move a model towards the truth — **capacity** (hidden size) and **training** (snapshots of the
-default model at 10 %, 30 % and 100 % of its steps) — and labels every rung with its distance
-from the truth, the mean single-site KL
+r"""A ladder of toy MLMs (and MAE-LMs) from far from the truth to near it: **capacity** (hidden
+size) and **training** (snapshots of the default model at 10 %, 30 % and 100 % of its steps), each
+rung labelled with its distance from the truth, the mean single-site KL
 
 .. math:: \overline{\mathrm{KL}} = \frac{1}{N}\sum_{s}\sum_{i} \mathrm{KL}\big(p(\cdot\mid x^{(s)}_{\setminus i})
           \,\big\|\, q(\cdot\mid x^{(s)}_{\setminus i})\big)
 
-over the positions of held-out sentences (:func:`mlmbook.compare.rung_kl`, above the model layer).
-Chapters plot their paper's headline quantity against it. Every rung is trained once and cached;
-the top rung *is* the default model of the profile, so its snapshots cost nothing extra. The
-smallest size is also trained with :data:`SEEDS` seeds (:func:`seed_rungs`), so a chapter can
-show an interval over training seeds where training is cheap.
+over the positions of held-out sentences (:func:`mlmbook.compare.rung_kl`). The top rung *is* the
+profile's default model; the smallest size is also trained with :data:`SEEDS` seeds
+(:func:`seed_rungs`), for an interval over training seeds where training is cheap.
 """
 from __future__ import annotations
 
@@ -30,8 +25,8 @@ LADDERS = {
     "full": dict(sizes=(32, 64), steps=1500),
 }
 with_fallbacks(LADDERS)                                # the extended profile: the full ladder
-"""Per profile: the hidden sizes trained besides the default model, and their training steps.
-The default model of the profile (:data:`~mlmbook.models.train.PRESETS`) is the top rung."""
+"""Per profile: the hidden sizes trained besides the default model (the top rung), and their
+training steps."""
 
 SEEDS = (0, 1, 2)
 """Training seeds of the smallest rung (:func:`seed_rungs`)."""
@@ -45,24 +40,13 @@ MAELM_TOP = with_fallbacks({"quick": True, "full": False})
 profile its seconds go to chapter 4's pair, :data:`mlmbook.pipeline.zoo.CH4_SEEDS`)."""
 
 KL_SENTENCES = 60
-"""Held-out sentences on which a rung's KL to the truth is measured
-(:func:`mlmbook.compare.rung_kl`)."""
+"""Held-out sentences of a rung's KL to the truth (:func:`mlmbook.compare.rung_kl`)."""
 
 
 @dataclass(frozen=True)
 class Rung:
-    """One model of the ladder.
-
-    Attributes
-    ----------
-    name : str          short name, e.g. ``"h32"`` or ``"h128@10%"``
-    kind : str          ``"mlm"`` or ``"maelm"``
-    hidden : int        hidden size
-    fraction : float    share of its training steps (1.0 = the final model)
-    seed : int
-    config : TrainConfig
-    profile : str
-    """
+    """One model of the ladder: a short ``name`` (``"h32"``, ``"h128@10%"``), ``kind`` (``"mlm"``
+    or ``"maelm"``), and ``fraction``, the share of its training steps (1.0 = the final model)."""
 
     name: str
     kind: str
@@ -87,13 +71,10 @@ def _small_config(profile: str, hidden: int) -> TrainConfig:
 
 
 def rungs(profile: str, kind: str = "mlm", seed: int | None = None) -> list[Rung]:
-    """The ladder of a profile, smallest and least trained first; ``seed`` defaults to the profile's
-    :func:`~mlmbook.profiles.seed_offset` (0 but in the pilot).
-
-    MLM: each small size, then the default model at 10 %, 30 % and 100 % of its steps.
-    MAE-LM (``kind="maelm"``): each size, final models only (MAE-LM keeps no snapshots), and the
-    default one where :data:`MAELM_TOP` says so.
-    """
+    """The ladder of a profile, smallest and least trained first (``seed``: the profile's
+    :func:`~mlmbook.profiles.seed_offset`): each small size, then the default model at 10 %, 30 %
+    and 100 % of its steps (MAE-LM: final models only, the default one where :data:`MAELM_TOP` says
+    so)."""
     if profile not in LADDERS:
         raise ValueError(f"no ladder for profile {profile!r}; use one of {', '.join(LADDERS)}")
     top = PRESETS[profile]

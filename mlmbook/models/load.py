@@ -48,27 +48,17 @@ def load_mlm(model: str | os.PathLike | ladder.Rung | Job = "toy", profile: str 
     ------
     mlmbook.errors.ModelLoadError
         One line with the cause and what to do (see :meth:`HFMaskedLM.from_pretrained`).
-
-    Examples
-    --------
-    >>> lm = load_mlm("toy", profile="quick")          # doctest: +SKIP
-    >>> truth = load_mlm("truth")
-    >>> truth.is_exact
-    True
     """
-    if isinstance(model, ladder.Rung):
-        return _trained(ladder.snapshot_path(model), model.kind, name or model.label, device)
-    if isinstance(model, Job):
-        return _trained(model.entry().path, model.kind, name or model.name or model.describe(), device)
+    if isinstance(model, (ladder.Rung, Job)):     # a trained toy model (an MAE-LM runs on the CPU)
+        rung = isinstance(model, ladder.Rung)
+        path = ladder.snapshot_path(model) if rung else model.entry().path
+        name = name or (model.label if rung else model.name or model.describe())
+        if model.kind == "maelm":
+            return maelm.load(path, name=name)
+        return HFMaskedLM.from_pretrained(path, name=name, device=device)
     if isinstance(model, str) and model in TRUTH_MODELS:
         return TruthOracle(Grammar.load("toy", topic=model.endswith("_topic")))
     if isinstance(model, str) and model in TOY_MODELS:
         entry = load_or_train(grammar=model, preset=preset_for(model, profile), seed=seed)
         return HFMaskedLM.from_pretrained(entry.path, name=name or entry.label, device=device)
     return HFMaskedLM.from_pretrained(os.fspath(model), name=name, device=device)
-
-
-def _trained(path, kind: str, name: str, device: str | None) -> MaskedLM:
-    """A trained toy model's folder behind the interface (an MAE-LM runs on the CPU)."""
-    return maelm.load(path, name=name) if kind == "maelm" else HFMaskedLM.from_pretrained(path, name=name,
-                                                                                            device=device)

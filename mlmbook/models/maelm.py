@@ -1,16 +1,15 @@
 r"""MAE-LM (Meng et al., 2023): masked language modelling with ``[MASK]`` kept out of the encoder.
 
-The *encoder* reads only the real tokens, and a shallow *decoder*, used in pretraining only,
-fills in the masked positions (chapter 4 tells why)::
+The *encoder* reads only the real tokens; a shallow *decoder*, in pretraining only, fills in the
+masked positions::
 
     corrupted    [CLS] the dogs [MASK] near the river [MASK] . [SEP]
     encoder in   [CLS] the dogs        near the river        . [SEP]   positions 0 1 2 _ 4 5 6 _ 8 9
     decoder in    h0   h1   h2    m     h4  h5   h6     m    h8  h9     m = a learned [MASK] vector
     loss               -log q(x3 | ...)  and  -log q(x7 | ...)
 
-The encoder keeps every real token's *original* position id, so it knows where the gaps
-are without ever seeing a token for them. With :math:`S` the selected positions,
-:math:`M \subseteq S` those replaced by ``[MASK]`` and :math:`h = \mathrm{Enc}(x_{-M})`,
+The encoder keeps every real token's *original* position id. With :math:`S` the selected
+positions, :math:`M \subseteq S` those replaced by ``[MASK]`` and :math:`h = \mathrm{Enc}(x_{-M})`,
 
 .. math::
     \mathcal{L}_{\text{MAE-LM}} = -\sum_{i \in S} \log
@@ -18,11 +17,8 @@ are without ever seeing a token for them. With :math:`S` the selected positions,
     \qquad z_j = \begin{cases} m & j \in M \\ h_j & j \notin M \end{cases}
 
 where :math:`E` is the encoder's input embedding matrix (tied output weights, as in BERT)
-and :math:`g` BERT's prediction-head transform. Downstream, only the encoder is kept.
-
-Against the MLM of the same seed only the architecture differs: :func:`make_maelm` starts from
-its initial weights, and training sees the same sentences and corruption in the same order.
-Train and cache one with :func:`mlmbook.models.load_or_train` (``kind="maelm"``).
+and :math:`g` BERT's prediction-head transform; downstream, only the encoder is kept. Against the
+MLM of the same seed only the architecture differs (the same initial weights, data and corruption).
 """
 from __future__ import annotations
 
@@ -71,13 +67,10 @@ def drop_masked(inputs: torch.Tensor, keep: torch.Tensor):
 
 
 class DecoderLayer(nn.Module):
-    """One post-LayerNorm Transformer block, as in BERT, that can be evaluated at chosen positions.
-
-    Every position's keys and values are computed, but queries, the feed-forward network and
-    the residual path only where ``wanted`` says: the outputs there are exactly those of the
-    full layer. The loss needs the last decoder layer only at the ~15 % selected positions,
-    which keeps MAE-LM's extra pretraining cost small.
-    """
+    """One post-LayerNorm Transformer block, as in BERT, that can be evaluated at chosen positions:
+    every position's keys and values are computed, but queries, the feed-forward network and the
+    residual path only where ``wanted`` says (the loss needs the last layer only at the ~15 %
+    selected positions), with exactly the full layer's outputs there."""
 
     def __init__(self, d: int, heads: int, ffn: int, eps: float):
         super().__init__()
@@ -87,10 +80,8 @@ class DecoderLayer(nn.Module):
         self.norm1, self.norm2 = nn.LayerNorm(d, eps=eps), nn.LayerNorm(d, eps=eps)
 
     def forward(self, h, padding, wanted=None):
-        """``h`` (B, n, d), ``padding`` (B, n) True at padding, ``wanted`` (B, n) bool or None.
-
-        Returns (B, n, d), or (N, d) for the N wanted positions in row-major order.
-        """
+        """``h`` (B, n, d), ``padding`` (B, n) True at padding, ``wanted`` (B, n) bool or None ->
+        (B, n, d), or (N, d) for the N wanted positions in row-major order."""
         B, n, d = h.shape
         split = lambda t: t.unflatten(-1, (self.heads, d // self.heads)).transpose(-3, -2)  # noqa: E731
         k, v = split(self.k(h)), split(self.v(h))                 # (B, heads, n, d_head)
@@ -106,12 +97,9 @@ class DecoderLayer(nn.Module):
 
 
 class MAELM(nn.Module):
-    """Encoder over real tokens + shallow decoder over all positions + tied output head.
-
-    ``encoder`` is a ``transformers.BertModel`` (the part kept downstream), ``head`` BERT's
-    prediction-head transform :math:`g`, ``bias`` (V,) the output bias; each of the
-    ``decoder_layers`` has the width, heads and feed-forward size of an encoder layer.
-    """
+    """Encoder over real tokens (a ``transformers.BertModel``, kept downstream) + shallow decoder
+    over all positions (layers of an encoder layer's sizes) + tied output head (BERT's transform
+    :math:`g` and a (V,) ``bias``)."""
 
     def __init__(self, encoder, head, bias, decoder_layers: int = 1):
         super().__init__()
@@ -131,12 +119,9 @@ class MAELM(nn.Module):
         nn.init.normal_(self.mask_embedding, std=cfg.initializer_range)
 
     def encode(self, inputs, attention_mask, all_layers: bool = False):
-        """Run the encoder on the real tokens only and put its outputs back in place.
-
-        Returns ``(states, keep)``: ``states`` is the last layer (B, n, d) — or, with
-        ``all_layers``, a tuple of every layer (embeddings first) — with zeros where the
-        encoder saw nothing; ``keep`` (B, n) marks the positions it saw.
-        """
+        """Run the encoder on the real tokens only and put its outputs back in place: ``(states,
+        keep)``, the last layer (B, n, d) (with ``all_layers``, every layer, embeddings first), zero
+        where the encoder saw nothing, and the (B, n) positions it saw."""
         keep = attention_mask.bool() & (inputs != MASK)
         ids, pos, attn = drop_masked(inputs, keep)
         out = self.encoder(input_ids=ids, attention_mask=attn, position_ids=pos, output_hidden_states=all_layers)
@@ -148,12 +133,9 @@ class MAELM(nn.Module):
         return (placed if all_layers else placed[0]), keep
 
     def decode(self, states, keep, attention_mask, wanted=None, all_layers: bool = False):
-        """Fill the gaps with the [MASK] vector, add positions, run the decoder layers.
-
-        ``wanted`` (B, n) bool restricts the *last* layer to those positions (see
-        :class:`DecoderLayer`); with ``all_layers`` the decoder input and every layer's
-        output are returned.
-        """
+        """Fill the gaps with the [MASK] vector, add positions, run the decoder layers (the *last*
+        one only at the (B, n) ``wanted`` positions; with ``all_layers``: the input and every
+        layer)."""
         n = states.shape[1]
         z = torch.where(keep[..., None], states, self.mask_embedding.to(states.dtype))
         h = self.decoder_norm(z + self.decoder_positions(torch.arange(n, device=states.device)))
@@ -191,25 +173,17 @@ def parameter_counts(model: MAELM) -> dict:
 
 
 class MAEMaskedLM(MaskedLMBase):
-    """A trained MAE-LM behind the book's masked-LM interface, plus its representations.
-
-    ``logits`` runs encoder and decoder (the decoder predicts every queried position);
-    :meth:`hidden_states` gives the encoder's layers and :meth:`decoder_states` the
-    decoder's, both over content tokens (no ``[CLS]``/``[SEP]``).
-    """
+    """A trained MAE-LM behind the book's masked-LM interface (``logits`` runs encoder and decoder)
+    and its representations over the content tokens; ``encoder`` is what a downstream task receives
+    (a ``BertModel``: MAE-LM without its decoder)."""
 
     def __init__(self, model: MAELM, vocab, name: str = "MAE-LM", tokenizer=None):
-        self.model = model.eval()
+        self.model, self.encoder = model.eval(), model.encoder
         self.name, self.vocab, self.tokenizer = name, list(vocab), tokenizer
         self.mask_id, self.special_ids = MASK, list(range(len(SPECIAL_TOKENS)))
         self.max_length = model.encoder.config.max_position_embeddings - 2
         self.hidden_size = int(model.encoder.config.hidden_size)
         self._word_id = {w: i for i, w in enumerate(self.vocab)}
-
-    @property
-    def encoder(self):
-        """The encoder a downstream task receives (a ``BertModel``): MAE-LM without its decoder."""
-        return self.model.encoder
 
     def _full(self, ids):
         B = ids.shape[0]

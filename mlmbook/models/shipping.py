@@ -1,12 +1,7 @@
-"""Trained models as bytes: how a build's models travel between its process and Dask workers that
-share no filesystem with it.
-
-A worker that trains a unit (:mod:`mlmbook.pipeline.prepare`) returns each model's cache entry
-packed by :func:`pack`; the build unpacks it into its own cache with :func:`install`, and a worker
-about to execute a chapter installs the models that chapter loads the same way, into the worker's
-own cache. :func:`install` writes through the cache's own lock, temporary directory and rename,
-and checks every file against the manifest's checksums: a truncated or altered entry never lands,
-and an entry already there is left alone.
+"""Trained models as bytes, between a build's process and Dask workers that share no filesystem
+with it: a cache entry packed by :func:`pack` lands in another cache through :func:`install`, which
+writes through the cache's own lock, temporary directory and rename, and checks every file against
+the manifest's checksums (a truncated or altered entry never lands; one already there is kept).
 """
 from __future__ import annotations
 
@@ -56,14 +51,9 @@ def pack_jobs(jobs) -> dict[str, bytes]:
 
 
 def install(name: str, blob: bytes) -> Path:
-    """Put a packed entry into this machine's cache as ``name`` (atomically); nothing when it is
-    there.
-
-    Raises
-    ------
-    ValueError
-        The bytes are not a packed entry (no manifest), or a member would land outside the entry.
-    """
+    """Put a packed entry into this machine's cache as ``name`` (atomically; nothing when it is
+    there). Raises ``ValueError`` when the bytes are not a packed entry (no manifest, a checksum
+    that does not match) or a member would land outside the entry."""
     if "/" in name or name.startswith("."):
         raise ValueError(f"not a cache entry name: {name!r}")
     with tarfile.open(fileobj=io.BytesIO(blob), mode="r") as tar:
@@ -76,7 +66,8 @@ def install(name: str, blob: bytes) -> Path:
         if sorted(manifest.get("sha256", {})) != sorted(n for n in names if n != MANIFEST):
             raise ValueError(f"the packed model {name} does not hold the files its manifest lists")
 
-        def make(tmp: Path) -> None:
+        def make(missing, tmps: list[Path]) -> None:
+            tmp = tmps[0]
             tmp.mkdir(parents=True, exist_ok=True)
             for m in members:
                 target = (tmp / m.name).resolve()
@@ -90,4 +81,4 @@ def install(name: str, blob: bytes) -> Path:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(data)
 
-        return cache._cached(cache_dir() / name, make, info)
+        return cache._cached_many([cache_dir() / name], make, [info])[0]

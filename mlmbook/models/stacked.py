@@ -1,9 +1,9 @@
 r"""Many small toy models trained as one computation: K same-shaped BERTs (or MAE-LMs) in a stack.
 
-A hidden-32 BERT does so little arithmetic per step that the framework's per-operation overhead
-dominates its training. Here every parameter carries a leading *model axis*, ``(K, ...)``: a linear
-layer is one batched product :math:`Y_k = X_k W_k + b_k` (``torch.baddbmm``), attention is one
-call over the :math:`K \times B` rows, and the objective is the *sum* of the models' own losses,
+Per-operation overhead dominates a small BERT's training, so every parameter carries a leading
+*model axis*, ``(K, ...)``: a linear layer is one batched product :math:`Y_k = X_k W_k + b_k`,
+attention one call over the :math:`K \times B` rows, and the objective the *sum* of the models'
+own losses,
 
 .. math:: \mathcal{L}(\theta_1, \dots, \theta_K) = \sum_{k=1}^{K} \mathcal{L}_k(\theta_k),
           \qquad \nabla_{\theta_k}\mathcal{L} = \nabla_{\theta_k}\mathcal{L}_k,
@@ -18,15 +18,11 @@ AdamW state (decoupled weight decay :math:`\lambda`; :math:`g_t` the clipped gra
           \theta_t = (1 - \eta_t\lambda)\,\theta_{t-1} - \eta_t\,
           \frac{m_t / (1-\beta_1^t)}{\sqrt{v_t / (1-\beta_2^t)} + \epsilon}.
 
-The output layer and MAE-LM's last decoder block run only at the ~15 % selected positions
-(:meth:`Stack.selected_loss`); an MAE-LM's encoder keeps its ``[MASK]`` positions but hides them
-from every attention key (the same computation as :func:`~mlmbook.models.maelm.drop_masked`).
-
-**Same weights whatever the stack.** Every operation acts on each model's slice separately with
-shapes set by that model's own batch, sums run in a fixed order, and training runs on one
-thread, so a model's weights depend only on its own job (``tests/models/test_train_stacked.py``
-checks this bit for bit). Every toy MLM and MAE-LM is trained here, from the Hugging Face
-initialisation, and written back as an ordinary ``BertForMaskedLM`` (or MAE-LM) folder.
+The output layer and MAE-LM's last decoder block run only at the selected positions
+(:meth:`Stack.selected_loss`); an MAE-LM's encoder hides its ``[MASK]`` positions from every
+attention key. **Same weights whatever the stack**: every operation acts on each model's slice with
+shapes set by its own batch, sums run in a fixed order, and training runs on one thread, so a
+model's weights depend only on its own job, bit for bit (``tests/models/test_train_stacked.py``).
 """
 from __future__ import annotations
 
@@ -53,8 +49,7 @@ VERSION = 2
 """Version of the stacked trainer's arithmetic, part of a stacked model's cache key."""
 
 ORDER_SEED = 0
-"""Seed of the order in which every stacked model meets its length buckets (its sentences are its
-own)."""
+"""Seed of the order in which every stacked model meets its length buckets (not its sentences)."""
 
 
 @dataclass
@@ -92,7 +87,6 @@ def shape_of(grammar, config: TrainConfig, kind: str) -> StackShape:
                       c.decoder_layers if kind == "maelm" else 0)
 
 
-# ---------------------------------------------------------------------------- parameter layout
 _BLOCK_MODULES = {
     True: dict(qkv=("attention.self.query", "attention.self.key", "attention.self.value"),
                o=("attention.output.dense",), ln1=("attention.output.LayerNorm",),
@@ -152,12 +146,8 @@ def _norm(x, w, b, eps):
 
 
 class Stack(nn.Module):
-    """K same-shaped BERTs (``kind="mlm"``) or MAE-LMs (``"maelm"``) whose parameters carry a model
-    axis.
-
-    ``states`` are the models' state dicts (``BertForMaskedLM``'s or
-    :class:`~mlmbook.models.maelm.MAELM`'s); ``eps`` is the LayerNorm epsilon (BERT's 1e-12).
-    """
+    """K same-shaped BERTs (``kind="mlm"``) or MAE-LMs (``"maelm"``) from their state dicts, whose
+    parameters carry a model axis; ``eps`` is the LayerNorm epsilon (BERT's 1e-12)."""
 
     def __init__(self, states: list[dict], kind: str, heads: int, layers: int,
                  decoder_layers: int = 1, eps: float = 1e-12):
@@ -183,14 +173,12 @@ class Stack(nn.Module):
             out["cls.predictions.decoder.bias"] = out["cls.predictions.bias"]
         return out
 
-    # ------------------------------------------------------------------ the computation
     def subset(self, who=None) -> dict:
         """The parameters of models ``who`` (all, uncopied, when None): name -> (K', ...)."""
         return dict(self.params) if who is None else {k: v[who] for k, v in self.params.items()}
 
     def _after_attention(self, p: dict, prefix: str, x, a):
-        """The rest of a post-LayerNorm block after attention ``a``: output projection, residual,
-        LayerNorm, feed-forward, residual, LayerNorm."""
+        """The rest of a post-LayerNorm block after attention ``a`` (projection, FFN, residuals)."""
         x = _norm(x + _linear(a, p[f"{prefix}_o_w"], p[f"{prefix}_o_b"]), p[f"{prefix}_ln1_w"],
                   p[f"{prefix}_ln1_b"], self.eps)
         f = _linear(F.gelu(_linear(x, p[f"{prefix}_ff1_w"], p[f"{prefix}_ff1_b"])),
@@ -253,12 +241,9 @@ class Stack(nn.Module):
         return torch.baddbmm(p["bias"].unsqueeze(1), t, p["word"].transpose(1, 2))
 
     def forward(self, inputs, attention, labels):
-        """Each model's mean cross-entropy at its selected positions: (K,).
-
-        ``inputs``, ``attention``, ``labels``: one (B, n_k) tensor per model (or (K, B, n) tensors).
-        Models whose batches have the same length ``n_k`` are computed together, each at its own
-        length, so a model's arithmetic is the same whichever models share its stack.
-        """
+        """Each model's mean cross-entropy at its selected positions (K,), from one (B, n_k) tensor
+        per model each; models of one length ``n_k`` are computed together, so a model's arithmetic
+        is the same whichever models share its stack."""
         K = len(inputs)
         groups: dict[int, list[int]] = {}
         for k in range(K):
@@ -286,15 +271,11 @@ class Stack(nn.Module):
         return self.selected_loss(p, self.encode(p, inputs, attention), flat, chunk)
 
     def selected_loss(self, p: dict, h, labels, chunk: int, at_rows=None):
-        """Mean cross-entropy at each model's selected rows, with the output layer at those rows
-        only.
-
-        Each model's selected rows are taken ``chunk`` at a time (padded with unselected rows whose
-        loss is 0), so every model's arithmetic has the same shapes whatever its neighbours: a model
-        with more than ``chunk`` selected rows takes further rounds on its own. ``h`` (K, N, d),
-        ``labels`` (K, N) with -100 unselected; ``at_rows(p, h_part, rows, who)`` gives the final
-        states at ``rows`` (default: ``h``'s rows).
-        """
+        """Mean cross-entropy at each model's selected rows (``labels`` (K, N), -100 elsewhere),
+        with the output layer at those rows only, ``chunk`` at a time (padded with unselected rows
+        of loss 0), so every model's shapes are the same whatever its neighbours: a model with more
+        selected rows takes further rounds on its own. ``at_rows(p, h_part, rows, who)`` gives the
+        final states at ``rows`` (default: ``h``'s rows)."""
         K, N, d = h.shape
         chunk = min(chunk, N)
         selected = labels != -100
@@ -318,7 +299,6 @@ class Stack(nn.Module):
         return total / count.clamp(min=1)
 
 
-# ---------------------------------------------------------------------------- optimisation
 class StackAdamW:
     """AdamW over stacked parameters with a learning rate and weight decay per model."""
 
@@ -364,17 +344,12 @@ def _rate(config: TrainConfig, s: int) -> float:
     return config.lr * min((s + 1) / warm, max(0.0, (config.steps - s) / max(1, config.steps - warm)))
 
 
-# ---------------------------------------------------------------------------- training
 def train_stack(members: list[Member], progress: bool = True,
                 chunk: int | None = None) -> list[dict]:
-    """Train ``members`` (same :func:`shape_of`) as one stack and write each into its ``out``
-    directory.
-
-    Returns each member's history (held-out and training losses, tokens and seconds at each
-    evaluation, the Bayes and unigram losses, ``stack`` = K, the stack's ``stack_seconds`` and the
-    model's share ``train_seconds``). ``chunk`` overrides :func:`chunk_rows` (it changes rounding
-    only). Runs on :data:`~mlmbook.models.train.TRAIN_THREADS` threads.
-    """
+    """Train ``members`` (same :func:`shape_of`) as one stack, write each into its ``out``
+    directory and return each one's history (held-out and training losses, tokens and seconds at
+    each evaluation, the Bayes and unigram losses, ``stack`` = K, ``stack_seconds`` and the model's
+    share ``train_seconds``). ``chunk`` overrides :func:`chunk_rows` (it changes rounding only)."""
     shapes = {shape_of(m.grammar, m.config, m.kind) for m in members}
     if len(shapes) != 1:
         raise ValueError(f"models of different shapes cannot share a stack: {sorted(shapes)}")

@@ -1,17 +1,11 @@
-r"""What a toy masked LM is: its training configuration, its initial weights, its held-out loss.
-
-The default model is a small ``BertForMaskedLM`` with a real Hugging Face tokenizer, trained by
-default with BERT's recipe on fresh sentences sampled at every step (:mod:`mlmbook.models.corrupt`).
-While training we track the *single-site* loss on held-out sentences, which the truth bounds from
-below:
+r"""What a toy masked LM is (what :func:`mlmbook.models.stacked.train_stack` reads): its training
+configuration, its initial weights (a small ``BertForMaskedLM``), and its *single-site* loss on
+held-out sentences, which the truth bounds from below:
 
 .. math:: \mathcal{L}_{\text{MLM}} = -\frac{1}{N}\sum_{s}\sum_i \log q(x_i \mid x_{-i}) \;\ge\;
           \mathcal{L}_{\text{Bayes}} = -\frac{1}{N}\sum_{s}\sum_i \log p(x_i \mid x_{-i}),
 
 whose gap is the mean KL(truth ‖ MLM) over positions of the held-out sentences.
-
-Every toy model is trained by :func:`mlmbook.models.stacked.train_stack` and cached by
-:mod:`mlmbook.models.cache`; this module holds what the trainer reads.
 """
 from __future__ import annotations
 
@@ -50,30 +44,13 @@ class TrainConfig:
         AdamW's peak learning rate :math:`\eta`, reached linearly over the first ``warmup``
         share of the steps and then decayed linearly to 0; its decoupled weight decay.
         Gradients are clipped to norm 1.
-    mask_rate : float
-        The share :math:`r` of (eligible) content tokens selected for prediction.
-    n_eval, eval_every : int
-        Held-out sentences of the single-site loss, and how often it is measured.
-    checkpoints : tuple of float
-        Extra snapshots (shares of training; MLMs only), for chapter 3.
-    replace : tuple of float
-        Shares of the selected tokens replaced by ``[MASK]``, by a random word, and kept
-        (BERT's 80/10/10; Meng et al.'s 100/0/0).
-    span : float
-        Mean span length :math:`\mu` of span masking (geometric runs covering :math:`r` of the
-        tokens, :func:`~mlmbook.models.corrupt.span_selection`); 0 = BERT's token masking.
-    mask_only : tuple of str
-        If non-empty, only tokens whose gold UD relation or UPOS tag is listed may be selected
-        (e.g. ``("nsubj",)``); ``mask_rate`` then applies to those tokens.
-    noise : float
-        Share of training tokens first replaced by a uniformly random word (a noisier language;
-        the labels are the noisy tokens; the held-out loss stays on the clean grammar).
-    decoder_layers : int
-        Depth of MAE-LM's decoder (:mod:`mlmbook.models.maelm`); unused by an MLM.
-    mask_ratio : str
-        How the selection rate is drawn: ``"fixed"`` (``mask_rate`` for every sentence, BERT) or
-        ``"uniform"`` (a rate :math:`r \sim U(0, 1)` drawn per sentence, masked-diffusion style;
-        ``mask_rate`` is then unused). At ``"fixed"`` it is left out of the cache key.
+    mask_rate, replace, span, mask_only, noise, mask_ratio
+        The corruption, each step in :mod:`mlmbook.models.corrupt`: the share :math:`r` of
+        (eligible) content tokens selected; the shares of them replaced by ``[MASK]``, by a random
+        word, and kept; the mean span length :math:`\mu` (0: token masking); the UD relations or
+        UPOS tags that may be selected (``("nsubj",)``; empty: all); the share of training tokens
+        first replaced by a random word (the held-out loss stays clean); ``"fixed"`` rate or
+        ``"uniform"`` (:math:`r \sim U(0, 1)` per sentence; ``mask_rate`` unused).
     """
 
     hidden: int = 128
@@ -87,13 +64,13 @@ class TrainConfig:
     weight_decay: float = 0.01
     mask_rate: float = 0.15
     n_eval: int = 200             # held-out sentences for the single-site loss
-    eval_every: int = 250
-    checkpoints: tuple = (0.1, 0.3)   # extra snapshots (fractions of training), for chapter 3
+    eval_every: int = 250         # steps between two measurements of it
+    checkpoints: tuple = (0.1, 0.3)   # extra snapshots (shares of training; MLMs only): chapter 3
     replace: tuple = (0.8, 0.1, 0.1)  # selected tokens -> [MASK] / random word / kept
     span: float = 0.0             # mean span length (0: independent token masking)
     mask_only: tuple = ()         # UD deprels or UPOS tags eligible for masking (empty: all)
     noise: float = 0.0            # share of training tokens replaced by a random word first
-    decoder_layers: int = 1       # MAE-LM's decoder depth
+    decoder_layers: int = 1       # MAE-LM's decoder depth (mlmbook.models.maelm; unused by an MLM)
     mask_ratio: str = "fixed"     # "fixed" (mask_rate) or "uniform" (a rate ~ U(0, 1) per sentence)
 
     def __post_init__(self):
@@ -143,11 +120,9 @@ def make_model(grammar: Grammar, config: TrainConfig, seed: int):
 
 
 class SingleSiteEval:
-    """Held-out single-site loss of a model, against the truth's (Bayes) and a unigram's.
-
-    The two reference losses (some 20 s for 200 sentences) are the same for every model of one
-    grammar and seed: they are computed once and kept in the model cache (``evaluator/``).
-    """
+    """Held-out single-site loss of a model, against the truth's (Bayes) and a unigram's (some 20 s
+    for 200 sentences, kept in the model cache, ``evaluator/``, for every model of one grammar and
+    seed)."""
 
     def __init__(self, grammar: Grammar, n: int, seed: int):
         self.grammar = grammar

@@ -11,19 +11,15 @@ __all__ = ["TruthOracle"]
 
 
 class TruthOracle(MaskedLMBase):
-    """The toy language's exact conditionals behind the :class:`MaskedLM` interface.
-
-    Logits are exact log-probabilities given the unmasked positions (other masked positions
-    are marginalised); words the grammar forbids there get ``-inf``.  Token ids are those of
-    the toy tokenizer: :data:`SPECIAL_TOKENS` followed by the grammar's vocabulary.
-    """
+    """The toy language's exact conditionals behind the :class:`MaskedLM` interface: logits are
+    exact log-probabilities given the unmasked positions (other masked positions marginalised;
+    ``-inf`` for words the grammar forbids there), over the toy tokenizer's ids."""
 
     is_exact = True
     max_tokens = 4096
     _inference_mode = False
 
     def __init__(self, grammar):
-        """Wrap a :class:`~mlmbook.toy.Grammar` (no I/O, no global state)."""
         self.grammar = grammar
         self.name = f"truth[{grammar.name}]"
         self.vocab = SPECIAL_TOKENS + list(grammar.vocab)

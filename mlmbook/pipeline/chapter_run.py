@@ -1,16 +1,11 @@
-"""Execute one chapter on a worker and return what the build publishes, as bytes.
-
-:func:`run_chapter` executes the chapter with papermill wherever the build's task lands, checks it
-(:mod:`mlmbook.pipeline.checks`) and returns an :class:`Outcome`. It never writes the build
-folder's published files: the build's own process does (:func:`mlmbook.pipeline.execute.publish`).
-A worker that shares the build folder keeps its scratch where the next run cleans a killed build's
-leftovers (``_build/results/.running/``, dot-files in ``_build/exec``); another works in a
-temporary folder and installs the models the build shipped (:mod:`mlmbook.models.shipping`).
-"""
+"""Execute one chapter on a worker and return what the build publishes, as bytes (only the build's
+process publishes). A worker sharing the build folder keeps its scratch where the next build cleans
+a killed one's leftovers (``_build/results/.running/``, dot-files in ``_build/exec``)."""
 from __future__ import annotations
 
 import contextlib
 import functools
+import importlib.util
 import json
 import os
 import sys
@@ -31,7 +26,7 @@ from .record import load_not_measured
 from .split import for_execution
 
 __all__ = ["Run", "Outcome", "run_chapter", "ensure_kernel", "cell_timeout", "stop_kernels",
-           "RUNNING", "THREAD_VARIABLES", "CELL_LINE_SECONDS"]
+           "RUNNING", "THREAD_VARIABLES", "CELL_LINE_SECONDS", "install_models"]
 
 RUNNING = ".running"  # under _build/results: the results of chapters still executing
 
@@ -42,40 +37,28 @@ CELL_LINE_SECONDS = 30.0
 
 
 def cell_timeout() -> int:
-    """Seconds one cell may run before it fails its chapter (``$MLMBOOK_CELL_TIMEOUT``, default
-    1200)."""
+    """Seconds a cell may run before it fails its chapter (``$MLMBOOK_CELL_TIMEOUT``, 1200)."""
     return env_int("MLMBOOK_CELL_TIMEOUT", 1200, minimum=1)
 
 
 def ensure_kernel(kernels: Path) -> str:
-    """Write a ``python3`` kernelspec that runs *this* interpreter into the Jupyter data dir
-    ``kernels`` (first on ``JUPYTER_PATH`` for the chapters, whatever kernels the user has); the
-    kernel dies with the process that started it (:func:`mlmbook.workers.cluster.kernel_argv`)."""
-    import importlib.util
-
+    """Write a ``python3`` kernelspec running *this* interpreter into the Jupyter data dir
+    ``kernels`` (first on the chapters' ``JUPYTER_PATH``), a kernel that dies with its starter."""
     if importlib.util.find_spec("ipykernel") is None:
         raise BuildError(f"ipykernel is not installed for {sys.executable}; pip install ipykernel")
     spec = {"argv": kernel_argv(), "display_name": "Python 3 (ipykernel)", "language": "python",
             "metadata": {"debugger": False}}
     path = Path(kernels) / "kernels" / "python3" / "kernel.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(spec, indent=1)
-    if not path.is_file() or path.read_text() != text:
-        tmp = path.with_name(f".kernel.{os.getpid()}.json")
-        tmp.write_text(text)
-        os.replace(tmp, path)
+    if not path.is_file() or path.read_text() != json.dumps(spec, indent=1) + "\n":
+        write_json_atomic(path, spec, indent=1)
     return "python3"
 
 
 @dataclass(frozen=True)
 class Run:
-    """What a worker needs to execute one chapter (built by the build's process): the chapter as
-    notebook JSON (a worker needs no copy of ``book/``), the parameters papermill injects, the
-    book's root (a worker's own where this one is not there), the build folder when the worker
-    shares it (None: scratch in a temporary folder), where the build keeps a failed run's notebook,
-    the kernel's torch and BLAS threads unless ``$MLMBOOK_THREADS`` sets them (None: the build's
-    ``thread_env``, its values of :data:`THREAD_VARIABLES`), a cell's timeout, and papermill's
-    per-cell bar (a chapter running alone)."""
+    """What a worker needs to execute one chapter: the book's root (a worker's own where this one is
+    not there), the build folder when shared, the kernel's threads (None: the build's
+    ``thread_env``) unless ``$MLMBOOK_THREADS`` sets them, and papermill's per-cell bar."""
 
     chapter: Chapter
     notebook: str
@@ -91,40 +74,34 @@ class Run:
 
 @dataclass(frozen=True)
 class Outcome:
-    """What a chapter's run returns to the build: on success the executed notebook and its results
-    (None when it recorded nothing), else ``error`` (the message) and ``failed`` (the notebook with
-    the traceback, None when none was written)."""
+    """What a chapter's run returns to the build: the executed notebook and its results (None when
+    it recorded none), or ``error`` (the message) and ``failed`` (the notebook, when written)."""
 
-    slug: str
     notebook: bytes | None = None
     results: bytes | None = None
     error: str | None = None
     failed: bytes | None = None
-    seconds: float = 0.0
 
 
 @contextlib.contextmanager
 def _environment(**values):
     """Set (or, for None, unset) environment variables, inherited by the kernel, for a block."""
     saved = {k: os.environ.get(k) for k in values}
-    for key, value in values.items():
-        if value is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = value
+    _put(values)
     try:
         yield
     finally:
-        for key, old in saved.items():
-            if old is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = old
+        _put(saved)
+
+
+def _put(values: dict) -> None:
+    os.environ.update({k: v for k, v in values.items() if v is not None})
+    for key in [k for k, v in values.items() if v is None]:
+        os.environ.pop(key, None)
 
 
 def _prepare_for_render(nb, chapter: Chapter, parameters: dict[str, object]) -> None:
-    """Hide the injected-parameters cell; a comment appended to the chapter's own ``parameters``
-    cell says which values this build injected."""
+    """Hide the injected-parameters cell; note in the ``parameters`` cell the values injected."""
     for cell in nb.cells:
         tags = cell.metadata.setdefault("tags", [])
         if "injected-parameters" in tags and "remove-cell" not in tags:
@@ -139,9 +116,8 @@ def _prepare_for_render(nb, chapter: Chapter, parameters: dict[str, object]) -> 
                 output_path=f"_build/exec/{chapter.slug}.ipynb")
 
 
-def _install_models(values: dict | None) -> None:
-    """Put the models shipped with the task (training units' ``UnitDone`` or dicts of packed
-    entries by name) into this worker's cache."""
+def install_models(values: dict | None) -> None:
+    """Put the models shipped with the task (``UnitDone`` s, packed entries) in this cache."""
     from ..models import shipping
 
     for value in (values or {}).values():
@@ -151,8 +127,7 @@ def _install_models(values: dict | None) -> None:
 
 
 def _cell_reporter(slug: str, total: int):
-    """A papermill hook that tells the chapter's progress: ``03_x cell 12/80`` (a line every
-    :data:`CELL_LINE_SECONDS` at most; the status on every code cell)."""
+    """A papermill hook that tells the chapter's progress, ``03_x cell 12/80``."""
     t0, shown = time.perf_counter(), [time.perf_counter()]
 
     def on_cell(number: int) -> None:
@@ -184,8 +159,7 @@ def _tracked_kernel_manager() -> type:
 
 
 def stop_kernels() -> None:
-    """Kill the kernel of every chapter executing in this process (an interrupted build): each
-    chapter's wait for its cell ends within a second (a dead kernel), not when the cell would."""
+    """Kill the kernel of every chapter executing in this process (an interrupted build)."""
     for manager in list(_LIVE_KERNELS):
         process = getattr(getattr(manager, "provisioner", None), "process", None)
         if process is not None and process.poll() is None:
@@ -193,23 +167,21 @@ def stop_kernels() -> None:
 
 
 def _register_engine() -> str:
-    """Papermill's nbclient engine with a per-code-cell hook (``on_cell``), registered as
-    ``mlmbook``."""
+    """Papermill's nbclient engine with a per-code-cell hook (``on_cell``), as ``mlmbook``."""
     from papermill.engines import NBClientEngine, papermill_engines
 
     class _Engine(NBClientEngine):
         @classmethod
-        def execute_managed_notebook(cls, nb_man, kernel_name, on_cell=None, **kwargs):
-            if on_cell is not None:
-                start, number = nb_man.cell_start, [0]
+        def execute_managed_notebook(cls, nb_man, kernel_name, on_cell, **kwargs):
+            start, number = nb_man.cell_start, [0]
 
-                def cell_start(cell, cell_index=None, **kw):
-                    start(cell, cell_index, **kw)
-                    if cell.cell_type == "code" and "injected-parameters" not in cell.metadata.get("tags", []):
-                        number[0] += 1
-                        on_cell(number[0])
+            def cell_start(cell, cell_index=None, **kw):
+                start(cell, cell_index, **kw)
+                if cell.cell_type == "code" and "injected-parameters" not in cell.metadata.get("tags", []):
+                    number[0] += 1
+                    on_cell(number[0])
 
-                nb_man.cell_start = cell_start
+            nb_man.cell_start = cell_start
             return super().execute_managed_notebook(nb_man, kernel_name, **kwargs)
 
     papermill_engines.register("mlmbook", _Engine)
@@ -217,24 +189,20 @@ def _register_engine() -> str:
 
 
 def run_chapter(run: Run, needs: dict | None = None) -> Outcome:
-    """Execute ``run``'s chapter and return its :class:`Outcome` (a failed chapter is an outcome
-    too), after installing the models shipped as the task's ``needs``. Interrupted, it removes its
-    scratch and raises :class:`KeyboardInterrupt`."""
+    """Execute ``run``'s chapter (after installing the models shipped as ``needs``) and return its
+    :class:`Outcome`, a failure included; interrupted, it removes its scratch."""
     import nbformat
     import papermill
 
-    start = time.perf_counter()
-    _install_models(needs)
+    install_models(needs)
     chapter, nb = run.chapter, nbformat.reads(run.notebook, as_version=4)
     for_execution(nb, run.parameters.get("model", "toy"), run.parameters.get("treebank"))
     shared = run.build is not None and Path(run.build).is_dir()
     with contextlib.ExitStack() as stack:
-        if shared:
-            running_dir, exec_dir, kernels = Path(run.build) / "results" / RUNNING, Path(run.build) / "exec", \
-                Path(run.build) / "jupyter"
-        else:
-            scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix=f"mlmbook-{chapter.slug}-")))
-            running_dir, exec_dir, kernels = scratch / "results", scratch / "exec", scratch / "jupyter"
+        base = Path(run.build) if shared else Path(stack.enter_context(
+            tempfile.TemporaryDirectory(prefix=f"mlmbook-{chapter.slug}-")))
+        running_dir = base / "results" / RUNNING if shared else base / "results"
+        exec_dir, kernels = base / "exec", base / "jupyter"
         for d in (running_dir, exec_dir):
             d.mkdir(parents=True, exist_ok=True)
         kernel = ensure_kernel(kernels)
@@ -263,15 +231,14 @@ def run_chapter(run: Run, needs: dict | None = None) -> Outcome:
         except Exception as err:  # not KeyboardInterrupt: interrupted, the scratch goes
             kept = tmp if tmp.exists() and tmp.stat().st_size else None
             message = str(failure(chapter, nb, err, kept, run.timeout, shown=run.failed if kept else None))
-            return Outcome(chapter.slug, error=message, failed=kept.read_bytes() if kept else None,
-                           seconds=time.perf_counter() - start)
+            return Outcome(error=message, failed=kept.read_bytes() if kept else None)
         executed = nbformat.read(tmp, as_version=4)
         not_measured = load_not_measured(chapter.slug, running_dir)
         problems = check_executed(executed, not_measured)
         if problems:
             message = f"chapter {chapter.slug} failed its checks: " + "; ".join(problems)
             message += f"\n  ({chapter.path.name}; executed notebook: {run.failed})"
-            return Outcome(chapter.slug, error=message, failed=tmp.read_bytes(), seconds=time.perf_counter() - start)
+            return Outcome(error=message, failed=tmp.read_bytes())
         relax_formats(executed, not_measured)
         _prepare_for_render(executed, chapter, run.parameters)
         if running.exists():            # the plan its questions were declared under (mlmbook.plans)
@@ -280,8 +247,7 @@ def run_chapter(run: Run, needs: dict | None = None) -> Outcome:
         results = running.read_bytes() if running.exists() else None
         text = nbformat.writes(executed)
         text += "" if text.endswith("\n") else "\n"     # as nbformat.write ends a file
-        return Outcome(chapter.slug, notebook=text.encode(), results=results,
-                       seconds=time.perf_counter() - start)
+        return Outcome(notebook=text.encode(), results=results)
 
 
 def _remove(tmp: Path, running: Path, running_dir: Path) -> None:
@@ -292,8 +258,7 @@ def _remove(tmp: Path, running: Path, running_dir: Path) -> None:
 
 
 def _shown(value):
-    """A parameter as the page shows it: a local path by its last part (``…/my_model``), never the
-    machine's absolute path."""
+    """A parameter as the page shows it: a local path by its last part (``…/my_model``)."""
     if isinstance(value, str) and os.path.isabs(value):
         return "…/" + os.path.basename(value.rstrip("/"))
     return value

@@ -15,14 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from ..errors import BuildError, ChapterFailed, UsageError
+from ..errors import BuildError, UsageError
 from ..paths import build_dir, find_root
 from ..profiles import seed_offset
 
-__all__ = ["BuildError", "UsageError", "ChapterFailed", "Chapter", "Layout", "find_chapters",
-           "resolve_names", "resolve_chapters", "read_notebook", "parameters_cell_index",
-           "parameter_defaults", "parse_value", "check_parameters", "plan_parameters",
-           "assignments"]
+__all__ = ["BuildError", "UsageError", "Chapter", "Layout", "find_chapters", "resolve_names",
+           "resolve_chapters", "read_notebook", "parameters_cell_index", "parameter_defaults",
+           "parse_value", "check_parameters", "plan_parameters", "assignments"]
 
 CHAPTER_FILE = re.compile(r"^(\d\d)_[A-Za-z0-9_-]+\.md$")
 _UNSET = object()  # a parameter whose default is not a literal
@@ -30,8 +29,7 @@ _UNSET = object()  # a parameter whose default is not a literal
 
 @dataclass(frozen=True)
 class _Optional:
-    """A parameter whose default is None and whose annotation names its type (``n: int | None =
-    None``)."""
+    """A parameter defaulting to None whose annotation names its type (``n: int | None = None``)."""
 
     kind: type
 
@@ -40,8 +38,6 @@ def say(message: str) -> None:
     """Print a progress or note line on stderr (stdout carries only results)."""
     print(message, file=sys.stderr, flush=True)
 
-
-# --------------------------------------------------------------------------- chapters
 
 @dataclass(frozen=True)
 class Chapter:
@@ -87,8 +83,7 @@ class Layout:
 
     @property
     def build(self) -> Path:
-        """``$MLMBOOK_BUILD`` if set (tests and parallel runs use their own), else
-        ``<root>/_build``."""
+        """``$MLMBOOK_BUILD`` if set, else ``<root>/_build``."""
         return build_dir(self.root)
 
     @property
@@ -138,19 +133,9 @@ def find_chapters(layout: Layout) -> list[Chapter]:
     return [Chapter(p) for p in sorted(layout.book.iterdir()) if CHAPTER_FILE.match(p.name)]
 
 
-def _closest(key: str, slugs: list[str]) -> str | None:
-    """The slug closest to ``key``, compared with and without its number."""
-    close = difflib.get_close_matches(key, slugs, n=1)
-    if close:
-        return close[0]
-    bare = difflib.get_close_matches(key, [s[3:] for s in slugs], n=1)
-    return next((s for s in slugs if bare and s[3:] == bare[0]), None)
-
-
 def resolve_names(names: list[str], slugs: list[str]) -> list[str]:
-    """Map user spellings (``1``, ``01``, ``01_dependencies``, ``dependencies``, a file name)
-    to chapter slugs, keeping order and dropping repeats; an unknown one is a :class:`UsageError`
-    naming a close match and the valid ones."""
+    """Map user spellings (``1``, ``01``, ``01_dependencies``, ``dependencies``, a file name) to
+    chapter slugs, in order, once each; an unknown one is a :class:`UsageError`."""
     chosen = []
     for name in names:
         key = Path(name).name
@@ -160,8 +145,10 @@ def resolve_names(names: list[str], slugs: list[str]) -> list[str]:
             hits = [s for s in slugs if s[:2].isdigit() and int(s[:2]) == int(key)]
         else:
             hits = [s for s in slugs if key in (s, s[3:])]
-        if not hits:
-            close = _closest(key, slugs)
+        if not hits:                        # the closest slug, with and without its number
+            near = difflib.get_close_matches(key, slugs, n=1)
+            bare = difflib.get_close_matches(key, [s[3:] for s in slugs], n=1)
+            close = (near or [s for s in slugs if bare and s[3:] == bare[0]] or [None])[0]
             hint = f" (did you mean {close!r}?)" if close else ""
             raise UsageError(f"unknown chapter {name!r}{hint}; "
                              f"valid chapters: {', '.join(slugs) or '(none)'}")
@@ -179,8 +166,6 @@ def resolve_chapters(chapters: list[Chapter], names: list[str]) -> list[Chapter]
     return [by_slug[s] for s in resolve_names(names, list(by_slug))]
 
 
-# --------------------------------------------------------------------------- parameters
-
 def read_notebook(chapter: Chapter):
     """Read a chapter source into a NotebookNode (jupytext)."""
     import jupytext
@@ -194,8 +179,7 @@ def _python(source: str) -> str:
 
 
 def assignments(chapter: Chapter) -> Iterator[tuple[str, ast.expr]]:
-    """``(name, value)`` of each ``name = value`` at the top level of the chapter's code cells, in
-    order (a cell that is not valid Python is skipped)."""
+    """``(name, value)`` of each ``name = value`` at the top level of the chapter's code cells."""
     for cell in (c for c in read_notebook(chapter).cells if c.cell_type == "code"):
         try:
             body = ast.parse(_python(cell.source)).body
@@ -209,19 +193,13 @@ def assignments(chapter: Chapter) -> Iterator[tuple[str, ast.expr]]:
 
 def parameters_cell_index(nb) -> int | None:
     """Index of the first code cell tagged ``parameters`` (None if there is none)."""
-    for index, cell in enumerate(nb.cells):
-        if cell.cell_type == "code" and "parameters" in cell.metadata.get("tags", []):
-            return index
-    return None
+    return next((i for i, c in enumerate(nb.cells)
+                 if c.cell_type == "code" and "parameters" in c.metadata.get("tags", [])), None)
 
 
 def parameter_defaults(nb) -> dict[str, object]:
-    """The names and default values assigned in the notebook's ``parameters`` cell.
-
-    Defaults that are not Python literals are reported as unknown (any value accepted).
-    A ``None`` default annotated with a type (``n_sentences: int | None = None``) takes
-    values of that type; an unannotated ``None`` default takes a string (a name or a path).
-    """
+    """The defaults assigned in the notebook's ``parameters`` cell (a non-literal accepts anything;
+    ``None`` takes its annotated type, ``n: int | None = None``, or else a string)."""
     index = parameters_cell_index(nb)
     if index is None:
         return {}
@@ -245,8 +223,7 @@ def parameter_defaults(nb) -> dict[str, object]:
 
 
 def _annotated_type(annotation: ast.expr) -> type | None:
-    """``int`` for ``int``, ``int | None``, ``Optional[int]`` (likewise float, str, bool); else
-    None."""
+    """The one type (bool, int, float, str) ``annotation`` names (``int | None``), else None."""
     names = {n.id for n in ast.walk(annotation) if isinstance(n, ast.Name)}
     names |= {n.value for n in ast.walk(annotation) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
     kinds = [k for k in (bool, int, float, str) if k.__name__ in names]
@@ -257,12 +234,8 @@ _TRUE, _FALSE = {"true", "1", "yes", "on"}, {"false", "0", "no", "off"}
 
 
 def parse_value(text: str, default: object) -> object:
-    """Parse a command-line value with the type of ``default`` (else a :class:`ValueError` naming
-    the type expected).
-
-    A ``None`` default means an optional name or path: ``none`` gives None, anything else
-    the text itself (so ``-p treebank 5`` is the file name ``"5"``, never an int).
-    """
+    """Parse a command-line value with the type of ``default`` (else a ValueError naming it); a
+    ``None`` default takes ``none`` as None, else text (``-p treebank 5`` is the file ``"5"``)."""
     if default is None or isinstance(default, _Optional):
         if text.strip().lower() in ("none", "null"):
             return None
@@ -294,9 +267,8 @@ def parse_value(text: str, default: object) -> object:
 
 def check_parameters(where: str, defaults: dict[str, object],
                      raw: list[tuple[str, str]]) -> dict[str, object]:
-    """Check ``-p NAME VALUE`` pairs against a chapter's parameters (``defaults``,
-    :func:`parameter_defaults`) and convert them to the defaults' types; an unknown name or a
-    value of the wrong type is a :class:`UsageError` naming ``where``."""
+    """Check ``-p NAME VALUE`` pairs against a chapter's ``defaults`` and convert them to their
+    types; an unknown name or a wrong type is a :class:`UsageError` naming ``where``."""
     values = {}
     for name, text in raw:
         if name == "profile":
@@ -317,13 +289,8 @@ def check_parameters(where: str, defaults: dict[str, object],
 
 def plan_parameters(chapters: list[Chapter], raw: list[tuple[str, str]],
                     profile: str) -> list[tuple[Chapter, dict[str, object]]]:
-    """The parameters each chapter will be executed with.
-
-    With one chapter every ``-p`` name must be one of its parameters. With several, a
-    name must belong to at least one of them and is passed to those that have it (the
-    others are named in a note), so ``-p model bert-base-uncased`` works for the book. An unknown
-    parameter, a wrong type or a parameters cell that is not valid Python is a :class:`UsageError`.
-    """
+    """The parameters each chapter will be executed with (with several, a ``-p`` name goes to those
+    that have it); an unknown one, a wrong type, a bad parameters cell is a :class:`UsageError`."""
     defaults = {}
     for chapter in chapters:
         try:
@@ -333,8 +300,7 @@ def plan_parameters(chapters: list[Chapter], raw: list[tuple[str, str]],
                              f"Python ({err.msg}, line {err.lineno})") from None
     union: dict[str, object] = {}
     for values in defaults.values():
-        for name, default in values.items():
-            union.setdefault(name, default)
+        union |= {name: default for name, default in values.items() if name not in union}
     if len(chapters) > 1:
         check_parameters("the selected chapters", union, list(raw))  # unknown everywhere?
     plans = []
@@ -348,13 +314,21 @@ def plan_parameters(chapters: list[Chapter], raw: list[tuple[str, str]],
         if seed_offset(profile) and "seed" in defaults[chapter.slug]:
             values["seed"] = int(values.get("seed", defaults[chapter.slug]["seed"])) + seed_offset(profile)
         plans.append((chapter, {"profile": profile, **values}))
-    for name in sorted({v["treebank"] for _, v in plans if isinstance(v.get("treebank"), str)}):
-        check_treebank(name)                # a bad explicit treebank fails before any kernel starts
-    models = {v["model"] for _, v in plans if isinstance(v.get("model"), str)}
     # imported here, not at the top, so that `python -m mlmbook chapters` does not load torch
-    from ..errors import ModelLoadError
+    from ..corpus.conllu import find_treebank, read_conllu
+    from ..errors import ModelLoadError, TreebankError
     from ..models.hf import check_masked_lm
     from ..models.load import TOY_MODELS, TRUTH_MODELS
+    for name in sorted({v["treebank"] for _, v in plans if isinstance(v.get("treebank"), str)}):
+        try:                                # a bad explicit treebank fails before any kernel starts
+            path = find_treebank(name)
+            sentences = read_conllu(path)
+        except TreebankError as err:
+            raise UsageError(str(err)) from None
+        if not sentences:
+            raise UsageError(f"no sentence in {path}: give a CoNLL-U file with sentences "
+                             f"(e.g. -p treebank en_ewt-ud-test.conllu)")
+    models = {v["model"] for _, v in plans if isinstance(v.get("model"), str)}
     for name in sorted(models - set(TOY_MODELS) - set(TRUTH_MODELS)):
         try:
             check_masked_lm(name)           # before any chapter starts: a bad model fails fast
@@ -363,22 +337,16 @@ def plan_parameters(chapters: list[Chapter], raw: list[tuple[str, str]],
     return plans
 
 
-_TREEBANK_ALIASES = ("train", "dev", "test")
-
-
 def resolve_user_paths(values: dict[str, object], defaults: dict[str, object],
                        cwd: str | os.PathLike | None = None) -> dict[str, object]:
-    """Resolve the ``treebank`` and ``model`` given on the command line against the caller's
-    working directory (the chapter runs in ``book/``): one that exists here becomes absolute, one
-    that looks like a path but does not exist is a one-line :class:`UsageError`, a bare name (a
-    Hugging Face model, ``test``, ``en_pud-ud-test.conllu``) is left as it is."""
+    """Make a ``treebank`` or ``model`` that exists under the caller's directory absolute; a path
+    that does not is a :class:`UsageError`, a bare name (``test``, a Hugging Face model) stays."""
     here = Path(cwd or os.getcwd())
     out = dict(values)
     for name in ("model", "treebank"):
         text = out.get(name)
-        if not isinstance(text, str) or not text or name not in defaults:
-            continue
-        if name == "treebank" and text in _TREEBANK_ALIASES:
+        if not isinstance(text, str) or not text or name not in defaults or (
+                name == "treebank" and text in ("train", "dev", "test")):
             continue
         path = (here / Path(text).expanduser()).resolve()
         if path.exists():
@@ -388,19 +356,3 @@ def resolve_user_paths(values: dict[str, object], defaults: dict[str, object],
             raise UsageError(f"{what} {path} does not exist (-p {name} {text}, read relative to {here}); "
                              f"check the path")
     return out
-
-
-def check_treebank(name_or_path: str) -> None:
-    """Read a treebank the reader named, before any kernel starts: a missing or malformed file, or
-    one with no sentence, is a one-line :class:`UsageError`."""
-    from ..corpus.conllu import find_treebank, read_conllu
-    from ..errors import TreebankError
-
-    try:
-        path = find_treebank(name_or_path)
-        sentences = read_conllu(path)
-    except TreebankError as err:
-        raise UsageError(str(err)) from None
-    if not sentences:
-        raise UsageError(f"no sentence in {path}: give a CoNLL-U file with sentences "
-                         f"(e.g. -p treebank en_ewt-ud-test.conllu)")

@@ -1,24 +1,22 @@
-"""Checks of an executed chapter before it is published, and clean-up after a killed run.
-
-:func:`check_executed` turns what would break or falsify the rendered page into a failed
-chapter with the names involved: a cell that never ran, a ``{glue:...}`` key the prose cites but the
-chapter never glued, a number slot that would show ``nan`` or a placeholder, a sentence whose words
-claim more than the answer it cites (:mod:`.wording`).
+"""Checks of an executed chapter before it is published, and clean-up after a killed run:
+:func:`check_executed` fails a cell that never ran, a ``{glue:...}`` key cited but never glued, a
+number slot showing ``nan`` or a placeholder, words claiming more than the answer (:mod:`.wording`).
 """
 
 from __future__ import annotations
 
 import ast
+import copy
 import math
 import re
 import shutil
 from pathlib import Path
 
-from .split import figure_caption
+from .split import drop_other_world, figure_caption
 from .wording import answers_from_glue, claim_problems, prose_lines
 
 __all__ = ["glue_uses", "glued_values", "check_executed", "relax_formats", "clean_leftovers",
-           "unrun_cells", "last_started_cell", "own_code_cells"]
+           "last_started_cell", "own_code_cells"]
 
 _ROLE = re.compile(r"\{glue(?::(\w*))?\}`([^`]+)`")
 _DIRECTIVE = re.compile(r"^\s*(`{3,}|~{3,})\{glue(?::(\w*))?\}\s+(\S+)")
@@ -26,12 +24,8 @@ _NUMBER_TYPES = set("bcdoxXeEfFgGn%")
 
 
 def glue_uses(nb) -> list[tuple[str, str | None]]:
-    """Every ``(key, format)`` the notebook's markdown — and its figure captions — cite with a
-    ``{glue...}`` role or directive.
-
-    ``format`` is the format spec of a ``{glue:text}`key:spec``` role, else None. Keys of
-    another document (``path::key``) are left out.
-    """
+    """Every ``(key, format)`` the markdown and figure captions cite with a ``{glue...}`` role or
+    directive (``format``: a ``{glue:text}`key:spec``` role's spec, else None), no ``path::key``."""
     uses = []
     for cell in nb.cells:
         if cell.cell_type == "code":
@@ -55,8 +49,7 @@ def glue_uses(nb) -> list[tuple[str, str | None]]:
 
 
 def glued_values(nb) -> dict[str, str | None]:
-    """Key → the ``text/plain`` of what was glued (None when it has no text form); the last glue
-    wins."""
+    """Key → the ``text/plain`` of what was glued (None without a text form); the last glue wins."""
     values: dict[str, str | None] = {}
     for cell in nb.cells:
         for out in cell.get("outputs", []) if cell.cell_type == "code" else []:
@@ -69,8 +62,7 @@ def glued_values(nb) -> dict[str, str | None]:
 
 
 def _formats(text: str, fmt: str) -> bool:
-    """Whether ``text`` (a glued text/plain) formats with ``fmt`` as myst-nb would, to a finite
-    number."""
+    """Whether a glued text/plain formats with ``fmt`` as myst-nb would, to a finite number."""
     try:
         value = ast.literal_eval(text)
     except (ValueError, SyntaxError):
@@ -89,33 +81,21 @@ def own_code_cells(cells) -> list:
             if c.cell_type == "code" and "injected-parameters" not in c.metadata.get("tags", [])]
 
 
-def unrun_cells(nb) -> list[int]:
-    """1-based numbers of the code cells that did not run to completion (papermill metadata)."""
-    numbers = []
-    for number, cell in enumerate(own_code_cells(nb.cells), 1):
-        meta = cell.metadata.get("papermill", {})
-        if meta.get("start_time") is None or meta.get("status") != "completed" or meta.get("exception"):
-            numbers.append(number)
-    return numbers
-
-
 def last_started_cell(nb) -> int | None:
-    """Index (in ``nb.cells``) of the last cell papermill started: the one running when a run
-    stopped."""
+    """Index in ``nb.cells`` of the last cell papermill started (the one running at a stop)."""
     started = [i for i, c in enumerate(nb.cells) if c.metadata.get("papermill", {}).get("start_time")]
     return started[-1] if started else None
 
 
 def check_executed(nb, not_measured: dict[str, str] | None = None) -> list[str]:
-    """What is wrong with an executed chapter that papermill reported as a success: one line per
-    problem, none when it may be published (``not_measured``: the keys the chapter declared with
-    :func:`mlmbook.not_measured`)."""
-    import copy
-
-    from .split import drop_other_world
-
+    """What is wrong with an executed chapter that papermill reported as a success, one line per
+    problem (``not_measured``: the keys the chapter declared with :func:`mlmbook.not_measured`)."""
     problems = []
-    unrun = unrun_cells(nb)
+    unrun = []                  # the code cells (numbered from 1) that did not run to completion
+    for number, cell in enumerate(own_code_cells(nb.cells), 1):
+        meta = cell.metadata.get("papermill", {})
+        if meta.get("start_time") is None or meta.get("status") != "completed" or meta.get("exception"):
+            unrun.append(number)
     nb = drop_other_world(copy.deepcopy(nb))          # the prose the page will show
     if unrun:
         problems.append(f"code cell(s) {', '.join(map(str, unrun))} did not run to completion")
@@ -167,12 +147,8 @@ def relax_formats(nb, keys) -> int:
 
 
 def clean_leftovers(*folders: Path) -> list[Path]:
-    """Remove what a killed run left in the build's folders; returns what was removed.
-
-    Leftovers are dot-files and dot-folders the pipeline writes before an atomic rename:
-    ``.NN_slug.<rand>.ipynb``, ``.NN_slug.<rand>.tmp``, and the results of a chapter that never
-    completed (``_build/results/.running/``).
-    """
+    """Remove the dot-files and dot-folders a killed run left in ``folders`` (before an atomic
+    rename: ``.NN_slug.<rand>.ipynb``, ``.tmp``, ``_build/results/.running/``); returns them."""
     removed = []
     for folder in (f for f in folders if f.is_dir()):
         for path in (p for p in folder.iterdir() if p.name.startswith(".")):

@@ -4,15 +4,14 @@ r"""What a chapter will cost with a real model, estimated before it runs.
           \underbrace{\sum_{\text{rows}} \text{tokens per row} \,/\, \text{tokens/s}}_{\text{model time}}
           \;+\; \underbrace{o_{\text{chapter, profile}}}_{\text{everything else}}
 
-The rows are the masked-query rows a chapter will send, counted from the size settings its code
-cells set; tokens/s is measured on the spot. The second term is measured, not modelled: ``make
-bench`` (``benchmarks/cost.py``) records each chapter's time outside the model per profile in
-``results/timings/overhead.json``. **Memory** is estimated likewise (:func:`peak_gib`); a build
-whose estimate exceeds the machine's memory is refused before any work (:class:`CostRefusal`).
+The rows are the masked-query rows a chapter will send, counted from its size settings; tokens/s
+is measured on the spot; :math:`o` is measured per profile by ``make bench`` (``OVERHEAD_FILE``).
+A build whose memory estimate (:func:`peak_gib`) exceeds the machine's is refused before any work.
 """
 from __future__ import annotations
 
 import ast
+import contextlib
 import json
 import math
 from dataclasses import dataclass, field
@@ -36,16 +35,13 @@ __all__ = ["Work", "CostRefusal", "peak_gib", "machine_gib", "announce", "chapte
            "OVERHEAD_FILE", "CALIBRATION_PIECES"]
 
 OVERHEAD_FILE = "results/timings/overhead.json"
-"""Where ``make bench`` records each chapter's measured time outside the model (relative to the
-root)."""
+"""Where ``make bench`` records each chapter's time outside the model (under the root)."""
 CALIBRATION_PIECES = 2000
-"""The vocabulary of the model the time outside the model is measured on
-(``benchmarks/cost.py``)."""
+"""The vocabulary of the model ``benchmarks/cost.py`` measures the time outside the model on."""
 
 
 class CostRefusal(UsageError):
-    """A build refused before any work: its estimated memory exceeds the machine's (the message has
-    both)."""
+    """A build refused before any work: its estimated memory exceeds the machine's."""
 
 
 @dataclass
@@ -58,8 +54,7 @@ class Work:
     tokens = property(lambda self: sum(t for _, t in self.terms.values()), doc="Tokens in all.")
 
     def add(self, name: str, rows: int, tokens_per_row: float) -> Work:
-        """Add ``rows`` rows of ``tokens_per_row`` tokens (plus :data:`SPECIALS`) to term
-        ``name``."""
+        """Add ``rows`` rows of ``tokens_per_row`` tokens (plus :data:`SPECIALS`) to ``name``."""
         r, t = self.terms.get(name, (0, 0))
         self.terms[name] = (r + int(rows), t + round(rows * (tokens_per_row + SPECIALS)))
         return self
@@ -81,27 +76,22 @@ def chapter_constants(chapter: ch.Chapter) -> dict[str, object]:
     wins); ``dict(...)`` of literals and ``mlmbook.record("key", literal)`` count as literals."""
     found: dict[str, object] = {}
     for name, value in ch.assignments(chapter):
-        try:
+        with contextlib.suppress(ValueError, TypeError, SyntaxError):
             found.setdefault(name, _value(value))
-        except (ValueError, TypeError, SyntaxError):
-            pass
     return found
 
 
 def _sentences(lm: MaskedLM, treebank, n: int, seed: int, min_words: int = 5, max_words: int = 14,
                drop_punct: bool = False) -> list[list[int]]:
-    """Token ids of ``n`` sentences: a treebank's (when found) within the word limits, else the toy
-    language's."""
+    """Token ids of ``n`` sentences: a treebank's within the word limits, else the toy world's."""
     from ..corpus import load_treebank
     from ..toy import Grammar
-    words = None
-    try:
+    words = None                             # none read: the toy language's, as in the chapters
+    with contextlib.suppress(MLMBookError, FileNotFoundError):
         if treebank is not None:
             words = [s.words for s in load_treebank(treebank, drop_punct=drop_punct,
                                                     max_len=max_words, min_len=min_words)]
             words = [words[k] for k in np.random.default_rng(seed).permutation(len(words))]
-    except (MLMBookError, FileNotFoundError):       # TreebankError
-        pass                                        # the chapters fall back to the toy language too
     words = words or [s.words for s in Grammar.load("toy").sample(n, seed=seed)]
     ids = (lm.encode_words(list(w))[0] for w in words)
     return [r for r in ids if 0 < len(r) <= lm.max_length][:n]
@@ -117,13 +107,12 @@ def rows_ch1(lm: MaskedLM, values: dict, c: dict) -> Work:
     from ..dependencies.policy import sentence_candidates
     from ..toy import Grammar
     size, seed, window, treebank = c["SIZES"][values["profile"]], values["seed"], values["window"], values["treebank"]
-    max_words = size["max_words"]
     if treebank is None:  # as the chapter
         pool = Grammar.load("toy").sample(20 * size["corpus"], seed=seed)
     else:
         pool = read_conllu(find_treebank(treebank))
         pool = [pool[k] for k in np.random.default_rng(seed).permutation(len(pool))]
-    corpus = [s for s in pool if 3 <= sum(u != "PUNCT" for u in s.upos) <= max_words
+    corpus = [s for s in pool if 3 <= sum(u != "PUNCT" for u in s.upos) <= size["max_words"]
               and len(lm.encode_words(s.words)[0]) <= lm.max_length][: size["corpus"]]
     words, keep = [s.words for s in corpus], [[i for i, u in enumerate(s.upos) if u != "PUNCT"] for s in corpus]
     n_main, full = min(size["main"], len(words)), len(non_special(lm))
@@ -145,8 +134,7 @@ def rows_ch1(lm: MaskedLM, values: dict, c: dict) -> Work:
 
 def rows_ch2(lm: MaskedLM, values: dict, c: dict) -> Work:
     """Chapter 2: two pairs per sentence, each ``1 + 2(K + 1) + 1`` rows with top-K candidates
-    (``2V + 1`` on the full grid): the candidates' size dominates. The showcase's few pairs are
-    left out."""
+    (``2V + 1`` on the full grid); the showcase's few pairs are left out."""
     n = c["SIZES"]["real"][values["profile"]]
     full = values["candidates"] == "full" or (values["candidates"] == "auto" and lm.V <= 1000)
     per_pair = 2 * lm.V + 1 if full else 2 * (values["top_k"] + 1) + 2
@@ -167,8 +155,7 @@ def rows_ch3(lm: MaskedLM, values: dict, c: dict) -> Work:
 
 
 def rows_ch4(lm: MaskedLM, values: dict, c: dict) -> Work:
-    """Chapter 4 (a real model runs the rank analysis only): each sentence twice, clean and 15 %
-    masked."""
+    """Chapter 4 (a real model: the rank analysis only): each sentence clean and 15 % masked."""
     size = c["SIZES"][values["profile"]]
     sents = _sentences(lm, values["treebank"], size["rank_sentences"], values["seed"] + 10_000, 1, 40)
     return Work().add("hidden states", 2 * len(sents), float(np.mean([len(r) for r in sents])))
@@ -176,10 +163,9 @@ def rows_ch4(lm: MaskedLM, values: dict, c: dict) -> Work:
 
 def rows_ch6(lm: MaskedLM, values: dict, c: dict) -> Work:
     """Chapter 6 (a real model: no truth): the Monte Carlo NELBO, ``orders`` random orders a
-    sentence with one and with two positions per step (``n + n/2`` rows), and each sampler's
-    ``samples`` rows of six tokens: six steps each (twelve most confident first) and its own
-    probability of each draw (``2**6 - 1`` subset rows for left to right and random order, six for
-    most confident first)."""
+    sentence with one and two positions per step (``n + n/2`` rows), and each sampler's ``samples``
+    rows of six tokens: six steps each (twelve most confident first) and its own probability of
+    each draw (``2**6 - 1`` subset rows, six for most confident first)."""
     size = c["SIZES"]["real"][values["profile"]]
     sents = [r for r in _sentences(lm, None, 4 * size["sentences"], values["seed"], 2, 8) if 4 <= len(r) <= 8]
     sents = sents[: size["sentences"]]
@@ -191,11 +177,8 @@ def rows_ch6(lm: MaskedLM, values: dict, c: dict) -> Work:
 
 
 def rows_for(chapter: ch.Chapter, lm: MaskedLM, values: dict) -> Work | None:
-    """The rows ``chapter`` will send to ``lm`` (whose tokenizer sets the row lengths).
-
-    ``values`` are the planned parameters (``profile``, any ``-p`` values; the others take their
-    defaults). None for a chapter whose real-model path is not modelled (chapter 5).
-    """
+    """The rows ``chapter`` will send to ``lm`` with the planned parameters ``values`` (others at
+    their defaults); None for a chapter whose real-model path is not modelled (chapter 5)."""
     counters = {1: rows_ch1, 2: rows_ch2, 3: rows_ch3, 4: rows_ch4, 6: rows_ch6}
     if chapter.number == 0:
         return Work(note="a real model asks no masked queries here (the chapter is about the toy model)")
@@ -210,30 +193,23 @@ def _overhead(root) -> dict:
 
 
 def overhead_seconds(slug: str, profile: str, root=None, pieces: int | None = None) -> float | None:
-    r"""The chapter's measured time outside the model in ``profile``
-    (``results/timings/overhead.json``), or None when ``make bench`` has not measured it.
-
-    With ``pieces`` given, the time is :math:`o + s \, \max(0, V - V_0)`, :math:`o` measured on
-    the :data:`CALIBRATION_PIECES`-piece model and the slope :math:`s` on a larger one (``python -m
-    benchmarks.vocab calibrate``), where it was measured.
-    """
+    r"""The chapter's measured time outside the model in ``profile`` (None: not measured); with
+    ``pieces``, :math:`o + s \, \max(0, V - V_0)`, :math:`o` on the :data:`CALIBRATION_PIECES`-piece
+    model, the slope :math:`s` (where measured) on a larger one (``benchmarks.vocab calibrate``)."""
     try:
         data = _overhead(root)
-        value = data["seconds"][profile][slug]
+        value = float(data["seconds"][profile][slug])           # None: not measured
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    if value is None:
-        return None
     slope = data.get("per_piece", {}).get(profile, {}).get(slug) if pieces is not None else None
-    return float(value) + (float(slope) * max(0, pieces - CALIBRATION_PIECES) if slope else 0.0)
+    return value + (float(slope) * max(0, pieces - CALIBRATION_PIECES) if slope else 0.0)
 
 
 def peak_gib(slug: str, profile: str, pieces: int, parameters: int, root=None) -> float | None:
     r"""The chapter's estimated peak resident memory in GiB on a model of ``pieces`` pieces and
     ``parameters`` weights: :math:`a + b\,\max(0, V - V_0) + 2 \cdot 4P / 2^{30}`, :math:`a` and
-    :math:`b` measured by ``python -m benchmarks.vocab memory`` (``peak_gib`` in
-    ``results/timings/overhead.json``; the quick profile's stand for every profile: the tables that
-    grow with the vocabulary are per query, not per sentence); None where not measured."""
+    :math:`b` measured by ``python -m benchmarks.vocab memory`` (the quick profile's stand for all:
+    the tables that grow with the vocabulary are per query); None where not measured."""
     try:
         table = _overhead(root)["peak_gib"]
         a, b = (table.get(profile) or table["quick"])[slug]
@@ -243,8 +219,7 @@ def peak_gib(slug: str, profile: str, pieces: int, parameters: int, root=None) -
 
 
 def machine_gib() -> float:
-    """The memory a build may use, in GiB: ``$MLMBOOK_MEMORY_GIB`` where set (a cluster's workers, a
-    container's limit), else this machine's physical memory."""
+    """The memory a build may use, in GiB: ``$MLMBOOK_MEMORY_GIB``, else the physical memory."""
     import os
     if os.environ.get("MLMBOOK_MEMORY_GIB"):
         try:
@@ -256,8 +231,7 @@ def machine_gib() -> float:
 
 
 def paragraph(slug: str, model: str, work: Work | None, rate: float, overhead: float | None = None) -> str:
-    """The printed estimate for one chapter (``rate`` in tokens/s; ``overhead``: the chapter's
-    measured seconds outside the model, :func:`overhead_seconds`)."""
+    """The printed estimate for one chapter (``rate`` in tokens/s, ``overhead`` in seconds)."""
     outside = ("" if overhead is None else
                f" Work outside the model, measured for this chapter by `make bench`: about {overhead:.0f} s.")
     if work is None and overhead is not None:
@@ -281,11 +255,7 @@ def paragraph(slug: str, model: str, work: Work | None, rate: float, overhead: f
 
 
 def report(plans: list[tuple[ch.Chapter, dict]]) -> list[str]:
-    """One estimate paragraph per planned chapter whose model is not a toy model or oracle.
-
-    ``plans`` as :func:`mlmbook.pipeline.chapters.plan_parameters` returns them; each model is
-    loaded and timed once.
-    """
+    """One estimate paragraph per planned chapter whose model is not a toy model or oracle."""
     from ..models.load import TOY_MODELS, TRUTH_MODELS, load_mlm
     out, loaded, have = [], {}, machine_gib()
     for chapter, values in plans:
@@ -309,8 +279,7 @@ def report(plans: list[tuple[ch.Chapter, dict]]) -> list[str]:
 
 
 def announce(plans: list[tuple[ch.Chapter, dict]]) -> None:
-    """Print :func:`report` on stderr before a build; a failure to estimate only prints why, a
-    memory estimate above the machine's refuses the build (:class:`CostRefusal`)."""
+    """Print :func:`report` on stderr before a build; a failure to estimate only prints why."""
     try:
         lines = report(plans)
     except CostRefusal:
@@ -322,7 +291,6 @@ def announce(plans: list[tuple[ch.Chapter, dict]]) -> None:
 
 
 def estimate(root, chapters: list[str], profile: str, parameters: list[tuple[str, str]]) -> list[str]:
-    """:func:`report` for ``python -m mlmbook cost``, the chapters and parameters checked as
-    ``build`` does."""
+    """:func:`report` for ``python -m mlmbook cost``, its arguments checked as ``build`` does."""
     selected = ch.resolve_chapters(ch.find_chapters(ch.Layout.find(root)), list(chapters))
     return report(ch.plan_parameters(selected, list(parameters), profile))

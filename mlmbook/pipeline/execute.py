@@ -1,10 +1,7 @@
-"""The book pipeline: train the models, execute the chapters, publish what they made, render the
-site.
+"""The book pipeline: train the models, execute the chapters, publish them, render the site.
 
-:func:`build` trains the toy models the chapters need and executes the chapters as one graph of
-tasks (:func:`schedule`, :mod:`mlmbook.workers`), publishes each chapter in this process only
-(:func:`publish`) and renders the site (:mod:`mlmbook.pipeline.site`). A failed chapter is never
-published: its previous good run stays as it was, and the site is not re-rendered.
+Training and chapters run as one graph of tasks (:func:`schedule`); only this process publishes
+(:func:`publish`). A failed chapter is never published, and the site is not re-rendered.
 """
 
 from __future__ import annotations
@@ -12,94 +9,59 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import threading
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from .. import workers
+from ..errors import BuildError, ChapterFailed, UsageError
 from ..paths import cache_dir, env_flag
 from ..profiles import BUILDABLE
-from .chapter_run import RUNNING, THREAD_VARIABLES, Outcome, Run, cell_timeout, run_chapter
-from .chapter_run import ensure_kernel as _ensure_kernel
-from .chapters import (
-    BuildError,
-    Chapter,
-    ChapterFailed,
-    Layout,
-    UsageError,
-    find_chapters,
-    plan_parameters,
-    read_notebook,
-    resolve_chapters,
-    resolve_names,
-    say,
-)
+from . import chapter_run, runs
+from . import chapters as ch
+from .chapter_run import RUNNING, THREAD_VARIABLES, Outcome, Run, run_chapter
+from .chapters import Chapter, Layout, find_chapters, resolve_names, say
 from .checks import clean_leftovers
 from .cost import announce as announce_cost
 from .inputs import check_inputs
 from .pages import measured_times
-from .runs import (
-    build_lock,
-    built_with,
-    interrupt_on_sigterm,
-    keep_timings,
-    mix_warning,
-    previous_run,
-    run_parameters,
-    training_report,
-    update_reference_files,
-    write_bytes_atomic,
-)
+from .runs import previous_run
 from .site import render, stage, write_notebooks_branch
 
-__all__ = ["build", "BuildOptions", "schedule", "Placement", "publish", "previous_run", "RUNNING",
+__all__ = ["build", "BuildOptions", "schedule", "publish", "previous_run", "RUNNING",
            "BuildError", "UsageError", "Layout", "find_chapters", "resolve_names"]
 
 
 def publish(layout: Layout, chapter: Chapter, outcome: Outcome) -> Path:
-    """Write a chapter's :class:`~mlmbook.pipeline.chapter_run.Outcome` into the build folder,
-    atomically; returns ``_build/exec/<slug>.ipynb``. A failed outcome keeps its notebook in
-    ``_build/failed/``, leaves the previous good run as it was and raises :class:`ChapterFailed`."""
+    """Write a chapter's outcome into the build folder, atomically; returns its executed notebook.
+    A failed one keeps its notebook in ``_build/failed/`` and the previous good run, and raises."""
     final = layout.exec / f"{chapter.slug}.ipynb"
     results = layout.results / f"{chapter.slug}.json"
     failed = layout.failed / f"{chapter.slug}.ipynb"
     if outcome.error is not None:
         if outcome.failed:
-            write_bytes_atomic(failed, outcome.failed)
+            runs.write_bytes_atomic(failed, outcome.failed)
         previous = (f"\n  the previous results and page of {chapter.slug} ({previous_run(final)}) are kept"
                     if final.is_file() else f"\n  {chapter.slug} has no earlier results; it is left out of the site")
         raise ChapterFailed(outcome.error + previous)
     if outcome.results is not None:
-        write_bytes_atomic(results, outcome.results)
+        runs.write_bytes_atomic(results, outcome.results)
     else:
         results.unlink(missing_ok=True)
-    write_bytes_atomic(final, outcome.notebook)
+    runs.write_bytes_atomic(final, outcome.notebook)
     failed.unlink(missing_ok=True)
     return final
 
 
-@dataclass(frozen=True)
-class Placement:
-    """Where a build's tasks run: ``ship``, on workers that share no filesystem with the build
-    (models travel as bytes); ``resource``, the Dask resource a chapter on a large model asks one of
-    (else it takes every slot)."""
-
-    ship: bool = False
-    resource: str | None = None
-
-
-def schedule(layout: Layout, plans, profile: str, n: int, progress: bool = False,
-             placement: Placement = Placement()) -> tuple[list, list, dict]:
-    """The build's tasks (:class:`mlmbook.workers.Task`): the training units of the toy models the
-    chapters need (:func:`mlmbook.pipeline.prepare.tasks`) and one task per chapter, which needs only
-    the units holding *its* models (a chapter with a ``seed`` parameter needs every unit). A chapter
-    on a toy model takes one of the ``n`` workers and a kernel of one thread; one on a large model
-    asks for one ``placement.resource``, or else runs alone after every other task, with all the
-    threads. ``placement.ship``: the units return their models as bytes, and each chapter is passed
-    its models (those cached here as ``data``). Returns ``(all tasks, training tasks, data)``.
-    """
+def schedule(layout: Layout, plans, profile: str, n: int, ship: bool = False,
+             resource: str | None = None) -> tuple[list, list, dict]:
+    """The build's tasks ``(all, training, data)``: training units, and chapters needing the units
+    of their models (all, with a ``seed`` parameter): on a toy model, one worker and a one-thread
+    kernel; on a large one, a Dask ``resource``, else alone, last. With ``ship``, the workers share
+    no filesystem with the build: models travel to them as bytes."""
     import nbformat
 
-    from .. import workers
     from ..models import shipping
     from ..models.load import TOY_MODELS  # torch: imported only when building
     from . import prepare
@@ -107,7 +69,6 @@ def schedule(layout: Layout, plans, profile: str, n: int, progress: bool = False
     def on_toy(values):
         return values.get("model", "toy") in TOY_MODELS
 
-    ship, resource = placement.ship, placement.resource
     toy = [int(c.slug[:2]) for c, values in plans if on_toy(values) and "seed" not in values and c.slug[:2].isdigit()]
     training = prepare.tasks(profile, toy, workers=n, say=say, ship=ship) if toy else []
     alone = n == 1 or sum(on_toy(v) for _, v in plans) < 2       # no chapter runs beside another
@@ -127,10 +88,10 @@ def schedule(layout: Layout, plans, profile: str, n: int, progress: bool = False
         large = not on_toy(values)
         if large and not resource:
             needs += [t.key for t in tasks if t.key not in needs]
-        run = Run(chapter, nbformat.writes(read_notebook(chapter)), dict(values), layout.root,
+        run = Run(chapter, nbformat.writes(ch.read_notebook(chapter)), dict(values), layout.root,
                   None if ship else layout.build, layout.failed / f"{chapter.slug}.ipynb",
                   None if large else 1, {k: os.environ.get(k) for k in THREAD_VARIABLES},
-                  cell_timeout(), progress and alone)
+                  chapter_run.cell_timeout(), sys.stderr.isatty() and alone)
         tasks.append(workers.Task(chapter.slug, run_chapter, (run,),
                                   needs=tuple(needs), seconds=known.get(chapter.slug, {}).get(profile, 60.0),
                                   resources=((resource, 1),) if large and resource else (), pass_needs=ship))
@@ -139,22 +100,16 @@ def schedule(layout: Layout, plans, profile: str, n: int, progress: bool = False
 
 def _execute(layout: Layout, plans, profile: str, options: BuildOptions,
              t_book: float) -> tuple[list, dict, list]:
-    """Train the toy models the chapters need and execute the chapters, as one graph of tasks
-    (:func:`schedule`); publish each chapter as it ends. Returns the
-    :class:`~mlmbook.pipeline.prepare.Trained` records, each chapter's and the training's wall time
-    (``t_book`` is when the build began) and the failures' messages."""
-    from .. import workers
-    from ..models import shipping
+    """Run the build's tasks, publishing each chapter as it ends: (trained, timings, failures)."""
     from . import prepare
 
     n, where = prepare.workers_for(), options.scheduler    # the address: build() reached it
     ship = where is not None and not options.shared_cache
     timings, failures, trained, stopped = {}, [], [], []
     if plans:
-        cell_timeout()                # a bad $MLMBOOK_CELL_TIMEOUT fails here, before any training
-        _ensure_kernel(layout.kernels)  # written once here, only read by chapters side by side
-    placement = Placement(ship, options.resource)
-    tasks, training, data = schedule(layout, plans, profile, n, sys.stderr.isatty(), placement)
+        chapter_run.cell_timeout()  # a bad $MLMBOOK_CELL_TIMEOUT fails here, before any training
+        chapter_run.ensure_kernel(layout.kernels)  # written here, once: chapters only read it
+    tasks, training, data = schedule(layout, plans, profile, n, ship, options.resource)
     total = sum(len(t.args[0]) for t in training)
     by_slug = {c.slug: (c, v) for c, v in plans}
 
@@ -178,8 +133,7 @@ def _execute(layout: Layout, plans, profile: str, options: BuildOptions,
                     raise BuildError(f"training failed: {error}")
                 if error is not None:
                     raise error
-                for name, blob in value.models.items():  # trained where this cache is not
-                    shipping.install(name, blob)
+                chapter_run.install_models({task.key: value})  # trained where this cache is not
                 prepare.report(value, trained, total, say, report.elapsed())
                 if len(trained) == total:
                     timings["training"] = time.perf_counter() - t_book
@@ -187,21 +141,17 @@ def _execute(layout: Layout, plans, profile: str, options: BuildOptions,
             if isinstance(error, workers.NotRun):            # after --fail-fast stopped the build
                 say(f"  {task.key} not executed: {error}")
                 continue
-            if error is None:
-                try:
-                    publish(layout, by_slug[task.key][0], value)
-                except ChapterFailed as err:
-                    error = err
-            if isinstance(error, workers.WorkerLost):
-                error = ChapterFailed(f"chapter {error}")
-            if error is None:
+            try:
+                if isinstance(error, workers.WorkerLost):
+                    raise ChapterFailed(f"chapter {error}")
+                if error is not None:
+                    raise error  # caught below if the chapter's; else a usage error, an interrupt
+                publish(layout, by_slug[task.key][0], value)
                 timings[task.key] = seconds
                 say(f"  {task.key} done in {seconds:.0f} s ({report.elapsed()} elapsed)")
-            elif not isinstance(error, ChapterFailed):
-                raise error  # not the chapter's fault: a usage error, an interrupt
-            else:
-                failures.append(str(error))
-                say(str(error))
+            except ChapterFailed as err:
+                failures.append(str(err))
+                say(str(err))
                 if options.fail_fast:
                     stopped.append(task.key)
     return trained, timings, failures
@@ -209,16 +159,12 @@ def _execute(layout: Layout, plans, profile: str, options: BuildOptions,
 
 @dataclass(frozen=True)
 class BuildOptions:
-    """How :func:`build` runs, beside what it builds: the command line's flags (``python -m
-    mlmbook build --help``). ``execute`` False renders the notebooks executed earlier only;
-    ``render_site`` False stops after executing; ``update_reference`` also copies the results (and
-    a whole-book build's timings) to the committed ``results/``; ``scheduler`` is an existing Dask
-    cluster's address (default ``$MLMBOOK_SCHEDULER``, else a local cluster), checked before
-    anything else; ``shared_cache``: its workers see this model cache (default
-    ``$MLMBOOK_SHARED_CACHE``); ``resource``: a Dask resource (e.g. ``"GPU"``) a chapter on a large
-    model asks one of, instead of running alone; ``resume`` keeps the chapters this build folder
-    finished earlier with the same parameters (:func:`finished_earlier`).
-    """
+    """How :func:`build` runs: the command line's flags (``python -m mlmbook build --help``);
+    ``update_reference`` copies the results (and a whole-book build's timings) to ``results/``;
+    ``scheduler``: a Dask cluster's address (default ``$MLMBOOK_SCHEDULER``, else a local one);
+    ``shared_cache``: its workers see this model cache (default ``$MLMBOOK_SHARED_CACHE``);
+    ``resource``: a Dask resource (e.g. ``"GPU"``) a large-model chapter asks one of; ``resume``
+    keeps the chapters this build folder finished with these parameters (``finished_earlier``)."""
 
     solutions: bool = True
     execute: bool = True
@@ -235,33 +181,13 @@ class BuildOptions:
 def build(root: str | os.PathLike | None = None, chapters: list[str] = (), profile: str = "full",
           parameters: list[tuple[str, str]] = (), *,
           options: BuildOptions = BuildOptions()) -> Path:
-    """Execute the requested chapters and render the site.
-
-    Nothing tracked by git changes, unless ``options.update_reference``.
-
-    Parameters
-    ----------
-    root : path-like, optional
-        The book's root (``_config.yml``, ``_toc.yml``, ``book/``); default: found from the cwd.
-    chapters : list of str
-        Chapters to execute (``"1"``, ``"01"``, ``"01_dependencies"``, a file name); all when
-        empty. The others are published from their previous executed notebook.
-    profile : {"quick", "full", "extended", "pilot"}
-    parameters : list of (name, value) pairs
-        Extra parameters, as strings, checked against each chapter's ``parameters`` cell.
-    options : BuildOptions
-
-    Returns
-    -------
-    pathlib.Path
-        ``_build/html/index.html`` (with ``render_site`` off, the folder of executed notebooks).
-
-    Raises
-    ------
-    BuildError
-        Bad arguments, a failed chapter (:class:`ChapterFailed`), or a failed rendering; another
-        build running in the same build folder.
-    """
+    """Execute the requested chapters and render the site (nothing tracked by git changes unless
+    ``options.update_reference``): ``root``, the book's root (default: found from the cwd);
+    ``chapters``, ``"1"``, ``"01"``, ``"01_dependencies"`` or a file name, all when empty (others
+    are published from their previous run); ``parameters``, ``(name, value)`` strings checked
+    against each chapter's ``parameters`` cell. Returns ``_build/html/index.html`` (without
+    ``render_site``, the executed notebooks' folder). Raises :class:`BuildError`: bad arguments, a
+    failed chapter or rendering, another build running in the same build folder."""
     from ..workers.cluster import address, reach
 
     o = options
@@ -272,12 +198,12 @@ def build(root: str | os.PathLike | None = None, chapters: list[str] = (), profi
         reach(where)  # before any planning or the lock: a bad address is one line, at once
     layout = Layout.find(root)
     all_chapters = find_chapters(layout)
-    selected = resolve_chapters(all_chapters, list(chapters)) if o.execute else []
+    selected = ch.resolve_chapters(all_chapters, list(chapters)) if o.execute else []
     if o.update_reference and (profile not in REFERENCE_PROFILES or parameters or not o.execute):
         raise UsageError("--update-reference records the default numbers of a reference profile: use it "
                          f"with --profile {' or '.join(REFERENCE_PROFILES)}, without -p parameters and without "
                          "--render-only")
-    plans = plan_parameters(selected, list(parameters), profile)  # all checked up front
+    plans = ch.plan_parameters(selected, list(parameters), profile)  # all checked up front
     kept_earlier = [c.slug for c, v in plans if o.resume and finished_earlier(layout, c, v)]
     for slug in kept_earlier:
         say(f"resume: {slug} finished earlier with these parameters; kept")
@@ -285,18 +211,13 @@ def build(root: str | os.PathLike | None = None, chapters: list[str] = (), profi
     check_inputs(plans, profile)  # treebank, window, weights, model/text fit: before any training
     shared = env_flag("MLMBOOK_SHARED_CACHE") if o.shared_cache is None else o.shared_cache
     o = replace(o, scheduler=where, shared_cache=shared)
-    with build_lock(layout), interrupt_on_sigterm():
+    with runs.build_lock(layout), runs.interrupt_on_sigterm():
         return _build(layout, all_chapters, plans, profile, o, kept_earlier)
 
 
 @contextlib.contextmanager
 def _still(what: str):
-    """Say that ``what`` still runs after each :data:`mlmbook.workers.QUIET_SECONDS` of a block's
-    silence."""
-    import threading
-
-    from .. import workers
-
+    """Say that ``what`` still runs after each :data:`mlmbook.workers.QUIET_SECONDS` of silence."""
     progress, done = workers.Progress(say), threading.Event()
     progress.status[what] = what
 
@@ -316,14 +237,11 @@ REFERENCE_PROFILES = ("full", "extended")
 
 
 def finished_earlier(layout: Layout, chapter, values: dict) -> bool:
-    """Whether this build folder holds ``chapter``'s finished run with exactly ``values`` as
-    parameters: its executed notebook and results exist (a killed chapter leaves neither,
-    :func:`clean_leftovers`), the notebook's recorded parameters are ``values`` and the chapter's
-    source is older than both."""
+    """Whether ``chapter``'s finished run here (newer than its source) had exactly ``values``."""
     notebook, results = layout.exec / f"{chapter.slug}.ipynb", layout.results / f"{chapter.slug}.json"
     if not (notebook.is_file() and results.is_file()):
         return False
-    params = run_parameters(notebook)  # None, unreadable: run it again
+    params = runs.run_parameters(notebook)  # None, unreadable: run it again
     newest = chapter.path.stat().st_mtime
     return params == values and notebook.stat().st_mtime > newest and results.stat().st_mtime > newest
 
@@ -333,26 +251,23 @@ def _build(layout, all_chapters, plans, profile, options: BuildOptions, kept_ear
     if plans:  # what a killed build left: temporary notebooks, results of unfinished chapters
         clean_leftovers(layout.exec, layout.results)
 
-    cache_before = set(cache_dir().glob("*")) if cache_dir().exists() else set()
+    cache_before = set(cache_dir().glob("*"))
     t_book = time.perf_counter()
     try:
         trained_models, timings, failures = _execute(layout, plans, profile, options, t_book)
-    # the workers are stopped by now: what they left in the build folder goes
     except KeyboardInterrupt:
-        clean_leftovers(layout.exec, layout.results)
+        clean_leftovers(layout.exec, layout.results)  # the workers are stopped: what they left goes
         raise
-    for line in training_report(trained_models, timings.get("training", 0.0)):
-        say(line)
+    runs.training_report(trained_models, timings.get("training", 0.0))
     if failures:
         raise ChapterFailed(f"{len(failures)} chapter(s) failed; the site was not updated")
-    trained = sorted(p.name for p in (set(cache_dir().glob("*")) if cache_dir().exists() else set()) - cache_before
+    trained = sorted(p.name for p in set(cache_dir().glob("*")) - cache_before
                      if not p.name.startswith("."))
 
     slugs = [c.slug for c, _ in plans] + list(kept_earlier)
     if not options.render_site:
         if options.update_reference:
-            for path in update_reference_files(layout, slugs, None, profile):
-                say(f"updated reference {path.relative_to(layout.root)}")
+            runs.update_reference_files(layout, slugs, None, profile)
         return layout.exec
     executed_now = {c.slug for c, _ in plans}
     notebooks = {}
@@ -365,22 +280,17 @@ def _build(layout, all_chapters, plans, profile, options: BuildOptions, kept_ear
                 path.stat().st_mtime else ""
             say(f"note: reusing {chapter.slug} executed earlier ({previous_run(path)}){stale}")
         notebooks[chapter.slug] = path
-    warning = mix_warning({slug: built_with(path) for slug, path in notebooks.items()})
-    if warning:
-        say(warning)
+    runs.mix_warning(notebooks)
     say("rendering the site")
     t_render = time.perf_counter()
     with _still("rendering the site"):
         staged = stage(layout, notebooks, solutions=options.solutions)
         index = render(layout, staged, verbose=options.verbose)
     write_notebooks_branch(layout, notebooks)
-    whole_book = len(plans) + len(kept_earlier) == len(all_chapters) and \
+    whole_book = plans and len(plans) + len(kept_earlier) == len(all_chapters) and \
         all(v == {"profile": profile} for _, v in plans)
-    kept = None
-    if whole_book and plans:
-        kept = keep_timings(layout, profile, timings, time.perf_counter() - t_render,
-                             time.perf_counter() - t_book, trained)
+    kept = runs.keep_timings(layout, profile, timings, time.perf_counter() - t_render,
+                             time.perf_counter() - t_book, trained) if whole_book else None
     if options.update_reference:
-        for path in update_reference_files(layout, slugs, kept, profile):
-            say(f"updated reference {path.relative_to(layout.root)}")
+        runs.update_reference_files(layout, slugs, kept, profile)
     return index

@@ -1,13 +1,7 @@
 """Inputs checked before any work: every chapter's model, treebank and parameters, in one pass.
 
-:func:`check_inputs` runs before any model is trained or any kernel starts; each failure is one
-line naming the chapter. A real model that needs sentences of a real language needs a treebank;
-its weights must load; the treebank must hold sentences inside the chapter's and the model's
-windows; the model must fit it (:func:`mlmbook.corpus.fit.check_fit`) unless ``-p allow_unknown``.
-
-:data:`CHAPTER_INPUTS` declares, per chapter, what it does with a treebank and the window of words
-it reads (chapters read it too: :func:`words_window`), so the check and the chapter cannot drift
-apart.
+:data:`CHAPTER_INPUTS` declares what each chapter does with a treebank and the words it reads; the
+chapters read it too (:func:`words_window`), so the check and the chapter cannot drift apart.
 """
 
 from __future__ import annotations
@@ -21,10 +15,8 @@ __all__ = ["check_inputs", "ChapterInputs", "CHAPTER_INPUTS", "words_window"]
 
 @dataclass(frozen=True)
 class ChapterInputs:
-    """What a chapter does with a treebank: ``treebank`` ``"none"`` (no treebank parameter) or
-    ``"any"`` (any model reads it); ``needs_real_text``, a model other than the toy one needs
-    sentences of a real language; the fewest words of a sentence and, per profile, the most scored
-    (non-punctuation) words; ``drop_punct``, the chapter removes punctuation before counting."""
+    """What a chapter does with a treebank (``"none"``: no such parameter; ``"any"``: any model
+    reads it), whether a real model needs real text, its word window per profile, ``drop_punct``."""
 
     treebank: str = "none"
     needs_real_text: bool = False
@@ -42,16 +34,14 @@ CHAPTER_INPUTS = {
     "05_glauber": ChapterInputs(),
     "06_diffusion": ChapterInputs(),
 }
-"""Per chapter (its slug), its :class:`ChapterInputs`; a chapter not listed (another book's) is not
-checked."""
+"""Per chapter slug, its :class:`ChapterInputs`; a chapter not listed is not checked."""
 
 DEFAULT_TREEBANK = "test"
 """What a chapter that needs real text reads when no treebank is given (UD English EWT test)."""
 
 
 def words_window(chapter: int | str, profile: str) -> tuple[int, int | None]:
-    """``(min_words, max_words)`` a chapter (slug or number) reads in ``profile`` (the full
-    profile's for a profile it does not size, e.g. ``extended``)."""
+    """``(min_words, max_words)`` a chapter (slug or number) reads in ``profile`` (else full's)."""
     if isinstance(chapter, int):
         chapter = next((slug for slug in CHAPTER_INPUTS if int(slug[:2]) == chapter), "")
     spec = CHAPTER_INPUTS.get(chapter)
@@ -64,9 +54,7 @@ def _is_toy(model: str) -> bool:
 
 
 class _Tokenizer:
-    """A toy model's tokenizer without its weights (the toy models are trained later in the build):
-    enough for the window and the unknown pieces (a word-level vocabulary: one piece per word, so no
-    PLL is needed)."""
+    """A toy model's tokenizer without its weights (trained later in the build)."""
 
     def __init__(self, model: str):
         from ..toy import Grammar
@@ -101,59 +89,34 @@ def _reader(model: str, cache: dict):
     return cache[model]
 
 
-def _usage_problems(plans) -> list[str]:
-    """Real models without the text they need."""
+def check_inputs(plans, profile: str) -> None:
+    """Check every planned chapter's inputs before any training or kernel: a real model without the
+    text it needs is a :class:`UsageError` (all such, in one line); a model that does not load or a
+    treebank not fitting the windows or the model (unless ``-p allow_unknown``) is a
+    :class:`BuildError` naming the chapter."""
     from ..corpus.conllu import find_treebank
-    problems = []
+    from ..corpus.for_model import Window, read_for_model
+
+    problems, todo, readers, checked = [], [], {}, set()
     for chapter, values in plans:
         spec = CHAPTER_INPUTS.get(chapter.slug)
-        if spec is None or spec.treebank == "none":
+        if spec is None:
             continue
         model, treebank = str(values.get("model", "toy")), values.get("treebank")
-        if treebank is None and not _is_toy(model) and spec.needs_real_text:
+        if spec.treebank == "none":
+            treebank = None
+        elif treebank is None and spec.needs_real_text and not _is_toy(model):
+            treebank = DEFAULT_TREEBANK
             try:
                 find_treebank(DEFAULT_TREEBANK)
             except TreebankNotFoundError:
                 problems.append(f"chapter {chapter.slug} with model {model!r} needs sentences of a real language: "
                                 f"give -p treebank FILE (its default, UD English EWT test, is not on disk; "
                                 f"data/README.md says how to get it)")
-    return problems
-
-
-def _treebank_of(spec: ChapterInputs, model: str, treebank):
-    """The treebank the chapter will read with this model, or None."""
-    if spec.treebank == "none":
-        return None
-    if treebank is None and spec.needs_real_text and not _is_toy(model):
-        return DEFAULT_TREEBANK
-    return treebank
-
-
-def check_inputs(plans, profile: str) -> None:
-    """Check every planned chapter's inputs (``plans``, as
-    :func:`mlmbook.pipeline.chapters.plan_parameters` returns them) before any training or kernel.
-
-    Raises
-    ------
-    UsageError
-        A real model without the text it needs (every such problem, in one line).
-    BuildError
-        ``chapter NN_slug: <cause and remedy>``: the model does not load, or the treebank does not
-        fit the chapter's and the model's windows or the model.
-    """
-    from ..corpus.for_model import Window, read_for_model
-
-    problems = _usage_problems(plans)
+        todo.append((chapter, values, spec, model, treebank))
     if problems:
         raise UsageError("; ".join(problems))
-    readers: dict = {}
-    checked: set = set()
-    for chapter, values in plans:
-        spec = CHAPTER_INPUTS.get(chapter.slug)
-        if spec is None:
-            continue
-        model = str(values.get("model", "toy"))
-        treebank = _treebank_of(spec, model, values.get("treebank"))
+    for chapter, values, spec, model, treebank in todo:
         try:
             if not _is_toy(model) and not str(model) == "truth":
                 _reader(model, readers)                    # the weights load, or one line

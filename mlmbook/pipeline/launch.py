@@ -1,10 +1,6 @@
-"""The notebooks readers download and launch: runnable downloads and the ``notebooks`` branch.
-
-The site's "download .ipynb" of every page is the whole chapter made runnable
-(:func:`~mlmbook.pipeline.notebooks.runnable_notebook`: an install cell, the cited numbers written
-into the text, solutions collapsed); the launch buttons (Binder, Colab) open the same notebooks on
-the repository's ``notebooks`` branch, which :func:`write_notebooks_branch` lays out in
-``_build/notebooks``.
+"""The notebooks readers download and launch: every page's "download .ipynb" is its whole chapter
+made runnable (:func:`~mlmbook.pipeline.notebooks.runnable_notebook`); the launch buttons (Binder,
+Colab) open the same notebooks on the ``notebooks`` branch (:func:`write_notebooks_branch`).
 """
 from __future__ import annotations
 
@@ -22,24 +18,15 @@ from .split import drop_other_world, split_pages
 __all__ = ["repository_url", "write_notebooks_branch", "runnable_notebook", "BINDER_README"]
 
 
-def _load_yaml(path: Path):
-    import yaml
-
-    return yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-
-
 def repository_url(layout: Layout) -> str:
     """The repository URL, defined once in ``_config.yml`` (``repository.url``)."""
-    url = (_load_yaml(layout.root / "_config.yml").get("repository") or {}).get("url")
+    import yaml
+
+    config = yaml.safe_load((layout.root / "_config.yml").read_text(encoding="utf-8")) or {}
+    url = (config.get("repository") or {}).get("url")
     if not url:
         raise BuildError("_config.yml names no repository.url (the install cell and launch buttons need it)")
     return str(url).rstrip("/")
-
-
-def _read_all(paths: dict):
-    import nbformat
-
-    return {slug: nbformat.read(path, as_version=4) for slug, path in paths.items()}
 
 
 def _runnable_downloads(html: Path, url: str, book: Path, full: Path) -> None:
@@ -49,7 +36,8 @@ def _runnable_downloads(html: Path, url: str, book: Path, full: Path) -> None:
 
     paths = {p.stem: p for p in (html / "_sources").rglob("*.ipynb")}
     wholes = {p.stem: p for p in full.glob("*.ipynb")} if full.is_dir() else {}
-    notebooks = _read_all({name: wholes.get(_chapter_of(name, wholes), path) for name, path in paths.items()})
+    notebooks = {name: nbformat.read(wholes.get(_chapter_of(name, wholes), path), as_version=4)
+                 for name, path in paths.items()}
     ctx = context_for({_chapter_of(name, wholes): nb for name, nb in notebooks.items()}, book)
     for name, nb in notebooks.items():
         nbformat.write(runnable_notebook(nb, url, ctx), paths[name])
@@ -78,16 +66,14 @@ PAGE_POINTER = ("**This page of the chapter starts at [{heading}](#{anchor}).** 
 
 
 def _page_heading(page) -> str | None:
-    """The heading a page's notebook points to: its "Exercises" heading if it has one, else its
-    first."""
+    """The heading a page's notebook points to: its "Exercises" heading if any, else its first."""
     headings = [m.group(1).strip() for c in page.cells if c.cell_type == "markdown"
                 for m in re.finditer(r"^#{1,6}\s+(.+)$", c.source, re.M)]
     return next((h for h in headings if h.lower().startswith("exercises")), headings[0] if headings else None)
 
 
 def _pointing(nb, heading: str | None):
-    """A copy of ``nb`` whose first Markdown cell points to ``heading`` (a Jupyter heading
-    anchor)."""
+    """A copy of ``nb`` whose first Markdown cell points to ``heading`` (a Jupyter anchor)."""
     from nbformat.v4 import new_markdown_cell
 
     if heading is None:
@@ -99,10 +85,8 @@ def _pointing(nb, heading: str | None):
 
 
 def write_notebooks_branch(layout: Layout, notebooks: dict) -> Path:
-    """Lay the executed notebooks out as the launch buttons expect, in ``_build/notebooks/``: a
-    copy of it is the repository's ``notebooks`` branch, with the chapters in ``book/`` (solutions
-    collapsed), the student edition in ``student/``, ``binder/`` and a README.
-    """
+    """Lay the executed notebooks out in ``_build/notebooks/``, a copy of the ``notebooks`` branch:
+    ``book/`` (solutions collapsed), the student edition ``student/``, ``binder/``, a README."""
     import nbformat
 
     url = repository_url(layout)
@@ -111,7 +95,7 @@ def write_notebooks_branch(layout: Layout, notebooks: dict) -> Path:
     shutil.rmtree(tmp, ignore_errors=True)
     (tmp / "book").mkdir(parents=True)
     (tmp / "student").mkdir()
-    loaded = _read_all(notebooks)
+    loaded = {slug: nbformat.read(path, as_version=4) for slug, path in notebooks.items()}
     for slug, nb in loaded.items():
         drop_other_world(nb)
         prepare_chapter(nb, measured_times(layout.root).get(slug), site=False)
@@ -122,11 +106,9 @@ def write_notebooks_branch(layout: Layout, notebooks: dict) -> Path:
             heading = None if name == slug else _page_heading(page)
             nbformat.write(_pointing(runnable, heading), tmp / "book" / f"{name}.ipynb")
             nbformat.write(_pointing(student, heading), tmp / "student" / f"{name}.ipynb")
-    binder = layout.root / "binder"
-    if binder.is_dir():
-        shutil.copytree(binder, tmp / "binder")
-    else:
-        (tmp / "binder").mkdir()
+    (tmp / "binder").mkdir()
+    if (layout.root / "binder").is_dir():
+        shutil.copytree(layout.root / "binder", tmp / "binder", dirs_exist_ok=True)
     requirements = tmp / "binder" / "requirements.txt"
     lines = requirements.read_text().splitlines() if requirements.is_file() else []
     lines = [line for line in lines if not line.strip().startswith("mlmbook")]

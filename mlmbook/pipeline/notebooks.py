@@ -1,13 +1,8 @@
 """Chapters as notebooks that read and run anywhere: Binder, Colab, a plain Jupyter.
 
-The site's launch and download buttons hand out the executed chapters. Outside the site nothing
-renders MyST, so :func:`runnable_notebook` turns each one into a plain notebook: every ``{glue}``
-role becomes the value the run glued (formatted as on the page); every other role and directive
-becomes plain Markdown with the site's numbers ("Figure 1.3", "(2.1)", "Exercise 1.2"), author–year
-citations and links to the sibling notebooks; a figure's caption follows its cell; solutions are
-collapsed (a ``{solution}`` as an HTML ``<details>`` block, the cells of a gated solution hidden),
-or removed in a student edition; and a first code cell installs the companion package when it is
-not importable.
+Nothing renders MyST there, so :func:`runnable_notebook` writes glued values, the site's numbers
+("Figure 1.3", "(2.1)"), author–year citations, links to the sibling notebooks, captions,
+collapsed solutions, and a first cell installing the companion package where it is not importable.
 """
 from __future__ import annotations
 
@@ -42,7 +37,6 @@ _TARGET = re.compile(r"^\s*\((?P<label>[^()\s]+)\)=\s*$")
 _EQ_LABEL = re.compile(r"\$\$(?P<body>(?:(?!\$\$).)*?)\$\$[ \t]*\((?P<label>[^()\s]+)\)", re.S)
 _ADMONITIONS = {"note", "tip", "warning", "important", "seealso", "hint", "caution", "attention",
                 "danger", "error", "admonition"}
-_GATED_HIDE = {"source_hidden": True, "outputs_hidden": True}
 
 
 def install_source(url: str) -> str:
@@ -50,16 +44,10 @@ def install_source(url: str) -> str:
     return f"mlmbook @ git+{url}@{PACKAGE_BRANCH}"
 
 
-# ------------------------------------------------------------------------- what the site would show
-
 @dataclass
 class Context:
-    """What a plain notebook needs to write what the site renders.
-
-    ``numbers``: label → (kind, number), e.g. ``"fig-ch1-tree": ("Figure", "1.3")``;
-    ``citations``: bib key → (authors, year); ``docs``: page slug → (title, notebook file or None);
-    ``sections``: label → the heading it marks.
-    """
+    """What a plain notebook needs to write what the site renders: by label, ``numbers`` ((kind,
+    number)) and ``sections`` (heading); ``citations`` by key, ``docs`` (title, file) by slug."""
 
     numbers: dict = field(default_factory=dict)
     citations: dict = field(default_factory=dict)
@@ -74,14 +62,12 @@ def _fence_end(lines: list[str], i: int, fence: str) -> int:
 
 
 def _directives(text: str):
-    """(name, arg, options, body, start, end) of each top-level directive in ``text`` (line
-    indices)."""
+    """(name, arg, options, body, start line, end line) of each top-level directive in ``text``."""
     lines = text.split("\n")
-    i = 0
-    while i < len(lines):
-        m = _OPEN.match(lines[i])
+    end = -1                                            # the last line of the previous directive
+    for i, line in enumerate(lines):
+        m = _OPEN.match(line) if i > end else None
         if not m:
-            i += 1
             continue
         end = _fence_end(lines, i, m["fence"])
         body = lines[i + 1:end]
@@ -97,7 +83,6 @@ def _directives(text: str):
                     options[key.strip()] = value.strip()
                 body = body[close + 1:]
         yield (m["name"], m["arg"].strip(), options, "\n".join(body), i, end)
-        i = end + 1
 
 
 def _number_chapter(nb, chapter: int, ctx: Context) -> None:
@@ -139,19 +124,9 @@ def _number_chapter(nb, chapter: int, ctx: Context) -> None:
             add(kind, label)
 
 
-def _citations(bibfile: Path) -> dict:
-    """Bib key → (authors, year)."""
-    from pybtex.database import parse_file
-
-    from .pages import _author_year
-
-    entries = parse_file(str(bibfile)).entries.items()
-    return {key: tuple(_author_year(entry).rpartition(", ")[::2]) for key, entry in entries}
-
-
 def context_for(notebooks: dict, book: Path | None = None) -> Context:
-    """The numbers, citations and page titles of the chapters ``notebooks`` (slug → NotebookNode),
-    as the site shows them; ``book`` is the book's source folder (for references.bib and pages)."""
+    """The numbers, citations and page titles of the chapters ``notebooks`` (by slug), as the site
+    shows them; ``book``: the book's source folder."""
     ctx = Context()
     for slug, nb in sorted(notebooks.items()):
         if slug[:2].isdigit():
@@ -161,8 +136,12 @@ def context_for(notebooks: dict, book: Path | None = None) -> Context:
         ctx.docs[slug] = (title.strip(), f"{slug}.ipynb")
     if book is not None:
         bib = Path(book) / "references.bib"
-        if bib.is_file():
-            ctx.citations = _citations(bib)
+        if bib.is_file():                    # bib key → (authors, year)
+            from pybtex.database import parse_file
+
+            from .pages import _author_year
+            entries = parse_file(str(bib)).entries.items()
+            ctx.citations = {k: tuple(_author_year(e).rpartition(", ")[::2]) for k, e in entries}
         for page in Path(book).glob("*.md"):
             if page.stem not in ctx.docs:
                 head = re.search(r"^# (.+)$", page.read_text(encoding="utf-8"), re.M)
@@ -170,19 +149,16 @@ def context_for(notebooks: dict, book: Path | None = None) -> Context:
     return ctx
 
 
-# --------------------------------------------------------------------------- MyST -> Markdown
-
 def _role(ctx: Context, name: str, body: str) -> str:
     explicit = re.match(r"^(.*?)\s*<([^<>]+)>$", body, re.S)
     text, target = (explicit.group(1), explicit.group(2)) if explicit else (None, body.strip())
     kind = name.split(":")[0]
+    found = ctx.numbers.get(target)                          # for numref and eq
     if kind == "numref":
-        found = ctx.numbers.get(target)
         if found is None:
             return text.replace("%s", "").strip() if text else f"`{target}`"
         return text.replace("%s", found[1]).replace("{number}", found[1]) if text else f"{found[0]} {found[1]}"
     if kind == "eq":
-        found = ctx.numbers.get(target)
         return f"({found[1]})" if found else f"`{target}`"
     if kind == "cite":
         keys = [k.strip() for k in target.split(",") if k.strip()]
@@ -205,59 +181,38 @@ def _role(ctx: Context, name: str, body: str) -> str:
 
 
 def myst_to_markdown(text: str, ctx: Context | None = None) -> str:
-    """One MyST-Markdown cell as plain (Jupyter) Markdown; see the module docstring.
-
-    Code blocks are copied verbatim (roles inside them are code, not markup)."""
+    """One MyST-Markdown cell as plain (Jupyter) Markdown, code blocks copied verbatim."""
     ctx = ctx or Context()
     lines = text.split("\n")
-    parts: list[tuple[str, bool]] = []       # (text, is code)
-    prose: list[str] = []
-
-    def flush():
-        if prose:
-            parts.append(("\n".join(prose), False))
-            prose.clear()
-
-    i = 0
-    while i < len(lines):
-        m = _OPEN.match(lines[i])
-        if not m:
-            if not _TARGET.match(lines[i]):
-                prose.append(lines[i])
-            i += 1
-            continue
-        block = "\n".join(lines[i:])
-        name, arg, options, body, _, end = next(_directives(block))
-        i += end + 1
-        flush()
-        if not name or name in ("code", "code-block", "sourcecode"):
-            code = "\n".join(block.split("\n")[:end + 1]) if not name else f"```{arg}\n{body}\n```"
-            parts.append((code, True))
-        else:
-            parts.append((_directive(ctx, name, arg, options, body), True))   # converted already
-    flush()
-    return "\n".join(part if done else _inline(part, ctx) for part, done in parts)
+    parts, done = [], 0
+    for name, arg, options, body, start, end in _directives(text):
+        parts += _prose(lines[done:start], ctx)
+        parts.append(_directive(ctx, name, arg, options, body) if name else
+                     "\n".join(lines[start:end + 1]))
+        done = end + 1
+    return "\n".join(parts + _prose(lines[done:], ctx))
 
 
-def _inline(text: str, ctx: Context) -> str:
+def _prose(lines: list[str], ctx: Context) -> list[str]:
+    """Prose lines as one text, targets dropped, roles and labelled equations converted."""
+    kept = [line for line in lines if not _TARGET.match(line)]
+    if not kept:
+        return []
+    text = "\n".join(kept)
     text = _EQ_LABEL.sub(lambda e: "$$" + e["body"].rstrip() + (
         f" \\tag{{{ctx.numbers[e['label']][1]}}}" if e["label"] in ctx.numbers else "") + " $$", text)
-    return _ROLE.sub(lambda r: _role(ctx, r.group(1), r.group(2)), text)
-
-
-def _quote(text: str) -> str:
-    return "\n".join(f"> {line}".rstrip() for line in text.split("\n"))
+    return [_ROLE.sub(lambda r: _role(ctx, r.group(1), r.group(2)), text)]
 
 
 def _directive(ctx: Context, name: str, arg: str, options: dict, body: str) -> str:
     inner = myst_to_markdown(body, ctx).strip("\n")
     kind = name.split(":")[0]
-    label = options.get("label") or options.get("name")
+    number = ctx.numbers.get(options.get("label") or options.get("name"), ("", ""))[1]
     if kind in _ADMONITIONS:
         title = arg if kind == "admonition" else (arg or kind.capitalize())
-        return _quote(f"**{myst_to_markdown(title, ctx)}**\n\n{inner}")
+        quoted = f"**{myst_to_markdown(title, ctx)}**\n\n{inner}"
+        return "\n".join(f"> {line}".rstrip() for line in quoted.split("\n"))
     if kind == "exercise":
-        number = ctx.numbers.get(label, ("Exercise", ""))[1]
         head = f"**Exercise {number}**" + (f" ({myst_to_markdown(arg, ctx)})" if arg else "")
         return f"{head}\n\n{inner}"
     if kind == "solution":
@@ -268,14 +223,11 @@ def _directive(ctx: Context, name: str, arg: str, options: dict, body: str) -> s
     if kind in ("code", "code-block", "sourcecode"):
         return f"```{arg}\n{body}\n```"
     if kind == "figure":
-        number = ctx.numbers.get(label, ("Figure", ""))[1]
         return f"![{options.get('alt', '')}]({arg})\n\n*Figure {number}: {inner}*"
     if kind in ("bibliography", "toctree", "include", "tableofcontents"):
         return ""
     return inner                           # div, dropdown, card, glossary ...: the content itself
 
-
-# --------------------------------------------------------------------------- the notebook
 
 def _glue_text(values: dict, kind: str, body: str) -> str:
     from myst_nb.core.variables import format_plain_text
@@ -296,9 +248,9 @@ def _glue_text(values: dict, kind: str, body: str) -> str:
 def _segments(source: str, gated):
     """Split a markdown cell at gated-solution markers: ``([(text, state)], gated)``, ``state``
     None, ``("head", label)`` or ``("in", label)``, and ``gated`` the solution still open."""
-    lines, out, buf, i = source.split("\n"), [], [], 0
-    while i < len(lines):
-        m = _OPEN.match(lines[i])
+    lines, out, buf, end = source.split("\n"), [], [], -1
+    for i, line in enumerate(lines):
+        m = _OPEN.match(line) if i > end else None
         if m and m["name"] in ("solution-start", "solution-end"):
             out.append(("\n".join(buf), None if gated is None else ("in", gated)))
             buf = []
@@ -307,26 +259,16 @@ def _segments(source: str, gated):
                 out.append(("", ("head", gated)))
             else:
                 gated = None
-            i = _fence_end(lines, i, m["fence"]) + 1
-            continue
-        buf.append(lines[i])
-        i += 1
+            end = _fence_end(lines, i, m["fence"])
+        elif i > end:
+            buf.append(line)
     out.append(("\n".join(buf), None if gated is None else ("in", gated)))
     return out, gated
 
 
-def _slug_of(nb) -> str:
-    source = str(nb.metadata.get("papermill", {}).get("input_path") or "chapter")
-    return Path(source).name.rsplit(".", 1)[0]
-
-
 def runnable_notebook(nb, url: str, ctx: Context | None = None, student: bool = False):
-    """A copy of an executed chapter ``nb`` that reads and runs anywhere, outside the site.
-
-    ``url`` is the repository the install cell installs from; ``ctx`` the whole book's numbers,
-    citations and titles (:func:`context_for`; default: this notebook's own); ``student`` removes
-    the solutions instead of collapsing them.
-    """
+    """A copy of an executed chapter ``nb`` that reads and runs outside the site, installing from
+    ``url``; ``ctx``: :func:`context_for` (default: its own); ``student``: no solutions."""
     import nbformat
 
     from .solutions import strip_solutions
@@ -334,7 +276,8 @@ def runnable_notebook(nb, url: str, ctx: Context | None = None, student: bool = 
     nb = copy.deepcopy(nb)
     if student:
         strip_solutions(nb)
-    ctx = ctx or context_for({_slug_of(nb): nb})
+    source = str(nb.metadata.get("papermill", {}).get("input_path") or "chapter")
+    ctx = ctx or context_for({Path(source).name.rsplit(".", 1)[0]: nb})
     values = glued_values(nb)
     cells, gated = [], None
     for cell in nb.cells:
@@ -360,7 +303,7 @@ def runnable_notebook(nb, url: str, ctx: Context | None = None, student: bool = 
         cells.append(cell)
         if cell.cell_type == "code" and gated is not None:
             number = ctx.numbers.get(gated, ("Exercise", ""))[1]
-            cell.metadata["jupyter"] = dict(_GATED_HIDE)
+            cell.metadata["jupyter"] = {"source_hidden": True, "outputs_hidden": True}
             cell.metadata["cellView"] = "form"                     # Colab: a titled, collapsed form
             cell.source = f"# @title Solution to Exercise {number}\n" + cell.source
         caption = cell.get("metadata", {}).get("mystnb", {}).get("figure", {})
@@ -368,15 +311,12 @@ def runnable_notebook(nb, url: str, ctx: Context | None = None, student: bool = 
             number = ctx.numbers.get(caption.get("name"), ("Figure", ""))[1]
             text = myst_to_markdown(str(caption["caption"]).strip(), ctx)
             cells.append(nbformat.v4.new_markdown_cell(f"*Figure {number}: {text}*"))
-    install = nbformat.v4.new_code_cell(_INSTALL_CELL.format(requirement=install_source(url)))
-    install.metadata["tags"] = ["mlmbook-install"]
-    cells.insert(0, install)
-    if (nb.nbformat, nb.nbformat_minor) < (4, 5):
-        for cell in cells:
+    cells.insert(0, nbformat.v4.new_code_cell(_INSTALL_CELL.format(requirement=install_source(url)),
+                                              metadata={"tags": ["mlmbook-install"]}))
+    for cell in cells:
+        if (nb.nbformat, nb.nbformat_minor) < (4, 5):
             cell.pop("id", None)  # cell ids exist from nbformat 4.5 on
-    else:
-        for cell in cells:
-            if "id" not in cell:
-                cell["id"] = nbformat.v4.new_code_cell().id
+        elif "id" not in cell:
+            cell["id"] = nbformat.v4.new_code_cell().id
     nb.cells = cells
     return nb

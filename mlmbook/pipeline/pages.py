@@ -1,15 +1,11 @@
-"""What a reader meets first on a page, generated at staging time from what the build measured.
-
-* :func:`chapter_card` — the line under each chapter's title: how long it takes to read (counted
-  from the executed notebook) and to run (the build's recorded timings, :func:`measured_times`);
-  :func:`prepare_chapter` puts it, and the chapter's learning objectives, on the first screen.
-* :func:`exercise_table` — the teachers' list of every chapter's exercises with their levels and
-  kinds, built from the chapter sources and :func:`mlmbook.exercises.registry`.
-* :func:`register_bibliography_style` — author–year labels in the bibliography ("Devlin et al.,
-  2019"), the same as the citations in the text.
+"""What a reader meets first on a page, generated at staging time from what the build measured:
+each chapter's card (reading and running times) and learning objectives on its first screen
+(:func:`prepare_chapter`), the teachers' table of exercises (:func:`exercise_table`), the table of
+build times (:func:`timings_table`) and author–year labels in the bibliography.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import re
@@ -17,10 +13,8 @@ from collections import Counter
 from pathlib import Path
 
 __all__ = ["measured_times", "format_seconds", "reading_minutes", "chapter_card", "prepare_chapter",
-           "find_exercises", "exercise_table", "exercises_anchor", "student_links", "GRADE_COMMAND",
-           "timings_table", "register_bibliography_style",
-           "EXERCISES_MARKER", "TIMINGS_MARKER",
-           "WORDS_PER_MINUTE", "CODE_LINES_PER_MINUTE"]
+           "find_exercises", "exercise_table", "exercises_anchor", "GRADE_COMMAND",
+           "timings_table", "register_bibliography_style", "EXERCISES_MARKER", "TIMINGS_MARKER"]
 
 WORDS_PER_MINUTE = 150          # technical prose with formulas
 CODE_LINES_PER_MINUTE = 30      # visible code, read for its idea
@@ -30,21 +24,22 @@ OBJECTIVES = re.compile(r"^(?P<fence>`{3,}|:{3,})\{admonition\}[ \t]*Learning ob
                         r".*?^(?P=fence)[ \t]*$\n?", re.M | re.S)
 
 
-# --------------------------------------------------------------------------- times
+def _runs(root: Path) -> dict:
+    """The reference build's recorded timings by run (``results/timings/<run>.json``)."""
+    runs = {}
+    for path in sorted((Path(root) / "results" / "timings").glob("*.json")):
+        with contextlib.suppress(OSError, ValueError):          # an unreadable file: no run
+            runs[path.stem] = json.loads(path.read_text(encoding="utf-8"))
+    return runs
+
 
 def measured_times(root: Path) -> dict[str, dict[str, float]]:
     """Each chapter's measured wall time, by profile: ``{slug: {"quick": s, "full": s}}``, from the
     reference build's timings with models cached (``results/timings/<profile>-cached.json``)."""
     out: dict[str, dict[str, float]] = {}
+    runs = _runs(root)
     for profile in ("quick", "full"):
-        path = Path(root) / "results" / "timings" / f"{profile}-cached.json"
-        if not path.is_file():
-            continue
-        try:
-            chapters = json.loads(path.read_text(encoding="utf-8")).get("chapters", {})
-        except (OSError, ValueError):
-            continue
-        for slug, seconds in chapters.items():
+        for slug, seconds in runs.get(f"{profile}-cached", {}).get("chapters", {}).items():
             if slug[:2].isdigit() and isinstance(seconds, (int, float)):
                 out.setdefault(slug, {})[profile] = float(seconds)
     return out
@@ -53,12 +48,7 @@ def measured_times(root: Path) -> dict[str, dict[str, float]]:
 def timings_table(root: Path) -> str:
     """A Markdown table of the reference build's wall times: one row per chapter, by profile and
     model cache (``results/timings/*.json``), with the training and whole-book totals."""
-    runs = {}
-    for path in sorted((Path(root) / "results" / "timings").glob("*.json")):
-        try:
-            runs[path.stem] = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
+    runs = _runs(root)
     if not runs:
         return "No reference build has recorded its times yet (`make reference` writes them)."
     order = [k for k in ("quick-cached", "quick-uncached", "full-cached", "full-uncached") if k in runs]
@@ -67,12 +57,9 @@ def timings_table(root: Path) -> str:
             "|---" * (len(order) + 1) + "|"]
     names = sorted({n for k in order for n in runs[k].get("chapters", {})}, key=lambda n: (n != "training", n))
     for name in names + ["render", "total"]:
-        cells = []
-        for k in order:
-            run = runs[k]
-            value = {"render": run.get("render_seconds"), "total": run.get("total_seconds")}.get(
-                name, run.get("chapters", {}).get(name))
-            cells.append(format_seconds(value) if isinstance(value, (int, float)) else "—")
+        key = {"render": "render_seconds", "total": "total_seconds"}.get(name)
+        values = [runs[k].get(key) if key else runs[k].get("chapters", {}).get(name) for k in order]
+        cells = [format_seconds(v) if isinstance(v, (int, float)) else "—" for v in values]
         label = {"training": "training the models", "render": "rendering the site",
                  "total": "**whole book**"}.get(name, name)
         rows.append(f"| {label} | " + " | ".join(cells) + " |")
@@ -133,9 +120,8 @@ def chapter_card(nb, times: dict[str, float] | None) -> str:
 
 
 def prepare_chapter(nb, times: dict[str, float] | None, site: bool = True) -> bool:
-    """Put the chapter card and the learning objectives (the opening's ``{admonition} Learning
-    objectives`` block) right under the chapter's title, in place; ``site=False``: the card in
-    plain Markdown. Returns False when the notebook has no title cell (nothing changed)."""
+    """Put the chapter card and the ``{admonition} Learning objectives`` block under the chapter's
+    title, in place (``site=False``: the card in plain Markdown); False when there is no title."""
     cells = nb.cells
     first = next((k for k, c in enumerate(cells) if c.cell_type == "markdown"
                   and re.search(r"^# ", c.source, re.M)), None)
@@ -164,8 +150,6 @@ def prepare_chapter(nb, times: dict[str, float] | None, site: bool = True) -> bo
     return True
 
 
-# --------------------------------------------------------------------------- exercises
-
 _EXERCISE = re.compile(r"^(?P<fence>`{3,}|:{3,})\{exercise\}(?P<title>[^\n]*)\n(?P<body>.*?)^(?P=fence)[ \t]*$",
                        re.M | re.S)
 _LEVEL = re.compile(r"\b(warm-up|core|stretch|capstone)\b", re.I)
@@ -173,8 +157,7 @@ _LEVEL = re.compile(r"\b(warm-up|core|stretch|capstone)\b", re.I)
 
 def find_exercises(text: str) -> list[dict]:
     """The exercises of one chapter source, in order: ``label``, ``level`` (the registry's, else a
-    level word in the title or first line; or None) and ``kind`` ("graded", "coding" or "pen and
-    paper")."""
+    level word in the title or first line; or None) and ``kind``."""
     from ..exercises import registry
 
     graded = registry()
@@ -193,18 +176,13 @@ def find_exercises(text: str) -> list[dict]:
             level = hit.group(1).lower() if hit else None
         upto = found[k + 1].start() if k + 1 < len(found) else len(text)
         after = text[m.end():upto]
-        if label in graded:
-            kind = "graded"
-        elif "{code-cell}" in after or "(coding" in body.lower():
-            kind = "coding"
-        else:
-            kind = "pen and paper"
+        coding = "{code-cell}" in after or "(coding" in body.lower()
+        kind = "graded" if label in graded else "coding" if coding else "pen and paper"
         out.append({"label": label, "level": level, "kind": kind})
     return out
 
 
 GRADE_COMMAND = "python -m mlmbook.exercises check"
-"""Grades a student's notebook from a terminal (:mod:`mlmbook.exercises.grading`)."""
 
 
 def exercises_anchor(slug: str) -> str:
@@ -212,25 +190,13 @@ def exercises_anchor(slug: str) -> str:
     return f"exercises-ch{int(slug[:2])}"
 
 
-def student_links(slug: str, repository: dict | None) -> list[tuple[str, str]]:
-    """``(label, url)`` of a chapter's student edition on the notebooks branch: the file, Colab and
-    Binder. Empty when ``_config.yml`` names no GitHub repository."""
-    url = str((repository or {}).get("url") or "").rstrip("/")
-    branch = (repository or {}).get("branch") or "notebooks"
-    m = re.match(r"^https://github\.com/([^/]+)/([^/]+)$", url)
-    if not m:
-        return []
-    owner, repo = m.groups()
-    path = f"student/{slug}.ipynb"
-    return [("notebook", f"{url}/blob/{branch}/{path}"),
-            ("Colab", f"https://colab.research.google.com/github/{owner}/{repo}/blob/{branch}/{path}"),
-            ("Binder", f"https://mybinder.org/v2/gh/{owner}/{repo}/{branch}?labpath={path}")]
-
-
 def exercise_table(chapters: list[tuple[str, str, str]], repository: dict | None = None) -> str:
     """The teachers' page's exercises: one section per chapter ``(slug, title, source text)``
     (labelled :func:`exercises_anchor`) with a table of its exercises, the command that grades a
-    notebook and the student edition (from ``_config.yml``'s ``repository``)."""
+    notebook and, where ``repository`` (``_config.yml``'s) is on GitHub, the student edition."""
+    url = str((repository or {}).get("url") or "").rstrip("/")
+    branch = (repository or {}).get("branch") or "notebooks"
+    github = re.match(r"^https://github\.com/([^/]+/[^/]+)$", url)            # owner/repository
     out = []
     for slug, title, text in chapters:
         rows = ["| exercise | level | kind |", "|---|---|---|"]
@@ -238,26 +204,26 @@ def exercise_table(chapters: list[tuple[str, str, str]], repository: dict | None
             kind = {"graded": "code, graded by the truth", "coding": "code",
                     "pen and paper": "pen and paper"}[ex["kind"]]
             rows.append(f"| {{numref}}`{ex['label']}` | {ex['level'] or '—'} | {kind} |")
-        links = " · ".join(f"[{label}]({href})" for label, href in student_links(slug, repository))
         block = [f"({exercises_anchor(slug)})=", f"### {int(slug[:2])} {title}", "", *rows, "",
                  f"Grade a notebook: `{GRADE_COMMAND} {slug}.ipynb`"]
-        if links:
-            block[-1] += f" · student edition (no solutions): {links}"
+        if github:
+            path = f"{github[1]}/blob/{branch}/student/{slug}.ipynb"
+            binder = f"https://mybinder.org/v2/gh/{github[1]}/{branch}?labpath=student/{slug}.ipynb"
+            links = [f"[notebook](https://github.com/{path})",
+                     f"[Colab](https://colab.research.google.com/github/{path})",
+                     f"[Binder]({binder})"]
+            block[-1] += f" · student edition (no solutions): {' · '.join(links)}"
         out.append("\n".join(block))
     return "\n\n".join(out)
 
 
-# --------------------------------------------------------------------------- bibliography
-
 def _surname(person) -> str:
     """"de Marneffe", "Torroba Hennigen": the prelast and last names, LaTeX markup removed."""
     name = " ".join(person.prelast_names + person.last_names)
-    try:
+    with contextlib.suppress(Exception):  # a name pybtex cannot parse is shown as written
         from pybtex.richtext import Text
 
         name = str(Text.from_latex(name))
-    except Exception:  # noqa: BLE001 - a name pybtex cannot parse is shown as written
-        pass
     return re.sub(r"[{}]", "", name).strip() or str(person)
 
 
@@ -268,14 +234,10 @@ def _author_year(entry) -> str:
     names = [n for n in names if n.lower() != "others"]
     year = entry.fields.get("year", "n.d.")
     if not names:
-        who = entry.fields.get("title", entry.key)
-    elif len(names) >= 3 or others:
-        who = f"{names[0]} et al."
-    elif len(names) == 2:
-        who = f"{names[0]} and {names[1]}"
-    else:
-        who = names[0]
-    return f"{who}, {year}"
+        return f"{entry.fields.get('title', entry.key)}, {year}"
+    if len(names) >= 3 or others:
+        return f"{names[0]} et al., {year}"
+    return f"{' and '.join(names)}, {year}"          # one name, or two
 
 
 def register_bibliography_style() -> None:

@@ -1,22 +1,18 @@
-r"""A profile's plan before anything runs: each chapter's models and samples, and the estimated wall
-time of the whole graph on ``N`` workers (``python -m mlmbook cost --profile extended --workers
-N``).
+"""A profile's plan before anything runs: each chapter's models and samples, and the estimated wall
+time of the whole graph on ``N`` workers (``python -m mlmbook cost --profile P --workers N``).
 
-Where a chapter or model list declares no sizes for the profile, the plan takes the full
-profile's (:data:`mlmbook.profiles.FALLBACK`) and says so. **Models**:
-:func:`mlmbook.pipeline.prepare.needed`, cut into training units as the build cuts them, each
-estimated by :func:`~mlmbook.pipeline.prepare.estimated_seconds` (none cached). **Samples**: the
-chapter's profile-keyed settings (``SIZES = {"quick": ..., "full": ...}``, nested ones, and ``name =
-{"quick": ..., "full": ...}[profile]``). **Time**: a chapter's measured time in the full profile,
-scaled by the mean ratio of its numeric sample settings to the full profile's (a linear guess); the
-wall time is the makespan of list scheduling by upward rank (:func:`mlmbook.workers.makespan`).
+A chapter's time is its full-profile time scaled by the mean ratio of its numeric sample settings
+to the full profile's (a linear guess); the wall time is :func:`mlmbook.workers.makespan`, with no
+model cached. What a profile does not declare is the full profile's, and the plan says so.
 """
 from __future__ import annotations
 
 import ast
+import contextlib
 from dataclasses import dataclass
 
 from ..profiles import FALLBACK
+from ..workers import Task, makespan
 from . import chapters as ch
 
 __all__ = ["ChapterPlan", "Plan", "chapter_sizes", "unit_sizes", "make_plan", "plan_lines"]
@@ -27,8 +23,7 @@ DEFAULT_SECONDS = 60.0
 
 @dataclass
 class ChapterPlan:
-    """One chapter in a profile: its models (jobs) and samples, each with the profile they were
-    read for (``profile`` itself or its fallback), and its estimated seconds."""
+    """One chapter in a profile: models, samples (each with the profile read for) and seconds."""
 
     slug: str
     models: list
@@ -40,13 +35,11 @@ class ChapterPlan:
 
 @dataclass
 class Plan:
-    profile: str
     chapters: list
     units: list
     tasks: list
 
     def makespan(self, workers: int) -> float:
-        from ..workers import makespan
         return makespan(self.tasks, workers)
 
 
@@ -56,8 +49,7 @@ def _profile_keyed(node) -> bool:
 
 
 def _pick(node, profile: str, used: set):
-    """The literal ``node`` with every profile-keyed dict replaced by its ``profile`` entry (or the
-    fallback's)."""
+    """The literal ``node``, each profile-keyed dict replaced by its ``profile`` (or fallback's)."""
     if _profile_keyed(node):
         entries = {k.value: v for k, v in zip(node.keys, node.values) if isinstance(k, ast.Constant)}
         which = profile if profile in entries else FALLBACK.get(profile, "full")
@@ -78,9 +70,8 @@ def _literal(node):
 
 
 def chapter_sizes(chapter: ch.Chapter, profile: str) -> tuple[dict, str]:
-    """The chapter's sample settings in ``profile`` (flattened ``name.key -> value``) and the
-    profile they were read for: ``profile`` when the chapter declares it everywhere, else its
-    fallback."""
+    """The chapter's sample settings in ``profile`` (``name.key -> value``) and the profile they
+    were read for (its fallback where the chapter does not declare ``profile`` everywhere)."""
     found, used = {}, set()
     for name, value in ch.assignments(chapter):
         if isinstance(value, ast.Subscript) and _profile_keyed(value.value):
@@ -88,32 +79,22 @@ def chapter_sizes(chapter: ch.Chapter, profile: str) -> tuple[dict, str]:
         nested = isinstance(value, ast.Dict) and any(map(_profile_keyed, value.values))
         if _profile_keyed(value) or nested:
             found[name] = _pick(value, profile, used)
-    flat = {}
-
-    def walk(prefix, v):
-        if isinstance(v, dict):
-            for k, x in v.items():
-                walk(f"{prefix}.{k}", x)
+    flat, todo = {}, list(found.items())
+    while todo:                                       # depth first, in order
+        name, value = todo.pop(0)
+        if isinstance(value, dict):
+            todo[:0] = [(f"{name}.{k}", x) for k, x in value.items()]
         else:
-            flat[prefix] = v
-
-    for name, value in found.items():
-        walk(name, value)
+            flat[name] = value
     return flat, (profile if used <= {profile} else FALLBACK.get(profile, "full"))
 
 
 def unit_sizes(number: int, profile: str) -> dict:
-    """The units a chapter sets outside its ``SIZES``: the training seeds of its recipe questions
-    (``zoo.CH3_SEEDS``, ``zoo.CH4_SEEDS``) and chapter 5's plan
-    (:func:`mlmbook.glauber.plan.plan`). A chapter's time grows with them as a factor (every seed
-    repeats the chapter's per-model work)."""
+    """The units (seeds, chapter 5's plan) a chapter's time grows with, outside its ``SIZES``."""
     from . import zoo
-    out = {}
-    for name in zoo.SEED_TABLES.get(number, ()):
-        table = getattr(zoo, name)
-        if profile in table:
-            v = table[profile]
-            out[f"zoo.{name}"] = v if isinstance(v, int) else len(v)
+    tables = {f"zoo.{name}": getattr(zoo, name) for name in zoo.SEED_TABLES.get(number, ())}
+    out = {key: t[profile] if isinstance(t[profile], int) else len(t[profile])
+           for key, t in tables.items() if profile in t}
     if number == 4:  # the arms a profile trains on fewer seeds than the pair (else every seed)
         arms = zoo.CH4_ARMS.get(profile)
         out["zoo.CH4_ARMS"] = min(arms.values()) if arms else out.get("zoo.CH4_SEEDS", 0)
@@ -131,10 +112,8 @@ def _models(number: int, profile: str) -> tuple[list, str]:
     from . import prepare
 
     if all(profile in table for table in (PRESETS, ladder.LADDERS, ladder.VERDICT_SEEDS)):
-        try:
+        with contextlib.suppress(KeyError, ValueError):  # a model list without the profile
             return prepare.needed(profile, [number]), profile
-        except (KeyError, ValueError):  # a chapter's model list without the profile
-            pass
     fallback = FALLBACK.get(profile, "full")
     return prepare.needed(fallback, [number]), fallback
 
@@ -147,7 +126,6 @@ def _scale(sizes: dict, base: dict) -> float:
 
 def make_plan(root, chapters: list[str], profile: str, workers: int) -> Plan:
     """The plan of ``chapters`` (all when empty) in ``profile``, with its graph of tasks."""
-    from .. import workers as w
     from . import prepare
     from .pages import measured_times
 
@@ -162,16 +140,16 @@ def make_plan(root, chapters: list[str], profile: str, workers: int) -> Plan:
         base = known.get(chapter.slug, {}).get(base_profile, DEFAULT_SECONDS)
         units, base_units = unit_sizes(chapter.number, profile), unit_sizes(chapter.number, base_profile)
         scale = 1.0 if base_profile == profile else (
-            _scale(sizes, chapter_sizes(chapter, base_profile)[0]) * _scale(units, base_units) ** (1 if units else 0))
+            _scale(sizes, chapter_sizes(chapter, base_profile)[0]) * _scale(units, base_units))
         plans.append(ChapterPlan(chapter.slug, models, models_from, {**sizes, **units}, sizes_from, base * scale))
     every = list(dict.fromkeys(j for p in plans for j in p.models))
     units = prepare.plan(every, workers)
-    tasks = [w.Task(f"train {i}", abs, seconds=prepare.estimated_seconds(u)) for i, u in enumerate(units)]
+    tasks = [Task(f"train {i}", abs, seconds=prepare.estimated_seconds(u)) for i, u in enumerate(units)]
     for p in plans:
         wanted = set(p.models)
         needs = tuple(t.key for t, u in zip(tasks, units) if wanted.intersection(u))
-        tasks.append(w.Task(p.slug, abs, needs=needs, seconds=p.seconds))
-    return Plan(profile, plans, units, tasks)
+        tasks.append(Task(p.slug, abs, needs=needs, seconds=p.seconds))
+    return Plan(plans, units, tasks)
 
 
 def plan_lines(root, chapters: list[str], profile: str, workers: int) -> list[str]:

@@ -1,14 +1,7 @@
-r"""Train every toy model a build needs, up front: small ones stacked, the rest one process per
-core.
+"""Train the toy models a build needs, up front: small ones stacked, the rest one per core.
 
-The chapters name their models in :mod:`mlmbook.pipeline.zoo`; :func:`prepare` trains them before
-the chapters run. It lists what the chosen chapters need (:func:`needed`), skips what the cache
-holds, and cuts the rest into *units* (:func:`plan`): models of one shape
-(:func:`~mlmbook.models.stacked.shape_of`) are trained together as one stack
-(:mod:`mlmbook.models.stacked`), where per-operation overhead is paid once for the whole stack.
-
-The units run on the build's workers (:mod:`mlmbook.workers`) together with the chapters. Neither
-the workers nor the stacks change a weight: a model's weights depend only on its own job.
+:func:`plan` cuts what :func:`needed` lists and the cache lacks into *units*: models of one shape
+train as one stack, paying per-operation overhead once. A model's weights depend only on its job.
 """
 from __future__ import annotations
 
@@ -32,20 +25,17 @@ __all__ = ["Job", "NEEDS", "Trained", "UnitDone", "needed", "missing", "plan", "
            "estimated_seconds", "workers_for", "tasks", "report", "prepare"]
 
 NEEDS = {0: (), 1: ("mlm",), 2: ("mlm",), 3: ("mlm",), 4: ("mlm", "maelm"), 5: ()}
-"""The ladders each chapter loads besides the default MLM (the others are in
-:mod:`mlmbook.pipeline.zoo`)."""
+"""The ladders each chapter loads besides the default MLM (its other models: :mod:`.zoo`)."""
 
 
 def needed(profile: str, chapters=tuple(NEEDS)) -> list[Job]:
-    """The toy models chapters ``chapters`` (numbers) load in ``profile``, longest training first:
-    the default MLM, the MLM and MAE-LM ladders with the smallest rung's seeds
-    (:mod:`mlmbook.models.ladder`) and the chapters' own models (:func:`.zoo.needed`)."""
+    """The toy models ``chapters`` (numbers) load in ``profile``, longest training first: the
+    default MLM, the ladders (with the smallest rung's seeds) and their own (``zoo.needed``)."""
     wants = {w for c in chapters for w in NEEDS.get(int(c), ())}
     jobs = [Job("toy", None, PRESETS[profile], seed_offset(profile))]
-    for kind in ("mlm", "maelm"):
-        if kind in wants and profile in ladder.LADDERS:
-            for rung in ladder.rungs(profile, kind) + ladder.seed_rungs(profile, kind):
-                jobs.append(Job("toy", None, rung.config, rung.seed, kind))
+    jobs += [Job("toy", None, rung.config, rung.seed, kind) for kind in ("mlm", "maelm")
+             if kind in wants and profile in ladder.LADDERS
+             for rung in ladder.rungs(profile, kind) + ladder.seed_rungs(profile, kind)]
     jobs += zoo.needed(profile, [int(c) for c in chapters])
     return sorted(dict.fromkeys(jobs), key=lambda j: -j.cost)
 
@@ -57,8 +47,7 @@ def missing(jobs: list[Job]) -> list[Job]:
 
 @dataclass(frozen=True)
 class Trained:
-    """A model the training step trained: its job's description, its share of its unit's wall
-    time and how it was trained (``"stacked alone"``, ``"stacked with K others"``, ``"alone"``)."""
+    """A model trained now: its description, its share of its unit's wall time, and how."""
 
     label: str
     seconds: float
@@ -78,10 +67,7 @@ def _stackable(job) -> bool:
 
 
 def plan(jobs: list, workers: int = 1) -> list[list]:
-    """Cut ``jobs`` into units of work, longest first: the toy models grouped by
-    :func:`~mlmbook.models.stacked.shape_of` into stacks of at most :data:`STACK_WIDTH` / hidden,
-    split into up to ``workers`` stacks of at least :data:`MIN_STACK` each so that a large group
-    keeps every core busy."""
+    """Cut ``jobs`` into units, longest first: stacks of toy models of one shape (:func:`split`)."""
     units, groups = [], {}
     for job in jobs:
         if _stackable(job):
@@ -94,16 +80,14 @@ def plan(jobs: list, workers: int = 1) -> list[list]:
 
 
 def _stream(job) -> tuple:
-    """What the stacked trainer's members share one sampled stream by (grammar, batch size, seed,
-    eligible tags; :func:`~mlmbook.models.stacked.train_stack`), as a sortable key."""
+    """What a stack's members share one sampled stream by (grammar, seed, batch, tags), sortable."""
     return (job.grammar, job.topic or "", job.seed, job.config.batch, tuple(job.config.mask_only))
 
 
 def split(group: list, workers: int = 1) -> list[list]:
-    """Cut jobs of one shape into stacks: at most :data:`STACK_WIDTH` / hidden models each, and
-    up to ``workers`` stacks of at least :data:`MIN_STACK` models, of sizes that differ by one at
-    most. Jobs that read the same sentences (:func:`_stream`) are put side by side first, so that
-    a stack samples each stream once for all of its members (``benchmarks/training.py``)."""
+    """Cut jobs of one shape into stacks of at most :data:`STACK_WIDTH` / hidden models, up to
+    ``workers`` stacks of at least :data:`MIN_STACK`, sizes within one; jobs reading the same
+    sentences (:func:`_stream`) go side by side: a stack samples a stream once (``benchmarks/``)."""
     most = max(1, STACK_WIDTH // group[0].config.hidden)
     n = max(math.ceil(len(group) / most), min(workers, len(group) // MIN_STACK), 1)
     ordered, sizes = sorted(group, key=_stream), [len(group) // n + (i < len(group) % n) for i in range(n)]
@@ -113,16 +97,14 @@ def split(group: list, workers: int = 1) -> list[list]:
 
 @dataclass(frozen=True)
 class UnitDone:
-    """What training a unit returns: ``(label, seconds, how)`` per model, and, when asked, the
-    models' cache entries packed (:mod:`mlmbook.models.shipping`) by entry name."""
+    """What training a unit returns: ``(label, seconds, how)`` per model and the packed entries."""
 
     trained: list
     models: dict
 
 
 def _run(unit: list, ship: bool = False) -> UnitDone:
-    """Train one unit (on a worker); ``ship``: return the trained entries as bytes too (a worker
-    that shares no filesystem with the build)."""
+    """Train one unit (on a worker); ``ship``: return the trained entries as bytes too."""
     from ..models import shipping
     from ..models.cache import train_together
 
@@ -138,17 +120,13 @@ def _run(unit: list, ship: bool = False) -> UnitDone:
 
 
 def workers_for(n: int | None = None) -> int:
-    """Training processes: ``n``, else ``$MLMBOOK_TRAIN_WORKERS``, else one per core (every training
-    uses :data:`~mlmbook.models.train.TRAIN_THREADS` thread). The weights do not depend on it."""
+    """Training processes: ``n``, else ``$MLMBOOK_TRAIN_WORKERS``, else CPUs / ``TRAIN_THREADS``."""
     return n or env_int("MLMBOOK_TRAIN_WORKERS", max(1, (os.cpu_count() or 1) // TRAIN_THREADS), minimum=1)
 
 
 def tasks(profile: str, chapters=tuple(NEEDS), workers: int = 1, say=print,
           ship: bool = False) -> list[Task]:
-    """The training step as :class:`mlmbook.workers.Task` s: one per unit of :func:`plan` of the
-    models chapters ``chapters`` need and the cache lacks, keyed ``"train <i>"``, the unit (a list
-    of jobs) as the task's first argument (``ship``: the second, see :func:`_run`). Says how many
-    models it will train (nothing when none)."""
+    """The training step as tasks ``"train <i>"`` (a unit of :func:`plan` as first argument)."""
     todo = missing(needed(profile, chapters))
     if not todo:
         return []
@@ -159,30 +137,23 @@ def tasks(profile: str, chapters=tuple(NEEDS), workers: int = 1, say=print,
     return [Task(f"train {i}", _run, (unit, ship), seconds=estimated_seconds(unit)) for i, unit in enumerate(units)]
 
 
-def _short(label: str) -> str:
-    """``"MLM, hidden 64, 1500 steps, seed 2"`` -> ``"MLM h64 seed 2"``."""
-    parts = [p.strip() for p in label.split(",")]
-    out = [p.replace("hidden ", "h") if p.startswith("hidden ") else p for p in parts if not p.endswith(" steps")]
-    return " ".join(out)
-
-
 def report(done_unit, done: list[Trained], total: int, say=print, elapsed: str | None = None) -> None:
-    """Append a training unit's results (a :class:`UnitDone`) to ``done``, one line each: ``trained
-    5/64 models (MLM h64 seed 2, 31 s)`` and the run's ``elapsed`` time, when given."""
+    """Append a :class:`UnitDone`'s models to ``done``, one line each (``trained 5/64 models``)."""
     for label, seconds, how in done_unit.trained:
         done.append(Trained(label, seconds, how))
+        parts = [p.strip() for p in label.split(",")]      # "MLM, hidden 64, 1500 steps, seed 2"
+        short = " ".join(p.replace("hidden ", "h") if p.startswith("hidden ") else p
+                         for p in parts if not p.endswith(" steps"))           # "MLM h64 seed 2"
         stacked_with = "" if how == "alone" else f", {how}"
-        say(f"  trained {len(done)}/{total} model{'s' if total != 1 else ''} ({_short(label)}, {seconds:.0f} s"
+        say(f"  trained {len(done)}/{total} model{'s' if total != 1 else ''} ({short}, {seconds:.0f} s"
             f"{stacked_with})" + (f" {elapsed} elapsed" if elapsed else ""))
     sys.stdout.flush()
 
 
 def prepare(profile: str, chapters=tuple(NEEDS), workers: int | None = None,
             say=print) -> list[Trained]:
-    """Train the models chapters ``chapters`` (numbers; default the whole book) need in ``profile``
-    that are not cached, ``workers`` processes at a time (default :func:`workers_for`), progress
-    lines to ``say``; returns the models trained now (:class:`Trained`), in the order they finished.
-    """
+    """Train the models ``chapters`` (numbers; default all) need in ``profile`` and the cache lacks,
+    ``workers`` at a time; returns those trained now (:class:`Trained`) in the order they end."""
     n = workers_for(workers)
     todo = tasks(profile, chapters, n, say)
     total = sum(len(t.args[0]) for t in todo)

@@ -1,14 +1,9 @@
-"""Recording a chapter's headline numbers.
-
-A chapter calls ``record("uuas", 0.61)``. The value is kept in memory (:func:`recorded`), written
-to ``$MLMBOOK_RESULTS/<chapter>.json`` when the build set ``MLMBOOK_RESULTS`` and
-``MLMBOOK_CHAPTER``, and glued with :func:`myst_nb.glue` (not displayed) inside a kernel, so the
-prose can cite it: ``{glue:text}`uuas:.3f```.
-
-A quantity a run cannot measure (the truth's numbers with a real model) is declared with
-:func:`not_measured`: the page shows a sentence that says so in place of the number, and the
-results file lists it under :data:`NOT_MEASURED_KEY`, so tests can tell "not measured" from
-"forgotten".
+"""Recording a chapter's headline numbers: ``record("uuas", 0.61)`` keeps the value in memory
+(:func:`recorded`), writes it to ``$MLMBOOK_RESULTS/<chapter>.json`` under the build (which sets
+``MLMBOOK_RESULTS`` and ``MLMBOOK_CHAPTER``) and, in a kernel, glues it (:func:`myst_nb.glue`, not
+displayed) for the prose: ``{glue:text}`uuas:.3f```. A quantity a run cannot measure is declared
+with :func:`not_measured`: the page shows a sentence in its place, and the results file lists it
+under :data:`NOT_MEASURED_KEY`, so tests tell "not measured" from "forgotten".
 """
 
 from __future__ import annotations
@@ -31,16 +26,16 @@ NOT_MEASURED_KEY = "_not_measured"
 """Reserved key of a results file: ``{key: sentence}`` of the quantities a run did not measure."""
 
 _RESULTS: dict[str, object] = {}
+_NUMBER_PARTS = ("estimate", "low", "high")
 
 
 def _plain(value):
-    """Convert numpy/torch scalars and arrays to plain JSON-compatible Python objects; an
-    :class:`~mlmbook.stats.Interval`, :class:`~mlmbook.stats.Answer` or
-    :class:`~mlmbook.stats.Study` to its record (a dict with ``kind``)."""
+    """numpy/torch scalars and arrays as plain JSON-compatible Python objects; an Interval, Answer
+    or Study (:mod:`mlmbook.stats`) as its record (a dict with ``kind``)."""
     if hasattr(value, "to_record"):
         return value.to_record()
     if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):
-        value = value.tolist()  # numpy scalar or array, torch tensor
+        value = value.tolist()
     if isinstance(value, bool) or value is None or isinstance(value, str):
         return value
     if isinstance(value, numbers.Integral):
@@ -94,11 +89,10 @@ def _glue(key: str, value) -> None:
         from IPython import get_ipython
     except ImportError:
         return
-    if get_ipython() is None:
-        return
-    from myst_nb import glue
+    if get_ipython() is not None:
+        from myst_nb import glue
 
-    glue(key, value, display=False)
+        glue(key, value, display=False)
 
 
 def record(key: str, value, *, digits: int = 3, unit: str = "", percent: bool = False):
@@ -144,9 +138,6 @@ def record(key: str, value, *, digits: int = 3, unit: str = "", percent: bool = 
     return original if hasattr(original, "to_record") else value
 
 
-_NUMBER_PARTS = ("estimate", "low", "high")
-
-
 def _check_key(key) -> None:
     if not isinstance(key, str) or not key or key.startswith("_") or any(c in key for c in " :/\\`"):
         raise ValueError(f"invalid result key {key!r}: no leading '_', no spaces, ':', '/', '\\' or '`'")
@@ -160,9 +151,8 @@ def recorded() -> dict:
 def not_measured(*keys: str, sentence: str = NOT_MEASURED) -> None:
     """Declare quantities this run could not measure; the page shows ``sentence`` in their place.
 
-    Their numbers are *not recorded*; each key is glued to ``sentence``, and the build drops the
-    number format of its ``{glue:text}`key:.3f```, so the page reads e.g. "… gives not measured on
-    this model …". The keys are listed in the results file under :data:`NOT_MEASURED_KEY`.
+    Their numbers are *not recorded*: each key is glued to ``sentence`` and the build drops the
+    number format of its ``{glue:text}`key:.3f```, so the page reads "… gives not measured …".
 
     Parameters
     ----------

@@ -1,30 +1,29 @@
-"""What a build leaves behind and says about its runs: timings, reference results, which model
-and parameters each executed chapter was built with, the training share per model; and the lock
-that keeps two builds from writing one build folder.
-"""
+"""What a build leaves behind and says about its runs (timings, reference results, the model and
+parameters of each executed chapter, each model's training share) and the build folder's lock."""
 from __future__ import annotations
 
 import contextlib
 import json
 import logging
 import os
+import platform
 import signal
 import tempfile
 import threading
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 
 from ..paths import write_json_atomic
-from .chapters import BuildError, Layout
+from .chapters import BuildError, Layout, say
 
-__all__ = ["keep_timings", "update_reference_files", "previous_run", "built_with", "mix_warning",
+__all__ = ["keep_timings", "update_reference_files", "previous_run", "mix_warning",
            "training_report", "write_bytes_atomic", "build_lock", "interrupt_on_sigterm",
            "run_parameters"]
 
 
 def write_bytes_atomic(path: Path, data: bytes) -> Path:
-    """Write ``data`` to ``path`` so that a reader sees the old file or the whole new one (a
-    temporary dot-file beside it, renamed; the process's umask applies, as for a plain ``open``)."""
+    """Write ``data`` to ``path`` so that a reader sees the old file or the whole new one."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -43,9 +42,8 @@ def write_bytes_atomic(path: Path, data: bytes) -> Path:
 
 @contextlib.contextmanager
 def build_lock(layout: Layout):
-    """Hold ``_build/.lock`` for a block: a second build of the same folder fails at once, naming
-    the live one's pid. The lock dies with its process (SIGKILL included), so a killed build never
-    blocks the next one."""
+    """Hold ``_build/.lock`` for a block: a second build of the folder fails at once, naming the
+    live one's pid; the lock dies with its process (SIGKILL included)."""
     import fcntl
 
     layout.build.mkdir(parents=True, exist_ok=True)
@@ -58,8 +56,7 @@ def build_lock(layout: Layout):
             pid = fh.read().strip() or "?"
             raise BuildError(f"another build is running in {layout.build} (pid {pid}); wait for it to end, "
                              f"or stop it, or give this one its own MLMBOOK_BUILD") from None
-        fh.seek(0)
-        fh.truncate()
+        fh.truncate(0)                        # "a+" writes at the end: now the start
         fh.write(f"{os.getpid()}\n")
         fh.flush()
         yield path
@@ -67,10 +64,8 @@ def build_lock(layout: Layout):
 
 @contextlib.contextmanager
 def interrupt_on_sigterm():
-    """For a block in the main thread: SIGTERM stops the build as Ctrl-C does (its workers and
-    kernels stop, nothing more is published), instead of killing it mid-write. Either signal first
-    kills the kernels of the chapters running in this process, so that the build ends at once
-    rather than when their cells would."""
+    """For a block in the main thread: SIGTERM stops the build as Ctrl-C does, not mid-write; either
+    signal first kills the kernels of the chapters running here, so the build ends at once."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -98,10 +93,7 @@ def interrupt_on_sigterm():
 
 def keep_timings(layout: Layout, profile: str, chapters: dict, render_s: float, total_s: float,
                   trained: list) -> Path:
-    """Record a whole-book build's wall times in ``_build/timings/<profile>-<cache>.json``
-    (``cache``: ``uncached`` when the run trained models, else ``cached``)."""
-    import platform
-
+    """Record a whole-book build's wall times in ``_build/timings/<profile>-<(un)cached>.json``."""
     state = "uncached" if trained else "cached"
     record = dict(profile=profile, cache=state, total_seconds=round(total_s, 1), render_seconds=round(render_s, 1),
                   chapters={k: round(v, 1) for k, v in chapters.items()}, trained=trained,
@@ -110,35 +102,30 @@ def keep_timings(layout: Layout, profile: str, chapters: dict, render_s: float, 
 
 
 def update_reference_files(layout: Layout, slugs: list[str], timings: Path | None,
-                           profile: str = "full") -> list[Path]:
-    """Copy this build's results (and whole-book timings) to the committed ``results/<profile>/``
-    (the numbers the prose and the tests are written against), noting when (``reference``)."""
-    from datetime import datetime, timezone
-
+                           profile: str = "full") -> None:
+    """Copy this build's results (and timings) to the committed ``results/``, noting when."""
     written, now = [], datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     for slug in slugs:
         src = layout.results / f"{slug}.json"
         if src.is_file():
-            dest = layout.root / "results" / profile / src.name
             data = {**json.loads(src.read_text()), "reference": {"profile": profile, "built": now}}
-            write_json_atomic(dest, data, indent=1)
-            written.append(dest)
+            dest = layout.root / "results" / profile / src.name
+            written.append(write_json_atomic(dest, data, indent=1))
     if timings is not None and timings.is_file():
         dest = layout.root / "results" / "timings" / timings.name
-        write_json_atomic(dest, json.loads(timings.read_text()), indent=1)
-        written.append(dest)
-    return written
+        written.append(write_json_atomic(dest, json.loads(timings.read_text()), indent=1))
+    for path in written:
+        say(f"updated reference {path.relative_to(layout.root)}")
 
 
 def run_parameters(path: Path) -> dict | None:
     """The parameters an executed notebook was run with (papermill's record); None if unreadable."""
     import nbformat
 
-    try:
+    with contextlib.suppress(Exception):
         meta = nbformat.read(path, as_version=4).metadata.get("papermill", {})
-    except Exception:
-        return None
-    return dict(meta.get("parameters", {}))
+        return dict(meta.get("parameters", {}))
+    return None
 
 
 def previous_run(path: Path) -> str:
@@ -151,33 +138,24 @@ def previous_run(path: Path) -> str:
     return f"model {model}, profile {profile}{rest}, {when}"
 
 
-def built_with(path: Path) -> tuple[str, str]:
-    """``(model, profile)`` an executed notebook was built with (``("?", "?")`` if unreadable)."""
-    params = run_parameters(path)
-    if params is None:
-        return "?", "?"
-    return str(params.get("model", "toy")), str(params.get("profile", "?"))
-
-
-def mix_warning(built: dict[str, tuple[str, str]]) -> str | None:
-    """A one-line warning when the chapters of a site were built with different models or
-    profiles (``built``: slug -> ``(model, profile)``), else None."""
-    if len(set(built.values())) <= 1:
-        return None
+def mix_warning(notebooks: dict[str, Path]) -> None:
+    """Warn when a site's executed notebooks (by slug) were built with other models or profiles."""
     groups: dict[str, list[str]] = {}
-    for slug, (model, profile) in built.items():
-        groups.setdefault(f"model {model}, profile {profile}", []).append(slug)
-    return ("warning: the site mixes chapters built differently: "
+    for slug, path in notebooks.items():
+        params = run_parameters(path)
+        built = ("model ?, profile ?" if params is None else
+                 f"model {params.get('model', 'toy')}, profile {params.get('profile', '?')}")
+        groups.setdefault(built, []).append(slug)
+    if len(groups) > 1:
+        say("warning: the site mixes chapters built differently: "
             + "; ".join(f"{k}: {', '.join(v)}" for k, v in groups.items()))
 
 
-def training_report(trained: list, wall_seconds: float) -> list[str]:
-    """Lines for the end of a build: the training step's wall time and each model's share of it
-    (``trained``: :class:`mlmbook.pipeline.prepare.Trained` records), longest first."""
+def training_report(trained: list, wall_seconds: float) -> None:
+    """Say the training step's wall time and each model's share of it, longest first."""
     if not trained:
-        return []
-    lines = [f"training: {len(trained)} model{'s' if len(trained) != 1 else ''} in {wall_seconds:.0f} s of wall "
-             f"time; each model's share:"]
+        return
+    say(f"training: {len(trained)} model{'s' if len(trained) != 1 else ''} in {wall_seconds:.0f} s "
+        f"of wall time; each model's share:")
     for t in sorted(trained, key=lambda t: -t.seconds):
-        lines.append(f"  {t.seconds:6.1f} s  {t.label} ({t.how})")
-    return lines
+        say(f"  {t.seconds:6.1f} s  {t.label} ({t.how})")

@@ -1,12 +1,9 @@
 """Rendering the site: stage a source tree of executed notebooks, run jupyter-book on it.
 
-The staged tree (``_build/stage/``) is the book's ``_config.yml`` and ``_toc.yml``, the pages of
-``book/`` and, in place of each chapter source, its executed notebook cut into pages (chapters
-without one are dropped from the staged TOC), with what the build measured written into the pages
-(:mod:`.pages`). jupyter-book renders it with execution off and warnings as errors into a temporary
-directory, which replaces ``_build/html`` only when the rendering succeeded. The site's Sphinx hook
-(:func:`setup`) numbers the chapters from 0 like their files ("Figure 3.2" in chapter 3), leaves
-the pages outside the chapters unnumbered, and labels the bibliography author–year.
+The staged tree (``_build/stage/``) is ``book/`` with each chapter source replaced by its executed
+notebook cut into pages (chapters without one leave the TOC), with what the build measured written
+in (:mod:`.pages`). jupyter-book renders it (warnings are errors) into a temporary directory that
+replaces ``_build/html`` only on success. :func:`setup` is the site's Sphinx hook.
 """
 
 from __future__ import annotations
@@ -18,6 +15,8 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+import yaml
 
 from .chapters import BuildError, Layout, find_chapters, say
 from .launch import _runnable_downloads, repository_url, runnable_notebook, write_notebooks_branch
@@ -31,18 +30,8 @@ __all__ = ["stage", "render", "write_notebooks_branch", "runnable_notebook", "re
 INCLUDED_FILES = ("benchmarks/results.md",)
 
 
-# --------------------------------------------------------------------------- staging
-
 def _load_yaml(path: Path):
-    import yaml
-
     return yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-
-
-def _dump_yaml(data, path: Path) -> None:
-    import yaml
-
-    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
 
 
 def _filter_toc(node, available: set[str], dropped: list[str]):
@@ -115,11 +104,9 @@ def _labels(text: str) -> set[str]:
 
 
 def unlink_missing(text: str, labels: set[str], docs: set[str], note="not in this build") -> str:
-    """Turn cross-references to ``labels`` or to the documents ``docs`` (slugs) into plain text
-    (other references are untouched, so a misspelt label still fails the build).
-
-    ``note`` replaces a reference without text of its own (a callable gets the target).
-    """
+    """Turn cross-references to ``labels`` or to the documents ``docs`` (slugs) into plain text;
+    ``note`` (a callable gets the target) replaces one without text of its own. Other references are
+    untouched, so a misspelt label still fails the build."""
     def plain(m: re.Match) -> str:
         role, body = m.groups()
         explicit = re.match(r"^(.*?)\s*<([^<>]+)>$", body, re.S)
@@ -158,34 +145,27 @@ def _rewrite_prose(dest: Path, rewrite) -> None:
 
 def undrawn_figures(nb) -> set[str]:
     """Names of the figures a notebook declares (``mystnb.figure.name`` cell metadata) but did not
-    draw: no image output, nor an HTML output holding an ``<img>`` (an explorer's static figure).
-    """
+    draw: no image output, nor an HTML output holding an ``<img>`` (an explorer's static figure)."""
     drawn, declared = set(), set()
     for cell in nb.cells:
         name = cell.get("metadata", {}).get("mystnb", {}).get("figure", {}).get("name")
         if cell.cell_type != "code" or not name:
             continue
         declared.add(name)
-        if any(_shows_image(out) for out in cell.get("outputs", [])):
-            drawn.add(name)
+        for out in cell.get("outputs", []):
+            data = out.get("data", {})
+            markup = data.get("text/html", "")
+            markup = "".join(markup) if isinstance(markup, list) else str(markup)
+            if any(k.startswith("image/") for k in data) or re.search(r"<img\b", markup, re.I):
+                drawn.add(name)
     return declared - drawn
-
-
-def _shows_image(output) -> bool:
-    data = output.get("data", {})
-    if any(k.startswith("image/") for k in data):
-        return True
-    markup = data.get("text/html", "")
-    markup = "".join(markup) if isinstance(markup, list) else str(markup)
-    return re.search(r"<img\b", markup, re.I) is not None
 
 
 UNDRAWN_NOTE = "a figure that is not drawn for this model"
 
 
 def _undrawn_note(target: str) -> str:
-    """The phrase for a reference to an undrawn figure, marked so check-site can tell which figure
-    it names (and fail if that figure is on the page after all)."""
+    """A reference to an undrawn figure, marked with its name (check-site fails if it is drawn)."""
     return f'<span class="mlmbook-undrawn" data-figure="{target}">{UNDRAWN_NOTE}</span>'
 
 
@@ -225,7 +205,7 @@ def stage(layout: Layout, notebooks: dict[str, Path], solutions: bool = True) ->
 
     config = _load_yaml(layout.root / "_config.yml")
     config.setdefault("execute", {})["execute_notebooks"] = "off"
-    _dump_yaml(config, dest / "_config.yml")
+    (dest / "_config.yml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
 
     available = {str(p.relative_to(dest).with_suffix("")) for p in dest.rglob("*")
                  if p.suffix in (".md", ".ipynb", ".rst")}
@@ -234,7 +214,7 @@ def stage(layout: Layout, notebooks: dict[str, Path], solutions: bool = True) ->
         raise BuildError(f"the TOC root {toc.get('root')!r} does not exist")
     dropped: list[str] = []
     toc = _filter_toc(_with_pages(toc, layout.book.name, sections), available, dropped)
-    _dump_yaml(toc, dest / "_toc.yml")
+    (dest / "_toc.yml").write_text(yaml.safe_dump(toc, sort_keys=False), encoding="utf-8")
     gone = {Path(d).name for d in dropped if Path(d).name in chapters}
     if gone:  # references into a chapter left out become plain text
         labels = set().union(*(_labels((layout.book / f"{s}.md").read_text(encoding="utf-8"))
@@ -270,24 +250,9 @@ def _write_generated_tables(layout: Layout, dest: Path) -> None:
             page.write_text(new, encoding="utf-8")
 
 
-# --------------------------------------------------------------------------- rendering
-
-def _swap_in(new: Path, target: Path) -> None:
-    """Replace directory ``target`` by ``new`` with two renames (old copy removed after)."""
-    old = None
-    if target.exists():
-        old = target.with_name(f".{target.name}-old-{os.getpid()}")
-        shutil.rmtree(old, ignore_errors=True)
-        os.replace(target, old)
-    os.replace(new, target)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
-
-
 def render(layout: Layout, source: Path, verbose: bool = False) -> Path:
-    """Render ``source`` with jupyter-book (warnings are errors) and publish ``_build/html``;
-    returns its ``index.html``. Raises BuildError if jupyter-book fails or warns (``_build/html``
-    left as it was, the log in ``_build/render.log``)."""
+    """Render ``source`` with jupyter-book into ``_build/html``; returns its ``index.html``. Raises
+    BuildError if it fails or warns (``_build/html`` unchanged; the log: ``_build/render.log``)."""
     layout.build.mkdir(parents=True, exist_ok=True)
     out = Path(tempfile.mkdtemp(prefix=".render-", dir=layout.build))
     command = [sys.executable, "-c", "import sys; from jupyter_book.cli.main import main; "
@@ -311,18 +276,20 @@ def render(layout: Layout, source: Path, verbose: bool = False) -> Path:
                              f"not updated; full log: {log}")
         _dedupe_inline_scripts(html)
         _runnable_downloads(html, repository_url(layout), layout.book, source / "_full")
-        _swap_in(html, layout.html)
+        old = layout.html.with_name(f".{layout.html.name}-old-{os.getpid()}")  # two renames
+        shutil.rmtree(old, ignore_errors=True)
+        if layout.html.exists():
+            os.replace(layout.html, old)
+        os.replace(html, layout.html)
+        shutil.rmtree(old, ignore_errors=True)
     finally:
         shutil.rmtree(out, ignore_errors=True)
     return layout.html / "index.html"
 
 
 def _dedupe_inline_scripts(html: Path) -> None:
-    """Drop repeated identical inline ``<script>`` lines from every page.
-
-    sphinx-thebe writes its ``const THEBE_JS_URL = ...`` block twice per page ("Identifier has
-    already been declared"); Thebe is off, so the block's CDN address is emptied too.
-    """
+    """Drop repeated inline ``<script>`` lines: sphinx-thebe writes its ``const THEBE_JS_URL = ...``
+    twice ("Identifier has already been declared"); Thebe is off: its CDN address is emptied."""
     for page in html.rglob("*.html"):
         seen, out, changed = set(), [], False
         for line in page.read_text(encoding="utf-8").splitlines(keepends=True):
@@ -339,15 +306,9 @@ def _dedupe_inline_scripts(html: Path) -> None:
             page.write_text("".join(out), encoding="utf-8")
 
 
-# --------------------------------------------------------------------------- Sphinx hook
-
 def _shift_numbers(app, env) -> list:
-    """Number chapters from ``mlmbook_first_chapter`` (0) instead of Sphinx's 1; pages outside
-    the numbered chapters keep their figures unnumbered.
-
-    Runs after Sphinx assigned section and figure numbers (``env-get-updated``) and shifts the
-    chapter part of every section, figure, table, code-block, equation and exercise number.
-    """
+    """Number chapters from ``mlmbook_first_chapter`` (0) once Sphinx has numbered them from 1:
+    sections, figures, tables, code, equations, exercises (figures outside chapters: unnumbered)."""
     from docutils import nodes
 
     offset = app.config.mlmbook_first_chapter - 1
@@ -375,7 +336,6 @@ def _shift_numbers(app, env) -> list:
         if title is not None and title.get("secnumber"):
             title["secnumber"] = shift(title["secnumber"])
     for docname in list(env.toc_fignumbers):
-        # a page outside the chapters: its figures unnumbered
         if not env.toc_secnumbers.get(docname):
             env.toc_fignumbers[docname] = {}
     for figtypes in env.toc_fignumbers.values():
@@ -387,9 +347,8 @@ def _shift_numbers(app, env) -> list:
 
 
 def setup(app):
-    """Sphinx extension entry point (``sphinx.extra_extensions`` in ``_config.yml``): chapter
-    numbers from 0, and the author–year bibliography style ``mlmbook``
-    (``bibtex_default_style``)."""
+    """Sphinx extension entry point (``sphinx.extra_extensions`` in ``_config.yml``): chapters
+    numbered from 0, the author–year bibliography style ``mlmbook`` (``bibtex_default_style``)."""
     from .pages import register_bibliography_style
 
     register_bibliography_style()

@@ -1,23 +1,13 @@
 """Check the rendered site the way a reader meets it: every page in a real (headless) browser.
 
-:func:`check_site` serves a built site on localhost, opens each page in Debian's Chromium through
-Playwright at :data:`WINDOW_PX` x :data:`SCREEN_PX` px (one *screen*), with every request to
-another host refused, and again at :data:`PHONE_PX` px, and reports what a reader would notice
-(the list is in ``book/for_developers.md``, "What the site guarantees"; a box that scrolls has
-class ``mlmbook-scroll``, from ``book/_static/mlmbook.js``; text checks: :mod:`.sitetext`).
+:func:`check_site` (``python -m mlmbook check-site``) serves a built site on localhost, opens each
+page in Chromium (Playwright) at :data:`WINDOW_PX` x :data:`SCREEN_PX` px (one *screen*) with other
+hosts refused, then at :data:`PHONE_PX` px, and reports what a reader would notice (the list:
+``book/for_developers.md``, "What the site guarantees"; text checks: :mod:`.sitetext`).
 
-Figure text is measured from what the book records at draw time (:mod:`mlmbook.plotting.record`):
-the smallest font (points) and dpi in the PNG, and the image's pixel width and the width the
-browser shows it at, so the smallest text on the page is ``font_pt * dpi / 72 * shown / natural``
-CSS pixels, at least 10 px. An image without that record is assumed to use the book's smallest
-font, 9 pt, at the dpi its PNG states; images in folded solutions are unfolded for the measurement.
-The record's smallest tick glyph (mathtext exponents included) is held to the same 10 px, and its
-counts of data points under legends and of point labels over data must be 0. At the phone's
-width, figure text under 9 px fails unless a tap opens the figure at full size (measured there
-against 10 px).
-
-It saves a full-page screenshot of every page. Command line: ``python -m mlmbook check-site
-[_build/html]``.
+Figure text, from the PNG's record (:mod:`mlmbook.plotting.record`; without one, 9 pt), is
+``font_pt * dpi / 72 * shown / natural`` CSS px on the page, ticks included: at least 10 px (9 px at
+a phone's width unless a tap enlarges the figure); no data under legends or point labels.
 """
 from __future__ import annotations
 
@@ -39,7 +29,7 @@ CHROMIUM_FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-
                   "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 WINDOW_PX = 1280        # the window's width
 SCREEN_PX = 720         # the window's height: one screen, what a reader sees before scrolling
-MAX_SCREENS = 12        # the longest a chapter page may be, in screens (issue 36: a sitting)
+MAX_SCREENS = 12        # the longest a chapter page may be, in screens (a sitting)
 # a box that scrolls sideways and says so (mlmbook.tables, mlmbook.css/js)
 SCROLL_MARK = "mlmbook-scroll"
 PHONE_PX = 390          # a phone's width: every page is measured again at it
@@ -80,17 +70,12 @@ def _is_redirect(page: Path) -> bool:
     return len(text) < 600 and 'http-equiv="Refresh"' in text
 
 
-ADVISORY: tuple = ()
-"""Kinds of problem :func:`check_site` reports as advice only (:func:`enforced` leaves them out)."""
-
-
 def enforced(problems: list[str]) -> list[str]:
-    """``problems`` without the :data:`ADVISORY` kinds."""
-    return [p for p in problems if not any(kind in p for kind in ADVISORY)]
+    """The problems that fail the check: all of them (none is advice only)."""
+    return list(problems)
 
 
 _SHARED: dict = {}
-"""The Chromium of an open :func:`one_browser` block, which :func:`check_site` uses."""
 
 
 @contextlib.contextmanager
@@ -115,12 +100,9 @@ def one_browser():
 def check_site(html: Path, screenshots: Path | None = None, chapters_need_explorer: bool = True,
                pages: list[str] | None = None) -> list:
     """Load every page of the built site at ``html`` in headless Chromium; return the problems
-    found, one line per problem naming the page (empty when the site is fine).
-
-    ``screenshots``: where to save one PNG per page; ``chapters_need_explorer``: require each
-    chapter page to show an explorer's static figure; ``pages``: check only these (relative to
-    ``html``, e.g. ``"book/00_toy_world.html"``).
-    """
+    found, one line each naming the page. ``screenshots``: a folder for one PNG per page;
+    ``chapters_need_explorer``: each chapter shows an explorer's static figure; ``pages``: only
+    these (relative to ``html``)."""
     html = Path(html)
     found = sorted(p.relative_to(html).as_posix() for p in html.rglob("*.html")
                    if not p.relative_to(html).parts[0].startswith(("_", "."))
@@ -157,10 +139,10 @@ def check_site(html: Path, screenshots: Path | None = None, chapters_need_explor
                 continue
             page.wait_for_timeout(150)
             _wait_for_math(page)
-            problems += [f"{rel}: {p}" for p in _page_problems(page, rel, base, chapters_need_explorer, explorers)]
-            problems += [f"{rel}: {p}" for p in _reader_problems(page, rel)]
-            problems += [f"{rel}: {p}" for p in _layout_problems(page, rel)]
-            problems += [f"{rel}: {p}" for p in text_problems(page, rel)]
+            seen = _page_problems(page, rel, base, chapters_need_explorer, explorers)
+            seen += _reader_problems(page, rel)
+            seen += text_problems(page, rel)
+            problems += [f"{rel}: {p}" for p in seen]
             problems += [f"{rel}: request to another host: {u[:120]}" for u in dict.fromkeys(foreign)]
             own = [t for kind, t, where in console if kind == "error" and (not where or where.startswith(base))
                    # the browser's own request, not the book's
@@ -203,8 +185,7 @@ def _page_problems(page, rel: str, base: str, need_explorer: bool, explorers: di
             status = page.request.get(href.split("#")[0]).status
             if status != 200:
                 out.append(f"TOC link {target.path} -> HTTP {status}")
-    name = rel.rsplit("/", 1)[-1]
-    if need_explorer and CHAPTER.match(name):
+    if need_explorer and CHAPTER.match(rel.rsplit("/", 1)[-1]):
         notes = page.eval_on_selector_all(
             ".mlmbook-explorer-note",
             "els => els.map(e => { const cell = e.closest('.cell_output') || e.parentElement;"
@@ -212,18 +193,10 @@ def _page_problems(page, rel: str, base: str, need_explorer: bool, explorers: di
             " return imgs.some(i => i.complete && i.naturalWidth > 0); })")
         if notes and not all(notes):
             out.append("an explorer's static figure is missing")
-        explorers[_chapter_of(rel)] = explorers.get(_chapter_of(rel), False) or bool(notes)
+        chapter = re.sub(r"-\d+\.html$", ".html", rel)     # book/01_x-2.html: book/01_x.html
+        explorers[chapter] = explorers.get(chapter, False) or bool(notes)
     return out
 
-
-def _chapter_of(rel: str) -> str:
-    """``book/01_dependencies-2.html`` -> ``book/01_dependencies.html``: a page's chapter."""
-    head, _, name = rel.rpartition("/")
-    stem = re.sub(r"-\d+$", "", name[:-len(".html")])
-    return f"{head}/{stem}.html" if head else f"{stem}.html"
-
-
-# --------------------------------------------------------------------------- what a reader sees
 
 # an absolute path of a machine (not ~/..., not /path/to/... examples) or a cache key (name-16 hex)
 ABSOLUTE_PATH = re.compile(r"(?<![\w.~])(?:/(?:home|root|tmp|work|Users|usr|var|opt|mnt|private|srv)/\S+"
@@ -262,20 +235,19 @@ MONOSPACE_ADVANCE = 0.602
 
 def _wait_for_math(page, timeout_ms: int = 10000) -> None:
     """Wait until MathJax (if the page loaded it) has typeset the page."""
-    try:
+    with contextlib.suppress(Exception):  # a page whose MathJax throws: the math check reports it
         page.evaluate("(t) => (window.MathJax && MathJax.startup && MathJax.startup.promise)"
                       " ? Promise.race([MathJax.startup.promise.then(() => true),"
                       " new Promise(r => setTimeout(() => r(false), t))]) : false", timeout_ms)
-    except Exception:  # noqa: BLE001 - a page whose MathJax throws is reported by the math check
-        pass
 
 
 def _reader_problems(page, rel: str) -> list:
-    """What a reader would see as broken on the page: raw markup, leaks, unusable layout."""
+    """What a reader would see as broken on the page: raw markup, leaks, unusable layout (tables
+    and equations clipped at the right, a chapter's card and objectives below the fold)."""
     out = []
     prose = page.evaluate(_TEXT_JS, "pre, code, script, style, mjx-container, .highlight, .MathJax")
-    if RAW_TABLE.search(prose):
-        m = RAW_TABLE.search(prose)
+    m = RAW_TABLE.search(prose)
+    if m:
         out.append(f"a markdown table shown as raw pipes: {prose[max(0, m.start() - 40):m.end() + 20]!r}")
     tex = RAW_TEX.search(prose)
     if tex:
@@ -297,10 +269,23 @@ def _reader_problems(page, rel: str) -> list:
             out.append(f"{what} in the page text: {', '.join(found[:3])}")
     for line in page.evaluate(_OVERFLOW_JS, MONOSPACE_ADVANCE):
         out.append(f"a code block wider than the page (scrolls sideways): {line!r}...")
+    out += _clipped(page, phone=False)
+    if chapter:
+        height = page.evaluate(_LENGTH_JS)
+        if height > MAX_SCREENS * SCREEN_PX:
+            out.append(f"a chapter page {height / SCREEN_PX:.1f} screens long, over {MAX_SCREENS} "
+                       f"({height:.0f} px at {WINDOW_PX} x {SCREEN_PX} px): cut it into pages at a level-1 "
+                       f"heading, or tighten it")
+    if re.match(r"^\d\d_[^-]+\.html$", rel.rsplit("/", 1)[-1]):  # a chapter's first page
+        card, objectives = page.evaluate(_FIRST_SCREEN_JS)
+        for name, top in (("the chapter's time card (reading and running times)", card),
+                          ("the learning objectives", objectives)):
+            if top is None:
+                out.append(f"{name}: not on the page")
+            elif top > SCREEN_PX:
+                out.append(f"{name}: {top:.0f} px down, not on the first screen ({SCREEN_PX} px)")
     return out
 
-
-# --------------------------------------------------------------------------- layout a reader meets
 
 _CLIPPED_JS = """([mark, phone]) => {
   const col = (document.querySelector('article.bd-article') || document.querySelector('main')).getBoundingClientRect();
@@ -364,28 +349,6 @@ def _clipped(page, phone: bool) -> list:
                        f"{text!r}")
     return out
 
-
-def _layout_problems(page, rel: str) -> list:
-    """Tables and equations clipped at the right; a chapter's card and objectives below the fold."""
-    out = _clipped(page, phone=False)
-    if CHAPTER.match(rel.rsplit("/", 1)[-1]):
-        height = page.evaluate(_LENGTH_JS)
-        if height > MAX_SCREENS * SCREEN_PX:
-            out.append(f"a chapter page {height / SCREEN_PX:.1f} screens long, over {MAX_SCREENS} "
-                       f"({height:.0f} px at {WINDOW_PX} x {SCREEN_PX} px): cut it into pages at a level-1 "
-                       f"heading, or tighten it")
-    if re.match(r"^\d\d_[^-]+\.html$", rel.rsplit("/", 1)[-1]):  # a chapter's first page
-        card, objectives = page.evaluate(_FIRST_SCREEN_JS)
-        for name, top in (("the chapter's time card (reading and running times)", card),
-                          ("the learning objectives", objectives)):
-            if top is None:
-                out.append(f"{name}: not on the page")
-            elif top > SCREEN_PX:
-                out.append(f"{name}: {top:.0f} px down, not on the first screen ({SCREEN_PX} px)")
-    return out
-
-
-# --------------------------------------------------------------------------- a phone
 
 _PAST_EDGE_JS = """() => {
   const main = document.querySelector('main');

@@ -1,12 +1,8 @@
-"""What a reader reads on a page, checked in the browser (part of :mod:`.sitecheck`).
-
-:func:`text_problems` gathers a page's prose, outputs and code inputs through the browser (code and
-formulas left out of the prose) and fails on log lines, printed dicts, a ``# noqa`` in visible code,
-template residue (the patterns below: ``seed(s)``, ``nan``, ``0.0e+00``, ``-0.000``, ``1 verdicts``,
-a doubled word, math as plain text, a paragraph almost entirely bold, ``0.00753365``, ``0%``, ``3 of
-the 3``, ``0.000 [0.000, ...]``), on a chapter page an "indistinguishable" without its detectable
-effect in its sentence, and "not drawn for this model" said of a figure the page draws.
-:func:`figure_text_problems` measures the text inside the page's figures (see :mod:`.sitecheck`).
+"""What a reader reads on a page, checked in the browser (part of :mod:`.sitecheck`):
+:func:`text_problems` fails a page's prose, outputs and visible code on log lines, printed dicts,
+``# noqa``, template residue (the patterns below), an "indistinguishable" without its detectable
+effect, and "not drawn for this model" said of a drawn figure; :func:`figure_text_problems`
+measures the text inside its figures.
 """
 from __future__ import annotations
 
@@ -152,8 +148,6 @@ def text_problems(page, rel: str) -> list:
     return out
 
 
-# --------------------------------------------------------------------------- figure text
-
 def image_name(src: str) -> str:
     """How a problem report names an image: its file name, or "an inline (data:) image"."""
     return "an inline (data:) image" if src.startswith("data:") else src.rsplit("/", 1)[-1]
@@ -182,21 +176,11 @@ _ZOOM_JS = """async ([k, mark]) => {
 }"""
 
 
-def _image_bytes(url: str, html: Path, base: str) -> bytes | None:
-    if url.startswith("data:"):
-        head, _, data = url.partition(",")
-        return base64.b64decode(data) if ";base64" in head else None
-    if not url.startswith(base):
-        return None
-    path = html / unquote(urlparse(url).path).lstrip("/")
-    return path.read_bytes() if path.is_file() else None
-
-
 def figure_text_problems(page, html: Path, base: str, phone: bool = False) -> list:
-    """Figures whose smallest text a reader meets under MIN_TEXT_PX (see :mod:`.sitecheck`); with
-    ``phone``, under :data:`PHONE_MIN_TEXT_PX` where no tap enlarges it (legends and labels are
-    checked at the window's width only)."""
-    from ..plotting import MIN_FONT_PT, MIN_TEXT_PX, png_record, rendered_text_px
+    """Figures whose smallest text a reader meets under MIN_TEXT_PX (see :mod:`.sitecheck`), or with
+    ``phone`` under :data:`PHONE_MIN_TEXT_PX` unless a tap enlarges it (no legend, label checks)."""
+    from ..plotting import MIN_FONT_PT, MIN_TEXT_PX
+    from ..plotting.record import png_record, rendered_text_px
 
     least = PHONE_MIN_TEXT_PX if phone else MIN_TEXT_PX
     zoomed: dict = {}
@@ -213,7 +197,12 @@ def figure_text_problems(page, html: Path, base: str, phone: bool = False) -> li
     for url, src, natural, shown, k in images:
         if not natural or not shown:
             continue
-        data = _image_bytes(url, Path(html), base)
+        if url.startswith("data:"):
+            head, _, data = url.partition(",")
+            data = base64.b64decode(data) if ";base64" in head else None
+        else:                                          # an image of the site itself, or none
+            path = Path(html) / unquote(urlparse(url).path).lstrip("/")
+            data = path.read_bytes() if url.startswith(base) and path.is_file() else None
         record = png_record(data) if data else {}
         if not record.get("dpi"):
             continue  # not a PNG that says its resolution (an SVG, a photo)

@@ -1,9 +1,6 @@
-"""Removing exercise solutions from a chapter, for a student edition of the book.
-
-Convention (sphinx-exercise, ``docs/INTERFACES.md``): a solution is a ``{solution} <label>``
-directive in backtick or colon fences, or, with code cells, the gated form spanning cells from
-``{solution-start} <label>`` to ``{solution-end}``. :func:`strip_solutions` removes both forms;
-plain code blocks (a page showing the syntax) are left alone.
+"""Removing exercise solutions from a chapter, for a student edition of the book: both forms of
+``docs/INTERFACES.md`` (a ``{solution} <label>`` directive in backtick or colon fences, or the cells
+from ``{solution-start} <label>`` to ``{solution-end}``); plain code blocks are left alone.
 """
 from __future__ import annotations
 
@@ -72,11 +69,8 @@ def strip_solutions_text(text: str) -> tuple[str, int]:
 
 
 def strip_solutions(nb) -> int:
-    """Remove the solutions from a notebook, in place; returns how many.
-
-    Markdown cells lose their ``{solution}`` blocks (and are dropped if nothing is left);
-    every cell between ``{solution-start}`` and ``{solution-end}`` is dropped.
-    """
+    """Remove the solutions from a notebook, in place; returns how many (a Markdown cell left
+    empty is dropped)."""
     cells, gated, total = [], False, 0
     for cell in nb.cells:
         if cell.cell_type != "markdown":

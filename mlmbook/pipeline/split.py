@@ -1,35 +1,18 @@
-"""A chapter in pages of a sitting, and prose and code for the model it ran.
-
-A chapter is one source and one execution (one kernel, one results file), shown as 2–4 pages:
-every Markdown cell after the first whose source begins with ``# `` opens a new page
-(:func:`split_pages`). Page *k* > 1 becomes the document ``<slug>-<k>`` under the chapter in the
-table of contents, so figures, equations and exercises keep counting across the chapter's pages. A
-page citing a glued value (:func:`mlmbook.record`) of another page gets a hidden carrier cell
-holding that glue output.
-
-A cell tagged ``toy-only`` is dropped from the page when the chapter ran on a model other than the
-toy one, one tagged ``real-only`` when it ran on a toy model (:func:`drop_other_world`); a dropped
-figure stays *declared but not drawn*, so a reference to it reads "a figure that is not drawn for
-this model" instead of breaking the build. :func:`for_execution` turns the other world's code cells
-into comments before the chapter runs, so a toy-only cell needs no ``if model == "toy":``.
+"""A chapter in pages of a sitting (its numbers run on across them), and prose and code for the
+model it ran ("Pages and worlds" in ``docs/INTERFACES.md``). A dropped figure stays *declared but
+not drawn*, so a reference to it reads "a figure that is not drawn for this model".
 """
 from __future__ import annotations
 
 import copy
 import re
 
-__all__ = ["TOY_ONLY", "REAL_ONLY", "model_kind", "drop_other_world", "for_execution",
+__all__ = ["TOY_ONLY", "REAL_ONLY", "drop_other_world", "for_execution",
            "split_pages", "figure_caption"]
 
 TOY_ONLY = "toy-only"
 REAL_ONLY = "real-only"
 _TOY_MODELS = ("toy", "truth")          # the book's own models (this module stays torch-free)
-
-
-def model_kind(nb) -> str:
-    """``"toy"`` or ``"real"``: the world the executed notebook ran in (papermill's parameters)."""
-    params = nb.metadata.get("papermill", {}).get("parameters", {}) or {}
-    return kind_of(params.get("model", "toy"), params.get("treebank"))
 
 
 def kind_of(model, treebank=None) -> str:
@@ -45,11 +28,12 @@ def _dropped(cell, kind: str) -> bool:
 
 
 def drop_other_world(nb, kind: str | None = None):
-    """Remove, in place, the cells meant for the other kind of model; returns the notebook.
-
-    Glue outputs of a removed code cell move to a hidden cell, so they stay citable.
-    """
-    kind = kind or model_kind(nb)
+    """Remove, in place, the cells meant for the other kind of model than ``kind`` (default: the one
+    papermill's parameters name); their glue outputs move to a hidden cell, still citable. Returns
+    the notebook."""
+    if not kind:
+        params = nb.metadata.get("papermill", {}).get("parameters", {}) or {}
+        kind = kind_of(params.get("model", "toy"), params.get("treebank"))
     kept, carried, figures = [], [], []
     for cell in nb.cells:
         if _dropped(cell, kind):
@@ -80,9 +64,8 @@ def _hidden_cell(source: str):
 
 
 def for_execution(nb, model, treebank=None):
-    """The chapter as it runs on ``model`` (and ``treebank``): the other world's code cells become
-    one comment line each, in place (tags and metadata kept, so the page drops them as usual).
-    Returns the notebook."""
+    """The chapter as it runs on ``model`` (and ``treebank``), in place: the other world's code
+    cells become one comment line each (tags and metadata kept, so the page drops them as usual)."""
     kind = kind_of(model, treebank)
     for cell in nb.cells:
         if cell.cell_type == "code" and _dropped(cell, kind):
@@ -103,17 +86,15 @@ _GLUE_KEY = re.compile(r"\{glue(?::\w*)?\}`([^`]+)`|^\s*(?:`{3,}|~{3,})\{glue(?:
 
 
 def figure_caption(cell) -> str:
-    """A code cell's figure caption (``mystnb.figure.caption``; ``""`` when it has none): prose the
-    page shows."""
+    """A code cell's figure caption (``mystnb.figure.caption``; ``""`` when it has none)."""
     return str(cell.get("metadata", {}).get("mystnb", {}).get("figure", {}).get("caption", "") or "")
 
 
-def _cited(nb) -> set[str]:
-    """Glue keys the Markdown cells and the figure captions cite (roles and directives; one inside a
-    code fence too: carrying a value a page does not show is harmless); keys of another document
-    (``doc::key``) left out."""
+def _cited(cells) -> set[str]:
+    """Glue keys the Markdown cells and figure captions cite, inside code fences too (carrying a
+    value a page does not show is harmless); keys of another document (``doc::key``) left out."""
     found = set()
-    for cell in nb.cells:
+    for cell in cells:
         text = cell.source if cell.cell_type == "markdown" else figure_caption(cell)
         for role, directive in _GLUE_KEY.findall(text):
             text = (role or directive).strip()
@@ -142,10 +123,8 @@ def split_pages(nb, slug: str) -> list[tuple[str, object]]:
         page = copy.copy(nb)
         page.metadata = copy.deepcopy(nb.metadata)
         cells = nb.cells[bounds[k]:bounds[k + 1]]
-        page.cells = cells
         own = {_glue_key(o) for c in cells for o in c.get("outputs", []) if _is_glue(o)}
-        carry = [glue_outputs[key] for key in sorted(_cited(page) - own) if key in glue_outputs]
-        if carry:
-            page.cells = [*cells[:1], _carrier(carry), *cells[1:]]
+        carry = [glue_outputs[key] for key in sorted(_cited(cells) - own) if key in glue_outputs]
+        page.cells = [*cells[:1], _carrier(carry), *cells[1:]] if carry else cells
         pages.append((slug if k == 0 else f"{slug}-{k + 1}", page))
     return pages

@@ -1,28 +1,17 @@
 """Words bound to answers: a sentence that cites a question may say only what its answer allows.
 
-Every answer exports its ``side`` (``q_<key>.side``), which decides the kinds of words a sentence
-citing it may use (:func:`allowed`): words of direction ("lowers", "ahead", "more … than") for
-*above*/*below*, words of equivalence ("as well as", "alike") for *equivalent*, neither for anything
-else (*inconclusive*, *cannot decide*, *undefined*).
-
-:func:`claim_problems` reads a chapter's Markdown with the answers' sides and the study's question
-order (so that "Q4" names ``q_knob_mlm``), and fails
-
-* a sentence (or a ``;``-clause) citing a question (``Qn``, ``Q3–Q5``, or a glued ``q_<key>...``)
-  with words its answers do not allow (a question's own direction label counts as a direction word;
-  the glued verdict is the answer's own word and is not counted);
-* a heading or a bold claim over an undecided answer, in the block or the section it heads;
-* a descriptive number (a glued value that is no answer's) called by a verdict word
-  ("significant", "equivalent", "confirms") in a sentence that cites no question.
-
-A sentence that only says what a question *asks* ("Q4 asks whether …") is not a claim.
+An answer's ``side`` (glued ``q_<key>.side``) allows words of direction ("lowers", "more … than")
+for *above*/*below*, of equivalence ("as well as", "alike") for *equivalent*, neither otherwise
+(:data:`ALLOWS`). :func:`claim_problems` fails a sentence or ``;``-clause citing a question with
+words its answers do not allow, a heading or bold claim over an undecided answer, and a descriptive
+number (a glued value that is no answer's) called by a verdict word.
 """
 from __future__ import annotations
 
 import ast
 import re
 
-__all__ = ["allowed", "claim_problems", "answers_from_glue", "prose_lines", "DIRECTION",
+__all__ = ["ALLOWS", "claim_problems", "answers_from_glue", "prose_lines", "DIRECTION",
            "EQUIVALENCE", "VERDICT_WORDS"]
 
 _FENCE = re.compile(r"^\s*(`{3,}|~{3,})\s*(.*)$")
@@ -54,13 +43,11 @@ DIRECTION = re.compile(
     r"|(?:more|less|fewer) than|exceed(?:s|ed)?|gain(?:s|ed)|improv(?:e|es|ed)|hurt(?:s)?|drop(?:s|ped)?"
     r"|increas(?:e|es|ed)|decreas(?:e|es|ed)|reduc(?:e|es|ed)|larger|smaller|greater|faster|slower"
     r"|misses|finds? edges|do(?:es)? not follow)\b", re.I)
-"""Words that claim a direction."""
 
 EQUIVALENCE = re.compile(
     r"\b(?:(?:do|does|did) about as well|about as well as|as well as (?:the|a|an|its|their)|alike|equivalent"
     r"|no (?:better|worse)|on a par|on par|the same as|do(?:es)? not differ|no difference|matches the"
     r"|indistinguishable from|equally)\b", re.I)
-"""Words that claim equivalence."""
 
 VERDICT_WORDS = re.compile(
     r"\b(?:significant(?:ly)?|equivalent|confirm(?:s|ed)?|proves?|nearly (?:the same|equal)"
@@ -71,12 +58,10 @@ ASKS = re.compile(r"\b(?:asks?|ask(?:ed)? whether|tests? whether|whether|would|d
                   r"|a claim about|the papers? (?:reports?|claims?|finds?|says?)"
                   r"|the (?:quick|full|extended) profile)\b",
                   re.I)
-"""A sentence that says what a question asks, what the sample would detect, what a profile trains or
-what a paper reports claims nothing of its own."""
+"""What a question asks, a sample would detect, a profile trains or a paper reports: no claim."""
 
 LEAD_IN = re.compile(r"(?:What|Why|How|Where|When|Which|Who|Whether)\b")
-"""A bold lead-in that names a topic ("What the full profile leaves out, and why.") claims
-nothing."""
+"""A bold lead-in naming a topic ("What the full profile leaves out, and why.") claims nothing."""
 
 _ROLE = re.compile(r"\{glue(?::\w*)?\}`([^`]+)`")
 _MATH = re.compile(r"\$\$.*?\$\$|\$[^$\n]*\$", re.S)
@@ -86,13 +71,8 @@ _BOLD = re.compile(r"\*\*(.+?)\*\*", re.S)
 _HEADING = re.compile(r"^(#{1,6})\s+(.*)$")
 _ITEM = re.compile(r"^\s*(?:[-*+]|\d+\.)\s+")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z(*\"“])")
-STATED = ("above", "below", "equivalent")
-
-
-def allowed(side: str) -> set[str]:
-    """The kinds of words (``"direction"``, ``"equivalence"``) an answer with ``side`` allows."""
-    kinds = {"above": "direction", "below": "direction", "equivalent": "equivalence"}
-    return {kinds[side]} if side in kinds else set()
+ALLOWS = {"above": {"direction"}, "below": {"direction"}, "equivalent": {"equivalence"}}
+"""The kinds of words an answer's ``side`` allows (any other side, an undecided answer: none)."""
 
 
 def answers_from_glue(glued: dict) -> tuple[dict, list[str]]:
@@ -109,14 +89,11 @@ def answers_from_glue(glued: dict) -> tuple[dict, list[str]]:
         if name.startswith("q_") and name.endswith(".side") and value is not None:
             key = name[2:-len(".side")]
             answers[key] = {"side": text(value), "verdict": text(glued.get(f"q_{key}.verdict", "''"))}
-    order: list[str] = []
-    study = glued.get("study")
-    if study:
-        try:
-            record = ast.literal_eval(study)
-            order = list(record.get("questions", [])) if isinstance(record, dict) else []
-        except (ValueError, SyntaxError):
-            order = []
+    try:
+        record = ast.literal_eval(glued.get("study") or "{}")
+    except (ValueError, SyntaxError):
+        record = {}
+    order = list(record.get("questions", [])) if isinstance(record, dict) else []
     return answers, order
 
 
@@ -147,8 +124,7 @@ def _blocks(lines):
 
 
 def _cited(text: str, answers: dict, order: list[str]) -> list[str]:
-    """The question keys a text cites: ``Qn`` (by the study's order) and glued ``q_<key>...``
-    roles."""
+    """The question keys a text cites: ``Qn`` (by the study's order) and glued ``q_<key>...``."""
     keys = []
     for m in _Q.finditer(_ROLE.sub(" ", text)):
         first, last = int(m.group(1)), int(m.group(2) or m.group(1))
@@ -170,30 +146,21 @@ def _words(text: str) -> str:
     return _CODE.sub(" ", _MATH.sub(" ", _ROLE.sub(" ", text))).replace("*", "")
 
 
-def _labels(keys, answers, questions) -> list[str]:
-    """The direction labels of undecided questions ("more directions"): claims when their answer is
-    not."""
-    return [label.lower() for key in keys for label in (questions or {}).get(key, {}).values()
-            if label and answers[key]["side"] not in STATED]
-
-
-def claim_problems(markdown: list[str], answers: dict, order: list[str],
-                   questions: dict | None = None) -> list[str]:
+def claim_problems(markdown: list[str], answers: dict, order: list[str]) -> list[str]:
     """What the prose of ``markdown`` (a chapter's Markdown cells) claims beyond its ``answers``
-    (``{key: {"side", "verdict"}}``), with ``order`` the study's question keys (``Q1`` first) and
-    ``questions`` their own direction words (``{key: {"above": label, "below": label}}``)."""
+    (``{key: {"side", "verdict"}}``), with ``order`` the study's question keys (``Q1`` first)."""
     out = []
     lines = [line for cell in markdown for line in prose_lines(cell)]
     for heading, blocks in _blocks(lines):
         section_keys = [k for b in blocks for k in _cited(b, answers, order)]
-        undecided_section = [k for k in section_keys if answers[k]["side"] not in STATED]
+        undecided_section = [k for k in section_keys if answers[k]["side"] not in ALLOWS]
         if heading and undecided_section and (DIRECTION.search(_words(heading))
                                               or EQUIVALENCE.search(_words(heading))):
             out.append(f"a heading claims over an undecided answer (q_{undecided_section[0]}: "
                        f"{answers[undecided_section[0]]['verdict']}): {heading[:100]!r}")
         for block in blocks:
             keys = _cited(block, answers, order)
-            undecided = [k for k in keys if answers[k]["side"] not in STATED]
+            undecided = [k for k in keys if answers[k]["side"] not in ALLOWS]
             if undecided:
                 for bold in _BOLD.findall(block):
                     words = _words(bold)
@@ -205,11 +172,11 @@ def claim_problems(markdown: list[str], answers: dict, order: list[str],
                         out.append(f"a bold claim over an undecided answer (q_{k}: {answers[k]['verdict']}): "
                                    f"{bold[:80]!r}")
             for sentence in _SENTENCE.split(block):
-                out += _sentence_problems(sentence, answers, order, questions)
+                out += _sentence_problems(sentence, answers, order)
     return out
 
 
-def _sentence_problems(sentence: str, answers, order, questions) -> list[str]:
+def _sentence_problems(sentence: str, answers, order) -> list[str]:
     out = []
     keys = _cited(sentence, answers, order)
     if not keys:
@@ -224,18 +191,13 @@ def _sentence_problems(sentence: str, answers, order, questions) -> list[str]:
         words = _words(clause)
         if ASKS.search(words):
             continue
-        may = set().union(*(allowed(answers[k]["side"]) for k in ks))
+        may = set().union(*(ALLOWS.get(answers[k]["side"], set()) for k in ks))
         found = [(kind, m.group(0)) for kind, pattern in (("direction", DIRECTION), ("equivalence", EQUIVALENCE))
                  for m in [pattern.search(words)] if m and kind not in may]
         for kind, word in found:
             out.append(f"{kind} words ({word!r}) beside "
                        + ", ".join(f"q_{k}: {answers[k]['verdict']}" for k in ks)
                        + f" (the answer allows {' or '.join(sorted(may)) or 'no claim'}): {_show(clause)!r}")
-        low = words.lower()
-        label = next((lab for lab in _labels(ks, answers, questions) if lab in low), None)
-        if label and not may and not found:
-            out.append(f"the question's own direction words ({label!r}) beside an undecided answer: "
-                       f"{_show(clause)!r}")
     return out
 
 

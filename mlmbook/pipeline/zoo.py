@@ -1,16 +1,8 @@
-r"""The book's model plan: every toy model a chapter loads, named once, trained up front by the build.
+"""The book's model plan: every toy model a chapter loads, named once, trained up front by the build.
 
-Each model a chapter needs is a :class:`~mlmbook.models.job.Job` (a grammar with its knob settings,
-a :class:`~mlmbook.models.train.TrainConfig`, a seed and a kind) listed by that chapter's function
-in :data:`CHAPTER_MODELS`; the build (:mod:`mlmbook.pipeline.prepare`) trains them before the
-chapter starts, and the chapter finds one by its name:
-
->>> from mlmbook.models import load_mlm
->>> from mlmbook.pipeline import zoo
->>> lm = load_mlm(zoo.find(1, "quick", "selection 1"))   # doctest: +SKIP
-
-Add a chapter's models in its own function below (one function per chapter, each edited by
-that chapter alone) and keep its names stable: a name is how the chapter finds its model.
+Each is a :class:`~mlmbook.models.job.Job` its chapter's function (:data:`CHAPTER_MODELS`) lists
+beside the default MLM and the ladders (``prepare.NEEDS``); the chapter finds one by its stable
+name, ``load_mlm(zoo.find(1, "quick", "selection 1"))``.
 """
 from __future__ import annotations
 
@@ -26,33 +18,19 @@ __all__ = ["Job", "CHAPTER_MODELS", "needed", "find", "chapter_models", "ch4_arm
            "ch4_budget"]
 
 
-# Each returns the chapter's models *besides* the default MLM and the ladders that
-# mlmbook.pipeline.prepare already lists (prepare.NEEDS).
-
 def _rung(profile: str, width: int) -> TrainConfig:
     """The configuration of the ladder's rung of ``width`` trained on all the data."""
     return next(r.config for r in ladder.rungs(profile) if r.hidden == width and r.fraction == 1.0)
 
 
 CONTROL_FITTED_STEPS = with_fallbacks({"quick": 1000, "full": 4000})
-"""Training steps of chapter 1's ``"control fitted"`` model (the knob models' width, longer
-training)."""
+"""Training steps of chapter 1's ``"control fitted"`` model (the knob models' width)."""
 
 
 def chapter1(profile: str) -> list[Job]:
-    """Chapter 1's knob and control models, all of the ladder's largest small size (hidden 64, 1,500
-    steps in the full profile; hidden 32, 400 steps in the quick one), seed 0:
-
-    * ``"selection <s>"`` for s in 0, 0.5, 1: the toy language with the ``selection`` knob
-      (:mod:`mlmbook.toy.knobs`); ``"selection 1"`` *is* that ladder rung, and the random-mask
-      baseline of the cloze model;
-    * ``"control"``: the tree-structured MRF world (:mod:`mlmbook.toy.treemrf`) (its single-site KL
-      to its world, 0.61 nats in the full profile, is eight times the default model's);
-    * ``"control fitted"``: the same world and width trained for :data:`CONTROL_FITTED_STEPS` steps,
-      to a fit nearer the default model's (full profile: KL 0.32 nats, measured);
-    * ``"cloze nsubj"``: the toy language with cloze-like masks, only subjects masked
-      (``mask_only=("nsubj",)``), for as many steps as the baseline.
-    """
+    """Chapter 1's knob and control models at the ladder's largest small rung, seed 0: ``"selection
+    <s>"`` for s in 0, 0.5, 1 (``"selection 1"`` *is* the rung); ``"control"`` and ``"control
+    fitted"`` (more steps), the tree-MRF world; ``"cloze nsubj"``, only subjects masked."""
     widest = max(ladder.LADDERS[profile]["sizes"])
     base = next(r for r in ladder.rungs(profile) if r.hidden == widest).config
     jobs = [Job("toy" if s == 1 else f"toy[selection={s:g}]", None, base, 0, name=f"selection {s:g}")
@@ -65,46 +43,33 @@ def chapter1(profile: str) -> list[Job]:
 
 
 SMOOTHING = with_fallbacks({"quick": (0.1,), "full": (0.01, 0.1)})
-"""Chapter 2's settings of the ``smoothing`` knob (:mod:`mlmbook.toy.knobs`) with a trained MLM;
-the setting 0 is the ladder's rung of the same size (:func:`chapter2`)."""
+"""Chapter 2's settings of the ``smoothing`` knob with a trained MLM (0 is the ladder's rung)."""
 
 
 def chapter2(profile: str) -> list[Job]:
-    """Chapter 2's soft-zeros models: one MLM per setting ε of :data:`SMOOTHING`, named
-    ``"smoothing <ε>"``, with exactly the configuration of the ladder's smallest size, so that the
-    ladder's rung of that size (seed 0) is the model at ε = 0 and the knob is the only difference.
-    """
+    """Chapter 2's soft-zeros models, ``"smoothing <ε>"`` for each ε of :data:`SMOOTHING`, with the
+    configuration of the ladder's smallest rung (seed 0), which is the model at ε = 0."""
     config = ladder.rungs(profile)[0].config
     return [Job(f"toy[smoothing={eps:g}]", None, config, 0, name=f"smoothing {eps:g}") for eps in SMOOTHING[profile]]
 
 
 CH3_NOISE = (0.0, 0.1, 0.3)
-"""Chapter 3's noise knob: shares of training words replaced by a random word
-(``TrainConfig(noise=...)``)."""
+"""Chapter 3's noise knob: shares of training words replaced by a random word (``noise=``)."""
 
 CH3_SPAN = with_fallbacks({"quick": 16, "full": 64})
-"""Width of chapter 3's span models and their token-masked twins, per profile: the ladder's rung
-that the book trains with several seeds anyway (chapter 4's MLM/MAE-LM pair; in the quick profile
-the ladder's seed rungs), so that the twins cost no training of their own."""
+"""Width of chapter 3's span models and their token-masked twins, per profile: a ladder rung the
+book trains with several seeds anyway, so that the twins cost no training of their own."""
 
 CH3_SEEDS = {"quick": (0, 1, 2), "full": tuple(range(6)), "extended": tuple(range(6))}
 CH3_SEEDS[PILOT] = tuple(range(5))  # the pilot: five seeds for the planning SD
-"""Training seeds of chapter 3's span models and twins, per profile (the span ensemble is a claim
-about a recipe: the full and extended profiles train six, 1.2x the five seeds its questions need;
-the full profile's twins are chapter 4's six MLMs of the pair, so only the span models are new)."""
+"""Training seeds of chapter 3's span models and twins, per profile."""
 
 
 def chapter3(profile: str) -> list[Job]:
-    """Chapter 3's span models, their token-masked twins and its noise knob.
-
-    ``"span s<k>"`` for each seed of :data:`CH3_SEEDS`: an MLM trained with span masking
-    (``span=3.0``: geometric runs of mean length 3 covering the same 15 % of tokens) — the infilling
-    objective of the paper's T5/UL2 models — with exactly the configuration and seed of ``"twin
-    s<k>"``, the token-masked model it is compared with (the ladder's rung of width
-    :data:`CH3_SPAN`), so that the masking is the only difference. ``"noise <η>"``: an MLM of the
-    ladder's middle rung trained on a noisier language, each word replaced by a random one with
-    probability η; ``"noise 0"`` *is* that rung.
-    """
+    """Chapter 3's models: for each seed of :data:`CH3_SEEDS`, ``"span s<k>"``, trained with span
+    masking (``span=3.0``: geometric runs of mean length 3 covering the same 15 % of tokens), and
+    its token-masked ``"twin s<k>"`` (the rung of width :data:`CH3_SPAN`); ``"noise <η>"``, the
+    middle rung, each word replaced by a random one with probability η (``"noise 0"`` *is* it)."""
     pair = _rung(profile, CH3_SPAN[profile])
     jobs = []
     for seed in CH3_SEEDS[profile]:
@@ -119,44 +84,26 @@ CH4_KNOB = with_fallbacks({
     "quick": dict(rate=0.45, fit_steps=330, deep_layers=3),
     "full": dict(rate=0.45, fit_steps=1250, deep_layers=3),
 })
-"""Chapter 4's knob and controls, per profile, all at the width of the chapter's MLM/MAE-LM pair
-(the ladder's hidden-64 rung in the full profile, its smallest seeded rung, hidden 16, in the quick
-one), the width where the paper's effect is claimed: the second selection rate of the
-``[MASK]``-share knob (the first, 0.15 with the 80/10/10 split, *is* the pair), the steps of the
-fit-matched MLM (trained shorter, to MAE-LM's fit: the full profile's MLM at 1,250 steps ends at a
-held-out loss of 2.26 nats, seed 0, where MAE-LM ends at 2.23–2.30 after 1,500), and the layers of
-the depth-matched MLM (MAE-LM's encoder and decoder together)."""
-
+"""Chapter 4's knob and controls, per profile: the second selection rate of the ``[MASK]``-share
+knob (the first, 0.15, *is* the pair), the steps of the fit-matched MLM (trained shorter, to
+MAE-LM's fit) and the layers of the depth-matched MLM (MAE-LM's encoder and decoder together)."""
 
 CH4_SEEDS = {"quick": 3, "full": 6, "extended": 37}
 CH4_SEEDS[PILOT] = 5  # the pilot: five seeds for the planning SD
-"""Pretraining seeds of chapter 4's pair, per profile (the seed is the unit of its questions; the
-controls and the knob may train fewer, :data:`CH4_ARMS`). The extended profile trains what its
-questions need at 80 % power (``results/plans/04_deficiency.json``): the knob's 37 seeds need the
-pair at 37 (the knob is compared seed by seed with the pair)."""
+"""Pretraining seeds of chapter 4's pair, per profile; the extended profile's, what its questions
+need at 80 % power (``results/plans/04_deficiency.json``)."""
 
 CH4_ARMS = {"full": dict(fit=3, deep=3, knob=3)}
 """Seeds of chapter 4's controls and knob where a profile trains fewer than the pair's
-(:data:`CH4_SEEDS`); every other profile trains all of them at every seed of the pair.
-
-The full profile's budget (20 minutes from an empty cache on 2 cores, :func:`ch4_budget`) trains
-the pair at six seeds (its MLMs are chapter 3's token-masked twins) and the controls and the knob at
-three."""
+(:data:`CH4_SEEDS`), to fit its budget (:func:`ch4_budget`); elsewhere, every seed of the pair."""
 
 
 def chapter4(profile: str) -> list[Job]:
-    """Chapter 4's models, all at the width of its MLM/MAE-LM pair (:data:`CH4_KNOB`), at the seeds
-    of :data:`CH4_SEEDS` (the controls and the knob at those of :func:`ch4_arm_seeds`):
-
-    * ``"default <kind> s<seed>"``: the pair, an MLM and an MAE-LM (``kind`` ``mlm`` / ``maelm``)
-      from the same initial weights — the ladder's rung of the pair's width;
-    * ``"knob <kind> r<rate> s<seed>"``: the pair's configuration at the knob's second selection
-      rate (80/10/10 split: a ``[MASK]`` share of 0.8 r of the input);
-    * ``"fit mlm s<seed>"``: the MLM trained for ``fit_steps`` instead of the pair's steps, to
-      MAE-LM's fit;
-    * ``"deep mlm s<seed>"``: the MLM with ``deep_layers`` layers, as deep as MAE-LM's encoder and
-      decoder.
-    """
+    """Chapter 4's models at the width of its MLM/MAE-LM pair, seeds :data:`CH4_SEEDS` (controls and
+    knob: :func:`ch4_arm_seeds`), settings :data:`CH4_KNOB`: ``"default <kind> s<seed>"``, the pair
+    (``mlm`` / ``maelm``, same initial weights), the ladder's rung of that width; ``"knob <kind>
+    r<rate> s<seed>"``, the pair at the knob's rate (80/10/10 split: a ``[MASK]`` share of 0.8 r);
+    ``"fit mlm s<seed>"`` and ``"deep mlm s<seed>"``, the fit- and depth-matched MLMs."""
     k = CH4_KNOB[profile]
     width = 64 if FALLBACK.get(profile, profile) == "full" else ladder.LADDERS[profile]["sizes"][0]
     pair = _rung(profile, width)
@@ -178,18 +125,15 @@ def chapter4(profile: str) -> list[Job]:
 
 
 def ch4_arm_seeds(profile: str) -> dict:
-    """Seeds (0, 1, ...) of each of chapter 4's arms in ``profile``: ``{"fit": n, "deep": n, "knob":
-    n}`` (:data:`CH4_ARMS`; an arm the profile does not declare trains every seed of the pair)."""
+    """Seeds of each of chapter 4's arms in ``profile``, ``{"fit": n, "deep": n, "knob": n}``."""
     n = CH4_SEEDS[profile]
     return {arm: min(n, CH4_ARMS.get(profile, {}).get(arm, n)) for arm in ("fit", "deep", "knob")}
 
 
 def ch4_budget(profile: str = "full") -> dict:
-    """What chapter 4 trains in ``profile`` and what one seed of each arm costs its build, in
-    core-seconds as :func:`estimated_seconds` plans them: ``full_pair_seeds``, ``full_arm_seeds``
-    (the fewest of :func:`ch4_arm_seeds`), ``full_pair_seed_cost`` (the MLM and MAE-LM of one seed)
-    and ``full_controls_seed_cost`` (the fit- and depth-matched MLMs and the knob's pair of one
-    seed)."""
+    """What chapter 4 trains in ``profile`` and what one seed costs its build in core-seconds
+    (:func:`estimated_seconds`): ``full_pair_seeds``, ``full_arm_seeds`` (the fewest arm's),
+    ``full_pair_seed_cost`` (the pair) and ``full_controls_seed_cost`` (the controls and knob)."""
     jobs = {j.name.rsplit(" s", 1)[0]: j for j in chapter4(profile) if j.name.endswith(" s0")}
     cost = {name: estimated_seconds([job]) for name, job in jobs.items()}
     pair = cost["default mlm"] + cost["default maelm"]
@@ -198,9 +142,8 @@ def ch4_budget(profile: str = "full") -> dict:
 
 
 def chapter5(profile: str) -> list[Job]:
-    """Chapter 5's topic-world MLMs: the plateau model, ``"plateau"``, and a ladder of MLMs behind
-    the wall, ``"wall h<hidden> s<steps>"`` (the rung with the plateau's configuration is the
-    chapter's default), derived from the topic preset by width and steps only."""
+    """Chapter 5's topic-world MLMs, ``"plateau"`` and a ladder behind the wall, ``"wall h<hidden>
+    s<steps>"``, derived from the topic preset by width and steps only."""
     base = PRESETS[preset_for("toy_topic", profile)]
 
     def cfg(hidden: int, steps: int) -> TrainConfig:
@@ -220,26 +163,21 @@ def chapter5(profile: str) -> list[Job]:
 
 CH6_SEEDS = {"quick": (0, 1, 2), "full": tuple(range(5)), "extended": tuple(range(42))}
 CH6_SEEDS[PILOT] = tuple(range(5))  # the pilot: five seeds for the planning SD
-"""Training seeds of chapter 6's two recipes (BERT's fixed 15 % and a uniform mask ratio), per
-profile."""
+"""Training seeds of chapter 6's recipes (BERT's fixed 15 %, a uniform mask ratio), per profile."""
 
 
 def chapter6(profile: str) -> list[Job]:
-    """Chapter 6's training knob: for each seed of :data:`CH6_SEEDS`, ``"bert s<k>"``, the ladder's
-    rung of width :data:`CH3_SPAN` (BERT's fixed 15 %; chapter 3's twins), and ``"diffusion s<k>"``,
-    the same with a mask ratio drawn from U(0, 1) per sentence (``mask_ratio="uniform"``)."""
+    """Chapter 6's training knob, for each seed of :data:`CH6_SEEDS`: ``"bert s<k>"``, chapter 3's
+    twin (BERT's fixed 15 %), and ``"diffusion s<k>"``, its mask ratio U(0, 1) per sentence."""
     pair = _rung(profile, CH3_SPAN[profile])
-    jobs = []
-    for seed in CH6_SEEDS[profile]:
-        jobs += [Job("toy", None, pair, seed, name=f"bert s{seed}"),
-                 Job("toy", None, replace(pair, mask_ratio="uniform", checkpoints=()), seed,
-                     name=f"diffusion s{seed}")]
-    return jobs
+    diffusion = replace(pair, mask_ratio="uniform", checkpoints=())
+    return [job for seed in CH6_SEEDS[profile]
+            for job in (Job("toy", None, pair, seed, name=f"bert s{seed}"),
+                        Job("toy", None, diffusion, seed, name=f"diffusion s{seed}"))]
 
 
 SEED_TABLES = {3: ("CH3_SEEDS",), 4: ("CH4_SEEDS",), 6: ("CH6_SEEDS",)}
-"""Per chapter, the tables of training seeds (per profile) its recipe questions are measured
-over."""
+"""Per chapter, the tables of training seeds (per profile) its recipe questions are measured on."""
 
 CHAPTER_MODELS: dict[int, Callable[[str], list[Job]]] = {
     1: chapter1, 2: chapter2, 3: chapter3, 4: chapter4, 5: chapter5, 6: chapter6}
@@ -248,8 +186,7 @@ CHAPTER_MODELS: dict[int, Callable[[str], list[Job]]] = {
 
 def chapter_models(chapter: int, profile: str) -> list[Job]:
     """The knob/control models of one chapter in ``profile``, each at its seed plus the profile's
-    :func:`~mlmbook.profiles.seed_offset` (the pilot's models are none of the references'; a model
-    keeps its name, e.g. ``"span s0"``, and its description gives the seed it is trained at)."""
+    :func:`~mlmbook.profiles.seed_offset` (a model keeps its name, e.g. ``"span s0"``)."""
     offset = seed_offset(profile)
     return [replace(j, seed=j.seed + offset) for j in CHAPTER_MODELS.get(int(chapter), lambda p: [])(profile)]
 

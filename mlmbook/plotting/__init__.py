@@ -1,33 +1,24 @@
 r"""One figure style for the book, sized to the page's column: arcs, heatmaps, distributions.
 
-The rule every chapter follows
-------------------------------
-The site's text column is :data:`COLUMN_PX` = 672 px wide at a 1280-px window. A figure is
-shown at its own width or scaled *down* to the column, so what a reader sees of a font of
-``s`` points in a figure ``w`` inches wide is
-
-.. math:: s \cdot \frac{\mathrm{dpi}}{72} \cdot \min\Big(1, \frac{672}{w \cdot \mathrm{dpi}}\Big) \text{ px},
-
-and a 13-inch figure shows its 9-pt tick labels at 6 px. Hence:
+The rule every chapter follows. The site's text column is :data:`COLUMN_PX` = 672 px wide at a
+1280-px window; a figure ``w`` inches wide is shown at its own width or scaled *down* to the column,
+so a reader sees a font of ``s`` points at
+:math:`s \cdot \frac{\mathrm{dpi}}{72} \cdot \min\Big(1, \frac{672}{w \cdot \mathrm{dpi}}\Big)` px
+(a 13-inch figure shows its 9-pt tick labels at 6 px). Hence:
 
 1. **Width at most** :data:`COLUMN_IN` (6.8 in): use :func:`figure` (``plotting.figure(ncols=2)``)
-   or ``figsize=(plotting.column_width(), h)``. Never wider: the browser would shrink it.
+   or ``figsize=(plotting.column_width(), h)``.
 2. **At most two panels per row** (:data:`MAX_PANELS_PER_ROW`): stack more panels in rows.
-3. **No text below 9 pt** (:data:`MIN_FONT_PT`): ticks and legends get 9 pt from :func:`use_style`;
-   do not pass ``fontsize`` < 9 (8 pt only for dense cell numbers of a full-width heatmap).
-4. **Log axes read in plain numbers**: :func:`use_style` labels log ticks ``0.001, 0.01, 0.1, 1``
-   (:class:`LogTicks`; ``1e-6`` beyond :data:`LOG_DECIMALS` decades), not ``$10^{-3}$``, whose
-   exponent matplotlib draws at 0.7 of the tick size (6.3 pt: 8.6 px, where "10⁻²" reads "10⁻⁷").
-5. **Legends never over data**: :func:`place_legend` puts a legend where it covers no plotted
-   point (inside the axes if a corner is free, else outside them).
-6. Every figure reaches the page through the book's PNG formatter (:func:`figure_png`, installed
-   by :func:`use_style`): drawn at :data:`PNG_DPI`, shown at :data:`DISPLAY_DPI`, with a record
-   (:mod:`.record`) from which ``python -m mlmbook check-site`` fails a figure whose smallest text
-   is under :data:`MIN_TEXT_PX` (10 px) on the page (:func:`rendered_text_px`), or whose legend or
-   point labels cover data.
+3. **No text below 9 pt** (:data:`MIN_FONT_PT`; 8 pt only for dense cell numbers of a full-width
+   heatmap): :func:`use_style` gives ticks and legends 9 pt.
+4. **Log axes read in plain numbers** (:class:`LogTicks`, set by :func:`use_style`): ``0.001``, not
+   ``$10^{-3}$``, whose exponent matplotlib draws at 0.7 of the tick size (6.3 pt).
+5. **Legends never over data**: :func:`place_legend` puts a legend where it covers no point.
+6. Every figure reaches the page through :func:`figure_png` (installed by :func:`use_style`), whose
+   record (:mod:`.record`) lets ``python -m mlmbook check-site`` fail text under
+   :data:`MIN_TEXT_PX` (10 px on the page) and legends or point labels over data.
 
-Statistical figures use seaborn; every drawing function here works on a matplotlib ``Axes``
-(created if not given) and returns it, so chapters compose figures with :func:`figure`.
+Drawing functions work on a matplotlib ``Axes`` (created if not given) and return it.
 """
 from __future__ import annotations
 
@@ -45,17 +36,14 @@ from matplotlib.ticker import LogFormatter
 from .record import (
     DISPLAY_DPI,
     PNG_DPI,
-    box_overlaps,
     figure_png,
     legend_overlaps,
-    png_record,
-    rendered_text_px,
 )
 
-__all__ = ["use_style", "figure", "column_width", "figure_png", "png_record", "rendered_text_px",
-           "legend_overlaps", "place_legend", "place_labels", "LogTicks", "LOG_DECIMALS",
-           "log_tick_text", "arcs", "heatmap", "distribution_bars", "regime_map", "RegimeStyle",
-           "PALETTE", "COLUMN_IN", "COLUMN_PX", "MIN_FONT_PT", "MIN_TEXT_PX", "MAX_PANELS_PER_ROW"]
+__all__ = ["use_style", "figure", "column_width", "figure_png", "legend_overlaps", "place_legend",
+           "legend_above", "errorbars", "place_labels", "LogTicks", "LOG_DECIMALS", "log_tick_text",
+           "arcs", "heatmap", "distribution_bars", "regime_map", "RegimeStyle", "PALETTE",
+           "COLUMN_IN", "COLUMN_PX", "MIN_FONT_PT", "MIN_TEXT_PX", "MAX_PANELS_PER_ROW"]
 
 PALETTE = {"gold": "#3a3a3a", "hit": "#1b9e77", "miss": "#d95f02", "extra": "#7570b3",
            "truth": "#3a3a3a", "mlm": "#1f78b4", "alt": "#e6ab02", "muted": "#bbbbbb"}
@@ -75,14 +63,14 @@ def column_width() -> float:
 
 
 def use_style():
-    """The book's figure style (call once at the top of a chapter).
+    """The book's figure style (call once at the top of a chapter): seaborn's ``whitegrid`` and
+    ``colorblind``, the book's sizes, and :func:`figure_png` as a notebook's PNG formatter."""
+    try:
+        from IPython import get_ipython
 
-    seaborn's ``whitegrid`` theme and ``colorblind`` palette, then the book's sizes: figures
-    :data:`COLUMN_IN` wide, text 10 pt, ticks and legends 9 pt, titles 10.5 pt, no legend frame,
-    top and right spines removed. Inside a notebook it also installs the book's PNG formatter
-    (:func:`figure_png`), which records the smallest font of every figure for the site check.
-    """
-    ip = _ipython()
+        ip = get_ipython()        # a kernel's shell, or None
+    except ImportError:
+        ip = None
     if ip is not None:
         plt.close(plt.figure())  # the inline backend loads now, not over these settings later
     sns.set_theme(context="notebook", style="whitegrid", palette="colorblind")
@@ -97,25 +85,12 @@ def use_style():
     })
     register_scale(_BookLogScale)             # every log axis: plain-number ticks (LogTicks)
     if ip is not None:
-        _install_formatter(ip)
+        from matplotlib.figure import Figure
 
-
-def _ipython():
-    """The running IPython shell (a kernel), or None."""
-    try:
-        from IPython import get_ipython
-    except ImportError:
-        return None
-    return get_ipython()
-
-
-def _install_formatter(ip) -> None:
-    from matplotlib.figure import Figure
-
-    formatters = ip.display_formatter.formatters
-    for mime in ("image/svg+xml", "image/jpeg", "application/pdf"):
-        formatters[mime].pop(Figure, None)        # one image per figure: the recorded PNG
-    formatters["image/png"].for_type(Figure, _png_output)
+        formatters = ip.display_formatter.formatters
+        for mime in ("image/svg+xml", "image/jpeg", "application/pdf"):
+            formatters[mime].pop(Figure, None)        # one image per figure: the recorded PNG
+        formatters["image/png"].for_type(Figure, _png_output)
 
 
 def _png_output(fig):
@@ -148,8 +123,7 @@ def log_tick_text(x: float) -> str:
 
 
 class _BookLogScale(LogScale):
-    """matplotlib's log scale with :class:`LogTicks` labels (registered as ``"log"`` by
-    :func:`use_style`)."""
+    """matplotlib's log scale with :class:`LogTicks` labels (registered by :func:`use_style`)."""
 
     name = "log"
 
@@ -165,7 +139,18 @@ class _BookLogScale(LogScale):
 
 LEGEND_SPOTS = ("upper right", "upper left", "lower right", "lower left", "center right",
                 "center left", "upper center", "lower center")
-"""Where :func:`place_legend` tries a legend inside the axes, in this order."""
+
+
+def errorbars(ax, x, intervals, **style):
+    """Points at the intervals' estimates with their ``(estimate, low, high)`` as error bars."""
+    e, lo, hi = (np.array(v, dtype=float) for v in zip(*intervals))
+    return ax.errorbar(x, e, yerr=[e - lo, hi - e], capsize=3, **style)
+
+
+def legend_above(fig, ax, ncol: int):
+    """One legend for the whole figure, in a row above its panels (never over data)."""
+    handles, labels = ax.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside upper center", ncol=ncol, frameon=False)
 
 
 def place_legend(ax, *args, spots=LEGEND_SPOTS, outside: str = "right", **kw):
@@ -202,31 +187,15 @@ LABEL_PAD = 3                               # clear space kept around a label, i
 
 
 def place_labels(ax, points, names, **kw) -> list:
-    """Label each point of ``ax`` beside it where the label covers no data, error bar or other
-    label.
-
-    For each point, tries offsets in eight directions at growing distances (a thin leader line
-    from :data:`LEADER_FROM` on) and keeps the first whose box covers nothing (:func:`box_overlaps`,
-    what the PNG's record counts), else the one covering least. Call it after everything is
-    plotted and the limits are set.
-
-    Parameters
-    ----------
-    ax : Axes
-    points : sequence of (x, y)
-        Data coordinates of the labelled points.
-    names : sequence of str
-    **kw
-        Passed to ``ax.annotate`` (``fontsize``, ``color``); ``color`` may be a list, one per point.
-
-    Returns
-    -------
-    list of Annotation
+    """Label each of ``points`` (data coordinates) of ``ax`` with its ``names`` entry beside it,
+    where the label covers no data, error bar or other label (:func:`box_overlaps`, what the PNG's
+    record counts; else where it covers least); returns the Annotations. Call it after everything is
+    plotted and the limits are set. ``kw`` goes to ``ax.annotate`` (``color`` may be a list).
     """
     from matplotlib.text import Text
     from matplotlib.transforms import Bbox
 
-    from .record import _data_points, _renderer
+    from .record import _data_points, _renderer, box_overlaps
 
     fig = ax.figure
     fig.draw_without_rendering()
@@ -267,8 +236,7 @@ def place_labels(ax, points, names, **kw) -> list:
 
 
 def figure(nrows: int = 1, ncols: int = 1, height: float | None = None, **kw):
-    """A figure of the column's width with ``nrows`` × ``ncols`` panels (``plt.subplots``
-    arguments).
+    """A figure of the column's width with ``nrows`` × ``ncols`` panels (``plt.subplots``).
 
     Parameters
     ----------
@@ -292,8 +260,6 @@ def figure(nrows: int = 1, ncols: int = 1, height: float | None = None, **kw):
     kw.setdefault("layout", "constrained")
     return plt.subplots(nrows, ncols, figsize=(COLUMN_IN, height), **kw)
 
-
-# --------------------------------------------------------------------------- drawings
 
 def _axes(ax, size=(COLUMN_IN, 2.4)):
     if ax is None:
@@ -378,9 +344,8 @@ def distribution_bars(dists: dict, vocab, top: int = 12, ax=None, title=None):
 
 @dataclass(frozen=True)
 class RegimeStyle:
-    """The marks of one method in :func:`regime_map`: legend ``label`` and ``color``, y-axis
-    ``ylabel``, rung ``names`` written next to the points, and a dashed reference line at the
-    truth's own value ``truth`` (legend ``truth_label``)."""
+    """The marks of one method in :func:`regime_map`: legend ``label``, ``color``, ``ylabel``, rung
+    ``names`` by the points, a dashed line at ``truth`` (legend ``truth_label``)."""
 
     label: str | None = None
     color: str | None = None
@@ -409,16 +374,15 @@ def regime_map(kl, value, lo=None, hi=None, *, ax=None, style: RegimeStyle = Reg
     err = None
     if lo is not None and hi is not None:
         err = np.vstack([value - np.asarray(lo, float), np.asarray(hi, float) - value])[:, order]
-    s = style
-    ax.errorbar(kl[order], value[order], yerr=err, fmt="o-", capsize=3, label=s.label, color=s.color,
-                lw=1.2)
-    if s.truth is not None:
-        ax.axhline(s.truth, ls="--", color=PALETTE["truth"], lw=1, label=s.truth_label)
+    ax.errorbar(kl[order], value[order], yerr=err, fmt="o-", capsize=3, label=style.label,
+                color=style.color, lw=1.2)
+    if style.truth is not None:
+        ax.axhline(style.truth, ls="--", color=PALETTE["truth"], lw=1, label=style.truth_label)
     ax.set_xscale("log")
     ax.set_xlabel("mean single-site KL to the truth (nats, log scale)")
-    if s.ylabel:
-        ax.set_ylabel(s.ylabel)
+    if style.ylabel:
+        ax.set_ylabel(style.ylabel)
     ax.grid(True, which="both", alpha=0.2)
-    if s.names is not None:
-        place_labels(ax, list(zip(kl, value)), [str(n) for n in s.names], color="0.3")
+    if style.names is not None:
+        place_labels(ax, list(zip(kl, value)), [str(n) for n in style.names], color="0.3")
     return ax

@@ -1,31 +1,19 @@
 r"""What a figure records about itself when the book saves it, for the browser check to read.
 
 Every figure reaches the page through :func:`figure_png` (the book's PNG formatter in a notebook,
-:mod:`mlmbook.widgets` for explorers). While matplotlib draws it, the PNG's ``tEXt`` chunks record
-
-* ``mlmbook-min-font-pt`` — the smallest font size (points) of any text drawn;
-* ``mlmbook-min-tick-pt`` — the smallest *glyph* of any tick label (and axis offset text), mathtext
-  scripts included (``$10^{-2}$`` at 9 pt draws its exponent at 0.7 × 9 = 6.3 pt);
-* ``mlmbook-legend-over-data`` — how many plotted data points lie under a legend
-  (:func:`legend_overlaps`);
-* ``mlmbook-labels-over-data`` — how many point labels (``ax.annotate``) cover a data point, an
-  error bar or another label (:func:`label_overlaps`);
-* ``mlmbook-dpi`` and ``mlmbook-display-dpi`` — the resolution drawn and the one shown at.
-
-``python -m mlmbook check-site`` reads them with :func:`png_record`.
-
-What counts as data under a legend (display coordinates, inside the axes): the vertices of every
-line of the axes, reference lines across them (``axhline``) included, and points every 2 px along
-its segments when it has a line style (a legend over a curve hides it); scatter points; the
-segments of line collections (error bars); bars and other patches in data coordinates. Filled bands
-are not counted.
+:mod:`mlmbook.widgets` for explorers), whose ``tEXt`` chunks (read by :func:`png_record`) record
+``mlmbook-min-font-pt``, the smallest font (points) of any text drawn; ``mlmbook-min-tick-pt``, the
+smallest *glyph* of any tick label or axis offset text, mathtext scripts included (``$10^{-2}$`` at
+9 pt draws its exponent at 0.7 × 9 = 6.3 pt); ``mlmbook-legend-over-data``, how many plotted data
+points lie under a legend; ``mlmbook-labels-over-data``, how many point labels cover a data point,
+error bar or label; ``mlmbook-dpi`` and ``mlmbook-display-dpi``, the resolution drawn and shown at.
 """
 from __future__ import annotations
 
 import io
 import struct
 import zlib
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 
 import numpy as np
 
@@ -38,8 +26,6 @@ RECORD_KEYS = ("mlmbook-min-font-pt", "mlmbook-dpi", "mlmbook-display-dpi", "mlm
                "mlmbook-legend-over-data", "mlmbook-labels-over-data")
 SEGMENT_STEP_PX = 2.0    # spacing of the points sampled along a line's segments
 
-
-# --------------------------------------------------------------------------- text sizes
 
 _PARSER = None
 
@@ -100,8 +86,6 @@ def _recording_text(fig):
         Text.draw, Tick.draw = text_draw, tick_draw
 
 
-# --------------------------------------------------------------------------- legends over data
-
 def _renderer(fig):
     """The canvas's renderer; the figure's own where the canvas has none (pdf, svg)."""
     return getattr(fig.canvas, "get_renderer", fig._get_renderer)()
@@ -121,7 +105,9 @@ def _along(xy: np.ndarray, step: float = SEGMENT_STEP_PX) -> np.ndarray:
 
 
 def _data_points(ax) -> tuple[np.ndarray, list]:
-    """Display coordinates of what ``ax`` plots (see the module docstring), and its data patches."""
+    """Display coordinates of what ``ax`` plots inside it: every line's vertices (``axhline``
+    included) and points every 2 px along a styled line's segments, scatter points, error bar
+    segments; and its data patches (bars, other patches in data coordinates; not filled bands)."""
     from matplotlib.collections import LineCollection, PathCollection
 
     pts = []
@@ -150,8 +136,7 @@ def _data_points(ax) -> tuple[np.ndarray, list]:
 
 def legend_overlaps(fig, legends=None) -> int:
     """How many plotted data points (and data patches) of a laid-out ``fig`` lie under its
-    ``legends`` (default: every axes' legend and the figure's own), counted by :func:`box_overlaps`.
-    """
+    ``legends`` (default: every axes' and the figure's own), counted by :func:`box_overlaps`."""
     renderer = _renderer(fig)
     if legends is None:
         legends = [ax.get_legend() for ax in fig.axes] + list(fig.legends)
@@ -198,8 +183,6 @@ def label_overlaps(fig) -> int:
             count += box_overlaps(box, pts, patches, boxes[i + 1:], renderer)
     return count
 
-
-# --------------------------------------------------------------------------- the recorded PNG
 
 def figure_png(fig, dpi: int = PNG_DPI) -> tuple[bytes, int]:
     """The figure as the book shows it: a PNG at ``dpi`` carrying its record (the module
@@ -249,8 +232,7 @@ def png_record(data: bytes) -> dict:
     record (``min_font_pt``, ``dpi``, ``min_tick_pt``, ``legend_over_data``), where present."""
     if data[:8] != b"\x89PNG\r\n\x1a\n":
         return {}
-    out: dict = {}
-    out["width"], out["height"] = _png_size(data)
+    out = dict(zip(("width", "height"), _png_size(data)))
     at = 8
     while at + 8 <= len(data):
         length, kind = struct.unpack(">I4s", data[at:at + 8])
@@ -259,10 +241,8 @@ def png_record(data: bytes) -> dict:
             key, value = body.split(b"\0", 1)
             field = _FIELDS.get(key.decode("latin-1"))
             if field is not None:
-                try:
+                with suppress(ValueError):
                     out[field[0]] = field[1](value.decode("latin-1"))
-                except ValueError:
-                    pass
         elif kind == b"pHYs" and length == 9 and "dpi" not in out:
             ppm_x, _, unit = struct.unpack(">IIB", body)
             if unit == 1:

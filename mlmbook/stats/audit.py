@@ -22,7 +22,6 @@ re-derivation, an equivalence by every TOST. :func:`audit` walks a whole results
 from __future__ import annotations
 
 import math
-from collections import OrderedDict
 
 import numpy as np
 from scipy import stats as sps
@@ -48,21 +47,19 @@ def _units(rec) -> tuple[np.ndarray, np.ndarray]:
     labels = rec.get("units")
     if labels is None:
         return v, w
-    sums: "OrderedDict[object, list[float]]" = OrderedDict()
+    sums: dict[str, np.ndarray] = {}
     for label, a, b in zip(labels, v, w):
-        s = sums.setdefault(str(label), [0.0, 0.0])
-        s[0] += a
-        s[1] += b
-    return np.array([s[0] for s in sums.values()]), np.array([s[1] for s in sums.values()])
+        sums[str(label)] = sums.get(str(label), 0.0) + np.array([a, b])
+    return tuple(np.reshape(list(sums.values()), (-1, 2)).T)
 
 
-def _seed_rows(rec) -> "OrderedDict[str, dict]":
+def _seed_rows(rec) -> dict[str, dict]:
     """Each seed's own rows, as a record of their own (values, weights, units)."""
     v = np.asarray(rec["values"], float)
     w = np.ones_like(v) if rec.get("weights") is None else np.asarray(rec["weights"], float)
     seeds = [str(s) for s in rec["seeds"]]
-    out: "OrderedDict[str, dict]" = OrderedDict()
-    for k in OrderedDict.fromkeys(seeds):
+    out: dict[str, dict] = {}
+    for k in dict.fromkeys(seeds):
         rows = np.array([s == k for s in seeds])
         out[k] = {"values": v[rows].tolist(), "weights": w[rows].tolist(),
                   "units": None if rec.get("units") is None else [u for u, r in zip(rec["units"], rows) if r]}
@@ -148,15 +145,11 @@ def rederive(rec: dict) -> list[str]:
         se = float(per.std(ddof=1) / math.sqrt(n)) if n > 1 else float("nan")
         least_primary = 0.0 if n > 1 else 1.0
         own = {}                                            # each model's own (diff, p, least p)
-        if rec.get("seed_se"):
-            for k, e, s in zip(per_seed, per, rec["seed_se"]):
-                own[k] = (e - ref, float(2 * sps.norm.sf(abs(e - ref) / s)) if s > 0 else float(e == ref), 0.0)
-        else:
-            for k, sub in per_seed.items():
-                d, g = _units(sub)
-                e = d - ref * g
-                least = _least_sign_flip_p(e) if len(d) < SMALL else 0.0
-                own[k] = (d.sum() / g.sum() - ref, _t_p(e), least if len(d) > 1 else 1.0)
+        for k, sub in per_seed.items():
+            d, g = _units(sub)
+            e = d - ref * g
+            least = _least_sign_flip_p(e) if len(d) < SMALL else 0.0
+            own[k] = (d.sum() / g.sum() - ref, _t_p(e), least if len(d) > 1 else 1.0)
         least_second = max((x[2] for x in own.values()), default=1.0)
 
         def directions():

@@ -2,15 +2,13 @@ r"""Reading an interval: which side of a reference it lies on, and the effect it
 detected.
 
 :func:`side` is the reading every answer of :mod:`mlmbook.stats.study` uses: *above* when the
-interval's low end exceeds the reference (plus a tolerance), *below* when its high end is under it,
-*equivalent* when it lies inside :math:`\pm\delta` (the effect of interest: :func:`within`; a TOST
-at :math:`\alpha'` reads the interval at :math:`1 - 2\alpha'` this way), *indistinguishable*
-otherwise, *undefined* without a value. :func:`detectable_effect` is the smallest true difference a
-test at the interval's level finds with 80 % power,
+interval's low end exceeds the reference, *below* when its high end is under it,
+*indistinguishable* otherwise, *undefined* without a value; *equivalent* when its interval at
+:math:`1 - 2\alpha'` (a TOST at :math:`\alpha'`) lies inside :math:`\pm\delta`, the effect of
+interest (:func:`within`). :func:`detectable_effect` is the smallest true difference a test at the
+interval's level finds with 80 % power,
 
 .. math:: d_{\min} = \big(z_{1-\alpha'/2} + z_{\text{power}}\big)\, s .
-
-:func:`walk_verdicts` finds any old-style (per-verdict) record left in a results file.
 """
 from __future__ import annotations
 
@@ -24,17 +22,14 @@ from .power import POWER
 __all__ = ["side", "within", "detectable_effect", "walk_verdicts", "walk_records"]
 
 
-def side(low: float, high: float, reference: float = 0.0, tolerance: float = 0.0,
-         margin: float | None = None) -> str:
+def side(low: float, high: float, reference: float = 0.0) -> str:
     """The rule itself (see the module docstring): the side's name."""
     if any(isinstance(x, float) and math.isnan(x) for x in (low, high)):
         return "undefined"
-    if low > reference + tolerance:
+    if low > reference:
         return "above"
-    if high < reference - tolerance:
+    if high < reference:
         return "below"
-    if margin is not None and within(low, high, reference, margin):
-        return "equivalent"
     return "indistinguishable"
 
 

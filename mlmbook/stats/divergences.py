@@ -1,7 +1,5 @@
-r"""Divergences and mutual information — written once, used by every chapter: :func:`kl`,
-:func:`jsd`, :func:`tv`, :func:`mutual_information`, :func:`ppl`.
-
-All functions take probabilities (not logits) as array-likes and work in nats.
+r"""Divergences and mutual information, written once for every chapter: each takes probabilities
+(not logits) as array-likes and works in nats.
 """
 from __future__ import annotations
 
@@ -18,18 +16,13 @@ def as_array(x) -> np.ndarray:
 
 
 def kl(p, q, axis=-1):
-    r"""Kullback–Leibler divergence :math:`\mathrm{KL}(p\|q)=\sum_x p(x)\log\frac{p(x)}{q(x)}`.
+    r"""Kullback–Leibler divergence :math:`\mathrm{KL}(p\|q)=\sum_x p(x)\log\frac{p(x)}{q(x)}`,
+    with :math:`0\log 0 = 0` and ``inf`` where ``q`` is 0 and ``p`` is not.
 
     Parameters
     ----------
     p, q : array_like
         Probabilities, summed over ``axis`` (``None``: over every axis).
-    axis : int, tuple or None
-
-    Returns
-    -------
-    float or ndarray
-        :math:`0\log 0 = 0`; ``inf`` where ``q`` is 0 and ``p`` is not.
     """
     p, q = as_array(p), as_array(q)
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -1,13 +1,7 @@
-r"""Intervals fit for their data — the first half of the book's one decision rule.
+"""Intervals fit for their data — the first half of the book's one decision rule.
 
-Every estimate a chapter turns into a verdict comes with an :class:`Interval`: the estimate,
-its lower and upper ends at a stated level, the method, the number of units (sentences, pairs,
-seeds) and the standard error from which :mod:`mlmbook.stats.decide` computes the smallest
-effect the sample could have detected. Its constructors: :func:`bootstrap` (any statistic of rows,
-hierarchical over seeds), :func:`ratio` (a ratio of sums over units), :func:`t_interval` (a few
-values), :func:`proportion` (k of n), :func:`censored_median` (waiting times capped at a horizon)
-and :func:`undefined` (no value, with the reason). An :class:`Interval` unpacks as
-``estimate, low, high``.
+Every estimate a chapter turns into a verdict comes with an :class:`Interval` (it unpacks as
+``estimate, low, high``), whose standard error gives the smallest effect the sample could detect.
 """
 from __future__ import annotations
 
@@ -76,10 +70,6 @@ class Interval:
         """False for a quantity with no value (0/0): see :func:`undefined`."""
         return not (math.isnan(self.estimate) and not self.lower_bound)
 
-    @property
-    def width(self) -> float:
-        return self.high - self.low
-
     def format(self, digits: int = 3, unit: str = "", percent: bool = False) -> str:
         """``"0.123 [0.101, 0.146]"`` (or ``"12.3 % [10.1, 14.6]"``, ``"more than 400"``,
         ``"undefined"``, ``"0.123 [unbounded]"`` where the data bound neither end), never
@@ -110,21 +100,14 @@ class Interval:
 
     @classmethod
     def from_record(cls, d: dict) -> "Interval":
-        return cls(**{k: float(v) if k in _FLOATS and isinstance(v, str) else v
+        floats = ("estimate", "low", "high", "level", "se")
+        return cls(**{k: float(v) if k in floats and isinstance(v, str) else v
                       for k, v in d.items() if k != "kind"})
 
     @classmethod
     def from_answer(cls, record: dict) -> "Interval":
-        """The interval of a recorded answer (its ``interval_*`` fields,
-        :meth:`Answer.to_record`)."""
+        """The interval of a recorded answer (its ``interval_*`` fields)."""
         return cls.from_record({k[len("interval_"):]: v for k, v in record.items() if k.startswith("interval_")})
-
-
-_FLOATS = ("estimate", "low", "high", "level", "se")
-
-
-def _replace(iv: Interval, **kw) -> Interval:
-    return Interval(**{**asdict(iv), **kw})
 
 
 def _num(x: float, digits: int) -> str:
@@ -149,7 +132,6 @@ def finite_or_text(v):
     return v
 
 
-# ---------------------------------------------------------------------------------- helpers
 def replicates_for(level: float) -> int:
     """Bootstrap replicates for a percentile interval at ``level``: enough that each tail holds
     at least 50 replicates (2,000 at 95 %; 40,000 at 99.75 %)."""
@@ -162,49 +144,17 @@ def _percentile(reps: np.ndarray, level: float) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
-def _draws(rng, n_units: int, n_boot: int, groups: np.ndarray | None, chunk: int):
-    """Yield index arrays ``(r, N)`` of bootstrap replicates, ``chunk`` replicates at a time.
-
-    Without ``groups``: rows drawn with replacement. With ``groups`` (a label per row, every
-    group the same size): groups drawn with replacement, then rows within each drawn group.
-    """
-    if groups is None:
-        for start in range(0, n_boot, chunk):
-            yield rng.integers(0, n_units, size=(min(chunk, n_boot - start), n_units))
-        return
-    labels, inverse = np.unique(groups, return_inverse=True)
-    members = [np.flatnonzero(inverse == g) for g in range(len(labels))]
-    m = len(members[0])
-    if any(len(x) != m for x in members):
-        raise ValueError("a hierarchical bootstrap needs the same number of rows in every group "
-                         "(e.g. the same sentences for every training seed)")
-    table = np.stack(members)                                    # (G, m) row indices by group
-    G = len(labels)
-    for start in range(0, n_boot, chunk):
-        r = min(chunk, n_boot - start)
-        pick = rng.integers(0, G, size=(r, G))                   # which groups
-        within = rng.integers(0, m, size=(r, G, m))              # which rows inside each
-        yield table[pick[..., None], within].reshape(r, G * m)
-
-
-def _replicates(n: int, level: float, n_boot: int | None, seed: int, groups):
-    """The replicates' index arrays (:func:`_draws`), the number of groups, the method's words."""
-    g, k = None, 1
-    if groups is not None:
-        g = np.asarray(groups)
-        if len(g) != n:
-            raise ValueError(f"groups has {len(g)} labels for {n} rows")
-        k = len(np.unique(g))
-        g = g if k > 1 else None
+def _replicates(n: int, level: float, n_boot: int | None, seed: int):
+    """Index arrays ``(r, n)`` of replicates (rows drawn with replacement), a chunk at a time."""
     n_boot = n_boot or replicates_for(level)
     chunk = max(1, min(n_boot, 4_000_000 // n))
-    how = "percentile bootstrap over " if g is None else "hierarchical bootstrap over seeds and "
-    return _draws(np.random.default_rng(seed), n, n_boot, g, chunk), k, how
+    rng = np.random.default_rng(seed)
+    for start in range(0, n_boot, chunk):
+        yield rng.integers(0, n, size=(min(chunk, n_boot - start), n))
 
 
-# ---------------------------------------------------------------------------------- constructors
 def bootstrap(stat: Callable, *samples, level: float = LEVEL, n_boot: int | None = None,
-              seed: int = 0, groups=None, what: str = "rows") -> Interval:
+              seed: int = 0, what: str = "rows") -> Interval:
     r"""Percentile bootstrap interval of ``stat(*samples)``, resampling rows of all samples jointly.
 
     ``stat`` reduces over the last axis (``lambda x: x.mean(-1)``, or a difference of two such
@@ -213,15 +163,8 @@ def bootstrap(stat: Callable, *samples, level: float = LEVEL, n_boot: int | None
 
     Parameters
     ----------
-    level : float
-        Coverage (default :data:`LEVEL`).
     n_boot : int, optional
         Replicates (default :func:`replicates_for` the level).
-    groups : array_like (N,), optional
-        A label per row, e.g. the training seed of the model that produced it. The bootstrap
-        is then **hierarchical**: each replicate draws the groups with replacement, then the
-        rows within each drawn group, so the interval carries the spread between seeds as well
-        as between sentences.
     what : str
         What a row is, for :attr:`Interval.method` ("sentences", "pairs").
     """
@@ -229,15 +172,15 @@ def bootstrap(stat: Callable, *samples, level: float = LEVEL, n_boot: int | None
     n = len(xs[0])
     if n == 0 or any(len(x) != n for x in xs):
         raise ValueError("bootstrap needs non-empty samples of equal length")
-    draws, k, how = _replicates(n, level, n_boot, seed, groups)
     reps = np.concatenate([np.asarray(stat(*[x[idx] for x in xs]), dtype=float).reshape(-1)
-                           for idx in draws])
+                           for idx in _replicates(n, level, n_boot, seed)])
     est = float(stat(*xs))
     if not math.isfinite(est):
         return undefined(f"the statistic has no value on these {n} {what}", n=n, level=level)
     lo, hi = _percentile(reps, level)
     se = float(np.nanstd(reps))
-    return Interval(est, min(lo, est), max(hi, est), level, how + what, n, se, k)
+    how = f"percentile bootstrap over {what}"
+    return Interval(est, min(lo, est), max(hi, est), level, how, n, se)
 
 
 def ratio(correct, total, minus=None, level: float = LEVEL, n_boot: int | None = None,
@@ -251,12 +194,8 @@ def ratio(correct, total, minus=None, level: float = LEVEL, n_boot: int | None =
     Each replicate draws the units with replacement — the same draw for ``correct`` and
     ``minus`` — so that what two parsers share (a sentence's difficulty) cancels. For an
     unpaired ratio of counts the interval is never narrower than the Wilson interval of the
-    pooled counts, so a perfect score (UUAS 1.0) does not get a zero-width interval.
-
-    Returns
-    -------
-    Interval
-        :func:`undefined` when the denominator sums to zero (0/0: e.g. no headroom left).
+    pooled counts, so a perfect score (UUAS 1.0) does not get a zero-width interval. Undefined
+    (:func:`undefined`) when the denominator sums to zero (0/0: e.g. no headroom left).
     """
     c, g = as_array(correct), as_array(total)
     d = c if minus is None else c - as_array(minus)
@@ -264,46 +203,39 @@ def ratio(correct, total, minus=None, level: float = LEVEL, n_boot: int | None =
         raise ValueError("need equal-length, non-empty 1-d arrays")
     if g.sum() == 0:
         return undefined("the denominator is zero (0/0)", n=len(g), level=level)
-    draws, k, how = _replicates(len(g), level, n_boot, seed, None)
     with np.errstate(invalid="ignore", divide="ignore"):
-        reps = np.concatenate([d[idx].sum(axis=1) / g[idx].sum(axis=1) for idx in draws])
+        reps = np.concatenate([d[idx].sum(axis=1) / g[idx].sum(axis=1)
+                               for idx in _replicates(len(g), level, n_boot, seed)])
     reps[~np.isfinite(reps)] = np.nan
     est = float(d.sum() / g.sum())
     lo, hi = _percentile(reps, level)
     se = float(np.nanstd(reps))
-    how += "sentences"
-    if minus is None and _counts(c, g):
+    how = "percentile bootstrap over sentences"
+    counts = (np.all(c == np.round(c)) and np.all(g == np.round(g))
+              and np.all((0 <= c) & (c <= g)))
+    if minus is None and counts:
         w = proportion(int(c.sum()), int(g.sum()), level=level)
         lo, hi = min(lo, w.low), max(hi, w.high)
         se = max(se, w.se)
         how += ", never narrower than the Wilson interval of the pooled counts"
-    elif minus is not None and _counts(c, g):
-        se = max(se, _zero_event_se(int(g.sum()), level))
-    return Interval(est, min(lo, est), max(hi, est), level, how, len(g), se, k)
+    elif counts:
+        # a floor on a paired difference's se when no unit differs: the Wilson upper end of 0
+        # events in the units' trials, read as the effect detectable with 80 % power
+        z = norm.ppf(0.5 + level / 2)
+        se = max(se, proportion(0, int(g.sum()), level=level).high / (z + norm.ppf(0.8)))
+    return Interval(est, min(lo, est), max(hi, est), level, how, len(g), se)
 
 
-def _counts(c, g) -> bool:
-    return bool(np.all(c == np.round(c)) and np.all(g == np.round(g)) and np.all((0 <= c) & (c <= g)))
-
-
-def _zero_event_se(n: int, level: float) -> float:
-    """A floor on a paired difference's standard error when no unit differs: the Wilson upper
-    end of 0 events in ``n`` trials, read as the effect detectable with 80 % power."""
-    z = norm.ppf(0.5 + level / 2)
-    return proportion(0, n, level=level).high / (z + norm.ppf(0.8))
-
-
-def t_interval(values, level: float = LEVEL, what: str = "seeds") -> Interval:
-    """Mean and Student-t interval of a few values (one per training seed, say); undefined for
-    one value."""
+def t_interval(values, level: float = LEVEL) -> Interval:
+    """Mean and Student-t interval of one value per training seed; undefined for one value."""
     v = as_array(values).ravel()
     if len(v) < 2:
-        return undefined(f"one {what[:-1] if what.endswith('s') else what} gives no spread", n=len(v), level=level)
+        return undefined("one seed gives no spread", n=len(v), level=level)
     se = float(v.std(ddof=1) / math.sqrt(len(v)))
     half = float(student_t.ppf(0.5 + level / 2, len(v) - 1)) * se
     m = float(v.mean())
-    return Interval(m, m - half, m + half, level, f"Student t over {len(v)} {what}", len(v), se,
-                    len(v) if what == "seeds" else 1)
+    return Interval(m, m - half, m + half, level, f"Student t over {len(v)} seeds", len(v), se,
+                    len(v))
 
 
 def proportion(k: int, n: int, level: float = LEVEL, exact: bool = False) -> Interval:
@@ -341,7 +273,6 @@ def censored_median(times, censored, level: float = LEVEL, cap: float | None = N
     ----------
     times : array_like
         Finish times; for a censored run, the time it was watched (the cap).
-    censored : array_like of bool
     cap : float, optional
         The horizon (default: the largest time).
     """

@@ -7,9 +7,8 @@ to a denominator, and the quantity is the ratio of sums
 .. math:: \hat\theta = \frac{\sum_k d_k}{\sum_k g_k}
 
 — a plain mean when every :math:`g_k = 1`, a corpus UUAS difference when :math:`d_k` is the
-difference of correct edges and :math:`g_k` the gold edges of sentence :math:`k`. Pairs drawn
-from one sentence are summed into that sentence first (:func:`by_unit`), so the unit of
-resampling is always the independent one.
+difference of correct edges and :math:`g_k` the gold edges of sentence :math:`k`. Rows are summed
+into their independent unit first (:func:`by_unit`).
 
 Which test, by the data (:func:`estimate` chooses):
 
@@ -26,22 +25,20 @@ training seeds (a recipe)  Student **t over the seed means**
 
 Under :math:`H_0: \theta = \delta` the centred contributions :math:`e_k = d_k - \delta g_k` are
 symmetric about zero, so flipping their signs leaves their distribution unchanged; the p-value is
-the share of sign patterns whose :math:`|\sum_k s_k e_k|` reaches the observed :math:`|\sum_k e_k|`.
-With :math:`n` non-zero units the smallest attainable two-sided p-value is :math:`2/2^{n}`
-(:func:`min_p`; the *feasibility guard* of :mod:`mlmbook.stats.study`). Every test also inverts
-itself at :math:`1 - 2\alpha'` (:attr:`Tested.tost`, :func:`tost_level`).
+the share of sign patterns whose :math:`|\sum_k s_k e_k|` reaches the observed :math:`|\sum_k e_k|`
+(at least :func:`min_p`). Every test also inverts at :func:`tost_level` (:attr:`Tested.tost`).
 """
 from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy.stats import norm
 from scipy.stats import t as student_t
 
-from .intervals import Interval, _replace, replicates_for, undefined
+from .intervals import Interval, replicates_for, t_interval, undefined
 
 __all__ = ["Tested", "by_unit", "sign_flip", "FlipSettings", "bootstrap_t", "seed_t", "estimate", "fieller", "min_p",
            "EXACT_UNITS", "SMALL_UNITS", "MC_DRAWS", "sign_flip_p", "tost_level"]
@@ -56,25 +53,12 @@ MC_DRAWS = 40_000
 
 @dataclass(frozen=True)
 class Tested:
-    r"""An :class:`~mlmbook.stats.Interval` with the test behind it.
-
-    Attributes
-    ----------
-    interval : Interval
-        The estimate and the interval that inverts the test at ``interval.level``.
-    p : float
-        Two-sided p-value against ``reference``.
-    min_p : float
-        The smallest p-value this test could give on a sample of this size (1/B for a bootstrap).
-    p_error : float
-        Monte Carlo standard error of ``p`` (0 when exact).
-    test : str
-        ``"sign-flip"``, ``"bootstrap-t"`` or ``"seed t"``.
-    reference : float
-    tost : Interval, optional
-        The same test inverted at :func:`tost_level`: the interval a TOST at :math:`\alpha' = 1 -`
-        ``interval.level`` reads.
-    """
+    r"""An :class:`~mlmbook.stats.Interval` (``interval``: the estimate and the interval that
+    inverts the test) with the test behind it: ``p`` (two-sided, against ``reference``), ``min_p``
+    (the smallest p this test could give at this sample size; 1/B for a bootstrap), ``p_error`` (its
+    Monte Carlo standard error, 0 when exact), ``test`` (``"sign-flip"``, ``"bootstrap-t"`` or
+    ``"seed t"``) and ``tost``: the same test inverted at :func:`tost_level`, the interval a TOST at
+    :math:`\alpha' = 1 -` ``interval.level`` reads."""
 
     interval: Interval
     p: float
@@ -101,7 +85,8 @@ def tost_level(level: float) -> float:
 
 
 def by_unit(values, weights=None, units=None) -> tuple[np.ndarray, np.ndarray]:
-    """Sum rows into their independent units.
+    """Sum rows into their independent units: the per-unit sums ``(d, g)``, in the order units
+    first appear.
 
     Parameters
     ----------
@@ -110,13 +95,7 @@ def by_unit(values, weights=None, units=None) -> tuple[np.ndarray, np.ndarray]:
     weights : array_like (N,), optional
         Per-row denominators (default 1: a mean over rows).
     units : array_like (N,), optional
-        The unit each row belongs to (e.g. the sentence a pair was drawn from). Without it every
-        row is its own unit.
-
-    Returns
-    -------
-    d, g : np.ndarray
-        Per-unit sums, in the order units first appear.
+        The unit of each row (e.g. the sentence a pair was drawn from; default: the row itself).
     """
     v = np.asarray(values, dtype=float).ravel()
     g = np.ones_like(v) if weights is None else np.asarray(weights, dtype=float).ravel()
@@ -151,7 +130,6 @@ def min_p(n_nonzero: int) -> float:
     return 1.0 if n_nonzero <= 0 else min(1.0, math.ldexp(1.0, 1 - n_nonzero))
 
 
-# --------------------------------------------------------------------------- sign-flip
 class _Signs:
     """Sign patterns for ``n`` units: all of them (exact) or ``MC_DRAWS`` random ones."""
 
@@ -185,8 +163,7 @@ class FlipSettings:
 
 def sign_flip(d, g=None, level: float = 0.95, reference: float = 0.0, *,
               settings: FlipSettings = FlipSettings()) -> Tested:
-    r"""Exact paired sign-flip (permutation) test of :math:`\theta = \sum d / \sum g` and its
-    inverted interval.
+    r"""Paired sign-flip (permutation) test of :math:`\theta = \sum d / \sum g` and its interval.
 
     ``d, g`` are the per-unit contributions (``g`` default ones: a mean); the p-value tests
     ``reference``. The interval is every :math:`\delta` with :math:`p(\delta) > 1 - \text{level}`,
@@ -238,17 +215,15 @@ def _end(p_at, theta: float, direction: int, alpha: float, scale: float) -> floa
     """The end of the inverted interval on one side: the last shift not rejected, by bisection."""
     inside = theta
     step = scale
-    outside = None
     for _ in range(60):                                  # walk out until a shift is rejected
-        trial = theta + direction * step
-        if p_at(trial) <= alpha:
-            outside = trial
+        outside = theta + direction * step
+        if p_at(outside) <= alpha:
             break
-        inside = trial
+        inside = outside
         step *= 2
         if step > 1e6 * scale:
             return direction * float("inf")
-    if outside is None:
+    else:
         return direction * float("inf")
     for _ in range(60):
         mid = (inside + outside) / 2
@@ -270,7 +245,6 @@ def _linearised_se(d: np.ndarray, g: np.ndarray, theta: float) -> float:
     return float(math.sqrt((e ** 2).sum() * n / (n - 1)) / g.sum())
 
 
-# --------------------------------------------------------------------------- bootstrap-t
 def bootstrap_t(d, g=None, level: float = 0.95, reference: float = 0.0, seed: int = 0,
                 what: str = "sentences", **options) -> Tested:
     r"""Studentized bootstrap (bootstrap-t) of :math:`\theta = \sum d / \sum g` over units.
@@ -280,20 +254,17 @@ def bootstrap_t(d, g=None, level: float = 0.95, reference: float = 0.0, seed: in
     :math:`[\hat\theta - t^*_{1-a/2}\,\widehat{se},\ \hat\theta - t^*_{a/2}\,\widehat{se}]`
     (``tost``: the same replicates' quantiles at :math:`a` and :math:`1 - a`) and the p-value the
     equal-tailed share of :math:`t^*` beyond :math:`(\hat\theta - \text{reference})/\widehat{se}`.
-    ``n_boot=`` (an option) sets the replicates (default :func:`~mlmbook.stats.replicates_for` the
-    level).
+    ``n_boot=`` (an option) sets the replicates (default :func:`~.intervals.replicates_for`).
     """
-    unknown = set(options) - {"n_boot"}
-    if unknown:
-        raise TypeError(f"bootstrap_t() got unexpected option(s) {sorted(unknown)}")
-    n_boot = options.get("n_boot")
+    n_boot = options.pop("n_boot", None) or replicates_for(level)
+    if options:
+        raise TypeError(f"bootstrap_t() got unexpected option(s) {sorted(options)}")
     d, g = _check(d, np.ones(len(np.ravel(d))) if g is None else g)
     n = len(d)
     if g.sum() <= 0:
         return _undefined("the denominator is zero (0/0)", n, level, "bootstrap-t", reference)
     theta = float(d.sum() / g.sum())
     se = _linearised_se(d, g, theta)
-    n_boot = n_boot or replicates_for(level)
     rng = np.random.default_rng(seed)
     ts = []
     chunk = max(1, 2_000_000 // n)
@@ -315,7 +286,7 @@ def bootstrap_t(d, g=None, level: float = 0.95, reference: float = 0.0, seed: in
     if not (se > 0) or not len(t):
         iv = Interval(theta, theta, theta, level, f"studentized bootstrap over {n} {what}; every unit equal", n, 0.0)
         return Tested(iv, 1.0 if theta == reference else 0.0, 1.0 / n_boot, 0.0, "bootstrap-t",
-                      reference, _replace(iv, level=tost_level(level)))
+                      reference, replace(iv, level=tost_level(level)))
 
     def inverted(at: float, lev: float) -> Interval:
         q_lo, q_hi = np.quantile(t, [at / 2, 1 - at / 2])
@@ -329,7 +300,6 @@ def bootstrap_t(d, g=None, level: float = 0.95, reference: float = 0.0, seed: in
                   "bootstrap-t", reference, inverted(2 * a, tost_level(level)))
 
 
-# --------------------------------------------------------------------------- seeds
 def seed_t(values, level: float = 0.95, reference: float = 0.0) -> Tested:
     r"""Student t over one value per training seed: the claim is about the recipe, the seed is the
     unit.
@@ -341,27 +311,19 @@ def seed_t(values, level: float = 0.95, reference: float = 0.0) -> Tested:
     k = len(v)
     if k < 2:
         return _undefined("one trained model gives no spread between seeds", k, level, "seed t", reference)
-    m = float(v.mean())
-    se = float(v.std(ddof=1) / math.sqrt(k))
-
-    def interval_at(lev: float) -> Interval:
-        q = float(student_t.ppf(0.5 + lev / 2, k - 1))
-        return Interval(m, m - q * se, m + q * se, lev, f"Student t over {k} seeds", k, se, seeds=k)
-
-    iv = interval_at(level)
-    if se == 0:
-        p = 0.0 if m != reference else 1.0
+    iv = t_interval(v, level)
+    if iv.se == 0:
+        p = 0.0 if iv.estimate != reference else 1.0
     else:
-        p = float(2 * student_t.sf(abs(m - reference) / se, k - 1))
-    return Tested(iv, p, 0.0, 0.0, "seed t", reference, interval_at(tost_level(level)))
+        p = float(2 * student_t.sf(abs(iv.estimate - reference) / iv.se, k - 1))
+    return Tested(iv, p, 0.0, 0.0, "seed t", reference, t_interval(v, tost_level(level)))
 
 
 def _undefined(why: str, n: int, level: float, test: str, reference: float) -> Tested:
     iv = undefined(why, n=n, level=level)
-    return Tested(iv, float("nan"), 1.0, 0.0, test, reference, _replace(iv, level=tost_level(level)))
+    return Tested(iv, float("nan"), 1.0, 0.0, test, reference, replace(iv, level=tost_level(level)))
 
 
-# --------------------------------------------------------------------------- dispatch
 def estimate(values, weights=None, *, units=None, seeds=None, level: float = 0.95,
              reference: float = 0.0, **options) -> Tested:
     """The test that fits the data (see the module table), on rows summed into their units
@@ -395,7 +357,6 @@ def _ordered(labels: np.ndarray) -> list:
     return [labels[i] for i in sorted(first)]
 
 
-# --------------------------------------------------------------------------- ratios
 def fieller(num: float, den: float, se_num: float, se_den: float, cov: float = 0.0,
             level: float = 0.95, **options) -> Interval:
     r"""Fieller's interval for a ratio :math:`a/b` of two estimates.

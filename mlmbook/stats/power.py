@@ -1,9 +1,8 @@
 r"""Power first: the sample a question needs, and the smallest effect a sample can detect.
 
-**Units** (sentences, sentence clusters: many of them, a sign-flip or bootstrap test). With
-:math:`n` units whose contributions have standard deviation :math:`\sigma` (in the quantity's own
-scale), a two-sided test at level :math:`\alpha'` finds a true effect :math:`\Delta` with power
-:math:`1-\beta` when
+**Units** (many sentences or sentence clusters: a sign-flip or bootstrap test). With :math:`n`
+units whose contributions have standard deviation :math:`\sigma`, a two-sided test at level
+:math:`\alpha'` finds a true effect :math:`\Delta` with power :math:`1-\beta` when
 
 .. math:: \Delta \;\ge\; \big(z_{1-\alpha'/2} + z_{1-\beta}\big)\,\frac{\sigma}{\sqrt n}
    \qquad\Longleftrightarrow\qquad
@@ -12,16 +11,14 @@ scale), a two-sided test at level :math:`\alpha'` finds a true effect :math:`\De
 A sign-flip test needs at least :math:`\lceil \log_2(2/\alpha') \rceil` units that differ before any
 direction is attainable (:func:`feasible_units`), whatever :math:`\sigma` is.
 
-**Seeds** (a t over :math:`n` seed means, :math:`\nu = n-1` degrees of freedom). The statistic
-:math:`T = \bar x/(s/\sqrt n)` follows a *noncentral* t with noncentrality
-:math:`\lambda = \Delta\sqrt n/\sigma`, so the power is exact:
+**Seeds** (a t over :math:`n` seed means, :math:`\nu = n-1` degrees of freedom):
+:math:`T = \bar x/(s/\sqrt n)` is *noncentral* t with :math:`\lambda = \Delta\sqrt n/\sigma`, so
 
 .. math:: 1-\beta(\lambda) \;=\; P\big(T'_{\nu,\lambda} > t_{1-\alpha'/2,\nu}\big)
    + P\big(T'_{\nu,\lambda} < -t_{1-\alpha'/2,\nu}\big),
 
 the detectable effect is :math:`\lambda^*\,\widehat{se}` with :math:`1-\beta(\lambda^*) = 0.8`
-(:func:`t_noncentrality`), and a recipe needs the fewest :math:`n` with
-:math:`1-\beta(\Delta\sqrt n/\sigma) \ge 0.8` on :math:`n-1` degrees of freedom.
+(:func:`t_noncentrality`), and a recipe needs the fewest :math:`n` with :math:`1-\beta \ge 0.8`.
 """
 from __future__ import annotations
 

@@ -1,20 +1,16 @@
-r"""The study layer: a chapter's primary questions, declared once, answered by one rule, recorded
-whole.
+r"""The study layer: a chapter's primary questions, declared once, answered by one rule.
 
-A chapter answers its paper in at most :data:`MAX_PRIMARY` **primary questions**. Each is declared
-before any result (:class:`Question`): the claim, the **effect of interest** :math:`\delta` (the
-paper's scale, or a stated fraction of a natural one), the independent unit, and — from a planning
-standard deviation — the sample its power calculation asks for. The chapter's family is those
-questions only: every interval behind an answer is at level :math:`1 - \alpha/m` (Bonferroni over
-the :math:`m \le 6` questions). Everything else a chapter shows is *descriptive*
-(:func:`describe`): an estimate with a 95 % interval, no verdict.
+A chapter declares at most :data:`MAX_PRIMARY` **primary questions** before any result
+(:class:`Question`): the claim, the **effect of interest** :math:`\delta`, the independent unit
+and, from a planning SD, the sample its power calculation asks for. Every interval behind an answer
+is at level :math:`1 - \alpha/m` (Bonferroni over the :math:`m \le 6` questions); everything else
+is *descriptive* (:func:`describe`: a 95 % interval, no verdict).
 
 How a question is answered (:meth:`Study.answer`), with :math:`\alpha' = \alpha/m`:
 
-1. rows are summed into their independent units, and the test that fits them — exact sign-flip
-   for fewer than 30 units, studentized bootstrap above, a t over seed means for a claim about a
-   training recipe (:mod:`mlmbook.stats.paired`) — gives an interval at the family's level
-   :math:`1 - \alpha'` and the same test inverted at :math:`1 - 2\alpha'` (its TOST interval);
+1. rows are summed into their independent units; the test that fits them
+   (:mod:`mlmbook.stats.paired`) gives an interval at :math:`1 - \alpha'` and the same test
+   inverted at :math:`1 - 2\alpha'` (its TOST interval);
 2. a **second method** tests the same units: a t where the primary is a sign-flip, a sign-flip *and*
    a t on the contributions :math:`d_k - r g_k` where it is a bootstrap (both must agree), each
    trained model's own test where it is a t over seeds;
@@ -27,16 +23,14 @@ How a question is answered (:meth:`Study.answer`), with :math:`\alpha' = \alpha/
    guard holds **and** the second method agrees; otherwise *equivalent* when the TOST at
    :math:`\alpha'` rejects :math:`|\theta - r| \ge \delta` — its :math:`1 - 2\alpha'` interval lies
    inside :math:`r \pm \delta`; otherwise *indistinguishable*;
-5. power (:mod:`mlmbook.stats.power`): the detectable effect at 80 % power and the units needed for
-   :math:`\delta` — normal quantiles, :math:`(z_{1-\alpha'/2}+z_{0.8})\,\widehat{se}`, over units;
-   the **noncentral t** on :math:`n-1` degrees of freedom over seeds. The question is *decidable*
-   at this sample when the guard holds and the detectable effect is at most :math:`\delta`; an
-   indistinguishable answer is then "inconclusive", else "cannot decide".
+5. power (:mod:`mlmbook.stats.power`: normal quantiles over units, the **noncentral t** over
+   seeds): the question is *decidable* at this sample when the guard holds and the effect detectable
+   with 80 % power is at most :math:`\delta`; an indistinguishable answer is then "inconclusive",
+   else "cannot decide".
 
-"Needs N" has two sources: the **planned N** from the question's planning SD, before any result
-(:meth:`Question.needed`); the **N at observed SD** (:attr:`Answer.needed`) from the answer's own
-standard error — and, where a sign-flip is one of the two methods, at least the units that hold
-:func:`~mlmbook.stats.power.feasible_units` differing ones at the observed share.
+"Needs N": the **planned N** (:meth:`Question.needed`, from the planning SD) and the **N at
+observed SD** (:attr:`Answer.needed`): at least the units that hold :func:`~.power.feasible_units`
+differing ones at the observed share where a sign-flip is one of the two methods.
 
 The record (:meth:`Answer.to_record`) keeps the per-row values, so :mod:`mlmbook.stats.audit`
 re-derives every answer.
@@ -47,9 +41,9 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.stats import norm
 from scipy.stats import t as student_t
 
+from ..tables import Table, table
 from . import paired
 from .decide import side as side_of
 from .decide import within
@@ -129,23 +123,11 @@ class Question:
 
 @dataclass(frozen=True)
 class Answer:
-    r"""A question answered: the test, the second method, the verdict, power and the per-row data.
-
-    Attributes
-    ----------
-    tested : paired.Tested
-        The primary test: its interval at ``level`` and its TOST interval (``tested.tost``).
-    second : dict
-        The second method: ``test``, ``p``, ``side`` and ``min_p`` (the smallest p it can reach).
-    feasible : bool
-        The guard: both methods can reach :math:`p \le \alpha/m`.
-    detectable : float
-        The effect detectable with 80 % power at ``level`` (``inf`` when not feasible).
-    needed : int
-        The **N at observed SD** (see the module docstring).
-    needed_planned : int or None
-        The **planned N**, from the question's planning SD.
-    """
+    r"""A question answered: the primary test (``tested``, with its TOST interval ``tested.tost``),
+    the ``second`` method (``test``, ``p``, ``side``, ``min_p``: the smallest p it can reach), the
+    guard (``feasible``: both can reach :math:`p \le \alpha/m`), the effect ``detectable`` with 80 %
+    power at ``level`` (``inf`` when not feasible), the **N at observed SD** (``needed``), the
+    **planned N** (``needed_planned``) and the per-row data."""
 
     question: Question
     tested: paired.Tested
@@ -163,7 +145,6 @@ class Answer:
     weights: list | None
     units: list | None
     seeds: list | None
-    seed_se: list | None
     note: str = ""
 
     @property
@@ -176,14 +157,12 @@ class Answer:
 
     @property
     def decidable(self) -> bool:
-        """The sample could have detected the effect of interest (80 % power at the family's
-        level)."""
+        """The sample could have detected the effect of interest (80 % power at ``level``)."""
         return self.feasible and self.detectable <= self.question.effect
 
     @property
     def verdict(self) -> str:
-        """A label: the side's word, ``"equivalent"``, ``"inconclusive"``, ``"cannot decide"`` or
-        ``"undefined"``."""
+        """The side's word, ``"inconclusive"``, ``"cannot decide"`` or ``"undefined"``."""
         if self.side == "undefined":
             return "undefined"
         if self.side in ("above", "below", "equivalent"):
@@ -225,21 +204,12 @@ class Answer:
                 "min_p": self.tested.min_p, "p_error": self.tested.p_error, "second": self.second,
                 "family": self.family, "family_size": self.family_size, "alpha": self.alpha,
                 "values": self.values, "weights": self.weights, "units": self.units, "seeds": self.seeds,
-                "seed_se": self.seed_se, "note": self.note, **{f"interval_{k}": v for k, v in iv.items()}, **tost}
+                "seed_se": None, "note": self.note, **{f"interval_{k}": v for k, v in iv.items()}, **tost}
 
 
 class Study:
-    """A chapter's primary questions: at most :data:`MAX_PRIMARY`, one Bonferroni family.
-
-    >>> from mlmbook.stats import Question, Study
-    >>> study = Study("chapter 9", [Question("gain", "ensemble gains", 0.02, "2 % of the headroom",
-    ...                                      measure="nats")])
-    >>> study.level
-    0.95
-    >>> a = study.answer("gain", [0.03, 0.05, 0.04, 0.02, 0.06, 0.05, 0.04, 0.03])
-    >>> a.side, a.verdict
-    ('above', 'above')
-    """
+    """A chapter's primary questions: at most :data:`MAX_PRIMARY`, one Bonferroni family (its use:
+    docs/INTERFACES.md)."""
 
     def __init__(self, name: str, questions: list[Question], alpha: float = 0.05):
         if not 1 <= len(questions) <= MAX_PRIMARY:
@@ -266,10 +236,9 @@ class Study:
         """Units the question's planning SD asks for at the family's level (None without one)."""
         return self.questions[key].needed(self.level)
 
-    def answer(self, key: str, values, weights=None, *, units=None, seeds=None, seed_se=None,
+    def answer(self, key: str, values, weights=None, *, units=None, seeds=None,
                **options) -> Answer:
-        """Answer question ``key`` from per-row contributions (see
-        :func:`mlmbook.stats.paired.by_unit`).
+        """Answer question ``key`` from per-row contributions (:func:`~.paired.by_unit`).
 
         Parameters
         ----------
@@ -280,8 +249,6 @@ class Study:
         seeds : array_like (N,), optional
             The training seed of each row: with two or more, the unit is the seed (a t over seed
             means), and each seed's own rows give the second method.
-        seed_se : array_like, optional
-            With one row per seed: each seed's own standard error (the second method's input).
         **options
             ``seed`` (of the resampling, default 0) and ``what`` (what a unit is, for the method's
             label; default the question's unit).
@@ -300,7 +267,7 @@ class Study:
         tested = paired.estimate(v, w, units=units, seeds=s if many_seeds else None, level=level,
                                  reference=q.reference, seed=seed, what=what)
         iv = tested.interval
-        second = _second(tested, v, w, units, s if many_seeds else None, seed_se, level, q.reference, seed, what)
+        second = _second(tested, v, w, units, s if many_seeds else None, level, q.reference, seed, what)
         feasible = iv.defined and tested.min_p <= alpha_m and second["min_p"] <= alpha_m
         over_seeds = tested.test == "seed t"
         det = detectable(iv.se, level, POWER, iv.n - 1 if over_seeds else None) if feasible else float("inf")
@@ -313,16 +280,12 @@ class Study:
         side, why = _decide(tested, second, feasible, q, alpha_m)
         a = Answer(q, tested, second, side, bool(feasible), float(det), int(need), q.needed(level), level,
                    self.name, self.size, self.alpha, v.tolist(), None if w is None else w.tolist(),
-                   None if units is None else list(np.asarray(units).tolist()), s,
-                   None if seed_se is None else [float(x) for x in seed_se], note + why)
+                   None if units is None else list(np.asarray(units).tolist()), s, note + why)
         self.answers[key] = a
         return a
 
-    # ---------------------------------------------------------------- what a chapter shows
     def declaration(self):
-        """The declared questions as a table (before any result): claim, effect, unit, test,
-        needs."""
-        from ..tables import table
+        """A table of the declared questions before any result: claim, effect, unit, test, needs."""
         rows = []
         for i, q in enumerate(self.questions.values(), 1):
             need = q.needed(self.level)
@@ -335,9 +298,21 @@ class Study:
         interest, n, the planned N (planning SD) and the N at the observed SD; with ``beside`` (a
         committed reference, :func:`mlmbook.plans.reference_for`), a second table puts each answer
         beside the reference's."""
-        from ..tables import Table, table
         if beside:
-            mine, theirs = self.table(digits), self._beside(beside, digits)
+            rows = []                            # this run's answers beside the reference's
+            for i, key in enumerate(self.questions, 1):
+                a, ref = self.answers.get(key), beside["answers"].get(key)
+                ours = ([a.interval.format(digits), a.verdict, a.n] if a
+                        else ["—", "not asked", None])
+                if ref:
+                    iv = Interval.from_answer(ref)
+                    refs = [iv.format(digits), ref["verdict"], iv.n]
+                else:
+                    refs = ["—", "not in the reference", None]
+                rows.append([f"Q{i}", *ours, *refs])
+            theirs = table(rows, caption=f"This run beside {beside['label']}",
+                           header=["", "this run", "verdict", "n", beside["label"], "verdict", "n"])
+            mine = self.table(digits)
             return Table(mine._repr_html_() + theirs._repr_html_(), f"{mine!r}\n\n{theirs!r}")
         rows = []
         for i, (key, q) in enumerate(self.questions.items(), 1):
@@ -350,23 +325,6 @@ class Study:
                                    "detectable (80 % power) / effect of interest", "n", "planned N",
                                    "N at observed SD"])
 
-    def _beside(self, reference: dict, digits: int):
-        """This run's answers beside a committed reference's: per question, each one's estimate
-        [interval], verdict and *n*."""
-        from ..tables import table
-        rows = []
-        for i, key in enumerate(self.questions, 1):
-            a, ref = self.answers.get(key), reference["answers"].get(key)
-            mine = [a.interval.format(digits), a.verdict, a.n] if a else ["—", "not asked", None]
-            if ref:
-                iv = Interval.from_answer(ref)
-                theirs = [iv.format(digits), ref["verdict"], iv.n]
-            else:
-                theirs = ["—", "not in the reference", None]
-            rows.append([f"Q{i}", *mine, *theirs])
-        return table(rows, header=["", "this run", "verdict", "n", reference["label"], "verdict", "n"],
-                     caption=f"This run beside {reference['label']}")
-
     def to_record(self) -> dict:
         return {"kind": "study", "name": self.name, "size": self.size, "alpha": self.alpha,
                 "level": self.level, "questions": [q.key for q in self.questions.values()]}
@@ -378,7 +336,6 @@ def describe(values, weights=None, *, units=None, seeds=None, level: float = LEV
     return paired.estimate(values, weights, units=units, seeds=seeds, level=level, tost=False, **options).interval
 
 
-# ---------------------------------------------------------------------------------------- internals
 def _decide(tested: paired.Tested, second: dict, feasible: bool, q: Question, alpha: float) -> tuple[str, str]:
     """The side (steps 3-4 of the module docstring) and, when a direction is withheld, why."""
     iv = tested.interval
@@ -405,9 +362,8 @@ def _decide(tested: paired.Tested, second: dict, feasible: bool, q: Question, al
     return "indistinguishable", why
 
 
-def _second(tested: paired.Tested, v, w, units, seeds, seed_se, level, reference, seed, what) -> dict:
-    """The second method's p-value, side and the smallest p it can reach (see the module
-    docstring)."""
+def _second(tested: paired.Tested, v, w, units, seeds, level, reference, seed, what) -> dict:
+    """The second method's p-value, side and the smallest p it can reach (the module docstring)."""
     alpha = 1 - level
     iv = tested.interval
     if not iv.defined:
@@ -433,33 +389,25 @@ def _second(tested: paired.Tested, v, w, units, seeds, seed_se, level, reference
                 "side": sides.pop() if len(sides) == 1 else "indistinguishable"}
     # a t over seeds: each trained model's own test must agree (intersection-union)
     s = np.asarray(seeds)
-    labels = paired._ordered(s)
-    least = 0.0
-    if seed_se is not None:
-        ests = [float(v[s == k].sum() / (np.ones_like(v) if w is None else w)[s == k].sum()) for k in labels]
-        ps = [float(2 * norm.sf(abs(e - reference) / se)) if se > 0 else float(e == reference)
-              for e, se in zip(ests, seed_se)]
-    else:
-        ests, ps = [], []
-        for k in labels:
-            rows = s == k
-            if rows.sum() < 2:
-                return {"test": "each model", "side": "none", "p": None, "min_p": 1.0,
-                        "why": "one row per seed and no seed_se"}
-            t = paired.estimate(v[rows], None if w is None else w[rows],
-                                units=None if units is None else np.asarray(units)[rows],
-                                level=level, reference=reference, seed=seed, what=what)
-            ests.append(t.interval.estimate)
-            ps.append(t.p + 2 * t.p_error)
-            least = max(least, t.min_p)  # every model's own test must be able to reach
+    least, ests, ps = 0.0, [], []
+    for k in paired._ordered(s):
+        rows = s == k
+        if rows.sum() < 2:
+            return {"test": "each model", "side": "none", "p": None, "min_p": 1.0,
+                    "why": "one row per seed"}
+        t = paired.estimate(v[rows], None if w is None else w[rows],
+                            units=None if units is None else np.asarray(units)[rows],
+                            level=level, reference=reference, seed=seed, what=what)
+        ests.append(t.interval.estimate)
+        ps.append(t.p + 2 * t.p_error)
+        least = max(least, t.min_p)  # every model's own test must be able to reach
     sides = {_dir(e - reference, p, alpha) for e, p in zip(ests, ps)}
     side = sides.pop() if len(sides) == 1 else "indistinguishable"
     return {"test": "each model", "p": max(ps), "per_seed": ests, "per_seed_p": ps, "side": side, "min_p": least}
 
 
 def _t_at_reference(e: np.ndarray) -> float:
-    """Two-sided p of a one-sample t that the unit contributions :math:`e_k = d_k - r g_k` have mean
-    0."""
+    """Two-sided p of a one-sample t that :math:`e_k = d_k - r g_k` have mean 0."""
     if len(e) < 2:
         return 1.0
     sd = e.std(ddof=1)

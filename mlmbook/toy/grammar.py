@@ -1,19 +1,12 @@
 r"""The toy language: an English-like probabilistic grammar whose distribution we know exactly.
 
-The grammar is data (``mlmbook/grammars/toy.yaml``): word classes, verb frames with the noun
-classes they select, and the probabilities of optional constructions. :func:`compile_grammar`
-turns it into a :class:`~mlmbook.pcfg.PCFG` whose nonterminals are split by *number* and
-*semantic class* (agreement, selection; chapter 0 describes the language). Every derivation is
-also a dependency tree in Universal Dependencies style. The language is the grammar's
+The grammar is data (``mlmbook/toy/grammars/toy.yaml``); :func:`compile_grammar` turns it into a
+:class:`~mlmbook.toy.pcfg.PCFG` whose nonterminals are split by number and semantic class (chapter
+0 describes the language); every derivation is also a Universal Dependencies tree. The topic
+variant draws a latent topic per sentence that reweights the words. The language is the grammar's
 distribution restricted to sentences of at most ``max_length`` tokens:
 
-.. math:: p(x) = \frac{\sum_t \pi_t Z_t(x)}{P(|x| \le L)} .
-
-The *topic variant* (``Grammar.load("toy", topic=True)``) draws a latent topic per sentence that
-reweights the words; ``topic_coherence`` in the grammar file sets the weight a neutral content
-word keeps inside a topic (``"toy_topic:ridge"``): 1 by default, less for a world where changing
-topic means climbing a barrier.
-"""
+.. math:: p(x) = \frac{\sum_t \pi_t Z_t(x)}{P(|x| \le L)} ."""
 from __future__ import annotations
 
 import hashlib
@@ -37,7 +30,6 @@ UPOS = {"DET": "DET", "ADJ": "ADJ", "N": "NOUN", "NAME": "PROPN", "V": "VERB", "
         "ADV": "ADV", "PUNCT": "PUNCT"}
 
 
-# ---------------------------------------------------------------------- compiling the schema
 class _Builder:
     """Collects nonterminals, rules and emissions while the schema is walked."""
 
@@ -99,11 +91,8 @@ def coherence(spec: dict, topic) -> float:
 
 
 def compile_grammar(spec: dict, topic: bool | str = False) -> PCFG:
-    """Compile a grammar schema (the YAML structure) into a PCFG with dependency-marked rules.
-
-    ``topic``: ``False`` (plain), ``True`` (the topic variant) or the name of a
-    ``topic_coherence`` setting (the topic variant with that weight on neutral content words).
-    """
+    """Compile a grammar schema (the YAML structure) into a PCFG with dependency-marked rules;
+    ``topic``: ``False``, ``True`` (the topic variant) or a ``topic_coherence`` setting's name."""
     topics = list(spec.get("topics", {})) if topic else [None]
     prior = [spec["topics"][t] for t in topics] if topic else [1.0]
     prior = np.asarray(prior) / sum(prior)
@@ -206,14 +195,13 @@ def compile_grammar(spec: dict, topic: bool | str = False) -> PCFG:
     return b.pcfg(prior)
 
 
-# ---------------------------------------------------------------------- the language
 class Grammar:
     """The toy language: sampling with gold trees and exact probabilities.
 
     Parameters
     ----------
     spec : dict
-        The grammar schema (see ``mlmbook/grammars/toy.yaml``).
+        The grammar schema (see ``mlmbook/toy/grammars/toy.yaml``).
     topic : bool or str
         Use the latent-topic variant; a string names a ``topic_coherence`` setting of the schema.
     knobs : dict, optional
@@ -223,14 +211,14 @@ class Grammar:
     def __init__(self, spec: dict, topic: bool | str = False, knobs: dict | None = None):
         self.knobs = _knobs.check(knobs)
         self.base_spec = spec
-        spec = _knobs.apply_spec(spec, self.knobs)
+        spec = _knobs.apply(spec, self.knobs, "spec")
         self.spec = spec
         base = (spec.get("name", "grammar") + ("+topic" if topic else "")
                 + (f":{topic}" if isinstance(topic, str) else ""))
         self.name = _knobs.format_name(base, self.knobs)
         self.topic = topic
         self.coherence = coherence(spec, topic) if topic else None
-        self.pcfg = _knobs.apply_pcfg(compile_grammar(spec, topic), self.knobs)
+        self.pcfg = _knobs.apply(compile_grammar(spec, topic), self.knobs, "pcfg")
         self.vocab = list(self.pcfg.vocab)
         self.word_id = {w: k for k, w in enumerate(self.vocab)}
         self.max_length = int(spec["max_length"])
@@ -242,10 +230,9 @@ class Grammar:
 
     @classmethod
     def load(cls, name_or_path: str = "toy", topic: bool | str = False, knobs: dict | None = None) -> "Grammar":
-        """Load ``toy`` / ``tiny`` (shipped) or a YAML file path; ``toy_topic`` = ``toy`` with
-        topics, ``toy_topic:ridge`` = with the ``ridge`` setting of ``topic_coherence``; a name may
-        end in knob settings, ``toy[selection=0.5]`` (:mod:`mlmbook.toy.knobs`), merged with
-        ``knobs``."""
+        """Load ``toy`` / ``tiny`` (shipped) or a YAML path; ``toy_topic``: ``toy`` with topics,
+        ``toy_topic:ridge``: with the ``ridge`` setting of ``topic_coherence``; a name may end in
+        knob settings, ``toy[selection=0.5]`` (:mod:`mlmbook.toy.knobs`), merged with ``knobs``."""
         name_or_path, named = _knobs.parse_name(name_or_path)
         knobs = {**named, **(knobs or {})}
         if ":" in name_or_path and name_or_path.split(":", 1)[0].endswith("_topic"):
@@ -263,11 +250,8 @@ class Grammar:
 
     @property
     def fingerprint(self) -> str:
-        """A hash of the grammar (and variant): model caches are keyed by it.
-
-        The ``topic_coherence`` table is left out (the plain grammar and the default topic variant
-        do not read it, so their caches survive edits to it); a named setting adds its value.
-        """
+        """A hash of the grammar (and variant): model caches are keyed by it. The
+        ``topic_coherence`` table is left out (only a named setting reads it, adding its value)."""
         core = {k: v for k, v in self.base_spec.items() if k != "topic_coherence"}
         variant = self.topic if self.coherence in (None, 1.0) else [True, {"neutral": self.coherence}]
         blob = json.dumps([core, variant] + ([self.knobs] if self.knobs else []), sort_keys=True).encode()
@@ -277,12 +261,10 @@ class Grammar:
         return (f"Grammar({self.name!r}: {len(self.vocab)} words, {len(self.pcfg.nonterminals)} nonterminals, "
                 f"{len(self.pcfg.binary)} binary rules, sentences <= {self.max_length} tokens)")
 
-    # ------------------------------------------------------------ sampling
     def _preterminal_info(self):
         info = {}
         for a in self.pcfg.preterminals:
-            name = self.pcfg.nonterminals[a]
-            parts = name.split("_")
+            parts = self.pcfg.nonterminals[a].split("_")
             feats = {}
             if parts[-1] in ("sg", "pl") and parts[0] in ("N", "DET"):
                 feats["Number"] = "Sing" if parts[-1] == "sg" else "Plur"
@@ -294,8 +276,7 @@ class Grammar:
         return info
 
     def sample(self, n: int, seed: int = 0, progress: bool = False) -> list:
-        """``n`` sentences with gold trees, by ancestral sampling; lengths > ``max_length`` are
-        redrawn."""
+        """``n`` sentences with gold trees by ancestral sampling (over ``max_length``: redrawn)."""
         rng = random.Random(seed)
         out = []
         prior = list(np.cumsum(self.pcfg.topic_prior))
@@ -317,7 +298,6 @@ class Grammar:
                                 [self._info[a][0] for a in pres], feats, t if self.topic else None))
         return out
 
-    # ------------------------------------------------------------ exact quantities
     def encode(self, words) -> torch.Tensor:
         try:
             return torch.tensor([self.word_id[w] for w in words])
@@ -342,8 +322,7 @@ class Grammar:
         return next(self.pair_joints(words, [(i, j)]))[1]
 
     def pair_joints(self, words, pairs=None):
-        """Yield ``((i, j), joint)`` for each pair (default: all i < j), sharing one batched pass
-        per i."""
+        """Yield ``((i, j), joint)`` per pair (default: all i < j), one batched pass per ``i``."""
         n = len(words)
         pairs = [(i, j) for i in range(n) for j in range(i + 1, n)] if pairs is None else list(pairs)
         rows = sorted({i for i, _ in pairs})

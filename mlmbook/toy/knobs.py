@@ -1,18 +1,15 @@
 r"""Knobs of the world: named settings of the toy grammar whose exact answers the oracle computes.
 
-A regime map over model size shows where an effect fades as a model approaches the truth; a
-**knob** changes the *language* and shows what causes the effect. A knob is a function of one
-number that rewrites the grammar schema before it is compiled (``spec``) and/or the compiled
-PCFG after (``pcfg``); its setting is part of the grammar's name and fingerprint, so models
-trained on a knob setting are cached like any other:
+A knob changes the *language* (a regime map changes the model) to show what causes an effect: a
+function of one number that rewrites the grammar schema before it is compiled (``spec``) and/or
+the compiled PCFG (``pcfg``). Its setting is part of the grammar's name and fingerprint:
 
 >>> from mlmbook.toy import Grammar
 >>> g = Grammar.load("toy[selection=0.5]")          # doctest: +SKIP
 >>> g = Grammar.load("toy", knobs={"selection": 0.5})   # the same grammar   # doctest: +SKIP
 
-A knob at its ``neutral`` value leaves the grammar unchanged (and then drops out of the name,
-so ``toy[selection=1]`` *is* ``toy``). Register a knob with :func:`knob`.
-"""
+At its ``neutral`` value a knob drops out of the name (``toy[selection=1]`` *is* ``toy``).
+Register a knob with :func:`knob`."""
 from __future__ import annotations
 
 import copy
@@ -24,7 +21,7 @@ import numpy as np
 from ..errors import GrammarError
 from .pcfg import PCFG
 
-__all__ = ["Knob", "KNOBS", "knob", "parse_name", "format_name", "apply_spec", "apply_pcfg", "check"]
+__all__ = ["Knob", "KNOBS", "knob", "parse_name", "format_name", "apply", "check"]
 
 
 @dataclass(frozen=True)
@@ -69,8 +66,7 @@ def check(knobs: dict | None) -> dict:
 
 
 def parse_name(name: str) -> tuple[str, dict]:
-    """``"toy[selection=0.5,smoothing=0.01]"`` -> ``("toy", {"selection": 0.5, "smoothing":
-    0.01})``."""
+    """``"toy[selection=0.5,smoothing=0]"`` -> ``("toy", {"selection": 0.5, "smoothing": 0.0})``."""
     if not name.endswith("]") or "[" not in name:
         return name, {}
     base, _, inner = name[:-1].partition("[")
@@ -90,24 +86,15 @@ def format_name(base: str, knobs: dict) -> str:
     return base if not knobs else base + "[" + ",".join(f"{k}={v:g}" for k, v in knobs.items()) + "]"
 
 
-def apply_spec(spec: dict, knobs: dict) -> dict:
-    """The schema with every knob's ``spec`` transform applied (in name order)."""
+def apply(target, knobs: dict, stage: str):
+    """The schema (``stage="spec"``) or the compiled PCFG (``"pcfg"``) with every knob's transform
+    of that stage applied (in name order)."""
     for k, v in check(knobs).items():
-        if KNOBS[k].spec is not None:
-            spec = KNOBS[k].spec(spec, v)
-    return spec
+        transform = getattr(KNOBS[k], stage)
+        if transform is not None:
+            target = transform(target, v)
+    return target
 
-
-def apply_pcfg(pcfg, knobs: dict):
-    """The compiled PCFG with every knob's ``pcfg`` transform applied (in name order)."""
-    for k, v in check(knobs).items():
-        if KNOBS[k].pcfg is not None:
-            pcfg = KNOBS[k].pcfg(pcfg, v)
-    return pcfg
-
-
-# ================================================================================ chapter 2
-# smoothing: soft zeros instead of the exact ones that split a two-site table into blocks.
 
 def _with_emissions(pcfg, emissions):
     """The same grammar with new emission tables (the emission knobs change nothing else)."""
@@ -118,13 +105,10 @@ def _with_emissions(pcfg, emissions):
 def _smooth_emissions(pcfg, value: float):
     r"""The PCFG with every preterminal's emissions mixed with the uniform over its part of speech:
 
-    .. math::
+    .. math:: e'_A(w) = (1-\varepsilon)\, e_A(w)
+              + \varepsilon\, \frac{[w \in W_{\mathrm{pos}(A)}]}{|W_{\mathrm{pos}(A)}|},
 
-        e'_A(w) = (1-\varepsilon)\, e_A(w)
-                  + \varepsilon\, \frac{[w \in W_{\mathrm{pos}(A)}]}{|W_{\mathrm{pos}(A)}|},
-
-    :math:`W_{\mathrm{pos}}` the words any preterminal of that part of speech emits (in any topic).
-    """
+    :math:`W_{\mathrm{pos}}` the words a preterminal of that part of speech emits (in any topic)."""
     E = np.array(pcfg.emissions, dtype=float)
     groups: dict[str, list[int]] = {}
     for a in pcfg.preterminals:
@@ -144,9 +128,6 @@ knob(Knob("smoothing",
           neutral=0.0, low=0.0, high=1.0, pcfg=_smooth_emissions))
 
 
-# ================================================================================ chapter 1
-# selection: how much syntax leaves a statistical trace.
-
 def _select(spec: dict, value: float) -> dict:
     r"""The schema with every selectional preference mixed with a head-blind choice:
 
@@ -154,8 +135,7 @@ def _select(spec: dict, value: float) -> dict:
 
     for a verb's frame given its subject's class (:math:`\bar p` the frames' own weights), an
     object's class given the frame, an adjective given its noun's class and the class of the
-    object of *with* (:math:`\bar p` uniform over the classes, resp. adjectives).
-    """
+    object of *with* (:math:`\bar p` uniform over the classes, resp. adjectives)."""
     s = float(value)
     spec = copy.deepcopy(spec)
     classes = list(spec["nouns"])
@@ -194,19 +174,15 @@ knob(Knob("selection",
           neutral=1.0, low=0.0, high=1.0, spec=_select))
 
 
-# ================================================================================ chapter 3
-# word_noise: the language a model trained with TrainConfig(noise=η) learns, again a PCFG: a
-# coherent joint that is *not* the toy language (headroom to the truth, no inconsistency).
-
 def _word_noise(pcfg, value: float):
     r"""The PCFG whose sentences are the toy language's with each word replaced, with probability
-    :math:`\eta`, by a uniformly random word of the vocabulary :math:`W`:
+    :math:`\eta`, by a uniformly random word of the vocabulary :math:`W` (a coherent joint that is
+    not the toy language: headroom to the truth, no inconsistency):
 
     .. math:: e'_A(w) = (1-\eta)\, e_A(w) + \frac{\eta}{|W|} \quad \text{for every preterminal } A.
 
     (Replacing ``x_i`` by a uniform word :math:`u` gives :math:`\tilde x_i = w` with probability
-    :math:`(1-\eta)[x_i = w] + \eta/|W|`, independently per position, so the emissions mix.)
-    """
+    :math:`(1-\eta)[x_i = w] + \eta/|W|`, independently per position, so the emissions mix.)"""
     E = np.array(pcfg.emissions, dtype=float)
     pre = np.asarray(pcfg.preterminals)
     E[:, pre, :] = (1 - value) * E[:, pre, :] + value / E.shape[2]

@@ -1,24 +1,20 @@
 r"""Probabilistic context-free grammars with exact inside–outside computations.
 
-A :class:`PCFG` holds binary rules ``A -> B C`` (each marking which child is the head, so a
-derivation is also a dependency tree), unary rules ``A -> B`` (acyclic) and, per latent topic
-``t``, emission tables ``E_t[A, w] = p(A -> w | t)``.  Sentences of a fixed length ``n`` get
+A :class:`PCFG` holds head-marked binary rules ``A -> B C`` (a derivation is also a dependency
+tree), acyclic unary rules ``A -> B`` and, per latent topic ``t``, emissions
+``E_t[A, w] = p(A -> w | t)``. Sentences of a fixed length ``n`` get
 
 .. math::  p(x) \;\propto\; \sum_t \pi_t \, Z_t(x), \qquad
            Z_t(x) = \sum_{\text{derivations } d \text{ of } x} \;\prod_{r \in d} p_t(r),
 
-computed by the inside algorithm over the leaf vectors ``ell_i[A] = E_t[A, x_i]``.
-Because :math:`Z_t` is *linear in each leaf vector*, its gradient with respect to ``ell_i`` is
-the outside score of every preterminal at position ``i`` — it does not depend on ``x_i``::
+by the inside algorithm over the leaf vectors ``ell_i[A] = E_t[A, x_i]``. :math:`Z_t` is linear
+in each leaf vector, so its gradient at ``ell_i`` (the outside score, by torch autograd) gives the
+exact conditional at every position in one pass::
 
     p(x_i = w, x_{-i}) = sum_t pi_t sum_A  dZ_t/d ell_i[A] * E_t[A, w]
 
-So one inside pass plus one reverse-mode pass (torch autograd plays the outside algorithm)
-gives the exact conditional at every position at once.  A masked position is *marginalised*
-by setting its leaf to the lexical mass vector (1 for every preterminal), since each
-emission row sums to one.  Two-site joints come from the mixed second derivative: fix the
-preterminal at ``i`` to each value ``A`` in a batch and read the gradient at ``j``.
-"""
+A masked position's leaf is the lexical mass vector (1 per preterminal): it is marginalised.
+Two-site joints fix the preterminal at ``i`` to each ``A`` in a batch and read ``j``'s gradient."""
 from __future__ import annotations
 
 import random
@@ -49,21 +45,8 @@ class BinaryRule:
 
 @dataclass
 class PCFG:
-    """A PCFG with head-marked binary rules, unary rules and topic-dependent emissions.
-
-    Parameters
-    ----------
-    nonterminals : list of str
-    start : int
-        Index of the start symbol.
-    binary : list of BinaryRule
-    unary : list of (lhs, child, prob)
-    emissions : ndarray, shape (T, N, V)
-        ``emissions[t, A, w] = p(A -> w | topic t)``; rows of preterminals sum to one, other rows
-        are 0.
-    topic_prior : ndarray, shape (T,)
-    vocab : list of str
-    """
+    """A PCFG (see the module): unary rules ``(lhs, child, prob)``, emissions (T, N, V) whose
+    preterminal rows sum to 1 (others are 0); ``start`` indexes the start symbol."""
 
     nonterminals: list
     start: int
@@ -116,7 +99,6 @@ class PCFG:
                                f"{' and more' if len(bad) > 5 else ''}; fix the grammar's weights")
         self._expansions = None
 
-    # ------------------------------------------------------------------ inside
     def _leaves(self, ids, masked=None) -> torch.Tensor:
         """Leaf vectors, shape (B, T, n, N): emission columns, or the lexical mass if masked."""
         ids = torch.as_tensor(ids)
@@ -141,11 +123,8 @@ class PCFG:
 
     @threads.small_work          # small tensors: one thread (mlmbook.threads)
     def inside(self, leaves: torch.Tensor) -> list:
-        """Inside chart for leaf vectors of shape (M, n, N).
-
-        Returns a list ``chart`` with ``chart[w][m, i, A]`` = total weight of ``A`` deriving
-        the span ``[i, i+w)`` (after unary closure).
-        """
+        """Inside chart for leaf vectors (M, n, N): ``chart[w][m, i, A]`` = total weight of ``A``
+        deriving the span ``[i, i+w)`` (after unary closure)."""
         t = self._t
         n = leaves.shape[1]
         chart = [None, leaves @ t["UT"]]
@@ -164,36 +143,27 @@ class PCFG:
 
     @threads.small_work
     def length_distribution(self, max_length: int) -> np.ndarray:
-        """``out[n]`` = probability that a derivation yields a sentence of length ``n`` (all
-        topics)."""
+        """``out[n]``: the probability that a derivation yields ``n`` tokens (all topics)."""
         leaves = self._t["mass"].expand(1, max_length, -1)
         chart = self.inside(leaves)
         return np.array([0.0] + [chart[w][0, 0, self.start].item() for w in range(1, max_length + 1)])
 
-    # ------------------------------------------------------------------ conditionals
     @threads.small_work
     def conditionals(self, ids, masked=None) -> torch.Tensor:
-        """Exact ``p(x_i = w | x_j for unmasked j != i)`` at every position, shape (B, n, V).
-
-        Each position's distribution is computed as if it were masked; other masked positions
-        are marginalised.  Where the context has probability 0 the conditional is undefined and
-        a uniform row is returned.
-        """
-        g = self._outside(self._leaves(ids, masked))
-        return _normalise(torch.einsum("btia,taw->biw", g, self._t["E"]))
+        """Exact ``p(x_i = w | x_j for unmasked j != i)`` at every position, shape (B, n, V); other
+        masked positions are marginalised, a context of probability 0 gives a uniform row."""
+        num = torch.einsum("btia,taw->biw", self._outside(self._leaves(ids, masked)), self._t["E"])
+        total = num.sum(-1, keepdim=True)
+        uniform = torch.full_like(num, 1.0 / num.shape[-1])
+        return torch.where(total > 0, num / total.clamp_min(1e-300), uniform)
 
     @threads.small_work
-    def pair_weights(self, ids, i_positions=None) -> torch.Tensor:
-        """Preterminal-level two-site weights for one sentence.
-
-        Returns ``W`` of shape (len(i_positions), P, T, n, P) with
-        ``W[k, A, t, j, C] = pi_t * weight of derivations with preterminal A at i_k, C at j`` and
-        every other position fixed to its word (positions ``i_k`` and ``j`` both open).
-        ``P`` indexes :attr:`preterminals`.
-        """
+    def pair_weights(self, ids, i_positions: list) -> torch.Tensor:
+        """Two-site weights of one sentence, (len(i_positions), P, T, n, P): ``W[k, A, t, j, C]`` =
+        pi_t * weight of derivations with preterminal A at i_k and C at j (both open), every other
+        position fixed to its word; ``P`` indexes :attr:`preterminals`."""
         ids = torch.as_tensor(ids).reshape(1, -1)
         n = ids.shape[1]
-        i_positions = list(range(n)) if i_positions is None else list(i_positions)
         pre = torch.as_tensor(self.preterminals)
         P = len(pre)
         feasible = self._feasible_preterminals(ids[0])                              # (n, P) bool
@@ -214,12 +184,7 @@ class PCFG:
 
     def _feasible_preterminals(self, ids: torch.Tensor) -> torch.Tensor:
         """``F[i, A]``: can preterminal A stand at position i when i and one other position are
-        open?
-
-        One batched pass with each position j masked in turn; the outside score at i is positive
-        exactly when some derivation puts A at i.  Pruning the infeasible A keeps the two-site
-        computation exact and several times cheaper.
-        """
+        open? (Each j masked in turn: the outside score at i is positive exactly then.)"""
         n = len(ids)
         g = self._outside(self._leaves(ids.expand(n, n), torch.eye(n, dtype=torch.bool)))
         out = g[..., self.preterminals] > 0                                        # (j, T, i, P)
@@ -232,7 +197,6 @@ class PCFG:
         joint = torch.einsum("tav,atc,tcw->vw", Ep, W_ij, Ep)
         return joint / joint.sum()
 
-    # ------------------------------------------------------------------ sampling
     def _tables(self):
         if self._expansions is None:
             exp = {a: [] for a in range(len(self.nonterminals))}
@@ -271,10 +235,8 @@ class PCFG:
         return words, heads, rels, pres
 
     def enumerate(self, max_length: int) -> dict:
-        """Every sentence of length <= max_length with its probability, by listing derivations.
-
-        Exponential: for tests on tiny grammars only.  Returns ``{tuple of word ids: prob}``.
-        """
+        """``{tuple of word ids: prob}`` of every sentence of length <= max_length, by listing
+        derivations (exponential: for tests on tiny grammars only)."""
         tables = self._tables()
         out: dict = {}
 
@@ -303,9 +265,3 @@ class PCFG:
 def _draw(cum, rng):
     """The first index with ``cum[i] > u``, ``u`` uniform on ``[0, cum[-1])`` (callers clamp it)."""
     return bisect_right(cum, rng.random() * cum[-1])
-
-
-def _normalise(num: torch.Tensor) -> torch.Tensor:
-    total = num.sum(-1, keepdim=True)
-    uniform = torch.full_like(num, 1.0 / num.shape[-1])
-    return torch.where(total > 0, num / total.clamp_min(1e-300), uniform)

@@ -1,10 +1,5 @@
 """Token ids of the toy world: the special tokens, then the grammar's words, behind a real HF
-tokenizer.
-
-The toy models, the exact oracle and the tests all use these ids, so a toy model and the
-truth can be compared position by position, and a toy model loads with
-``AutoTokenizer.from_pretrained`` like any Hugging Face model.
-"""
+tokenizer (toy models and the exact oracle share them, so they compare position by position)."""
 from __future__ import annotations
 
 __all__ = ["SPECIAL_TOKENS", "MASK", "N_SPECIAL", "make_tokenizer"]

@@ -1,22 +1,17 @@
 r"""Run tasks that wait on one another on Dask: the graph, its order and its retries are Dask's.
 
-:func:`run` submits every :class:`Task` at once with the futures of the tasks it ``needs`` as
-arguments, so Dask starts it as soon as they are done. Its ``priority`` is its upward rank (the rule
-of the HEFT heuristic): its own estimated seconds plus the longest chain of tasks that wait on it,
+:func:`run` submits every :class:`Task` at once on the futures of the tasks it ``needs``, with its
+upward rank as priority (the HEFT heuristic's rule): its own estimated seconds plus the longest
+chain of tasks that wait on it,
 
 .. math:: \operatorname{rank}(t) = s_t + \max_{u \,:\, t \in \operatorname{needs}(u)} \operatorname{rank}(u),
 
-so a short training that unblocks a long chapter starts before a longer one nothing waits on.
-:func:`makespan` plays that rule out on ``N`` workers. Tasks report progress with :func:`tell`.
-
->>> from mlmbook import workers
->>> tasks = [workers.Task("a", divmod, (7, 2)), workers.Task("b", pow, (2, 5), needs=("a",))]
->>> [(t.key, value) for t, value, error, _ in workers.run(tasks, workers=1)]
-[('a', (3, 1)), ('b', 32)]
+so a short training that unblocks a long chapter starts first; :func:`makespan` plays it out.
 """
 from __future__ import annotations
 
 import contextlib
+import functools
 import graphlib
 import heapq
 import os
@@ -33,17 +28,14 @@ from ..errors import BuildError
 __all__ = ["Task", "NotRun", "WorkerLost", "ranks", "makespan", "run", "tell", "Progress"]
 
 QUIET_SECONDS = 60.0
-"""Longest silence of a run: after this long without a line, :class:`Progress` says what is
-running."""
+"""Longest silence of a run: after it, :class:`Progress` says what is running."""
 
 
 @dataclass(frozen=True)
 class Task:
-    """One piece of work: ``fn(*args)`` on a worker (``fn`` module-level, it is pickled), after
-    the tasks (or :func:`run`'s ``data``) whose keys it ``needs``. ``seconds``, its estimated
-    duration, sets the priority; ``resources`` are the Dask resources it asks for (e.g.
-    ``(("GPU", 1),)``); with ``pass_needs``, ``fn(*args, values)``, ``values`` a dict from each
-    need's key to its value."""
+    """One piece of work: ``fn(*args)`` on a worker after the tasks (or :func:`run`'s ``data``)
+    whose keys it ``needs``; ``seconds`` (estimated) sets the priority; ``resources``: Dask's, e.g.
+    ``(("GPU", 1),)``; with ``pass_needs``, ``fn(*args, values)``, the needs' values by key."""
 
     key: str
     fn: Callable
@@ -64,55 +56,41 @@ class WorkerLost(BuildError):
 
 def ranks(tasks: list[Task]) -> dict[str, float]:
     """Each task's upward rank: its seconds plus the largest rank among the tasks that need it."""
-    waiting = {t.key: [] for t in tasks}
-    for t in tasks:
-        for need in t.needs:
-            if need in waiting:
-                waiting[need].append(t.key)
     seconds = {t.key: t.seconds for t in tasks}
-    out: dict[str, float] = {}
+    waiting = {key: [t.key for t in tasks if key in t.needs] for key in seconds}
 
+    @functools.cache
     def rank(key):
-        if key not in out:
-            out[key] = seconds[key] + max((rank(k) for k in waiting[key]), default=0.0)
-        return out[key]
+        return seconds[key] + max((rank(k) for k in waiting[key]), default=0.0)
 
-    for t in tasks:
-        rank(t.key)
-    return out
+    return {key: rank(key) for key in seconds}
 
 
 def makespan(tasks: list[Task], workers: int) -> float:
     """The wall seconds of ``tasks`` on ``workers`` if every task takes its ``seconds``, whenever a
     worker frees the highest-ranked ready task starting (needs outside ``tasks`` count as done)."""
-    keys = {t.key for t in tasks}
-    rank = ranks(tasks)
+    keys, rank = {t.key for t in tasks}, ranks(tasks)
     pending = sorted(tasks, key=lambda t: -rank[t.key])
     done: set[str] = set()
-    ends: list = []                              # (end time, order, task)
-    now, free, order = 0.0, max(1, workers), 0
+    ends: list = []                              # (end time, tasks started before it, task)
+    now = 0.0
     while pending or ends:
         for t in list(pending):
-            if free and done.issuperset(n for n in t.needs if n in keys):
+            if len(ends) < max(1, workers) and done.issuperset(n for n in t.needs if n in keys):
                 pending.remove(t)
-                free -= 1
-                heapq.heappush(ends, (now + t.seconds, order, t))
-                order += 1
+                heapq.heappush(ends, (now + t.seconds, len(done) + len(ends), t))
         if not ends:
             break                                # unreachable needs: nothing more can start
         now, _, t = heapq.heappop(ends)
-        free += 1
         done.add(t.key)
     return now
 
 
-# ------------------------------------------------------------------------------ progress
 _context = threading.local()
 
 
 def tell(text: str, show: bool = True) -> None:
-    """Report progress from inside a task: a line on the caller's terminal (``show``), and the
-    task's status in the line :class:`Progress` prints after a silence. Outside a task: stderr."""
+    """Report progress from inside a task (its status, and a line on the terminal if ``show``)."""
     sink = getattr(_context, "sink", None)
     if sink is not None:
         sink({"key": _context.key, "text": text, "show": bool(show)})
@@ -120,18 +98,12 @@ def tell(text: str, show: bool = True) -> None:
         print(text, file=sys.stderr, flush=True)
 
 
-def _clock(seconds: float) -> str:
-    s = int(seconds)
-    return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
-
-
 class Progress:
     """The lines a run prints: each one at once, and after :data:`QUIET_SECONDS` of silence a line
     naming what is running; a task that starts a second time and a lost worker are lines too."""
 
-    def __init__(self, say: Callable[[str], None], quiet: float = QUIET_SECONDS,
-                 on_start: Callable[[Task], None] | None = None):
-        self.say, self.quiet, self.on_start = say, quiet, on_start
+    def __init__(self, say: Callable[[str], None], on_start: Callable[[Task], None] | None = None):
+        self.say, self.on_start = say, on_start
         self.t0 = self.last = time.perf_counter()
         self.status: dict[str, str] = {}
         self.tasks: dict[str, Task] = {}
@@ -141,7 +113,9 @@ class Progress:
 
     def elapsed(self) -> str:
         """Wall time since the run began, ``m:ss``."""
-        return _clock(time.perf_counter() - self.t0)
+        s = int(time.perf_counter() - self.t0)
+        minutes = f"{s // 3600}:{s // 60 % 60:02d}" if s >= 3600 else f"{s // 60}"
+        return f"{minutes}:{s % 60:02d}"
 
     def line(self, text: str) -> None:
         with self._lock:
@@ -149,8 +123,7 @@ class Progress:
             self.last = time.perf_counter()
 
     def __call__(self, event) -> None:
-        """A task's message (:func:`tell`, or its start on a worker), as a dict or as Dask's
-        ``(time, message)`` event."""
+        """A task's message (:func:`tell`, its start): a dict, or Dask's ``(time, message)``."""
         msg = event[1] if isinstance(event, tuple) else event
         key = msg.get("key")
         if "started_on" in msg:                   # (Dask adds "worker" to every worker's event)
@@ -162,8 +135,7 @@ class Progress:
             self.line(msg["text"])
 
     def begin(self, key: str, worker: str) -> None:
-        """Task ``key`` starts on ``worker``: its status is its key (until it tells more), and
-        ``on_start`` hears of it; a second start (after its worker was lost) is a line."""
+        """Task ``key`` starts on ``worker``; a second start (its worker was lost) is a line."""
         if key in self.where:
             self.line(f"  {key} runs again, on {worker} (the worker that ran it was lost)")
         elif key in self.started:                 # it ended before its start arrived
@@ -175,15 +147,13 @@ class Progress:
             self.on_start(self.tasks[key])
 
     def end(self, key: str) -> float:
-        """Task ``key`` ended; returns its wall seconds since it started (0 if its start never
-        arrived)."""
+        """Task ``key`` ended; returns its wall seconds since it started (0 if that never came)."""
         self.status.pop(key, None)
         self.where.pop(key, None)
         return time.perf_counter() - self.started.setdefault(key, time.perf_counter())
 
     def cluster(self, event, names: dict[str, str]) -> None:
-        """A Dask scheduler's event: a worker lost (not closed on purpose) is a line naming the
-        tasks it was running (``names``: Dask's keys -> the tasks' keys)."""
+        """A Dask scheduler's event: a lost worker is a line naming its tasks (by ``names``)."""
         msg = event[1] if isinstance(event, tuple) else event
         if msg.get("action") != "remove-worker" or msg.get("expected"):
             return
@@ -193,15 +163,13 @@ class Progress:
             f"worker, up to the cluster's allowed failures" if ran else ""))
 
     def heartbeat(self) -> None:
-        """Say what runs, when nothing was said for :attr:`quiet` seconds."""
-        if time.perf_counter() - self.last >= self.quiet and self.status:
+        """Say what runs, when nothing was said for :data:`QUIET_SECONDS`."""
+        if time.perf_counter() - self.last >= QUIET_SECONDS and self.status:
             self.line(f"  {self.elapsed()} elapsed; running: " + "; ".join(self.status.values()))
 
 
-# ------------------------------------------------------------------------------ running
 def _call(topic: str, key: str, fn: Callable, args: tuple, values: dict | None, *after):
-    """On a worker: say where the task starts, then run it with :func:`tell` wired to ``topic``.
-    ``after``: the values of needs it is not passed (they only order it)."""
+    """On a worker: say where the task starts, then run it with :func:`tell` wired to ``topic``."""
     from distributed import get_worker
 
     worker = get_worker()
@@ -218,37 +186,25 @@ def _call(topic: str, key: str, fn: Callable, args: tuple, values: dict | None, 
         _context.sink = _context.key = None
 
 
-def _in_order(tasks: list[Task], data: dict) -> list[Task]:
-    """``tasks`` with every task after its needs; refuses unknown or repeated keys and cycles."""
+def run(tasks: list[Task], workers: int = 1, stop: Callable[[], bool] = lambda: False,
+        scheduler=None, data: dict | None = None, progress: Progress | None = None
+        ) -> Iterator[tuple[Task, Any, BaseException | None, float]]:
+    """Run ``tasks`` on Dask; yield ``(task, value, error, seconds)`` as each ends (a task whose
+    needs failed gets a :class:`NotRun`, one whose worker died too often a :class:`WorkerLost`).
+    ``workers``: the local cluster's processes (with 1, a Dask worker thread here); ``stop``,
+    checked after each task: once True, the rest is cancelled; ``scheduler``: an existing cluster's
+    address or client; ``data``: values tasks may ``need``. Close the iterator
+    (``contextlib.closing``) to cancel the rest and stop the local cluster."""
+    data = dict(data or {})
     by_key = {t.key: t for t in tasks}
     unknown = {n for t in tasks for n in t.needs} - set(by_key) - set(data)
     if len(by_key) != len(tasks) or unknown or set(by_key) & set(data):
         raise ValueError(f"tasks need unknown keys {sorted(unknown)} or repeat a key")
-    graph = {t.key: [n for n in t.needs if n in by_key] for t in tasks}
     try:
-        return [by_key[k] for k in graphlib.TopologicalSorter(graph).static_order()]
+        graph = {t.key: [n for n in t.needs if n in by_key] for t in tasks}
+        order = [by_key[k] for k in graphlib.TopologicalSorter(graph).static_order()]
     except graphlib.CycleError as err:
         raise ValueError(f"tasks need each other in a circle: {' -> '.join(err.args[1])}") from None
-
-
-def run(tasks: list[Task], workers: int = 1, stop: Callable[[], bool] = lambda: False, scheduler=None,
-        data: dict | None = None, progress: Progress | None = None) -> Iterator[tuple[Task, Any, BaseException | None,
-                                                                                    float]]:
-    """Run ``tasks`` on Dask; yield ``(task, value, error, seconds)`` as each ends (value None on
-    error, error None on success; a task whose needs failed is not run and gets a :class:`NotRun`,
-    one whose worker died too often a :class:`WorkerLost`).
-
-    ``workers``: processes of the local cluster (with 1 and no ``scheduler``, one Dask worker thread
-    in this process); ``stop``, checked after each task ends: once True, the tasks that have not
-    ended are cancelled (:class:`NotRun`); ``scheduler``, an existing cluster's address or client;
-    ``data``, values tasks may list in their ``needs`` (sent once each); ``progress`` hears of each
-    task's start and :func:`tell` messages (default: lines on stderr).
-
-    Close the iterator (``contextlib.closing``) when leaving it early: that cancels the rest and
-    stops the local cluster.
-    """
-    data = dict(data or {})
-    order = _in_order(tasks, data)
     if not order:
         return
     progress = progress or Progress(lambda text: print(text, file=sys.stderr, flush=True))
@@ -266,7 +222,7 @@ def _on_dask(client, order: list[Task], data: dict, stop, progress: Progress):
     futures = dict(zip(data, client.scatter(list(data.values()), hash=False))) if data else {}
     for t in order:
         needs = [futures[k] for k in t.needs]
-        key = f"{_safe(t.key)}-{uuid.uuid4().hex}"
+        key = "".join(c if c.isalnum() else "_" for c in t.key) + f"-{uuid.uuid4().hex}"
         names[key] = t.key
         futures[t.key] = client.submit(_call, topic, t.key, t.fn, t.args,
                                        dict(zip(t.needs, needs)) if t.pass_needs else None,
@@ -274,8 +230,7 @@ def _on_dask(client, order: list[Task], data: dict, stop, progress: Progress):
                                        pure=False, resources=dict(t.resources) or None)
     running = {futures[t.key]: t for t in order}
     futures.clear()                                   # Dask keeps a value while a task waits for it
-    # futures as they end (Dask calls back from a thread)
-    ends: queue.SimpleQueue = queue.SimpleQueue()
+    ends: queue.SimpleQueue = queue.SimpleQueue()  # futures as they end (called back from a thread)
     for fut in running:
         fut.add_done_callback(ends.put)
     needs_of = {t.key: t.needs for t in order}
@@ -304,8 +259,7 @@ def _on_dask(client, order: list[Task], data: dict, stop, progress: Progress):
 
 
 def _outcome(fut, task: Task, needs_of: dict, names: dict) -> tuple[Any, BaseException | None]:
-    """A finished future's value, or its error: its own, a :class:`WorkerLost`, or a
-    :class:`NotRun` when a need (or a need's need) failed or the run stopped."""
+    """A finished future's value or error (its own, a :class:`WorkerLost` or a :class:`NotRun`)."""
     from distributed.scheduler import KilledWorker
 
     if fut.status == "finished":
@@ -329,7 +283,3 @@ def _outcome(fut, task: Task, needs_of: dict, names: dict) -> tuple[Any, BaseExc
 def _reaches(key: str, origin: str, needs_of: dict) -> bool:
     """Whether ``key`` is ``origin`` or needs it, through any chain of needs."""
     return key == origin or any(_reaches(n, origin, needs_of) for n in needs_of.get(key, ()))
-
-
-def _safe(key: str) -> str:
-    return "".join(c if c.isalnum() else "_" for c in key)

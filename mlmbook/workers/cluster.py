@@ -1,16 +1,6 @@
-"""Where tasks run: a Dask client of a local cluster on 127.0.0.1, or of any existing Dask cluster;
-work split into blocks over its workers; processes that never outlive the build.
-
-* :func:`client_for` — the local cluster: one process per worker, one thread each, every server on
-  ``127.0.0.1``, the workers with this process's environment; one worker is a Dask worker thread in
-  this process. An address (``--scheduler``, ``$MLMBOOK_SCHEDULER``) connects to a cluster someone
-  else started (``dask scheduler`` / ``dask worker``, dask-jobqueue), which this module never stops.
-* :func:`reach` — an address is checked before any work, in one line.
-* :func:`map_blocks` — a list cut into blocks of :data:`BLOCK` items, computed here or side by side
-  on a cluster; the blocks, and so the numbers, are the same either way.
-* :func:`kernel_argv` — a Jupyter kernel that dies with the process that started it, even when
-  that process is killed with SIGKILL (Linux: the parent-death signal).
-"""
+"""Where tasks run: a Dask client of a local cluster on 127.0.0.1, or of any existing Dask cluster
+(``--scheduler``, ``$MLMBOOK_SCHEDULER``; never stopped here); work split into blocks over its
+workers; Jupyter kernels that die with the build, even when it is killed with SIGKILL."""
 from __future__ import annotations
 
 import asyncio
@@ -38,8 +28,7 @@ BLOCK = 64
 
 
 def address(explicit: str | None = None) -> str | None:
-    """The scheduler to use: ``explicit``, else ``$MLMBOOK_SCHEDULER``, else None (a local
-    cluster)."""
+    """The scheduler: ``explicit``, else ``$MLMBOOK_SCHEDULER``, else None (a local cluster)."""
     return explicit or env_str("MLMBOOK_SCHEDULER")
 
 
@@ -55,8 +44,7 @@ async def _identity(where: str, seconds: float) -> dict:
 
 
 def reach(where: str) -> str:
-    """Check that a Dask scheduler answers at ``where``, within Dask's connect timeout; returns the
-    address with its protocol (``tcp://``). Else a one-line :class:`UsageError`."""
+    """The address of the Dask scheduler answering at ``where``, else a one-line UsageError."""
     import dask
     from dask.utils import parse_timedelta
     from distributed.comm.addressing import normalize_address, parse_address, parse_host_port
@@ -88,62 +76,49 @@ def reach(where: str) -> str:
     return full
 
 
-def _quiet() -> None:
-    for name in ("distributed", "distributed.client", "distributed.scheduler", "distributed.worker",
-                 "distributed.nanny", "distributed.core", "distributed.deploy"):
-        logging.getLogger(name).setLevel(logging.CRITICAL)
-
-
 @contextlib.contextmanager
 def client_for(workers: int, scheduler=None):
     """A ``distributed.Client``: of ``scheduler`` (an address, or a client returned as it is), else
-    of a new local cluster of ``workers`` processes that stops when the block ends."""
+    of a new local cluster of ``workers`` processes (one: a thread here) stopped after the block."""
     import dask
     import distributed
 
-    _quiet()
+    for name in ("distributed", "distributed.client", "distributed.scheduler", "distributed.worker",
+                 "distributed.nanny", "distributed.core", "distributed.deploy"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
     if scheduler is not None and not isinstance(scheduler, str):
         yield scheduler
         return
+    cluster, saved = None, dict(os.environ)
     if scheduler:
         client = distributed.Client(reach(scheduler), set_as_default=False)
-        try:
-            yield client
-        finally:
-            with contextlib.suppress(Exception):
-                client.close(timeout=5)
-        return
-    saved = dict(os.environ)
-    # the workers get this process's environment, as a pool's would: no thread or malloc settings of
-    # Dask's (which its nannies would also write into this process's environment)
-    with dask.config.set({"distributed.scheduler.allowed-failures": ALLOWED_FAILURES,
-                          "distributed.nanny.pre-spawn-environ": {}}):
-        processes = workers > 1  # one worker: a thread of this process, no network
-        cluster = distributed.LocalCluster(n_workers=max(1, workers), threads_per_worker=1, processes=processes,
-                                           host=LOCAL_HOST if processes else None, dashboard_address=None,
-                                           worker_dashboard_address=None, scheduler_port=0,
-                                           memory_limit=0, silence_logs=logging.CRITICAL,
-                                           scheduler_kwargs={"dashboard_address": f"{LOCAL_HOST}:0"})
-        client = distributed.Client(cluster, set_as_default=False)
+    else:
+        # the workers get this process's environment, as a pool's would: no thread or malloc
+        # settings of Dask's (which its nannies would also write into this process's environment)
+        with dask.config.set({"distributed.scheduler.allowed-failures": ALLOWED_FAILURES,
+                              "distributed.nanny.pre-spawn-environ": {}}):
+            processes = workers > 1  # one worker: a thread of this process, no network
+            cluster = distributed.LocalCluster(
+                n_workers=max(1, workers), threads_per_worker=1, processes=processes,
+                host=LOCAL_HOST if processes else None, dashboard_address=None, scheduler_port=0,
+                worker_dashboard_address=None, memory_limit=0, silence_logs=logging.CRITICAL,
+                scheduler_kwargs={"dashboard_address": f"{LOCAL_HOST}:0"})
+            client = distributed.Client(cluster, set_as_default=False)
     try:
         yield client
     finally:
         with contextlib.suppress(Exception):
             client.close(timeout=5)
-        with contextlib.suppress(Exception):
-            cluster.close(timeout=10)
-        os.environ.clear()
-        os.environ.update(saved)
+        if cluster is not None:
+            with contextlib.suppress(Exception):
+                cluster.close(timeout=10)
+            os.environ.clear()
+            os.environ.update(saved)
 
 
 def map_blocks(fn: Callable, items: list, *args, scheduler=None, size: int = BLOCK) -> list:
-    """``fn(block, *args)`` (a list with one result per item of ``block``) over ``items`` cut into
-    blocks of ``size``, concatenated in order: one block after another here, or side by side on the
-    cluster of ``scheduler`` (an address or a client), ``args`` sent to it once.
-
-    The blocks do not depend on the cluster, so neither do the results: a model's arithmetic on a
-    batch can depend on what else is in the batch, in the last bits.
-    """
+    """``fn(block, *args)`` (one result per item) over ``items`` cut into blocks of ``size``, here
+    or on the cluster of ``scheduler``; the blocks, so the results to the last bit, are the same."""
     chunks = [items[i:i + size] for i in range(0, len(items), size)]
     if scheduler is None:
         return [x for c in chunks for x in fn(c, *args)]
@@ -154,13 +129,11 @@ def map_blocks(fn: Callable, items: list, *args, scheduler=None, size: int = BLO
 
 
 def set_parent_death_signal() -> bool:
-    """Ask Linux to SIGKILL this process when the thread that started it ends; False where
-    unsupported."""
+    """Ask Linux to SIGKILL this process when its starting thread ends; False where unsupported."""
     import ctypes
     import signal
     try:
-        # PR_SET_PDEATHSIG
-        return ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL)) == 0
+        return ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL)) == 0  # PDEATHSIG
     except (OSError, AttributeError):
         return False
 
@@ -178,9 +151,8 @@ os.execv(sys.executable, [sys.executable, "-m", "ipykernel_launcher", *sys.argv[
 
 
 def kernel_argv(python: str | None = None) -> list[str]:
-    """A kernelspec's ``argv`` starting ``ipykernel_launcher`` with ``python`` (default: this one),
-    set to be killed when the process that launched it dies (SIGKILL included); the kernel's own
-    poll of its parent stays as a second guard."""
+    """A kernelspec's ``argv`` for a kernel that dies with the process that started it (SIGKILL
+    included: the parent-death signal), run by ``python`` (default: this one)."""
     return [python or sys.executable, "-c", _GUARD, "-f", "{connection_file}",
             # CRITICAL: not the TCP-without-encryption warning, nor the "KeyboardInterrupt caught in
             # kernel" that jupyter_client's interrupt-before-shutdown can cause

@@ -15,6 +15,7 @@ from scipy.special import logsumexp
 from mlmbook import consistency as C
 from mlmbook import stats
 from mlmbook.consistency import regime as R
+from mlmbook.consistency.tracking import spearman
 from tests.fakes import JointOracle, PerturbedOracle, random_joint
 
 V = 4
@@ -67,12 +68,12 @@ def test_ag_distance_zero_for_a_joint_positive_otherwise():
 
 def test_spearman_and_budget_tracking():
     x = np.array([1.0, 2.0, 3.0, 4.0])
-    assert C.spearman(x, x ** 3) == pytest.approx(1.0) and C.spearman(x, -x) == pytest.approx(-1.0)
+    assert spearman(x, x ** 3) == pytest.approx(1.0) and spearman(x, -x) == pytest.approx(-1.0)
     rng = np.random.default_rng(0)
     budget = np.column_stack([rng.uniform(0, 1, 50) + k for k in range(5)])      # 5 models, 50 targets
     gain = 0.1 * budget + rng.normal(0, 0.01, budget.shape)
-    iv = C.budget_tracking(budget, gain, level=0.99)
-    assert iv.estimate == pytest.approx(1.0) and iv.low > 0.5 and iv.level == 0.99
+    iv = C.budget_tracking(budget, gain)
+    assert iv.estimate == pytest.approx(1.0) and iv.low > 0.5 and iv.level == stats.LEVEL
     with pytest.raises(ValueError):
         C.budget_tracking(budget[:, :2], gain[:, :2])
 
@@ -106,7 +107,7 @@ def test_regime_measures_by_brute_force():
     m = R.rung_measures(lm, material)
     assert (m["abs_delta"] > 1e-6).all()
     for n, (row, t) in enumerate(zip(ids, targets)):
-        v = C.harsh(C.ensemble_versions(lm, row, t, aux[n], candidates=3))
+        v = C.harsh(C.ensemble_versions_many(lm, [row], [t], [aux[n]], candidates=3)[0])
         g = int(row[t])
         if g in v.candidates:
             hit = list(v.candidates).index(g)
@@ -124,8 +125,8 @@ def test_regime_measures_by_brute_force():
         assert s["loss_frac"].estimate == pytest.approx(frac)
     else:                                                   # three targets: the headroom's interval holds 0
         assert "contains 0" in s["loss_frac"].note
-    big = R.rung_intervals({k: np.tile(v, 40) for k, v in m.items()}, level=0.9, quantities=("loss_frac",))
-    assert big["loss_frac"].estimate == pytest.approx(frac)
+    big = {k: np.tile(v, 40) for k, v in m.items()}
+    assert R.headroom_fraction(big["single"], big["ens"], big["bayes"], level=0.9).estimate == pytest.approx(frac)
     assert s["delta"].estimate == pytest.approx(np.median(m["abs_delta"]))
     assert s["flips"].estimate == pytest.approx(m["flip"].mean())
     for iv in s.values():
@@ -135,7 +136,8 @@ def test_regime_measures_by_brute_force():
 def test_zero_headroom_is_undefined_not_zero():
     m = dict(single=np.ones(5), ens=np.ones(5), bayes=np.ones(5), alone=np.ones(5),
              hit_single=np.ones(5), hit_ens=np.ones(5), hit_bayes=np.ones(5))
-    pts = R.rung_intervals(m, quantities=("loss_frac", "acc_frac"))
+    pts = {"loss_frac": R.headroom_fraction(m["single"], m["ens"], m["bayes"]),
+           "acc_frac": R.headroom_fraction(-m["hit_single"], -m["hit_ens"], -m["hit_bayes"])}
     assert not pts["loss_frac"].defined and not pts["acc_frac"].defined
     assert pts["acc_frac"].format().startswith("undefined")
 

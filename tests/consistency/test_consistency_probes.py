@@ -14,6 +14,8 @@ import torch
 from scipy.special import logsumexp
 
 from mlmbook import consistency as C
+from mlmbook.consistency.ensemble import Versions, combine
+from mlmbook.consistency.order import chain_rule_grids
 from tests.fakes import JointOracle, PerturbedOracle, random_joint
 
 V = 4
@@ -110,13 +112,13 @@ def test_ensemble_versions_equal_direct_conditional_for_coherent_joint():
     joint = random_joint(4, V, seed=3)
     lm = JointOracle(joint)
     sentence, t = [2, 0, 3, 1], 1
-    res = C.ensemble_versions(lm, sentence, t)
+    res = C.ensemble_versions_many(lm, [sentence], [t])[0]
     assert lm.calls == 3  # direct conditionals, then the routes in two passes (target masked; candidates)
-    assert res.probs.shape == (4, V) and list(res.aux) == [0, 2, 3]
+    assert res.probs.shape == (4, V) and res.routes == ((0,), (2,), (3,))
     exact = np.exp(joint[2, :, 3, 1] - logsumexp(joint[2, :, 3, 1]))
     np.testing.assert_allclose(res.probs, np.broadcast_to(exact, res.probs.shape), atol=1e-9)
     # a candidate set: top-2 of version 0 plus the gold token, all versions renormalised over it
-    sub = C.ensemble_versions(lm, sentence, t, aux=[3], candidates=2)
+    sub = C.ensemble_versions_many(lm, [sentence], [t], [[3]], candidates=2)[0]
     assert 0 in sub.candidates and len(sub.candidates) in (2, 3)
     np.testing.assert_allclose(sub.probs[1], sub.probs[0], atol=1e-9)
     np.testing.assert_allclose(sub.probs[0], exact[sub.candidates] / exact[sub.candidates].sum(), atol=1e-12)
@@ -124,24 +126,23 @@ def test_ensemble_versions_equal_direct_conditional_for_coherent_joint():
 
 def test_ensemble_versions_differ_for_perturbed_oracle():
     lm = PerturbedOracle(random_joint(4, V, seed=3), scale=1.0)
-    res = C.ensemble_versions(lm, [2, 0, 3, 1], 1)
+    res = C.ensemble_versions_many(lm, [[2, 0, 3, 1]], [1])[0]
     np.testing.assert_allclose(res.probs.sum(axis=1), 1.0)
     assert np.abs(res.probs[1:] - res.probs[0]).max() > 1e-3
 
 
 def test_combine_rules():
     v = np.array([[0.5, 0.5, 0.0], [0.1, 0.1, 0.8]])
-    np.testing.assert_allclose(C.combine(v, "mean"), [0.3, 0.3, 0.4])
-    np.testing.assert_allclose(C.combine(v, "max"), np.array([0.5, 0.5, 0.8]) / 1.8)
-    np.testing.assert_allclose(C.combine(np.stack([v, v]), "max").sum(axis=-1), [1, 1])
+    np.testing.assert_allclose(combine(v, "mean"), [0.3, 0.3, 0.4])
+    np.testing.assert_allclose(combine(v, "max"), np.array([0.5, 0.5, 0.8]) / 1.8)
+    np.testing.assert_allclose(combine(np.stack([v, v]), "max").sum(axis=-1), [1, 1])
     with pytest.raises(ValueError):
-        C.combine(v, "median")
+        combine(v, "median")
 
 
 def test_disagreement_rate():
     v = np.array([[0.6, 0.4], [0.3, 0.7], [0.6, 0.4]])
     assert C.disagreement_rate(v) == pytest.approx(0.5)            # versions 1, 2 vs version 0
-    assert C.disagreement_rate(v, reference=None) == pytest.approx(2 / 3)
     tie = np.array([[0.5, 0.5], [0.5 - 1e-12, 0.5 + 1e-12]])       # float noise on an exact tie
     assert C.disagreement_rate(tie) == 0.0
     assert C.disagreement_rate([v, np.array([[1.0, 0.0], [1.0, 0.0]])]) == pytest.approx(0.25)
@@ -260,14 +261,14 @@ def test_chain_rule_grids():
     joint = random_joint(4, V, seed=4)
     row = torch.tensor([1, 0, 2, 3])
     i, j, a_ids, b_ids = 0, 2, [0, 1, 3], [1, 2]
-    fwd, bwd = C.chain_rule_grids(JointOracle(joint), row, i, j, a_ids, b_ids)
+    fwd, bwd = chain_rule_grids(JointOracle(joint), row, i, j, a_ids, b_ids)
     pair = joint[:, 0, :, 3]                                   # x_1 = 0, x_3 = 3 observed
     pair = pair - logsumexp(pair)
     np.testing.assert_allclose(fwd, pair[np.ix_(a_ids, b_ids)], atol=1e-12)
     np.testing.assert_allclose(bwd, fwd, atol=1e-12)
     # for an inconsistent model: one cell is the order test, a 2x2 block is the rectangle test
     lm = PerturbedOracle(joint)
-    fwd, bwd = C.chain_rule_grids(lm, row, i, j, [1, 3], [2, 0])
+    fwd, bwd = chain_rule_grids(lm, row, i, j, [1, 3], [2, 0])
     o = C.order_inconsistency(lm, [row], i, j)                 # observed pair (x_0, x_2) = (1, 2)
     assert fwd[0, 0] == pytest.approx(o.log_fwd[0], abs=1e-12) and bwd[0, 0] == pytest.approx(o.log_bwd[0], abs=1e-12)
 
@@ -291,14 +292,13 @@ def test_ensemble_versions_many_equals_one_at_a_time_and_chunked(monkeypatch):
     lm = PerturbedOracle(random_joint(4, V, seed=3), scale=1.0)
     ids = [torch.tensor([2, 0, 3, 1]), torch.tensor([1, 1, 0, 2]), torch.tensor([3, 2, 2, 0])]
     targets, aux = [1, 0, 3], [[0, 2, 3], [2], [0, 1]]
-    for cands in (None, 2, [np.array([0, 1, 2]), np.array([1, 2]), np.array([0, 3])]):
+    for cands in (None, 2, np.array([0, 1, 2])):
         many = C.ensemble_versions_many(lm, ids, targets, aux, candidates=cands)
         with monkeypatch.context() as mp:
             mp.setenv("MLMBOOK_QUERY_BUDGET", "10")                 # two rows per model call
             chunked = C.ensemble_versions_many(lm, ids, targets, aux, candidates=cands)
         for k, (v, w) in enumerate(zip(many, chunked)):
-            one = C.ensemble_versions(lm, ids[k], targets[k], aux[k],
-                                      candidates=cands[k] if isinstance(cands, list) else cands)
+            one = C.ensemble_versions_many(lm, [ids[k]], [targets[k]], [aux[k]], candidates=cands)[0]
             np.testing.assert_array_equal(v.candidates, one.candidates)
             np.testing.assert_allclose(v.probs, one.probs, atol=1e-12)
             np.testing.assert_allclose(w.probs, one.probs, atol=1e-12)
@@ -308,17 +308,16 @@ def test_ensemble_versions_many_equals_one_at_a_time_and_chunked(monkeypatch):
 
 
 def test_ensemble_curve_on_hand_cases():
-    v = C.Versions(np.array([7, 9]), np.array([[0.6, 0.4], [0.1, 0.9]]), np.array([3]))
-    short = C.Versions(np.array([7, 9]), np.array([[0.2, 0.8]]), np.array([], dtype=int))
+    v = Versions(np.array([7, 9]), np.array([[0.6, 0.4], [0.1, 0.9]]), np.array([3]))
+    short = Versions(np.array([7, 9]), np.array([[0.2, 0.8]]), np.array([], dtype=int))
     mean = C.ensemble_curve([v, short], [9, 9], "mean")
     np.testing.assert_allclose(mean.correct, [[0, 1], [1, np.nan]])
     np.testing.assert_allclose(mean.log_loss, [[-math.log(0.4), -math.log(0.65)], [-math.log(0.8), np.nan]])
     mx = C.ensemble_curve([v], [9], "max")                     # max-pool: [0.6, 0.9] / 1.5
     np.testing.assert_allclose(mx.log_loss, [[-math.log(0.4), -math.log(0.6)]])
     assert mx.correct.tolist() == [[0.0, 1.0]]
-    out = C.ensemble_curve([v], [5], "mean", max_versions=3)  # gold not a candidate; a third column nobody fills
+    out = C.ensemble_curve([v], [5], "mean")                   # gold not a candidate
     assert out.correct[0, :2].tolist() == [0.0, 0.0] and np.isinf(out.log_loss[0, :2]).all()
-    assert np.isnan(out.log_loss[0, 2])
     with pytest.raises(ValueError):
         C.ensemble_curve([v], [9], "median")
 

@@ -16,6 +16,8 @@ from scipy.stats import t as student_t
 from mlmbook import consistency as C
 from mlmbook import stats
 from mlmbook.consistency import regime as R
+from mlmbook.consistency.order import pair_flips
+from mlmbook.consistency.spans import fits_spans
 from tests.fakes import JointOracle, PerturbedOracle, random_joint
 
 V = 4
@@ -47,7 +49,7 @@ def test_ensemble_targets_take_the_nearest_words_and_stop_at_n():
         assert a == others[:3]
     long = [E(list(range(12))) for _ in range(30)]
     rows, targets, _ = C.corpus.ensemble_targets(long, 10, 3, np.random.default_rng(3), spans=True)
-    assert len(rows) == 10 and all(C.fits_spans(t, long[r].content) for r, t in zip(rows, targets))
+    assert len(rows) == 10 and all(fits_spans(t, long[r].content) for r, t in zip(rows, targets))
     from mlmbook.errors import TreebankError
     with pytest.raises(TreebankError, match="longer sentences"):
         C.corpus.ensemble_targets(sents[:1], 5, 3, np.random.default_rng(0))
@@ -88,11 +90,11 @@ def test_pairs_of_ten_sentences_are_resampled_by_sentence():
     by_pair = stats.describe(values)
     by_sentence = stats.describe(values, units=units)
     assert by_sentence.n == 10 and by_pair.n == 200
-    assert by_sentence.width > 2 * by_pair.width
+    assert by_sentence.high - by_sentence.low > 2 * (by_pair.high - by_pair.low)
     med_pairs = stats.bootstrap(lambda x: np.median(x, -1), values, n_boot=2000)
     med_sent = R.cluster_median(values, units)
     assert med_sent.estimate == pytest.approx(np.median(values)) and med_sent.n == 10
-    assert med_sent.width > med_pairs.width
+    assert med_sent.high - med_sent.low > med_pairs.high - med_pairs.low
 
 
 # ---------------------------------------------------------------- the headroom fraction (Fieller)
@@ -148,12 +150,12 @@ def test_a_subset_of_pairs_keeps_the_sides_its_flips_altered():
     lm = PerturbedOracle(random_joint(4, V, seed=7), scale=1.5)
     ids = [torch.tensor([2, 0, 3, 1]), torch.tensor([1, 3, 0, 2])]
     pairs = np.array([(s, i, j) for s in range(2) for i in range(4) for j in range(i + 1, 4)])
-    full = C.pair_flips(lm, ids, pairs)
+    full = pair_flips(lm, ids, pairs)
     sub = np.array([1, 4, 5, 10])
-    part = C.pair_flips(lm, ids, pairs[sub], index=sub)
+    part = pair_flips(lm, ids, pairs[sub], index=sub)
     np.testing.assert_allclose(part.gap_fwd, full.gap_fwd[sub])
     np.testing.assert_array_equal(part.alt, full.alt[sub])
-    shifted = C.pair_flips(lm, ids, pairs[sub])                    # without index: other sides for odd shifts
+    shifted = pair_flips(lm, ids, pairs[sub])                    # without index: other sides for odd shifts
     assert not np.allclose(shifted.gap_fwd, full.gap_fwd[sub])
 
 

@@ -9,16 +9,15 @@ import os
 import pytest
 
 from mlmbook.corpus import (
-    Multiword,
     Sentence,
     TreebankError,
     edges_from_heads,
-    filter_length,
     find_treebank,
     load_treebank,
     read_conllu,
     remove_punct,
 )
+from mlmbook.corpus.sentence import Multiword, filter_length
 
 
 def _ewt(split):
@@ -255,35 +254,11 @@ def test_fixture_treebank_has_multiwords_empty_nodes_and_comments():
     assert sents[0].meta["newdoc id"] == "tiny"
 
 
-def test_load_sentences_counts_what_it_drops():
-    from mlmbook.corpus.conllu import load_sentences
-    got = load_sentences(FIXTURE, min_len=3, max_len=5)
-    lengths = [len(remove_punct(s)) for s in read_conllu(FIXTURE)]
-    assert [len(s) for s in got.sentences] == [n for n in lengths if 3 <= n <= 5]
-    assert got.n_read == 4 and got.n_dropped == sum(not 3 <= n <= 5 for n in lengths) > 0
-    assert f"{got.n_dropped} outside 3–5 words" in got.summary() and "tiny.conllu" in got.summary()
-    every = load_sentences(FIXTURE, max_len=None)
-    assert len(every.sentences) == 4 and every.n_dropped == 0
-
-
 @pytest.mark.parametrize("text", ["", "\n\n"], ids=["empty", "blank-lines"])
-def test_empty_treebank_is_a_clear_error(tmp_path, text):
-    from mlmbook.corpus.conllu import load_sentences
+def test_an_empty_treebank_reads_as_no_sentence(tmp_path, text):
     path = tmp_path / "empty.conllu"
     path.write_text(text, encoding="utf-8")
     assert read_conllu(path) == []
-    with pytest.raises(TreebankError) as err:
-        load_sentences(path, max_len=10)
-    msg = str(err.value)
-    assert "\n" not in msg and str(path) in msg and "no sentence" in msg
-
-
-def test_no_sentence_of_the_right_length(tmp_path):
-    from mlmbook.corpus.conllu import load_sentences
-    with pytest.raises(TreebankError) as err:
-        load_sentences(FIXTURE, min_len=20, max_len=30)
-    msg = str(err.value)
-    assert f"no sentence of 20–30 words in {FIXTURE}" in msg and "\n" not in msg
 
 
 def test_latin1_file_names_file_and_line(tmp_path):

@@ -1,4 +1,6 @@
 """Judging dependency scores: counts, the CMI error against the truth, reports of a model."""
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
@@ -26,17 +28,28 @@ def test_cmi_error_against_a_direct_computation():
     assert same.mae.estimate == 0 and same.corr.estimate == pytest.approx(1)
 
 
-def test_the_report_of_a_model_is_memoised_by_its_weights_folder():
+def test_the_report_of_a_model_is_memoised_by_its_weights_folder(monkeypatch):
     """A cached model loaded under two names (a knob setting that is also a rung) is scored once."""
-    from mlmbook.dependencies import evaluate as ev
+    from mlmbook.dependencies import sample
+    from mlmbook.toy import Grammar
 
     class Fake:
         def __init__(self, path):
             self.model = type("M", (), {"name_or_path": path})()
 
-    assert ev._identity(Fake("/cache/a")) == ev._identity(Fake("/cache/a")) != ev._identity(Fake("/cache/b"))
+    sc = sample.Scored.of(Grammar.load("toy").sample(2, seed=2))
+    scored = []
+
+    def fake_scores(lm, words, keep, **kw):
+        scored.append(lm)
+        return SimpleNamespace(scores=[np.ones((n, n)) for n in sc.n_words])
+
+    monkeypatch.setattr(evaluate, "_MEMO", {})
+    monkeypatch.setattr(evaluate, "cmi_scores", fake_scores)
     plain = object()
-    assert ev._identity(plain) == ("object", id(plain))
+    for lm in (Fake("/cache/a"), Fake("/cache/a"), Fake("/cache/b"), plain, plain, object()):
+        evaluate.report(lm, sc, None, with_cpmi=False)
+    assert len(scored) == 4 and scored[1].model.name_or_path == "/cache/b" and scored[2] is plain
 
 
 def test_report_of_reads_the_first_sentences_of_measured_matrices():

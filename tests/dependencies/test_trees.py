@@ -11,17 +11,11 @@ import pytest
 from scipy.stats import chisquare
 
 from mlmbook.corpus import edges_from_heads
-from mlmbook.dependencies import (
-    DMV,
-    FIRST,
-    LATER,
-    LEFT,
-    RIGHT,
-    adjacent_edges,
+from mlmbook.dependencies.baselines import adjacent_edges, prufer_to_edges, random_tree_edges
+from mlmbook.dependencies.dmv import DMV, FIRST, LATER, LEFT, RIGHT
+from mlmbook.dependencies.trees import (
     eisner,
     maximum_spanning_tree,
-    prufer_to_edges,
-    random_tree_edges,
     symmetrize,
     tree_from_scores,
     uuas,

@@ -36,12 +36,8 @@ def test_frame_with_per_site_candidates_has_the_restricted_joint_as_reversible_l
         assert G.is_reversible(P, pi)
 
 
-def test_frame_shared_matches_exact_transition_matrix():
-    lm = PerturbedOracle(random_joint(3, 3, seed=4))
+def test_frame_index_follows_the_candidate_order():
     frame = G.Frame.shared(3, [2, 0, 1])
-    P1 = frame.kernel(frame.conditional_logits(lm), 0.7)
-    P2 = G.exact_transition_matrix(lm, 3, [2, 0, 1], T=0.7)
-    assert abs(P1 - P2).max() == 0
     assert frame.index(torch.tensor([[1, 1, 1], [2, 0, 2]])).tolist() == [26, 3]
 
 
@@ -144,8 +140,8 @@ def test_per_chain_temperatures_equal_separate_runs_of_one_temperature():
 @pytest.mark.parametrize("coupling", ["cdf", "maximal"])
 def test_coupled_chains_meet_stay_together_and_copy_a_is_the_plain_chain(coupling):
     lm = PerturbedOracle(random_joint(4, 3, seed=11))
-    s = G.GlauberSampler(lm, candidates=[0, 1, 2], seed=5)
-    a, b = s.random_states(48, [0, 0, 0, 0]), s.random_states(48, [0, 0, 0, 0])
+    gen = torch.Generator().manual_seed(5)
+    a, b = torch.randint(3, (48, 4), generator=gen), torch.randint(3, (48, 4), generator=gen)
     res = G.GlauberSampler(lm, temperature=0.9, seed=6).coupled_run(
         a, b, max_steps=150, coupling=coupling,
         settings=G.CoupleSettings(record_every=1, stop_when_met=False))

@@ -11,7 +11,8 @@ from tests.fakes import JointOracle, PerturbedOracle, random_joint  # noqa: E402
 def test_exact_matrix_of_coherent_joint_has_it_as_stationary_reversible_law():
     joint = random_joint(3, 3, seed=0)
     lm = JointOracle(joint)
-    P = G.exact_transition_matrix(lm, 3, [0, 1, 2], T=1.0)
+    frame = G.Frame.shared(3, [0, 1, 2])
+    P = frame.kernel(frame.conditional_logits(lm), 1.0)
     assert P.shape == (27, 27)
     np.testing.assert_allclose(np.asarray(P.sum(axis=1)).ravel(), 1.0, atol=1e-12)
     pi = G.stationary(P)
@@ -27,12 +28,12 @@ def test_exact_matrix_on_a_vocabulary_subset_and_with_a_frozen_position():
     lm = JointOracle(joint)
     V_subset = [0, 2, 3]
     # position 3 frozen at word 1; sites 0..2 range over V_subset
-    P = G.exact_transition_matrix(lm, 4, V_subset, template=[0, 0, 0, 1], sites=[0, 1, 2])
+    frame = G.Frame.shared(4, V_subset, template=[0, 0, 0, 1], sites=[0, 1, 2])
+    P = frame.kernel(frame.conditional_logits(lm))
     target = np.exp(joint[np.ix_(V_subset, V_subset, V_subset, [1])][..., 0]).ravel()
     pi = G.stationary(P)
     np.testing.assert_allclose(pi, target / target.sum(), atol=1e-9)
     assert G.is_reversible(P, pi)
-    frame = G.Frame.shared(4, V_subset, template=[0, 0, 0, 1], sites=[0, 1, 2])
     states = frame.states()
     assert states.shape == (27, 4) and bool((states[:, 3] == 1).all())
     np.testing.assert_array_equal(frame.index(states), np.arange(27))
@@ -75,12 +76,12 @@ def test_sampler_matches_exact_law(T, candidates):
     Vw = 3 if candidates is None else 4
     lm = JointOracle(random_joint(3, Vw, seed=4))
     V_subset = list(range(Vw)) if candidates is None else candidates
-    P = G.exact_transition_matrix(lm, 3, V_subset, T=T)
+    frame = G.Frame.shared(3, V_subset)
+    P = frame.kernel(frame.conditional_logits(lm), T)
     N, t = 4000, 6
     x0 = torch.tensor([V_subset[0]] * 3)
     sampler = G.GlauberSampler(lm, temperature=T, candidates=candidates, seed=11)
     traj = sampler.run(x0.repeat(N, 1), t, record_every=t)
-    frame = G.Frame.shared(3, V_subset)
     idx = frame.index(traj[-1])
     assert (idx >= 0).all()
     law = np.zeros(P.shape[0])
@@ -108,7 +109,9 @@ def test_same_seed_same_chains_and_frozen_sites():
 def test_systematic_scan_visits_sites_in_order():
     lm = JointOracle(random_joint(4, 3, seed=6))
     s = G.GlauberSampler(lm, scan="systematic", frozen=[1], seed=0)
-    traj = s.run(s.random_states(50, [0, 0, 0, 0], pool=[0, 1, 2]), 9)
+    init = torch.zeros(50, 4, dtype=torch.long)
+    init[:, [0, 2, 3]] = torch.randint(3, (50, 3), generator=s.generator)
+    traj = s.run(init, 9)
     sites = [0, 2, 3]
     for t in range(9):
         changed = (traj[t + 1] != traj[t]).any(dim=0)
@@ -117,9 +120,9 @@ def test_systematic_scan_visits_sites_in_order():
 
 def test_coupled_chains_meet_and_stay_together():
     lm = PerturbedOracle(random_joint(4, 3, seed=7))
-    s = G.GlauberSampler(lm, temperature=1.0, seed=3, candidates=[0, 1, 2])
-    a = s.random_states(64, [0, 0, 0, 0])
-    b = s.random_states(64, [0, 0, 0, 0])
+    gen = torch.Generator().manual_seed(3)
+    a = torch.randint(3, (64, 4), generator=gen)
+    b = torch.randint(3, (64, 4), generator=gen)
     b[0] = a[0]  # one pair starts together
     res = G.GlauberSampler(lm, seed=9, candidates=[0, 1, 2]).coupled_run(
         a, b, max_steps=100, settings=G.CoupleSettings(record_every=1, stop_when_met=False))

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from mlmbook import joints as J
+from mlmbook.joints.ksite import SiteConditionals, ag_k_objective, independent_k
 from tests.fakes import JointOracle, PerturbedOracle, random_joint
 
 
@@ -17,16 +18,16 @@ def test_site_conditionals_are_the_oracles_and_every_joint_is_exact_where_it_sho
     sc = _conditionals(JointOracle(logp))
     P = np.exp(logp[:, :, 2, :])
     P /= P.sum()                                                  # p(x0, x1, x3 | x2 = 2)
-    ref = J.SiteConditionals.from_joint(P)
+    ref = SiteConditionals.from_joint(P)
     for got, want in zip(sc.log_cond + sc.log_marg + sc.log_chain, ref.log_cond + ref.log_marg + ref.log_chain):
         assert got.shape == want.shape and np.abs(got - want).max() < 1e-12
     # compatible conditionals: AG-k and the chain rule give the joint back; the product of marginals does not
     joint, updates, converged = J.ag_k(sc)
-    assert converged and np.abs(joint - P).max() < 1e-9 and J.ag_k_objective(sc, joint) < 1e-12
+    assert converged and np.abs(joint - P).max() < 1e-9 and ag_k_objective(sc, joint) < 1e-12
     assert np.abs(J.chain_k(sc) - P).max() < 1e-12
     product = np.einsum("a,b,c->abc", P.sum((1, 2)), P.sum((0, 2)), P.sum((0, 1)))
-    assert np.abs(J.independent_k(sc) - product).max() < 1e-12
-    assert J.kl_joint(P, J.independent_k(sc)) > 1e-3
+    assert np.abs(independent_k(sc) - product).max() < 1e-12
+    assert J.kl_joint(P, independent_k(sc)) > 1e-3
 
 
 def test_ag_k_on_incompatible_conditionals():
@@ -34,14 +35,14 @@ def test_ag_k_on_incompatible_conditionals():
     sc = _conditionals(PerturbedOracle(logp, scale=0.6))
     joint, updates, converged = J.ag_k(sc, tol=1e-11)
     assert converged and abs(joint.sum() - 1) < 1e-12 and np.all(joint > 0)
-    best = J.ag_k_objective(sc, joint)
+    best = ag_k_objective(sc, joint)
     # AG-k is the joint closest to the conditionals: no other joint (nor a nudge of it) does better
-    for other in (J.chain_k(sc), J.independent_k(sc)):
-        assert J.ag_k_objective(sc, other) > best
+    for other in (J.chain_k(sc), independent_k(sc)):
+        assert ag_k_objective(sc, other) > best
     rng = np.random.default_rng(0)
     for _ in range(5):
         nudged = joint * np.exp(0.01 * rng.standard_normal(joint.shape))
-        assert J.ag_k_objective(sc, nudged / nudged.sum()) >= best - 1e-12
+        assert ag_k_objective(sc, nudged / nudged.sum()) >= best - 1e-12
     # it is a fixed point of the update
     num = sum(np.exp(lc) for lc in sc.log_cond)
     den = sum(1 / joint.sum(axis=i, keepdims=True) for i in range(3))

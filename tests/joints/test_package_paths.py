@@ -8,6 +8,12 @@ import torch
 
 from mlmbook import joints as J
 from mlmbook import stats, threads
+from mlmbook.joints.metrics import (
+    conditional_divergence,
+    conditional_divergences,
+    stack,
+    truth_conditional_kl,
+)
 from mlmbook.models import load_mlm
 from mlmbook.toy import SPECIAL_TOKENS, Grammar
 
@@ -171,16 +177,16 @@ def test_fast_metrics_match_their_definitions():
                             np.log(P) + 0.3 * rng.standard_normal(P.shape), np.log(P.sum(1)), np.log(P.sum(0)))
     truth = rng.dirichlet(np.ones(48)).reshape(6, 8)
     for joint in J.derive_all(pc).values():
-        fast = J.conditional_divergences(joint, pc)
+        fast = conditional_divergences(joint, pc)
         for kind in ("kl", "rkl", "jsd"):
-            assert np.isclose(fast[kind], J.conditional_divergence(joint, pc, kind), rtol=1e-10)
+            assert np.isclose(fast[kind], conditional_divergence(joint, pc, kind), rtol=1e-10)
         T, M = J.PairConditionals.from_joint(truth), J.PairConditionals.from_joint(joint)
         ref = 0.5 * sum(truth.sum(0)[b] * stats.kl(np.exp(T.log_a_given_b[:, b]), np.exp(M.log_a_given_b[:, b]))
                         for b in range(8))
         ref += 0.5 * sum(truth.sum(1)[a] * stats.kl(np.exp(T.log_b_given_a[a]), np.exp(M.log_b_given_a[a]))
                          for a in range(6))
-        assert np.isclose(J.truth_conditional_kl(truth, joint), ref)
-        assert J.truth_conditional_kl(truth, joint) <= J.kl_joint(truth, joint) + 1e-12
+        assert np.isclose(truth_conditional_kl(truth, joint), ref)
+        assert truth_conditional_kl(truth, joint) <= J.kl_joint(truth, joint) + 1e-12
     # compatibility, unweighted: the closed form (full support) is the least-squares fit u_a + v_b
     r = (pc.log_a_given_b - pc.log_b_given_a).ravel()
     X = np.hstack([np.kron(np.eye(6), np.ones((8, 1))), np.kron(np.ones((6, 1)), np.eye(8))])
@@ -201,7 +207,7 @@ def test_evaluate_pair_and_summaries():
     assert out["compatibility"] < 1e-12 and out["naive.kl_truth"] > 0
     rows = [J.evaluate_pair(J.PairConditionals.from_joint(Q), (0, 1), truth=Q)
             for Q in rng.dirichlet(np.ones(25), size=6).reshape(6, 5, 5)]
-    stacked = J.stack(rows)
+    stacked = stack(rows)
     assert set(stacked) == set(rows[0]) and len(stacked["naive.logp_pair"]) == 6
     d, lo, hi = stats.bootstrap(lambda x, y: x.mean(-1) - y.mean(-1), np.ones(10), np.zeros(10))
     assert d == lo == hi == 1.0

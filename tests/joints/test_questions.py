@@ -10,6 +10,8 @@ import pytest
 from mlmbook import joints as J
 from mlmbook import plans, stats
 from mlmbook.errors import DataFitError, UsageError
+from mlmbook.joints.experiment import ROWS
+from mlmbook.joints.study import exp_interval
 from mlmbook.toy import Grammar
 
 
@@ -55,7 +57,7 @@ def test_an_interval_formats_without_negative_zero_and_says_unbounded():
     assert stats.Interval(0.0, 0.0, 0.369).format(3) == "0 [0, 0.369]"       # an exact zero is 0
     glued = stats.Interval(0.25, 0.1, np.inf, n=4).glue_fields(2)
     assert glued == {"estimate": 0.25, "low": 0.1, "high": "+∞", "n": 4, "text": "0.25 [0.10, ∞]"}
-    e = J.exp_interval(stats.Interval(0.1, 0.0, 0.2, se=0.05))
+    e = exp_interval(stats.Interval(0.1, 0.0, 0.2, se=0.05))
     assert np.allclose(tuple(e), (math.exp(0.1), 1.0, math.exp(0.2)))
     assert J.cell(stats.Interval(0.104, -np.inf, np.inf)) == "0.104 [unbounded]"
 
@@ -70,7 +72,7 @@ def test_methods_table_describes_sentences_not_pairs():
            for m in J.METHODS for f in ("logp_pair", "logp_unary", "kl")}
     per["mlm.logp_unary"] = rng.normal(-3, 0.5, 2 * n)
     rows, ivs = J.methods_table(per, kinds, sentence)
-    assert len(rows) == len(J.METHODS) + 1 and rows[-1][0] == J.ROWS["mlm"] and rows[-1][1] is None
+    assert len(rows) == len(J.METHODS) + 1 and rows[-1][0] == ROWS["mlm"] and rows[-1][1] is None
     adj = ivs["ag", "p_ppl_adjacent"]
     assert np.isclose(adj.estimate, stats.ppl(per["ag.logp_pair"][kinds == "adjacent"])) and adj.n == n
     assert ivs["ag", "u_ppl"].n == n and np.isclose(ivs["ag", "kl"].estimate, per["ag.kl"].mean())

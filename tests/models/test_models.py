@@ -4,7 +4,8 @@ import pytest
 import torch
 
 from mlmbook import queries
-from mlmbook.models import HFMaskedLM, ModelLoadError, TruthOracle, load_mlm
+from mlmbook.errors import ModelLoadError
+from mlmbook.models import HFMaskedLM, TruthOracle, load_mlm
 from mlmbook.toy import Grammar
 
 

@@ -11,7 +11,12 @@ import pytest  # noqa: E402
 from matplotlib.ticker import LogFormatterSciNotation  # noqa: E402
 
 from mlmbook import plotting  # noqa: E402
-from mlmbook.plotting.record import legend_overlaps, smallest_glyph_pt  # noqa: E402
+from mlmbook.plotting.record import (  # noqa: E402
+    legend_overlaps,
+    png_record,
+    rendered_text_px,
+    smallest_glyph_pt,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -22,7 +27,7 @@ def style():
 
 
 def _record(fig):
-    return plotting.png_record(plotting.figure_png(fig)[0])
+    return png_record(plotting.figure_png(fig)[0])
 
 
 def test_log_ticks_are_plain_numbers_at_the_tick_size():
@@ -33,8 +38,8 @@ def test_log_ticks_are_plain_numbers_at_the_tick_size():
     assert "0.01" in labels and "1" in labels and not any("$" in t for t in labels)
     record = _record(fig)
     assert record["min_tick_pt"] == plotting.MIN_FONT_PT
-    shown = plotting.rendered_text_px(record["min_tick_pt"], record["dpi"], record["width"],
-                                      record["width"] * plotting.COLUMN_PX / (plotting.COLUMN_IN * 200))
+    shown = rendered_text_px(record["min_tick_pt"], record["dpi"], record["width"],
+                             record["width"] * plotting.COLUMN_PX / (plotting.COLUMN_IN * 200))
     assert shown >= plotting.MIN_TEXT_PX
 
 

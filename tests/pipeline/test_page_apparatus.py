@@ -161,6 +161,8 @@ def style():
 def test_a_figure_records_its_smallest_font_and_resolution(style):
     import matplotlib.pyplot as plt
 
+    from mlmbook.plotting.record import png_record, rendered_text_px
+
     fig, (a, b) = style.figure(ncols=2)
     a.plot([0, 1], [0, 1], label="a line")
     a.legend()
@@ -168,22 +170,24 @@ def test_a_figure_records_its_smallest_font_and_resolution(style):
     b.text(0.5, 0.5, "note", fontsize=8)
     data, width = style.figure_png(fig)
     plt.close(fig)
-    record = style.png_record(data)
+    record = png_record(data)
     assert record["min_font_pt"] == 8 and record["dpi"] == style.PNG_DPI
     assert 600 < width <= 700 and record["width"] == pytest.approx(2 * width, abs=2)
     shown = min(width, style.COLUMN_PX)
-    assert style.rendered_text_px(8, record["dpi"], record["width"], shown) >= style.MIN_TEXT_PX
+    assert rendered_text_px(8, record["dpi"], record["width"], shown) >= style.MIN_TEXT_PX
 
 
 def test_a_wide_figure_shrinks_its_text_below_the_floor(style):
     import matplotlib.pyplot as plt
 
+    from mlmbook.plotting.record import png_record, rendered_text_px
+
     fig, ax = plt.subplots(figsize=(13, 3))
     ax.plot([0, 1])
     data, width = style.figure_png(fig)
     plt.close(fig)
-    record = style.png_record(data)
-    px = style.rendered_text_px(record["min_font_pt"], record["dpi"], record["width"], style.COLUMN_PX)
+    record = png_record(data)
+    px = rendered_text_px(record["min_font_pt"], record["dpi"], record["width"], style.COLUMN_PX)
     assert record["min_font_pt"] == style.MIN_FONT_PT and px < style.MIN_TEXT_PX
 
 

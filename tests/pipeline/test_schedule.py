@@ -3,7 +3,7 @@ and, on workers that share no filesystem, is passed those models (issue 37)."""
 from mlmbook.pipeline import chapters as ch
 from mlmbook.pipeline import prepare
 from mlmbook.pipeline.chapter_run import run_chapter
-from mlmbook.pipeline.execute import Placement, schedule
+from mlmbook.pipeline.execute import schedule
 
 
 def test_each_chapter_needs_only_the_units_holding_its_models(tmp_path, monkeypatch):
@@ -50,7 +50,7 @@ def test_a_chapter_on_a_large_model_runs_alone_or_asks_for_a_resource(tmp_path, 
     toy = [t for t in tasks if t not in (first, second)]
     assert training and set(first.needs) == {t.key for t in toy} and tasks[-2:] == [first, second]
     assert set(second.needs) == {t.key for t in toy} | {first.key} and first.resources == ()
-    tasks, training, _ = schedule(layout, plans, "quick", n=3, placement=Placement(resource="GPU"))
+    tasks, training, _ = schedule(layout, plans, "quick", n=3, resource="GPU")
     large = [t for t in tasks if t.resources]
     assert len(large) == 2 and all(t.resources == (("GPU", 1),) for t in large)
     assert all(set(t.needs) <= {u.key for u in training} for t in large)         # no chapter before it
@@ -69,7 +69,7 @@ def test_shipping_passes_each_chapter_its_cached_models_and_its_units(tmp_path, 
     monkeypatch.setattr(prepare, "missing", lambda jobs: [j for j in jobs if j != default])
     layout = ch.Layout.find()
     plans = ch.plan_parameters(ch.resolve_chapters(ch.find_chapters(layout), ["0", "4"]), [], "quick")
-    tasks, training, data = schedule(layout, plans, "quick", n=2, placement=Placement(ship=True))
+    tasks, training, data = schedule(layout, plans, "quick", n=2, ship=True)
     key = f"model {entry.name}"
     assert list(data) == [key] and data[key][entry.name].startswith(b"manifest.json\0")   # the entry, packed
     by_key = {t.key: t for t in tasks}
