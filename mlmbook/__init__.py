@@ -1,14 +1,14 @@
 """mlmbook — companion package of the book *What Masked Language Models Know*.
 
 The research face — the book's analyses on any masked LM, one call each (:mod:`mlmbook.api`), each
-first checking that the model knows the text (:func:`check_fit`; ``allow_unknown=True`` runs
-anyway)::
+first checking that the model knows the text (:func:`check_fit`;
+``options=mlmbook.Options(allow_unknown=True)`` runs anyway)::
 
     import mlmbook
     lm = mlmbook.load_mlm("bert-base-uncased")    # or "toy", "truth", a saved model's folder
-    mlmbook.pll(lm, ["The cat sat on the mat."], per_token=True)
+    mlmbook.pll(lm, ["The cat sat on the mat."], reduction="none")
     mlmbook.dependency_trees(lm, "en_ewt-ud-test.conllu").uuas      # UUAS with an interval
-    mlmbook.derive_joint(lm, "The cat sat on the mat.", 1, 2, method=mlmbook.HCB(pivot="observed"))
+    mlmbook.derive_joint(lm, "The cat sat on the mat.", (1, 2), method=mlmbook.HCB(pivot="observed"))
 
 and the chapters' face: ``mlmbook.Grammar.load("toy")``, ``mlmbook.record("uuas", 0.62)``. Names
 and submodules are imported on first access: ``import mlmbook`` never pulls in torch, and neither it
@@ -30,7 +30,7 @@ _LAZY_SUBMODULES = {
 
 _FACE = {
     "pll": "api", "dependency_trees": "api", "derive_joint": "api", "HCB": "api", "AG": "api",
-    "rectangle_test": "api", "effective_rank": "api", "glauber_chains": "api",
+    "rectangle_test": "api", "effective_rank": "api", "glauber_chains": "api", "Options": "api",
     "load_mlm": "models", "MaskedLM": "models",
     "Grammar": "toy", "Sentence": "corpus", "load_treebank": "corpus", "check_fit": "corpus",
     "read_for_model": "corpus",

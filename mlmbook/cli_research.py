@@ -42,13 +42,19 @@ def _lines(path: str, verb: str) -> list[str]:
     return lines
 
 
+def _options(args, **more):
+    """The research API's Options of a verb's flags (``--allow-unknown``, ``--max-minutes``, ...)."""
+    from .api import Options
+    return Options(allow_unknown=args.allow_unknown, max_minutes=args.max_minutes, **more)
+
+
 def _pll(args) -> None:
     from . import api
     sentences = _lines(args.file, "pll")
     try:
-        scores = api.pll(args.model, sentences, variant=args.variant, per_token=args.per_token,
-                         reduction=args.reduction, allow_unknown=args.allow_unknown,
-                         scheduler=address(args.scheduler), max_minutes=args.max_minutes)
+        scores = api.pll(args.model, sentences, variant=args.variant,
+                         reduction="none" if args.per_token else args.reduction,
+                         options=_options(args, scheduler=address(args.scheduler)))
     except InputTooLong as err:                     # say where: file:line of the sentence
         if args.file == "-":
             raise UsageError(f"standard input, sentence {err.index + 1}: {err}") from None
@@ -70,11 +76,10 @@ def _trees(args) -> None:
     if name != "toy" and ("/" in name or name.endswith(".conllu")) \
             and not Path(name).expanduser().exists():
         raise UsageError(missing("treebank file", name, "trees TREEBANK"))
-    res = api.dependency_trees(args.model, name, method=args.method,
-                               projective=args.projective, limit=args.limit,
-                               max_words=args.max_words, allow_unknown=args.allow_unknown,
-                               scheduler=address(args.scheduler), max_minutes=args.max_minutes,
-                               **({} if args.budget_rows is None else {"budget_rows": args.budget_rows}))
+    options = _options(args, max_words=args.max_words, scheduler=address(args.scheduler),
+                       **({} if args.budget_rows is None else {"budget_rows": args.budget_rows}))
+    res = api.dependency_trees(args.model, name, method=args.method, projective=args.projective,
+                               limit=args.limit, options=options)
     print(f"note: {res.corpus.summary()}", file=sys.stderr)
     if res.estimator != "cpmi":
         print(f"note: CMI by the {res.estimator}" + (f", each pair within {res.bound:.3g} nats of the exact grid"
@@ -90,16 +95,16 @@ def _joint(args) -> None:
     from . import api
     method = {"hcb": api.HCB(pivot=int(args.pivot) if args.pivot.isdigit() else args.pivot),
               "ag": api.AG(tol=args.tol)}.get(args.method, args.method)
-    joint = api.derive_joint(args.model, args.text, args.i, args.j, method=method, top_k=args.top_k,
-                             allow_unknown=args.allow_unknown, max_minutes=args.max_minutes)
+    joint = api.derive_joint(args.model, args.text, (args.i, args.j), method=method, top_k=args.top_k,
+                             options=_options(args))
     for a, b, p in joint.top(args.show):
         print(f"{p:.6f}\t{a}\t{b}")
 
 
 def _rectangle(args) -> None:
     from . import api
-    res = api.rectangle_test(args.model, args.text, pairs=args.pair, allow_unknown=args.allow_unknown,
-                             scheduler=address(args.scheduler), max_minutes=args.max_minutes)
+    res = api.rectangle_test(args.model, args.text, pairs=args.pair,
+                             options=_options(args, scheduler=address(args.scheduler)))
     for (i, j), delta, corners, bad in zip(res.pairs, res.delta, res.corners, res.inconsistent):
         print(f"{i}\t{j}\t{delta:.6g}\t{' '.join(corners)}\t{'inconsistent' if bad else 'within rounding'}")
 
@@ -107,7 +112,7 @@ def _rectangle(args) -> None:
 def _rank(args) -> None:
     from . import api
     r = api.effective_rank(args.model, _lines(args.file, "rank"), layer=args.layer, mask_rate=args.mask_rate,
-                           allow_unknown=args.allow_unknown, max_minutes=args.max_minutes)
+                           options=_options(args))
     if r.n_too_long:
         print(f"note: {r.n_too_long} of {r.n_too_long + r.n_sentences} sentences left out: longer than the "
               f"model's window", file=sys.stderr)
@@ -118,8 +123,7 @@ def _rank(args) -> None:
 def _glauber(args) -> None:
     from . import api
     run_ = api.glauber_chains(args.model, args.text, steps=args.steps, temperature=args.temperature,
-                              chains=args.chains, seed=args.seed, allow_unknown=args.allow_unknown,
-                              max_minutes=args.max_minutes)
+                              chains=args.chains, options=_options(args, seed=args.seed))
     for text, changed in zip(run_.texts, run_.changed):
         print(f"{changed:.2f}\t{text}")
 

@@ -98,7 +98,7 @@ def test_pll_plain_strings_equal_word_lists_and_the_engine(toy_bert):
     words = [t.split() for t in text]
     np.testing.assert_allclose(mlmbook.pll(lm, text), queries.pll(lm, words), atol=1e-10)
     np.testing.assert_allclose(mlmbook.pll(toy_bert, text), mlmbook.pll(lm, text), atol=1e-10)  # by its folder
-    per = mlmbook.pll(lm, text, per_token=True)
+    per = mlmbook.pll(lm, text, reduction="none")
     assert [p.tokens for p in per] == words and [p.words for p in per] == words
     np.testing.assert_allclose([p.total for p in per], mlmbook.pll(lm, text), atol=1e-10)
     np.testing.assert_allclose(mlmbook.pll(lm, text, reduction="mean"), [p.scores.mean() for p in per])
@@ -109,7 +109,7 @@ def test_pll_plain_strings_equal_word_lists_and_the_engine(toy_bert):
 def test_pll_of_a_plain_string_on_a_wordpiece_model(wordpiece_bert):
     lm = load_mlm(wordpiece_bert)
     text = "The shepherds watched umbrellas."
-    [scores] = mlmbook.pll(lm, [text], per_token=True)
+    [scores] = mlmbook.pll(lm, [text], reduction="none")
     assert scores.words == ["The", "shepherds", "watched", "umbrellas", "."]
     assert len(scores.tokens) > len(scores.words)                          # words split into pieces
     assert [q for p in scores.pieces for q in p] == list(range(len(scores.tokens)))
@@ -133,16 +133,18 @@ def test_every_call_refuses_text_the_model_does_not_know_unless_allowed(toy_bert
     from mlmbook.errors import DataFitError
     english = "the dog sees a cat ."                                      # "a" is not a toy word
     calls = [lambda **o: mlmbook.pll(toy_bert, [english], **o),
-             lambda **o: mlmbook.derive_joint(toy_bert, english, 1, 2, method="hcb", **o),
+             lambda **o: mlmbook.derive_joint(toy_bert, english, (1, 2), method="hcb", **o),
              lambda **o: mlmbook.rectangle_test(toy_bert, english, pairs=[(1, 2)], **o),
              lambda **o: mlmbook.effective_rank(toy_bert, [english], **o),
              lambda **o: mlmbook.glauber_chains(toy_bert, english, steps=2, **o)]
     for call in calls:
         with pytest.raises(DataFitError, match="'a'"):
             call()
-        call(allow_unknown=True)
-    with pytest.raises(TypeError, match="max_words"):
-        mlmbook.pll(toy_bert, [english], max_words=3)                   # an option this call does not take
+        call(options=mlmbook.Options(allow_unknown=True))
+    with pytest.raises(TypeError, match="max_words"):                # an option this call does not read
+        mlmbook.pll(toy_bert, [english], options=mlmbook.Options(max_words=3))
+    with pytest.raises(TypeError, match="mlmbook.Options"):
+        mlmbook.pll(toy_bert, [english], options={"allow_unknown": True})
 
 
 def test_dependency_trees_of_the_truth_recover_more_than_chance():
@@ -159,30 +161,30 @@ def test_derive_joint_methods_and_hcb_pivots(toy_bert):
     lm = load_mlm(toy_bert)
     text = "the farmers near the river often feed the cows ."
     ids = lm.encode_words(text.split())[0]
-    both = mlmbook.derive_joint(lm, text, 1, 6, method="hcb")
-    observed = mlmbook.derive_joint(lm, text, 1, 6, method=mlmbook.HCB(pivot="observed"))
-    by_id = mlmbook.derive_joint(lm, text, 1, 6, method=mlmbook.HCB(pivot=ids[1]))
+    both = mlmbook.derive_joint(lm, text, (1, 6), method="hcb")
+    observed = mlmbook.derive_joint(lm, text, (1, 6), method=mlmbook.HCB(pivot="observed"))
+    by_id = mlmbook.derive_joint(lm, text, (1, 6), method=mlmbook.HCB(pivot=ids[1]))
     np.testing.assert_allclose(observed.probs, by_id.probs)
     index = int(np.flatnonzero(observed.cand_i == ids[1])[0])
     np.testing.assert_allclose(observed.probs, joints.hcb(observed.conditionals, index))
     np.testing.assert_allclose(both.probs, joints.hcb(both.conditionals))
     for method in ("mrf", "mrf_local", "naive", "ag"):
-        j = mlmbook.derive_joint(lm, text, 1, 6, method=method, top_k=6)
+        j = mlmbook.derive_joint(lm, text, (1, 6), method=method, top_k=6)
         assert j.method == method and j.probs.shape == (len(j.cand_i), len(j.cand_j))
         assert ids[1] in j.cand_i and ids[6] in j.cand_j                   # the text's tokens are candidates
     with pytest.raises(ValueError, match="pivot"):
-        mlmbook.derive_joint(lm, text, 1, 6, method=mlmbook.HCB(pivot="middle"))
+        mlmbook.derive_joint(lm, text, (1, 6), method=mlmbook.HCB(pivot="middle"))
     with pytest.raises(ValueError, match="positions"):
-        mlmbook.derive_joint(lm, text, 1, 1)
+        mlmbook.derive_joint(lm, text, (1, 1))
     with pytest.raises(ValueError, match="method"):
-        mlmbook.derive_joint(lm, text, 1, 6, method="besag")
+        mlmbook.derive_joint(lm, text, (1, 6), method="besag")
 
 
 def test_ag_tolerance_below_float64_is_raised_to_the_floor_with_a_note(toy_bert):
     text = "the farmers near the river often feed the cows ."
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        j = mlmbook.derive_joint(toy_bert, text, 1, 6, method=mlmbook.AG(tol=1e-16), top_k=8)
+        j = mlmbook.derive_joint(toy_bert, text, (1, 6), method=mlmbook.AG(tol=1e-16), top_k=8)
     notes = [str(w.message) for w in caught]
     assert any("below what float64 can reach" in n for n in notes), notes
     assert j.converged
@@ -205,8 +207,9 @@ def test_effective_rank_counts_rows(toy_bert):
 
 
 def test_glauber_chains_are_reproducible(toy_bert):
-    a = mlmbook.glauber_chains(toy_bert, "the farmers feed the cows .", steps=15, chains=2, seed=4)
-    b = mlmbook.glauber_chains(toy_bert, "the farmers feed the cows .", steps=15, chains=2, seed=4)
+    seed4 = mlmbook.Options(seed=4)
+    a = mlmbook.glauber_chains(toy_bert, "the farmers feed the cows .", steps=15, chains=2, options=seed4)
+    b = mlmbook.glauber_chains(toy_bert, "the farmers feed the cows .", steps=15, chains=2, options=seed4)
     assert (a.states == b.states).all() and a.texts == b.texts
     assert ((a.changed >= 0) & (a.changed <= 1)).all()
 

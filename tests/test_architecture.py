@@ -448,6 +448,42 @@ def test_the_signature_check_counts_keyword_only_parameters():
     assert n_parameters(fn) == 7
 
 
+def reads_its_keyword_dict(fn: ast.FunctionDef) -> bool:
+    """Whether ``fn`` takes ``**kw`` and reads parameters of its own out of it (``kw.pop("n")``, ``kw["df"]``,
+    the dict handed to a checker) and never passes it on as ``g(**kw)``. Parameters hidden so are the cap's
+    dodge; a wrapper that passes its ``**kw`` to the function it wraps is not, nor a function that takes any
+    names and only walks them (``kw.items()``: ``explore(draw, **controls)``)."""
+    name = fn.args.kwarg.arg if fn.args.kwarg else None
+    passed, walked = set(), set()
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Call):
+            passed |= {id(k.value) for k in node.keywords if k.arg is None}
+        elif isinstance(node, ast.Attribute) and node.attr in ("items", "keys", "values"):
+            walked.add(id(node.value))
+    uses = [n for n in ast.walk(fn) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)]
+    forwarded = any(id(n) in passed for n in uses)
+    return not forwarded and any(id(n) not in walked for n in uses)
+
+
+def test_no_public_function_hides_parameters_in_its_keyword_dict():
+    hidden = sorted(name for name, fn in public_functions() if reads_its_keyword_dict(fn))
+    assert not hidden, ("public functions that read named options out of **kwargs (take a keyword-only settings "
+                        "object instead):\n" + "\n".join(hidden))
+
+
+@pytest.mark.parametrize("source, hides", [
+    ("def f(a, **options):\n    n = options.pop('n', None)\n    return a", True),
+    ("def f(a, **options):\n    return check('f', options)", True),
+    ("def f(a, **kw):\n    kw.setdefault('x', 1)\n    return g(a, **kw)", False),
+    ("def f(a, **kw):\n    return g(a, **kw)", False),
+    ("def f(a):\n    return a", False),
+    ("def f(a, **options):\n    return check({'what': a, **options})", True),
+    ("def f(draw, **controls):\n    return draw(**{k: v[1] for k, v in controls.items()})", False),
+])
+def test_the_keyword_dict_check_tells_a_hidden_parameter_from_a_wrapper(source, hides):
+    assert reads_its_keyword_dict(ast.parse(source).body[0]) is hides
+
+
 RESEARCH_FACING = (*SCIENCE, "queries", "compare")
 """Where a reader meets functions side by side in the chapters: one name, one meaning. (The research
 API's functions are wrappers named after what they wrap, e.g. ``mlmbook.pll`` over ``queries.pll``.)"""

@@ -82,11 +82,12 @@ def test_a_length_option_names_its_knob(english_wordpiece, capsys):
     from mlmbook.errors import TreebankError
     toy_text = FIXTURES / "any_model.conllu"
     with pytest.raises(TreebankError, match="max_words"):
-        mlmbook.dependency_trees(english_wordpiece, toy_text, max_words=2)
+        mlmbook.dependency_trees(english_wordpiece, toy_text, options=mlmbook.Options(max_words=2))
     assert cli_research.main(["trees", english_wordpiece, str(toy_text), "--max-words", "2"]) == 1
     assert "--max-words" in _one_line(capsys.readouterr().err)
     # the length policy, not the fit (150 steps of training land near chance under some thread schedules)
-    res = mlmbook.dependency_trees(english_wordpiece, toy_text, max_words=4, limit=3, allow_unknown=True)
+    res = mlmbook.dependency_trees(english_wordpiece, toy_text, limit=3,
+                                   options=mlmbook.Options(max_words=4, allow_unknown=True))
     assert len(res.trees) == 3 and all(len(g) + 1 <= 4 for g in res.gold)
     assert "outside 3–4 words" in res.corpus.summary()
 
@@ -221,7 +222,8 @@ def test_api_cmi_trees_are_chapter_1s_exact_grid(toy_quick):
     # a budget the exact grid fits buys chapter 1's exact grid
     default = mlmbook.dependency_trees(toy_quick, short, method="cmi", limit=3)
     assert default.estimator == "top-K grid" and default.bound > 0
-    res = mlmbook.dependency_trees(toy_quick, short, method="cmi", limit=3, budget_rows=10 ** 6)
+    res = mlmbook.dependency_trees(toy_quick, short, method="cmi", limit=3,
+                                   options=mlmbook.Options(budget_rows=10 ** 6))
     assert res.estimator == "exact grid" and res.bound == 0.0
     # chapter 1: the sentences with 3+ scored words, the exact grid, decode, UUAS counts
     sc = dep.sample.pick(short, toy_quick, 3, max_words=10 ** 6)
@@ -239,7 +241,7 @@ def test_api_ag_joint_is_chapter_2s(toy_quick, toy_sentences):
     from mlmbook import joints as J
     words = toy_sentences[0].words
     ids, pieces = toy_quick.encode_words(words)
-    joint = mlmbook.derive_joint(toy_quick, words, 1, 2, method="ag")
+    joint = mlmbook.derive_joint(toy_quick, words, (1, 2), method="ag")
     pc = J.pair_conditionals(toy_quick, ids, pieces[1][0], pieces[2][0], None)     # V <= 1000: the full grid
     np.testing.assert_allclose(joint.probs, J.ag(pc).joint, atol=1e-12)
 

@@ -83,8 +83,8 @@ def test_each_test_inverts_itself_at_one_minus_two_alpha():
     assert (s.tost.low, s.tost.high) == pytest.approx((ci.low, ci.high), rel=1e-12)
     # bootstrap-t: the same replicates read at 1 - 2 alpha/m as a run at that level
     y = np.random.default_rng(2).normal(0.02, 0.1, 50)
-    b = paired.bootstrap_t(y, level=level, n_boot=4000, seed=5)
-    again = paired.bootstrap_t(y, level=1 - 2 * ALPHA_M, n_boot=4000, seed=5).interval
+    b = paired.bootstrap_t(y, level=level, draws=paired.Draws(seed=5, n_boot=4000))
+    again = paired.bootstrap_t(y, level=1 - 2 * ALPHA_M, draws=paired.Draws(seed=5, n_boot=4000)).interval
     assert (b.tost.low, b.tost.high) == pytest.approx((again.low, again.high), rel=1e-12)
     assert b.interval.low <= b.tost.low < b.tost.high <= b.interval.high
 

@@ -97,9 +97,9 @@ def test_three_seeds_all_positive_with_spread_give_no_recipe_direction():
 
 
 def test_a_denominator_interval_spanning_zero_gives_undefined():
-    iv = paired.fieller(0.05, 0.01, 0.01, 0.02, level=0.99)
+    iv = paired.fieller((0.05, 0.01), (0.01, 0.02), level=0.99)
     assert not iv.defined and "contains 0" in iv.note
-    ok = paired.fieller(1.0, 2.0, 0.1, 0.1, level=0.95)
+    ok = paired.fieller((1.0, 0.1), (2.0, 0.1), level=0.95)
     assert ok.defined and ok.low < 0.5 < ok.high
     # the old rule's ratio would give a number and a side
     old = stats.ratio(np.array([0.05, 0.04, 0.06]), np.array([0.02, -0.01, 0.02]), level=0.99)
@@ -131,7 +131,7 @@ def test_bootstrap_t_covers_a_skewed_mean_and_is_used_from_30_units():
     hits = 0
     for k in range(150):
         y = np.random.default_rng(200 + k).exponential(1.0, 40)
-        t = paired.bootstrap_t(y, level=0.9, n_boot=1000, seed=k)
+        t = paired.bootstrap_t(y, level=0.9, draws=paired.Draws(seed=k, n_boot=1000))
         hits += t.interval.low <= 1.0 <= t.interval.high
     assert 0.83 <= hits / 150 <= 0.97
     assert paired.estimate(np.ones(29) + np.arange(29) * 0.01).test == "sign-flip"

@@ -15,8 +15,8 @@ function                   what                                                 
 :func:`glauber_chains`     tempered Glauber dynamics from a sentence                     5
 =========================  ============================================================  =========
 
-Every call goes through the book's front door first (:func:`mlmbook.check_fit`); the keyword
-options each call takes are those of :class:`Options`. The same verbs are on the command line:
+Every call goes through the book's front door first (:func:`mlmbook.check_fit`); how it runs is
+its keyword-only ``options=`` (:class:`Options`). The same verbs are on the command line:
 ``mlmbook pll MODEL FILE`` (see ``mlmbook --help``).
 """
 from .dynamics import glauber_chains, rectangle_test

@@ -10,7 +10,7 @@ import torch
 from .. import consistency, queries
 from ..glauber import GlauberSampler
 from ..workers.cluster import map_blocks
-from .models import PROGRESS_SECONDS, Work, budget, on_text, tokens_of
+from .models import PROGRESS_SECONDS, Options, Work, budget, on_text, tokens_of
 
 __all__ = ["Rectangles", "rectangle_test", "GlauberRun", "glauber_chains"]
 
@@ -37,7 +37,7 @@ class Rectangles:
         return np.abs(self.delta) > self.noise_floor
 
 
-def rectangle_test(model, text, pairs=None, **options) -> Rectangles:
+def rectangle_test(model, text, pairs=None, *, options: Options = Options()) -> Rectangles:
     r"""Young & You's rectangle test: can one joint have produced the model's conditionals at two
     positions?
 
@@ -55,9 +55,9 @@ def rectangle_test(model, text, pairs=None, **options) -> Rectangles:
     text : str or list of words
     pairs : sequence of (i, j), optional
         Token positions; default every pair.
-    options : keyword options
-        Those of :class:`~mlmbook.api.Options`: ``allow_unknown``, ``max_minutes`` and
-        ``scheduler`` (pairs in blocks of :data:`PAIR_BLOCK`, here too: the same numbers).
+    options : Options
+        Reads ``allow_unknown``, ``max_minutes`` and ``scheduler`` (pairs in blocks of
+        :data:`PAIR_BLOCK`, here too: the same numbers).
 
     Returns
     -------
@@ -109,8 +109,8 @@ class GlauberRun:
         return (self.states[-1] != self.states[0]).double().mean(-1).numpy()
 
 
-def glauber_chains(model, text, steps: int = 100, temperature: float = 1.0, chains: int = 4,
-                   seed: int = 0, **options) -> GlauberRun:
+def glauber_chains(model, text, steps: int = 100, temperature: float = 1.0, chains: int = 4, *,
+                   options: Options = Options()) -> GlauberRun:
     r"""Run tempered Glauber dynamics: at each step one position per chain is resampled from
     :math:`q(x_i \mid x_{\setminus i})^{1/T}`, renormalised (frozen positions, per-site candidates,
     couplings: :class:`mlmbook.glauber.GlauberSampler`).
@@ -122,9 +122,8 @@ def glauber_chains(model, text, steps: int = 100, temperature: float = 1.0, chai
         The start of every chain.
     steps, chains : int
     temperature : float
-    seed : int
-        Same seed, same model: same chains.
-    options : ``allow_unknown`` and ``max_minutes`` (:class:`~mlmbook.api.Options`)
+    options : Options
+        Reads ``allow_unknown``, ``max_minutes`` and ``seed`` (same seed, same model: same chains).
 
     Returns
     -------
@@ -138,11 +137,12 @@ def glauber_chains(model, text, steps: int = 100, temperature: float = 1.0, chai
     >>> tuple(run.states.shape[:2]), len(run.texts)
     ((21, 3), 3)
     """
-    lm, ids, opts = on_text("glauber_chains", model, text, options)
+    lm, ids, opts = on_text("glauber_chains", model, text, options,
+                            ("allow_unknown", "max_minutes", "seed"))
     rows = steps * chains
     work = Work(f"{chains} chains of {steps} steps", rows, rows * (len(ids) + queries.SPECIALS))
     long = budget(lm, work, opts.max_minutes, "glauber", "run fewer steps or chains (--steps, --chains)")
-    sampler = GlauberSampler(lm, temperature=temperature, seed=seed)
+    sampler = GlauberSampler(lm, temperature=temperature, seed=opts.seed)
     states = sampler.run(torch.tensor([ids] * chains), steps, progress=long > PROGRESS_SECONDS)
     texts = [" ".join(tokens_of(lm, row)) for row in states[-1]]
     return GlauberRun(states, texts, float(temperature))

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import joints, queries
-from .models import Work, budget, on_text, tokens_of
+from .models import Options, Work, budget, on_text, tokens_of
 
 __all__ = ["HCB", "AG", "Joint", "derive_joint"]
 
@@ -71,7 +71,8 @@ def _pivot(pc: joints.PairConditionals, pivot, observed: int) -> int:
     return int(np.flatnonzero(pc.cand_a == int(token))[0])
 
 
-def derive_joint(model, text, i: int, j: int, method="ag", top_k: int | None = None, **options) -> Joint:
+def derive_joint(model, text, pair: tuple[int, int], method="ag", top_k: int | None = None, *,
+                 options: Options = Options()) -> Joint:
     r"""The joint of the tokens at positions ``i`` and ``j`` of ``text``, both masked, from the
     model's conditionals.
 
@@ -85,14 +86,15 @@ def derive_joint(model, text, i: int, j: int, method="ag", top_k: int | None = N
     ----------
     model : MaskedLM, model name or path
     text : str or list of words
-    i, j : int
-        Token positions (the model's pieces, special tokens excluded), ``i != j``.
+    pair : (int, int)
+        Token positions ``(i, j)`` (the model's pieces, special tokens excluded), ``i != j``.
     method : str, HCB or AG
         A name, or an options object: ``HCB(pivot=...)``, ``AG(tol=...)``.
     top_k : int, optional
         Candidates per position (see :data:`AUTO_CANDIDATES`): the model's ``top_k`` likeliest
         tokens with both positions masked, the text's own tokens included.
-    options : ``allow_unknown`` and ``max_minutes`` (:class:`~mlmbook.api.Options`)
+    options : Options
+        Reads ``allow_unknown`` and ``max_minutes``.
 
     Returns
     -------
@@ -103,13 +105,13 @@ def derive_joint(model, text, i: int, j: int, method="ag", top_k: int | None = N
     >>> import mlmbook
     >>> lm = mlmbook.load_mlm("toy")                                  # doctest: +SKIP
     >>> text = "the farmers near the river often feed the cows ."
-    >>> joint = mlmbook.derive_joint(lm, text, 1, 6, method="hcb")
+    >>> joint = mlmbook.derive_joint(lm, text, (1, 6), method="hcb")
     >>> bool(abs(joint.probs.sum() - 1) < 1e-9), joint.probs.shape == (len(joint.cand_i), len(joint.cand_j))
     (True, True)
-    >>> ag = mlmbook.derive_joint(lm, text, 1, 6, method=mlmbook.AG(tol=1e-10), top_k=8)
+    >>> ag = mlmbook.derive_joint(lm, text, (1, 6), method=mlmbook.AG(tol=1e-10), top_k=8)
     >>> ag.converged, len(ag.top(3))
     (True, 3)
-    >>> observed = mlmbook.derive_joint(lm, text, 1, 6, method=mlmbook.HCB(pivot="observed"), top_k=8)
+    >>> observed = mlmbook.derive_joint(lm, text, (1, 6), method=mlmbook.HCB(pivot="observed"), top_k=8)
     >>> observed.method
     'hcb'
     """
@@ -118,13 +120,12 @@ def derive_joint(model, text, i: int, j: int, method="ag", top_k: int | None = N
     if name not in METHODS:
         raise ValueError(f"unknown method {method!r}; use one of {', '.join(METHODS)}, HCB(...) or AG(...)")
     lm, ids, opts = on_text("derive_joint", model, text, options)
+    i, j = pair
     if not (0 <= i < len(ids) and 0 <= j < len(ids)) or i == j:
         raise ValueError(f"positions must be two different token positions in [0, {len(ids)}); the text has "
                          f"tokens {tokens_of(lm, ids)}")
-    if top_k is None and lm.V <= AUTO_CANDIDATES:
-        candidates = None
-    else:
-        candidates = joints.topk_candidates(lm, [(ids, i, j)], k=top_k or 50)[0]
+    few = top_k is None and lm.V <= AUTO_CANDIDATES          # every token is a candidate
+    candidates = None if few else joints.topk_candidates(lm, [(ids, i, j)], k=top_k or 50)[0]
     k = lm.V if candidates is None else max(len(c) for c in candidates)
     work = Work(f"the joint over {k} x {k} candidates", 1 + 2 * k, (1 + 2 * k) * (len(ids) + queries.SPECIALS))
     budget(lm, work, opts.max_minutes, "joint", "ask for fewer candidates (--top-k)")

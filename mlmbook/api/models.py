@@ -1,11 +1,11 @@
 """What the research API accepts (:func:`as_model`, :func:`text_of`), the one cost check
-(:func:`budget`) and the calls' keyword options (:class:`Options`); every call's text passes
+(:func:`budget`) and how a call runs (:class:`Options`); every call's text passes
 :func:`mlmbook.check_fit` first."""
 from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import lru_cache
 from typing import NamedTuple
 
@@ -16,6 +16,7 @@ from ..dependencies.policy import BUDGET_ROWS
 from ..errors import MLMBookError, notice
 from ..models.base import MaskedLM
 from ..models.load import load_mlm
+from ..stats import LEVEL
 
 __all__ = ["as_model", "tokens_of", "text_of", "on_text", "Work", "budget", "CostError",
            "PROGRESS_SECONDS", "Options", "options_of"]
@@ -52,12 +53,12 @@ def text_of(sentence):
     return sentence.tokens if isinstance(sentence, Sentence) else sentence
 
 
-def on_text(call: str, model, text, options: dict, accepted=("allow_unknown", "max_minutes")):
+def on_text(call: str, model, text, options: Options, reads=("allow_unknown", "max_minutes")):
     """``(lm, ids, Options)`` of a ``call`` on one text: the model, the text's token ids (after
     :func:`mlmbook.check_fit`: a DataFitError unless ``allow_unknown``) and the call's options."""
     lm = as_model(model)
     text = text_of(text)
-    opts = options_of(call, options, accepted)
+    opts = options_of(call, options, reads)
     check_fit(lm, [text], allow=opts.allow_unknown)
     return lm, queries.encode_sentence(lm, text)[0], opts
 
@@ -96,16 +97,18 @@ def budget(lm: MaskedLM, work: Work, max_minutes: float | None, verb: str, small
 
 @dataclass(frozen=True)
 class Options:
-    """The keyword options of the research API's calls (each call takes those that apply to it):
-    ``allow_unknown``, run even when the model does not fit the text (:func:`mlmbook.check_fit`:
-    unknown pieces, predictions no better than chance or made worse by the context; the default
-    stops with one line); ``max_words``, read sentences of at most this many scored words
-    (:func:`mlmbook.read_for_model`); ``budget_rows``, forward passes each sentence's CMI grid may
-    spend (:func:`mlmbook.dependencies.cmi_scores`; default chapter 1's full profile per sentence);
+    """How a research API call runs, given as its keyword-only ``options=`` (each call reads the
+    fields that apply to it and refuses any other set away from its default): ``allow_unknown``,
+    run even when the model does not fit the text (:func:`mlmbook.check_fit`: unknown pieces,
+    predictions no better than chance or made worse by the context; the default stops with one
+    line); ``max_words``, read sentences of at most this many scored words
+    (:func:`mlmbook.read_for_model`); ``budget_rows``, forward passes each sentence's CMI grid may spend
+    (:func:`mlmbook.dependencies.cmi_scores`; default chapter 1's full profile per sentence);
     ``window``, the largest distance, in pieces, between two positions whose CMI is computed;
     ``scheduler``, a Dask cluster (address or ``distributed.Client``) to spread the work over;
     ``max_minutes``, refuse, before any work, a call estimated longer (:func:`budget`; None: no
-    limit)."""
+    limit); ``seed``, of the call's random draws (masked positions, chains); ``level``, of an
+    interval the call returns."""
 
     allow_unknown: bool = False
     max_words: int | None = None
@@ -113,12 +116,17 @@ class Options:
     window: int | None = WINDOW
     scheduler: object = None
     max_minutes: float | None = None
+    seed: int = 0
+    level: float = LEVEL
 
 
-def options_of(call: str, given: dict, accepted: tuple = ("allow_unknown",)) -> Options:
-    """The :class:`Options` of a call's keyword arguments; a name it does not take: a TypeError."""
-    wrong = sorted(set(given) - set(accepted))
-    if wrong:
-        raise TypeError(f"{call}() got an unexpected keyword argument {wrong[0]!r}; its options are "
-                        f"{', '.join(accepted)}")
-    return Options(**given)
+def options_of(call: str, options: Options, reads: tuple = ("allow_unknown",)) -> Options:
+    """``options`` when ``call`` reads every field set away from its default; else a TypeError."""
+    if not isinstance(options, Options):
+        raise TypeError(f"{call}(options=...) takes an mlmbook.Options, not {type(options).__name__}")
+    unread = [f.name for f in fields(Options) if f.name not in reads
+              and getattr(options, f.name) != getattr(Options, f.name)]
+    if unread:
+        raise TypeError(f"{call}() does not read the option {unread[0]!r}; "
+                        f"the options it reads are {', '.join(reads)}")
+    return options

@@ -9,11 +9,11 @@ from .. import queries
 from ..corpus import check_fit
 from ..errors import InputTooLong
 from ..workers.cluster import map_blocks
-from .models import PROGRESS_SECONDS, Work, as_model, budget, options_of, text_of, tokens_of
+from .models import PROGRESS_SECONDS, Options, Work, as_model, budget, options_of, text_of, tokens_of
 
 __all__ = ["TokenScores", "pll"]
 
-REDUCTIONS = ("sum", "mean")
+REDUCTIONS = ("sum", "mean", "none")
 
 
 @dataclass(frozen=True)
@@ -37,8 +37,8 @@ class TokenScores:
         return np.array([self.scores[p].sum() for p in self.pieces])
 
 
-def pll(model, sentences, variant: str = "token", per_token: bool = False, reduction: str = "sum",
-        full_softmax: bool = True, **options):
+def pll(model, sentences, variant: str = "token", reduction: str = "sum",
+        full_softmax: bool = True, *, options: Options = Options()):
     r"""Pseudo-log-likelihood (Salazar et al. 2020) of each sentence under a masked LM.
 
     .. math:: \mathrm{PLL}(x) = \sum_{t=1}^{n} \log q(x_t \mid x_{\setminus t})
@@ -52,20 +52,18 @@ def pll(model, sentences, variant: str = "token", per_token: bool = False, reduc
     variant : ``"token"`` or ``"word_l2r"``
         ``"word_l2r"`` (Kauf & Ivanova 2023) masks a piece together with the later pieces of its
         word.
-    per_token : bool
-        Return every sentence's terms (:class:`TokenScores`) instead of one number per sentence.
-    reduction : ``"sum"`` or ``"mean"``
-        One number per sentence: the PLL, or the mean term per token (minicons' ``reduction``).
+    reduction : ``"sum"``, ``"mean"`` or ``"none"``
+        One number per sentence: the PLL, or the mean term per token (minicons' ``reduction``); or
+        ``"none"``: every sentence's terms (:class:`TokenScores`).
     full_softmax : bool
         Softmax over the whole vocabulary, special tokens included (the literature's, minicons'),
         or over words only.
-    options : keyword options
-        Those of :class:`~mlmbook.api.Options`: ``allow_unknown``, ``max_minutes`` and
-        ``scheduler`` (the same numbers either way).
+    options : Options
+        Reads ``allow_unknown``, ``max_minutes`` and ``scheduler`` (the same numbers either way).
 
     Returns
     -------
-    ndarray (len(sentences),), or list of TokenScores with ``per_token``
+    ndarray (len(sentences),), or list of TokenScores with ``reduction="none"``
 
     Examples
     --------
@@ -74,7 +72,7 @@ def pll(model, sentences, variant: str = "token", per_token: bool = False, reduc
     >>> scores = mlmbook.pll(lm, ["the farmers near the river often feed the cows ."])
     >>> scores.shape, bool(scores[0] < 0)
     ((1,), True)
-    >>> terms = mlmbook.pll(lm, ["the farmers feed the cows ."], per_token=True)[0]
+    >>> terms = mlmbook.pll(lm, ["the farmers feed the cows ."], reduction="none")[0]
     >>> len(terms.scores) == len(terms.tokens), bool(abs(terms.total - terms.scores.sum()) < 1e-9)
     (True, True)
     >>> mean = mlmbook.pll(lm, ["the farmers feed the cows ."], reduction="mean")[0]
@@ -97,7 +95,7 @@ def pll(model, sentences, variant: str = "token", per_token: bool = False, reduc
     long = budget(lm, work, opts.max_minutes, "pll", "score fewer sentences") > PROGRESS_SECONDS
     terms = map_blocks(_pll_block, sentences, lm, variant, full_softmax, long,
                        scheduler=opts.scheduler)
-    if per_token:
+    if reduction == "none":
         encoded = [queries.encode_sentence(lm, s) for s in sentences]
         return [TokenScores(tokens_of(lm, ids), scores, words, pieces)
                 for (ids, pieces, words), scores in zip(encoded, terms)]

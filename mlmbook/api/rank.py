@@ -8,7 +8,7 @@ import torch
 
 from .. import queries, rank
 from ..corpus import check_fit
-from .models import Work, as_model, budget, options_of, text_of
+from .models import Options, Work, as_model, budget, options_of, text_of
 
 __all__ = ["Ranks", "effective_rank"]
 
@@ -34,7 +34,7 @@ class Ranks:
 
 
 def effective_rank(model, sentences, layer: int = -1, mask_rate: float = 0.15,
-                   eps: float = rank.DEFAULT_EPS, seed: int = 0, **options) -> Ranks:
+                   eps: float = rank.DEFAULT_EPS, *, options: Options = Options()) -> Ranks:
     r"""How many directions a layer's representations use, with and without ``[MASK]`` in the input.
 
     .. math:: \operatorname{rank}_\varepsilon(H) = \min\Big\{k : \frac{\sum_{i\le k}\sigma_i^2}
@@ -54,8 +54,8 @@ def effective_rank(model, sentences, layer: int = -1, mask_rate: float = 0.15,
     mask_rate : float
     eps : float
         Share of the energy that may be left out.
-    seed : int
-    options : ``allow_unknown`` and ``max_minutes`` (:class:`~mlmbook.api.Options`)
+    options : Options
+        Reads ``allow_unknown``, ``max_minutes`` and ``seed`` (of the masked positions).
 
     Returns
     -------
@@ -76,12 +76,12 @@ def effective_rank(model, sentences, layer: int = -1, mask_rate: float = 0.15,
     if not fits:
         raise ValueError(f"none of the {len(texts)} sentences fits the model's window of {lm.max_length} tokens; "
                          f"give shorter sentences")
-    opts = options_of("effective_rank", options, ("allow_unknown", "max_minutes"))
+    opts = options_of("effective_rank", options, ("allow_unknown", "max_minutes", "seed"))
     check_fit(lm, [texts[k] for k in fits], allow=opts.allow_unknown)
     work = Work(f"ranks of {len(fits)} sentences", 2 * len(fits),  # clean and masked
                 sum(2 * (len(encoded[k]) + queries.SPECIALS) for k in fits))
     budget(lm, work, opts.max_minutes, "rank", "read fewer sentences")
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(opts.seed)
     clean, real, everything, n_mask = [], [], [], 0
     for k in fits:
         ids = torch.tensor([encoded[k]])

@@ -9,7 +9,7 @@ from .. import dependencies, queries, stats
 from ..corpus import ModelCorpus, Window, read_for_model
 from ..toy import Grammar
 from ..workers.cluster import map_blocks
-from .models import PROGRESS_SECONDS, CostError, Work, as_model, budget, options_of
+from .models import PROGRESS_SECONDS, CostError, Options, Work, as_model, budget, options_of
 
 __all__ = ["TreeScores", "dependency_trees", "estimate", "CostError", "METHODS", "PROGRESS_SECONDS"]
 
@@ -19,6 +19,8 @@ budget, else a top-K grid with its bound: :func:`mlmbook.dependencies.cmi_scores
 
 MIN_WORDS = 3
 """Sentences with fewer scored words are left out, as in chapter 1: every parser gets them right."""
+
+
 @dataclass(frozen=True)
 class TreeScores:
     """Trees decoded from a model's pairwise scores and their agreement with the gold trees:
@@ -45,7 +47,7 @@ class TreeScores:
 
 
 def dependency_trees(model, treebank, method: str = "cpmi", projective: bool = False,
-                     limit: int | None = None, level: float = stats.LEVEL, **options) -> TreeScores:
+                     limit: int | None = None, *, options: Options = Options()) -> TreeScores:
     r"""Read a tree off each sentence's pairwise dependence scores and compare it with the gold
     tree.
 
@@ -69,12 +71,10 @@ def dependency_trees(model, treebank, method: str = "cpmi", projective: bool = F
     projective : bool
     limit : int, optional
         Use the first ``limit`` sentences that qualify.
-    level : float
-        Level of the interval (default :data:`mlmbook.stats.LEVEL`).
-    options : keyword options
-        Those of :class:`~mlmbook.api.Options`: ``max_words``, ``allow_unknown``, ``budget_rows``
-        (per sentence: the exact CMI grid if it fits, else top-K), ``window`` (farther pairs score
-        0), ``max_minutes`` (checked against :func:`estimate`) and ``scheduler``.
+    options : Options
+        Reads ``max_words``, ``allow_unknown``, ``budget_rows`` (per sentence: the exact CMI grid if
+        it fits, else top-K), ``window`` (farther pairs score 0), ``max_minutes`` (checked against
+        :func:`estimate`), ``scheduler`` and ``level`` (of the UUAS interval).
 
     Returns
     -------
@@ -103,7 +103,7 @@ def dependency_trees(model, treebank, method: str = "cpmi", projective: bool = F
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; use one of {', '.join(METHODS)}")
     opts = options_of("dependency_trees", options, ("allow_unknown", "max_words", "budget_rows",
-                                                    "window", "max_minutes", "scheduler"))
+                                                    "window", "max_minutes", "scheduler", "level"))
     lm = as_model(model)
     window = Window(MIN_WORDS, opts.max_words, knob="max_words (--max-words for the trees verb)")
     toy = isinstance(treebank, str) and treebank == "toy"
@@ -130,7 +130,7 @@ def dependency_trees(model, treebank, method: str = "cpmi", projective: bool = F
         undetermined = tuple(dependencies.undetermined(scores, [b for _, b in blocks]))
     trees = [dependencies.decode(M, projective=projective) for M in scores]
     correct, total = dependencies.uuas_counts(trees, scored.edges)
-    return TreeScores(stats.ratio(correct, total, level=level), trees, scored.edges, scores,
+    return TreeScores(stats.ratio(correct, total, level=opts.level), trees, scored.edges, scores,
                       correct, total, estimator, bound, corpus, undetermined)
 
 

@@ -133,7 +133,7 @@ def headroom_fraction(single, other, bayes, level: float = stats.LEVEL) -> stats
         return stats.undefined("no headroom: the single conditional is the truth's on every target",
                                n=n, level=level)
     cov = np.cov(a, h, ddof=1)
-    iv = stats.fieller(a.mean(), h.mean(), math.sqrt(cov[0, 0] / n), math.sqrt(cov[1, 1] / n),
+    iv = stats.fieller((a.mean(), math.sqrt(cov[0, 0] / n)), (h.mean(), math.sqrt(cov[1, 1] / n)),
                        cov[0, 1] / n, level=level, df=n - 1)
     return replace(iv, n=n, method=f"{iv.method} over {n} targets") if iv.defined else replace(iv, n=n)
 

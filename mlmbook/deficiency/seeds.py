@@ -64,8 +64,9 @@ def describe_seeds(by_seed: dict, level: float = stats.LEVEL) -> stats.Interval:
     """A descriptive interval (no verdict) of the mean: a t over seed means with two or more seeds;
     with one seed, the test that fits its blocks (an interval *conditional on that one model*)."""
     rows = seed_rows(by_seed)
-    seeds = rows.seeds if rows.n_seeds >= 2 else None
-    return stats.describe(rows.values, seeds=seeds, level=level, what="blocks of sentences")
+    if rows.n_seeds >= 2:
+        return stats.paired.seed_t(rows.values, seeds=rows.seeds, level=level).interval
+    return stats.describe(rows.values, level=level, what="blocks of sentences")
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,8 @@ from scipy.stats import t as student_t
 
 from .intervals import Interval, replicates_for, t_interval, undefined
 
-__all__ = ["Tested", "by_unit", "sign_flip", "FlipSettings", "bootstrap_t", "seed_t", "estimate", "fieller", "min_p",
+__all__ = ["Tested", "by_unit", "sign_flip", "Draws", "bootstrap_t", "seed_t", "estimate", "fieller",
+           "min_p",
            "EXACT_UNITS", "SMALL_UNITS", "MC_DRAWS", "sign_flip_p", "tost_level"]
 
 EXACT_UNITS = 16
@@ -151,18 +152,20 @@ class _Signs:
 
 
 @dataclass(frozen=True)
-class FlipSettings:
-    r"""How :func:`sign_flip` draws and labels: ``seed`` of its Monte Carlo sign patterns (more than
-    :data:`EXACT_UNITS` units), ``what`` a unit is (for the method's label), and ``tost``: also
-    invert at :math:`1 - 2(1 - \text{level})` (twice the work: a descriptive interval skips it)."""
+class Draws:
+    r"""How a resampling test draws and labels: ``seed`` of its draws (sign patterns past
+    :data:`EXACT_UNITS` units, bootstrap replicates), ``what`` a unit is (for the method's label),
+    ``tost``: also invert at :math:`1 - 2(1 - \text{level})` (twice the work: a descriptive interval
+    skips it), ``n_boot``: bootstrap replicates (default :func:`~.intervals.replicates_for`)."""
 
     seed: int = 0
     what: str = "sentences"
     tost: bool = True
+    n_boot: int | None = None
 
 
 def sign_flip(d, g=None, level: float = 0.95, reference: float = 0.0, *,
-              settings: FlipSettings = FlipSettings()) -> Tested:
+              draws: Draws = Draws()) -> Tested:
     r"""Paired sign-flip (permutation) test of :math:`\theta = \sum d / \sum g` and its interval.
 
     ``d, g`` are the per-unit contributions (``g`` default ones: a mean); the p-value tests
@@ -175,8 +178,8 @@ def sign_flip(d, g=None, level: float = 0.95, reference: float = 0.0, *,
     if G <= 0:
         return _undefined("the denominator is zero (0/0)", n, level, "sign-flip", reference)
     theta = float(d.sum() / G)
-    what = settings.what
-    signs = _Signs(n, settings.seed)
+    what = draws.what
+    signs = _Signs(n, draws.seed)
     alpha = 1 - level
     p_at = lambda delta: signs.p(d - delta * g)                         # noqa: E731
     # the most extreme shifts: all centred contributions of one sign
@@ -191,7 +194,7 @@ def sign_flip(d, g=None, level: float = 0.95, reference: float = 0.0, *,
     se = _linearised_se(d, g, theta)
     iv = Interval(theta, lo, hi, level, how, n, se)
     at_2alpha = None
-    if settings.tost:
+    if draws.tost:
         lo2, hi2 = (_end(p_at, theta, side, 2 * alpha, scale) for side in (-1, 1))
         at_2alpha = Interval(theta, lo2, hi2, tost_level(level), how, n, se)
     return Tested(iv, float(p), min_p(_nonzero(d - reference * g)), p_err, "sign-flip", reference, at_2alpha)
@@ -245,8 +248,8 @@ def _linearised_se(d: np.ndarray, g: np.ndarray, theta: float) -> float:
     return float(math.sqrt((e ** 2).sum() * n / (n - 1)) / g.sum())
 
 
-def bootstrap_t(d, g=None, level: float = 0.95, reference: float = 0.0, seed: int = 0,
-                what: str = "sentences", **options) -> Tested:
+def bootstrap_t(d, g=None, level: float = 0.95, reference: float = 0.0, *,
+                draws: Draws = Draws()) -> Tested:
     r"""Studentized bootstrap (bootstrap-t) of :math:`\theta = \sum d / \sum g` over units.
 
     Each replicate draws the units with replacement and studentizes its estimate by its own
@@ -254,18 +257,15 @@ def bootstrap_t(d, g=None, level: float = 0.95, reference: float = 0.0, seed: in
     :math:`[\hat\theta - t^*_{1-a/2}\,\widehat{se},\ \hat\theta - t^*_{a/2}\,\widehat{se}]`
     (``tost``: the same replicates' quantiles at :math:`a` and :math:`1 - a`) and the p-value the
     equal-tailed share of :math:`t^*` beyond :math:`(\hat\theta - \text{reference})/\widehat{se}`.
-    ``n_boot=`` (an option) sets the replicates (default :func:`~.intervals.replicates_for`).
     """
-    n_boot = options.pop("n_boot", None) or replicates_for(level)
-    if options:
-        raise TypeError(f"bootstrap_t() got unexpected option(s) {sorted(options)}")
+    n_boot, what = draws.n_boot or replicates_for(level), draws.what
     d, g = _check(d, np.ones(len(np.ravel(d))) if g is None else g)
     n = len(d)
     if g.sum() <= 0:
         return _undefined("the denominator is zero (0/0)", n, level, "bootstrap-t", reference)
     theta = float(d.sum() / g.sum())
     se = _linearised_se(d, g, theta)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(draws.seed)
     ts = []
     chunk = max(1, 2_000_000 // n)
     for start in range(0, n_boot, chunk):
@@ -300,14 +300,22 @@ def bootstrap_t(d, g=None, level: float = 0.95, reference: float = 0.0, seed: in
                   "bootstrap-t", reference, inverted(2 * a, tost_level(level)))
 
 
-def seed_t(values, level: float = 0.95, reference: float = 0.0) -> Tested:
+def seed_t(values, weights=None, *, seeds=None, level: float = 0.95,
+           reference: float = 0.0) -> Tested:
     r"""Student t over one value per training seed: the claim is about the recipe, the seed is the
     unit.
 
     With :math:`k` seeds, :math:`\bar x \pm t_{1-a/2,\,k-1}\, s/\sqrt{k}` (``tost``:
     :math:`\bar x \pm t_{1-a,\,k-1}\, s/\sqrt{k}`); one seed gives no spread (*undefined*).
+    ``values`` holds one value per seed or, with ``seeds`` (the training seed of each row), per-row
+    contributions: each seed's value is then its rows' ratio :math:`\sum v / \sum w` (``weights``
+    default 1), in the order the seeds first appear.
     """
     v = np.asarray(values, dtype=float).ravel()
+    if seeds is not None:
+        s = np.asarray(seeds)
+        w = np.ones_like(v) if weights is None else np.asarray(weights, dtype=float).ravel()
+        v = np.array([v[s == k].sum() / w[s == k].sum() for k in _ordered(s)])
     k = len(v)
     if k < 2:
         return _undefined("one trained model gives no spread between seeds", k, level, "seed t", reference)
@@ -324,32 +332,14 @@ def _undefined(why: str, n: int, level: float, test: str, reference: float) -> T
     return Tested(iv, float("nan"), 1.0, 0.0, test, reference, replace(iv, level=tost_level(level)))
 
 
-def estimate(values, weights=None, *, units=None, seeds=None, level: float = 0.95,
-             reference: float = 0.0, **options) -> Tested:
-    """The test that fits the data (see the module table), on rows summed into their units
-    (:func:`by_unit`); with two or more ``seeds`` (the training seed of each row) each seed's ratio
-    is one value and the test is :func:`seed_t`. ``options``: ``seed`` (of the resampling, default
-    0), ``what`` (a unit, for the method's label) and ``tost`` (default True, see :class:`Tested`).
-    """
-    tost = bool(options.pop("tost", True))
-    seed, what = _options(options)
-    if seeds is not None and len(np.unique(np.asarray(seeds))) >= 2:
-        s = np.asarray(seeds)
-        v = np.asarray(values, float).ravel()
-        w = np.ones_like(v) if weights is None else np.asarray(weights, float).ravel()
-        per_seed = [v[s == k].sum() / w[s == k].sum() for k in _ordered(s)]
-        return seed_t(per_seed, level=level, reference=reference)
+def estimate(values, weights=None, *, units=None, level: float = 0.95, reference: float = 0.0,
+             draws: Draws = Draws()) -> Tested:
+    """The test that fits the data (see the module table; over training seeds it is :func:`seed_t`),
+    on rows summed into their units (:func:`by_unit`)."""
     d, g = by_unit(values, weights, units)
     if len(d) < SMALL_UNITS:
-        return sign_flip(d, g, level=level, reference=reference, settings=FlipSettings(seed, what, tost))
-    return bootstrap_t(d, g, level=level, reference=reference, seed=seed, what=what)
-
-
-def _options(options: dict) -> tuple[int, str]:
-    unknown = set(options) - {"seed", "what"}
-    if unknown:
-        raise TypeError(f"unexpected option(s) {sorted(unknown)}: the options are seed= and what=")
-    return int(options.get("seed", 0)), str(options.get("what", "sentences"))
+        return sign_flip(d, g, level=level, reference=reference, draws=draws)
+    return bootstrap_t(d, g, level=level, reference=reference, draws=draws)
 
 
 def _ordered(labels: np.ndarray) -> list:
@@ -357,19 +347,18 @@ def _ordered(labels: np.ndarray) -> list:
     return [labels[i] for i in sorted(first)]
 
 
-def fieller(num: float, den: float, se_num: float, se_den: float, cov: float = 0.0,
-            level: float = 0.95, **options) -> Interval:
+def fieller(num: tuple[float, float], den: tuple[float, float], cov: float = 0.0,
+            level: float = 0.95, df: int | None = None) -> Interval:
     r"""Fieller's interval for a ratio :math:`a/b` of two estimates.
 
     The interval is :math:`\{\rho : |a - \rho b| \le q\, \mathrm{sd}(a - \rho b)\}`. When the
     denominator is not significantly away from zero (:math:`b^2 \le q^2 s_b^2`, i.e. its own
     interval contains 0), that set is unbounded or the whole line: the ratio is **undefined**.
+    ``num``, ``den``: each ``(estimate, standard error)``; ``cov``: their covariance; the quantile
+    is Student's on ``df`` degrees of freedom (default: normal).
     """
-    df = options.pop("df", None)  # Student quantiles on df degrees of freedom (default: normal)
-    if options:
-        raise TypeError(f"fieller() got unexpected option(s) {sorted(options)}")
+    (a, se_num), (b, se_den) = (float(num[0]), num[1]), (float(den[0]), den[1])
     q = float(student_t.ppf(0.5 + level / 2, df) if df else norm.ppf(0.5 + level / 2))
-    a, b = float(num), float(den)
     A = b * b - q * q * se_den ** 2
     if A <= 0:
         return undefined("the denominator's interval contains 0", level=level)

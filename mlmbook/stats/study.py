@@ -237,7 +237,7 @@ class Study:
         return self.questions[key].needed(self.level)
 
     def answer(self, key: str, values, weights=None, *, units=None, seeds=None,
-               **options) -> Answer:
+               seed: int = 0) -> Answer:
         """Answer question ``key`` from per-row contributions (:func:`~.paired.by_unit`).
 
         Parameters
@@ -249,12 +249,11 @@ class Study:
         seeds : array_like (N,), optional
             The training seed of each row: with two or more, the unit is the seed (a t over seed
             means), and each seed's own rows give the second method.
-        **options
-            ``seed`` (of the resampling, default 0) and ``what`` (what a unit is, for the method's
-            label; default the question's unit).
+        seed : int
+            The seed of the resampling (sign patterns, bootstrap replicates).
         """
         q = self.questions[key]
-        seed, what = paired._options({"what": q.unit + "s" if not q.unit.endswith("s") else q.unit, **options})
+        draws = paired.Draws(seed, q.unit if q.unit.endswith("s") else q.unit + "s")
         if key in self.answers:
             raise ValueError(f"{self.name}: question {key!r} is answered twice")
         level, alpha_m = self.level, self.alpha / self.size
@@ -264,10 +263,13 @@ class Study:
         many_seeds = s is not None and len(set(s)) >= 2
         one_model = q.unit == "seed" and s is not None and not many_seeds
         note = "conditional on one trained model; " if one_model else ""
-        tested = paired.estimate(v, w, units=units, seeds=s if many_seeds else None, level=level,
-                                 reference=q.reference, seed=seed, what=what)
+        if many_seeds:
+            tested = paired.seed_t(v, w, seeds=s, level=level, reference=q.reference)
+        else:
+            tested = paired.estimate(v, w, units=units, level=level, reference=q.reference,
+                                     draws=draws)
         iv = tested.interval
-        second = _second(tested, v, w, units, s if many_seeds else None, level, q.reference, seed, what)
+        second = _second(tested, v, w, units, s if many_seeds else None, level, q.reference, draws)
         feasible = iv.defined and tested.min_p <= alpha_m and second["min_p"] <= alpha_m
         over_seeds = tested.test == "seed t"
         det = detectable(iv.se, level, POWER, iv.n - 1 if over_seeds else None) if feasible else float("inf")
@@ -330,10 +332,13 @@ class Study:
                 "level": self.level, "questions": [q.key for q in self.questions.values()]}
 
 
-def describe(values, weights=None, *, units=None, seeds=None, level: float = LEVEL, **options) -> Interval:
-    """A descriptive estimate with its interval (default 95 %) by the test that fits the data; no
-    verdict. ``options``: ``seed`` and ``what`` (see :func:`mlmbook.stats.paired.estimate`)."""
-    return paired.estimate(values, weights, units=units, seeds=seeds, level=level, tost=False, **options).interval
+def describe(values, weights=None, *, units=None, level: float = LEVEL, seed: int = 0,
+             what: str = "sentences") -> Interval:
+    """A descriptive estimate with its interval (default 95 %) by the test that fits the data
+    (:func:`mlmbook.stats.paired.estimate`); no verdict. ``seed``: of the resampling; ``what``:
+    what a unit is, for the method's label."""
+    draws = paired.Draws(seed, what, tost=False)
+    return paired.estimate(values, weights, units=units, level=level, draws=draws).interval
 
 
 def _decide(tested: paired.Tested, second: dict, feasible: bool, q: Question, alpha: float) -> tuple[str, str]:
@@ -362,7 +367,8 @@ def _decide(tested: paired.Tested, second: dict, feasible: bool, q: Question, al
     return "indistinguishable", why
 
 
-def _second(tested: paired.Tested, v, w, units, seeds, level, reference, seed, what) -> dict:
+def _second(tested: paired.Tested, v, w, units, seeds, level, reference,
+            draws: paired.Draws) -> dict:
     """The second method's p-value, side and the smallest p it can reach (the module docstring)."""
     alpha = 1 - level
     iv = tested.interval
@@ -382,7 +388,7 @@ def _second(tested: paired.Tested, v, w, units, seeds, level, reference, seed, w
         return {"test": "t", "p": p, "side": _dir(theta - reference, p, alpha), "min_p": 0.0}
     if tested.test == "bootstrap-t":                     # a sign-flip and a t on the same units
         d, g = paired.by_unit(v, w, units)
-        p, err, least = paired.sign_flip_p(d, g, reference=reference, seed=seed)
+        p, err, least = paired.sign_flip_p(d, g, reference=reference, seed=draws.seed)
         diff, t_p = d.sum() / g.sum() - reference, _t_at_reference(d - reference * g)
         sides = {_dir(diff, p + 2 * err, alpha), _dir(diff, t_p, alpha)}
         return {"test": "sign-flip and t", "p": p, "p_error": err, "t_p": t_p, "min_p": least,
@@ -397,7 +403,7 @@ def _second(tested: paired.Tested, v, w, units, seeds, level, reference, seed, w
                     "why": "one row per seed"}
         t = paired.estimate(v[rows], None if w is None else w[rows],
                             units=None if units is None else np.asarray(units)[rows],
-                            level=level, reference=reference, seed=seed, what=what)
+                            level=level, reference=reference, draws=draws)
         ests.append(t.interval.estimate)
         ps.append(t.p + 2 * t.p_error)
         least = max(least, t.min_p)  # every model's own test must be able to reach

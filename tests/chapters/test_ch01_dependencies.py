@@ -326,8 +326,8 @@ def test_the_apis_cmi_trees_are_chapter_1s_recorded_trees(quick_book):
     r = quick_book.results(SLUG)
     sentences = [mlmbook.Sentence(words=words, heads=heads, upos=upos) for words, heads, upos, _ in r["mlm_trees"]]
     lm = mlmbook.load_mlm("toy", profile="quick", seed=0)                   # the chapter's model in this build
-    res = mlmbook.dependency_trees(lm, sentences, method="cmi", budget_rows=r["grid_budget"] / len(sentences),
-                                   window=9)
+    res = mlmbook.dependency_trees(lm, sentences, method="cmi",
+                                   options=mlmbook.Options(budget_rows=r["grid_budget"] / len(sentences), window=9))
     assert len(res.trees) == len(r["mlm_trees"]) == r["n_main"]
     assert [sorted(sorted(e) for e in t) for t in res.trees] == [tree for *_, tree in r["mlm_trees"]]
     assert res.estimator == r["cmi_estimator"]

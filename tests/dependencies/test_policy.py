@@ -118,7 +118,8 @@ def test_the_api_cmi_trees_are_chapter_ones(truth):
     sc = dep.sample.Scored.of([s for s in Grammar.load("toy").sample(200, seed=5) if 4 <= len(s) <= 7][:4])
     budget = 7_500 / 20 * len(sc)
     chapter = dep.cmi_scores(truth, sc.words, sc.keep, budget_rows=budget)
-    api = mlmbook.dependency_trees(truth, sc.sentences, method="cmi", budget_rows=budget / len(sc))
+    api = mlmbook.dependency_trees(truth, sc.sentences, method="cmi",
+                                   options=mlmbook.Options(budget_rows=budget / len(sc)))
     assert chapter.estimator == api.estimator == "top-K grid"
     assert api.trees == [dep.decode(M) for M in chapter.scores]
     assert list(api.undetermined) == dep.undetermined(chapter.scores, chapter.bounds)

@@ -165,15 +165,16 @@ def test_pll_and_trees_over_a_two_worker_cluster_equal_one_process_exactly(tmp_p
     lm = mlmbook.load_mlm(saved)
     sents = mlmbook.Grammar.load("toy").sample(150, seed=4)                # three blocks of sentences
     texts = [" ".join(s.words) for s in sents]
-    here_pll, here_terms = mlmbook.pll(lm, texts), mlmbook.pll(lm, texts[:70], per_token=True)
+    here_pll, here_terms = mlmbook.pll(lm, texts), mlmbook.pll(lm, texts[:70], reduction="none")
     here_trees = mlmbook.dependency_trees(lm, sents)
     text = " ".join(max(texts, key=len).split()[:12])
     here_rect = mlmbook.rectangle_test(lm, text)
     with dask_cluster(tmp_path / "cluster") as cluster:
-        there_pll = mlmbook.pll(lm, texts, scheduler=cluster.address)
-        there_terms = mlmbook.pll(lm, texts[:70], per_token=True, scheduler=cluster.address)
-        there_trees = mlmbook.dependency_trees(lm, sents, scheduler=cluster.address)
-        there_rect = mlmbook.rectangle_test(lm, text, scheduler=cluster.address)
+        on = mlmbook.Options(scheduler=cluster.address)
+        there_pll = mlmbook.pll(lm, texts, options=on)
+        there_terms = mlmbook.pll(lm, texts[:70], reduction="none", options=on)
+        there_trees = mlmbook.dependency_trees(lm, sents, options=on)
+        there_rect = mlmbook.rectangle_test(lm, text, options=on)
         ran = executed(cluster.address)
         listing = tmp_path / "sentences.txt"
         listing.write_text("\n".join(texts[:80]) + "\n")
