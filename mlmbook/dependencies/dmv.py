@@ -232,7 +232,7 @@ class DMV:
                 ch, top = self._inside(T, reduce=np.max, floor=1e-12)
             for b, k in enumerate(ks):
                 OR, OL, CR, CL, PR, PL, IR, IL = (v[b] for v in ch.values())
-                out[k] = _heads(CR, CL, IR, IL, int(np.argmax(top[b])), np.multiply, PR, PL)
+                out[k] = _heads((CR, CL, IR, IL, PR, PL), int(np.argmax(top[b])), np.multiply)
         return out
 
 

@@ -85,10 +85,11 @@ def _spans(n: int, width: int):
     return s, s + width, s[:, None] + np.arange(width)
 
 
-def _heads(CR, CL, IR, IL, r: int, op=np.add, PR=None, PL=None) -> list[int]:
-    """The heads (``-1`` the root ``r``) of the best tree in a split-head chart: :func:`eisner`'s,
-    or with ``op`` the product and ``PR``/``PL`` the unstopped halves, the DMV's."""
-    PR, PL = (CR, CL) if PR is None else (PR, PL)
+def _heads(chart: tuple, r: int, op=np.add) -> list[int]:
+    """The heads (``-1`` the root ``r``) of the best tree in a split-head chart: :func:`eisner`'s
+    ``(CR, CL, IR, IL)``, or the DMV's, with ``op`` the product and its unstopped halves ``PR, PL``
+    appended."""
+    CR, CL, IR, IL, PR, PL = chart if len(chart) == 6 else (*chart, chart[0], chart[1])
     n = len(CR)
     heads = [-1] * n
     stack = [("CL", 0, r), ("CR", r, n - 1)]
@@ -151,7 +152,7 @@ def eisner(S, root_scores=None) -> list[int]:
         IL[s, t] = S[t, s] + inner
         CR[s, t] = np.max(IR[S_, r + 1] + CR[r + 1, T_], axis=1)
         CL[s, t] = np.max(CL[S_, r] + IL[r, T_], axis=1)
-    return _heads(CR, CL, IR, IL, int(np.argmax(root + CL[0, :] + CR[:, n - 1])))
+    return _heads((CR, CL, IR, IL), int(np.argmax(root + CL[0, :] + CR[:, n - 1])))
 
 
 def tree_from_scores(S, projective: bool = False) -> set[Edge]:
