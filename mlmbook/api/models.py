@@ -102,8 +102,8 @@ class Options:
     run even when the model does not fit the text (:func:`mlmbook.check_fit`: unknown pieces,
     predictions no better than chance or made worse by the context; the default stops with one
     line); ``max_words``, read sentences of at most this many scored words
-    (:func:`mlmbook.read_for_model`); ``budget_rows``, forward passes each sentence's CMI grid may spend
-    (:func:`mlmbook.dependencies.cmi_scores`; default chapter 1's full profile per sentence);
+    (:func:`mlmbook.read_for_model`); ``budget_rows``, forward passes each sentence's CMI grid may
+    spend (:func:`mlmbook.dependencies.cmi_scores`; default chapter 1's full profile per sentence);
     ``window``, the largest distance, in pieces, between two positions whose CMI is computed;
     ``scheduler``, a Dask cluster (address or ``distributed.Client``) to spread the work over;
     ``max_minutes``, refuse, before any work, a call estimated longer (:func:`budget`; None: no
